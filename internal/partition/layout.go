@@ -1,0 +1,84 @@
+package partition
+
+import (
+	"math/big"
+	"math/bits"
+	"strconv"
+)
+
+// EvenBoundaries returns the n-1 interior boundaries, in increasing order, that
+// split the EPK space of definition d into n ranges of equal hash width; nil
+// when n <= 1.
+//
+// For V2 and MultiHash the first 16 bytes of an EPK lie in
+// [0, M] with M = 0x3FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF (the top two bits are
+// always cleared), and boundary i is floor(i*M/n) as 16 big-endian bytes; for
+// n = 2 that is 1FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF, the split point Cosmos uses
+// (protocol doc §5.4).
+//
+// For V1 (d.Kind Hash, d.Version 1) an EPK starts with the binary encoding of
+// the murmur3_32 hash as a number, and boundary i is the binary encoding of
+// floor(i*2^32/n): a V1 EPK sorts at or after boundary i exactly when its hash
+// is at least that value. Boundaries strictly increase for n up to 2^32. Any
+// other definition is treated as V2.
+func EvenBoundaries(d Definition, n int) []EPK {
+	if n <= 1 {
+		return nil
+	}
+	out := make([]EPK, 0, n-1)
+	if d.scheme() == schemeV1 {
+		for i := 1; i < n; i++ {
+			// floor(i*2^32/n) in 128-bit arithmetic; Div64 cannot panic as
+			// the high word i>>32 is below n.
+			hi, lo := bits.Mul64(uint64(i), 1<<32)
+			h, _ := bits.Div64(hi, lo, uint64(n))
+			out = append(out, appendNumberV1(nil, float64(h)))
+		}
+		return out
+	}
+	space := new(big.Int).Lsh(big.NewInt(1), 126)
+	space.Sub(space, big.NewInt(1))
+	bn := big.NewInt(int64(n))
+	for i := 1; i < n; i++ {
+		b := new(big.Int).Mul(space, big.NewInt(int64(i)))
+		b.Quo(b, bn)
+		out = append(out, b.FillBytes(make(EPK, v2Len)))
+	}
+	return out
+}
+
+// InitialLayout returns the n ranges of a new container, with ids "0" to
+// "n-1", no parents, and the boundaries of [EvenBoundaries]: the first starts
+// at the empty EPK and the last ends at FF. n < 1 is treated as 1.
+func InitialLayout(d Definition, n int) []Range {
+	n = max(n, 1)
+	bounds := EvenBoundaries(d, n)
+	out := make([]Range, n)
+	lo := EPK{}
+	for i := range out {
+		hi := MaxEPK()
+		if i < len(bounds) {
+			hi = bounds[i]
+		}
+		out[i] = Range{ID: strconv.Itoa(i), Min: lo, Max: hi}
+		lo = hi
+	}
+	return out
+}
+
+// InitialRangeCount returns how many physical partitions Cosmos DB gives a new
+// container: ceil(manualRU/6000) when manualRU > 0, otherwise
+// ceil(autoscaleMaxRU/10000) (autoscale, or a container in a database with
+// shared throughput: pass the database's throughput as autoscaleMaxRU), and
+// always at least 1.
+func InitialRangeCount(manualRU, autoscaleMaxRU int) int {
+	switch {
+	case manualRU > 0:
+		return max(1, ceilDiv(manualRU, 6000))
+	case autoscaleMaxRU > 0:
+		return max(1, ceilDiv(autoscaleMaxRU, 10000))
+	}
+	return 1
+}
+
+func ceilDiv(a, b int) int { return (a-1)/b + 1 }

@@ -1,0 +1,155 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+)
+
+const (
+	kindMeta byte = 0x01
+	kindItem byte = 0x02
+)
+
+// ErrBadKey is returned when a stored key cannot be decoded.
+var ErrBadKey = errors.New("store: malformed key")
+
+// ItemKey identifies an item: its container's internal id, its effective
+// partition key, its encoded partition key value and its id.
+type ItemKey struct {
+	Container uint64
+	EPK       []byte
+	PK        []byte
+	ID        string
+}
+
+// appendEscaped appends the order-preserving escape of b to dst.
+func appendEscaped(dst, b []byte) []byte {
+	for {
+		i := bytes.IndexByte(b, 0)
+		if i < 0 {
+			break
+		}
+		dst = append(dst, b[:i]...)
+		dst = append(dst, 0x00, 0xFF)
+		b = b[i+1:]
+	}
+	dst = append(dst, b...)
+	return append(dst, 0x00, 0x01)
+}
+
+// readEscaped decodes one escaped byte string from the front of b.
+func readEscaped(b []byte) (val, rest []byte, err error) {
+	for i := 0; i < len(b); i++ {
+		if b[i] != 0 {
+			val = append(val, b[i])
+			continue
+		}
+		if i+1 >= len(b) {
+			return nil, nil, ErrBadKey
+		}
+		switch b[i+1] {
+		case 0x01:
+			return val, b[i+2:], nil
+		case 0xFF:
+			val = append(val, 0)
+			i++
+		default:
+			return nil, nil, ErrBadKey
+		}
+	}
+	return nil, nil, ErrBadKey
+}
+
+func containerPrefix(dst []byte, c uint64) []byte {
+	dst = append(dst, kindItem)
+	return binary.BigEndian.AppendUint64(dst, c)
+}
+
+// Encode returns the storage key of k.
+func (k ItemKey) Encode() []byte {
+	b := make([]byte, 0, 1+8+len(k.EPK)+len(k.PK)+len(k.ID)+8)
+	b = containerPrefix(b, k.Container)
+	b = appendEscaped(b, k.EPK)
+	b = appendEscaped(b, k.PK)
+	return appendEscaped(b, []byte(k.ID))
+}
+
+// DecodeItemKey parses a storage key produced by ItemKey.Encode.
+func DecodeItemKey(key []byte) (ItemKey, error) {
+	if len(key) < 9 || key[0] != kindItem {
+		return ItemKey{}, ErrBadKey
+	}
+	k := ItemKey{Container: binary.BigEndian.Uint64(key[1:9])}
+	rest := key[9:]
+	var id []byte
+	var err error
+	if k.EPK, rest, err = readEscaped(rest); err != nil {
+		return ItemKey{}, err
+	}
+	if k.PK, rest, err = readEscaped(rest); err != nil {
+		return ItemKey{}, err
+	}
+	if id, rest, err = readEscaped(rest); err != nil {
+		return ItemKey{}, err
+	}
+	if len(rest) != 0 {
+		return ItemKey{}, ErrBadKey
+	}
+	k.ID = string(id)
+	return k, nil
+}
+
+// Span is a half-open key span [Lower, Upper).
+type Span struct {
+	Lower, Upper []byte
+}
+
+// ContainerSpan is the span of all of container c's items.
+func ContainerSpan(c uint64) Span {
+	lo := containerPrefix(nil, c)
+	return Span{Lower: lo, Upper: containerPrefix(nil, c+1)}
+}
+
+// EPKSpan is the span of container c's items whose EPK lies in [min, max).
+// An empty min means the start of the container; a nil max its end.
+func EPKSpan(c uint64, min, max []byte) Span {
+	s := ContainerSpan(c)
+	if len(min) > 0 {
+		s.Lower = appendEscaped(containerPrefix(nil, c), min)
+	}
+	if max != nil {
+		s.Upper = appendEscaped(containerPrefix(nil, c), max)
+	}
+	return s
+}
+
+// LogicalSpan is the span of one logical partition: the items of container c
+// with effective key epk and encoded partition key pk.
+func LogicalSpan(c uint64, epk, pk []byte) Span {
+	lo := appendEscaped(appendEscaped(containerPrefix(nil, c), epk), pk)
+	return Span{Lower: lo, Upper: prefixEnd(lo)}
+}
+
+// MetaKey returns the storage key of a meta (catalog) entry.
+func MetaKey(k []byte) []byte {
+	return append([]byte{kindMeta}, k...)
+}
+
+// MetaSpan is the span of meta entries whose key starts with prefix.
+func MetaSpan(prefix []byte) Span {
+	lo := MetaKey(prefix)
+	return Span{Lower: lo, Upper: prefixEnd(lo)}
+}
+
+// prefixEnd returns the smallest key greater than every key with prefix p.
+func prefixEnd(p []byte) []byte {
+	end := bytes.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xFF {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil // p is all 0xFF: no upper bound
+}
