@@ -1,0 +1,590 @@
+package catalog
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/partitadb/partita/internal/document"
+	"github.com/partitadb/partita/internal/partition"
+	"github.com/partitadb/partita/internal/store"
+)
+
+// Meta keys, under the store's meta span.
+const (
+	keyDB    = "cat/db/"    // + db id
+	keyColl  = "cat/coll/"  // + db id + "\x00" + container id
+	keyOffer = "cat/offer/" // + offer id
+	keySeq   = "cat/seq"
+)
+
+// Throughput is provisioned throughput as a client asks for it: manual RU/s,
+// or autoscale with a maximum. The zero value means "none requested".
+type Throughput struct {
+	Manual       int // RU/s; 0 when autoscale or unset
+	AutoscaleMax int // RU/s; 0 when manual or unset
+}
+
+// IsZero reports whether no throughput was requested.
+func (t Throughput) IsZero() bool { return t.Manual == 0 && t.AutoscaleMax == 0 }
+
+// validate checks t the way Cosmos DB does (protocol doc §9).
+func (t Throughput) validate() error {
+	switch {
+	case t.Manual != 0 && t.AutoscaleMax != 0:
+		return invalid("specify either manual throughput or autoscale settings, not both")
+	case t.Manual != 0 && (t.Manual < 400 || t.Manual%100 != 0):
+		return invalid(fmt.Sprintf("throughput %d RU/s is invalid: it must be at least 400 and a multiple of 100", t.Manual))
+	case t.AutoscaleMax != 0 && (t.AutoscaleMax < 1000 || t.AutoscaleMax%1000 != 0):
+		return invalid(fmt.Sprintf("autoscale max throughput %d RU/s is invalid: it must be at least 1000 and a multiple of 1000", t.AutoscaleMax))
+	case t.Manual < 0 || t.AutoscaleMax < 0:
+		return invalid("throughput must be positive")
+	}
+	return nil
+}
+
+// Database is a database's catalog entry.
+type Database struct {
+	ID      string `json:"id"`
+	RID     string `json:"rid"`
+	TS      int64  `json:"ts"`
+	ETag    string `json:"etag"`
+	OfferID string `json:"offer,omitempty"` // shared throughput offer, if any
+}
+
+// Self is the database's _self link.
+func (d *Database) Self() string { return "dbs/" + d.RID + "/" }
+
+// JSON returns the database resource as the wire protocol returns it.
+func (d *Database) JSON() []byte {
+	b, _ := json.Marshal(map[string]any{
+		"id": d.ID, "_rid": d.RID, "_self": d.Self(), "_etag": d.ETag, "_colls": "colls/", "_users": "users/", "_ts": d.TS,
+	})
+	return b
+}
+
+// Offer is provisioned throughput on a database or container.
+type Offer struct {
+	ID           string `json:"id"` // lower-case, also its _rid
+	Manual       int    `json:"manual,omitempty"`
+	AutoscaleMax int    `json:"autoscaleMax,omitempty"`
+	ResourceSelf string `json:"resource"` // target's _self
+	ResourceRID  string `json:"resourceRid"`
+	DB           string `json:"db"`
+	Container    string `json:"container,omitempty"` // empty for a database offer
+	TS           int64  `json:"ts"`
+	ETag         string `json:"etag"`
+}
+
+// JSON returns the offer resource as the wire protocol returns it.
+func (o *Offer) JSON() []byte {
+	content := map[string]any{"offerIsRUPerMinuteThroughputEnabled": false}
+	if o.AutoscaleMax > 0 {
+		content["offerThroughput"] = o.AutoscaleMax / 10
+		content["offerAutopilotSettings"] = map[string]any{"maxThroughput": o.AutoscaleMax, "tier": 0, "maximumTierThroughput": 0, "autoUpgrade": false}
+	} else {
+		content["offerThroughput"] = o.Manual
+	}
+	b, _ := json.Marshal(map[string]any{
+		"id": o.ID, "_rid": o.ID, "_self": "offers/" + o.ID + "/", "_etag": o.ETag, "_ts": o.TS,
+		"offerVersion": "V2", "offerType": "Invalid", "resource": o.ResourceSelf, "offerResourceId": o.ResourceRID,
+		"content": content,
+	})
+	return b
+}
+
+// MaxThroughput is the RU/s the offer can serve at most: the manual value or
+// the autoscale maximum.
+func (o *Offer) MaxThroughput() int { return max(o.Manual, o.AutoscaleMax) }
+
+// RangeRecord is one physical partition as persisted.
+type RangeRecord struct {
+	ID      string   `json:"id"`
+	Min     string   `json:"min"` // EPK hex
+	Max     string   `json:"max"`
+	Parents []string `json:"parents,omitempty"`
+}
+
+// Container is a container's catalog entry.
+type Container struct {
+	DB       string               `json:"db"`
+	ID       string               `json:"id"`
+	RID      string               `json:"rid"`
+	DBRID    string               `json:"dbRid"`
+	Internal uint64               `json:"internal"` // store key prefix: the 8 RID bytes
+	PK       partition.Definition `json:"pk"`
+	Body     json.RawMessage      `json:"body"` // resource JSON without system properties
+	TS       int64                `json:"ts"`
+	ETag     string               `json:"etag"`
+	OfferID  string               `json:"offer,omitempty"`
+	// Ranges is the partition map as persisted; RangesVersion counts its
+	// changes (the pkranges feed's etag) and NextRangeID is the next unused id.
+	Ranges        []RangeRecord `json:"ranges"`
+	RangesVersion int           `json:"rangesVersion"`
+	NextRangeID   int           `json:"nextRangeId"`
+
+	pmap *partition.Map
+}
+
+// Self is the container's _self link.
+func (c *Container) Self() string { return "dbs/" + c.DBRID + "/colls/" + c.RID + "/" }
+
+// Link is the container's name-based link, dbs/{db}/colls/{id}.
+func (c *Container) Link() string { return "dbs/" + c.DB + "/colls/" + c.ID }
+
+// Map returns the container's partition map.
+func (c *Container) Map() *partition.Map { return c.pmap }
+
+// JSON returns the container resource as the wire protocol returns it: the
+// stored definition plus system properties.
+func (c *Container) JSON() []byte {
+	sys := fmt.Sprintf(`"_rid":%q,"_ts":%d,"_self":%q,"_etag":%s,"_docs":"docs/","_sprocs":"sprocs/","_triggers":"triggers/","_udfs":"udfs/","_conflicts":"conflicts/"`,
+		c.RID, c.TS, c.Self(), jsonString(c.ETag))
+	body := strings.TrimSpace(string(c.Body))
+	if body == "{}" {
+		return []byte("{" + sys + "}")
+	}
+	return []byte(body[:len(body)-1] + "," + sys + "}")
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func (c *Container) buildMap() error {
+	rs := make([]partition.Range, len(c.Ranges))
+	for i, r := range c.Ranges {
+		lo, err := partition.ParseEPK(r.Min)
+		if err != nil {
+			return err
+		}
+		hi, err := partition.ParseEPK(r.Max)
+		if err != nil {
+			return err
+		}
+		rs[i] = partition.Range{ID: r.ID, Min: lo, Max: hi, Parents: r.Parents}
+	}
+	m, err := partition.NewMap(rs)
+	if err != nil {
+		return fmt.Errorf("container %s/%s: %w", c.DB, c.ID, err)
+	}
+	c.pmap = m
+	return nil
+}
+
+// Catalog holds all metadata. It is safe for concurrent use; mutations are
+// serialised (they are rare), lookups take a read lock only.
+type Catalog struct {
+	st  *store.Store
+	now func() time.Time
+
+	mu struct {
+		sync.RWMutex
+		seq    uint64
+		dbs    map[string]*Database
+		colls  map[string]map[string]*Container // db → id → container
+		offers map[string]*Offer
+	}
+}
+
+// Open loads the catalog from st. now supplies _ts values.
+func Open(ctx context.Context, st *store.Store, now func() time.Time) (*Catalog, error) {
+	c := &Catalog{st: st, now: now}
+	c.mu.dbs = map[string]*Database{}
+	c.mu.colls = map[string]map[string]*Container{}
+	c.mu.offers = map[string]*Offer{}
+	if v, err := st.Get(store.MetaKey([]byte(keySeq))); err == nil {
+		if len(v) != 8 {
+			return nil, fmt.Errorf("catalog: bad sequence record")
+		}
+		c.mu.seq = binary.BigEndian.Uint64(v)
+	} else if err != store.ErrNotFound {
+		return nil, err
+	}
+	var loadErr error
+	scan := func(prefix string, fn func(v []byte) error) error {
+		err := st.Scan(ctx, store.MetaSpan([]byte(prefix)), nil, func(_, v []byte) bool {
+			loadErr = fn(v)
+			return loadErr == nil
+		})
+		return cmp.Or(err, loadErr)
+	}
+	if err := scan(keyDB, func(v []byte) error {
+		var d Database
+		if err := json.Unmarshal(v, &d); err != nil {
+			return err
+		}
+		c.mu.dbs[d.ID] = &d
+		c.mu.colls[d.ID] = map[string]*Container{}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("catalog: load databases: %w", err)
+	}
+	if err := scan(keyColl, func(v []byte) error {
+		var k Container
+		if err := json.Unmarshal(v, &k); err != nil {
+			return err
+		}
+		if err := k.buildMap(); err != nil {
+			return err
+		}
+		if c.mu.colls[k.DB] == nil {
+			return fmt.Errorf("container %s/%s has no database", k.DB, k.ID)
+		}
+		c.mu.colls[k.DB][k.ID] = &k
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("catalog: load containers: %w", err)
+	}
+	if err := scan(keyOffer, func(v []byte) error {
+		var o Offer
+		if err := json.Unmarshal(v, &o); err != nil {
+			return err
+		}
+		c.mu.offers[o.ID] = &o
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("catalog: load offers: %w", err)
+	}
+	return c, nil
+}
+
+// nextLocked returns the next catalog sequence number.
+func (c *Catalog) nextLocked() uint64 {
+	c.mu.seq++
+	return c.mu.seq
+}
+
+func (c *Catalog) putSeqLocked(b *store.Batch) {
+	b.Set(store.MetaKey([]byte(keySeq)), binary.BigEndian.AppendUint64(nil, c.mu.seq))
+}
+
+func putJSON(b *store.Batch, key string, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("catalog: marshal %T: %v", v, err)) // our own types always marshal
+	}
+	b.Set(store.MetaKey([]byte(key)), data)
+}
+
+func collKey(db, id string) string { return keyColl + db + "\x00" + id }
+
+// Database returns the database id, or ErrNotFound.
+func (c *Catalog) Database(id string) (*Database, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	d, ok := c.mu.dbs[id]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return d, nil
+}
+
+// Databases returns all databases in creation order.
+func (c *Catalog) Databases() []*Database {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]*Database, 0, len(c.mu.dbs))
+	for _, d := range c.mu.dbs {
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b *Database) int { return cmp.Compare(a.TS, b.TS) })
+	return out
+}
+
+// CreateDatabase creates database id, with shared throughput when tp is not
+// zero. It returns ErrExists or an *InvalidError.
+func (c *Catalog) CreateDatabase(id string, tp Throughput) (*Database, error) {
+	if err := document.ValidateID(id); err != nil {
+		return nil, invalid(err.(*document.InvalidError).Msg)
+	}
+	if err := tp.validate(); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.mu.dbs[id]; ok {
+		return nil, ErrExists
+	}
+	seq := c.nextLocked()
+	d := &Database{ID: id, RID: document.EncodeRID(binary.BigEndian.AppendUint32(nil, uint32(seq))), TS: c.now().Unix(), ETag: document.ETag(seq)}
+	b := c.st.NewBatch()
+	defer b.Close()
+	if !tp.IsZero() {
+		o := c.newOfferLocked(tp, d.Self(), d.RID, id, "")
+		d.OfferID = o.ID
+		putJSON(b, keyOffer+o.ID, o)
+		defer func() { c.mu.offers[o.ID] = o }()
+	}
+	putJSON(b, keyDB+id, d)
+	c.putSeqLocked(b)
+	if err := b.Commit(); err != nil {
+		return nil, err
+	}
+	c.mu.dbs[id] = d
+	c.mu.colls[id] = map[string]*Container{}
+	return d, nil
+}
+
+func (c *Catalog) newOfferLocked(tp Throughput, self, rid, db, coll string) *Offer {
+	seq := c.nextLocked()
+	return &Offer{
+		ID: fmt.Sprintf("o%x", seq), Manual: tp.Manual, AutoscaleMax: tp.AutoscaleMax,
+		ResourceSelf: self, ResourceRID: rid, DB: db, Container: coll,
+		TS: c.now().Unix(), ETag: document.ETag(seq),
+	}
+}
+
+// DeleteDatabase removes database id with all its containers, their items
+// and offers, atomically. It returns ErrNotFound.
+func (c *Catalog) DeleteDatabase(id string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok := c.mu.dbs[id]
+	if !ok {
+		return ErrNotFound
+	}
+	b := c.st.NewBatch()
+	defer b.Close()
+	for _, k := range c.mu.colls[id] {
+		deleteContainerLocked(b, k)
+	}
+	if d.OfferID != "" {
+		b.Delete(store.MetaKey([]byte(keyOffer + d.OfferID)))
+	}
+	b.Delete(store.MetaKey([]byte(keyDB + id)))
+	if err := b.Commit(); err != nil {
+		return err
+	}
+	for _, k := range c.mu.colls[id] {
+		delete(c.mu.offers, k.OfferID)
+	}
+	delete(c.mu.offers, d.OfferID)
+	delete(c.mu.colls, id)
+	delete(c.mu.dbs, id)
+	return nil
+}
+
+func deleteContainerLocked(b *store.Batch, k *Container) {
+	b.DeleteSpan(store.ContainerSpan(k.Internal))
+	if k.OfferID != "" {
+		b.Delete(store.MetaKey([]byte(keyOffer + k.OfferID)))
+	}
+	b.Delete(store.MetaKey([]byte(collKey(k.DB, k.ID))))
+}
+
+// Container returns container id of database db. It returns ErrNotFound
+// when either is missing.
+func (c *Catalog) Container(db, id string) (*Container, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	k, ok := c.mu.colls[db][id]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return k, nil
+}
+
+// Containers returns database db's containers in creation order, or ErrNotFound.
+func (c *Catalog) Containers(db string) ([]*Container, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	m, ok := c.mu.colls[db]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	out := make([]*Container, 0, len(m))
+	for _, k := range m {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b *Container) int { return cmp.Compare(a.Internal, b.Internal) })
+	return out, nil
+}
+
+// CreateContainer creates a container in database db from its definition
+// (the request body). It returns ErrNotFound (no database), ErrExists, or an
+// *InvalidError naming what is wrong with the definition.
+//
+// Throughput: tp when given; otherwise the database's shared throughput;
+// otherwise a 400 RU/s offer of its own (what the emulator does). The
+// container starts with as many physical partitions as Cosmos DB would give
+// it (partition.InitialRangeCount).
+func (c *Catalog) CreateContainer(db string, body []byte, tp Throughput) (*Container, error) {
+	def, err := parseDefinition(body)
+	if err != nil {
+		return nil, err
+	}
+	if err := tp.validate(); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok := c.mu.dbs[db]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	if _, ok := c.mu.colls[db][def.id]; ok {
+		return nil, ErrExists
+	}
+	seq := c.nextLocked()
+	dbRID, _ := document.DecodeRID(d.RID)
+	rid := binary.BigEndian.AppendUint32(dbRID, uint32(seq))
+	k := &Container{
+		DB: db, ID: def.id, RID: document.EncodeRID(rid), DBRID: d.RID,
+		Internal: binary.BigEndian.Uint64(rid), PK: def.pk, Body: def.body,
+		TS: c.now().Unix(), ETag: document.ETag(seq), RangesVersion: 1,
+	}
+	b := c.st.NewBatch()
+	defer b.Close()
+	var offer *Offer
+	n := 0
+	switch {
+	case !tp.IsZero():
+		offer = c.newOfferLocked(tp, k.Self(), k.RID, db, k.ID)
+		n = partition.InitialRangeCount(tp.Manual, tp.AutoscaleMax)
+	case d.OfferID != "":
+		shared := c.mu.offers[d.OfferID]
+		n = partition.InitialRangeCount(0, shared.MaxThroughput())
+	default:
+		offer = c.newOfferLocked(Throughput{Manual: 400}, k.Self(), k.RID, db, k.ID)
+		n = 1
+	}
+	for _, r := range partition.InitialLayout(def.pk, n) {
+		k.Ranges = append(k.Ranges, RangeRecord{ID: r.ID, Min: r.Min.String(), Max: r.Max.String()})
+	}
+	k.NextRangeID = n
+	if err := k.buildMap(); err != nil {
+		return nil, err
+	}
+	if offer != nil {
+		k.OfferID = offer.ID
+		putJSON(b, keyOffer+offer.ID, offer)
+	}
+	// A container id reused after a delete gets a new RID, hence a new key
+	// prefix; clearing the prefix guards against any leftover of a crash.
+	b.DeleteSpan(store.ContainerSpan(k.Internal))
+	putJSON(b, collKey(db, k.ID), k)
+	c.putSeqLocked(b)
+	if err := b.Commit(); err != nil {
+		return nil, err
+	}
+	if offer != nil {
+		c.mu.offers[offer.ID] = offer
+	}
+	c.mu.colls[db][k.ID] = k
+	return k, nil
+}
+
+// ReplaceContainer replaces container id's definition with body. The
+// partition key definition cannot change (*InvalidError). It returns
+// ErrNotFound when the container does not exist.
+func (c *Catalog) ReplaceContainer(db, id string, body []byte) (*Container, error) {
+	def, err := parseDefinition(body)
+	if err != nil {
+		return nil, err
+	}
+	if def.id != id {
+		return nil, invalid(fmt.Sprintf("container id %q in the body does not match %q in the URL", def.id, id))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old, ok := c.mu.colls[db][id]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	if !slices.Equal(old.PK.Paths, def.pk.Paths) || old.PK.Kind != def.pk.Kind || old.PK.Version != def.pk.Version {
+		return nil, invalid("the partition key definition of a container cannot be changed")
+	}
+	k := *old
+	seq := c.nextLocked()
+	k.Body, k.TS, k.ETag = def.body, c.now().Unix(), document.ETag(seq)
+	b := c.st.NewBatch()
+	defer b.Close()
+	putJSON(b, collKey(db, id), &k)
+	c.putSeqLocked(b)
+	if err := b.Commit(); err != nil {
+		return nil, err
+	}
+	c.mu.colls[db][id] = &k
+	return &k, nil
+}
+
+// DeleteContainer removes a container, its items and its offer atomically.
+// It returns ErrNotFound.
+func (c *Catalog) DeleteContainer(db, id string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k, ok := c.mu.colls[db][id]
+	if !ok {
+		return ErrNotFound
+	}
+	b := c.st.NewBatch()
+	defer b.Close()
+	deleteContainerLocked(b, k)
+	if err := b.Commit(); err != nil {
+		return err
+	}
+	delete(c.mu.offers, k.OfferID)
+	delete(c.mu.colls[db], id)
+	return nil
+}
+
+// Offers returns all offers in creation order.
+func (c *Catalog) Offers() []*Offer {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]*Offer, 0, len(c.mu.offers))
+	for _, o := range c.mu.offers {
+		out = append(out, o)
+	}
+	slices.SortFunc(out, func(a, b *Offer) int { return cmp.Compare(a.ETag, b.ETag) })
+	return out
+}
+
+// Offer returns offer id (compared case-insensitively), or ErrNotFound.
+func (c *Catalog) Offer(id string) (*Offer, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	o, ok := c.mu.offers[strings.ToLower(id)]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return o, nil
+}
+
+// ReplaceOffer sets offer id's throughput. It returns ErrNotFound or an
+// *InvalidError. Splitting partitions when throughput outgrows them is the
+// throughput layer's job.
+func (c *Catalog) ReplaceOffer(id string, tp Throughput) (*Offer, error) {
+	if tp.IsZero() {
+		return nil, invalid("offer content must set offerThroughput or offerAutopilotSettings.maxThroughput")
+	}
+	if err := tp.validate(); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old, ok := c.mu.offers[strings.ToLower(id)]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	o := *old
+	seq := c.nextLocked()
+	o.Manual, o.AutoscaleMax, o.TS, o.ETag = tp.Manual, tp.AutoscaleMax, c.now().Unix(), document.ETag(seq)
+	b := c.st.NewBatch()
+	defer b.Close()
+	putJSON(b, keyOffer+o.ID, &o)
+	c.putSeqLocked(b)
+	if err := b.Commit(); err != nil {
+		return nil, err
+	}
+	c.mu.offers[o.ID] = &o
+	return &o, nil
+}

@@ -1,0 +1,17 @@
+package catalog
+
+import "errors"
+
+// Sentinel errors returned by Catalog methods.
+var (
+	ErrNotFound = errors.New("catalog: not found")
+	ErrExists   = errors.New("catalog: already exists")
+)
+
+// InvalidError is a definition a client sent that Partita cannot accept;
+// Msg names the problem and is safe to show to the client.
+type InvalidError struct{ Msg string }
+
+func (e *InvalidError) Error() string { return "catalog: " + e.Msg }
+
+func invalid(msg string) error { return &InvalidError{Msg: msg} }

@@ -1,0 +1,371 @@
+package document
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// MaxIDLength is the longest id, in characters (Unicode code points), that
+// ValidateID accepts.
+const MaxIDLength = 255
+
+// ValidateID checks an item or resource id: a non-empty string of valid UTF-8
+// of at most MaxIDLength characters, none of which is '/', '\\', '?' or '#'
+// (protocol §4.2). It returns nil or an *InvalidError naming the problem.
+func ValidateID(id string) error {
+	if id == "" {
+		return &InvalidError{Msg: "id is empty"}
+	}
+	if !utf8.ValidString(id) {
+		return &InvalidError{Msg: "id is not valid UTF-8"}
+	}
+	if utf8.RuneCountInString(id) > MaxIDLength {
+		return &InvalidError{Msg: fmt.Sprintf("id is longer than %d characters", MaxIDLength)}
+	}
+	if i := strings.IndexAny(id, `/\?#`); i >= 0 {
+		return &InvalidError{Msg: fmt.Sprintf("id %q contains '%c'", id, id[i])}
+	}
+	return nil
+}
+
+// Item is an item body that ParseItem accepted. It keeps the body it was
+// parsed from (without copying it), so the caller must not modify that
+// slice while the Item is in use. An Item is immutable and safe for
+// concurrent use.
+type Item struct {
+	ID string       // the item's id, unescaped; passes ValidateID
+	PK PartitionKey // value at the container's partition key paths; Undefined where absent
+
+	body    []byte   // the client's JSON
+	members []member // top-level members of body, in order
+}
+
+// ParseItem parses and validates an item body against the container's
+// partition key paths (e.g. ["/pk"], ["/tenant","/user"], ["/a/b"]; a segment
+// may be a JSON string, as in /"my-field"). The body must be strict JSON
+// (RFC 8259, valid UTF-8, at most 128 levels of nesting below the root), a
+// JSON object, with an "id" that is a string passing ValidateID. Where a key
+// repeats, the last occurrence counts, as in JavaScript and Go.
+//
+// PK has one component per path: the value there, Null for a JSON null, and
+// Undefined if the property is absent or a value on the way is not an object.
+// Numbers are decoded as doubles; a literal beyond the double range is
+// refused. Strings decode lone UTF-16 surrogate escapes to U+FFFD.
+//
+// Errors are *InvalidError, e.g. "request body is not valid JSON: ...", "item
+// must be a JSON object", "item has no id", "id must be a string", the
+// ValidateID errors, "partition key value at /pk must be a string, number,
+// boolean or null", or a malformed path. The returned Item retains body.
+func ParseItem(body []byte, pkPaths []string) (*Item, error) {
+	it := &Item{body: body, members: make([]member, 0, 16)}
+	root, err := scanRoot(body, &it.members)
+	if err != nil {
+		return nil, err
+	}
+	idm := -1
+	for j, m := range it.members {
+		if keyIs(body, m, "id") {
+			idm = j
+		}
+	}
+	if idm < 0 {
+		return nil, &InvalidError{Msg: "item has no id"}
+	}
+	m := it.members[idm]
+	if body[m.vs] != '"' {
+		return nil, &InvalidError{Msg: "id must be a string"}
+	}
+	it.ID = decodeString(body[m.vs+1:m.ve-1], hasEscape(body[m.vs+1:m.ve-1]))
+	if err := ValidateID(it.ID); err != nil {
+		return nil, err
+	}
+	it.PK, err = extract(body, root, it.members, pkPaths)
+	if err != nil {
+		return nil, err
+	}
+	return it, nil
+}
+
+// ExtractPK returns the partition key value of the item JSON stored (as
+// Marshal produced it, or any item body) at pkPaths, by the rules of
+// ParseItem; the id is not checked. Errors are *InvalidError.
+func ExtractPK(stored []byte, pkPaths []string) (PartitionKey, error) {
+	root, err := scanRoot(stored, nil)
+	if err != nil {
+		return nil, err
+	}
+	return extract(stored, root, nil, pkPaths)
+}
+
+// scanRoot validates b as a JSON object and returns the offset of its '{'. If
+// ms is not nil, the top-level members are appended to it.
+func scanRoot(b []byte, ms *[]member) (int, error) {
+	root := skipWS(b, 0)
+	var end int
+	var err error
+	isObj := root < len(b) && b[root] == '{'
+	if isObj {
+		end, err = scanObject(b, root, 0, ms)
+	} else {
+		end, err = scanValue(b, root, 0)
+	}
+	if err == nil {
+		if i := skipWS(b, end); i != len(b) {
+			err = synErr(i, "%s after the top-level value", describe(b, i))
+		}
+	}
+	if err != nil {
+		if se, ok := errors.AsType[*syntaxError](err); ok {
+			return 0, &InvalidError{Msg: "request body is not valid JSON: " + se.Error()}
+		}
+		return 0, err
+	}
+	if !isObj {
+		return 0, &InvalidError{Msg: "item must be a JSON object"}
+	}
+	return root, nil
+}
+
+func hasEscape(raw []byte) bool { return bytes.IndexByte(raw, '\\') >= 0 }
+
+// extract returns the partition key at paths of the validated object at
+// b[root]; ms, if not nil, are its top-level members.
+func extract(b []byte, root int, ms []member, paths []string) (PartitionKey, error) {
+	pk := make(PartitionKey, len(paths))
+	for j, p := range paths {
+		v, err := valueAt(b, root, ms, p)
+		if err != nil {
+			return nil, err
+		}
+		pk[j] = v
+	}
+	return pk, nil
+}
+
+// valueAt returns the partition key component at path in the validated
+// object at b[root].
+func valueAt(b []byte, root int, ms []member, path string) (PKValue, error) {
+	if path == "" {
+		return PKValue{}, pathErr(path, "it is empty")
+	}
+	obj := root // the object the next segment looks in; -1 once the walk has left objects
+	vs, ve := -1, -1
+	for i := 0; i < len(path); {
+		seg, next, err := nextSegment(path, i)
+		if err != nil {
+			return PKValue{}, err
+		}
+		i = next
+		if obj < 0 {
+			vs = -1 // keep going only to check the path's syntax
+			continue
+		}
+		found := false
+		if obj == root && ms != nil {
+			for _, m := range ms {
+				if keyIs(b, m, seg) {
+					vs, ve, found = m.vs, m.ve, true
+				}
+			}
+		} else {
+			vs, ve, found = findMember(b, obj, seg)
+		}
+		switch {
+		case !found:
+			obj, vs = -1, -1
+		case b[vs] == '{':
+			obj = vs
+		default:
+			obj = -1
+		}
+	}
+	if vs < 0 {
+		return PKValue{Kind: Undefined}, nil
+	}
+	switch c := b[vs]; {
+	case c == '"':
+		raw := b[vs+1 : ve-1]
+		return PKValue{Kind: String, String: decodeString(raw, hasEscape(raw))}, nil
+	case c == 'n':
+		return PKValue{Kind: Null}, nil
+	case c == 't':
+		return PKValue{Kind: Bool, Bool: true}, nil
+	case c == 'f':
+		return PKValue{Kind: Bool}, nil
+	case c == '{' || c == '[':
+		return PKValue{}, &InvalidError{Msg: "partition key value at " + path + " must be a string, number, boolean or null"}
+	default:
+		f, ok := parseNumber(b[vs:ve])
+		if !ok {
+			return PKValue{}, &InvalidError{Msg: "partition key value at " + path + " is out of the range of a double"}
+		}
+		return PKValue{Kind: Number, Number: f}, nil
+	}
+}
+
+// nextSegment parses the segment of path starting at path[i] == '/' and
+// returns it unquoted with the offset of the next segment.
+func nextSegment(path string, i int) (seg string, next int, err error) {
+	if path[i] != '/' {
+		return "", 0, pathErr(path, "it must start with '/'")
+	}
+	i++
+	if i < len(path) && path[i] == '"' {
+		b := []byte(path[i:])
+		end, esc, err := scanString(b, 0, false)
+		if err != nil {
+			return "", 0, pathErr(path, "bad quoted segment: "+err.Error())
+		}
+		next = i + end
+		if next < len(path) && path[next] != '/' {
+			return "", 0, pathErr(path, "a quoted segment must be followed by '/' or the end")
+		}
+		return decodeString(b[1:end-1], esc), next, nil
+	}
+	j := strings.IndexByte(path[i:], '/')
+	if j < 0 {
+		j = len(path) - i
+	}
+	seg = path[i : i+j]
+	if seg == "" {
+		return "", 0, pathErr(path, "it has an empty segment")
+	}
+	if strings.IndexByte(seg, '"') >= 0 {
+		return "", 0, pathErr(path, "a segment with '\"' must be a quoted JSON string")
+	}
+	return seg, i + j, nil
+}
+
+func pathErr(path, why string) error {
+	return &InvalidError{Msg: fmt.Sprintf("invalid partition key path %q: %s", path, why)}
+}
+
+// ValidatePKPath checks a partition key path of a container definition:
+// '/'-separated non-empty segments, each a plain name without '"' or a JSON
+// string literal (/"my-field"), whose first segment is not a system property
+// the server overwrites (_rid, _self, _etag, _ts, _attachments). It returns
+// nil or an *InvalidError.
+func ValidatePKPath(path string) error {
+	if path == "" {
+		return pathErr(path, "it is empty")
+	}
+	for i, first := 0, true; i < len(path); first = false {
+		seg, next, err := nextSegment(path, i)
+		if err != nil {
+			return err
+		}
+		if first && isSystemName(seg) {
+			return pathErr(path, "it names system property "+seg)
+		}
+		i = next
+	}
+	return nil
+}
+
+// systemNames are the properties the server owns on an item, in the order
+// Marshal appends them.
+const (
+	propRID         = "_rid"
+	propSelf        = "_self"
+	propETag        = "_etag"
+	propTS          = "_ts"
+	propAttachments = "_attachments"
+)
+
+func isSystemName(s string) bool {
+	switch s {
+	case propRID, propSelf, propETag, propTS, propAttachments:
+		return true
+	}
+	return false
+}
+
+// isSystemMember reports whether m's key is a system property.
+func isSystemMember(b []byte, m member) bool {
+	if !m.kesc && (m.ke-m.ks < 2+3 || b[m.ks+1] != '_') {
+		return false // fast path: too short, or not starting with '_'
+	}
+	if !m.kesc {
+		return isSystemName(string(b[m.ks+1 : m.ke-1]))
+	}
+	var buf [64]byte
+	return isSystemName(string(appendUnescaped(buf[:0], b[m.ks+1:m.ke-1])))
+}
+
+// SystemProps are the server-assigned properties of a stored item.
+type SystemProps struct {
+	RID  string // base64 RID with '-' for '/', e.g. "2Ro5AKZvbAABAAAAAAAAAA=="
+	Self string // "dbs/{dbRid}/colls/{collRid}/docs/{docRid}/"
+	ETag string // quoted, e.g. "\"00000000-0000-0000-0000-000000000001\""
+	TS   int64  // last write, Unix seconds
+}
+
+// Marshal returns the item's JSON for storage and for replies: the client's
+// top-level members in their order, with keys and values byte for byte as
+// sent (numbers and escapes verbatim) but whitespace between tokens removed,
+// except any client-supplied _rid, _self, _etag, _ts and _attachments; then
+// the server's _rid, _self, _etag, _ts (an integer) and _attachments
+// ("attachments/"), in that order. The result is a new slice.
+func (it *Item) Marshal(sp SystemProps) []byte {
+	out := make([]byte, 0, len(it.body)+len(sp.RID)+len(sp.Self)+len(sp.ETag)+96)
+	out = append(out, '{')
+	for _, m := range it.members {
+		if isSystemMember(it.body, m) {
+			continue
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, it.body[m.ks:m.ke]...)
+		out = append(out, ':')
+		out = appendCompact(out, it.body[m.vs:m.ve])
+	}
+	if len(out) > 1 {
+		out = append(out, ',')
+	}
+	out = append(out, `"_rid":`...)
+	out = appendJSONString(out, sp.RID)
+	out = append(out, `,"_self":`...)
+	out = appendJSONString(out, sp.Self)
+	out = append(out, `,"_etag":`...)
+	out = appendJSONString(out, sp.ETag)
+	out = append(out, `,"_ts":`...)
+	out = strconv.AppendInt(out, sp.TS, 10)
+	out = append(out, `,"_attachments":"attachments/"}`...)
+	return out
+}
+
+// Props reads the system properties back out of stored item JSON, as Marshal
+// produced it. Errors wrap ErrCorrupt: the JSON is invalid, or _rid, _self or
+// _etag is missing or not a string, or _ts is missing or not an integer.
+func Props(stored []byte) (SystemProps, error) {
+	root, err := scanRoot(stored, nil)
+	if err != nil {
+		return SystemProps{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	var sp SystemProps
+	for _, p := range []struct {
+		name string
+		dst  *string
+	}{{propRID, &sp.RID}, {propSelf, &sp.Self}, {propETag, &sp.ETag}} {
+		vs, ve, ok := findMember(stored, root, p.name)
+		if !ok || stored[vs] != '"' {
+			return SystemProps{}, fmt.Errorf("%w: stored item has no string %s", ErrCorrupt, p.name)
+		}
+		raw := stored[vs+1 : ve-1]
+		*p.dst = decodeString(raw, hasEscape(raw))
+	}
+	vs, ve, ok := findMember(stored, root, propTS)
+	if !ok {
+		return SystemProps{}, fmt.Errorf("%w: stored item has no %s", ErrCorrupt, propTS)
+	}
+	sp.TS, err = strconv.ParseInt(string(stored[vs:ve]), 10, 64)
+	if err != nil {
+		return SystemProps{}, fmt.Errorf("%w: stored item's %s is not an integer", ErrCorrupt, propTS)
+	}
+	return sp, nil
+}

@@ -1,0 +1,448 @@
+package document
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestValidateID(t *testing.T) {
+	tests := []struct {
+		id string
+		ok bool
+	}{
+		{"a", true},
+		{"item-1 with spaces", true},
+		{"日本語😀", true},
+		{strings.Repeat("x", 255), true},
+		{strings.Repeat("é", 255), true}, // 510 bytes, 255 characters
+		{"", false},
+		{strings.Repeat("x", 256), false},
+		{"a/b", false},
+		{`a\b`, false},
+		{"a?b", false},
+		{"#", false},
+		{"bad\xff", false},
+	}
+	for _, tt := range tests {
+		err := ValidateID(tt.id)
+		if tt.ok && err != nil {
+			t.Errorf("ValidateID(%q) = %v, want nil", tt.id, err)
+		}
+		if !tt.ok {
+			if _, ok := errors.AsType[*InvalidError](err); !ok {
+				t.Errorf("ValidateID(%q) = %v, want *InvalidError", tt.id, err)
+			}
+		}
+	}
+}
+
+func TestParseItem(t *testing.T) {
+	tests := []struct {
+		name  string
+		body  string
+		paths []string
+		id    string
+		pk    PartitionKey
+	}{
+		{"string", `{"id":"1","pk":"a"}`, []string{"/pk"}, "1", key(str("a"))},
+		{"number", `{"id":"1","pk":-1.5e3}`, []string{"/pk"}, "1", key(num(-1500))},
+		{"true", `{"id":"1","pk":true}`, []string{"/pk"}, "1", key(boolean(true))},
+		{"false", `{"id":"1","pk":false}`, []string{"/pk"}, "1", key(boolean(false))},
+		{"null", `{"id":"1","pk":null}`, []string{"/pk"}, "1", key(null())},
+		{"missing", `{"id":"1","other":"a"}`, []string{"/pk"}, "1", key(undefined())},
+		{"no paths", `{"id":"1","pk":"a"}`, nil, "1", key()},
+		{"id as pk", `{"id":"x"}`, []string{"/id"}, "x", key(str("x"))},
+		{"nested", `{"id":"1","a":{"b":{"c":7}}}`, []string{"/a/b/c"}, "1", key(num(7))},
+		{"nested missing", `{"id":"1","a":{"x":1}}`, []string{"/a/b"}, "1", key(undefined())},
+		{"through string", `{"id":"1","a":"s"}`, []string{"/a/b"}, "1", key(undefined())},
+		{"through array", `{"id":"1","a":[{"b":1}]}`, []string{"/a/b"}, "1", key(undefined())},
+		{"through null", `{"id":"1","a":null}`, []string{"/a/b"}, "1", key(undefined())},
+		{"quoted segment", `{"id":"1","my-field":"v"}`, []string{`/"my-field"`}, "1", key(str("v"))},
+		{"quoted slash", `{"id":"1","a/b":"v","a":{"b":"w"}}`, []string{`/"a/b"`, "/a/b"}, "1", key(str("v"), str("w"))},
+		{"quoted nested", `{"id":"1","x y":{"z":1}}`, []string{`/"x y"/z`}, "1", key(num(1))},
+		{"quoted escape", `{"id":"1","q\"":2}`, []string{`/"q\""`}, "1", key(num(2))},
+		{"hierarchical", `{"id":"1","tenant":"t","user":"u","session":3}`, []string{"/tenant", "/user", "/session"}, "1",
+			key(str("t"), str("u"), num(3))},
+		{"hierarchical partial", `{"id":"1","tenant":"t"}`, []string{"/tenant", "/user"}, "1", key(str("t"), undefined())},
+		{"escaped key", `{"id":"1","p\u006b":"a"}`, []string{"/pk"}, "1", key(str("a"))},
+		{"escaped id key", `{"\u0069d":"1"}`, nil, "1", key()},
+		{"escaped id value", `{"id":"\u00e9\ud83d\ude00\n"}`, nil, "é😀\n", key()},
+		{"escaped pk value", `{"id":"1","pk":"\u00dcn\u00ef\ud83d\ude00"}`, []string{"/pk"}, "1", key(str("Ünï😀"))},
+		{"lone surrogate", `{"id":"1","pk":"\ud800"}`, []string{"/pk"}, "1", key(str("\uFFFD"))},
+		{"duplicate last wins", `{"id":"1","pk":"a","id":"2","pk":"b"}`, []string{"/pk"}, "2", key(str("b"))},
+		{"nested duplicate", `{"id":"1","a":{"b":1,"b":2}}`, []string{"/a/b"}, "1", key(num(2))},
+		{"whitespace", " \n{ \"id\" : \"1\" ,\t\"pk\" : 2 } \r\n", []string{"/pk"}, "1", key(num(2))},
+		{"big number", `{"id":"1","pk":12345678901234567890}`, []string{"/pk"}, "1", key(num(12345678901234567890))},
+		{"underflow", `{"id":"1","pk":1e-999}`, []string{"/pk"}, "1", key(num(0))},
+		{"array elsewhere", `{"id":"1","tags":[1,[2,{}]],"pk":"a"}`, []string{"/pk"}, "1", key(str("a"))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			it, err := ParseItem([]byte(tt.body), tt.paths)
+			if err != nil {
+				t.Fatalf("ParseItem(%s, %q) error %v", tt.body, tt.paths, err)
+			}
+			if it.ID != tt.id || !it.PK.Equal(tt.pk) {
+				t.Errorf("ParseItem(%s, %q) = id %q pk %v, want id %q pk %v", tt.body, tt.paths, it.ID, it.PK, tt.id, tt.pk)
+			}
+			pk, err := ExtractPK([]byte(tt.body), tt.paths)
+			if err != nil || !pk.Equal(tt.pk) {
+				t.Errorf("ExtractPK(%s, %q) = %v, %v; want %v", tt.body, tt.paths, pk, err, tt.pk)
+			}
+		})
+	}
+}
+
+func TestParseItemErrors(t *testing.T) {
+	deep := `{"id":"1","a":` + strings.Repeat("[", 129) + strings.Repeat("]", 129) + "}"
+	tests := []struct {
+		body  string
+		paths []string
+		msg   string // a fragment of Msg, so a wrong-reason rejection fails
+	}{
+		{``, nil, "not valid JSON"},
+		{`   `, nil, "not valid JSON"},
+		{`{`, nil, "not valid JSON"},
+		{`{"id":"1",}`, nil, "not valid JSON"},
+		{`{"id":"1"} {}`, nil, "not valid JSON"},
+		{`{"id":"1"}x`, nil, "not valid JSON"},
+		{`{"id":'1'}`, nil, "not valid JSON"},
+		{`{id:"1"}`, nil, "not valid JSON"},
+		{`{"id":"1","n":01}`, nil, "not valid JSON"},
+		{`{"id":"1","n":NaN}`, nil, "not valid JSON"},
+		{`{"id":"1","s":"\x41"}`, nil, "not valid JSON"},
+		{`{"id":"1","s":"\a"}`, nil, "not valid JSON"},
+		{"{\"id\":\"1\",\"s\":\"a\tb\"}", nil, "not valid JSON"},
+		{"{\"id\":\"1\",\"s\":\"\xff\"}", nil, "not valid JSON"},
+		{"\xef\xbb\xbf{\"id\":\"1\"}", nil, "not valid JSON"}, // BOM
+		{`{"id":"1","a":[1,]}`, nil, "not valid JSON"},
+		{`{"id":"1","a":tru}`, nil, "not valid JSON"},
+		{deep, nil, "not valid JSON"},
+		{`[]`, nil, "must be a JSON object"},
+		{`"id"`, nil, "must be a JSON object"},
+		{`null`, nil, "must be a JSON object"},
+		{`42`, nil, "must be a JSON object"},
+		{`{}`, nil, "has no id"},
+		{`{"ID":"1"}`, nil, "has no id"},
+		{`{"a":{"id":"1"}}`, nil, "has no id"},
+		{`{"id":1}`, nil, "must be a string"},
+		{`{"id":null}`, nil, "must be a string"},
+		{`{"id":["1"]}`, nil, "must be a string"},
+		{`{"id":"1","id":2}`, nil, "must be a string"},
+		{`{"id":""}`, nil, "empty"},
+		{`{"id":"a/b"}`, nil, "contains '/'"},
+		{`{"id":"a\\b"}`, nil, `contains '\'`},
+		{`{"id":"a?"}`, nil, "contains '?'"},
+		{`{"id":"#"}`, nil, "contains '#'"},
+		{`{"id":"` + strings.Repeat("x", 256) + `"}`, nil, "longer than 255"},
+		{`{"id":"1","pk":[1]}`, []string{"/pk"}, "must be a string, number, boolean or null"},
+		{`{"id":"1","pk":{}}`, []string{"/pk"}, "must be a string, number, boolean or null"},
+		{`{"id":"1","a":{"b":{"c":1}}}`, []string{"/a/b"}, "must be a string, number, boolean or null"},
+		{`{"id":"1","pk":1e400}`, []string{"/pk"}, "out of the range"},
+		{`{"id":"1"}`, []string{""}, "invalid partition key path"},
+		{`{"id":"1"}`, []string{"pk"}, "invalid partition key path"},
+		{`{"id":"1"}`, []string{"/"}, "invalid partition key path"},
+		{`{"id":"1"}`, []string{"/a//b"}, "invalid partition key path"},
+		{`{"id":"1"}`, []string{"/a/"}, "invalid partition key path"},
+		{`{"id":"1"}`, []string{`/"a`}, "invalid partition key path"},
+		{`{"id":"1"}`, []string{`/"a"b`}, "invalid partition key path"},
+		{`{"id":"1"}`, []string{`/a"b`}, "invalid partition key path"},
+		{`{"id":"1"}`, []string{`/x/"a`}, "invalid partition key path"}, // checked past a missing segment
+	}
+	for _, tt := range tests {
+		it, err := ParseItem([]byte(tt.body), tt.paths)
+		ie, ok := errors.AsType[*InvalidError](err)
+		if !ok {
+			t.Errorf("ParseItem(%.60q, %q) = %v, %v; want *InvalidError", tt.body, tt.paths, it, err)
+			continue
+		}
+		if !strings.Contains(ie.Msg, tt.msg) {
+			t.Errorf("ParseItem(%.60q, %q) error %q, want one about %q", tt.body, tt.paths, ie.Msg, tt.msg)
+		}
+	}
+}
+
+func TestParseItemDepthLimit(t *testing.T) {
+	ok := `{"id":"1","a":` + strings.Repeat("[", 128) + strings.Repeat("]", 128) + "}"
+	if _, err := ParseItem([]byte(ok), nil); err != nil {
+		t.Errorf("ParseItem(128 levels) = %v, want nil", err)
+	}
+}
+
+func TestValidatePKPath(t *testing.T) {
+	tests := []struct {
+		path string
+		ok   bool
+	}{
+		{"/pk", true}, {"/a/b/c", true}, {`/"my-field"`, true}, {`/"a/b"/c`, true}, {"/id", true},
+		{"/_partitionKey", true}, {"/a/_ts", true},
+		{"", false}, {"pk", false}, {"/", false}, {"//a", false}, {"/a/", false}, {`/"a`, false},
+		{`/a"`, false}, {"/_ts", false}, {"/_rid", false}, {"/_etag/x", false}, {`/"_self"`, false},
+		{"/_attachments", false},
+	}
+	for _, tt := range tests {
+		err := ValidatePKPath(tt.path)
+		if _, isInvalid := errors.AsType[*InvalidError](err); tt.ok != (err == nil) || err != nil && !isInvalid {
+			t.Errorf("ValidatePKPath(%q) = %v, want ok=%v", tt.path, err, tt.ok)
+		}
+	}
+}
+
+// testProps returns the SystemProps whose JSON is testSysJSON.
+func testProps() SystemProps {
+	return SystemProps{
+		RID:  "2Ro5AKZvbAABAAAAAAAAAA==",
+		Self: "dbs/2Ro5AA==/colls/2Ro5AKZvbAA=/docs/2Ro5AKZvbAABAAAAAAAAAA==/",
+		ETag: `"00000000-0000-0000-0000-000000000001"`,
+		TS:   1700000000,
+	}
+}
+
+const testSysJSON = `"_rid":"2Ro5AKZvbAABAAAAAAAAAA==",` +
+	`"_self":"dbs/2Ro5AA==/colls/2Ro5AKZvbAA=/docs/2Ro5AKZvbAABAAAAAAAAAA==/",` +
+	`"_etag":"\"00000000-0000-0000-0000-000000000001\"","_ts":1700000000,"_attachments":"attachments/"`
+
+func TestMarshal(t *testing.T) {
+	tests := []struct {
+		name, body, want string
+	}{
+		{"minimal", `{"id":"1"}`, `{"id":"1",` + testSysJSON + `}`},
+		{"keeps order and values",
+			`{ "z" : 1.50 , "id" : "1", "a" : [ 1 , "x y" , { "k" : 1e2 } ], "s":"\u00e9\n", "n": null }`,
+			`{"z":1.50,"id":"1","a":[1,"x y",{"k":1e2}],"s":"\u00e9\n","n":null,` + testSysJSON + `}`},
+		{"replaces system props",
+			`{"_rid":"x","id":"1","_self":"s","_etag":"e","_ts":1.5,"_attachments":{},"_lsn":7,"_other":1}`,
+			`{"id":"1","_lsn":7,"_other":1,` + testSysJSON + `}`},
+		{"escaped system key", `{"_r\u0069d":"x","id":"1"}`, `{"id":"1",` + testSysJSON + `}`},
+		{"nested system names kept", `{"id":"1","a":{"_ts":1}}`, `{"id":"1","a":{"_ts":1},` + testSysJSON + `}`},
+		{"duplicates kept", `{"id":"1","a":1,"a":2}`, `{"id":"1","a":1,"a":2,` + testSysJSON + `}`},
+		{"big numbers verbatim", `{"id":"1","n":123456789012345678901234567890}`,
+			`{"id":"1","n":123456789012345678901234567890,` + testSysJSON + `}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			it, err := ParseItem([]byte(tt.body), []string{"/pk"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := it.Marshal(testProps())
+			if string(got) != tt.want {
+				t.Errorf("Marshal(%s) = %s, want %s", tt.body, got, tt.want)
+			}
+			if !json.Valid(got) {
+				t.Errorf("Marshal(%s) = %s, not valid JSON", tt.body, got)
+			}
+			sp, err := Props(got)
+			if err != nil {
+				t.Fatalf("Props(%s) error %v", got, err)
+			}
+			if diff := cmp.Diff(testProps(), sp); diff != "" {
+				t.Errorf("Props(Marshal(...)) mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestMarshalEscapesProps(t *testing.T) {
+	it, err := ParseItem([]byte(`{"id":"1"}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := SystemProps{RID: "r\"\\", Self: "é\n", ETag: `"x"`, TS: -5}
+	got := it.Marshal(sp)
+	if !json.Valid(got) {
+		t.Fatalf("Marshal(%+v) = %s, not valid JSON", sp, got)
+	}
+	back, err := Props(got)
+	if err != nil || back != sp {
+		t.Errorf("Props(%s) = %+v, %v; want %+v", got, back, err, sp)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(got, &m); err != nil || m["_etag"] != `"x"` || m["_ts"] != float64(-5) {
+		t.Errorf("json.Unmarshal(%s) = %v, %v", got, m, err)
+	}
+}
+
+func TestPropsErrors(t *testing.T) {
+	full := map[string]string{
+		"_rid": `"r"`, "_self": `"s"`, "_etag": `"e"`, "_ts": `1`,
+	}
+	build := func(drop, replace, with string) string {
+		var parts []string
+		for _, k := range []string{"_rid", "_self", "_etag", "_ts"} {
+			v := full[k]
+			if k == drop {
+				continue
+			}
+			if k == replace {
+				v = with
+			}
+			parts = append(parts, fmt.Sprintf("%q:%s", k, v))
+		}
+		return "{" + strings.Join(parts, ",") + "}"
+	}
+	if _, err := Props([]byte(build("", "", ""))); err != nil {
+		t.Fatalf("Props(%s) = %v, want nil", build("", "", ""), err)
+	}
+	tests := []string{
+		`not json`, `[]`, `{"_rid":"r"`,
+		build("_rid", "", ""), build("_self", "", ""), build("_etag", "", ""), build("_ts", "", ""),
+		build("", "_rid", "1"), build("", "_etag", "null"), build("", "_ts", "1.5"), build("", "_ts", `"1"`),
+		build("", "_ts", "1e3"), build("", "_ts", "99999999999999999999"),
+	}
+	for _, in := range tests {
+		if sp, err := Props([]byte(in)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("Props(%s) = %+v, %v; want ErrCorrupt", in, sp, err)
+		}
+	}
+}
+
+func TestExtractPKFromStored(t *testing.T) {
+	it, err := ParseItem([]byte(`{"id":"1","t":{"u":"x"},"n":2,"_ts":99}`), []string{"/t/u", "/n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := it.Marshal(testProps())
+	pk, err := ExtractPK(stored, []string{"/t/u", "/n"})
+	if err != nil || !pk.Equal(it.PK) {
+		t.Errorf("ExtractPK(%s) = %v, %v; want %v", stored, pk, err, it.PK)
+	}
+	for _, in := range []string{`[]`, `{`, `{"pk":[1]}`} {
+		if pk, err := ExtractPK([]byte(in), []string{"/pk"}); err == nil {
+			t.Errorf("ExtractPK(%s) = %v, want an error", in, pk)
+		} else if _, ok := errors.AsType[*InvalidError](err); !ok {
+			t.Errorf("ExtractPK(%s) error %T, want *InvalidError", in, err)
+		}
+	}
+}
+
+func FuzzParseItem(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"1","pk":"a"}`, `{"id":"1","a":{"b":null}}`, `{"id":"é","x y":1.5e3,"pk":true}`,
+		`{"id":"1","pk":[1]}`, `{"_rid":"x","id":"\u0031","_ts":1}`, `[]`, `{"id":1}`,
+		`{"id":"1","pk":"\ud800","a":[{"b":2}]}`, `{"id":"1","id":"2","pk":1,"pk":2}`,
+	} {
+		f.Add([]byte(s), uint8(0))
+	}
+	// The partition key path sets the fuzzer picks from.
+	fuzzPaths := [][]string{{"/pk"}, {"/a/b"}, {"/id"}, {`/"x y"`, "/pk", "/a"}, {"/a"}}
+	f.Fuzz(func(t *testing.T, body []byte, which uint8) {
+		paths := fuzzPaths[int(which)%len(fuzzPaths)]
+		it, err := ParseItem(body, paths)
+		if err != nil {
+			if _, ok := errors.AsType[*InvalidError](err); !ok {
+				t.Fatalf("ParseItem(%q) error %T %v, want *InvalidError", body, err, err)
+			}
+			// encoding/json accepts invalid UTF-8; ParseItem does not.
+			if json.Valid(body) && utf8.Valid(body) && strings.Contains(err.Error(), "not valid JSON") && !tooDeep(body) {
+				t.Fatalf("ParseItem(%q) says invalid JSON, encoding/json disagrees: %v", body, err)
+			}
+			return
+		}
+		if !json.Valid(body) {
+			t.Fatalf("ParseItem(%q) accepted invalid JSON", body)
+		}
+		if pk, err := ExtractPK(body, paths); err != nil || !pk.Equal(it.PK) {
+			t.Fatalf("ExtractPK(%q) = %v, %v; want %v", body, pk, err, it.PK)
+		}
+		out := it.Marshal(testProps())
+		if !json.Valid(out) {
+			t.Fatalf("Marshal of %q = %q, not valid JSON", body, out)
+		}
+		again, err := ParseItem(out, paths)
+		if err != nil {
+			t.Fatalf("ParseItem(Marshal(%q)) error %v", body, err)
+		}
+		if again.ID != it.ID || !again.PK.Equal(it.PK) {
+			t.Fatalf("ParseItem(Marshal(%q)) = %q %v, want %q %v", body, again.ID, again.PK, it.ID, it.PK)
+		}
+		if sp, err := Props(out); err != nil || sp != testProps() {
+			t.Fatalf("Props(%q) = %+v, %v", out, sp, err)
+		}
+		if out2 := again.Marshal(testProps()); string(out2) != string(out) {
+			t.Fatalf("Marshal not idempotent:\n%s\n%s", out, out2)
+		}
+	})
+}
+
+// tooDeep reports whether the JSON body nests deeper than maxDepth below its
+// root, which ParseItem refuses though it is valid JSON.
+func tooDeep(body []byte) bool {
+	d, maxD := 0, 0
+	inStr, esc := false, false
+	for _, c := range body {
+		switch {
+		case esc:
+			esc = false
+		case inStr && c == '\\':
+			esc = true
+		case c == '"':
+			inStr = !inStr
+		case !inStr && (c == '{' || c == '['):
+			d++
+			maxD = max(maxD, d)
+		case !inStr && (c == '}' || c == ']'):
+			d--
+		}
+	}
+	return maxD > maxDepth+1
+}
+
+// item1KB is a realistic item body of about 1 KB.
+func item1KB() []byte {
+	var sb strings.Builder
+	sb.WriteString(`{"id":"order-000123","pk":"customer-42","type":"order","status":"shipped",`)
+	sb.WriteString(`"createdAt":"2024-05-01T12:34:56.789Z","total":1234.56,"currency":"EUR","lines":[`)
+	for i := range 6 {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"sku":"SKU-%05d","name":"Product number %d with a name","qty":%d,"price":%d.99,"tags":["a","b"]}`, i*7919, i, i+1, i*10)
+	}
+	sb.WriteString(`],"address":{"street":"Main Street 1","city":"Oslo","zip":"0150","country":"NO"},`)
+	sb.WriteString(`"notes":"Leave at the door. \u00c5pent hele dagen.","flags":{"gift":false,"express":true}}`)
+	return []byte(sb.String())
+}
+
+func BenchmarkParseItem1KB(b *testing.B) {
+	body := item1KB()
+	paths := []string{"/pk"}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseItem(body, paths); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkMarshal1KB(b *testing.B) {
+	body := item1KB()
+	it, err := ParseItem(body, []string{"/pk"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = it.Marshal(testProps())
+	}
+}
+
+func BenchmarkExtractPK1KB(b *testing.B) {
+	body := item1KB()
+	paths := []string{"/pk"}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ExtractPK(body, paths); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

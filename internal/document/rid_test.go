@@ -1,0 +1,63 @@
+package document
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+)
+
+func TestRID(t *testing.T) {
+	tests := []struct {
+		b []byte
+		s string
+	}{
+		{[]byte{0xd9, 0x1a, 0x39, 0x00}, "2Ro5AA=="},
+		{[]byte{0xd9, 0x1a, 0x39, 0x00, 0xa6, 0x6f, 0x6c, 0x00}, "2Ro5AKZvbAA="},
+		{[]byte{0xd9, 0x1a, 0x39, 0x00, 0xa6, 0x6f, 0x6c, 0x00, 1, 0, 0, 0, 0, 0, 0, 0}, "2Ro5AKZvbAABAAAAAAAAAA=="},
+		{[]byte{0xff, 0xff, 0xff}, "----"}, // '/' becomes '-'
+		{[]byte{0xfb, 0xf0}, "+-A="},
+		{nil, ""},
+	}
+	for _, tt := range tests {
+		if got := EncodeRID(tt.b); got != tt.s {
+			t.Errorf("EncodeRID(%x) = %q, want %q", tt.b, got, tt.s)
+		}
+		got, err := DecodeRID(tt.s)
+		if err != nil || !bytes.Equal(got, tt.b) {
+			t.Errorf("DecodeRID(%q) = %x, %v; want %x", tt.s, got, err, tt.b)
+		}
+	}
+	for _, s := range []string{"2Ro5AA=", "2Ro5AA", "////", "2Ro5\nAA==", "2Ro5AB==", "a b=", "!!!!"} {
+		if got, err := DecodeRID(s); err == nil {
+			t.Errorf("DecodeRID(%q) = %x, want an error", s, got)
+		} else if _, ok := errors.AsType[*InvalidError](err); !ok {
+			t.Errorf("DecodeRID(%q) error %T, want *InvalidError", s, err)
+		}
+	}
+}
+
+func TestETag(t *testing.T) {
+	tests := []struct {
+		seq  uint64
+		want string
+	}{
+		{0, `"00000000-0000-0000-0000-000000000000"`},
+		{1, `"00000000-0000-0000-0000-000000000001"`},
+		{0x5ee81d9a3bc801db, `"00000000-0000-0000-5ee8-1d9a3bc801db"`},
+		{1<<64 - 1, `"00000000-0000-0000-ffff-ffffffffffff"`},
+		{1 << 48, `"00000000-0000-0000-0001-000000000000"`},
+	}
+	for _, tt := range tests {
+		if got := ETag(tt.seq); got != tt.want {
+			t.Errorf("ETag(%#x) = %s, want %s", tt.seq, got, tt.want)
+		}
+	}
+}
+
+func TestItemSelf(t *testing.T) {
+	got := ItemSelf("2Ro5AA==", "2Ro5AKZvbAA=", "2Ro5AKZvbAABAAAAAAAAAA==")
+	want := "dbs/2Ro5AA==/colls/2Ro5AKZvbAA=/docs/2Ro5AKZvbAABAAAAAAAAAA==/"
+	if got != want {
+		t.Errorf("ItemSelf(...) = %q, want %q", got, want)
+	}
+}

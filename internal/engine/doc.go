@@ -1,0 +1,19 @@
+// Package engine ties the catalog, partitioning, queries and storage into the
+// operations the API serves: database, container and offer management; item
+// create/read/replace/upsert/delete with optimistic concurrency; read feeds
+// and queries scoped to a logical partition, a physical partition (pk range)
+// or the whole container.
+//
+// Invariants:
+//   - An item lives at the key (container, EPK, pk, id), so every physical
+//     partition's items are one span of the store and a logical partition
+//     never spans two physical partitions.
+//   - Writes to one logical partition are serialised by a lock on exactly that
+//     logical partition (never wider), held across read-check-write, and are
+//     durable when acknowledged (the store syncs its WAL, shared between
+//     concurrent writers).
+//   - The engine reaches partition data only through the partitions
+//     interface (DESIGN §5), so replication can later sit behind it.
+//
+// Domain errors are translated to *status.Error here, in errors.go.
+package engine

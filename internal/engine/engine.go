@@ -1,0 +1,263 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/store"
+)
+
+// partitions is how the engine reaches physical partitions' data (DESIGN
+// §5): point reads, ordered span scans and atomic write batches. The local
+// store implements it today; a replicated one will tomorrow.
+type partitions interface {
+	Get(key []byte) ([]byte, error)
+	Scan(ctx context.Context, span store.Span, after []byte, fn func(key, value []byte) bool) error
+	NewBatch() *store.Batch
+}
+
+// Config configures the engine.
+type Config struct {
+	// MaxItemBytes is the largest item body accepted, in bytes. Default 2 MiB,
+	// Cosmos DB's limit.
+	MaxItemBytes int
+	// DefaultPageSize is the page size of feeds and queries when the client
+	// sends no x-ms-max-item-count. Default 100.
+	DefaultPageSize int
+	// MaxPageBytes bounds one page's payload when the client asks for an
+	// unbounded page (-1). Default 4 MiB.
+	MaxPageBytes int
+	// GatewayQueryFull makes the server execute every cross-partition query
+	// itself instead of refusing, as Cosmos DB's gateway does, the ones that
+	// need cross-partition merging (ORDER BY, aggregates, ...). Default false.
+	GatewayQueryFull bool
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxItemBytes <= 0 {
+		c.MaxItemBytes = 2 << 20
+	}
+	if c.DefaultPageSize <= 0 {
+		c.DefaultPageSize = 100
+	}
+	if c.MaxPageBytes <= 0 {
+		c.MaxPageBytes = 4 << 20
+	}
+	return c
+}
+
+// Engine serves the data-plane and metadata operations. It is safe for
+// concurrent use.
+type Engine struct {
+	cfg   Config
+	log   *slog.Logger
+	now   func() time.Time
+	data  partitions
+	cat   *catalog.Catalog
+	seq   *sequencer
+	locks lockTable
+}
+
+// New returns an engine over st. now supplies timestamps (nil: time.Now);
+// log nil discards.
+func New(ctx context.Context, st *store.Store, cfg Config, now func() time.Time, log *slog.Logger) (*Engine, error) {
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cat, err := catalog.Open(ctx, st, now)
+	if err != nil {
+		return nil, err
+	}
+	seq, err := newSequencer(st)
+	if err != nil {
+		return nil, err
+	}
+	return &Engine{cfg: cfg.withDefaults(), log: log, now: now, data: st, cat: cat, seq: seq}, nil
+}
+
+// container returns the catalog entry of db/coll, or a 404.
+func (e *Engine) container(db, coll string) (*catalog.Container, error) {
+	c, err := e.cat.Container(db, coll)
+	if errors.Is(err, catalog.ErrNotFound) {
+		if _, dbErr := e.cat.Database(db); dbErr != nil {
+			return nil, translate(fmt.Errorf("database %s: %w", db, err))
+		}
+	}
+	return c, translate(err)
+}
+
+// Resource is a metadata resource as the API returns it.
+type Resource struct {
+	Body []byte // the resource's JSON
+	ETag string
+}
+
+// CreateDatabase creates a database, with shared throughput when tp is set.
+// Errors: 409 when it exists, 400 for an invalid id or throughput.
+func (e *Engine) CreateDatabase(id string, tp catalog.Throughput) (Resource, error) {
+	d, err := e.cat.CreateDatabase(id, tp)
+	if err != nil {
+		return Resource{}, translate(err)
+	}
+	return Resource{Body: d.JSON(), ETag: d.ETag}, nil
+}
+
+// ReadDatabase returns a database, or 404.
+func (e *Engine) ReadDatabase(id string) (Resource, error) {
+	d, err := e.cat.Database(id)
+	if err != nil {
+		return Resource{}, translate(err)
+	}
+	return Resource{Body: d.JSON(), ETag: d.ETag}, nil
+}
+
+// DeleteDatabase deletes a database with all its containers and items, or 404.
+func (e *Engine) DeleteDatabase(id string) error {
+	return translate(e.cat.DeleteDatabase(id))
+}
+
+// Databases returns every database resource, in creation order.
+func (e *Engine) Databases() [][]byte {
+	var out [][]byte
+	for _, d := range e.cat.Databases() {
+		out = append(out, d.JSON())
+	}
+	return out
+}
+
+// DatabaseRID returns database id's _rid, or 404.
+func (e *Engine) DatabaseRID(id string) (string, error) {
+	d, err := e.cat.Database(id)
+	if err != nil {
+		return "", translate(err)
+	}
+	return d.RID, nil
+}
+
+// CreateContainer creates a container from its definition. Errors: 404 (no
+// database), 409, 400 for an invalid definition or throughput.
+func (e *Engine) CreateContainer(db string, body []byte, tp catalog.Throughput) (Resource, error) {
+	c, err := e.cat.CreateContainer(db, body, tp)
+	if err != nil {
+		return Resource{}, translate(err)
+	}
+	e.log.Info("container created", "db", db, "container", c.ID, "ranges", len(c.Ranges))
+	return Resource{Body: c.JSON(), ETag: c.ETag}, nil
+}
+
+// ReadContainer returns a container, or 404.
+func (e *Engine) ReadContainer(db, id string) (Resource, error) {
+	c, err := e.container(db, id)
+	if err != nil {
+		return Resource{}, err
+	}
+	return Resource{Body: c.JSON(), ETag: c.ETag}, nil
+}
+
+// ReplaceContainer replaces a container's definition (not its partition key).
+func (e *Engine) ReplaceContainer(db, id string, body []byte, ifMatch string) (Resource, error) {
+	c, err := e.container(db, id)
+	if err != nil {
+		return Resource{}, err
+	}
+	if ifMatch != "" && ifMatch != "*" && ifMatch != c.ETag {
+		return Resource{}, statusPreconditionFailed()
+	}
+	c, err = e.cat.ReplaceContainer(db, id, body)
+	if err != nil {
+		return Resource{}, translate(err)
+	}
+	return Resource{Body: c.JSON(), ETag: c.ETag}, nil
+}
+
+// DeleteContainer deletes a container and its items, or 404.
+func (e *Engine) DeleteContainer(db, id string) error {
+	if _, err := e.container(db, id); err != nil {
+		return err
+	}
+	return translate(e.cat.DeleteContainer(db, id))
+}
+
+// Containers returns database db's container resources, or 404.
+func (e *Engine) Containers(db string) ([][]byte, error) {
+	cs, err := e.cat.Containers(db)
+	if err != nil {
+		return nil, translate(err)
+	}
+	var out [][]byte
+	for _, c := range cs {
+		out = append(out, c.JSON())
+	}
+	return out, nil
+}
+
+// ContainerRID returns the container's _rid (for x-ms-content-path and
+// feed envelopes), or 404.
+func (e *Engine) ContainerRID(db, coll string) (string, error) {
+	c, err := e.container(db, coll)
+	if err != nil {
+		return "", err
+	}
+	return c.RID, nil
+}
+
+// PKRange is one physical partition as the pkranges feed shows it.
+type PKRange struct {
+	ID       string
+	RID      string
+	Min, Max string // EPK hex
+	Parents  []string
+	Fraction float64 // share of the container's throughput
+}
+
+// PKRanges returns the container's current physical partitions, the map's
+// version (the feed's etag) and the container's _rid and _self.
+func (e *Engine) PKRanges(db, coll string) (ranges []PKRange, version int, c *catalog.Container, err error) {
+	c, err = e.container(db, coll)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	rs := c.Map().Ranges()
+	for i, r := range rs {
+		ranges = append(ranges, PKRange{
+			ID: r.ID, RID: pkRangeRID(c, i), Min: r.Min.String(), Max: r.Max.String(),
+			Parents: r.Parents, Fraction: 1 / float64(len(rs)),
+		})
+	}
+	return ranges, c.RangesVersion, c, nil
+}
+
+// Offers returns every offer resource.
+func (e *Engine) Offers() [][]byte {
+	var out [][]byte
+	for _, o := range e.cat.Offers() {
+		out = append(out, o.JSON())
+	}
+	return out
+}
+
+// ReadOffer returns offer id, or 404.
+func (e *Engine) ReadOffer(id string) (Resource, error) {
+	o, err := e.cat.Offer(id)
+	if err != nil {
+		return Resource{}, translate(err)
+	}
+	return Resource{Body: o.JSON(), ETag: o.ETag}, nil
+}
+
+// ReplaceOffer sets offer id's throughput. Errors: 404, 400 for invalid
+// throughput.
+func (e *Engine) ReplaceOffer(id string, tp catalog.Throughput) (Resource, error) {
+	o, err := e.cat.ReplaceOffer(id, tp)
+	if err != nil {
+		return Resource{}, translate(err)
+	}
+	return Resource{Body: o.JSON(), ETag: o.ETag}, nil
+}

@@ -1,0 +1,63 @@
+package engine
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/document"
+	"github.com/partitadb/partita/internal/partition"
+	"github.com/partitadb/partita/internal/query/exec"
+	"github.com/partitadb/partita/internal/query/parse"
+	"github.com/partitadb/partita/internal/status"
+)
+
+// translate turns a domain error into the *status.Error the client sees.
+// Errors it does not know become a 500 that hides their text (status.From).
+func translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := errors.AsType[*status.Error](err); ok {
+		return err
+	}
+	switch {
+	case errors.Is(err, catalog.ErrNotFound):
+		return status.NotFound().Wrap(err)
+	case errors.Is(err, catalog.ErrExists):
+		return status.Conflict().Wrap(err)
+	}
+	if e, ok := errors.AsType[*catalog.InvalidError](err); ok {
+		return status.New(http.StatusBadRequest, e.Msg).Wrap(err)
+	}
+	if e, ok := errors.AsType[*document.InvalidError](err); ok {
+		return status.New(http.StatusBadRequest, e.Msg).Wrap(err)
+	}
+	if e, ok := errors.AsType[*document.PKError](err); ok {
+		return status.New(http.StatusBadRequest, "invalid partition key: "+e.Msg).Wrap(err)
+	}
+	if e, ok := errors.AsType[*parse.SyntaxError](err); ok {
+		return status.BadRequest("Syntax error: %s", e.Msg).Wrap(err)
+	}
+	if e, ok := errors.AsType[*exec.Error](err); ok {
+		return status.New(http.StatusBadRequest, e.Error()).Wrap(err)
+	}
+	if errors.Is(err, partition.ErrInvalidKey) {
+		return status.BadRequest("partition key does not match the container's partition key definition").Wrap(err)
+	}
+	return status.From(err)
+}
+
+// pkMismatch is Cosmos's answer to a body whose partition key differs from
+// the header's.
+func pkMismatch() *status.Error {
+	return status.New(http.StatusBadRequest, "PartitionKey extracted from document doesn't match the one specified in the header").
+		WithSub(status.SubBadRequestPKMismatch)
+}
+
+// rangeGone is the answer to a request addressed to a pk range that no
+// longer exists (split or merged): the SDKs refresh pkranges and retry.
+func rangeGone(id string) *status.Error {
+	return status.Newf(http.StatusGone, "partition key range %s is gone (split or merged); refresh the partition key ranges", id).
+		WithSub(status.SubGonePartitionKeyRangeGone)
+}

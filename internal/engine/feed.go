@@ -1,0 +1,331 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"hash/fnv"
+	"net/http"
+	"strings"
+
+	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/document"
+	"github.com/partitadb/partita/internal/partition"
+	"github.com/partitadb/partita/internal/query/exec"
+	"github.com/partitadb/partita/internal/query/parse"
+	"github.com/partitadb/partita/internal/status"
+	"github.com/partitadb/partita/internal/store"
+	"github.com/partitadb/partita/internal/throughput"
+)
+
+// Scope says which part of a container a feed or query reads: one logical
+// partition (PK, a full key or a hierarchical prefix), one physical
+// partition (RangeID), or, when both are empty, the whole container.
+type Scope struct {
+	PK      document.PartitionKey // nil: not scoped by partition key
+	RangeID string                // "": not scoped by range
+}
+
+// Page is one page of a feed or query.
+type Page struct {
+	Items        [][]byte
+	Continuation string // "" on the last page
+	RU           float64
+	Session      string
+	ContainerRID string
+	// Loaded is how many items were read from storage to make the page.
+	Loaded int
+}
+
+// resolved is a Scope turned into a key span and the ranges it touches.
+type resolved struct {
+	span   store.Span
+	ranges []partition.Range
+	cross  bool // the request spans logical partitions (no pk scope)
+}
+
+func resolveScope(c *catalog.Container, s Scope) (resolved, error) {
+	m := c.Map()
+	var r resolved
+	switch {
+	case s.PK != nil && len(s.PK) == len(c.PK.Paths):
+		loc, err := locate(c, s.PK, "")
+		if err != nil {
+			return resolved{}, err
+		}
+		r = resolved{span: store.LogicalSpan(c.Internal, loc.epk, loc.pkEnc), ranges: []partition.Range{loc.rng}}
+	case s.PK != nil:
+		lo, hi, err := c.PK.Span(s.PK)
+		if err != nil {
+			return resolved{}, translate(err)
+		}
+		r = resolved{span: store.EPKSpan(c.Internal, lo, hi), ranges: m.Overlapping(lo, hi), cross: len(s.PK) == 0}
+	default:
+		r = resolved{span: store.ContainerSpan(c.Internal), ranges: m.Ranges(), cross: true}
+	}
+	if s.RangeID == "" {
+		return r, nil
+	}
+	rng, ok := m.ByID(s.RangeID)
+	if !ok {
+		return resolved{}, rangeGone(s.RangeID)
+	}
+	// A range scope narrows whatever the pk scope allowed.
+	rs := store.EPKSpan(c.Internal, rng.Min, rng.Max)
+	if bytes.Compare(rs.Lower, r.span.Lower) > 0 {
+		r.span.Lower = rs.Lower
+	}
+	if bytes.Compare(rs.Upper, r.span.Upper) < 0 {
+		r.span.Upper = rs.Upper
+	}
+	r.ranges = []partition.Range{rng}
+	return r, nil
+}
+
+func (e *Engine) sessionFor(rs []partition.Range) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = e.readSession(r.ID)
+	}
+	return strings.Join(parts, ",")
+}
+
+// pageLimit turns x-ms-max-item-count into a page size: -1 (or 0) means as
+// many as fit in MaxPageBytes.
+func (e *Engine) pageLimit(maxItems int) int {
+	switch {
+	case maxItems < 0:
+		return int(^uint(0) >> 1)
+	case maxItems == 0:
+		return e.cfg.DefaultPageSize
+	}
+	return maxItems
+}
+
+// ReadFeed returns one page of a container's items in key order (by EPK),
+// restricted to scope, resuming after continuation. Errors: 404, 410/1002
+// for a range id that no longer exists, 400 for a bad continuation.
+func (e *Engine) ReadFeed(ctx context.Context, db, coll string, scope Scope, maxItems int, continuation string) (Page, error) {
+	c, err := e.container(db, coll)
+	if err != nil {
+		return Page{}, err
+	}
+	r, err := resolveScope(c, scope)
+	if err != nil {
+		return Page{}, err
+	}
+	var after []byte
+	if continuation != "" {
+		after, err = base64.RawURLEncoding.DecodeString(continuation)
+		if err != nil || bytes.Compare(after, r.span.Lower) < 0 || bytes.Compare(after, r.span.Upper) >= 0 {
+			return Page{}, status.BadRequest("invalid continuation token for this feed")
+		}
+	}
+	limit := e.pageLimit(maxItems)
+	p := Page{ContainerRID: c.RID, Session: e.sessionFor(r.ranges)}
+	var last []byte
+	size := 0
+	more := false
+	err = e.data.Scan(ctx, r.span, after, func(k, v []byte) bool {
+		if len(p.Items) >= limit || (len(p.Items) > 0 && size+len(v) > e.cfg.MaxPageBytes) {
+			more = true
+			return false
+		}
+		p.Items = append(p.Items, bytes.Clone(v))
+		size += len(v)
+		last = bytes.Clone(k)
+		return true
+	})
+	if err != nil {
+		return Page{}, translate(err)
+	}
+	if more {
+		p.Continuation = base64.RawURLEncoding.EncodeToString(last)
+	}
+	p.Loaded = len(p.Items)
+	p.RU = throughput.QueryCost(p.Loaded, size, len(r.ranges))
+	return p, nil
+}
+
+// Query is a SQL query request.
+type Query struct {
+	Text   string
+	Params exec.Params
+	// EnableCrossPartition allows a query not scoped to one logical
+	// partition (x-ms-documentdb-query-enablecrosspartition).
+	EnableCrossPartition bool
+	MaxItems             int
+	Continuation         string
+}
+
+// queryToken is the continuation of a query: how many results were already
+// returned, and a hash of the query it belongs to.
+type queryToken struct {
+	Skip int    `json:"s"`
+	Hash uint64 `json:"h"`
+}
+
+func (q Query) hash() uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(q.Text))
+	for k, v := range q.Params {
+		h.Write([]byte(k))
+		h.Write(v)
+	}
+	return h.Sum64()
+}
+
+func compile(q Query) (*exec.Program, error) {
+	ast, err := parse.Parse(q.Text)
+	if err != nil {
+		return nil, translate(err)
+	}
+	prog, err := exec.Compile(ast, q.Params)
+	if err != nil {
+		return nil, translate(err)
+	}
+	return prog, nil
+}
+
+// crossPartitionRefused is the gateway's answer to a cross-partition query
+// that needs merging across partitions (protocol doc §6.2).
+func crossPartitionRefused() *status.Error {
+	e := status.New(http.StatusBadRequest, "The provided cross partition query can not be directly served by the gateway. "+
+		"This is a first chance (internal) exception that all newer clients will know how to handle gracefully. "+
+		"This exception is traced, but unless you see it bubble up as an exception (which only happens on older SDK clients), "+
+		"then you can safely ignore this message.").WithSub(status.SubBadRequestCrossPartitionGateway)
+	return e
+}
+
+// QueryItems runs a query over a container's items within scope.
+//
+// A query not scoped to one logical partition needs EnableCrossPartition
+// (else 400); if it also needs merging across partitions (ORDER BY,
+// aggregates, GROUP BY, DISTINCT, TOP, OFFSET/LIMIT) it is refused with
+// 400/1004 as Cosmos DB's gateway does, unless the engine runs with
+// GatewayQueryFull.
+//
+// NB: this first query path evaluates the whole scope for every page and
+// pages by result offset; the indexed, streaming executor replaces it (#3).
+func (e *Engine) QueryItems(ctx context.Context, db, coll string, scope Scope, q Query) (Page, error) {
+	c, err := e.container(db, coll)
+	if err != nil {
+		return Page{}, err
+	}
+	prog, err := compile(q)
+	if err != nil {
+		return Page{}, err
+	}
+	r, err := resolveScope(c, scope)
+	if err != nil {
+		return Page{}, err
+	}
+	cross := r.cross && scope.RangeID == ""
+	if cross && !q.EnableCrossPartition {
+		return Page{}, status.BadRequest("Cross partition query is required but disabled. Please set x-ms-documentdb-query-enablecrosspartition to true, specify x-ms-documentdb-partitionkey, or revise your query to avoid this exception.")
+	}
+	f := prog.Features()
+	if cross && !e.cfg.GatewayQueryFull && (f.OrderBy || f.Aggregate || f.GroupBy || f.Distinct || f.Top || f.OffsetLimit) {
+		return Page{}, crossPartitionRefused()
+	}
+	loaded, size := 0, 0
+	docs := func(yield func([]byte) bool) error {
+		return e.data.Scan(ctx, r.span, nil, func(_, v []byte) bool {
+			loaded++
+			return yield(v)
+		})
+	}
+	rows, err := prog.Run(ctx, docs)
+	if err != nil {
+		return Page{}, translate(err)
+	}
+	p, err := e.page(rows, q, cross)
+	if err != nil {
+		return Page{}, err
+	}
+	for _, it := range p.Items {
+		size += len(it)
+	}
+	p.ContainerRID, p.Session, p.Loaded = c.RID, e.sessionFor(r.ranges), loaded
+	p.RU = throughput.QueryCost(loaded, size, len(r.ranges))
+	return p, nil
+}
+
+// page cuts one page out of a query's results. Partition-scoped queries get
+// a continuation only when results remain; cross-partition ones whenever a
+// page is full, as Cosmos DB's gateway does (protocol doc §6.2).
+func (e *Engine) page(rows [][]byte, q Query, cross bool) (Page, error) {
+	tok := queryToken{Hash: q.hash()}
+	if q.Continuation != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(q.Continuation)
+		var got queryToken
+		if err != nil || json.Unmarshal(raw, &got) != nil || got.Hash != tok.Hash || got.Skip < 0 {
+			return Page{}, status.BadRequest("invalid continuation token for this query")
+		}
+		tok.Skip = got.Skip
+	}
+	limit := e.pageLimit(q.MaxItems)
+	start := min(tok.Skip, len(rows))
+	end := start
+	size := 0
+	for end < len(rows) && end-start < limit && (end == start || size+len(rows[end]) <= e.cfg.MaxPageBytes) {
+		size += len(rows[end])
+		end++
+	}
+	p := Page{Items: rows[start:end]}
+	full := end-start == limit
+	if end < len(rows) || (cross && full && q.MaxItems > 0) {
+		tok.Skip = end
+		raw, _ := json.Marshal(tok)
+		p.Continuation = base64.RawURLEncoding.EncodeToString(raw)
+	}
+	return p, nil
+}
+
+// QueryResources runs a query over metadata resources (databases,
+// containers, offers), all in memory.
+func (e *Engine) QueryResources(ctx context.Context, resources [][]byte, q Query) (Page, error) {
+	prog, err := compile(q)
+	if err != nil {
+		return Page{}, err
+	}
+	docs := func(yield func([]byte) bool) error {
+		for _, r := range resources {
+			if !yield(r) {
+				return nil
+			}
+		}
+		return nil
+	}
+	rows, err := prog.Run(ctx, docs)
+	if err != nil {
+		return Page{}, translate(err)
+	}
+	p, err := e.page(rows, q, false)
+	if err != nil {
+		return Page{}, err
+	}
+	p.Loaded = len(resources)
+	p.RU = throughput.QueryCost(len(resources), 0, 1)
+	return p, nil
+}
+
+// ListResources pages a list of metadata resources (GET /dbs and the like).
+func (e *Engine) ListResources(resources [][]byte, maxItems int, continuation string) (Page, error) {
+	start := 0
+	if continuation != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(continuation)
+		if err != nil || len(raw) != 8 {
+			return Page{}, status.BadRequest("invalid continuation token")
+		}
+		start = int(min(binary.BigEndian.Uint64(raw), uint64(len(resources))))
+	}
+	end := min(len(resources), start+e.pageLimit(maxItems))
+	p := Page{Items: resources[start:end], Loaded: end - start, RU: throughput.QueryCost(end-start, 0, 1)}
+	if end < len(resources) {
+		p.Continuation = base64.RawURLEncoding.EncodeToString(binary.BigEndian.AppendUint64(nil, uint64(end)))
+	}
+	return p, nil
+}

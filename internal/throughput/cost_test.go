@@ -1,0 +1,28 @@
+package throughput
+
+import "testing"
+
+func TestCosts(t *testing.T) {
+	tests := []struct {
+		name string
+		got  float64
+		want float64
+	}{
+		{"read 1KB", ReadCost(1024), 1},
+		{"read 100B", ReadCost(100), 1},
+		{"read 100KB", ReadCost(100 * 1024), 10},
+		{"write 1KB", WriteCost(1024), 5},
+		{"write 100KB", WriteCost(100 * 1024), 50},
+		{"query empty", QueryCost(0, 0, 1), 2},
+		{"query 100 items 10KB", QueryCost(100, 10*1024, 1), 8},
+		{"query fan-out 4", QueryCost(0, 0, 4), 5},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s = %v, want %v", tt.name, tt.got, tt.want)
+		}
+	}
+	if ReadCost(2048) <= ReadCost(1024) || WriteCost(4096) <= WriteCost(2048) {
+		t.Errorf("charges do not grow with item size")
+	}
+}
