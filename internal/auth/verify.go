@@ -1,0 +1,350 @@
+package auth
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"hash"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Access is what a verified request may do. The zero value means no access.
+type Access int
+
+const (
+	// ReadOnly allows reads only: the request was signed with the read-only key.
+	ReadOnly Access = iota + 1
+	// ReadWrite allows everything: the request was signed with the master key, or carried an
+	// accepted AAD token.
+	ReadWrite
+)
+
+// String returns "read-only", "read-write", or "none".
+func (a Access) String() string {
+	switch a {
+	case ReadOnly:
+		return "read-only"
+	case ReadWrite:
+		return "read-write"
+	}
+	return "none"
+}
+
+// DefaultMaxSkew is the allowed |x-ms-date - now| when Config.MaxSkew is zero; the service
+// allows about 15 minutes (protocol doc §2.1).
+const DefaultMaxSkew = 15 * time.Minute
+
+// ErrNoMasterKey is returned by NewVerifier when Config.MasterKey is empty.
+var ErrNoMasterKey = errors.New("auth: no master key")
+
+// ErrNegativeSkew is returned by NewVerifier when Config.MaxSkew is negative.
+var ErrNegativeSkew = errors.New("auth: negative max skew")
+
+// Config configures a Verifier.
+type Config struct {
+	MasterKey   []byte        // decoded account key (see DecodeKey); required
+	ReadOnlyKey []byte        // decoded read-only key; nil or empty means none
+	MaxSkew     time.Duration // allowed |x-ms-date - now|; DefaultMaxSkew (15m) when zero
+	AllowAAD    bool          // accept type=aad tokens (well-formed JWT, not expired)
+}
+
+// Verifier checks request authentication. Build it with NewVerifier; the zero value is not
+// usable. A *Verifier is safe for concurrent use.
+type Verifier struct {
+	masterKey   []byte
+	readOnlyKey []byte // nil when there is none
+	maxSkew     time.Duration
+	allowAAD    bool
+	states      sync.Pool // of *state; avoids per-request HMAC and buffer allocations
+}
+
+// state is per-call scratch space, pooled by a Verifier.
+type state struct {
+	master   hash.Hash // HMAC-SHA256 keyed with the master key
+	readOnly hash.Hash // HMAC-SHA256 keyed with the read-only key; nil when none
+	auth     []byte    // the percent-decoded Authorization header
+	payload  []byte    // the string-to-sign
+	dec      [48]byte  // the client's sig, decoded
+	sum      [sha256.Size]byte
+}
+
+// maxPooledBuf bounds the buffers a pooled state keeps, so one huge request does not pin
+// memory for the life of the pool.
+const maxPooledBuf = 4 << 10
+
+// NewVerifier returns a Verifier for c. It copies the keys. It returns ErrNoMasterKey when
+// c.MasterKey is empty and ErrNegativeSkew when c.MaxSkew < 0.
+func NewVerifier(c Config) (*Verifier, error) {
+	if len(c.MasterKey) == 0 {
+		return nil, ErrNoMasterKey
+	}
+	if c.MaxSkew < 0 {
+		return nil, ErrNegativeSkew
+	}
+	v := &Verifier{
+		masterKey: bytes.Clone(c.MasterKey),
+		maxSkew:   c.MaxSkew,
+		allowAAD:  c.AllowAAD,
+	}
+	if len(c.ReadOnlyKey) > 0 {
+		v.readOnlyKey = bytes.Clone(c.ReadOnlyKey)
+	}
+	if v.maxSkew == 0 {
+		v.maxSkew = DefaultMaxSkew
+	}
+	v.states.New = func() any {
+		s := &state{master: hmac.New(sha256.New, v.masterKey)}
+		if v.readOnlyKey != nil {
+			s.readOnly = hmac.New(sha256.New, v.readOnlyKey)
+		}
+		return s
+	}
+	return v, nil
+}
+
+// Request is the part of an HTTP request that authentication looks at.
+type Request struct {
+	Method        string // HTTP verb, any case
+	RawPath       string // URL.EscapedPath()
+	Authorization string // Authorization header value, percent-encoded or raw
+	Date          string // x-ms-date header (falling back to Date is the caller's job)
+}
+
+// Verify returns the access r carries at time now, or 0 and an *Error whose Reason says why
+// it carries none:
+//
+//   - Missing: no Authorization header.
+//   - Malformed: the header is not type=…&ver=1.0&sig=… (or, for AAD, not a JWT).
+//   - Unsupported: resource tokens, unknown token types, and AAD tokens unless AllowAAD.
+//   - DateMissing, DateInvalid, DateSkew: x-ms-date absent (master tokens only), not RFC 1123,
+//     or further than MaxSkew from now. An AAD token's date is checked only when present.
+//   - BadPath: RawPath has an invalid percent escape (the *Error wraps ErrBadPath).
+//   - BadSignature: the master-token signature matches neither key.
+//   - TokenExpired: the AAD token's exp claim is not after now.
+//
+// A master token signed with the master key gives ReadWrite, with the read-only key ReadOnly.
+// An accepted AAD token gives ReadWrite; its JWT signature is not checked (the emulator's
+// test credential sends an unsigned token), only its shape and exp.
+func (v *Verifier) Verify(r Request, now time.Time) (Access, error) {
+	if r.Authorization == "" {
+		return 0, newError(Missing, "Required Header authorization is missing. Ensure a valid Authorization token is passed.")
+	}
+	st := v.states.Get().(*state)
+	defer v.put(st)
+
+	tok, err := parseToken(st.auth[:0], r.Authorization)
+	st.auth = tok.buf
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case bytes.EqualFold(tok.typ, []byte("master")):
+		return v.verifyMaster(st, r, tok.sig, now)
+	case bytes.EqualFold(tok.typ, []byte("aad")):
+		if !v.allowAAD {
+			return 0, newError(Unsupported, "AAD tokens are not accepted by this server; use the account key.")
+		}
+		return verifyAAD(string(tok.sig), r.Date, now, v.maxSkew)
+	case bytes.EqualFold(tok.typ, []byte("resource")):
+		return 0, newError(Unsupported, "Resource tokens are not supported by this server; use the account key.")
+	}
+	return 0, newError(Unsupported, fmt.Sprintf("Authorization token type %q is not supported.", clip(string(tok.typ))))
+}
+
+// put returns st to the pool unless it has grown too large to keep.
+func (v *Verifier) put(st *state) {
+	if cap(st.auth) > maxPooledBuf || cap(st.payload) > maxPooledBuf {
+		return
+	}
+	v.states.Put(st)
+}
+
+// verifyMaster checks a type=master token whose signature is sig (still base64; it aliases
+// st.auth).
+func (v *Verifier) verifyMaster(st *state, r Request, sig []byte, now time.Time) (Access, error) {
+	if r.Date == "" {
+		return 0, newError(DateMissing, "Required header x-ms-date is missing. Ensure a valid x-ms-date (RFC 1123 format) is passed.")
+	}
+	if err := checkDate(r.Date, now, v.maxSkew); err != nil {
+		return 0, err
+	}
+	typ, link, err := Resource(r.RawPath)
+	if err != nil {
+		return 0, &Error{Reason: BadPath, Msg: "The request path is not a valid percent-encoded resource path.", cause: err}
+	}
+	st.payload = appendPayload(st.payload[:0], r.Method, typ, link, r.Date)
+
+	// A valid sig is the standard base64 of a 32-byte MAC: 44 characters. Its length is
+	// public, so rejecting other lengths early leaks nothing.
+	if len(sig) <= 64 {
+		n, err := base64.StdEncoding.Decode(st.dec[:], sig)
+		if err == nil && n == sha256.Size {
+			got := st.dec[:n]
+			if macEqual(st.master, st.payload, st.sum[:0], got) {
+				return ReadWrite, nil
+			}
+			if st.readOnly != nil && macEqual(st.readOnly, st.payload, st.sum[:0], got) {
+				return ReadOnly, nil
+			}
+		}
+	}
+	return 0, newError(BadSignature, "The input authorization token can't serve the request. "+
+		"The wrong key is being used or the expected payload is not built as per the protocol. "+
+		"For more info: https://aka.ms/cosmosdb-tsg-401. Server used the following payload to sign: '"+
+		strings.ReplaceAll(string(st.payload), "\n", `\n`)+"'")
+}
+
+// macEqual reports whether the HMAC m of payload equals got, in constant time.
+func macEqual(m hash.Hash, payload, sum, got []byte) bool {
+	m.Reset()
+	m.Write(payload)
+	return hmac.Equal(m.Sum(sum), got)
+}
+
+// parseDate parses an x-ms-date value, ignoring the case of names. Accepted forms: RFC 1123
+// with GMT (http.TimeFormat, what both SDKs send), the same with UTC, and RFC 1123 with a
+// numeric zone (time.RFC1123Z).
+func parseDate(s string) (time.Time, bool) {
+	dateLayouts := [...]string{
+		"Mon, 02 Jan 2006 15:04:05 GMT",
+		"Mon, 02 Jan 2006 15:04:05 UTC",
+		time.RFC1123Z,
+	}
+	for _, l := range dateLayouts {
+		if t, err := time.Parse(l, s); err == nil {
+			return t, true
+		}
+	}
+	// time.Parse already matches day and month names case-insensitively; only the literal
+	// zone needs upper-casing (a client may send the lower-cased date it signed).
+	if u := strings.ToUpper(s); u != s {
+		for _, l := range dateLayouts {
+			if t, err := time.Parse(l, u); err == nil {
+				return t, true
+			}
+		}
+	}
+	return time.Time{}, false
+}
+
+// checkDate returns a DateInvalid or DateSkew *Error unless date parses and lies within
+// maxSkew of now.
+func checkDate(date string, now time.Time, maxSkew time.Duration) error {
+	t, ok := parseDate(date)
+	if !ok {
+		return newError(DateInvalid, "The input date header is invalid format. Please pass in RFC 1123 style date format.")
+	}
+	if d := t.Sub(now); d > maxSkew || d < -maxSkew {
+		const f = "Mon, 02 Jan 2006 15:04:05 GMT"
+		return newError(DateSkew, fmt.Sprintf("The authorization token is not valid at the current time. "+
+			"Please create another token and retry (token start time: %s, token expiry time: %s, current server time: %s).",
+			t.UTC().Format(f), t.Add(maxSkew).UTC().Format(f), now.UTC().Format(f)))
+	}
+	return nil
+}
+
+// token is a parsed Authorization header; its fields alias buf.
+type token struct {
+	buf           []byte
+	typ, ver, sig []byte
+}
+
+// parseToken percent-decodes header into buf and splits it into its type, ver and sig
+// fields. It returns a Malformed *Error for a bad escape, a missing or repeated field, or a
+// version other than 1.0. Unknown fields are ignored.
+func parseToken(buf []byte, header string) (token, error) {
+	buf, ok := appendUnescape(buf, header)
+	tok := token{buf: buf}
+	if !ok {
+		return tok, newError(Malformed, "The authorization token is not validly percent-encoded.")
+	}
+	var seen [3]bool
+	for rest := buf; len(rest) > 0; {
+		var part []byte
+		part, rest, _ = bytes.Cut(rest, []byte("&"))
+		if len(part) == 0 {
+			continue
+		}
+		k, val, found := bytes.Cut(part, []byte("="))
+		if !found {
+			return tok, newError(Malformed, "The authorization token is not in the form type={type}&ver={version}&sig={signature}.")
+		}
+		var i int
+		switch string(k) { // NB: no allocation: the compiler compares in place.
+		case "type":
+			i, tok.typ = 0, val
+		case "ver":
+			i, tok.ver = 1, val
+		case "sig":
+			i, tok.sig = 2, val
+		default:
+			continue
+		}
+		if seen[i] {
+			return tok, newError(Malformed, fmt.Sprintf("The authorization token has more than one %q field.", k))
+		}
+		seen[i] = true
+	}
+	switch {
+	case !seen[0] || len(tok.typ) == 0:
+		return tok, newError(Malformed, "The authorization token has no type field.")
+	case !seen[1] || len(tok.ver) == 0:
+		return tok, newError(Malformed, "The authorization token has no ver field.")
+	case !seen[2] || len(tok.sig) == 0:
+		return tok, newError(Malformed, "The authorization token has no sig field.")
+	case string(tok.ver) != "1.0":
+		return tok, newError(Malformed, fmt.Sprintf("The authorization token version %q is not supported; use 1.0.", clip(string(tok.ver))))
+	}
+	return tok, nil
+}
+
+// appendUnescape appends s to buf with %XX escapes (either hex case) decoded. Unlike
+// url.QueryUnescape it leaves '+' alone: raw tokens carry base64 '+', and encoded ones
+// carry %2B. It reports false for a '%' not followed by two hex digits.
+func appendUnescape(buf []byte, s string) ([]byte, bool) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '%' {
+			buf = append(buf, c)
+			continue
+		}
+		if i+2 >= len(s) {
+			return buf, false
+		}
+		hi, ok1 := unhex(s[i+1])
+		lo, ok2 := unhex(s[i+2])
+		if !ok1 || !ok2 {
+			return buf, false
+		}
+		buf = append(buf, hi<<4|lo)
+		i += 2
+	}
+	return buf, true
+}
+
+// unhex returns the value of hex digit c.
+func unhex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+// clip shortens client-supplied text quoted back in an error message.
+func clip(s string) string {
+	const max = 32
+	if len(s) > max {
+		return s[:max] + "…"
+	}
+	return s
+}
