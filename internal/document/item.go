@@ -17,6 +17,18 @@ const MaxIDLength = 255
 // of at most MaxIDLength characters, none of which is '/', '\\', '?' or '#'
 // (protocol §4.2). It returns nil or an *InvalidError naming the problem.
 func ValidateID(id string) error {
+	if err := validateIDBasics(id); err != nil {
+		return err
+	}
+	if i := strings.IndexAny(id, `/\?#`); i >= 0 {
+		return &InvalidError{Msg: fmt.Sprintf("id %q contains '%c'", id, id[i])}
+	}
+	return nil
+}
+
+// validateIDBasics checks what every id must be: non-empty valid UTF-8 of at
+// most MaxIDLength characters.
+func validateIDBasics(id string) error {
 	if id == "" {
 		return &InvalidError{Msg: "id is empty"}
 	}
@@ -25,9 +37,6 @@ func ValidateID(id string) error {
 	}
 	if utf8.RuneCountInString(id) > MaxIDLength {
 		return &InvalidError{Msg: fmt.Sprintf("id is longer than %d characters", MaxIDLength)}
-	}
-	if i := strings.IndexAny(id, `/\?#`); i >= 0 {
-		return &InvalidError{Msg: fmt.Sprintf("id %q contains '%c'", id, id[i])}
 	}
 	return nil
 }
@@ -61,6 +70,23 @@ type Item struct {
 // ValidateID errors, "partition key value at /pk must be a string, number,
 // boolean or null", or a malformed path. The returned Item retains body.
 func ParseItem(body []byte, pkPaths []string) (*Item, error) {
+	return ParseItemWith(body, pkPaths, StrictIDs)
+}
+
+// IDRule selects how ParseItemWith checks an item's id.
+type IDRule int
+
+const (
+	// StrictIDs applies ValidateID: ids with '/', '\\', '?' or '#' are
+	// refused, since no client can address them reliably in a URL.
+	StrictIDs IDRule = iota
+	// LenientIDs accepts any non-empty valid UTF-8 id of at most MaxIDLength
+	// characters, as the Cosmos DB emulator does on create.
+	LenientIDs
+)
+
+// ParseItemWith is ParseItem with a choice of id rule.
+func ParseItemWith(body []byte, pkPaths []string, rule IDRule) (*Item, error) {
 	it := &Item{body: body, members: make([]member, 0, 16)}
 	root, err := scanRoot(body, &it.members)
 	if err != nil {
@@ -80,7 +106,11 @@ func ParseItem(body []byte, pkPaths []string) (*Item, error) {
 		return nil, &InvalidError{Msg: "id must be a string"}
 	}
 	it.ID = decodeString(body[m.vs+1:m.ve-1], hasEscape(body[m.vs+1:m.ve-1]))
-	if err := ValidateID(it.ID); err != nil {
+	check := ValidateID
+	if rule == LenientIDs {
+		check = validateIDBasics
+	}
+	if err := check(it.ID); err != nil {
 		return nil, err
 	}
 	it.PK, err = extract(body, root, it.members, pkPaths)

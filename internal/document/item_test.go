@@ -446,3 +446,21 @@ func BenchmarkExtractPK1KB(b *testing.B) {
 		}
 	}
 }
+
+func TestParseItemLenientIDs(t *testing.T) {
+	for _, id := range []string{`a/b`, `a\\b`, `a?`, `#`} {
+		body := []byte(`{"id":"` + id + `"}`)
+		if _, err := ParseItem(body, []string{"/pk"}); err == nil {
+			t.Errorf("ParseItem(%s) accepted the id", body)
+		}
+		it, err := ParseItemWith(body, []string{"/pk"}, LenientIDs)
+		if err != nil {
+			t.Errorf("ParseItemWith(%s, LenientIDs) = %v, want success", body, err)
+		} else if it.ID == "" {
+			t.Errorf("ParseItemWith(%s, LenientIDs) lost the id", body)
+		}
+	}
+	if _, err := ParseItemWith([]byte(`{"id":""}`), nil, LenientIDs); err == nil {
+		t.Errorf("ParseItemWith(empty id, LenientIDs) succeeded")
+	}
+}

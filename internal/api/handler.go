@@ -1,0 +1,273 @@
+// Package api is the Cosmos DB NoSQL REST front end: routes, x-ms-* headers,
+// request decoding, response encoding, the authentication check, and the one
+// place that turns errors into Cosmos error responses ({"code","message"}
+// bodies with x-ms-substatus). It knows HTTP and the wire format, and reaches
+// data only through package engine.
+package api
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/partitadb/partita/internal/auth"
+	"github.com/partitadb/partita/internal/engine"
+	"github.com/partitadb/partita/internal/status"
+	"github.com/partitadb/partita/internal/throughput"
+)
+
+// Config configures the API.
+type Config struct {
+	// AdvertiseEndpoint is the URL the database account advertises as its
+	// read and write location. Empty: the scheme and Host of each request,
+	// so whatever address a client used keeps working.
+	AdvertiseEndpoint string
+	// Consistency is the account's default consistency level. Default "Session".
+	Consistency string
+	// EmulatorIDQuirks answers requests for item ids the emulator's gateway
+	// cannot address (ids with '/', '\\', '#', percent-encoded sequences or
+	// trailing whitespace) with 401, and ids with control characters with
+	// 400, as the Cosmos DB emulator does. Default false.
+	EmulatorIDQuirks bool
+	// MaxBodyBytes bounds request bodies. Default 16 MiB.
+	MaxBodyBytes int64
+	// TLS reports whether the server is served over TLS (for the advertised
+	// endpoint's scheme).
+	TLS bool
+}
+
+// Handler serves the Cosmos DB REST API. It is safe for concurrent use.
+type Handler struct {
+	cfg    Config
+	eng    *engine.Engine
+	verify *auth.Verifier
+	log    *slog.Logger
+	now    func() time.Time
+	mux    *http.ServeMux
+}
+
+// New returns the API handler over eng, authenticating with v.
+func New(cfg Config, eng *engine.Engine, v *auth.Verifier, now func() time.Time, log *slog.Logger) *Handler {
+	if cfg.Consistency == "" {
+		cfg.Consistency = "Session"
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 16 << 20
+	}
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h := &Handler{cfg: cfg, eng: eng, verify: v, log: log, now: now, mux: http.NewServeMux()}
+	h.routes()
+	return h
+}
+
+// handlerFunc serves one request; a returned error becomes the response.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (h *Handler) handle(pattern string, fn handlerFunc) {
+	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if err := fn(w, r); err != nil {
+			h.writeError(w, r, err)
+		}
+	})
+}
+
+func (h *Handler) routes() {
+	h.handle("GET /{$}", h.account)
+
+	h.handle("POST /dbs", h.postDatabases)
+	h.handle("GET /dbs", h.listDatabases)
+	h.handle("GET /dbs/{db}", h.readDatabase)
+	h.handle("DELETE /dbs/{db}", h.deleteDatabase)
+
+	h.handle("POST /dbs/{db}/colls", h.postContainers)
+	h.handle("GET /dbs/{db}/colls", h.listContainers)
+	h.handle("GET /dbs/{db}/colls/{coll}", h.readContainer)
+	h.handle("PUT /dbs/{db}/colls/{coll}", h.replaceContainer)
+	h.handle("DELETE /dbs/{db}/colls/{coll}", h.deleteContainer)
+	h.handle("GET /dbs/{db}/colls/{coll}/pkranges", h.pkRanges)
+
+	h.handle("POST /dbs/{db}/colls/{coll}/docs", h.postItems)
+	h.handle("GET /dbs/{db}/colls/{coll}/docs", h.readFeed)
+	h.handle("GET /dbs/{db}/colls/{coll}/docs/{id}", h.readItem)
+	h.handle("PUT /dbs/{db}/colls/{coll}/docs/{id}", h.replaceItem)
+	h.handle("DELETE /dbs/{db}/colls/{coll}/docs/{id}", h.deleteItem)
+	h.handle("PATCH /dbs/{db}/colls/{coll}/docs/{id}", notSupported("patching items"))
+
+	h.handle("GET /offers", h.listOffers)
+	h.handle("POST /offers", h.queryOffers)
+	h.handle("GET /offers/{id}", h.readOffer)
+	h.handle("PUT /offers/{id}", h.replaceOffer)
+
+	// Everything else: a clear refusal rather than a bare 404.
+	h.handle("/", h.unsupported)
+}
+
+func notSupported(what string) handlerFunc {
+	return func(http.ResponseWriter, *http.Request) error { return status.NotSupported(what) }
+}
+
+// unsupported answers requests for resources Partita does not serve.
+func (h *Handler) unsupported(_ http.ResponseWriter, r *http.Request) error {
+	typ, _, err := auth.Resource(r.URL.EscapedPath())
+	if err != nil || typ == "" {
+		return status.Newf(http.StatusNotFound, "no resource at %s %s", r.Method, r.URL.Path)
+	}
+	switch typ {
+	case "sprocs", "triggers", "udfs":
+		return status.NotSupported("server-side scripts (" + typ + ")")
+	case "users", "permissions", "conflicts", "attachments", "clientencryptionkeys":
+		return status.NotSupported("the " + typ + " resource")
+	}
+	return status.Newf(http.StatusMethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path)
+}
+
+// ServeHTTP authenticates the request and dispatches it. It never lets a
+// panic escape: a handler bug becomes a 500.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	activity := r.Header.Get("x-ms-activity-id")
+	if activity == "" {
+		activity = newUUID()
+	}
+	w.Header().Set("x-ms-activity-id", activity)
+	w.Header().Set("x-ms-gatewayversion", "version=2.14.0")
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			h.log.Error("handler panic", "activity_id", activity, "panic", p)
+			h.writeError(w, r, status.From(errors.New("panic")))
+		}
+	}()
+	r.Body = http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes)
+	if err := h.authenticate(r); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	// Go's SDK addresses offers with a trailing slash; every resource
+	// tolerates one.
+	if p := r.URL.Path; len(p) > 1 && strings.HasSuffix(p, "/") {
+		r2 := *r
+		u := *r.URL
+		u.Path = strings.TrimSuffix(p, "/")
+		u.RawPath = strings.TrimSuffix(u.RawPath, "/")
+		r2.URL = &u
+		r = &r2
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+func (h *Handler) authenticate(r *http.Request) error {
+	date := r.Header.Get("x-ms-date")
+	if date == "" {
+		date = r.Header.Get("Date")
+	}
+	access, err := h.verify.Verify(auth.Request{
+		Method: r.Method, RawPath: r.URL.EscapedPath(), Authorization: r.Header.Get("Authorization"), Date: date,
+	}, h.now())
+	if err != nil {
+		var ae *auth.Error
+		if errors.As(err, &ae) {
+			if ae.Reason == auth.BadPath {
+				return status.New(http.StatusBadRequest, ae.Msg).Wrap(err)
+			}
+			return status.New(http.StatusUnauthorized, ae.Msg).Wrap(err)
+		}
+		return err
+	}
+	if h.cfg.EmulatorIDQuirks {
+		if err := emulatorPathCheck(r.URL.EscapedPath()); err != nil {
+			return err
+		}
+	}
+	if access == auth.ReadOnly && !isRead(r) {
+		return status.New(http.StatusForbidden, "the read-only key cannot be used to modify resources")
+	}
+	return nil
+}
+
+// isRead reports whether r only reads: a GET/HEAD or a query.
+func isRead(r *http.Request) bool {
+	return r.Method == http.MethodGet || r.Method == http.MethodHead || (r.Method == http.MethodPost && isQuery(r))
+}
+
+// errorBody is the body of every error response; the JS SDK needs "message".
+type errorBody struct {
+	Code                string `json:"code"`
+	Message             string `json:"message"`
+	AdditionalErrorInfo string `json:"additionalErrorInfo,omitempty"`
+}
+
+// writeError writes err as a Cosmos error response and logs it once.
+func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		err = status.Newf(http.StatusRequestEntityTooLarge, "Request size is too large: the body exceeds %d bytes", mbe.Limit)
+	}
+	se := status.From(err)
+	hd := w.Header()
+	hd.Set("Content-Type", "application/json")
+	setCharge(w, max(throughput.MinimumCost(), engine.Charge(err)))
+	if se.Sub != status.SubNone {
+		hd.Set("x-ms-substatus", strconv.Itoa(se.Sub))
+	}
+	if se.RetryAfter > 0 {
+		hd.Set("x-ms-retry-after-ms", strconv.FormatInt(se.RetryAfter.Milliseconds(), 10))
+	}
+	body, _ := json.Marshal(errorBody{Code: status.CodeName(se.Code), Message: se.Message, AdditionalErrorInfo: se.Extra})
+	w.WriteHeader(se.Code)
+	_, _ = w.Write(body)
+	attrs := []any{"method", r.Method, "path", r.URL.Path, "status", se.Code, "sub", se.Sub, "activity_id", w.Header().Get("x-ms-activity-id")}
+	if se.Code >= 500 {
+		h.log.Error("request failed", append(attrs, "err", errors.Unwrap(se))...)
+	} else {
+		h.log.Debug("request refused", append(attrs, "msg", se.Message)...)
+	}
+}
+
+func setCharge(w http.ResponseWriter, ru float64) {
+	w.Header().Set("x-ms-request-charge", strconv.FormatFloat(ru, 'f', -1, 64))
+}
+
+// writeJSON writes a JSON body (or none when body is nil) with status code.
+func writeJSON(w http.ResponseWriter, code int, body []byte) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(code)
+	_, err := w.Write(body)
+	return err
+}
+
+// readBody reads the whole request body.
+func readBody(r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, err
+		}
+		return nil, status.BadRequest("cannot read request body: %v", err)
+	}
+	return b, nil
+}
+
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	s := hex.EncodeToString(b[:])
+	return s[0:8] + "-" + s[8:12] + "-" + s[12:16] + "-" + s[16:20] + "-" + s[20:]
+}

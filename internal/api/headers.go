@@ -1,0 +1,162 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/document"
+	"github.com/partitadb/partita/internal/engine"
+	"github.com/partitadb/partita/internal/status"
+)
+
+// Request headers (case-insensitive on the wire).
+const (
+	hdrPartitionKey   = "x-ms-documentdb-partitionkey"
+	hdrPKRangeID      = "x-ms-documentdb-partitionkeyrangeid"
+	hdrMaxItemCount   = "x-ms-max-item-count"
+	hdrContinuation   = "x-ms-continuation"
+	hdrIsUpsert       = "x-ms-documentdb-is-upsert"
+	hdrIsQuery        = "x-ms-documentdb-isquery"
+	hdrQuery          = "x-ms-documentdb-query"
+	hdrCrossPartition = "x-ms-documentdb-query-enablecrosspartition"
+	hdrQueryMetrics   = "x-ms-documentdb-populatequerymetrics"
+	hdrIndexMetrics   = "x-ms-cosmos-populateindexmetrics"
+	hdrIndexMetricsV2 = "x-ms-cosmos-populateindexmetrics-V2"
+	hdrIsBatch        = "x-ms-cosmos-is-batch-request"
+	hdrIsPlan         = "x-ms-cosmos-is-query-plan-request"
+	hdrOfferTP        = "x-ms-offer-throughput"
+	hdrAutopilot      = "x-ms-cosmos-offer-autopilot-settings"
+	hdrAIM            = "A-IM"
+	hdrStartEPK       = "x-ms-start-epk"
+)
+
+func isTrue(r *http.Request, name string) bool {
+	return strings.EqualFold(strings.TrimSpace(r.Header.Get(name)), "true")
+}
+
+// isQuery reports whether a POST carries a query rather than a resource.
+func isQuery(r *http.Request) bool {
+	ct := r.Header.Get("Content-Type")
+	return strings.HasPrefix(strings.ToLower(ct), "application/query+json") || isTrue(r, hdrIsQuery) || isTrue(r, hdrQuery)
+}
+
+// partitionKey returns the request's partition key header, nil when absent.
+func partitionKey(r *http.Request) (document.PartitionKey, error) {
+	vals := r.Header.Values(hdrPartitionKey)
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	pk, err := document.ParsePKHeader(vals[0])
+	if err != nil {
+		if pe, ok := err.(*document.PKError); ok {
+			return nil, status.BadRequest("invalid %s header: %s", hdrPartitionKey, pe.Msg)
+		}
+		return nil, status.BadRequest("invalid %s header", hdrPartitionKey)
+	}
+	if pk == nil {
+		pk = document.PartitionKey{} // present but empty: "[]"
+	}
+	return pk, nil
+}
+
+// rangeID returns the x-ms-documentdb-partitionkeyrangeid header; the SDKs
+// may send "collRid,id", of which the id is the last part.
+func rangeID(r *http.Request) string {
+	v := strings.TrimSpace(r.Header.Get(hdrPKRangeID))
+	if i := strings.LastIndexByte(v, ','); i >= 0 {
+		v = v[i+1:]
+	}
+	return v
+}
+
+// scope reads the feed/query scope headers.
+func scope(r *http.Request) (engine.Scope, error) {
+	if r.Header.Get(hdrStartEPK) != "" {
+		return engine.Scope{}, status.NotSupported("x-ms-start-epk / x-ms-end-epk sub-range feeds")
+	}
+	pk, err := partitionKey(r)
+	if err != nil {
+		return engine.Scope{}, err
+	}
+	return engine.Scope{PK: pk, RangeID: rangeID(r)}, nil
+}
+
+// maxItemCount reads x-ms-max-item-count: 0 when absent, -1 for unbounded.
+func maxItemCount(r *http.Request) (int, error) {
+	v := strings.TrimSpace(r.Header.Get(hdrMaxItemCount))
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < -1 || n == 0 {
+		return 0, status.BadRequest("invalid %s header %q: it must be a positive integer or -1", hdrMaxItemCount, v)
+	}
+	return n, nil
+}
+
+// requestedThroughput reads the throughput headers of a create request.
+func requestedThroughput(r *http.Request) (catalog.Throughput, error) {
+	var tp catalog.Throughput
+	if v := strings.TrimSpace(r.Header.Get(hdrOfferTP)); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return tp, status.BadRequest("invalid %s header %q", hdrOfferTP, v)
+		}
+		tp.Manual = n
+	}
+	if v := strings.TrimSpace(r.Header.Get(hdrAutopilot)); v != "" {
+		var s struct {
+			MaxThroughput int `json:"maxThroughput"`
+		}
+		if err := json.Unmarshal([]byte(v), &s); err != nil || s.MaxThroughput <= 0 {
+			return tp, status.BadRequest("invalid %s header: want {\"maxThroughput\": N}", hdrAutopilot)
+		}
+		tp.AutoscaleMax = s.MaxThroughput
+	}
+	return tp, nil
+}
+
+// querySpec is the body of a query request.
+type querySpec struct {
+	Query      *string `json:"query"`
+	Parameters []struct {
+		Name  string          `json:"name"`
+		Value json.RawMessage `json:"value"`
+	} `json:"parameters"`
+}
+
+// parseQuery reads a query request: body, paging and cross-partition headers.
+func parseQuery(r *http.Request) (engine.Query, error) {
+	body, err := readBody(r)
+	if err != nil {
+		return engine.Query{}, err
+	}
+	var spec querySpec
+	if err := json.Unmarshal(body, &spec); err != nil {
+		return engine.Query{}, status.BadRequest("query body is not a valid query specification: %v", err)
+	}
+	if spec.Query == nil {
+		return engine.Query{}, status.BadRequest(`query body has no "query"`)
+	}
+	q := engine.Query{Text: *spec.Query, EnableCrossPartition: isTrue(r, hdrCrossPartition), Continuation: r.Header.Get(hdrContinuation)}
+	if len(spec.Parameters) > 0 {
+		q.Params = map[string][]byte{}
+		for _, p := range spec.Parameters {
+			if !strings.HasPrefix(p.Name, "@") {
+				return engine.Query{}, status.BadRequest("query parameter name %q must start with '@'", p.Name)
+			}
+			if len(p.Value) == 0 {
+				return engine.Query{}, status.BadRequest("query parameter %s has no value", p.Name)
+			}
+			q.Params[p.Name] = p.Value
+		}
+	}
+	if q.MaxItems, err = maxItemCount(r); err != nil {
+		return engine.Query{}, err
+	}
+	return q, nil
+}
+

@@ -1,0 +1,309 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/engine"
+	"github.com/partitadb/partita/internal/status"
+	"github.com/partitadb/partita/internal/throughput"
+)
+
+// queryEngineConfiguration is sent, JSON-encoded as a string, in the account
+// document; .NET, Java and Python SDKs read their query limits from it.
+const queryEngineConfiguration = `{"maxSqlQueryInputLength":262144,"maxJoinsPerSqlQuery":5,"maxLogicalAndPerSqlQuery":500,"maxLogicalOrPerSqlQuery":500,"maxUdfRefPerSqlQuery":10,"maxInExpressionItemsCount":16000,"queryMaxInMemorySortDocumentCount":500,"maxQueryRequestTimeoutFraction":0.9,"sqlAllowNonFiniteNumbers":false,"sqlAllowAggregateFunctions":true,"sqlAllowSubQuery":true,"sqlAllowScalarSubQuery":true,"allowNewKeywords":true,"sqlAllowLike":true,"sqlAllowGroupByClause":true,"maxSpatialQueryCells":12,"spatialMaxGeometryPointCount":256,"sqlDisableQueryILOptimization":false,"sqlDisableFilterPlanOptimization":false}`
+
+// account serves GET /: the database account, which tells the SDKs which
+// endpoint to use for reads and writes.
+func (h *Handler) account(w http.ResponseWriter, r *http.Request) error {
+	endpoint := h.cfg.AdvertiseEndpoint
+	if endpoint == "" {
+		scheme := "http"
+		if h.cfg.TLS {
+			scheme = "https"
+		}
+		endpoint = scheme + "://" + r.Host + "/"
+	}
+	loc := []map[string]string{{"name": "South Central US", "databaseAccountEndpoint": endpoint}}
+	body, _ := json.Marshal(map[string]any{
+		"_self": "", "id": "partita", "_rid": "partita",
+		"media": "//media/", "addresses": "//addresses/", "_dbs": "//dbs/",
+		"writableLocations": loc, "readableLocations": loc,
+		"enableMultipleWriteLocations": false,
+		"userReplicationPolicy":        map[string]any{"asyncReplication": false, "minReplicaSetSize": 1, "maxReplicasetSize": 1},
+		"userConsistencyPolicy":        map[string]any{"defaultConsistencyLevel": h.cfg.Consistency},
+		"systemReplicationPolicy":      map[string]any{"minReplicaSetSize": 1, "maxReplicasetSize": 1},
+		"readPolicy":                   map[string]any{"primaryReadCoefficient": 1, "secondaryReadCoefficient": 1},
+		"queryEngineConfiguration":     queryEngineConfiguration,
+	})
+	setCharge(w, throughput.MinimumCost())
+	return writeJSON(w, http.StatusOK, body)
+}
+
+// writeResource writes a single metadata resource.
+func writeResource(w http.ResponseWriter, code int, res engine.Resource) error {
+	w.Header().Set("etag", res.ETag)
+	setCharge(w, throughput.MinimumCost())
+	return writeJSON(w, code, res.Body)
+}
+
+// writeFeed writes a page in the feed envelope {"_rid", "<key>": [...], "_count"}.
+func writeFeed(w http.ResponseWriter, rid, key string, p engine.Page) error {
+	var b bytes.Buffer
+	b.WriteString(`{"_rid":`)
+	rb, _ := json.Marshal(rid)
+	b.Write(rb)
+	b.WriteString(`,"` + key + `":[`)
+	for i, it := range p.Items {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(it)
+	}
+	b.WriteString(`],"_count":` + strconv.Itoa(len(p.Items)) + `}`)
+	hd := w.Header()
+	hd.Set("x-ms-item-count", strconv.Itoa(len(p.Items)))
+	if p.Continuation != "" {
+		hd.Set(hdrContinuation, p.Continuation)
+	}
+	if p.Session != "" {
+		hd.Set("x-ms-session-token", p.Session)
+	}
+	setCharge(w, p.RU)
+	return writeJSON(w, http.StatusOK, b.Bytes())
+}
+
+// listOrQuery serves a metadata feed: a query when the request is one,
+// otherwise a plain paged listing.
+func (h *Handler) listOrQuery(w http.ResponseWriter, r *http.Request, rid, key string, resources [][]byte) error {
+	var (
+		p   engine.Page
+		err error
+	)
+	if r.Method == http.MethodPost {
+		q, qerr := parseQuery(r)
+		if qerr != nil {
+			return qerr
+		}
+		p, err = h.eng.QueryResources(r.Context(), resources, q)
+	} else {
+		n, nerr := maxItemCount(r)
+		if nerr != nil {
+			return nerr
+		}
+		p, err = h.eng.ListResources(resources, n, r.Header.Get(hdrContinuation))
+	}
+	if err != nil {
+		return err
+	}
+	return writeFeed(w, rid, key, p)
+}
+
+func (h *Handler) postDatabases(w http.ResponseWriter, r *http.Request) error {
+	if isQuery(r) {
+		return h.listOrQuery(w, r, "", "Databases", h.eng.Databases())
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	var def struct {
+		ID *string `json:"id"`
+	}
+	if err := json.Unmarshal(body, &def); err != nil || def.ID == nil {
+		return status.BadRequest("database definition must be a JSON object with a string id")
+	}
+	tp, err := requestedThroughput(r)
+	if err != nil {
+		return err
+	}
+	res, err := h.eng.CreateDatabase(*def.ID, tp)
+	if err != nil {
+		return err
+	}
+	return writeResource(w, http.StatusCreated, res)
+}
+
+func (h *Handler) listDatabases(w http.ResponseWriter, r *http.Request) error {
+	return h.listOrQuery(w, r, "", "Databases", h.eng.Databases())
+}
+
+func (h *Handler) readDatabase(w http.ResponseWriter, r *http.Request) error {
+	res, err := h.eng.ReadDatabase(r.PathValue("db"))
+	if err != nil {
+		return err
+	}
+	return writeResource(w, http.StatusOK, res)
+}
+
+func (h *Handler) deleteDatabase(w http.ResponseWriter, r *http.Request) error {
+	if err := h.eng.DeleteDatabase(r.PathValue("db")); err != nil {
+		return err
+	}
+	setCharge(w, throughput.MinimumCost())
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (h *Handler) postContainers(w http.ResponseWriter, r *http.Request) error {
+	db := r.PathValue("db")
+	if isQuery(r) {
+		return h.listContainers(w, r)
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	tp, err := requestedThroughput(r)
+	if err != nil {
+		return err
+	}
+	res, err := h.eng.CreateContainer(db, body, tp)
+	if err != nil {
+		return err
+	}
+	return writeResource(w, http.StatusCreated, res)
+}
+
+func (h *Handler) listContainers(w http.ResponseWriter, r *http.Request) error {
+	db := r.PathValue("db")
+	rid, err := h.eng.DatabaseRID(db)
+	if err != nil {
+		return err
+	}
+	cs, err := h.eng.Containers(db)
+	if err != nil {
+		return err
+	}
+	return h.listOrQuery(w, r, rid, "DocumentCollections", cs)
+}
+
+func (h *Handler) readContainer(w http.ResponseWriter, r *http.Request) error {
+	res, err := h.eng.ReadContainer(r.PathValue("db"), r.PathValue("coll"))
+	if err != nil {
+		return err
+	}
+	return writeResource(w, http.StatusOK, res)
+}
+
+func (h *Handler) replaceContainer(w http.ResponseWriter, r *http.Request) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	res, err := h.eng.ReplaceContainer(r.PathValue("db"), r.PathValue("coll"), body, r.Header.Get("If-Match"))
+	if err != nil {
+		return err
+	}
+	return writeResource(w, http.StatusOK, res)
+}
+
+func (h *Handler) deleteContainer(w http.ResponseWriter, r *http.Request) error {
+	if err := h.eng.DeleteContainer(r.PathValue("db"), r.PathValue("coll")); err != nil {
+		return err
+	}
+	setCharge(w, throughput.MinimumCost())
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// pkRanges serves the partition key ranges feed, both the plain feed (JS)
+// and the incremental one the Go SDK polls until it sees 304.
+func (h *Handler) pkRanges(w http.ResponseWriter, r *http.Request) error {
+	ranges, version, c, err := h.eng.PKRanges(r.PathValue("db"), r.PathValue("coll"))
+	if err != nil {
+		return err
+	}
+	etag := `"` + strconv.Itoa(version) + `"`
+	w.Header().Set("etag", etag)
+	setCharge(w, throughput.MinimumCost())
+	if inm := r.Header.Get("If-None-Match"); inm != "" && inm == etag {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	type rangeJSON struct {
+		RID                     string   `json:"_rid"`
+		ID                      string   `json:"id"`
+		ETag                    string   `json:"_etag"`
+		MinInclusive            string   `json:"minInclusive"`
+		MaxExclusive            string   `json:"maxExclusive"`
+		RIDPrefix               int      `json:"ridPrefix"`
+		Self                    string   `json:"_self"`
+		ThroughputFraction      float64  `json:"throughputFraction"`
+		Status                  string   `json:"status"`
+		Parents                 []string `json:"parents"`
+		OwnedArchivalPKRangeIDs []string `json:"ownedArchivalPKRangeIds"`
+		TS                      int64    `json:"_ts"`
+		LSN                     int      `json:"lsn"`
+	}
+	items := make([][]byte, 0, len(ranges))
+	for _, rg := range ranges {
+		n, _ := strconv.Atoi(rg.ID)
+		parents := rg.Parents
+		if parents == nil {
+			parents = []string{}
+		}
+		b, _ := json.Marshal(rangeJSON{
+			RID: rg.RID, ID: rg.ID, ETag: etag, MinInclusive: rg.Min, MaxExclusive: rg.Max, RIDPrefix: n,
+			Self: c.Self() + "pkranges/" + rg.RID + "/", ThroughputFraction: rg.Fraction, Status: "online",
+			Parents: parents, OwnedArchivalPKRangeIDs: []string{}, TS: c.TS, LSN: version,
+		})
+		items = append(items, b)
+	}
+	return writeFeed(w, c.RID, "PartitionKeyRanges", engine.Page{Items: items, RU: throughput.MinimumCost()})
+}
+
+func (h *Handler) listOffers(w http.ResponseWriter, r *http.Request) error {
+	return h.listOrQuery(w, r, "", "Offers", h.eng.Offers())
+}
+
+func (h *Handler) queryOffers(w http.ResponseWriter, r *http.Request) error {
+	if !isQuery(r) {
+		return status.BadRequest("offers are created with their database or container; POST /offers takes a query")
+	}
+	return h.listOrQuery(w, r, "", "Offers", h.eng.Offers())
+}
+
+func (h *Handler) readOffer(w http.ResponseWriter, r *http.Request) error {
+	res, err := h.eng.ReadOffer(r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return writeResource(w, http.StatusOK, res)
+}
+
+// replaceOffer serves PUT /offers/{id}: the body is the whole offer with a
+// new content.offerThroughput or content.offerAutopilotSettings.
+func (h *Handler) replaceOffer(w http.ResponseWriter, r *http.Request) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	var offer struct {
+		Content *struct {
+			OfferThroughput *int `json:"offerThroughput"`
+			Autopilot       *struct {
+				MaxThroughput int `json:"maxThroughput"`
+			} `json:"offerAutopilotSettings"`
+		} `json:"content"`
+	}
+	if err := json.Unmarshal(body, &offer); err != nil || offer.Content == nil {
+		return status.BadRequest("offer must be a JSON object with a content object")
+	}
+	var tp catalog.Throughput
+	switch {
+	case offer.Content.Autopilot != nil:
+		tp.AutoscaleMax = offer.Content.Autopilot.MaxThroughput
+	case offer.Content.OfferThroughput != nil:
+		tp.Manual = *offer.Content.OfferThroughput
+	}
+	res, err := h.eng.ReplaceOffer(strings.ToLower(r.PathValue("id")), tp)
+	if err != nil {
+		return err
+	}
+	return writeResource(w, http.StatusOK, res)
+}

@@ -1,0 +1,156 @@
+// Package cli implements the partita command: its subcommands (serve,
+// version), flags, and PARTITA_* environment variables. It is the only
+// reader of flags and the environment, and the only place that picks log
+// handlers.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/partitadb/partita/internal/config"
+	"github.com/partitadb/partita/internal/server"
+)
+
+// Version is the release version, set at link time
+// (-ldflags "-X github.com/partitadb/partita/internal/cli.Version=v0.1.0").
+var Version = "dev"
+
+const usage = `partita — a Cosmos DB-compatible partitioned document database
+
+Usage:
+  partita serve [flags]    run the server (partita serve -h for flags)
+  partita version          print the version
+
+Every flag can also be set as an environment variable: --log-level is PARTITA_LOG_LEVEL.
+`
+
+// Main runs the partita command with args (without the program name) and
+// returns the process exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "serve":
+		return serve(ctx, args[1:], stdout, stderr)
+	case "version", "--version", "-version":
+		v := Version
+		if bi, ok := debug.ReadBuildInfo(); ok && v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v = bi.Main.Version
+		}
+		fmt.Fprintf(stdout, "partita %s\n", v)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "partita: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+}
+
+// serveFlags binds the serve flags to cfg.
+func serveFlags(fs *flag.FlagSet, cfg *config.Config) {
+	fs.StringVar(&cfg.Server.Addr, "addr", cfg.Server.Addr, "listen address")
+	fs.StringVar(&cfg.Store.Dir, "data", cfg.Store.Dir, "data directory")
+	fs.StringVar(&cfg.Auth.Key, "key", cfg.Auth.Key, "master key, base64 (default: the Cosmos DB emulator's well-known key)")
+	fs.StringVar(&cfg.Auth.ReadOnlyKey, "read-only-key", cfg.Auth.ReadOnlyKey, "read-only key, base64 (default: none)")
+	fs.DurationVar(&cfg.Auth.MaxClockSkew, "max-clock-skew", cfg.Auth.MaxClockSkew, "accepted difference between a request's x-ms-date and the server clock")
+	fs.BoolVar(&cfg.Server.TLS, "tls", cfg.Server.TLS, "serve HTTPS (a self-signed certificate is generated in the data directory unless --tls-cert/--tls-key are given)")
+	fs.StringVar(&cfg.Server.TLSCert, "tls-cert", cfg.Server.TLSCert, "TLS certificate PEM file")
+	fs.StringVar(&cfg.Server.TLSKey, "tls-key", cfg.Server.TLSKey, "TLS private key PEM file")
+	fs.StringVar(&cfg.Store.Durability, "durability", cfg.Store.Durability, "sync: acknowledged writes are in the synced WAL; relaxed: WAL synced in the background")
+	fs.StringVar(&cfg.API.AdvertiseEndpoint, "advertise-endpoint", cfg.API.AdvertiseEndpoint, "endpoint URL the account advertises to SDKs (default: the address each client used)")
+	fs.StringVar(&cfg.API.Consistency, "consistency", cfg.API.Consistency, "account default consistency level")
+	fs.BoolVar(&cfg.API.EmulatorCompat, "emulator-compat", cfg.API.EmulatorCompat, "reproduce Cosmos DB emulator quirks some SDK test suites expect (see README)")
+	fs.StringVar(&cfg.Engine.GatewayQuery, "gateway-query", cfg.Engine.GatewayQuery, "gateway: refuse cross-partition queries that need merging, like Cosmos DB; full: run every query server-side")
+	fs.StringVar(&cfg.Logging.Level, "log-level", cfg.Logging.Level, "debug, info, warn or error")
+	fs.StringVar(&cfg.Logging.Format, "log-format", cfg.Logging.Format, "text or json")
+	fs.DurationVar(&cfg.Server.ShutdownTimeout, "shutdown-timeout", cfg.Server.ShutdownTimeout, "how long a graceful shutdown may take")
+}
+
+// parseServe parses args over defaults and PARTITA_* variables (flags win).
+func parseServe(args []string, getenv func(string) string, stderr io.Writer) (config.Config, error) {
+	cfg := config.Default()
+	fs := flag.NewFlagSet("partita serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	serveFlags(fs, &cfg)
+	var envErrs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := "PARTITA_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v := getenv(name); v != "" {
+			if err := f.Value.Set(v); err != nil {
+				envErrs = append(envErrs, fmt.Errorf("%s=%q: %w", name, v, err))
+			}
+		}
+	})
+	if err := errors.Join(envErrs...); err != nil {
+		return cfg, err
+	}
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	return cfg, cfg.Validate()
+}
+
+func newLogger(c config.Logging, w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(c.Level))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseServe(args, os.Getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "partita serve: %v\n", err)
+		return 2
+	}
+	log := newLogger(cfg.Logging, stderr)
+	start := time.Now()
+	srv, err := server.Open(ctx, cfg, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "partita serve: %v\n", err)
+		return 1
+	}
+	endpoint := srv.Endpoint()
+	fmt.Fprintf(stdout, "Partita %s is serving the Cosmos DB API at %s (data in %s, ready in %s)\n",
+		Version, endpoint, cfg.Store.Dir, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(stdout, "Connection string: AccountEndpoint=%s;AccountKey=%s;\n", endpoint, cfg.Auth.Key)
+	if cfg.Server.TLS {
+		fmt.Fprintf(stdout, "TLS certificate is self-signed unless given: trust it with SSL_CERT_FILE / NODE_EXTRA_CA_CERTS=%s, or skip verification as for the emulator.\n",
+			certPath(cfg))
+	}
+	if err := srv.Run(ctx); err != nil {
+		log.Error("server stopped", "err", err)
+		return 1
+	}
+	log.Info("server stopped")
+	return 0
+}
+
+func certPath(cfg config.Config) string {
+	if cfg.Server.TLSCert != "" {
+		return cfg.Server.TLSCert
+	}
+	return cfg.Store.Dir + "/tls/cert.pem"
+}

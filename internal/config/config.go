@@ -1,0 +1,157 @@
+// Package config owns Partita's configuration: one Config made of
+// per-component sub-configs, with Default and Validate. Only package cli
+// fills it from flags and PARTITA_* variables; each component receives its
+// own sub-config.
+package config
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"time"
+)
+
+// EmulatorKey is the Cosmos DB emulator's published, well-known master key:
+// the default, so the SDKs' emulator samples run unchanged.
+const EmulatorKey = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
+
+// Config is the whole server configuration.
+type Config struct {
+	Server  Server
+	Store   Store
+	Auth    Auth
+	API     API
+	Engine  Engine
+	Logging Logging
+}
+
+// Server configures the listener.
+type Server struct {
+	// Addr is the listen address. Default "127.0.0.1:8081".
+	Addr string
+	// TLS serves HTTPS. Default true.
+	TLS bool
+	// TLSCert and TLSKey are PEM files; empty: a self-signed certificate is
+	// generated on first start and kept in the data directory.
+	TLSCert, TLSKey string
+	// ShutdownTimeout bounds a graceful shutdown. Default 10s.
+	ShutdownTimeout time.Duration
+}
+
+// Store configures storage.
+type Store struct {
+	// Dir is the data directory. Default "./partita-data".
+	Dir string
+	// Durability is "sync" (acknowledged writes are in the synced WAL,
+	// default) or "relaxed" (the WAL is synced in the background: a crash
+	// may lose the last moments of acknowledged writes).
+	Durability string
+}
+
+// Auth configures authentication.
+type Auth struct {
+	// Key is the base64 master key. Default EmulatorKey.
+	Key string
+	// ReadOnlyKey is the base64 read-only key: it may read and query but not
+	// write. Default empty: no read-only key.
+	ReadOnlyKey string
+	// MaxClockSkew is the accepted distance between x-ms-date and the
+	// server's clock. Default 15m.
+	MaxClockSkew time.Duration
+}
+
+// API configures the REST front end.
+type API struct {
+	// AdvertiseEndpoint is the endpoint the account document advertises;
+	// empty: the scheme and host the client used.
+	AdvertiseEndpoint string
+	// Consistency is the account's default consistency level. Default "Session".
+	Consistency string
+	// EmulatorCompat reproduces Cosmos DB emulator behaviours that production
+	// Cosmos DB does not have and some SDK test suites expect: Strong
+	// default consistency, ids with '/', '\\', '?', '#' accepted on create,
+	// and the emulator gateway's 401/400 answers for ids it cannot address.
+	// Default false.
+	EmulatorCompat bool
+}
+
+// Engine configures the engine.
+type Engine struct {
+	// GatewayQuery is "gateway" (refuse cross-partition queries that need
+	// merging, as Cosmos DB's gateway does; default) or "full" (execute
+	// every query server-side).
+	GatewayQuery string
+}
+
+// Logging configures logs.
+type Logging struct {
+	// Level is debug, info (default), warn or error.
+	Level string
+	// Format is "text" (default) or "json".
+	Format string
+}
+
+// Default returns the configuration with every default filled in.
+func Default() Config {
+	return Config{
+		Server:  Server{Addr: "127.0.0.1:8081", TLS: true, ShutdownTimeout: 10 * time.Second},
+		Store:   Store{Dir: "./partita-data", Durability: "sync"},
+		Auth:    Auth{Key: EmulatorKey, MaxClockSkew: 15 * time.Minute},
+		API:     API{Consistency: "Session"},
+		Engine:  Engine{GatewayQuery: "gateway"},
+		Logging: Logging{Level: "info", Format: "text"},
+	}
+}
+
+// Validate reports every problem in c, joined.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if _, _, err := net.SplitHostPort(c.Server.Addr); err != nil {
+		bad("addr %q: %v", c.Server.Addr, err)
+	}
+	if (c.Server.TLSCert == "") != (c.Server.TLSKey == "") {
+		bad("tls-cert and tls-key must be given together")
+	}
+	if c.Store.Dir == "" {
+		bad("data directory must not be empty")
+	}
+	if c.Store.Durability != "sync" && c.Store.Durability != "relaxed" {
+		bad("durability %q: want sync or relaxed", c.Store.Durability)
+	}
+	for name, k := range map[string]string{"key": c.Auth.Key, "read-only-key": c.Auth.ReadOnlyKey} {
+		if k == "" && name == "read-only-key" {
+			continue
+		}
+		if b, err := base64.StdEncoding.DecodeString(k); err != nil || len(b) == 0 {
+			bad("%s is not a base64 key", name)
+		}
+	}
+	if c.Auth.MaxClockSkew <= 0 {
+		bad("max-clock-skew must be positive")
+	}
+	switch c.API.Consistency {
+	case "Strong", "BoundedStaleness", "Session", "ConsistentPrefix", "Eventual":
+	default:
+		bad("consistency %q: want Strong, BoundedStaleness, Session, ConsistentPrefix or Eventual", c.API.Consistency)
+	}
+	if e := c.API.AdvertiseEndpoint; e != "" {
+		if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("advertise-endpoint %q is not an http(s) URL", e)
+		}
+	}
+	if c.Engine.GatewayQuery != "gateway" && c.Engine.GatewayQuery != "full" {
+		bad("gateway-query %q: want gateway or full", c.Engine.GatewayQuery)
+	}
+	switch c.Logging.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log-level %q: want debug, info, warn or error", c.Logging.Level)
+	}
+	if c.Logging.Format != "text" && c.Logging.Format != "json" {
+		bad("log-format %q: want text or json", c.Logging.Format)
+	}
+	return errors.Join(errs...)
+}

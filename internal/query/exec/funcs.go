@@ -1,0 +1,745 @@
+package exec
+
+import (
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/valyala/fastjson"
+)
+
+// builtin is a scalar system function. fn receives exactly the evaluated arguments (between
+// min and max of them; max < 0 means no upper bound) and must not keep the slice.
+type builtin struct {
+	min, max int
+	fn       func(args []value) value
+}
+
+// maxStringLen bounds strings built by REPLICATE, as Cosmos DB does (10,000 characters), so
+// that a query cannot ask for unbounded memory.
+const maxStringLen = 10000
+
+// aggregateKind returns the aggregate named upper (an upper-cased function name), or 0.
+func aggregateKind(upper string) aggKind {
+	switch upper {
+	case "COUNT":
+		return aggCount
+	case "SUM":
+		return aggSum
+	case "AVG":
+		return aggAvg
+	case "MIN":
+		return aggMin
+	case "MAX":
+		return aggMax
+	case "COUNTIF":
+		return aggCountIf
+	case "MAKELIST":
+		return aggMakeList
+	case "MAKESET":
+		return aggMakeSet
+	}
+	return 0
+}
+
+// lookupBuiltin returns the scalar function named upper (an upper-cased function name).
+func lookupBuiltin(upper string) (builtin, bool) {
+	f1 := func(fn func(value) value) builtin {
+		return builtin{1, 1, func(a []value) value { return fn(a[0]) }}
+	}
+	isKind := func(ks ...kind) builtin {
+		return f1(func(v value) value { return boolean(slices.Contains(ks, v.k)) })
+	}
+	math1 := func(fn func(float64) float64) builtin {
+		return f1(func(v value) value {
+			if v.k != kNum {
+				return undef
+			}
+			return num(fn(v.n))
+		})
+	}
+	str1 := func(fn func(string) value) builtin {
+		return f1(func(v value) value {
+			if v.k != kStr {
+				return undef
+			}
+			return fn(v.s)
+		})
+	}
+	switch upper {
+	// Type checks.
+	case "IS_DEFINED":
+		return f1(func(v value) value { return boolean(v.k != kUndef) }), true
+	case "IS_NULL":
+		return isKind(kNull), true
+	case "IS_BOOL":
+		return isKind(kBool), true
+	case "IS_NUMBER":
+		return isKind(kNum), true
+	case "IS_STRING":
+		return isKind(kStr), true
+	case "IS_ARRAY":
+		return isKind(kArr), true
+	case "IS_OBJECT":
+		return isKind(kObj), true
+	case "IS_PRIMITIVE":
+		return isKind(kNull, kBool, kNum, kStr), true
+	case "IS_FINITE_NUMBER":
+		return f1(func(v value) value { return boolean(v.k == kNum && !math.IsInf(v.n, 0)) }), true
+	case "IS_INTEGER":
+		return f1(func(v value) value { _, ok := toInt64(v); return boolean(ok) }), true
+	case "IIF":
+		return builtin{3, 3, func(a []value) value {
+			if a[0].isTrue() {
+				return a[1]
+			}
+			return a[2]
+		}}, true
+
+	// Strings.
+	case "CONCAT":
+		return builtin{1, -1, func(a []value) value {
+			var b strings.Builder
+			for _, v := range a {
+				if v.k != kStr {
+					return undef
+				}
+				b.WriteString(v.s)
+			}
+			return str(b.String())
+		}}, true
+	case "CONTAINS":
+		return stringTest(strings.Contains), true
+	case "STARTSWITH":
+		return stringTest(strings.HasPrefix), true
+	case "ENDSWITH":
+		return stringTest(strings.HasSuffix), true
+	case "STRINGEQUALS":
+		return stringTest(func(a, b string) bool { return a == b }), true
+	case "LOWER":
+		return str1(func(s string) value { return str(strings.ToLower(s)) }), true
+	case "UPPER":
+		return str1(func(s string) value { return str(strings.ToUpper(s)) }), true
+	case "LENGTH":
+		return str1(func(s string) value { return num(float64(utf8.RuneCountInString(s))) }), true
+	case "REVERSE":
+		return str1(func(s string) value {
+			r := []rune(s)
+			slices.Reverse(r)
+			return str(string(r))
+		}), true
+	case "LTRIM":
+		return trimFunc(strings.TrimLeftFunc, strings.TrimLeft), true
+	case "RTRIM":
+		return trimFunc(strings.TrimRightFunc, strings.TrimRight), true
+	case "TRIM":
+		return trimFunc(strings.TrimFunc, strings.Trim), true
+	case "SUBSTRING":
+		return builtin{3, 3, func(a []value) value {
+			start, ok1 := toInt64(a[1])
+			n, ok2 := toInt64(a[2])
+			if a[0].k != kStr || !ok1 || !ok2 {
+				return undef
+			}
+			return str(runeSlice(a[0].s, start, n))
+		}}, true
+	case "LEFT":
+		return builtin{2, 2, func(a []value) value {
+			n, ok := toInt64(a[1])
+			if a[0].k != kStr || !ok || n < 0 {
+				return undef
+			}
+			return str(runeSlice(a[0].s, 0, n))
+		}}, true
+	case "RIGHT":
+		return builtin{2, 2, func(a []value) value {
+			n, ok := toInt64(a[1])
+			if a[0].k != kStr || !ok || n < 0 {
+				return undef
+			}
+			total := int64(utf8.RuneCountInString(a[0].s))
+			return str(runeSlice(a[0].s, max(total-n, 0), n))
+		}}, true
+	case "INDEX_OF":
+		return builtin{2, 3, func(a []value) value {
+			if a[0].k != kStr || a[1].k != kStr {
+				return undef
+			}
+			start := int64(0)
+			if len(a) == 3 {
+				var ok bool
+				if start, ok = toInt64(a[2]); !ok {
+					return undef
+				}
+			}
+			s := a[0].s
+			skip := runeSlice(s, 0, max(start, 0))
+			if start > int64(utf8.RuneCountInString(s)) {
+				return num(-1)
+			}
+			i := strings.Index(s[len(skip):], a[1].s)
+			if i < 0 {
+				return num(-1)
+			}
+			return num(float64(max(start, 0) + int64(utf8.RuneCountInString(s[len(skip):len(skip)+i]))))
+		}}, true
+	case "REPLACE":
+		return builtin{3, 3, func(a []value) value {
+			if a[0].k != kStr || a[1].k != kStr || a[2].k != kStr {
+				return undef
+			}
+			if a[1].s == "" {
+				return a[0]
+			}
+			if n := strings.Count(a[0].s, a[1].s); n > 0 &&
+				len(a[0].s)+n*(len(a[2].s)-len(a[1].s)) > maxStringLen*utf8.UTFMax {
+				return undef
+			}
+			return str(strings.ReplaceAll(a[0].s, a[1].s, a[2].s))
+		}}, true
+	case "REPLICATE":
+		return builtin{2, 2, func(a []value) value {
+			n, ok := toInt64(a[1])
+			if a[0].k != kStr || !ok || n < 0 {
+				return undef
+			}
+			if n > 0 && int64(utf8.RuneCountInString(a[0].s))*n > maxStringLen {
+				return undef
+			}
+			return str(strings.Repeat(a[0].s, int(n)))
+		}}, true
+	case "TOSTRING":
+		return f1(toString), true
+	case "STRINGTONUMBER":
+		return str1(func(s string) value { return parseJSONAs(s, kNum) }), true
+	case "STRINGTOBOOLEAN":
+		return str1(func(s string) value { return parseJSONAs(s, kBool) }), true
+	case "STRINGTONULL":
+		return str1(func(s string) value { return parseJSONAs(s, kNull) }), true
+	case "STRINGTOARRAY":
+		return str1(func(s string) value { return parseJSONAs(s, kArr) }), true
+	case "STRINGTOOBJECT":
+		return str1(func(s string) value { return parseJSONAs(s, kObj) }), true
+	case "REGEXMATCH":
+		return builtin{2, 3, func(a []value) value {
+			if a[0].k != kStr {
+				return undef
+			}
+			re, ok := regexArgs(a[1:])
+			if !ok {
+				return undef
+			}
+			return boolean(re.MatchString(a[0].s))
+		}}, true
+
+	// Math.
+	case "ABS":
+		return math1(math.Abs), true
+	case "CEILING":
+		return math1(math.Ceil), true
+	case "FLOOR":
+		return math1(math.Floor), true
+	case "ROUND":
+		return math1(math.Round), true // half away from zero, as Cosmos DB
+	case "TRUNC":
+		return math1(math.Trunc), true
+	case "SQRT":
+		return math1(math.Sqrt), true
+	case "SQUARE":
+		return math1(func(x float64) float64 { return x * x }), true
+	case "EXP":
+		return math1(math.Exp), true
+	case "LOG10":
+		return math1(math.Log10), true
+	case "SIGN":
+		return math1(func(x float64) float64 {
+			switch {
+			case x > 0:
+				return 1
+			case x < 0:
+				return -1
+			}
+			return 0
+		}), true
+	case "SIN":
+		return math1(math.Sin), true
+	case "COS":
+		return math1(math.Cos), true
+	case "TAN":
+		return math1(math.Tan), true
+	case "COT":
+		return math1(func(x float64) float64 { return 1 / math.Tan(x) }), true
+	case "ASIN":
+		return math1(math.Asin), true
+	case "ACOS":
+		return math1(math.Acos), true
+	case "ATAN":
+		return math1(math.Atan), true
+	case "DEGREES":
+		return math1(func(x float64) float64 { return x * 180 / math.Pi }), true
+	case "RADIANS":
+		return math1(func(x float64) float64 { return x * math.Pi / 180 }), true
+	case "PI":
+		return builtin{0, 0, func([]value) value { return num(math.Pi) }}, true
+	case "LOG":
+		return builtin{1, 2, func(a []value) value {
+			if a[0].k != kNum {
+				return undef
+			}
+			if len(a) == 1 {
+				return num(math.Log(a[0].n))
+			}
+			if a[1].k != kNum {
+				return undef
+			}
+			return num(math.Log(a[0].n) / math.Log(a[1].n))
+		}}, true
+	case "POWER":
+		return math2(math.Pow), true
+	case "ATN2":
+		// ATN2(x, y) is the angle of the point (x, y): atan2(y, x).
+		return math2(func(x, y float64) float64 { return math.Atan2(y, x) }), true
+	case "NUMBERBIN":
+		return builtin{1, 2, func(a []value) value {
+			bin := 1.0
+			if len(a) == 2 {
+				if a[1].k != kNum || a[1].n <= 0 {
+					return undef
+				}
+				bin = a[1].n
+			}
+			if a[0].k != kNum {
+				return undef
+			}
+			return num(math.Floor(a[0].n/bin) * bin)
+		}}, true
+	case "INTADD":
+		return int2(func(x, y int64) (int64, bool) { return x + y, true }), true
+	case "INTSUB":
+		return int2(func(x, y int64) (int64, bool) { return x - y, true }), true
+	case "INTMUL":
+		return int2(func(x, y int64) (int64, bool) { return x * y, true }), true
+	case "INTDIV":
+		return int2(func(x, y int64) (int64, bool) {
+			if y == 0 || (x == math.MinInt64 && y == -1) {
+				return 0, false
+			}
+			return x / y, true
+		}), true
+	case "INTMOD":
+		return int2(func(x, y int64) (int64, bool) {
+			if y == 0 || y == -1 {
+				return 0, y == -1
+			}
+			return x % y, true
+		}), true
+	case "INTBITAND":
+		return int2(func(x, y int64) (int64, bool) { return x & y, true }), true
+	case "INTBITOR":
+		return int2(func(x, y int64) (int64, bool) { return x | y, true }), true
+	case "INTBITXOR":
+		return int2(func(x, y int64) (int64, bool) { return x ^ y, true }), true
+	case "INTBITLEFTSHIFT":
+		return int2(func(x, y int64) (int64, bool) { return x << (uint64(y) & 63), y >= 0 }), true
+	case "INTBITRIGHTSHIFT":
+		return int2(func(x, y int64) (int64, bool) { return x >> (uint64(y) & 63), y >= 0 }), true
+	case "INTBITNOT":
+		return f1(func(v value) value {
+			x, ok := toInt64(v)
+			if !ok {
+				return undef
+			}
+			return num(float64(^x))
+		}), true
+
+	// Arrays.
+	case "ARRAY_LENGTH":
+		return f1(func(v value) value {
+			if v.k != kArr {
+				return undef
+			}
+			return num(float64(v.length()))
+		}), true
+	case "ARRAY_CONTAINS":
+		return builtin{2, 3, func(a []value) value {
+			partial := false
+			if len(a) == 3 {
+				if a[2].k != kBool {
+					return undef
+				}
+				partial = a[2].isTrue()
+			}
+			if a[0].k != kArr {
+				return undef
+			}
+			return boolean(arrayContains(a[0], a[1], partial))
+		}}, true
+	case "ARRAY_CONTAINS_ANY", "ARRAY_CONTAINS_ALL":
+		all := upper == "ARRAY_CONTAINS_ALL"
+		return builtin{2, -1, func(a []value) value {
+			if a[0].k != kArr {
+				return undef
+			}
+			for _, v := range a[1:] {
+				if arrayContains(a[0], v, false) != all {
+					return boolean(!all)
+				}
+			}
+			return boolean(all)
+		}}, true
+	case "ARRAY_SLICE":
+		return builtin{2, 3, func(a []value) value {
+			start, ok := toInt64(a[1])
+			if a[0].k != kArr || !ok {
+				return undef
+			}
+			elems := a[0].elems()
+			n := int64(len(elems))
+			if start < 0 {
+				start = max(n+start, 0)
+			}
+			start = min(start, n)
+			end := n
+			if len(a) == 3 {
+				l, ok := toInt64(a[2])
+				if !ok {
+					return undef
+				}
+				end = start + min(max(l, 0), n-start)
+			}
+			return arrayOf(slices.Clone(elems[start:end]))
+		}}, true
+	case "ARRAY_CONCAT":
+		return builtin{2, -1, func(a []value) value {
+			var out []value
+			for _, v := range a {
+				if v.k != kArr {
+					return undef
+				}
+				out = append(out, v.elems()...)
+			}
+			return arrayOf(out)
+		}}, true
+	case "SETINTERSECT", "SETUNION":
+		union := upper == "SETUNION"
+		return builtin{2, 2, func(a []value) value {
+			if a[0].k != kArr || a[1].k != kArr {
+				return undef
+			}
+			return setOp(a[0].elems(), a[1].elems(), union)
+		}}, true
+
+	// Full-text search.
+	case "FULLTEXTCONTAINS":
+		return builtin{2, 2, fullText(true)}, true
+	case "FULLTEXTCONTAINSALL":
+		return builtin{2, -1, fullText(true)}, true
+	case "FULLTEXTCONTAINSANY":
+		return builtin{2, -1, fullText(false)}, true
+	}
+	return lookupDateTime(upper)
+}
+
+// stringTest builds F(s, t [, ignoreCase]) -> bool for CONTAINS, STARTSWITH and friends.
+func stringTest(test func(s, t string) bool) builtin {
+	return builtin{2, 3, func(a []value) value {
+		if a[0].k != kStr || a[1].k != kStr {
+			return undef
+		}
+		s, t := a[0].s, a[1].s
+		if len(a) == 3 {
+			if a[2].k != kBool {
+				return undef
+			}
+			if a[2].isTrue() {
+				s, t = strings.ToLower(s), strings.ToLower(t)
+			}
+		}
+		return boolean(test(s, t))
+	}}
+}
+
+// trimFunc builds TRIM, LTRIM and RTRIM: whitespace by default, or the characters of an
+// optional second argument.
+func trimFunc(space func(string, func(rune) bool) string, chars func(string, string) string) builtin {
+	return builtin{1, 2, func(a []value) value {
+		if a[0].k != kStr {
+			return undef
+		}
+		if len(a) == 2 {
+			if a[1].k != kStr {
+				return undef
+			}
+			return str(chars(a[0].s, a[1].s))
+		}
+		return str(space(a[0].s, unicode.IsSpace))
+	}}
+}
+
+func math2(fn func(x, y float64) float64) builtin {
+	return builtin{2, 2, func(a []value) value {
+		if a[0].k != kNum || a[1].k != kNum {
+			return undef
+		}
+		return num(fn(a[0].n, a[1].n))
+	}}
+}
+
+func int2(fn func(x, y int64) (int64, bool)) builtin {
+	return builtin{2, 2, func(a []value) value {
+		x, ok1 := toInt64(a[0])
+		y, ok2 := toInt64(a[1])
+		if !ok1 || !ok2 {
+			return undef
+		}
+		r, ok := fn(x, y)
+		if !ok {
+			return undef
+		}
+		return num(float64(r))
+	}}
+}
+
+// toInt64 returns v as an integer if it is an integral number within int64 range.
+func toInt64(v value) (int64, bool) {
+	if v.k != kNum || v.n != math.Trunc(v.n) || v.n < -(1<<63) || v.n >= 1<<63 {
+		return 0, false
+	}
+	return int64(v.n), true
+}
+
+// runeSlice returns up to n characters of s starting at character start (clamped to s).
+func runeSlice(s string, start, n int64) string {
+	if start < 0 {
+		start = 0
+	}
+	if n <= 0 {
+		return ""
+	}
+	i := 0
+	for ; start > 0 && i < len(s); start-- {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	j := i
+	for ; n > 0 && j < len(s); n-- {
+		_, size := utf8.DecodeRuneInString(s[j:])
+		j += size
+	}
+	return s[i:j]
+}
+
+// toString is TOSTRING: strings as they are, everything else as JSON text.
+func toString(v value) value {
+	switch v.k {
+	case kUndef:
+		return undef
+	case kStr:
+		return v
+	case kNum:
+		return str(string(appendNumberOf(nil, v)))
+	}
+	return str(string(appendJSON(nil, v)))
+}
+
+// appendNumberOf prints a number the JavaScript way even when it came from a document with
+// another spelling (1.0 prints as 1).
+func appendNumberOf(dst []byte, v value) []byte {
+	v.j = nil
+	return appendJSON(dst, v)
+}
+
+// parseJSONAs parses s as JSON and returns it if it has kind k, else undefined.
+func parseJSONAs(s string, k kind) value {
+	var p fastjson.Parser
+	j, err := p.Parse(s)
+	if err != nil {
+		return undef
+	}
+	v := fromJSON(j)
+	if v.k != k {
+		return undef
+	}
+	return owned(v)
+}
+
+// regexArgs compiles REGEXMATCH's pattern and optional modifiers (any of "imsx").
+func regexArgs(a []value) (*regexp.Regexp, bool) {
+	if a[0].k != kStr {
+		return nil, false
+	}
+	mods := ""
+	if len(a) == 2 {
+		if a[1].k != kStr {
+			return nil, false
+		}
+		mods = a[1].s
+	}
+	return compileRegex(a[0].s, mods)
+}
+
+func compileRegex(pattern, mods string) (*regexp.Regexp, bool) {
+	flags := ""
+	for _, m := range mods {
+		switch m {
+		case 'i', 'm', 's':
+			if !strings.ContainsRune(flags, m) {
+				flags += string(m)
+			}
+		case 'x':
+			// RE2 has no extended mode; dropping unescaped whitespace is a close match.
+			pattern = strings.Join(strings.Fields(pattern), "")
+		default:
+			return nil, false
+		}
+	}
+	if flags != "" {
+		pattern = "(?" + flags + ")" + pattern
+	}
+	re, err := regexp.Compile(pattern)
+	return re, err == nil
+}
+
+// arrayContains reports whether arr has an element equal to v; with partial, an object
+// element also matches when it has all of v's properties with equal values.
+func arrayContains(arr, v value, partial bool) bool {
+	found := false
+	arr.each(func(_ string, e value) bool {
+		if equalValues(e, v).isTrue() || (partial && e.k == kObj && v.k == kObj && objectSubset(e, v)) {
+			found = true
+			return false
+		}
+		return true
+	})
+	return found
+}
+
+func objectSubset(obj, sub value) bool {
+	ok := true
+	sub.each(func(k string, sv value) bool {
+		if !equalValues(obj.get(k), sv).isTrue() {
+			ok = false
+		}
+		return ok
+	})
+	return ok
+}
+
+// setOp returns the distinct elements of a that are also in b (intersect), or the distinct
+// elements of a then b (union), in first-seen order.
+func setOp(a, b []value, union bool) value {
+	key := func(v value) string { return string(appendKey(nil, v)) }
+	inB := make(map[string]bool, len(b))
+	for _, v := range b {
+		inB[key(v)] = true
+	}
+	seen := make(map[string]bool)
+	var out []value
+	add := func(v value) {
+		k := key(v)
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, v)
+		}
+	}
+	for _, v := range a {
+		if union || inB[key(v)] {
+			add(v)
+		}
+	}
+	if union {
+		for _, v := range b {
+			add(v)
+		}
+	}
+	return arrayOf(out)
+}
+
+// fullText builds FullTextContains / FullTextContainsAll (all terms) and FullTextContainsAny.
+// A term matches when its words appear, in order and adjacent, among the words of the text;
+// words are runs of letters and digits, compared case-insensitively.
+func fullText(all bool) func(a []value) value {
+	return func(a []value) value {
+		if a[0].k != kStr {
+			return boolean(false)
+		}
+		words := textWords(a[0].s)
+		for _, t := range a[1:] {
+			if t.k != kStr {
+				return undef
+			}
+			if containsPhrase(words, textWords(t.s)) != all {
+				return boolean(!all)
+			}
+		}
+		return boolean(all)
+	}
+}
+
+func textWords(s string) []string {
+	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	})
+}
+
+func containsPhrase(words, phrase []string) bool {
+	if len(phrase) == 0 {
+		return false
+	}
+	for i := 0; i+len(phrase) <= len(words); i++ {
+		if slices.Equal(words[i:i+len(phrase)], phrase) {
+			return true
+		}
+	}
+	return false
+}
+
+// likeRegexp translates a LIKE pattern (% any run, _ one character, [set] and [^set]
+// character classes, esc making the next character literal) into an anchored regexp.
+func likeRegexp(pattern string, esc rune) (*regexp.Regexp, error) {
+	var b strings.Builder
+	b.WriteString(`(?s)\A`)
+	rs := []rune(pattern)
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
+		switch {
+		case esc != 0 && r == esc && i+1 < len(rs):
+			i++
+			b.WriteString(regexp.QuoteMeta(string(rs[i])))
+		case r == '%':
+			b.WriteString(".*")
+		case r == '_':
+			b.WriteByte('.')
+		case r == '[':
+			end := slices.Index(rs[i+1:], ']')
+			if end <= 0 {
+				b.WriteString(`\[`)
+				continue
+			}
+			set := rs[i+1 : i+1+end]
+			b.WriteByte('[')
+			for k, c := range set {
+				switch {
+				case k == 0 && c == '^':
+					b.WriteByte('^')
+				case c == '-' && k > 0 && k < len(set)-1 && (k != 1 || set[0] != '^'):
+					b.WriteByte('-') // a range such as a-f
+				case c < utf8.RuneSelf && !unicode.IsLetter(c) && !unicode.IsDigit(c):
+					b.WriteByte('\\') // RE2 reads an escaped ASCII non-word character literally
+					b.WriteRune(c)
+				default:
+					b.WriteRune(c)
+				}
+			}
+			b.WriteByte(']')
+			i += end + 1
+		default:
+			b.WriteString(regexp.QuoteMeta(string(r)))
+		}
+	}
+	b.WriteString(`\z`)
+	return regexp.Compile(b.String())
+}

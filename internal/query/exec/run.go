@@ -1,0 +1,501 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/valyala/fastjson"
+)
+
+// ctxCheckEvery is how many documents (and, separately, how many joined rows) Run processes
+// between checks of its context.
+const ctxCheckEvery = 256
+
+// runCtx is the per-Run state shared by all query levels.
+type runCtx struct {
+	ctx    context.Context
+	docs   func(yield func(doc []byte) bool) error
+	parser fastjson.Parser // reused across documents unless the query retains values
+	now    time.Time       // for GetCurrentDateTime and friends
+	ndocs  int
+	nrows  int
+	err    error // the first error; once set, every loop unwinds
+
+	// curDoc and curRoot are the document being processed, while its bytes are valid (inside
+	// the docs callback), so that SELECT * can copy the original text.
+	curDoc  []byte
+	curRoot *fastjson.Value
+}
+
+func (rc *runCtx) fail(err error) {
+	if rc.err == nil {
+		rc.err = err
+	}
+}
+
+// tick counts a unit of work and checks the context every ctxCheckEvery units. It reports
+// whether the run must stop.
+func (rc *runCtx) tick(n *int) bool {
+	if rc.err != nil {
+		return true
+	}
+	if *n%ctxCheckEvery == 0 {
+		if err := rc.ctx.Err(); err != nil {
+			rc.fail(err)
+			return true
+		}
+	}
+	*n++
+	return false
+}
+
+// env holds the variable bindings of a run: one slot per alias of every query level.
+type env struct {
+	slots  []value
+	stack  []value // function arguments
+	groups []value // the GROUP BY values of the group being projected
+	aggs   []value // the aggregate results of the group being projected
+	rc     *runCtx
+}
+
+// Run evaluates the program over docs, each a JSON document (for example an item with its
+// system properties), and returns the result rows as JSON: raw values for SELECT VALUE,
+// objects otherwise. SELECT * (and SELECT VALUE c) return each document's own bytes when
+// streaming, and an equivalent re-encoding after ORDER BY. The caller owns the result.
+//
+// docs must call yield once per document until yield returns false, and return nil or the
+// error that stopped it, which Run returns. Run stops reading early once TOP or LIMIT is
+// satisfied (without ORDER BY). It checks ctx every 256 documents and returns ctx.Err() if
+// it is done. A document that is not valid JSON fails the run with a non-*Error error.
+func (p *Program) Run(ctx context.Context, docs func(yield func(doc []byte) bool) error) ([][]byte, error) {
+	rc := &runCtx{ctx: ctx, docs: docs, now: p.now()}
+	e := &env{slots: make([]value, p.nslots), rc: rc}
+	out := [][]byte{}
+	p.q.exec(e, func(v value) bool {
+		if rc.curDoc != nil && v.j != nil && v.j == rc.curRoot {
+			out = append(out, slices.Clone(rc.curDoc))
+		} else {
+			out = append(out, appendJSON(nil, v))
+		}
+		return true
+	})
+	if rc.err != nil {
+		return nil, rc.err
+	}
+	return out, nil
+}
+
+// Match reports whether doc passes the query's WHERE clause, with the FROM alias bound to
+// the whole document (true when there is no WHERE). It ignores the projection and the other
+// clauses. It returns an *Error if the query's FROM is not a plain alias (FROM c or
+// FROM root r) or it has JOINs, and a non-*Error error if doc is not valid JSON.
+// Match is safe for concurrent use.
+func (p *Program) Match(doc []byte) (bool, error) {
+	q := p.q
+	if q.from == nil || q.from.in || q.from.sub != nil || len(q.joins) > 0 {
+		return false, &Error{Msg: "the query cannot be used as a document filter"}
+	}
+	if q.where == nil {
+		return true, nil
+	}
+	parser := p.pool.Get()
+	defer p.pool.Put(parser)
+	root, err := parser.ParseBytes(doc)
+	if err != nil {
+		return false, fmt.Errorf("exec: parse document: %w", err)
+	}
+	rc := &runCtx{ctx: context.Background(), now: p.now()}
+	e := &env{slots: make([]value, p.nslots), rc: rc}
+	v := fromJSON(root)
+	e.slots[q.rootSlot] = v
+	if bound := q.from.path(e); bound.k != kUndef {
+		e.slots[q.from.slot] = bound
+	} else {
+		return false, nil
+	}
+	ok := q.where(e).isTrue()
+	return ok, rc.err
+}
+
+// exec runs q with the outer bindings already in e and sends each result row to emit until
+// emit returns false. Errors are recorded in e.rc.
+func (q *cquery) exec(e *env, emit func(value) bool) {
+	if q.grouped {
+		q.execGrouped(e, emit)
+		return
+	}
+	if len(q.orderBy) == 0 {
+		lim := q.newLimiter()
+		if lim.done() {
+			return
+		}
+		q.forRows(e, func() bool {
+			v := q.proj(e)
+			if v.k == kUndef {
+				return true
+			}
+			return lim.push(v, emit)
+		})
+		return
+	}
+	// With TOP or LIMIT only the first rows in sort order matter: prune the buffer to them
+	// now and then, so memory stays proportional to the limit, not to the input.
+	need := q.sortedRowsNeeded()
+	var rows []sortRow
+	q.forRows(e, func() bool {
+		v := q.proj(e)
+		if v.k == kUndef {
+			return true
+		}
+		keys := make([]value, len(q.orderBy))
+		for i, o := range q.orderBy {
+			keys[i] = o.fn(e)
+		}
+		rows = append(rows, sortRow{keys: keys, v: v})
+		if need >= 0 && len(rows) >= 2*need+64 {
+			q.sortRows(rows)
+			clear(rows[need:])
+			rows = rows[:need]
+		}
+		return true
+	})
+	q.emitSorted(e, rows, emit)
+}
+
+// sortedRowsNeeded returns how many rows, in sort order, can reach the output, or -1 if all
+// can. DISTINCT makes it unknowable (duplicates do not count).
+func (q *cquery) sortedRowsNeeded() int {
+	if q.distinct {
+		return -1
+	}
+	switch {
+	case q.limit >= 0 && q.topN >= 0:
+		return q.offset + min(q.limit, q.topN)
+	case q.limit >= 0:
+		return q.offset + q.limit
+	}
+	return q.topN
+}
+
+// sortRows sorts rows by the ORDER BY keys, stably: rows with equal keys keep input order.
+func (q *cquery) sortRows(rows []sortRow) {
+	slices.SortStableFunc(rows, func(a, b sortRow) int {
+		for i, o := range q.orderBy {
+			if c := compareValues(a.keys[i], b.keys[i]); c != 0 {
+				if o.desc {
+					return -c
+				}
+				return c
+			}
+		}
+		return 0
+	})
+}
+
+type sortRow struct {
+	keys []value
+	v    value
+}
+
+func (q *cquery) emitSorted(e *env, rows []sortRow, emit func(value) bool) {
+	if e.rc.err != nil {
+		return
+	}
+	q.sortRows(rows)
+	lim := q.newLimiter()
+	for _, r := range rows {
+		if lim.done() || !lim.push(r.v, emit) {
+			return
+		}
+	}
+}
+
+// forRows binds every combination of the FROM and JOIN sources that passes WHERE and calls
+// fn for each until fn returns false. It reports whether the caller should go on.
+func (q *cquery) forRows(e *env, fn func() bool) bool {
+	rc := e.rc
+	joined := func() bool { return q.joinRows(e, 0, fn) }
+	switch {
+	case q.from == nil:
+		return q.joinRows(e, 0, fn)
+	case q.top && q.from.sub == nil:
+		err := rc.docs(func(doc []byte) bool {
+			if rc.tick(&rc.ndocs) {
+				return false
+			}
+			p := &rc.parser
+			if q.retain {
+				p = new(fastjson.Parser) // values from this document outlive it
+			}
+			root, err := p.ParseBytes(doc)
+			if err != nil {
+				rc.fail(fmt.Errorf("exec: parse document: %w", err))
+				return false
+			}
+			e.slots[q.rootSlot] = fromJSON(root)
+			rc.curDoc, rc.curRoot = doc, root
+			cont := q.bind(e, q.from, joined)
+			rc.curDoc, rc.curRoot = nil, nil
+			return cont && rc.err == nil
+		})
+		if err != nil {
+			rc.fail(err)
+		}
+		return rc.err == nil
+	default:
+		return q.bind(e, q.from, joined)
+	}
+}
+
+// bind binds src's alias to each of its values in turn and calls fn, until fn returns false.
+// It reports whether the caller should go on.
+func (q *cquery) bind(e *env, src *csource, fn func() bool) bool {
+	if src.sub != nil {
+		cont := true
+		src.sub.exec(e, func(v value) bool {
+			e.slots[src.slot] = v
+			cont = fn()
+			return cont
+		})
+		return cont && e.rc.err == nil
+	}
+	v := src.path(e)
+	if !src.in {
+		if v.k == kUndef {
+			return true
+		}
+		e.slots[src.slot] = v
+		return fn()
+	}
+	if v.k != kArr {
+		return true
+	}
+	cont := true
+	v.each(func(_ string, el value) bool {
+		e.slots[src.slot] = el
+		cont = fn()
+		return cont
+	})
+	return cont
+}
+
+func (q *cquery) joinRows(e *env, i int, fn func() bool) bool {
+	if i == len(q.joins) {
+		if e.rc.tick(&e.rc.nrows) {
+			return false
+		}
+		if q.where != nil && !q.where(e).isTrue() {
+			return true
+		}
+		return fn()
+	}
+	return q.bind(e, q.joins[i], func() bool { return q.joinRows(e, i+1, fn) })
+}
+
+// limiter applies DISTINCT, OFFSET, LIMIT and TOP, in that order, to a stream of rows.
+type limiter struct {
+	seen map[string]struct{}
+	key  []byte
+	skip int
+	left int // rows still to emit; -1 for no limit
+}
+
+func (q *cquery) newLimiter() *limiter {
+	l := &limiter{skip: q.offset, left: q.limit}
+	if q.topN >= 0 && (l.left < 0 || q.topN < l.left) {
+		l.left = q.topN
+	}
+	if q.distinct {
+		l.seen = make(map[string]struct{})
+	}
+	return l
+}
+
+func (l *limiter) done() bool { return l.left == 0 }
+
+// push passes v to emit unless it is a duplicate or skipped, and reports whether more rows
+// are wanted.
+func (l *limiter) push(v value, emit func(value) bool) bool {
+	if l.seen != nil {
+		l.key = appendKey(l.key[:0], v)
+		if _, dup := l.seen[string(l.key)]; dup {
+			return true
+		}
+		l.seen[string(l.key)] = struct{}{}
+	}
+	if l.skip > 0 {
+		l.skip--
+		return true
+	}
+	if l.left > 0 {
+		l.left--
+	}
+	return emit(v) && l.left != 0
+}
+
+type aggKind uint8
+
+const (
+	aggCount aggKind = iota + 1
+	aggSum
+	aggAvg
+	aggMin
+	aggMax
+	aggCountIf  // rows where the argument is true
+	aggMakeList // array of the defined values
+	aggMakeSet  // array of the distinct defined values
+)
+
+type aggSpec struct {
+	kind aggKind
+	arg  evalFn
+}
+
+// aggState accumulates one aggregate of one group. Undefined inputs are ignored.
+type aggState struct {
+	n, sum float64
+	bad    bool // SUM/AVG saw a non-number, MIN/MAX an array or object: the result is undefined
+	best   value
+	list   []value         // MAKELIST, MAKESET
+	seen   map[string]bool // MAKESET: canonical keys of list
+}
+
+func (s *aggState) add(k aggKind, v value) {
+	if v.k == kUndef || s.bad {
+		return
+	}
+	switch k {
+	case aggCount:
+		s.n++
+	case aggCountIf:
+		if v.isTrue() {
+			s.n++
+		}
+	case aggMakeList:
+		s.list = append(s.list, owned(v))
+	case aggMakeSet:
+		k := string(appendKey(nil, v))
+		if s.seen == nil {
+			s.seen = make(map[string]bool)
+		}
+		if !s.seen[k] {
+			s.seen[k] = true
+			s.list = append(s.list, owned(v))
+		}
+	case aggSum, aggAvg:
+		if v.k != kNum {
+			s.bad = true
+			return
+		}
+		s.sum += v.n
+		s.n++
+	case aggMin, aggMax:
+		if v.k == kArr || v.k == kObj {
+			s.bad = true
+			return
+		}
+		c := compareValues(v, s.best)
+		if s.n == 0 || (k == aggMin && c < 0) || (k == aggMax && c > 0) {
+			s.best = owned(v) // v may alias a parser that the next document reuses
+		}
+		s.n++
+	}
+}
+
+func (s *aggState) result(k aggKind) value {
+	switch {
+	case k == aggCount || k == aggCountIf:
+		return num(s.n)
+	case k == aggMakeList || k == aggMakeSet:
+		return arrayOf(append([]value{}, s.list...))
+	case s.bad:
+		return undef
+	case k == aggSum:
+		return num(s.sum)
+	case k == aggAvg:
+		if s.n == 0 {
+			return undef
+		}
+		return num(s.sum / s.n)
+	case s.n == 0:
+		return undef
+	}
+	return s.best
+}
+
+type group struct {
+	keys   []value
+	states []aggState
+}
+
+// execGrouped folds the rows into groups (one group in all when there is no GROUP BY), then
+// projects, orders and limits one row per group. Groups come out in first-seen order.
+func (q *cquery) execGrouped(e *env, emit func(value) bool) {
+	// A grouped subquery in our projection would overwrite these; restore them for the caller.
+	outerGroups, outerAggs := e.groups, e.aggs
+	defer func() { e.groups, e.aggs = outerGroups, outerAggs }()
+
+	var groups []*group
+	index := make(map[string]*group)
+	var key []byte
+	keys := make([]value, len(q.groupBy))
+	q.forRows(e, func() bool {
+		key = key[:0]
+		for i, fn := range q.groupBy {
+			keys[i] = fn(e)
+			key = appendKey(key, keys[i])
+			key = append(key, ',')
+		}
+		g := index[string(key)]
+		if g == nil {
+			gk := make([]value, len(keys))
+			for i, k := range keys {
+				gk[i] = owned(k) // k may alias a parser that the next document reuses
+			}
+			g = &group{keys: gk, states: make([]aggState, len(q.aggs))}
+			index[string(key)] = g
+			groups = append(groups, g)
+		}
+		for i, a := range q.aggs {
+			g.states[i].add(a.kind, a.arg(e))
+		}
+		return true
+	})
+	if e.rc.err != nil {
+		return
+	}
+	if len(q.groupBy) == 0 && len(groups) == 0 {
+		// Aggregates over no rows still yield one row: COUNT is 0, MIN is undefined.
+		groups = append(groups, &group{states: make([]aggState, len(q.aggs))})
+	}
+	rows := make([]sortRow, 0, len(groups))
+	for _, g := range groups {
+		aggs := make([]value, len(q.aggs))
+		for i, a := range q.aggs {
+			aggs[i] = g.states[i].result(a.kind)
+		}
+		e.groups, e.aggs = g.keys, aggs
+		v := q.proj(e)
+		if v.k == kUndef {
+			continue
+		}
+		var okeys []value
+		for _, o := range q.orderBy {
+			e.groups, e.aggs = g.keys, aggs
+			okeys = append(okeys, o.fn(e))
+		}
+		rows = append(rows, sortRow{keys: okeys, v: v})
+	}
+	if len(q.orderBy) > 0 {
+		q.emitSorted(e, rows, emit)
+		return
+	}
+	lim := q.newLimiter()
+	for _, r := range rows {
+		if lim.done() || !lim.push(r.v, emit) {
+			return
+		}
+	}
+}
