@@ -159,4 +159,3 @@ func parseQuery(r *http.Request) (engine.Query, error) {
 	}
 	return q, nil
 }
-

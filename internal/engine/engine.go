@@ -35,6 +35,10 @@ type Config struct {
 	// itself instead of refusing, as Cosmos DB's gateway does, the ones that
 	// need cross-partition merging (ORDER BY, aggregates, ...). Default false.
 	GatewayQueryFull bool
+	// LenientIDs accepts item ids containing '/', '\\', '?' or '#' on
+	// create, as the Cosmos DB emulator does, although no client can address
+	// them afterwards. Default false: such ids get 400.
+	LenientIDs bool
 }
 
 func (c Config) withDefaults() Config {

@@ -121,7 +121,11 @@ func (e *Engine) WriteItem(ctx context.Context, w Write) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	item, err := document.ParseItem(w.Body, c.PK.Paths)
+	rule := document.StrictIDs
+	if e.cfg.LenientIDs {
+		rule = document.LenientIDs
+	}
+	item, err := document.ParseItemWith(w.Body, c.PK.Paths, rule)
 	if err != nil {
 		return Result{}, translate(err)
 	}
