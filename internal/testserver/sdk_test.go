@@ -1,0 +1,440 @@
+package testserver_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/partitadb/partita/internal/config"
+	"github.com/partitadb/partita/internal/testserver"
+)
+
+// statusOf returns the HTTP status (and substatus) of an SDK error, or 0.
+func statusOf(err error) (code int, sub string) {
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		return re.StatusCode, re.RawResponse.Header.Get("x-ms-substatus")
+	}
+	return 0, ""
+}
+
+func wantStatus(t *testing.T, what string, err error, code int) {
+	t.Helper()
+	if got, _ := statusOf(err); got != code {
+		t.Fatalf("%s: status = %d (err %v), want %d", what, got, err, code)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func newContainer(t *testing.T, c *azcosmos.Client, db string, props azcosmos.ContainerProperties, o *azcosmos.CreateContainerOptions) *azcosmos.ContainerClient {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: db}, nil); err != nil {
+		if code, _ := statusOf(err); code != http.StatusConflict {
+			t.Fatalf("create database %s: %v", db, err)
+		}
+	}
+	d, _ := c.NewDatabase(db)
+	if _, err := d.CreateContainer(ctx, props, o); err != nil {
+		t.Fatalf("create container %s: %v", props.ID, err)
+	}
+	k, _ := d.NewContainer(props.ID)
+	return k
+}
+
+func TestDatabaseLifecycle(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := s.Client(t)
+	ctx := t.Context()
+
+	if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db1"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db1"}, nil)
+	wantStatus(t, "duplicate create", err, http.StatusConflict)
+	_, err = c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "bad/id"}, nil)
+	wantStatus(t, "create with '/' in id", err, http.StatusBadRequest)
+
+	db, _ := c.NewDatabase("db1")
+	resp, err := db.Read(ctx, nil)
+	if err != nil || resp.DatabaseProperties.ID != "db1" || resp.DatabaseProperties.ResourceID == "" || resp.ETag == "" {
+		t.Fatalf("read db1 = %+v, %v", resp.DatabaseProperties, err)
+	}
+	missing, _ := c.NewDatabase("nope")
+	_, err = missing.Read(ctx, nil)
+	wantStatus(t, "read missing database", err, http.StatusNotFound)
+
+	tp := azcosmos.NewManualThroughputProperties(1000)
+	if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db2"}, &azcosmos.CreateDatabaseOptions{ThroughputProperties: &tp}); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	pager := c.NewQueryDatabasesPager("SELECT * FROM root r WHERE STARTSWITH(r.id, 'db') ORDER BY r.id", nil)
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range page.Databases {
+			ids = append(ids, d.ID)
+		}
+	}
+	if strings.Join(ids, ",") != "db1,db2" {
+		t.Errorf("query databases = %v, want [db1 db2]", ids)
+	}
+
+	// Deleting a database removes its containers and their items.
+	k := newContainer(t, c, "db1", azcosmos.ContainerProperties{ID: "k", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil)
+	if _, err := k.CreateItem(ctx, azcosmos.NewPartitionKeyString("a"), []byte(`{"id":"1","pk":"a"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Delete(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Read(ctx, nil)
+	wantStatus(t, "read deleted database", err, http.StatusNotFound)
+	_, err = k.ReadItem(ctx, azcosmos.NewPartitionKeyString("a"), "1", nil)
+	wantStatus(t, "read item of deleted database", err, http.StatusNotFound)
+	// A database re-created under the same name starts empty.
+	k = newContainer(t, c, "db1", azcosmos.ContainerProperties{ID: "k", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil)
+	_, err = k.ReadItem(ctx, azcosmos.NewPartitionKeyString("a"), "1", nil)
+	wantStatus(t, "read item of re-created container", err, http.StatusNotFound)
+}
+
+func TestContainerLifecycle(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := s.Client(t)
+	ctx := t.Context()
+	if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	db, _ := c.NewDatabase("db")
+	props := azcosmos.ContainerProperties{
+		ID:                     "people",
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/city"}},
+		IndexingPolicy: &azcosmos.IndexingPolicy{
+			Automatic: true, IndexingMode: azcosmos.IndexingModeConsistent,
+			IncludedPaths: []azcosmos.IncludedPath{{Path: "/name/?"}},
+			ExcludedPaths: []azcosmos.ExcludedPath{{Path: "/*"}},
+		},
+	}
+	resp, err := db.CreateContainer(ctx, props, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := resp.ContainerProperties
+	if got.PartitionKeyDefinition.Kind != azcosmos.PartitionKeyKindHash || got.PartitionKeyDefinition.Version != 2 {
+		t.Errorf("created pk definition = %+v, want Hash version 2", got.PartitionKeyDefinition)
+	}
+	if got.IndexingPolicy == nil || len(got.IndexingPolicy.IncludedPaths) != 1 || got.IndexingPolicy.IncludedPaths[0].Path != "/name/?" {
+		t.Errorf("indexing policy did not round-trip: %+v", got.IndexingPolicy)
+	}
+	_, err = db.CreateContainer(ctx, props, nil)
+	wantStatus(t, "duplicate container", err, http.StatusConflict)
+	_, err = db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "nopk"}, nil)
+	wantStatus(t, "container without partition key", err, http.StatusBadRequest)
+	_, err = db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "deep", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{
+		Paths: []string{"/a", "/b", "/c", "/d"}, Kind: azcosmos.PartitionKeyKindMultiHash, Version: 2}}, nil)
+	wantStatus(t, "four-level hierarchical key", err, http.StatusBadRequest)
+
+	k, _ := db.NewContainer("people")
+	ttl := int32(3600)
+	got.DefaultTimeToLive = &ttl
+	rep, err := k.Replace(ctx, *got, nil)
+	if err != nil || rep.ContainerProperties.DefaultTimeToLive == nil || *rep.ContainerProperties.DefaultTimeToLive != 3600 {
+		t.Fatalf("replace container = %+v, %v", rep.ContainerProperties, err)
+	}
+	changed := *rep.ContainerProperties
+	changed.PartitionKeyDefinition = azcosmos.PartitionKeyDefinition{Paths: []string{"/other"}}
+	_, err = k.Replace(ctx, changed, nil)
+	wantStatus(t, "replace changing the partition key", err, http.StatusBadRequest)
+
+	var ids []string
+	pager := db.NewQueryContainersPager("SELECT * FROM root r", nil)
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range page.Containers {
+			ids = append(ids, p.ID)
+		}
+	}
+	if strings.Join(ids, ",") != "people" {
+		t.Errorf("containers = %v, want [people]", ids)
+	}
+	if _, err := k.Delete(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err = k.Read(ctx, nil)
+	wantStatus(t, "read deleted container", err, http.StatusNotFound)
+}
+
+func TestItemCRUD(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := s.Client(t)
+	ctx := t.Context()
+	k := newContainer(t, c, "db", azcosmos.ContainerProperties{ID: "items", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil)
+	pk := azcosmos.NewPartitionKeyString("p1")
+
+	created, err := k.CreateItem(ctx, pk, []byte(`{"id":"a","pk":"p1","n":1,"big":12345678901234567890}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.RawResponse.StatusCode != http.StatusCreated || created.ETag == "" || created.SessionToken == nil || created.RequestCharge <= 0 {
+		t.Errorf("create: status %d etag %q session %v charge %v", created.RawResponse.StatusCode, created.ETag, created.SessionToken, created.RequestCharge)
+	}
+	if len(created.Value) != 0 {
+		t.Errorf("create with the Go SDK's default Prefer: return=minimal returned a body: %s", created.Value)
+	}
+
+	read, err := k.ReadItem(ctx, pk, "a", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(read.Value, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, prop := range []string{"_rid", "_self", "_etag", "_ts", "_attachments"} {
+		if _, ok := doc[prop]; !ok {
+			t.Errorf("read item lacks %s: %s", prop, read.Value)
+		}
+	}
+	if !strings.Contains(string(read.Value), `"big":12345678901234567890`) {
+		t.Errorf("a large integer was not kept verbatim: %s", read.Value)
+	}
+	if doc["_etag"] != string(read.ETag) || read.ETag != created.ETag {
+		t.Errorf("etags disagree: body %v, header %q, create %q", doc["_etag"], read.ETag, created.ETag)
+	}
+
+	_, err = k.CreateItem(ctx, pk, []byte(`{"id":"a","pk":"p1"}`), nil)
+	wantStatus(t, "duplicate create", err, http.StatusConflict)
+	// The same id in another logical partition is another item.
+	if _, err := k.CreateItem(ctx, azcosmos.NewPartitionKeyString("p2"), []byte(`{"id":"a","pk":"p2"}`), nil); err != nil {
+		t.Fatalf("same id, other partition key: %v", err)
+	}
+
+	// Optimistic concurrency.
+	rep, err := k.ReplaceItem(ctx, pk, "a", []byte(`{"id":"a","pk":"p1","n":2}`), &azcosmos.ItemOptions{IfMatchEtag: &created.ETag})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.ETag == created.ETag {
+		t.Errorf("replace kept the etag %q", rep.ETag)
+	}
+	_, err = k.ReplaceItem(ctx, pk, "a", []byte(`{"id":"a","pk":"p1","n":3}`), &azcosmos.ItemOptions{IfMatchEtag: &created.ETag})
+	wantStatus(t, "replace with a stale etag", err, http.StatusPreconditionFailed)
+	_, err = k.DeleteItem(ctx, pk, "a", &azcosmos.ItemOptions{IfMatchEtag: &created.ETag})
+	wantStatus(t, "delete with a stale etag", err, http.StatusPreconditionFailed)
+	_, err = k.ReplaceItem(ctx, pk, "missing", []byte(`{"id":"missing","pk":"p1"}`), nil)
+	wantStatus(t, "replace missing", err, http.StatusNotFound)
+
+	up, err := k.UpsertItem(ctx, pk, []byte(`{"id":"b","pk":"p1"}`), nil)
+	if err != nil || up.RawResponse.StatusCode != http.StatusCreated {
+		t.Fatalf("upsert new = %v, %v", up.RawResponse, err)
+	}
+	up, err = k.UpsertItem(ctx, pk, []byte(`{"id":"b","pk":"p1","v":2}`), &azcosmos.ItemOptions{EnableContentResponseOnWrite: true})
+	if err != nil || up.RawResponse.StatusCode != http.StatusOK || !strings.Contains(string(up.Value), `"v":2`) {
+		t.Fatalf("upsert existing = %v %s, %v", up.RawResponse, up.Value, err)
+	}
+
+	// Bad input: each gets its status and nothing is stored.
+	bad := []struct {
+		name string
+		body string
+		pk   azcosmos.PartitionKey
+		code int
+		sub  string
+	}{
+		{"malformed JSON", `{"id":"x","pk":"p1"`, pk, http.StatusBadRequest, ""},
+		{"array body", `[1,2]`, pk, http.StatusBadRequest, ""},
+		{"no id", `{"pk":"p1"}`, pk, http.StatusBadRequest, ""},
+		{"numeric id", `{"id":7,"pk":"p1"}`, pk, http.StatusBadRequest, ""},
+		{"id with slash", `{"id":"x/y","pk":"p1"}`, pk, http.StatusBadRequest, ""},
+		{"id with hash", `{"id":"x#y","pk":"p1"}`, pk, http.StatusBadRequest, ""},
+		{"pk mismatch", `{"id":"x","pk":"other"}`, pk, http.StatusBadRequest, "1001"},
+		{"pk missing from body", `{"id":"x"}`, pk, http.StatusBadRequest, "1001"},
+		{"oversize", `{"id":"x","pk":"p1","pad":"` + strings.Repeat("x", 2<<20) + `"}`, pk, http.StatusRequestEntityTooLarge, ""},
+	}
+	for _, tt := range bad {
+		_, err := k.CreateItem(ctx, tt.pk, []byte(tt.body), nil)
+		code, sub := statusOf(err)
+		if code != tt.code || sub != tt.sub {
+			t.Errorf("%s: status %d/%s (%v), want %d/%s", tt.name, code, sub, err, tt.code, tt.sub)
+		}
+	}
+	_, err = k.ReadItem(ctx, pk, "x", nil)
+	wantStatus(t, "read after refused creates", err, http.StatusNotFound)
+
+	if _, err := k.DeleteItem(ctx, pk, "a", nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err = k.ReadItem(ctx, pk, "a", nil)
+	wantStatus(t, "read deleted", err, http.StatusNotFound)
+	_, err = k.DeleteItem(ctx, pk, "a", nil)
+	wantStatus(t, "delete deleted", err, http.StatusNotFound)
+	if _, err := k.ReadItem(ctx, azcosmos.NewPartitionKeyString("p2"), "a", nil); err != nil {
+		t.Errorf("deleting (p1, a) touched (p2, a): %v", err)
+	}
+}
+
+func TestNullAndNonePartitionKeys(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := s.Client(t)
+	ctx := t.Context()
+	k := newContainer(t, c, "db", azcosmos.ContainerProperties{ID: "k", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil)
+	null := azcosmos.NullPartitionKey
+	if _, err := k.CreateItem(ctx, null, []byte(`{"id":"n","pk":null}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.ReadItem(ctx, null, "n", nil); err != nil {
+		t.Fatalf("read with null key: %v", err)
+	}
+	// An item without the property is in the "none" partition, not null's.
+	_, err := k.CreateItem(ctx, null, []byte(`{"id":"m"}`), nil)
+	wantStatus(t, "null header, absent property", err, http.StatusBadRequest)
+	resp, body, err := s.Do(ctx, http.MethodPost, "/dbs/db/colls/k/docs", map[string]string{
+		"x-ms-documentdb-partitionkey": "[{}]", "Content-Type": "application/json"}, []byte(`{"id":"m"}`))
+	if err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create in the none partition: %v %s %v", resp.Status, body, err)
+	}
+	resp, _, _ = s.Do(ctx, http.MethodGet, "/dbs/db/colls/k/docs/m", map[string]string{"x-ms-documentdb-partitionkey": "[null]"}, nil)
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("none-partition item read with null key: %s, want 404", resp.Status)
+	}
+}
+
+func TestHierarchicalPartitionKeys(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := s.Client(t)
+	ctx := t.Context()
+	k := newContainer(t, c, "db", azcosmos.ContainerProperties{ID: "h", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{
+		Paths: []string{"/tenant", "/user"}, Kind: azcosmos.PartitionKeyKindMultiHash, Version: 2}},
+		&azcosmos.CreateContainerOptions{ThroughputProperties: ptr(azcosmos.NewManualThroughputProperties(24000))})
+	for i := range 20 {
+		tenant := fmt.Sprintf("t%d", i%2)
+		user := fmt.Sprintf("u%d", i)
+		pk := azcosmos.NewPartitionKeyString(tenant).AppendString(user)
+		if _, err := k.CreateItem(ctx, pk, mustJSON(t, map[string]any{"id": "x", "tenant": tenant, "user": user, "i": i}), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read, err := k.ReadItem(ctx, azcosmos.NewPartitionKeyString("t1").AppendString("u3"), "x", nil)
+	if err != nil || !strings.Contains(string(read.Value), `"i":3`) {
+		t.Fatalf("read (t1, u3) = %s, %v", read.Value, err)
+	}
+	_, err = k.ReadItem(ctx, azcosmos.NewPartitionKeyString("t1"), "x", nil)
+	wantStatus(t, "point read with a key prefix", err, http.StatusBadRequest)
+
+	// A query scoped by a prefix sees exactly that tenant's items.
+	pager := k.NewQueryItemsPager("SELECT VALUE c.i FROM c", azcosmos.NewPartitionKeyString("t0"), nil)
+	n := 0
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range page.Items {
+			var i int
+			if err := json.Unmarshal(it, &i); err != nil || i%2 != 0 {
+				t.Errorf("prefix query for t0 returned %s", it)
+			}
+			n++
+		}
+	}
+	if n != 10 {
+		t.Errorf("prefix query for t0 returned %d items, want 10", n)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestThroughput(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := s.Client(t)
+	ctx := t.Context()
+	k := newContainer(t, c, "db", azcosmos.ContainerProperties{ID: "k", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}},
+		&azcosmos.CreateContainerOptions{ThroughputProperties: ptr(azcosmos.NewManualThroughputProperties(600))})
+	tp, err := k.ReadThroughput(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := tp.ThroughputProperties.ManualThroughput(); !ok || v != 600 {
+		t.Errorf("container throughput = %d (manual %v), want 600", v, ok)
+	}
+	tp, err = k.ReplaceThroughput(ctx, azcosmos.NewAutoscaleThroughputProperties(4000), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := tp.ThroughputProperties.AutoscaleMaxThroughput(); !ok || v != 4000 {
+		t.Errorf("autoscale max = %d (%v), want 4000", v, ok)
+	}
+	_, err = k.ReplaceThroughput(ctx, azcosmos.NewManualThroughputProperties(450), nil)
+	wantStatus(t, "throughput not a multiple of 100", err, http.StatusBadRequest)
+	db, _ := c.NewDatabase("db")
+	_, err = db.ReadThroughput(ctx, nil)
+	if err == nil {
+		t.Errorf("database without shared throughput has an offer")
+	}
+}
+
+func TestAuthentication(t *testing.T) {
+	const readOnly = "cmVhZC1vbmx5LWtleS1mb3ItdGVzdHMtb25seS0xMjM0NTY3ODkwYWJjZGVm"
+	s := testserver.Start(t, testserver.Options{Configure: func(c *config.Config) { c.Auth.ReadOnlyKey = readOnly }})
+	ctx := t.Context()
+	if _, err := s.Client(t).CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	wrong := s.ClientWithKey(t, "d3Jvbmcta2V5LXdyb25nLWtleS13cm9uZy1rZXktd3Jvbmcta2V5LXdyb25nLWtleQ==")
+	db, _ := wrong.NewDatabase("db")
+	_, err := db.Read(ctx, nil)
+	wantStatus(t, "read with a wrong key", err, http.StatusUnauthorized)
+
+	roc := s.ClientWithKey(t, readOnly)
+	db, _ = roc.NewDatabase("db")
+	if _, err := db.Read(ctx, nil); err != nil {
+		t.Errorf("read with the read-only key: %v", err)
+	}
+	_, err = roc.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db2"}, nil)
+	wantStatus(t, "create with the read-only key", err, http.StatusForbidden)
+
+	for _, tt := range []struct {
+		name, auth, date string
+	}{
+		{"no authorization", "", "now"},
+		{"malformed authorization", "type=master&ver=1.0", "now"},
+		{"wrong signature", "type%3Dmaster%26ver%3D1.0%26sig%3DAAAA", "now"},
+		{"stale date", "sign", "Mon, 01 Jan 2024 00:00:00 GMT"},
+	} {
+		resp, body, err := s.Do(ctx, http.MethodGet, "/dbs/db", nil, nil)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("signed control request: %v %s %v", resp, body, err)
+		}
+		hdr := map[string]string{}
+		if tt.auth != "sign" {
+			hdr["Authorization"] = tt.auth
+		}
+		if tt.date != "now" {
+			hdr["x-ms-date"] = tt.date
+		}
+		resp, body, err = s.Do(ctx, http.MethodGet, "/dbs/db", hdr, nil)
+		if err != nil || resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), `"message"`) {
+			t.Errorf("%s: %v %s %v, want 401 with a message", tt.name, resp.Status, body, err)
+		}
+	}
+}
