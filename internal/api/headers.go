@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/partitadb/partita/internal/catalog"
 	"github.com/partitadb/partita/internal/document"
 	"github.com/partitadb/partita/internal/engine"
 	"github.com/partitadb/partita/internal/status"
@@ -98,8 +97,8 @@ func maxItemCount(r *http.Request) (int, error) {
 }
 
 // requestedThroughput reads the throughput headers of a create request.
-func requestedThroughput(r *http.Request) (catalog.Throughput, error) {
-	var tp catalog.Throughput
+func requestedThroughput(r *http.Request) (engine.Throughput, error) {
+	var tp engine.Throughput
 	if v := strings.TrimSpace(r.Header.Get(hdrOfferTP)); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/partitadb/partita/internal/catalog"
 	"github.com/partitadb/partita/internal/engine"
 	"github.com/partitadb/partita/internal/status"
 	"github.com/partitadb/partita/internal/throughput"
@@ -294,7 +293,7 @@ func (h *Handler) replaceOffer(w http.ResponseWriter, r *http.Request) error {
 	if err := json.Unmarshal(body, &offer); err != nil || offer.Content == nil {
 		return status.BadRequest("offer must be a JSON object with a content object")
 	}
-	var tp catalog.Throughput
+	var tp engine.Throughput
 	switch {
 	case offer.Content.Autopilot != nil:
 		tp.AutoscaleMax = offer.Content.Autopilot.MaxThroughput

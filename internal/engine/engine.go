@@ -97,6 +97,10 @@ func (e *Engine) container(db, coll string) (*catalog.Container, error) {
 	return c, translate(err)
 }
 
+// Throughput is provisioned throughput as a client requests it (manual
+// RU/s or an autoscale maximum); see catalog.Throughput.
+type Throughput = catalog.Throughput
+
 // Resource is a metadata resource as the API returns it.
 type Resource struct {
 	Body []byte // the resource's JSON
@@ -105,7 +109,7 @@ type Resource struct {
 
 // CreateDatabase creates a database, with shared throughput when tp is set.
 // Errors: 409 when it exists, 400 for an invalid id or throughput.
-func (e *Engine) CreateDatabase(id string, tp catalog.Throughput) (Resource, error) {
+func (e *Engine) CreateDatabase(id string, tp Throughput) (Resource, error) {
 	d, err := e.cat.CreateDatabase(id, tp)
 	if err != nil {
 		return Resource{}, translate(err)
@@ -147,7 +151,7 @@ func (e *Engine) DatabaseRID(id string) (string, error) {
 
 // CreateContainer creates a container from its definition. Errors: 404 (no
 // database), 409, 400 for an invalid definition or throughput.
-func (e *Engine) CreateContainer(db string, body []byte, tp catalog.Throughput) (Resource, error) {
+func (e *Engine) CreateContainer(db string, body []byte, tp Throughput) (Resource, error) {
 	c, err := e.cat.CreateContainer(db, body, tp)
 	if err != nil {
 		return Resource{}, translate(err)
@@ -258,7 +262,7 @@ func (e *Engine) ReadOffer(id string) (Resource, error) {
 
 // ReplaceOffer sets offer id's throughput. Errors: 404, 400 for invalid
 // throughput.
-func (e *Engine) ReplaceOffer(id string, tp catalog.Throughput) (Resource, error) {
+func (e *Engine) ReplaceOffer(id string, tp Throughput) (Resource, error) {
 	o, err := e.cat.ReplaceOffer(id, tp)
 	if err != nil {
 		return Resource{}, translate(err)

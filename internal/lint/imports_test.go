@@ -1,0 +1,109 @@
+package lint
+
+import (
+	"encoding/json"
+	"io"
+	"os/exec"
+	"path"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/partitadb/partita"
+
+// allowed lists, for each package, the internal packages its non-test code
+// may import directly (STYLE §1: imports point down). A new edge needs a
+// reason in review; a new package needs an entry here.
+var allowed = map[string][]string{
+	"cmd/partita":          {"internal/cli"},
+	"internal/cli":         {"internal/config", "internal/server"},
+	"internal/server":      {"internal/api", "internal/auth", "internal/config", "internal/engine", "internal/store"},
+	"internal/config":      {},
+	"internal/api":         {"internal/auth", "internal/document", "internal/engine", "internal/status", "internal/throughput"},
+	"internal/auth":        {},
+	"internal/engine":      {"internal/catalog", "internal/document", "internal/partition", "internal/query/exec", "internal/query/parse", "internal/status", "internal/store", "internal/throughput"},
+	"internal/catalog":     {"internal/document", "internal/partition", "internal/store"},
+	"internal/document":    {},
+	"internal/partition":   {"internal/document"},
+	"internal/query/parse": {},
+	"internal/query/exec":  {"internal/query/parse"},
+	"internal/throughput":  {},
+	"internal/store":       {},
+	"internal/status":      {},
+	"internal/testserver":  {"internal/auth", "internal/config", "internal/server"},
+	"internal/lint":        {},
+}
+
+type pkg struct {
+	ImportPath string
+	Name       string
+	Imports    []string
+}
+
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json", module+"/...")
+	cmd.Dir = "../.."
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(out)
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	return pkgs
+}
+
+func TestLayering(t *testing.T) {
+	for _, p := range listPackages(t) {
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		ok, known := allowed[rel]
+		if !known {
+			t.Errorf("package %s is not in the layer table of internal/lint: add it with its allowed imports", rel)
+			continue
+		}
+		for _, imp := range p.Imports {
+			if !strings.HasPrefix(imp, module+"/") {
+				continue
+			}
+			dep := strings.TrimPrefix(imp, module+"/")
+			if !slices.Contains(ok, dep) {
+				t.Errorf("%s imports %s: not allowed by the layer picture (DESIGN §2, STYLE §1)", rel, dep)
+			}
+		}
+	}
+}
+
+func TestOnlyStoreImportsPebble(t *testing.T) {
+	for _, p := range listPackages(t) {
+		for _, imp := range p.Imports {
+			if strings.HasPrefix(imp, "github.com/cockroachdb/pebble") && p.ImportPath != module+"/internal/store" {
+				t.Errorf("%s imports %s: only internal/store may use Pebble", p.ImportPath, imp)
+			}
+		}
+	}
+}
+
+func TestNoGrabBagPackages(t *testing.T) {
+	banned := []string{"util", "utils", "common", "helpers", "misc", "types", "models", "shared", "base"}
+	for _, p := range listPackages(t) {
+		if slices.Contains(banned, path.Base(p.ImportPath)) {
+			t.Errorf("package %s has a grab-bag name (STYLE §2)", p.ImportPath)
+		}
+	}
+}
