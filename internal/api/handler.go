@@ -103,7 +103,7 @@ func (h *Handler) routes() {
 	h.handle("GET /dbs/{db}/colls/{coll}/docs/{id}", h.readItem)
 	h.handle("PUT /dbs/{db}/colls/{coll}/docs/{id}", h.replaceItem)
 	h.handle("DELETE /dbs/{db}/colls/{coll}/docs/{id}", h.deleteItem)
-	h.handle("PATCH /dbs/{db}/colls/{coll}/docs/{id}", notSupported("patching items"))
+	h.handle("PATCH /dbs/{db}/colls/{coll}/docs/{id}", h.patchItem)
 
 	h.handle("GET /offers", h.listOffers)
 	h.handle("POST /offers", h.queryOffers)

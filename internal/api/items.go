@@ -98,6 +98,22 @@ func (h *Handler) replaceItem(w http.ResponseWriter, r *http.Request) error {
 	return h.writeItem(w, r, http.StatusOK, res)
 }
 
+func (h *Handler) patchItem(w http.ResponseWriter, r *http.Request) error {
+	pk, err := partitionKey(r)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	res, err := h.eng.PatchItem(r.Context(), itemRef(r), pk, body, r.Header.Get("If-Match"))
+	if err != nil {
+		return err
+	}
+	return h.writeItem(w, r, http.StatusOK, res)
+}
+
 func (h *Handler) readItem(w http.ResponseWriter, r *http.Request) error {
 	pk, err := partitionKey(r)
 	if err != nil {

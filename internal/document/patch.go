@@ -80,6 +80,11 @@ func ParsePatchRequest(body []byte) (PatchRequest, error) {
 	for k := range req.Operations {
 		op := &req.Operations[k]
 		op.Op = strings.ToLower(op.Op)
+		// The Go SDK omits "value" when it is nil: for add, set and replace
+		// that means JSON null, as the service reads it.
+		if len(op.Value) == 0 && (op.Op == PatchAdd || op.Op == PatchSet || op.Op == PatchReplace) {
+			op.Value = json.RawMessage("null")
+		}
 		if _, _, err := checkOp(k, *op); err != nil {
 			return PatchRequest{}, err
 		}
@@ -328,8 +333,15 @@ func (n *jnode) expand() bool {
 // litIs reports whether the validated string literal lit decodes to key.
 func litIs(lit []byte, key string) bool {
 	raw := lit[1 : len(lit)-1]
-	if !hasEscape(raw) {
-		return string(raw) == key
+	// Each escape decodes to fewer bytes than it takes, so only a longer
+	// literal with an escape can match other than byte for byte.
+	switch {
+	case len(raw) < len(key):
+		return false
+	case len(raw) == len(key):
+		return string(raw) == key && !hasEscape(raw)
+	case !hasEscape(raw):
+		return false
 	}
 	var buf [64]byte
 	return string(appendUnescaped(buf[:0], raw)) == key
@@ -349,6 +361,9 @@ func (n *jnode) find(key string) int {
 // dropEarlier removes the members named key before index j of the expanded
 // object n and returns j's new index.
 func (n *jnode) dropEarlier(key string, j int) int {
+	if !slices.ContainsFunc(n.lits[:j], func(lit []byte) bool { return litIs(lit, key) }) {
+		return j
+	}
 	k := 0
 	for i := range n.lits {
 		if i < j && litIs(n.lits[i], key) {
@@ -522,7 +537,7 @@ func newValue(v json.RawMessage, depth int) (*jnode, error) {
 	if err != nil {
 		return nil, pathError("value is not valid JSON: " + err.Error())
 	}
-	return &jnode{raw: appendCompact(nil, v[i:end])}, nil
+	return &jnode{raw: v[i:end]}, nil // appendJSON compacts it
 }
 
 // applyOp applies one checked operation to root.
@@ -708,5 +723,5 @@ func incr(cur, by *jnode) (*jnode, error) {
 // isIntLiteral reports whether the number literal lit has no fraction or
 // exponent.
 func isIntLiteral(lit []byte) bool {
-	return bytes.IndexAny(lit, ".eE") < 0
+	return !bytes.ContainsAny(lit, ".eE")
 }

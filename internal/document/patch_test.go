@@ -317,9 +317,6 @@ func TestParsePatchRequestErrors(t *testing.T) {
 		{`[{"path":"/a","value":1}]`, `op is required`},
 		{`[{"op":"set","value":1}]`, `path is required`},
 		{`[{"op":"set","path":"a","value":1}]`, `must start with '/'`},
-		{`[{"op":"set","path":"/a"}]`, `value is required`},
-		{`[{"op":"add","path":"/a"}]`, `value is required`},
-		{`[{"op":"replace","path":"/a"}]`, `value is required`},
 		{`[{"op":"incr","path":"/a"}]`, `value is required`},
 		{`[{"op":"move","path":"/a"}]`, `from is required`},
 		{`[{"op":"move","path":"/a","from":"x"}]`, `from must start with '/'`},
@@ -416,5 +413,20 @@ func BenchmarkApplyPatch(b *testing.B) {
 		if _, err := ApplyPatch(doc, o); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestParsePatchRequestAbsentValueIsNull: the Go SDK omits "value" for a nil
+// value; add, set and replace then write JSON null.
+func TestParsePatchRequestAbsentValueIsNull(t *testing.T) {
+	for _, op := range []string{"add", "set", "replace"} {
+		body := `[{"op":"` + op + `","path":"/a"}]`
+		req, err := ParsePatchRequest([]byte(body))
+		if err != nil || string(req.Operations[0].Value) != "null" {
+			t.Errorf("ParsePatchRequest(%s) = %+v, %v, want value null", body, req, err)
+		}
+	}
+	if _, err := ParsePatchRequest([]byte(`[{"op":"incr","path":"/a"}]`)); err == nil {
+		t.Errorf("incr without a value was accepted")
 	}
 }

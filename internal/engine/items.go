@@ -11,6 +11,8 @@ import (
 	"github.com/partitadb/partita/internal/catalog"
 	"github.com/partitadb/partita/internal/document"
 	"github.com/partitadb/partita/internal/partition"
+	"github.com/partitadb/partita/internal/query/exec"
+	"github.com/partitadb/partita/internal/query/parse"
 	"github.com/partitadb/partita/internal/status"
 	"github.com/partitadb/partita/internal/store"
 	"github.com/partitadb/partita/internal/throughput"
@@ -164,11 +166,16 @@ func (e *Engine) WriteItem(ctx context.Context, w Write) (Result, error) {
 		}
 		return Result{}, status.PreconditionFailed()
 	}
+	return e.commitItem(c, loc, item, exists, oldProps.RID)
+}
+
+// commitItem stores item at loc with fresh system properties, keeping rid
+// when the item existed. The caller holds loc's logical-partition lock.
+func (e *Engine) commitItem(c *catalog.Container, loc located, item *document.Item, exists bool, rid string) (Result, error) {
 	lsn, err := e.seq.next()
 	if err != nil {
 		return Result{}, translate(err)
 	}
-	rid := oldProps.RID
 	if !exists {
 		collRID, _ := document.DecodeRID(c.RID)
 		rid = document.EncodeRID(binary.BigEndian.AppendUint64(collRID, lsn))
@@ -187,6 +194,87 @@ func (e *Engine) WriteItem(ctx context.Context, w Write) (Result, error) {
 		Body: out, ETag: sp.ETag, RU: throughput.WriteCost(len(out)),
 		Session: e.session(loc.rng.ID, lsn), Created: !exists,
 	}, nil
+}
+
+// PatchItem applies a patch request (protocol doc §8.2) to an item: the
+// operations, atomically, if the optional condition holds.
+//
+// Errors: 404 when the item does not exist; 400 for a malformed request, an
+// operation that does not apply (e.g. removing a missing path), or a patch
+// that changes the partition key; 412 when ifMatch does not match or the
+// condition is false.
+func (e *Engine) PatchItem(ctx context.Context, ref ItemRef, pk document.PartitionKey, body []byte, ifMatch string) (Result, error) {
+	c, err := e.container(ref.DB, ref.Container)
+	if err != nil {
+		return Result{}, err
+	}
+	req, err := document.ParsePatchRequest(body)
+	if err != nil {
+		return Result{}, translate(err)
+	}
+	var cond *exec.Program
+	if req.Condition != "" {
+		if cond, err = compileCondition(req.Condition); err != nil {
+			return Result{}, err
+		}
+	}
+	loc, err := locate(c, pk, ref.ID)
+	if err != nil {
+		return Result{}, err
+	}
+	unlock := e.locks.lock(loc.lockKey())
+	defer unlock()
+	old, err := e.data.Get(loc.key)
+	if errors.Is(err, store.ErrNotFound) {
+		return Result{}, status.NotFound()
+	}
+	if err != nil {
+		return Result{}, translate(err)
+	}
+	props, err := document.Props(old)
+	if err != nil {
+		return Result{}, translate(err)
+	}
+	if ifMatch != "" && ifMatch != "*" && ifMatch != props.ETag {
+		return Result{}, status.PreconditionFailed()
+	}
+	if cond != nil {
+		ok, err := cond.Match(old)
+		if err != nil {
+			return Result{}, translate(err)
+		}
+		if !ok {
+			return Result{}, status.New(http.StatusPreconditionFailed, "the patch condition "+strconv.Quote(req.Condition)+" is not met")
+		}
+	}
+	patched, err := document.ApplyPatch(old, req.Operations)
+	if err != nil {
+		return Result{}, translate(err)
+	}
+	item, err := document.ParseItemWith(patched, c.PK.Paths, document.LenientIDs)
+	if err != nil {
+		return Result{}, translate(err)
+	}
+	if !item.PK.Equal(loc.pk) {
+		return Result{}, status.BadRequest("a patch cannot change the partition key %s of an item", loc.pk)
+	}
+	if len(patched) > e.cfg.MaxItemBytes {
+		return Result{}, status.Newf(http.StatusRequestEntityTooLarge, "Request size is too large: the patched item would be %d bytes, the limit is %d", len(patched), e.cfg.MaxItemBytes)
+	}
+	return e.commitItem(c, loc, item, true, props.RID)
+}
+
+// compileCondition compiles a patch condition, "FROM c WHERE ...".
+func compileCondition(cond string) (*exec.Program, error) {
+	ast, err := parse.Parse("SELECT * " + cond)
+	if err != nil {
+		return nil, status.BadRequest("invalid patch condition %q: %v", cond, err)
+	}
+	prog, err := exec.Compile(ast, nil)
+	if err != nil {
+		return nil, translate(err)
+	}
+	return prog, nil
 }
 
 // ReadItem returns an item. With ifNoneMatch equal to the item's etag it

@@ -438,3 +438,62 @@ func TestAuthentication(t *testing.T) {
 		}
 	}
 }
+
+func TestPatchItem(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := s.Client(t)
+	ctx := t.Context()
+	k := newContainer(t, c, "db", azcosmos.ContainerProperties{ID: "k", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil)
+	pk := azcosmos.NewPartitionKeyString("1")
+	created, err := k.CreateItem(ctx, pk, []byte(`{"id":"1","pk":"1","value":"4","description":"d","count":3,"tags":["a"]}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := azcosmos.PatchOperations{}
+	ops.AppendReplace("/value", "5")
+	ops.AppendSet("/hello", "world")
+	ops.AppendAdd("/tags/-", "b")
+	ops.AppendRemove("/description")
+	ops.AppendIncrement("/count", 1)
+	resp, err := k.PatchItem(ctx, pk, "1", ops, &azcosmos.ItemOptions{EnableContentResponseOnWrite: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(resp.Value, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc["value"] != "5" || doc["hello"] != "world" || doc["count"] != float64(4) || doc["description"] != nil || len(doc["tags"].([]any)) != 2 {
+		t.Errorf("patched item = %s", resp.Value)
+	}
+	if resp.ETag == created.ETag {
+		t.Errorf("patch kept the etag")
+	}
+
+	cond := azcosmos.PatchOperations{}
+	cond.SetCondition("FROM c WHERE c.count > 10")
+	cond.AppendSet("/x", 1)
+	_, err = k.PatchItem(ctx, pk, "1", cond, nil)
+	wantStatus(t, "patch with a false condition", err, http.StatusPreconditionFailed)
+
+	bad := azcosmos.PatchOperations{}
+	bad.AppendRemove("/nothing")
+	_, err = k.PatchItem(ctx, pk, "1", bad, nil)
+	wantStatus(t, "removing a missing path", err, http.StatusBadRequest)
+
+	movePK := azcosmos.PatchOperations{}
+	movePK.AppendSet("/pk", "2")
+	_, err = k.PatchItem(ctx, pk, "1", movePK, nil)
+	wantStatus(t, "patch changing the partition key", err, http.StatusBadRequest)
+
+	_, err = k.PatchItem(ctx, pk, "1", ops, &azcosmos.ItemOptions{IfMatchEtag: &created.ETag})
+	wantStatus(t, "patch with a stale etag", err, http.StatusPreconditionFailed)
+	_, err = k.PatchItem(ctx, pk, "missing", ops, nil)
+	wantStatus(t, "patch of a missing item", err, http.StatusNotFound)
+
+	// None of the refused patches changed the item.
+	read, err := k.ReadItem(ctx, pk, "1", nil)
+	if err != nil || read.ETag != resp.ETag {
+		t.Errorf("refused patches changed the item: etag %q, want %q (%v)", read.ETag, resp.ETag, err)
+	}
+}
