@@ -114,10 +114,6 @@ func (h *Handler) routes() {
 	h.handle("/", h.unsupported)
 }
 
-func notSupported(what string) handlerFunc {
-	return func(http.ResponseWriter, *http.Request) error { return status.NotSupported(what) }
-}
-
 // unsupported answers requests for resources Partita does not serve.
 func (h *Handler) unsupported(_ http.ResponseWriter, r *http.Request) error {
 	typ, _, err := auth.Resource(r.URL.EscapedPath())

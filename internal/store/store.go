@@ -106,7 +106,7 @@ func (s *Store) Scan(ctx context.Context, span Span, after []byte, fn func(key, 
 // for concurrent use.
 type Batch struct {
 	s *Store
-	b *pebble.Batch
+	b *pebble.Batch // nil once committed or closed: Pebble recycles batches
 }
 
 // NewBatch returns an empty batch. Callers must Commit or Close it.
@@ -128,11 +128,19 @@ func (b *Batch) Empty() bool { return b.b.Empty() }
 // returns only once it is durable. The batch is closed afterwards.
 func (b *Batch) Commit() error {
 	err := b.b.Commit(b.s.sync)
-	return errors.Join(err, b.b.Close())
+	err = errors.Join(err, b.b.Close())
+	b.b = nil
+	return err
 }
 
-// Close discards an uncommitted batch.
-func (b *Batch) Close() { _ = b.b.Close() }
+// Close discards an uncommitted batch; after Commit it does nothing, so
+// `defer b.Close()` is always safe.
+func (b *Batch) Close() {
+	if b.b != nil {
+		_ = b.b.Close()
+		b.b = nil
+	}
+}
 
 // pebbleLogger sends Pebble's log lines to slog.
 type pebbleLogger struct{ l *slog.Logger }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -142,5 +143,45 @@ func TestBatchAtomicAndDurable(t *testing.T) {
 	}
 	if _, err := s.Get(MetaKey([]byte("c"))); err != ErrNotFound {
 		t.Errorf("Get(c) of a discarded batch = %v, want ErrNotFound", err)
+	}
+}
+
+// TestBatchCloseAfterCommit: Close after Commit must not hand Pebble's
+// recycled batch back twice (that corrupted concurrent commits).
+func TestBatchCloseAfterCommit(t *testing.T) {
+	s, err := Open(Options{Dir: t.TempDir(), Sync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() {
+			for i := range 200 {
+				b := s.NewBatch()
+				b.Set(MetaKey([]byte(fmt.Sprint(g, "/", i))), []byte("v"))
+				if err := b.Commit(); err != nil {
+					t.Error(err)
+				}
+				b.Close()
+			}
+		})
+	}
+	wg.Wait()
+	// Deterministically: a committed batch no longer holds Pebble's batch, so
+	// Close cannot release it twice.
+	b := s.NewBatch()
+	b.Set(MetaKey([]byte("x")), nil)
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if b.b != nil {
+		t.Fatal("a committed Batch still holds Pebble's batch; Close would release it twice")
+	}
+	b.Close()
+	n := 0
+	_ = s.Scan(t.Context(), MetaSpan(nil), nil, func(_, _ []byte) bool { n++; return true })
+	if n != 16*200+1 {
+		t.Errorf("found %d keys, want %d", n, 16*200+1)
 	}
 }

@@ -42,9 +42,11 @@ type Server struct {
 	DataDir  string
 	CertPEM  []byte
 
-	stopOnce sync.Once
-	cancel   context.CancelFunc
-	done     chan error // receives Run's result once
+	clientOnce sync.Once
+	client     *http.Client
+	stopOnce   sync.Once
+	cancel     context.CancelFunc
+	done       chan error // receives Run's result once
 }
 
 // Start runs a server for the duration of the test (stopped in t.Cleanup).
@@ -88,14 +90,18 @@ func (s *Server) Stop() error {
 	return err
 }
 
-// HTTPClient returns an HTTP client that trusts the server's certificate.
+// HTTPClient returns the server's HTTP client, which trusts its certificate
+// and keeps connections alive across requests.
 func (s *Server) HTTPClient() *http.Client {
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(s.CertPEM)
-	return &http.Client{
-		Timeout:   60 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true},
-	}
+	s.clientOnce.Do(func() {
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(s.CertPEM)
+		s.client = &http.Client{
+			Timeout:   60 * time.Second,
+			Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true},
+		}
+	})
+	return s.client
 }
 
 // Client returns an azcosmos client for the server, authenticated with the

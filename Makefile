@@ -1,0 +1,42 @@
+# Partita — make targets. `make run` starts a server, `make test` runs every test.
+GO        ?= go
+BIN       ?= bin/partita
+FUZZTIME  ?= 60s
+# The issue-by-issue subset of the Go SDK's emulator suite that must pass.
+CONFORMANCE ?= TestDatabaseCRUD|TestDatabaseWithOfferCRUD|TestContainerCRUD$$|TestContainerAutoscaleCRUD|TestItemCRUD$$|TestItemCRUDforNullPartitionKey|TestItemConcurrent|TestItemIdEncodingRoutingGW|TestItemCRUDHierarchicalPartitionKey|TestEmulatorContainerPartitionKeyRangesAndFeedRanges|TestGlobalEndpointManagerEmulator|TestGlobalEndpointManagerPolicyEmulator|TestContainerVectorSearch|TestContainerFullTextSearch|TestAAD
+
+.PHONY: run build test test-go test-node lint conformance fuzz bench clean
+
+run:
+	$(GO) run ./cmd/partita serve
+
+build:
+	$(GO) build -o $(BIN) ./cmd/partita
+
+test: test-go test-node
+
+test-go:
+	$(GO) test -race -shuffle=on ./...
+
+test-node: build
+	cd test/node && { [ -d node_modules ] || npm ci --no-audit --no-fund; }
+	cd test/node && PARTITA_BIN=$(CURDIR)/$(BIN) node --test
+
+lint:
+	test -z "$$(gofmt -l .)" || { gofmt -l .; exit 1; }
+	$(GO) vet ./...
+	staticcheck ./...
+
+# Runs the official Go SDK's emulator tests against a fresh server on :8081.
+conformance: build
+	scripts/conformance.sh '$(CONFORMANCE)'
+
+# Long fuzzing, opt-in: one target at a time, FUZZTIME each.
+fuzz:
+	scripts/fuzz.sh $(FUZZTIME)
+
+bench:
+	$(GO) test -run=NONE -bench=. -benchmem ./internal/store ./internal/engine ./internal/api ./internal/partition ./internal/document
+
+clean:
+	rm -rf bin
