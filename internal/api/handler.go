@@ -6,6 +6,7 @@
 package api
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -162,7 +163,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r2.URL = &u
 		r = &r2
 	}
-	h.mux.ServeHTTP(w, r)
+	sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+	start := h.now()
+	h.mux.ServeHTTP(sw, r)
+	h.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", sw.code,
+		"dur", time.Since(start), "activity_id", activity)
+}
+
+// statusWriter remembers the status code written, for the request log.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	s.code = code
+	s.ResponseWriter.WriteHeader(code)
 }
 
 func (h *Handler) authenticate(r *http.Request) error {
@@ -222,14 +238,16 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	if se.RetryAfter > 0 {
 		hd.Set("x-ms-retry-after-ms", strconv.FormatInt(se.RetryAfter.Milliseconds(), 10))
 	}
-	body, _ := json.Marshal(errorBody{Code: status.CodeName(se.Code), Message: se.Message, AdditionalErrorInfo: se.Extra})
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // messages quote URLs and payloads; keep '&' and '<' readable
+	_ = enc.Encode(errorBody{Code: status.CodeName(se.Code), Message: se.Message, AdditionalErrorInfo: se.Extra})
+	body := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	w.WriteHeader(se.Code)
 	_, _ = w.Write(body)
-	attrs := []any{"method", r.Method, "path", r.URL.Path, "status", se.Code, "sub", se.Sub, "activity_id", w.Header().Get("x-ms-activity-id")}
 	if se.Code >= 500 {
-		h.log.Error("request failed", append(attrs, "err", errors.Unwrap(se))...)
-	} else {
-		h.log.Debug("request refused", append(attrs, "msg", se.Message)...)
+		h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", se.Code, "sub", se.Sub,
+			"activity_id", w.Header().Get("x-ms-activity-id"), "err", errors.Unwrap(se))
 	}
 }
 

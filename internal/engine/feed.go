@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/partitadb/partita/internal/catalog"
 	"github.com/partitadb/partita/internal/document"
@@ -37,6 +38,8 @@ type Page struct {
 	ContainerRID string
 	// Loaded is how many items were read from storage to make the page.
 	Loaded int
+	// Elapsed is the time the engine spent producing the page.
+	Elapsed time.Duration
 }
 
 // resolved is a Scope turned into a key span and the ranges it touches.
@@ -210,6 +213,7 @@ func crossPartitionRefused() *status.Error {
 // NB: this first query path evaluates the whole scope for every page and
 // pages by result offset; the indexed, streaming executor replaces it (#3).
 func (e *Engine) QueryItems(ctx context.Context, db, coll string, scope Scope, q Query) (Page, error) {
+	start := time.Now()
 	c, err := e.container(db, coll)
 	if err != nil {
 		return Page{}, err
@@ -248,7 +252,7 @@ func (e *Engine) QueryItems(ctx context.Context, db, coll string, scope Scope, q
 	for _, it := range p.Items {
 		size += len(it)
 	}
-	p.ContainerRID, p.Session, p.Loaded = c.RID, e.sessionFor(r.ranges), loaded
+	p.ContainerRID, p.Session, p.Loaded, p.Elapsed = c.RID, e.sessionFor(r.ranges), loaded, time.Since(start)
 	p.RU = throughput.QueryCost(loaded, size, len(r.ranges))
 	return p, nil
 }

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/partitadb/partita/internal/config"
+)
+
+// build compiles the partita binary into a temporary directory.
+func build(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "partita")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+var readyLine = regexp.MustCompile(`is serving the Cosmos DB API at (https?://\S+) .*ready in`)
+
+// start runs `partita serve` and waits for its ready line; it returns the
+// endpoint and the running command.
+func start(t *testing.T, bin, addr, data string, extra ...string) (string, *exec.Cmd) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", addr, "--data", data}, extra...)...)
+	cmd.Env = append(os.Environ(), "PARTITA_LOG_LEVEL=warn")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	found := make(chan string, 1) // one ready line
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := readyLine.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case ep := <-found:
+		return ep, cmd
+	case <-time.After(20 * time.Second):
+		t.Fatal("partita serve printed no ready line within 20s")
+		return "", nil
+	}
+}
+
+func client(t *testing.T, endpoint, data string) *azcosmos.Client {
+	t.Helper()
+	pem, err := os.ReadFile(filepath.Join(data, "tls", "cert.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	cred, _ := azcosmos.NewKeyCredential(config.EmulatorKey)
+	c, err := azcosmos.NewClientWithKey(endpoint, cred, &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{
+		Transport: &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestServeBinary runs the real binary: it becomes ready, serves the SDK over
+// TLS with its generated certificate, exits 0 on SIGTERM, and a restart on
+// the same data directory keeps the data.
+func TestServeBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := build(t)
+	data := filepath.Join(t.TempDir(), "data")
+	addr := freePort(t)
+	endpoint, cmd := start(t, bin, addr, data)
+	if endpoint != "https://"+addr+"/" {
+		t.Errorf("ready line endpoint %q, want https://%s/", endpoint, addr)
+	}
+	ctx := context.Background()
+	c := client(t, endpoint, data)
+	if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	db, _ := c.NewDatabase("db")
+	if _, err := db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "k", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	k, _ := db.NewContainer("k")
+	for i := range 20 {
+		if _, err := k.CreateItem(ctx, azcosmos.NewPartitionKeyString("p"), []byte(fmt.Sprintf(`{"id":"%d","pk":"p"}`, i)), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("partita serve after SIGTERM: %v, want exit status 0", err)
+	}
+
+	endpoint, _ = start(t, bin, addr, data)
+	c = client(t, endpoint, data)
+	db, _ = c.NewDatabase("db")
+	k, _ = db.NewContainer("k")
+	for i := range 20 {
+		if _, err := k.ReadItem(ctx, azcosmos.NewPartitionKeyString("p"), fmt.Sprint(i), nil); err != nil {
+			t.Fatalf("item %d after restart: %v", i, err)
+		}
+	}
+}
+
+// TestServeRejectsBadFlags: invalid configuration exits 2 with a message.
+func TestServeRejectsBadFlags(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := build(t)
+	out, err := exec.Command(bin, "serve", "--durability=sometimes", "--data", t.TempDir()).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "durability") {
+		t.Errorf("serve --durability=sometimes: %v, %s; want exit 2 naming durability", err, out)
+	}
+}

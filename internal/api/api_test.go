@@ -1,0 +1,189 @@
+package api
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/partitadb/partita/internal/auth"
+	"github.com/partitadb/partita/internal/engine"
+	"github.com/partitadb/partita/internal/status"
+	"github.com/partitadb/partita/internal/store"
+)
+
+const testKey = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
+
+func newTestHandler(t *testing.T, cfg Config) *httptest.Server {
+	t.Helper()
+	st, err := store.Open(store.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	eng, err := engine.New(t.Context(), st, engine.Config{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := auth.DecodeKey(testKey)
+	v, err := auth.NewVerifier(auth.Config{MasterKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(New(cfg, eng, v, nil, nil))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// do sends a signed request.
+func do(t *testing.T, srv *httptest.Server, method, path string, hdr map[string]string, body string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ, link, err := auth.Resource(req.URL.EscapedPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	date := time.Now().UTC().Format(http.TimeFormat)
+	key, _ := auth.DecodeKey(testKey)
+	req.Header.Set("x-ms-date", date)
+	req.Header.Set("Authorization", auth.MasterToken(key, method, typ, link, date))
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+// TestErrorResponses: every refusal is a JSON {"code","message"} body with
+// the right status and a request charge, never a bare text page.
+func TestErrorResponses(t *testing.T) {
+	srv := newTestHandler(t, Config{})
+	do(t, srv, http.MethodPost, "/dbs", nil, `{"id":"db"}`)
+	do(t, srv, http.MethodPost, "/dbs/db/colls", nil, `{"id":"k","partitionKey":{"paths":["/pk"]}}`)
+	tests := []struct {
+		name         string
+		method, path string
+		hdr          map[string]string
+		body         string
+		code         int
+		sub          string
+		msg          string
+	}{
+		{"unknown db", http.MethodGet, "/dbs/nope", nil, "", 404, "", "does not exist"},
+		{"unknown container", http.MethodGet, "/dbs/db/colls/nope/docs/x", map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}, "", 404, "", ""},
+		{"missing pk header", http.MethodGet, "/dbs/db/colls/k/docs/x", nil, "", 400, "", "PartitionKey value must be supplied"},
+		{"malformed pk header", http.MethodGet, "/dbs/db/colls/k/docs/x", map[string]string{"x-ms-documentdb-partitionkey": `["a"`}, "", 400, "", "x-ms-documentdb-partitionkey"},
+		{"pk mismatch", http.MethodPost, "/dbs/db/colls/k/docs", map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}, `{"id":"1","pk":"b"}`, 400, "1001", "doesn't match"},
+		{"bad json", http.MethodPost, "/dbs/db/colls/k/docs", map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}, `{"id":`, 400, "", "JSON"},
+		{"sprocs", http.MethodPost, "/dbs/db/colls/k/sprocs", nil, `{"id":"s","body":"function(){}"}`, 400, "", "not supported"},
+		{"batch", http.MethodPost, "/dbs/db/colls/k/docs", map[string]string{"x-ms-cosmos-is-batch-request": "True", "x-ms-documentdb-partitionkey": `["a"]`}, `[]`, 400, "", "not supported"},
+		{"query plan", http.MethodPost, "/dbs/db/colls/k/docs", map[string]string{"x-ms-cosmos-is-query-plan-request": "True", "Content-Type": "application/query+json"}, `{"query":"SELECT * FROM c"}`, 400, "", "not supported"},
+		{"change feed", http.MethodGet, "/dbs/db/colls/k/docs", map[string]string{"A-IM": "Incremental Feed"}, "", 400, "", "change feed"},
+		{"query syntax", http.MethodPost, "/dbs/db/colls/k/docs", map[string]string{"Content-Type": "application/query+json", "x-ms-documentdb-partitionkey": `["a"]`}, `{"query":"SELEC * FROM c"}`, 400, "", "Syntax error"},
+		{"cross partition disabled", http.MethodPost, "/dbs/db/colls/k/docs", map[string]string{"Content-Type": "application/query+json"}, `{"query":"SELECT * FROM c"}`, 400, "", "Cross partition query is required but disabled"},
+		{"cross partition order by", http.MethodPost, "/dbs/db/colls/k/docs", map[string]string{"Content-Type": "application/query+json", "x-ms-documentdb-query-enablecrosspartition": "true"}, `{"query":"SELECT * FROM c ORDER BY c.id"}`, 400, "1004", "can not be directly served by the gateway"},
+		{"bad max item count", http.MethodGet, "/dbs/db/colls/k/docs", map[string]string{"x-ms-max-item-count": "many"}, "", 400, "", "x-ms-max-item-count"},
+		{"bad continuation", http.MethodGet, "/dbs/db/colls/k/docs", map[string]string{"x-ms-continuation": "!!"}, "", 400, "", "continuation"},
+		{"wrong method", http.MethodPatch, "/dbs/db", nil, "", 405, "", "not allowed"},
+		{"bad throughput", http.MethodPost, "/dbs", map[string]string{"x-ms-offer-throughput": "50"}, `{"id":"db2"}`, 400, "", "at least 400"},
+	}
+	for _, tt := range tests {
+		resp, body := do(t, srv, tt.method, tt.path, tt.hdr, tt.body)
+		var e struct{ Code, Message string }
+		if resp.StatusCode != tt.code || json.Unmarshal(body, &e) != nil || e.Message == "" || e.Code == "" {
+			t.Errorf("%s: %d %s, want %d with a JSON error body", tt.name, resp.StatusCode, body, tt.code)
+			continue
+		}
+		if got := resp.Header.Get("x-ms-substatus"); got != tt.sub {
+			t.Errorf("%s: substatus %q, want %q", tt.name, got, tt.sub)
+		}
+		if !strings.Contains(e.Message, tt.msg) {
+			t.Errorf("%s: message %q does not mention %q", tt.name, e.Message, tt.msg)
+		}
+		if resp.Header.Get("x-ms-request-charge") == "" || resp.Header.Get("x-ms-activity-id") == "" {
+			t.Errorf("%s: missing charge or activity id headers", tt.name)
+		}
+	}
+}
+
+func TestSuccessHeaders(t *testing.T) {
+	srv := newTestHandler(t, Config{})
+	resp, body := do(t, srv, http.MethodGet, "/", nil, "")
+	var acct struct {
+		WritableLocations []struct{ DatabaseAccountEndpoint string } `json:"writableLocations"`
+	}
+	if resp.StatusCode != 200 || json.Unmarshal(body, &acct) != nil || len(acct.WritableLocations) != 1 ||
+		acct.WritableLocations[0].DatabaseAccountEndpoint != srv.URL+"/" {
+		t.Errorf("account: %d %s; want the request's own endpoint advertised", resp.StatusCode, body)
+	}
+	do(t, srv, http.MethodPost, "/dbs", nil, `{"id":"db"}`)
+	do(t, srv, http.MethodPost, "/dbs/db/colls", nil, `{"id":"k","partitionKey":{"paths":["/pk"]}}`)
+	pk := map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}
+	resp, body = do(t, srv, http.MethodPost, "/dbs/db/colls/k/docs", pk, `{"id":"1","pk":"a"}`)
+	if resp.StatusCode != 201 || len(body) == 0 || resp.Header.Get("etag") == "" || resp.Header.Get("x-ms-session-token") == "" {
+		t.Fatalf("create: %d %s %v", resp.StatusCode, body, resp.Header)
+	}
+	etag := resp.Header.Get("etag")
+	minimal := map[string]string{"x-ms-documentdb-partitionkey": `["a"]`, "Prefer": "return=minimal", "x-ms-documentdb-is-upsert": "true"}
+	resp, body = do(t, srv, http.MethodPost, "/dbs/db/colls/k/docs", minimal, `{"id":"1","pk":"a","v":2}`)
+	if resp.StatusCode != 200 || len(body) != 0 {
+		t.Errorf("upsert with return=minimal: %d %q, want 200 and no body", resp.StatusCode, body)
+	}
+	resp, _ = do(t, srv, http.MethodGet, "/dbs/db/colls/k/docs/1", map[string]string{"x-ms-documentdb-partitionkey": `["a"]`, "If-None-Match": etag}, "")
+	if resp.StatusCode != 200 {
+		t.Errorf("read with a stale If-None-Match: %d, want 200", resp.StatusCode)
+	}
+	resp, _ = do(t, srv, http.MethodGet, "/dbs/db/colls/k/docs/1", pk, "")
+	cur := resp.Header.Get("etag")
+	resp, _ = do(t, srv, http.MethodGet, "/dbs/db/colls/k/docs/1", map[string]string{"x-ms-documentdb-partitionkey": `["a"]`, "If-None-Match": cur}, "")
+	if resp.StatusCode != http.StatusNotModified {
+		t.Errorf("read with the current If-None-Match: %d, want 304", resp.StatusCode)
+	}
+	resp, _ = do(t, srv, http.MethodGet, "/dbs/db/", nil, "")
+	if resp.StatusCode != 200 {
+		t.Errorf("trailing slash: %d, want 200", resp.StatusCode)
+	}
+}
+
+func TestEmulatorPathCheck(t *testing.T) {
+	tests := []struct {
+		path string
+		code int // 0: accepted
+	}{
+		{"/dbs/db/colls/c/docs/Test", 0},
+		{"/dbs/db/colls/c/docs/This%20is%20a%20test", 0},
+		{"/dbs/db/colls/c/docs/Disallowed%3FChars", 0},
+		{"/dbs/db/colls/c/docs/WithUnicode%E9%B1%80", 0},
+		{"/dbs/db/colls/c/docs/Test%20", 401},
+		{"/dbs/db/colls/c/docs/Id%2520", 401},
+		{"/dbs/db/colls/c/docs/Disallowed%2FChars", 401},
+		{"/dbs/db/colls/c/docs/Disallowed%5CChars", 401},
+		{"/dbs/db/colls/c/docs/Disallowed%23Chars", 401},
+		{"/dbs/db/colls/c/docs/With%0DCarriageReturn", 400},
+	}
+	for _, tt := range tests {
+		err := emulatorPathCheck(tt.path)
+		got := 0
+		if err != nil {
+			got = statusCode(err)
+		}
+		if got != tt.code {
+			t.Errorf("emulatorPathCheck(%s) = %v, want status %d", tt.path, err, tt.code)
+		}
+	}
+}
+
+func statusCode(err error) int {
+	return status.From(err).Code
+}
