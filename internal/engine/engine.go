@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/status"
 	"github.com/partitadb/partita/internal/store"
 )
 
@@ -175,8 +176,8 @@ func (e *Engine) ReplaceContainer(db, id string, body []byte, ifMatch string) (R
 	if err != nil {
 		return Resource{}, err
 	}
-	if ifMatch != "" && ifMatch != "*" && ifMatch != c.ETag {
-		return Resource{}, statusPreconditionFailed()
+	if ifMatchFails(ifMatch, c.ETag) {
+		return Resource{}, status.PreconditionFailed()
 	}
 	c, err = e.cat.ReplaceContainer(db, id, body)
 	if err != nil {

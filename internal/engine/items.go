@@ -98,6 +98,36 @@ func locate(c *catalog.Container, pk document.PartitionKey, id string) (located,
 	return l, nil
 }
 
+// load reads the item at loc: its stored JSON and system properties, and
+// whether it exists (a missing item is not an error here).
+func (e *Engine) load(loc located) (stored []byte, props document.SystemProps, exists bool, err error) {
+	stored, err = e.data.Get(loc.key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, document.SystemProps{}, false, nil
+	}
+	if err != nil {
+		return nil, document.SystemProps{}, false, translate(err)
+	}
+	if props, err = document.Props(stored); err != nil {
+		return nil, document.SystemProps{}, false, translate(fmt.Errorf("stored item %s: %w", loc.key, err))
+	}
+	return stored, props, true, nil
+}
+
+// loadExisting is load for operations on an item that must exist (404).
+func (e *Engine) loadExisting(loc located) ([]byte, document.SystemProps, error) {
+	stored, props, exists, err := e.load(loc)
+	if err == nil && !exists {
+		err = status.NotFound()
+	}
+	return stored, props, err
+}
+
+// ifMatchFails reports whether an If-Match precondition rejects etag.
+func ifMatchFails(ifMatch, etag string) bool {
+	return ifMatch != "" && ifMatch != "*" && ifMatch != etag
+}
+
 func (e *Engine) session(rangeID string, lsn uint64) string {
 	return fmt.Sprintf("%s:-1#%d", rangeID, lsn)
 }
@@ -144,23 +174,16 @@ func (e *Engine) WriteItem(ctx context.Context, w Write) (Result, error) {
 
 	unlock := e.locks.lock(loc.lockKey())
 	defer unlock()
-	old, err := e.data.Get(loc.key)
-	exists := err == nil
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return Result{}, translate(err)
-	}
-	var oldProps document.SystemProps
-	if exists {
-		if oldProps, err = document.Props(old); err != nil {
-			return Result{}, translate(fmt.Errorf("stored item %s: %w", item.ID, err))
-		}
+	_, oldProps, exists, err := e.load(loc)
+	if err != nil {
+		return Result{}, err
 	}
 	switch {
 	case w.Kind == Create && exists:
 		return Result{}, status.Conflict()
 	case w.Kind == Replace && !exists:
 		return Result{}, status.NotFound()
-	case w.IfMatch != "" && (!exists || (w.IfMatch != "*" && w.IfMatch != oldProps.ETag)):
+	case w.IfMatch != "" && (!exists || ifMatchFails(w.IfMatch, oldProps.ETag)):
 		if !exists && w.Kind != Upsert {
 			return Result{}, status.NotFound()
 		}
@@ -224,18 +247,11 @@ func (e *Engine) PatchItem(ctx context.Context, ref ItemRef, pk document.Partiti
 	}
 	unlock := e.locks.lock(loc.lockKey())
 	defer unlock()
-	old, err := e.data.Get(loc.key)
-	if errors.Is(err, store.ErrNotFound) {
-		return Result{}, status.NotFound()
-	}
+	old, props, err := e.loadExisting(loc)
 	if err != nil {
-		return Result{}, translate(err)
+		return Result{}, err
 	}
-	props, err := document.Props(old)
-	if err != nil {
-		return Result{}, translate(err)
-	}
-	if ifMatch != "" && ifMatch != "*" && ifMatch != props.ETag {
+	if ifMatchFails(ifMatch, props.ETag) {
 		return Result{}, status.PreconditionFailed()
 	}
 	if cond != nil {
@@ -289,16 +305,9 @@ func (e *Engine) ReadItem(ctx context.Context, ref ItemRef, pk document.Partitio
 	if err != nil {
 		return Result{}, err
 	}
-	v, err := e.data.Get(loc.key)
-	if errors.Is(err, store.ErrNotFound) {
-		return Result{}, status.NotFound()
-	}
+	v, props, err := e.loadExisting(loc)
 	if err != nil {
-		return Result{}, translate(err)
-	}
-	props, err := document.Props(v)
-	if err != nil {
-		return Result{}, translate(err)
+		return Result{}, err
 	}
 	r := Result{Body: v, ETag: props.ETag, RU: throughput.ReadCost(len(v)), Session: e.readSession(loc.rng.ID)}
 	if ifNoneMatch != "" && (ifNoneMatch == "*" || ifNoneMatch == props.ETag) {
@@ -319,21 +328,12 @@ func (e *Engine) DeleteItem(ctx context.Context, ref ItemRef, pk document.Partit
 	}
 	unlock := e.locks.lock(loc.lockKey())
 	defer unlock()
-	old, err := e.data.Get(loc.key)
-	if errors.Is(err, store.ErrNotFound) {
-		return Result{}, status.NotFound()
-	}
+	old, props, err := e.loadExisting(loc)
 	if err != nil {
-		return Result{}, translate(err)
+		return Result{}, err
 	}
-	if ifMatch != "" && ifMatch != "*" {
-		props, err := document.Props(old)
-		if err != nil {
-			return Result{}, translate(err)
-		}
-		if props.ETag != ifMatch {
-			return Result{}, status.PreconditionFailed()
-		}
+	if ifMatchFails(ifMatch, props.ETag) {
+		return Result{}, status.PreconditionFailed()
 	}
 	lsn, err := e.seq.next()
 	if err != nil {
@@ -347,8 +347,6 @@ func (e *Engine) DeleteItem(ctx context.Context, ref ItemRef, pk document.Partit
 	}
 	return Result{RU: throughput.WriteCost(len(old)), Session: e.session(loc.rng.ID, lsn)}, nil
 }
-
-func statusPreconditionFailed() error { return status.PreconditionFailed() }
 
 // pkRangeRID is the _rid of a container's i-th range: the container's 8 RID
 // bytes and 8 bytes numbering the range.
