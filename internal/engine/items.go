@@ -5,14 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 
 	"github.com/partitadb/partita/internal/catalog"
 	"github.com/partitadb/partita/internal/document"
 	"github.com/partitadb/partita/internal/partition"
-	"github.com/partitadb/partita/internal/query/exec"
-	"github.com/partitadb/partita/internal/query/parse"
 	"github.com/partitadb/partita/internal/status"
 	"github.com/partitadb/partita/internal/store"
 	"github.com/partitadb/partita/internal/throughput"
@@ -98,36 +95,6 @@ func locate(c *catalog.Container, pk document.PartitionKey, id string) (located,
 	return l, nil
 }
 
-// load reads the item at loc: its stored JSON and system properties, and
-// whether it exists (a missing item is not an error here).
-func (e *Engine) load(loc located) (stored []byte, props document.SystemProps, exists bool, err error) {
-	stored, err = e.data.Get(loc.key)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, document.SystemProps{}, false, nil
-	}
-	if err != nil {
-		return nil, document.SystemProps{}, false, translate(err)
-	}
-	if props, err = document.Props(stored); err != nil {
-		return nil, document.SystemProps{}, false, translate(fmt.Errorf("stored item %s: %w", loc.key, err))
-	}
-	return stored, props, true, nil
-}
-
-// loadExisting is load for operations on an item that must exist (404).
-func (e *Engine) loadExisting(loc located) ([]byte, document.SystemProps, error) {
-	stored, props, exists, err := e.load(loc)
-	if err == nil && !exists {
-		err = status.NotFound()
-	}
-	return stored, props, err
-}
-
-// ifMatchFails reports whether an If-Match precondition rejects etag.
-func ifMatchFails(ifMatch, etag string) bool {
-	return ifMatch != "" && ifMatch != "*" && ifMatch != etag
-}
-
 func (e *Engine) session(rangeID string, lsn uint64) string {
 	return fmt.Sprintf("%s:-1#%d", rangeID, lsn)
 }
@@ -138,7 +105,8 @@ func (e *Engine) readSession(rangeID string) string {
 	return e.session(rangeID, e.seq.last())
 }
 
-// WriteItem creates, upserts or replaces an item.
+// WriteItem creates, upserts or replaces an item, in a transaction of its
+// own on the item's logical partition.
 //
 // Errors (as *status.Error): 404 when the container or (Replace) the item
 // does not exist; 400 for a malformed body, missing or mismatched partition
@@ -146,77 +114,25 @@ func (e *Engine) readSession(rangeID string) string {
 // when Create finds the item; 412 when IfMatch does not match.
 func (e *Engine) WriteItem(ctx context.Context, w Write) (Result, error) {
 	if len(w.Body) > e.cfg.MaxItemBytes {
-		return Result{}, status.Newf(http.StatusRequestEntityTooLarge,
-			"Request size is too large: the item is %d bytes, the limit is %d bytes", len(w.Body), e.cfg.MaxItemBytes)
+		return Result{}, tooLarge(len(w.Body), e.cfg.MaxItemBytes)
 	}
 	c, err := e.container(w.DB, w.Container)
 	if err != nil {
 		return Result{}, err
 	}
-	rule := document.StrictIDs
-	if e.cfg.LenientIDs {
-		rule = document.LenientIDs
+	if w.PK == nil {
+		return Result{}, status.BadRequest("PartitionKey value must be supplied for this operation (x-ms-documentdb-partitionkey header)")
 	}
-	item, err := document.ParseItemWith(w.Body, c.PK.Paths, rule)
-	if err != nil {
-		return Result{}, translate(err)
-	}
-	if w.Kind == Replace && item.ID != w.ID {
-		return Result{}, status.BadRequest("the id %q in the body does not match the id %q in the URL", item.ID, w.ID)
-	}
-	if w.PK != nil && !w.PK.Equal(item.PK) {
-		return Result{}, pkMismatch()
-	}
-	loc, err := locate(c, w.PK, item.ID)
+	t, err := e.begin(c, w.PK)
 	if err != nil {
 		return Result{}, err
 	}
-
-	unlock := e.locks.lock(loc.lockKey())
-	defer unlock()
-	_, oldProps, exists, err := e.load(loc)
+	defer t.close()
+	res, err := t.write(w.Kind, w.ID, w.Body, w.IfMatch)
 	if err != nil {
 		return Result{}, err
 	}
-	switch {
-	case w.Kind == Create && exists:
-		return Result{}, status.Conflict()
-	case w.Kind == Replace && !exists:
-		return Result{}, status.NotFound()
-	case w.IfMatch != "" && (!exists || ifMatchFails(w.IfMatch, oldProps.ETag)):
-		if !exists && w.Kind != Upsert {
-			return Result{}, status.NotFound()
-		}
-		return Result{}, status.PreconditionFailed()
-	}
-	return e.commitItem(c, loc, item, exists, oldProps.RID)
-}
-
-// commitItem stores item at loc with fresh system properties, keeping rid
-// when the item existed. The caller holds loc's logical-partition lock.
-func (e *Engine) commitItem(c *catalog.Container, loc located, item *document.Item, exists bool, rid string) (Result, error) {
-	lsn, err := e.seq.next()
-	if err != nil {
-		return Result{}, translate(err)
-	}
-	if !exists {
-		collRID, _ := document.DecodeRID(c.RID)
-		rid = document.EncodeRID(binary.BigEndian.AppendUint64(collRID, lsn))
-	}
-	sp := document.SystemProps{
-		RID: rid, Self: document.ItemSelf(c.DBRID, c.RID, rid), ETag: document.ETag(lsn), TS: e.now().Unix(),
-	}
-	out := item.Marshal(sp)
-	b := e.data.NewBatch()
-	defer b.Close()
-	b.Set(loc.key, out)
-	if err := b.Commit(); err != nil {
-		return Result{}, translate(err)
-	}
-	return Result{
-		Body: out, ETag: sp.ETag, RU: throughput.WriteCost(len(out)),
-		Session: e.session(loc.rng.ID, lsn), Created: !exists,
-	}, nil
+	return res, t.commit()
 }
 
 // PatchItem applies a patch request (protocol doc §8.2) to an item: the
@@ -235,67 +151,22 @@ func (e *Engine) PatchItem(ctx context.Context, ref ItemRef, pk document.Partiti
 	if err != nil {
 		return Result{}, translate(err)
 	}
-	var cond *exec.Program
-	if req.Condition != "" {
-		if cond, err = compileCondition(req.Condition); err != nil {
-			return Result{}, err
-		}
-	}
-	loc, err := locate(c, pk, ref.ID)
+	t, err := e.begin(c, pk)
 	if err != nil {
 		return Result{}, err
 	}
-	unlock := e.locks.lock(loc.lockKey())
-	defer unlock()
-	old, props, err := e.loadExisting(loc)
+	defer t.close()
+	res, err := t.patch(ref.ID, req, ifMatch)
 	if err != nil {
 		return Result{}, err
 	}
-	if ifMatchFails(ifMatch, props.ETag) {
-		return Result{}, status.PreconditionFailed()
-	}
-	if cond != nil {
-		ok, err := cond.Match(old)
-		if err != nil {
-			return Result{}, translate(err)
-		}
-		if !ok {
-			return Result{}, status.New(http.StatusPreconditionFailed, "the patch condition "+strconv.Quote(req.Condition)+" is not met")
-		}
-	}
-	patched, err := document.ApplyPatch(old, req.Operations)
-	if err != nil {
-		return Result{}, translate(err)
-	}
-	item, err := document.ParseItemWith(patched, c.PK.Paths, document.LenientIDs)
-	if err != nil {
-		return Result{}, translate(err)
-	}
-	if !item.PK.Equal(loc.pk) {
-		return Result{}, status.BadRequest("a patch cannot change the partition key %s of an item", loc.pk)
-	}
-	if len(patched) > e.cfg.MaxItemBytes {
-		return Result{}, status.Newf(http.StatusRequestEntityTooLarge, "Request size is too large: the patched item would be %d bytes, the limit is %d", len(patched), e.cfg.MaxItemBytes)
-	}
-	return e.commitItem(c, loc, item, true, props.RID)
-}
-
-// compileCondition compiles a patch condition, "FROM c WHERE ...".
-func compileCondition(cond string) (*exec.Program, error) {
-	ast, err := parse.Parse("SELECT * " + cond)
-	if err != nil {
-		return nil, status.BadRequest("invalid patch condition %q: %v", cond, err)
-	}
-	prog, err := exec.Compile(ast, nil)
-	if err != nil {
-		return nil, translate(err)
-	}
-	return prog, nil
+	return res, t.commit()
 }
 
 // ReadItem returns an item. With ifNoneMatch equal to the item's etag it
 // returns a Result with a nil Body: not modified. Errors: 404, 400 for a
-// missing or malformed partition key.
+// missing or malformed partition key. Reads take no lock: they see the last
+// committed version.
 func (e *Engine) ReadItem(ctx context.Context, ref ItemRef, pk document.PartitionKey, ifNoneMatch string) (Result, error) {
 	c, err := e.container(ref.DB, ref.Container)
 	if err != nil {
@@ -305,9 +176,16 @@ func (e *Engine) ReadItem(ctx context.Context, ref ItemRef, pk document.Partitio
 	if err != nil {
 		return Result{}, err
 	}
-	v, props, err := e.loadExisting(loc)
+	v, err := e.data.Get(loc.key)
+	if errors.Is(err, store.ErrNotFound) {
+		return Result{}, status.NotFound()
+	}
 	if err != nil {
-		return Result{}, err
+		return Result{}, translate(err)
+	}
+	props, err := document.Props(v)
+	if err != nil {
+		return Result{}, translate(err)
 	}
 	r := Result{Body: v, ETag: props.ETag, RU: throughput.ReadCost(len(v)), Session: e.readSession(loc.rng.ID)}
 	if ifNoneMatch != "" && (ifNoneMatch == "*" || ifNoneMatch == props.ETag) {
@@ -322,30 +200,16 @@ func (e *Engine) DeleteItem(ctx context.Context, ref ItemRef, pk document.Partit
 	if err != nil {
 		return Result{}, err
 	}
-	loc, err := locate(c, pk, ref.ID)
+	t, err := e.begin(c, pk)
 	if err != nil {
 		return Result{}, err
 	}
-	unlock := e.locks.lock(loc.lockKey())
-	defer unlock()
-	old, props, err := e.loadExisting(loc)
+	defer t.close()
+	res, err := t.remove(ref.ID, ifMatch)
 	if err != nil {
 		return Result{}, err
 	}
-	if ifMatchFails(ifMatch, props.ETag) {
-		return Result{}, status.PreconditionFailed()
-	}
-	lsn, err := e.seq.next()
-	if err != nil {
-		return Result{}, translate(err)
-	}
-	b := e.data.NewBatch()
-	defer b.Close()
-	b.Delete(loc.key)
-	if err := b.Commit(); err != nil {
-		return Result{}, translate(err)
-	}
-	return Result{RU: throughput.WriteCost(len(old)), Session: e.session(loc.rng.ID, lsn)}, nil
+	return res, t.commit()
 }
 
 // pkRangeRID is the _rid of a container's i-th range: the container's 8 RID

@@ -78,6 +78,10 @@ func (s *Store) Scan(ctx context.Context, span Span, after []byte, fn func(key, 
 	if err != nil {
 		return err
 	}
+	return scanIter(ctx, it, after, fn)
+}
+
+func scanIter(ctx context.Context, it *pebble.Iterator, after []byte, fn func(key, value []byte) bool) error {
 	var ok bool
 	if after != nil {
 		ok = it.SeekGE(after)
@@ -111,6 +115,34 @@ type Batch struct {
 
 // NewBatch returns an empty batch. Callers must Commit or Close it.
 func (s *Store) NewBatch() *Batch { return &Batch{s: s, b: s.db.NewBatch()} }
+
+// NewIndexedBatch returns an empty batch whose Get and Scan see its own
+// uncommitted writes on top of the store: the building block of a
+// transaction. Callers must Commit or Close it.
+func (s *Store) NewIndexedBatch() *Batch { return &Batch{s: s, b: s.db.NewIndexedBatch()} }
+
+// Get returns a copy of the value at key as the batch sees it (its own
+// writes over the store), or ErrNotFound. Only for indexed batches.
+func (b *Batch) Get(key []byte) ([]byte, error) {
+	v, closer, err := b.b.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := append([]byte(nil), v...)
+	return out, closer.Close()
+}
+
+// Scan is Store.Scan as the batch sees the data. Only for indexed batches.
+func (b *Batch) Scan(ctx context.Context, span Span, after []byte, fn func(key, value []byte) bool) error {
+	it, err := b.b.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: span.Lower, UpperBound: span.Upper})
+	if err != nil {
+		return err
+	}
+	return scanIter(ctx, it, after, fn)
+}
 
 // Set writes value at key.
 func (b *Batch) Set(key, value []byte) { _ = b.b.Set(key, value, nil) }

@@ -185,3 +185,35 @@ func TestBatchCloseAfterCommit(t *testing.T) {
 		t.Errorf("found %d keys, want %d", n, 16*200+1)
 	}
 }
+
+func TestIndexedBatchSeesOwnWrites(t *testing.T) {
+	s := openMem(t, vfs.NewMem())
+	defer s.Close()
+	base := s.NewBatch()
+	base.Set(MetaKey([]byte("a")), []byte("1"))
+	base.Set(MetaKey([]byte("b")), []byte("2"))
+	if err := base.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	b := s.NewIndexedBatch()
+	b.Set(MetaKey([]byte("c")), []byte("3"))
+	b.Delete(MetaKey([]byte("a")))
+	if v, err := b.Get(MetaKey([]byte("c"))); err != nil || string(v) != "3" {
+		t.Errorf("batch Get(c) = %q, %v, want its own write", v, err)
+	}
+	if _, err := b.Get(MetaKey([]byte("a"))); err != ErrNotFound {
+		t.Errorf("batch Get(a) = %v, want ErrNotFound after its delete", err)
+	}
+	var keys []string
+	_ = b.Scan(t.Context(), MetaSpan(nil), nil, func(k, _ []byte) bool { keys = append(keys, string(k[1:])); return true })
+	if fmt.Sprint(keys) != "[b c]" {
+		t.Errorf("batch Scan = %v, want [b c]", keys)
+	}
+	if _, err := s.Get(MetaKey([]byte("c"))); err != ErrNotFound {
+		t.Errorf("uncommitted write visible outside the batch: %v", err)
+	}
+	b.Close()
+	if v, err := s.Get(MetaKey([]byte("a"))); err != nil || string(v) != "1" {
+		t.Errorf("discarded batch changed the store: %q, %v", v, err)
+	}
+}

@@ -1,0 +1,294 @@
+package engine
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/document"
+	"github.com/partitadb/partita/internal/partition"
+	"github.com/partitadb/partita/internal/query/exec"
+	"github.com/partitadb/partita/internal/query/parse"
+	"github.com/partitadb/partita/internal/status"
+	"github.com/partitadb/partita/internal/store"
+	"github.com/partitadb/partita/internal/throughput"
+)
+
+// lpTxn is a transaction on one logical partition, the unit of atomicity
+// (DESIGN §1): the partition's lock is held for its whole life, reads see
+// its own writes, and commit applies every write at once in one store batch
+// (durable when acknowledged). Every item operation — a single write, a
+// transactional batch, a stored procedure with its triggers — runs in one.
+//
+// An lpTxn is not safe for concurrent use.
+type lpTxn struct {
+	e      *Engine
+	c      *catalog.Container
+	pk     document.PartitionKey
+	epk    partition.EPK
+	rng    partition.Range
+	pkEnc  []byte
+	b      *store.Batch
+	unlock func()
+	rule   document.IDRule
+	lsn    uint64  // the last sequence number this transaction issued
+	ru     float64 // work done so far
+	done   bool
+}
+
+// begin locks logical partition pk of container c and starts a transaction
+// on it. pk must be a full key of c's definition. The caller must call
+// close (after commit, or to roll back).
+func (e *Engine) begin(c *catalog.Container, pk document.PartitionKey) (*lpTxn, error) {
+	loc, err := locate(c, pk, "")
+	if err != nil {
+		return nil, err
+	}
+	rule := document.StrictIDs
+	if e.cfg.LenientIDs {
+		rule = document.LenientIDs
+	}
+	t := &lpTxn{e: e, c: c, pk: pk, epk: loc.epk, rng: loc.rng, pkEnc: loc.pkEnc, rule: rule}
+	t.unlock = e.locks.lock(loc.lockKey())
+	t.b = e.data.NewIndexedBatch()
+	return t, nil
+}
+
+// close releases the transaction: an uncommitted one is rolled back.
+func (t *lpTxn) close() {
+	if t.done {
+		return
+	}
+	t.done = true
+	t.b.Close()
+	t.unlock()
+}
+
+// commit applies the transaction's writes atomically and releases it.
+func (t *lpTxn) commit() error {
+	if t.done {
+		return fmt.Errorf("engine: commit of a finished transaction")
+	}
+	var err error
+	if !t.b.Empty() {
+		err = t.b.Commit()
+	}
+	t.done = true
+	t.b.Close()
+	t.unlock()
+	return translate(err)
+}
+
+func (t *lpTxn) key(id string) []byte {
+	return store.ItemKey{Container: t.c.Internal, EPK: t.epk, PK: t.pkEnc, ID: id}.Encode()
+}
+
+func (t *lpTxn) session() string {
+	if t.lsn == 0 {
+		return t.e.readSession(t.rng.ID)
+	}
+	return t.e.session(t.rng.ID, t.lsn)
+}
+
+// load reads item id as the transaction sees it: stored JSON, system
+// properties, and whether it exists (a missing item is not an error here).
+func (t *lpTxn) load(id string) (stored []byte, props document.SystemProps, exists bool, err error) {
+	stored, err = t.b.Get(t.key(id))
+	if err == store.ErrNotFound {
+		return nil, document.SystemProps{}, false, nil
+	}
+	if err != nil {
+		return nil, document.SystemProps{}, false, translate(err)
+	}
+	if props, err = document.Props(stored); err != nil {
+		return nil, document.SystemProps{}, false, translate(fmt.Errorf("stored item %q: %w", id, err))
+	}
+	return stored, props, true, nil
+}
+
+// loadExisting is load for an item that must exist (404 otherwise).
+func (t *lpTxn) loadExisting(id string) ([]byte, document.SystemProps, error) {
+	stored, props, exists, err := t.load(id)
+	if err == nil && !exists {
+		err = status.NotFound()
+	}
+	return stored, props, err
+}
+
+// ifMatchFails reports whether an If-Match precondition rejects etag.
+func ifMatchFails(ifMatch, etag string) bool {
+	return ifMatch != "" && ifMatch != "*" && ifMatch != etag
+}
+
+// put stores item with fresh system properties, keeping rid when it existed.
+func (t *lpTxn) put(item *document.Item, exists bool, rid string) (Result, error) {
+	lsn, err := t.e.seq.next()
+	if err != nil {
+		return Result{}, translate(err)
+	}
+	t.lsn = lsn
+	if !exists {
+		collRID, _ := document.DecodeRID(t.c.RID)
+		rid = document.EncodeRID(binary.BigEndian.AppendUint64(collRID, lsn))
+	}
+	sp := document.SystemProps{
+		RID: rid, Self: document.ItemSelf(t.c.DBRID, t.c.RID, rid), ETag: document.ETag(lsn), TS: t.e.now().Unix(),
+	}
+	out := item.Marshal(sp)
+	if len(out) > t.e.cfg.MaxItemBytes {
+		return Result{}, tooLarge(len(out), t.e.cfg.MaxItemBytes)
+	}
+	t.b.Set(t.key(item.ID), out)
+	ru := throughput.WriteCost(len(out))
+	t.ru += ru
+	return Result{Body: out, ETag: sp.ETag, RU: ru, Session: t.e.session(t.rng.ID, lsn), Created: !exists}, nil
+}
+
+func tooLarge(n, limit int) *status.Error {
+	return status.Newf(http.StatusRequestEntityTooLarge, "Request size is too large: the item is %d bytes, the limit is %d bytes", n, limit)
+}
+
+// parseItem parses an item body for this partition: valid, and with this
+// transaction's partition key (400/1001 otherwise).
+func (t *lpTxn) parseItem(body []byte) (*document.Item, error) {
+	if len(body) > t.e.cfg.MaxItemBytes {
+		return nil, tooLarge(len(body), t.e.cfg.MaxItemBytes)
+	}
+	item, err := document.ParseItemWith(body, t.c.PK.Paths, t.rule)
+	if err != nil {
+		return nil, translate(err)
+	}
+	if !item.PK.Equal(t.pk) {
+		return nil, pkMismatch()
+	}
+	return item, nil
+}
+
+// write creates, upserts or replaces an item from body. urlID is the id a
+// Replace addresses (it must match the body's).
+func (t *lpTxn) write(kind WriteKind, urlID string, body []byte, ifMatch string) (Result, error) {
+	item, err := t.parseItem(body)
+	if err != nil {
+		return Result{}, err
+	}
+	if kind == Replace && item.ID != urlID {
+		return Result{}, status.BadRequest("the id %q in the body does not match the id %q in the URL", item.ID, urlID)
+	}
+	_, old, exists, err := t.load(item.ID)
+	if err != nil {
+		return Result{}, err
+	}
+	switch {
+	case kind == Create && exists:
+		return Result{}, status.Conflict()
+	case kind == Replace && !exists:
+		return Result{}, status.NotFound()
+	case ifMatch != "" && !exists:
+		if kind != Upsert {
+			return Result{}, status.NotFound()
+		}
+		return Result{}, status.PreconditionFailed()
+	case exists && ifMatchFails(ifMatch, old.ETag):
+		return Result{}, status.PreconditionFailed()
+	}
+	return t.put(item, exists, old.RID)
+}
+
+// read returns item id.
+func (t *lpTxn) read(id string) (Result, error) {
+	v, props, err := t.loadExisting(id)
+	if err != nil {
+		return Result{}, err
+	}
+	ru := throughput.ReadCost(len(v))
+	t.ru += ru
+	return Result{Body: v, ETag: props.ETag, RU: ru, Session: t.session()}, nil
+}
+
+// remove deletes item id.
+func (t *lpTxn) remove(id, ifMatch string) (Result, error) {
+	old, props, err := t.loadExisting(id)
+	if err != nil {
+		return Result{}, err
+	}
+	if ifMatchFails(ifMatch, props.ETag) {
+		return Result{}, status.PreconditionFailed()
+	}
+	lsn, err := t.e.seq.next()
+	if err != nil {
+		return Result{}, translate(err)
+	}
+	t.lsn = lsn
+	t.b.Delete(t.key(id))
+	ru := throughput.WriteCost(len(old))
+	t.ru += ru
+	return Result{RU: ru, Session: t.e.session(t.rng.ID, lsn)}, nil
+}
+
+// patch applies a parsed patch request to item id.
+func (t *lpTxn) patch(id string, req document.PatchRequest, ifMatch string) (Result, error) {
+	var cond *exec.Program
+	if req.Condition != "" {
+		var err error
+		if cond, err = compileCondition(req.Condition); err != nil {
+			return Result{}, err
+		}
+	}
+	old, props, err := t.loadExisting(id)
+	if err != nil {
+		return Result{}, err
+	}
+	if ifMatchFails(ifMatch, props.ETag) {
+		return Result{}, status.PreconditionFailed()
+	}
+	if cond != nil {
+		ok, err := cond.Match(old)
+		if err != nil {
+			return Result{}, translate(err)
+		}
+		if !ok {
+			return Result{}, status.New(http.StatusPreconditionFailed, "the patch condition "+strconv.Quote(req.Condition)+" is not met")
+		}
+	}
+	patched, err := document.ApplyPatch(old, req.Operations)
+	if err != nil {
+		return Result{}, translate(err)
+	}
+	item, err := document.ParseItemWith(patched, t.c.PK.Paths, document.LenientIDs)
+	if err != nil {
+		return Result{}, translate(err)
+	}
+	if !item.PK.Equal(t.pk) {
+		return Result{}, status.BadRequest("a patch cannot change the partition key %s of an item", t.pk)
+	}
+	return t.put(item, true, props.RID)
+}
+
+// scan calls fn with every item of the logical partition as the transaction
+// sees it, in id order; fn returns false to stop.
+func (t *lpTxn) scan(ctx context.Context, fn func(stored []byte) bool) error {
+	span := store.LogicalSpan(t.c.Internal, t.epk, t.pkEnc)
+	loaded := 0
+	err := t.b.Scan(ctx, span, nil, func(_, v []byte) bool {
+		loaded++
+		return fn(v)
+	})
+	t.ru += throughput.QueryCost(loaded, 0, 1)
+	return translate(err)
+}
+
+// compileCondition compiles a patch condition, "FROM c WHERE ...".
+func compileCondition(cond string) (*exec.Program, error) {
+	ast, err := parse.Parse("SELECT * " + cond)
+	if err != nil {
+		return nil, status.BadRequest("invalid patch condition %q: %v", cond, err)
+	}
+	prog, err := exec.Compile(ast, nil)
+	if err != nil {
+		return nil, translate(err)
+	}
+	return prog, nil
+}
