@@ -52,7 +52,7 @@ func (h *Handler) postItems(w http.ResponseWriter, r *http.Request) error {
 	case isQuery(r):
 		return h.queryItems(w, r)
 	case isTrue(r, hdrIsBatch):
-		return status.NotSupported("transactional batch and bulk requests")
+		return h.batch(w, r)
 	}
 	pk, err := partitionKey(r)
 	if err != nil {

@@ -1,0 +1,221 @@
+package engine
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/document"
+	"github.com/partitadb/partita/internal/status"
+	"github.com/partitadb/partita/internal/throughput"
+)
+
+// MaxBatchOperations is the most operations one batch may hold, as in Cosmos DB.
+const MaxBatchOperations = 100
+
+// BatchOp is one operation of a transactional batch or a bulk request.
+type BatchOp struct {
+	// Type is Create, Upsert, Read, Delete, Replace or Patch (any case).
+	Type string
+	// ID addresses Read, Delete, Replace and Patch.
+	ID string
+	// PK is the operation's own partition key (bulk requests carry one per
+	// operation); nil means the request's.
+	PK document.PartitionKey
+	// Body is the item (Create, Upsert, Replace) or patch request (Patch).
+	Body                 []byte
+	IfMatch, IfNoneMatch string
+}
+
+// BatchResult is the outcome of one operation.
+type BatchResult struct {
+	Status  int
+	Sub     int
+	RU      float64
+	ETag    string
+	Body    []byte // the item, for reads and writes; nil for deletes and failures
+	Message string // for failures
+	Write   bool   // the operation writes (its body may be omitted under Prefer: return=minimal)
+}
+
+// BatchResponse is the outcome of a batch or bulk request.
+type BatchResponse struct {
+	Results []BatchResult
+	// OK reports whether every operation succeeded (HTTP 200; else 207).
+	OK      bool
+	RU      float64
+	Session string
+}
+
+// ExecuteBatch runs ops as one transaction on logical partition pk: all of
+// them apply or none does, and no other writer of the partition sees a state
+// in between. On the first failure the batch stops: that operation carries
+// its status and every other one 424 (Failed Dependency), and nothing is
+// written. An operation naming another partition key fails with 400.
+//
+// Errors (the whole request fails): 404 for an unknown container, 400 for no
+// or too many operations or a missing partition key.
+func (e *Engine) ExecuteBatch(ctx context.Context, db, coll string, pk document.PartitionKey, ops []BatchOp) (BatchResponse, error) {
+	if err := checkBatchSize(ops); err != nil {
+		return BatchResponse{}, err
+	}
+	c, err := e.container(db, coll)
+	if err != nil {
+		return BatchResponse{}, err
+	}
+	if pk == nil {
+		return BatchResponse{}, status.BadRequest("a transactional batch needs the x-ms-documentdb-partitionkey header")
+	}
+	t, err := e.begin(c, pk)
+	if err != nil {
+		return BatchResponse{}, err
+	}
+	defer t.close()
+	resp := BatchResponse{Results: make([]BatchResult, len(ops)), OK: true}
+	for i, op := range ops {
+		if err := ctx.Err(); err != nil {
+			return BatchResponse{}, err
+		}
+		var r BatchResult
+		if op.PK != nil && !op.PK.Equal(pk) {
+			err = status.BadRequest("operation %d names partition key %s; a transactional batch is scoped to %s", i, op.PK, pk)
+		} else {
+			r, err = t.apply(op)
+		}
+		if err != nil {
+			resp.OK = false
+			for j := range resp.Results {
+				resp.Results[j] = BatchResult{Status: http.StatusFailedDependency, RU: throughput.MinimumCost(),
+					Message: "Failed Dependency: another operation of the transactional batch failed"}
+			}
+			resp.Results[i] = failed(err)
+			resp.RU = t.ru + throughput.MinimumCost()
+			resp.Session = t.session()
+			return resp, nil // t.close rolls back
+		}
+		resp.Results[i] = r
+	}
+	resp.RU, resp.Session = t.ru, t.session()
+	if err := t.commit(); err != nil {
+		return BatchResponse{}, err
+	}
+	return resp, nil
+}
+
+// ExecuteBulk runs ops independently, each in its own transaction on its own
+// partition key (op.PK, required): a failure affects only its operation.
+func (e *Engine) ExecuteBulk(ctx context.Context, db, coll string, ops []BatchOp) (BatchResponse, error) {
+	if err := checkBatchSize(ops); err != nil {
+		return BatchResponse{}, err
+	}
+	c, err := e.container(db, coll)
+	if err != nil {
+		return BatchResponse{}, err
+	}
+	resp := BatchResponse{Results: make([]BatchResult, len(ops)), OK: true}
+	var sessions []string
+	for i, op := range ops {
+		if err := ctx.Err(); err != nil {
+			return BatchResponse{}, err
+		}
+		r, session, err := e.bulkOne(c, op)
+		if err != nil {
+			r = failed(err)
+			resp.OK = false
+		}
+		resp.Results[i] = r
+		resp.RU += r.RU
+		if session != "" {
+			sessions = append(sessions, session)
+		}
+	}
+	if len(sessions) > 0 {
+		resp.Session = sessions[len(sessions)-1]
+	}
+	return resp, nil
+}
+
+// bulkOne runs one bulk operation in a transaction of its own.
+func (e *Engine) bulkOne(c *catalog.Container, op BatchOp) (BatchResult, string, error) {
+	if op.PK == nil {
+		return BatchResult{}, "", status.BadRequest("a bulk operation needs its partitionKey")
+	}
+	t, err := e.begin(c, op.PK)
+	if err != nil {
+		return BatchResult{}, "", err
+	}
+	defer t.close()
+	r, err := t.apply(op)
+	if err != nil {
+		return BatchResult{}, "", err
+	}
+	return r, t.session(), t.commit()
+}
+
+func checkBatchSize(ops []BatchOp) error {
+	switch {
+	case len(ops) == 0:
+		return status.BadRequest("the batch request has no operations")
+	case len(ops) > MaxBatchOperations:
+		return status.BadRequest("the batch request has %d operations; at most %d are allowed", len(ops), MaxBatchOperations)
+	}
+	return nil
+}
+
+// failed turns an operation's error into its result.
+func failed(err error) BatchResult {
+	se := status.From(err)
+	return BatchResult{Status: se.Code, Sub: se.Sub, RU: throughput.MinimumCost(), Message: se.Message}
+}
+
+// apply runs one batch operation in the transaction.
+func (t *lpTxn) apply(op BatchOp) (BatchResult, error) {
+	var (
+		res   Result
+		err   error
+		code  int
+		write = true
+	)
+	switch strings.ToLower(op.Type) {
+	case "create":
+		res, err = t.write(Create, "", op.Body, op.IfMatch)
+		code = http.StatusCreated
+	case "upsert":
+		res, err = t.write(Upsert, "", op.Body, op.IfMatch)
+		code = http.StatusOK
+		if res.Created {
+			code = http.StatusCreated
+		}
+	case "replace":
+		res, err = t.write(Replace, op.ID, op.Body, op.IfMatch)
+		code = http.StatusOK
+	case "delete":
+		res, err = t.remove(op.ID, op.IfMatch)
+		code = http.StatusNoContent
+	case "read":
+		write = false
+		res, err = t.read(op.ID)
+		code = http.StatusOK
+		if err == nil && op.IfNoneMatch != "" && (op.IfNoneMatch == "*" || op.IfNoneMatch == res.ETag) {
+			code, res.Body = http.StatusNotModified, nil
+		}
+	case "patch":
+		var req document.PatchRequest
+		if req, err = document.ParsePatchRequest(op.Body); err != nil {
+			err = translate(err)
+			break
+		}
+		res, err = t.patch(op.ID, req, op.IfMatch)
+		code = http.StatusOK
+	default:
+		err = status.BadRequest("unknown batch operationType %q: want Create, Upsert, Read, Delete, Replace or Patch", op.Type)
+	}
+	if err != nil {
+		return BatchResult{}, err
+	}
+	if code == http.StatusNoContent {
+		res.Body = nil
+	}
+	return BatchResult{Status: code, RU: res.RU, ETag: res.ETag, Body: res.Body, Write: write}, nil
+}

@@ -1,0 +1,72 @@
+// Package script runs Azure Cosmos DB server-side JavaScript — stored procedures, pre- and
+// post-triggers and user-defined functions — in an embedded goja VM, against a Host that the
+// engine implements inside one logical-partition transaction. It knows nothing of storage or
+// HTTP; it imports goja, the standard library, and no internal package.
+//
+// # Programs and executions
+//
+// CompileStoredProcedure, CompileTrigger and CompileUDF turn a script body into a *Program. A
+// body is a JavaScript function, as Cosmos DB stores it: `function name(a, b) {...}` or the
+// anonymous `function (a, b) {...}` the JavaScript SDK sends. As a leniency, a body made of
+// several top-level statements is accepted too; its first top-level function declaration is
+// the entry point and the other statements run first (helpers declared beside it). A Program is
+// immutable and safe for concurrent use; every execution gets a fresh goja.Runtime, so
+// executions never share state.
+//
+// # The JavaScript surface
+//
+// Stored procedures and triggers see the Cosmos DB server-side API:
+//
+//	getContext()                    {getCollection(), getRequest(), getResponse()}
+//	collection.getSelfLink()        the container's name-based link (Host.CollectionLink)
+//	collection.getAltLink()         the same
+//	collection.createDocument(collLink, doc, [options], [cb])          cb(err, doc, respOptions)
+//	collection.upsertDocument(collLink, doc, [options], [cb])          cb(err, doc, respOptions)
+//	collection.replaceDocument(docLink, doc, [options], [cb])          cb(err, doc, respOptions)
+//	collection.readDocument(docLink, [options], [cb])                  cb(err, doc, respOptions)
+//	collection.deleteDocument(docLink, [options], [cb])                cb(err, respOptions)
+//	collection.queryDocuments(collLink, query, [options], [cb])        cb(err, docs, respOptions)
+//	collection.readDocuments(collLink, [options], [cb])                cb(err, docs, respOptions)
+//	request.getBody() / getValue(), setBody(x) / setValue(x), getOperationType()
+//	response.getBody() / getValue(), setBody(x) / setValue(x)
+//	__                              getContext().getCollection(), with the collection-link
+//	                                argument optional (__.createDocument(doc, options, cb))
+//	console.log(...)                appended to the log when logging is on
+//	ErrorCodes                      {BadRequest: 400, Forbidden: 403, NotFound: 404, ...}
+//
+// Every collection operation returns isAccepted: true, or false once Limits.MaxOperations
+// operations have been performed, in which case the operation is not performed and its callback
+// is not called (Cosmos DB's signal to stop and report progress). Callbacks run synchronously,
+// before the operation returns; Cosmos DB's own run one at a time too, so scripts written for it
+// behave the same. A failed operation passes its callback an Error whose number is the Cosmos DB
+// status (404, 409, 412, ...) and whose body and message are the status message; with no
+// callback, the error is thrown into the script. Options: etag (If-Match for replace, upsert
+// and delete) and disableAutomaticIdGeneration (create and upsert assign a random GUID id to a
+// document without one unless it is set). Queries return every result in one page:
+// respOptions.continuation is always undefined. The fluent query API (__.filter, __.map,
+// __.chain, ...) throws a "not supported" Error.
+//
+// UDFs get none of this: no getContext, no __, no Host; console.log exists and is discarded.
+//
+// Nothing else of the host is reachable: goja exposes only ECMAScript built-ins, and this
+// package adds no require, process, setTimeout, network or file access.
+//
+// # Limits
+//
+// Each execution is bounded by Limits: wall time and ctx (the VM is interrupted), call depth,
+// host operations, log size, and Go heap growth. Heap growth is sampled process-wide every few
+// milliseconds, so it is approximate: allocations by concurrent executions or other goroutines
+// count too, which is why an over-limit sample is confirmed after a garbage collection before
+// the script is stopped. A single built-in call that allocates a huge block at once cannot be
+// interrupted mid-way; the built-ins that do so from one small argument (String.prototype.repeat,
+// padStart, padEnd, ArrayBuffer and the typed arrays) refuse results larger than MaxHeapGrowth
+// with a RangeError.
+//
+// # Errors
+//
+// Failures are *Error, whose Kind says what happened and whose Status is the HTTP status the API
+// should answer: 400 for compile errors, exceptions, stack overflow and memory exhaustion
+// (memory is the script's fault and not about payload size, so not 413), 408 for timeouts and
+// cancellation, the host error's status when a Cosmos-level failure (*HostError) escapes the
+// script unhandled, and 500 when the Host fails with an error that is not a *HostError.
+package script
