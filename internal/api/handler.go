@@ -106,6 +106,8 @@ func (h *Handler) routes() {
 	h.handle("DELETE /dbs/{db}/colls/{coll}/docs/{id}", h.deleteItem)
 	h.handle("PATCH /dbs/{db}/colls/{coll}/docs/{id}", h.patchItem)
 
+	h.scriptRoutes()
+
 	h.handle("GET /offers", h.listOffers)
 	h.handle("POST /offers", h.queryOffers)
 	h.handle("GET /offers/{id}", h.readOffer)
@@ -122,8 +124,6 @@ func (h *Handler) unsupported(_ http.ResponseWriter, r *http.Request) error {
 		return status.Newf(http.StatusNotFound, "no resource at %s %s", r.Method, r.URL.Path)
 	}
 	switch typ {
-	case "sprocs", "triggers", "udfs":
-		return status.NotSupported("server-side scripts (" + typ + ")")
 	case "users", "permissions", "conflicts", "attachments", "clientencryptionkeys":
 		return status.NotSupported("the " + typ + " resource")
 	}

@@ -68,6 +68,7 @@ func (h *Handler) postItems(w http.ResponseWriter, r *http.Request) error {
 	}
 	res, err := h.eng.WriteItem(r.Context(), engine.Write{
 		DB: r.PathValue("db"), Container: r.PathValue("coll"), Kind: kind, PK: pk, Body: body, IfMatch: r.Header.Get("If-Match"),
+		Triggers: triggerSet(r),
 	})
 	if err != nil {
 		return err
@@ -91,6 +92,7 @@ func (h *Handler) replaceItem(w http.ResponseWriter, r *http.Request) error {
 	ref := itemRef(r)
 	res, err := h.eng.WriteItem(r.Context(), engine.Write{
 		DB: ref.DB, Container: ref.Container, ID: ref.ID, Kind: engine.Replace, PK: pk, Body: body, IfMatch: r.Header.Get("If-Match"),
+		Triggers: triggerSet(r),
 	})
 	if err != nil {
 		return err
@@ -134,7 +136,7 @@ func (h *Handler) deleteItem(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := h.eng.DeleteItem(r.Context(), itemRef(r), pk, r.Header.Get("If-Match"))
+	res, err := h.eng.DeleteItem(r.Context(), itemRef(r), pk, r.Header.Get("If-Match"), triggerSet(r))
 	if err != nil {
 		return err
 	}

@@ -374,6 +374,7 @@ func (c *Catalog) DeleteDatabase(id string) error {
 
 func deleteContainerLocked(b *store.Batch, k *Container) {
 	b.DeleteSpan(store.ContainerSpan(k.Internal))
+	b.DeleteSpan(store.MetaSpan([]byte(scriptPrefix(k.Internal))))
 	if k.OfferID != "" {
 		b.Delete(store.MetaKey([]byte(keyOffer + k.OfferID)))
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/script"
 	"github.com/partitadb/partita/internal/status"
 	"github.com/partitadb/partita/internal/store"
 )
@@ -41,6 +42,9 @@ type Config struct {
 	// create, as the Cosmos DB emulator does, although no client can address
 	// them afterwards. Default false: such ids get 400.
 	LenientIDs bool
+	// ScriptLimits bound each stored procedure, trigger and UDF run; zero
+	// fields take the script package's defaults (5 s, 1000 operations).
+	ScriptLimits script.Limits
 }
 
 func (c Config) withDefaults() Config {
@@ -66,6 +70,7 @@ type Engine struct {
 	cat   *catalog.Catalog
 	seq   *sequencer
 	locks lockTable
+	progs programs
 }
 
 // New returns an engine over st. now supplies timestamps (nil: time.Now);

@@ -180,12 +180,12 @@ func (q Query) hash() uint64 {
 	return h.Sum64()
 }
 
-func compile(q Query) (*exec.Program, error) {
+func compile(q Query, opts ...exec.Option) (*exec.Program, error) {
 	ast, err := parse.Parse(q.Text)
 	if err != nil {
 		return nil, translate(err)
 	}
-	prog, err := exec.Compile(ast, q.Params)
+	prog, err := exec.Compile(ast, q.Params, opts...)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -218,7 +218,7 @@ func (e *Engine) QueryItems(ctx context.Context, db, coll string, scope Scope, q
 	if err != nil {
 		return Page{}, err
 	}
-	prog, err := compile(q)
+	prog, err := compile(q, exec.WithUDFs(e.udfLookup(c)))
 	if err != nil {
 		return Page{}, err
 	}

@@ -41,6 +41,8 @@ type Write struct {
 	Body []byte
 	// IfMatch, when set, requires the current item's etag ("*": any existing item).
 	IfMatch string
+	// Triggers are the pre- and post-triggers the request includes.
+	Triggers TriggerSet
 }
 
 // Result is the outcome of an item operation.
@@ -128,7 +130,10 @@ func (e *Engine) WriteItem(ctx context.Context, w Write) (Result, error) {
 		return Result{}, err
 	}
 	defer t.close()
-	res, err := t.write(w.Kind, w.ID, w.Body, w.IfMatch)
+	opName := [...]string{Create: "Create", Upsert: "Upsert", Replace: "Replace"}[w.Kind]
+	res, err := e.withTriggers(ctx, t, w.Triggers, opName, w.Body, func(body []byte) (Result, error) {
+		return t.write(w.Kind, w.ID, body, w.IfMatch)
+	})
 	if err != nil {
 		return Result{}, err
 	}
@@ -195,7 +200,7 @@ func (e *Engine) ReadItem(ctx context.Context, ref ItemRef, pk document.Partitio
 }
 
 // DeleteItem deletes an item. Errors: 404, 412 when ifMatch does not match.
-func (e *Engine) DeleteItem(ctx context.Context, ref ItemRef, pk document.PartitionKey, ifMatch string) (Result, error) {
+func (e *Engine) DeleteItem(ctx context.Context, ref ItemRef, pk document.PartitionKey, ifMatch string, trig TriggerSet) (Result, error) {
 	c, err := e.container(ref.DB, ref.Container)
 	if err != nil {
 		return Result{}, err
@@ -205,7 +210,15 @@ func (e *Engine) DeleteItem(ctx context.Context, ref ItemRef, pk document.Partit
 		return Result{}, err
 	}
 	defer t.close()
-	res, err := t.remove(ref.ID, ifMatch)
+	var current []byte
+	if len(trig.Pre)+len(trig.Post) > 0 {
+		if current, _, err = t.loadExisting(ref.ID); err != nil {
+			return Result{}, err
+		}
+	}
+	res, err := e.withTriggers(ctx, t, trig, "Delete", current, func([]byte) (Result, error) {
+		return t.remove(ref.ID, ifMatch)
+	})
 	if err != nil {
 		return Result{}, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"strings"
 	"sync"
@@ -185,7 +186,7 @@ func (x *execution) run(ctx context.Context, body func() error) (err error) {
 		// built-in (e.g. an allocation size out of range) would crash the server on input a
 		// script chose; report it as a failed script instead.
 		if r := recover(); r != nil {
-			err = newError(KindInternal, "Encountered exception while executing function. Exception = internal error", fmt.Errorf("script panic: %v", r))
+			err = newError(KindInternal, "Encountered exception while executing function. Exception = internal error", fmt.Errorf("script panic: %v\n%s", r, debug.Stack()))
 		}
 	}()
 	err = body()
@@ -236,10 +237,10 @@ func (x *execution) decodeArgs(args []byte) ([]goja.Value, error) {
 	if !ok || obj.ClassName() != "Array" {
 		return []goja.Value{v}, nil
 	}
-	n := int(obj.Get("length").ToInteger())
+	n := int(prop(obj, "length").ToInteger())
 	argv := make([]goja.Value, n)
 	for i := range argv {
-		argv[i] = obj.Get(fmt.Sprint(i))
+		argv[i] = prop(obj, fmt.Sprint(i))
 	}
 	return argv, nil
 }

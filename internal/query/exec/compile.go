@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"regexp"
@@ -54,10 +55,21 @@ type Program struct {
 	features Features
 	now      func() time.Time
 	pool     fastjson.ParserPool // parsers for Match
+	udfs     func(name string) (UDF, bool)
 }
 
 // Option configures Compile.
 type Option func(*Program)
+
+// UDF is a user-defined function: JSON arguments in, a JSON result out (nil
+// for undefined). An error fails the query with it.
+type UDF func(ctx context.Context, args [][]byte) ([]byte, error)
+
+// WithUDFs resolves udf.name(...) calls when compiling: lookup returns the
+// function of a name, or false for an unknown one (an *Error).
+func WithUDFs(lookup func(name string) (UDF, bool)) Option {
+	return func(p *Program) { p.udfs = lookup }
+}
 
 // WithClock makes GetCurrentDateTime, GetCurrentTimestamp and GetCurrentTicks read now
 // (called once per Run, so every row sees the same time) instead of time.Now.
@@ -71,7 +83,11 @@ func WithClock(now func() time.Time) Option {
 // an unknown alias, an aggregate where none is allowed, a property outside GROUP BY and
 // aggregates in a grouped query, or an invalid TOP, OFFSET or LIMIT value.
 func Compile(q *parse.Query, params Params, opts ...Option) (*Program, error) {
-	c := &compiler{raw: params, params: make(map[string]value)}
+	var o Program
+	for _, opt := range opts {
+		opt(&o)
+	}
+	c := &compiler{raw: params, params: make(map[string]value), udfs: o.udfs}
 	cq, err := c.query(q, nil, true)
 	if err != nil {
 		return nil, err
@@ -102,6 +118,7 @@ type compiler struct {
 	raw    Params
 	params map[string]value
 	nslots int
+	udfs   func(name string) (UDF, bool)
 }
 
 // scope holds the aliases one query level binds. Lookups continue in parent, the enclosing
@@ -914,7 +931,7 @@ func (c *compiler) like(e *parse.Like, x ectx) (evalFn, error) {
 
 func (c *compiler) call(e *parse.Call, x ectx) (evalFn, error) {
 	if e.UDF {
-		return nil, errorAt(e, "user-defined functions are not supported yet")
+		return c.udfCall(e, x)
 	}
 	upper := strings.ToUpper(e.Name)
 	if k := aggregateKind(upper); k != 0 {
@@ -1032,4 +1049,46 @@ func currentTime(upper string) (evalFn, bool) {
 		}, true
 	}
 	return nil, false
+}
+
+// udfCall compiles udf.name(args): the arguments are passed as JSON and the
+// result parsed back. Undefined has no JSON form, so a call with an
+// undefined argument yields undefined without running the function.
+func (c *compiler) udfCall(e *parse.Call, x ectx) (evalFn, error) {
+	if c.udfs == nil {
+		return nil, errorAt(e, "user-defined function udf.%s does not exist", e.Name)
+	}
+	fn, ok := c.udfs(e.Name)
+	if !ok {
+		return nil, errorAt(e, "user-defined function udf.%s does not exist", e.Name)
+	}
+	args, err := c.exprs(e.Args, x)
+	if err != nil {
+		return nil, err
+	}
+	name := e.Name
+	return func(en *env) value {
+		in := make([][]byte, len(args))
+		for i, a := range args {
+			v := a(en)
+			if v.k == kUndef {
+				return undef
+			}
+			in[i] = appendJSON(nil, v)
+		}
+		out, err := fn(en.rc.ctx, in)
+		if err != nil {
+			en.rc.fail(&Error{Msg: fmt.Sprintf("udf.%s: %v", name, err)})
+			return undef
+		}
+		if out == nil {
+			return undef
+		}
+		j, err := fastjson.ParseBytes(out)
+		if err != nil {
+			en.rc.fail(&Error{Msg: fmt.Sprintf("udf.%s returned invalid JSON", name)})
+			return undef
+		}
+		return owned(fromJSON(j))
+	}, nil
 }

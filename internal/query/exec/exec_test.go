@@ -266,7 +266,7 @@ func TestCompileErrors(t *testing.T) {
 		msg    string
 	}{
 		{"SELECT VALUE FOO(c.a) FROM c", nil, `unknown function "FOO"`},
-		{"SELECT VALUE udf.tax(c.a) FROM c", nil, "user-defined functions are not supported yet"},
+		{"SELECT VALUE udf.tax(c.a) FROM c", nil, "user-defined function udf.tax does not exist"},
 		{"SELECT * FROM c WHERE c.a = @missing", nil, "parameter @missing is not defined"},
 		{"SELECT * FROM c WHERE c.a = @bad", Params{"@bad": []byte("{")}, "parameter @bad is not valid JSON"},
 		{"SELECT * FROM c WHERE x.a = 1", nil, `identifier "x" could not be resolved`},
@@ -534,5 +534,53 @@ func TestOrderByLimitPrunes(t *testing.T) {
 		if got != string(want) {
 			t.Errorf("Run(%q) = %s, want %s", tt.query, got, want)
 		}
+	}
+}
+
+func TestUDF(t *testing.T) {
+	double := func(_ context.Context, args [][]byte) ([]byte, error) {
+		var f float64
+		if err := json.Unmarshal(args[0], &f); err != nil {
+			return nil, err
+		}
+		return []byte(strconv.FormatFloat(2*f, 'g', -1, 64)), nil
+	}
+	lookup := func(name string) (UDF, bool) {
+		switch name {
+		case "double":
+			return double, true
+		case "boom":
+			return func(context.Context, [][]byte) ([]byte, error) { return nil, errors.New("kaboom") }, true
+		}
+		return nil, false
+	}
+	run := func(q string) ([][]byte, error) {
+		ast, err := parse.Parse(q)
+		if err != nil {
+			return nil, err
+		}
+		p, err := Compile(ast, nil, WithUDFs(lookup))
+		if err != nil {
+			return nil, err
+		}
+		docs := []string{`{"id":"1","n":2}`, `{"id":"2","n":5}`, `{"id":"3"}`}
+		return p.Run(context.Background(), func(yield func([]byte) bool) error {
+			for _, d := range docs {
+				if !yield([]byte(d)) {
+					break
+				}
+			}
+			return nil
+		})
+	}
+	rows, err := run("SELECT VALUE udf.double(c.n) FROM c WHERE udf.double(c.n) > 5")
+	if err != nil || len(rows) != 1 || string(rows[0]) != "10" {
+		t.Errorf("udf.double = %s, %v, want [10]", rows, err)
+	}
+	if _, err := run("SELECT VALUE udf.boom(c.n) FROM c"); err == nil || !strings.Contains(err.Error(), "kaboom") {
+		t.Errorf("failing UDF: %v, want its error", err)
+	}
+	if _, err := run("SELECT VALUE udf.nope(c.n) FROM c"); err == nil {
+		t.Errorf("unknown UDF compiled")
 	}
 }

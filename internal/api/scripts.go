@@ -1,0 +1,129 @@
+package api
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/partitadb/partita/internal/engine"
+	"github.com/partitadb/partita/internal/throughput"
+)
+
+const (
+	hdrPreTriggers  = "x-ms-documentdb-pre-trigger-include"
+	hdrPostTriggers = "x-ms-documentdb-post-trigger-include"
+	hdrScriptLog    = "x-ms-documentdb-script-enable-logging"
+	hdrScriptResult = "x-ms-documentdb-script-log-results"
+)
+
+// scriptKinds maps URL segments to script kinds and their feed envelope keys.
+var scriptKinds = []struct {
+	kind engine.ScriptKind
+	feed string
+}{
+	{engine.StoredProcedures, "StoredProcedures"},
+	{engine.Triggers, "Triggers"},
+	{engine.UDFs, "UserDefinedFunctions"},
+}
+
+func (h *Handler) scriptRoutes() {
+	for _, k := range scriptKinds {
+		kind, feed := k.kind, k.feed
+		base := "/dbs/{db}/colls/{coll}/" + string(kind)
+		h.handle("POST "+base, func(w http.ResponseWriter, r *http.Request) error {
+			if isQuery(r) {
+				return h.listScripts(w, r, kind, feed)
+			}
+			body, err := readBody(r)
+			if err != nil {
+				return err
+			}
+			res, err := h.eng.CreateScript(r.PathValue("db"), r.PathValue("coll"), kind, body)
+			if err != nil {
+				return err
+			}
+			return writeResource(w, http.StatusCreated, res)
+		})
+		h.handle("GET "+base, func(w http.ResponseWriter, r *http.Request) error { return h.listScripts(w, r, kind, feed) })
+		h.handle("GET "+base+"/{id}", func(w http.ResponseWriter, r *http.Request) error {
+			res, err := h.eng.ReadScript(r.PathValue("db"), r.PathValue("coll"), kind, r.PathValue("id"))
+			if err != nil {
+				return err
+			}
+			return writeResource(w, http.StatusOK, res)
+		})
+		h.handle("PUT "+base+"/{id}", func(w http.ResponseWriter, r *http.Request) error {
+			body, err := readBody(r)
+			if err != nil {
+				return err
+			}
+			res, err := h.eng.ReplaceScript(r.PathValue("db"), r.PathValue("coll"), kind, r.PathValue("id"), body)
+			if err != nil {
+				return err
+			}
+			return writeResource(w, http.StatusOK, res)
+		})
+		h.handle("DELETE "+base+"/{id}", func(w http.ResponseWriter, r *http.Request) error {
+			if err := h.eng.DeleteScript(r.PathValue("db"), r.PathValue("coll"), kind, r.PathValue("id")); err != nil {
+				return err
+			}
+			setCharge(w, throughput.MinimumCost())
+			w.WriteHeader(http.StatusNoContent)
+			return nil
+		})
+	}
+	h.handle("POST /dbs/{db}/colls/{coll}/sprocs/{id}", h.executeSproc)
+}
+
+func (h *Handler) listScripts(w http.ResponseWriter, r *http.Request, kind engine.ScriptKind, feed string) error {
+	items, rid, err := h.eng.Scripts(r.Context(), r.PathValue("db"), r.PathValue("coll"), kind)
+	if err != nil {
+		return err
+	}
+	return h.listOrQuery(w, r, rid, feed, items)
+}
+
+// executeSproc serves POST …/sprocs/{id}: run the stored procedure on the
+// request's logical partition with the body's arguments.
+func (h *Handler) executeSproc(w http.ResponseWriter, r *http.Request) error {
+	pk, err := partitionKey(r)
+	if err != nil {
+		return err
+	}
+	args, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	if len(strings.TrimSpace(string(args))) == 0 {
+		args = []byte("[]")
+	}
+	res, err := h.eng.ExecuteStoredProcedure(r.Context(), r.PathValue("db"), r.PathValue("coll"), r.PathValue("id"), pk, args, isTrue(r, hdrScriptLog))
+	if err != nil {
+		return err
+	}
+	hd := w.Header()
+	hd.Set("x-ms-session-token", res.Session)
+	if isTrue(r, hdrScriptLog) {
+		hd.Set(hdrScriptResult, url.QueryEscape(res.Log))
+	}
+	setCharge(w, res.RU)
+	body := res.Body
+	if len(body) == 0 {
+		body = nil
+	}
+	return writeJSON(w, http.StatusOK, body)
+}
+
+// triggerSet reads the trigger include headers.
+func triggerSet(r *http.Request) engine.TriggerSet {
+	split := func(v string) []string {
+		var out []string
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return engine.TriggerSet{Pre: split(r.Header.Get(hdrPreTriggers)), Post: split(r.Header.Get(hdrPostTriggers))}
+}

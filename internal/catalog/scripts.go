@@ -1,0 +1,238 @@
+package catalog
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/partitadb/partita/internal/document"
+	"github.com/partitadb/partita/internal/store"
+)
+
+// ScriptKind is a kind of server-side script resource, named as in URLs.
+type ScriptKind string
+
+// The kinds of script.
+const (
+	StoredProcedures ScriptKind = "sprocs"
+	Triggers         ScriptKind = "triggers"
+	UDFs             ScriptKind = "udfs"
+)
+
+// keyScript + container internal id (16 hex) + "/" + kind + "/" + id.
+const keyScript = "cat/script/"
+
+// Script is a stored procedure, trigger or user-defined function of a
+// container.
+type Script struct {
+	Kind      ScriptKind      `json:"kind"`
+	Container uint64          `json:"container"` // the container's internal id
+	ID        string          `json:"id"`
+	RID       string          `json:"rid"`
+	Self      string          `json:"self"`
+	Def       json.RawMessage `json:"def"` // the definition without system properties
+	Body      string          `json:"body"`
+	// TriggerType is "Pre" or "Post" and TriggerOperation one of All,
+	// Create, Update, Delete, Replace, for triggers (normalised case).
+	TriggerType      string `json:"triggerType,omitempty"`
+	TriggerOperation string `json:"triggerOperation,omitempty"`
+	TS               int64  `json:"ts"`
+	ETag             string `json:"etag"`
+}
+
+// JSON returns the script resource as the wire protocol returns it.
+func (s *Script) JSON() []byte {
+	body := strings.TrimSpace(string(s.Def))
+	sys := fmt.Sprintf(`"_rid":%q,"_self":%q,"_etag":%s,"_ts":%d`, s.RID, s.Self, jsonString(s.ETag), s.TS)
+	if body == "{}" {
+		return []byte("{" + sys + "}")
+	}
+	return []byte(body[:len(body)-1] + "," + sys + "}")
+}
+
+func scriptPrefix(container uint64) string {
+	return fmt.Sprintf("%s%016x/", keyScript, container)
+}
+
+func scriptKey(container uint64, kind ScriptKind, id string) string {
+	return scriptPrefix(container) + string(kind) + "/" + id
+}
+
+// parseScript validates a script definition: an object with a string id and
+// a string body; triggers also need triggerType and triggerOperation.
+func parseScript(kind ScriptKind, body []byte) (*Script, error) {
+	var p fastjson.Parser
+	v, err := p.ParseBytes(body)
+	if err != nil {
+		return nil, invalid(fmt.Sprintf("%s definition is not valid JSON: %v", kind, err))
+	}
+	obj, err := v.Object()
+	if err != nil {
+		return nil, invalid(fmt.Sprintf("%s definition must be a JSON object", kind))
+	}
+	sc := &Script{Kind: kind}
+	id := obj.Get("id")
+	if id == nil || id.Type() != fastjson.TypeString {
+		return nil, invalid(fmt.Sprintf("%s definition needs a string id", kind))
+	}
+	sc.ID = string(id.GetStringBytes())
+	if err := document.ValidateID(sc.ID); err != nil {
+		if ie, ok := errors.AsType[*document.InvalidError](err); ok {
+			return nil, invalid(ie.Msg)
+		}
+		return nil, err
+	}
+	b := obj.Get("body")
+	if b == nil || b.Type() != fastjson.TypeString {
+		return nil, invalid(fmt.Sprintf("%s definition needs a string body with the JavaScript function", kind))
+	}
+	sc.Body = string(b.GetStringBytes())
+	if kind == Triggers {
+		tt, to := obj.Get("triggerType"), obj.Get("triggerOperation")
+		if tt == nil || tt.Type() != fastjson.TypeString || to == nil || to.Type() != fastjson.TypeString {
+			return nil, invalid("trigger definition needs string triggerType (Pre or Post) and triggerOperation (All, Create, Update, Delete or Replace)")
+		}
+		if sc.TriggerType = canonical(string(tt.GetStringBytes()), "Pre", "Post"); sc.TriggerType == "" {
+			return nil, invalid(fmt.Sprintf("triggerType %q: want Pre or Post", tt.GetStringBytes()))
+		}
+		if sc.TriggerOperation = canonical(string(to.GetStringBytes()), "All", "Create", "Update", "Delete", "Replace"); sc.TriggerOperation == "" {
+			return nil, invalid(fmt.Sprintf("triggerOperation %q: want All, Create, Update, Delete or Replace", to.GetStringBytes()))
+		}
+	}
+	for _, name := range []string{"_rid", "_self", "_etag", "_ts"} {
+		obj.Del(name)
+	}
+	sc.Def = v.MarshalTo(nil)
+	return sc, nil
+}
+
+// canonical returns the element of names equal to s ignoring case, or "".
+func canonical(s string, names ...string) string {
+	for _, n := range names {
+		if strings.EqualFold(s, n) {
+			return n
+		}
+	}
+	return ""
+}
+
+// CreateScript adds a script to container k. It returns ErrNotFound (no
+// container), ErrExists, or an *InvalidError.
+func (c *Catalog) CreateScript(db, coll string, kind ScriptKind, body []byte) (*Script, error) {
+	sc, err := parseScript(kind, body)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k, ok := c.mu.colls[db][coll]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	key := scriptKey(k.Internal, kind, sc.ID)
+	if _, err := c.st.Get(store.MetaKey([]byte(key))); err == nil {
+		return nil, ErrExists
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	seq := c.nextLocked()
+	collRID, _ := document.DecodeRID(k.RID)
+	sc.Container = k.Internal
+	sc.RID = document.EncodeRID(binary.BigEndian.AppendUint64(collRID, seq))
+	sc.Self = k.Self() + string(kind) + "/" + sc.RID + "/"
+	sc.TS, sc.ETag = c.now().Unix(), document.ETag(seq)
+	return sc, c.putScriptLocked(key, sc)
+}
+
+func (c *Catalog) putScriptLocked(key string, sc *Script) error {
+	b := c.st.NewBatch()
+	defer b.Close()
+	putJSON(b, key, sc)
+	c.putSeqLocked(b)
+	return b.Commit()
+}
+
+// Script returns a script of container db/coll, or ErrNotFound.
+func (c *Catalog) Script(db, coll string, kind ScriptKind, id string) (*Script, error) {
+	k, err := c.Container(db, coll)
+	if err != nil {
+		return nil, err
+	}
+	v, err := c.st.Get(store.MetaKey([]byte(scriptKey(k.Internal, kind, id))))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	var sc Script
+	if err := json.Unmarshal(v, &sc); err != nil {
+		return nil, fmt.Errorf("catalog: script %s: %w", id, err)
+	}
+	return &sc, nil
+}
+
+// Scripts returns a container's scripts of one kind, in id order.
+func (c *Catalog) Scripts(ctx context.Context, db, coll string, kind ScriptKind) ([]*Script, error) {
+	k, err := c.Container(db, coll)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Script
+	var decodeErr error
+	err = c.st.Scan(ctx, store.MetaSpan([]byte(scriptPrefix(k.Internal)+string(kind)+"/")), nil, func(_, v []byte) bool {
+		var sc Script
+		if decodeErr = json.Unmarshal(v, &sc); decodeErr != nil {
+			return false
+		}
+		out = append(out, &sc)
+		return true
+	})
+	if err = cmp.Or(err, decodeErr); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b *Script) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// ReplaceScript replaces a script's definition; the id in body must match.
+func (c *Catalog) ReplaceScript(db, coll string, kind ScriptKind, id string, body []byte) (*Script, error) {
+	sc, err := parseScript(kind, body)
+	if err != nil {
+		return nil, err
+	}
+	if sc.ID != id {
+		return nil, invalid(fmt.Sprintf("the id %q in the body does not match %q in the URL", sc.ID, id))
+	}
+	old, err := c.Script(db, coll, kind, id)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seq := c.nextLocked()
+	sc.Container, sc.RID, sc.Self = old.Container, old.RID, old.Self
+	sc.TS, sc.ETag = c.now().Unix(), document.ETag(seq)
+	return sc, c.putScriptLocked(scriptKey(old.Container, kind, id), sc)
+}
+
+// DeleteScript removes a script, or returns ErrNotFound.
+func (c *Catalog) DeleteScript(db, coll string, kind ScriptKind, id string) error {
+	old, err := c.Script(db, coll, kind, id)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.st.NewBatch()
+	defer b.Close()
+	b.Delete(store.MetaKey([]byte(scriptKey(old.Container, kind, id))))
+	return b.Commit()
+}

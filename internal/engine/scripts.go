@@ -1,0 +1,400 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+
+	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/document"
+	"github.com/partitadb/partita/internal/query/exec"
+	"github.com/partitadb/partita/internal/query/parse"
+	"github.com/partitadb/partita/internal/script"
+	"github.com/partitadb/partita/internal/status"
+	"github.com/partitadb/partita/internal/throughput"
+)
+
+// ScriptKind is a kind of server-side script: catalog.StoredProcedures,
+// catalog.Triggers or catalog.UDFs.
+type ScriptKind = catalog.ScriptKind
+
+// The kinds of script, as named in URLs.
+const (
+	StoredProcedures = catalog.StoredProcedures
+	Triggers         = catalog.Triggers
+	UDFs             = catalog.UDFs
+)
+
+// programs caches compiled scripts by _rid and _etag (a replace changes the
+// etag, so a stale entry is never used).
+type programs struct {
+	m sync.Map // string → *script.Program
+}
+
+func (p *programs) get(sc *catalog.Script) (*script.Program, error) {
+	key := sc.RID + sc.ETag
+	if v, ok := p.m.Load(key); ok {
+		return v.(*script.Program), nil
+	}
+	prog, err := compileScript(sc.Kind, sc.Body)
+	if err != nil {
+		return nil, err
+	}
+	p.m.Store(key, prog)
+	return prog, nil
+}
+
+func compileScript(kind ScriptKind, body string) (*script.Program, error) {
+	var (
+		prog *script.Program
+		err  error
+	)
+	switch kind {
+	case StoredProcedures:
+		prog, err = script.CompileStoredProcedure(body)
+	case Triggers:
+		prog, err = script.CompileTrigger(body)
+	default:
+		prog, err = script.CompileUDF(body)
+	}
+	return prog, translateScript(err)
+}
+
+// translateScript turns a script failure into the status the client sees,
+// with Cosmos DB's wording for exceptions.
+func translateScript(err error) error {
+	if err == nil {
+		return nil
+	}
+	if se, ok := errors.AsType[*script.Error](err); ok {
+		return status.New(se.Status, "Encountered exception while executing Javascript. Exception = "+se.Msg).Wrap(err)
+	}
+	return translate(err)
+}
+
+// CreateScript creates a stored procedure, trigger or UDF; its body must
+// compile. Errors: 404, 409, 400.
+func (e *Engine) CreateScript(db, coll string, kind ScriptKind, body []byte) (Resource, error) {
+	if _, err := e.container(db, coll); err != nil {
+		return Resource{}, err
+	}
+	sc, err := e.cat.CreateScript(db, coll, kind, body)
+	if err != nil {
+		return Resource{}, translate(err)
+	}
+	if _, err := e.progs.get(sc); err != nil {
+		_ = e.cat.DeleteScript(db, coll, kind, sc.ID)
+		return Resource{}, err
+	}
+	return Resource{Body: sc.JSON(), ETag: sc.ETag}, nil
+}
+
+// ReadScript returns a script, or 404.
+func (e *Engine) ReadScript(db, coll string, kind ScriptKind, id string) (Resource, error) {
+	sc, err := e.cat.Script(db, coll, kind, id)
+	if err != nil {
+		return Resource{}, translate(err)
+	}
+	return Resource{Body: sc.JSON(), ETag: sc.ETag}, nil
+}
+
+// ReplaceScript replaces a script; the new body must compile.
+func (e *Engine) ReplaceScript(db, coll string, kind ScriptKind, id string, body []byte) (Resource, error) {
+	sc, err := e.cat.ReplaceScript(db, coll, kind, id, body)
+	if err != nil {
+		return Resource{}, translate(err)
+	}
+	if _, err := e.progs.get(sc); err != nil {
+		return Resource{}, err
+	}
+	return Resource{Body: sc.JSON(), ETag: sc.ETag}, nil
+}
+
+// DeleteScript deletes a script, or 404.
+func (e *Engine) DeleteScript(db, coll string, kind ScriptKind, id string) error {
+	return translate(e.cat.DeleteScript(db, coll, kind, id))
+}
+
+// Scripts returns a container's scripts of one kind.
+func (e *Engine) Scripts(ctx context.Context, db, coll string, kind ScriptKind) ([][]byte, string, error) {
+	c, err := e.container(db, coll)
+	if err != nil {
+		return nil, "", err
+	}
+	scs, err := e.cat.Scripts(ctx, db, coll, kind)
+	if err != nil {
+		return nil, "", translate(err)
+	}
+	out := make([][]byte, len(scs))
+	for i, sc := range scs {
+		out[i] = sc.JSON()
+	}
+	return out, c.RID, nil
+}
+
+// SprocResult is the outcome of a stored procedure execution.
+type SprocResult struct {
+	Body    []byte // what the script set with getResponse().setBody (may be empty)
+	Log     string // console output, when logging was asked for
+	RU      float64
+	Session string
+}
+
+// ExecuteStoredProcedure runs stored procedure id on logical partition pk
+// with args (a JSON array), in one transaction: all its writes commit
+// together when it returns, and none does when it throws, times out or
+// exceeds its limits. It may not write outside pk.
+func (e *Engine) ExecuteStoredProcedure(ctx context.Context, db, coll, id string, pk document.PartitionKey, args []byte, logging bool) (SprocResult, error) {
+	c, err := e.container(db, coll)
+	if err != nil {
+		return SprocResult{}, err
+	}
+	sc, err := e.cat.Script(db, coll, StoredProcedures, id)
+	if err != nil {
+		return SprocResult{}, translate(err)
+	}
+	prog, err := e.progs.get(sc)
+	if err != nil {
+		return SprocResult{}, err
+	}
+	if pk == nil {
+		return SprocResult{}, status.BadRequest("executing a stored procedure needs the x-ms-documentdb-partitionkey header")
+	}
+	t, err := e.begin(c, pk)
+	if err != nil {
+		return SprocResult{}, err
+	}
+	defer t.close()
+	res, err := prog.Execute(ctx, &scriptHost{ctx: ctx, t: t}, args, e.cfg.ScriptLimits, logging)
+	if err != nil {
+		return SprocResult{}, translateScript(err)
+	}
+	out := SprocResult{Body: res.Body, Log: res.Log, RU: t.ru + throughput.MinimumCost(), Session: t.session()}
+	return out, t.commit()
+}
+
+// TriggerSet names the triggers a request includes
+// (x-ms-documentdb-pre-trigger-include / -post-trigger-include).
+type TriggerSet struct {
+	Pre, Post []string
+}
+
+// triggers loads the named triggers, checking their type and operation.
+func (e *Engine) triggers(t *lpTxn, names []string, typ, op string) ([]*script.Program, error) {
+	var out []*script.Program
+	for _, name := range names {
+		sc, err := e.cat.Script(t.c.DB, t.c.ID, Triggers, name)
+		if errors.Is(err, catalog.ErrNotFound) {
+			return nil, status.BadRequest("trigger %q does not exist", name)
+		}
+		if err != nil {
+			return nil, translate(err)
+		}
+		if sc.TriggerType != typ {
+			return nil, status.BadRequest("trigger %q is a %s-trigger, included as a %s-trigger", name, strings.ToLower(sc.TriggerType), strings.ToLower(typ))
+		}
+		if sc.TriggerOperation != "All" && sc.TriggerOperation != op && !(sc.TriggerOperation == "Update" && op == "Replace") {
+			return nil, status.BadRequest("trigger %q runs on %s operations, not %s", name, sc.TriggerOperation, op)
+		}
+		prog, err := e.progs.get(sc)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, prog)
+	}
+	return out, nil
+}
+
+// withTriggers runs op inside t between the request's pre-triggers (which
+// may rewrite body) and post-triggers (which see the result; a failure rolls
+// the whole operation back). opName is Create, Replace, Upsert or Delete.
+func (e *Engine) withTriggers(ctx context.Context, t *lpTxn, trig TriggerSet, opName string, body []byte,
+	op func(body []byte) (Result, error)) (Result, error) {
+	if len(trig.Pre) == 0 && len(trig.Post) == 0 {
+		return op(body)
+	}
+	pre, err := e.triggers(t, trig.Pre, "Pre", opName)
+	if err != nil {
+		return Result{}, err
+	}
+	post, err := e.triggers(t, trig.Post, "Post", opName)
+	if err != nil {
+		return Result{}, err
+	}
+	host := &scriptHost{ctx: ctx, t: t}
+	for _, p := range pre {
+		if body, err = p.RunPreTrigger(ctx, host, opName, body, e.cfg.ScriptLimits); err != nil {
+			return Result{}, translateScript(err)
+		}
+	}
+	res, err := op(body)
+	if err != nil {
+		return Result{}, err
+	}
+	for _, p := range post {
+		if err := p.RunPostTrigger(ctx, host, opName, body, res.Body, e.cfg.ScriptLimits); err != nil {
+			return Result{}, translateScript(err)
+		}
+	}
+	res.RU = t.ru
+	return res, nil
+}
+
+// scriptHost is the logical partition a script acts on: every operation goes
+// through the script's transaction.
+type scriptHost struct {
+	ctx context.Context
+	t   *lpTxn
+}
+
+func hostErr(err error) error {
+	se := status.From(err)
+	return &script.HostError{Status: se.Code, Sub: se.Sub, Msg: se.Message}
+}
+
+func (h *scriptHost) CollectionLink() string { return h.t.c.Link() }
+
+// resolve turns a document link into an id: a name-based link
+// (dbs/{db}/colls/{coll}/docs/{id}), a _self link (…/docs/{rid}/, looked up
+// in the partition), or a bare id.
+func (h *scriptHost) resolve(link string) (string, error) {
+	link = strings.TrimSuffix(link, "/")
+	i := strings.LastIndex(link, "/docs/")
+	if i < 0 {
+		return link, nil
+	}
+	coll, ref := link[:i], link[i+len("/docs/"):]
+	if coll == strings.TrimSuffix(h.t.c.Self(), "/") {
+		var id string
+		err := h.t.scan(h.ctx, func(stored []byte) bool {
+			if p, err := document.Props(stored); err == nil && p.RID == ref {
+				id = idOf(stored)
+				return false
+			}
+			return true
+		})
+		if err != nil {
+			return "", err
+		}
+		if id == "" {
+			return "", status.NotFound()
+		}
+		return id, nil
+	}
+	if coll != h.t.c.Link() {
+		return "", status.BadRequest("document link %q is not in this collection", link)
+	}
+	return ref, nil
+}
+
+func idOf(stored []byte) string {
+	item, err := document.ParseItemWith(stored, nil, document.LenientIDs)
+	if err != nil {
+		return ""
+	}
+	return item.ID
+}
+
+func (h *scriptHost) Create(doc []byte) ([]byte, error) {
+	r, err := h.t.write(Create, "", doc, "")
+	if err != nil {
+		return nil, hostErr(err)
+	}
+	return r.Body, nil
+}
+
+func (h *scriptHost) Upsert(doc []byte, ifMatch string) ([]byte, error) {
+	r, err := h.t.write(Upsert, "", doc, ifMatch)
+	if err != nil {
+		return nil, hostErr(err)
+	}
+	return r.Body, nil
+}
+
+func (h *scriptHost) Replace(link string, doc []byte, ifMatch string) ([]byte, error) {
+	id, err := h.resolve(link)
+	if err != nil {
+		return nil, hostErr(err)
+	}
+	r, err := h.t.write(Replace, id, doc, ifMatch)
+	if err != nil {
+		return nil, hostErr(err)
+	}
+	return r.Body, nil
+}
+
+func (h *scriptHost) Read(link string) ([]byte, error) {
+	id, err := h.resolve(link)
+	if err != nil {
+		return nil, hostErr(err)
+	}
+	r, err := h.t.read(id)
+	if err != nil {
+		return nil, hostErr(err)
+	}
+	return r.Body, nil
+}
+
+func (h *scriptHost) Delete(link string, ifMatch string) error {
+	id, err := h.resolve(link)
+	if err != nil {
+		return hostErr(err)
+	}
+	if _, err := h.t.remove(id, ifMatch); err != nil {
+		return hostErr(err)
+	}
+	return nil
+}
+
+func (h *scriptHost) Query(query string, params map[string][]byte) ([][]byte, error) {
+	ast, err := parse.Parse(query)
+	if err != nil {
+		return nil, hostErr(translate(err))
+	}
+	prog, err := exec.Compile(ast, exec.Params(params), exec.WithUDFs(h.t.e.udfLookup(h.t.c)))
+	if err != nil {
+		return nil, hostErr(translate(err))
+	}
+	rows, err := prog.Run(h.ctx, func(yield func([]byte) bool) error {
+		return h.t.scan(h.ctx, func(v []byte) bool { return yield(bytes.Clone(v)) })
+	})
+	if err != nil {
+		return nil, hostErr(translate(err))
+	}
+	return rows, nil
+}
+
+func (h *scriptHost) ReadAll() ([][]byte, error) {
+	var out [][]byte
+	err := h.t.scan(h.ctx, func(v []byte) bool {
+		out = append(out, bytes.Clone(v))
+		return true
+	})
+	if err != nil {
+		return nil, hostErr(err)
+	}
+	return out, nil
+}
+
+// udfLookup resolves udf.name calls in queries on container c to its UDFs.
+func (e *Engine) udfLookup(c *catalog.Container) func(name string) (exec.UDF, bool) {
+	return func(name string) (exec.UDF, bool) {
+		sc, err := e.cat.Script(c.DB, c.ID, UDFs, name)
+		if err != nil {
+			return nil, false
+		}
+		prog, err := e.progs.get(sc)
+		if err != nil {
+			return nil, false
+		}
+		return func(ctx context.Context, args [][]byte) ([]byte, error) {
+			out, err := prog.Call(ctx, args, e.cfg.ScriptLimits)
+			if se, ok := errors.AsType[*script.Error](err); ok {
+				return nil, errors.New(se.Msg)
+			}
+			return out, err
+		}, true
+	}
+}

@@ -1,0 +1,676 @@
+package script
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestMain fails the package when goroutines outlive the tests: every execution owns its
+// watchdog and must stop it before returning.
+func TestMain(m *testing.M) {
+	before := runtime.NumGoroutine()
+	code := m.Run()
+	if code == 0 {
+		deadline := time.Now().Add(2 * time.Second)
+		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+			runtime.Gosched()
+			time.Sleep(10 * time.Millisecond) // goroutines exit asynchronously; poll briefly
+		}
+		if n := runtime.NumGoroutine(); n > before {
+			buf := make([]byte, 1<<20)
+			fmt.Fprintf(os.Stderr, "goroutine leak: %d before, %d after\n%s", before, n, buf[:runtime.Stack(buf, true)])
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func mustSproc(t testing.TB, body string) *Program {
+	t.Helper()
+	p, err := CompileStoredProcedure(body)
+	if err != nil {
+		t.Fatalf("CompileStoredProcedure(%q) = %v", body, err)
+	}
+	return p
+}
+
+// run executes a stored procedure body with args against h.
+func run(t testing.TB, h Host, body, args string, lim Limits) (Result, error) {
+	t.Helper()
+	return mustSproc(t, body).Execute(context.Background(), h, []byte(args), lim, true)
+}
+
+// asError returns err as *Error or fails.
+func asError(t *testing.T, err error) *Error {
+	t.Helper()
+	var se *Error
+	if !errors.As(err, &se) {
+		t.Fatalf("error = %v (%T), want *script.Error", err, err)
+	}
+	return se
+}
+
+func jsonEqual(t *testing.T, what string, got []byte, want string) {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("%s = %q: not JSON: %v", what, got, err)
+	}
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatalf("bad want %q: %v", want, err)
+	}
+	if d := cmp.Diff(w, g); d != "" {
+		t.Errorf("%s = %s, want %s (-want +got):\n%s", what, got, want, d)
+	}
+}
+
+func TestCompile(t *testing.T) {
+	tests := []struct {
+		name, body string
+		ok         bool
+	}{
+		{"named", "function sample(a, b) { return a + b; }", true},
+		{"anonymous", "function (a) { getContext().getResponse().setBody(a); }", true},
+		{"leading comment", "// hello\nfunction f() {}", true},
+		{"trailing comment", "function f() {} // bye", true},
+		{"trailing semicolon", "function f() {};", true},
+		{"helpers beside", "function main() { helper(); }\nfunction helper() {}", true},
+		{"helper first", "var x = 1; function main() { return x; }", true},
+		{"syntax error", "function f( {", false},
+		{"not a function", "42", false},
+		{"empty", "", false},
+		{"expression statement", "var f = 1;", false},
+		{"async", "async function f() {}", false},
+		{"injection", "function(){}) + (function(){}", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, compile := range []func(string) (*Program, error){CompileStoredProcedure, CompileTrigger, CompileUDF} {
+				_, err := compile(tt.body)
+				if (err == nil) != tt.ok {
+					t.Fatalf("Compile(%q) = %v, want ok %v", tt.body, err, tt.ok)
+				}
+				if err != nil {
+					se := asError(t, err)
+					if se.Kind != KindCompile || se.Status != http.StatusBadRequest {
+						t.Errorf("Compile(%q) = {%v, %d}, want {compile, 400}", tt.body, se.Kind, se.Status)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestSprocCRUD(t *testing.T) {
+	h := newFakeHost(`{"id":"a","n":1}`, `{"id":"b","n":2}`)
+	body := `function crud(prefix) {
+		var c = getContext().getCollection();
+		var out = {};
+		var ok = c.createDocument(c.getSelfLink(), {id: prefix + "1", n: 10}, {}, function (err, doc) {
+			if (err) throw err;
+			out.created = doc.id;
+			out.hasMeta = typeof doc._etag === "string" && typeof doc._self === "string";
+			c.readDocument(doc._self, function (err, read) {
+				if (err) throw err;
+				out.read = read.n;
+				read.n = 11;
+				c.replaceDocument(read._self, read, {etag: read._etag}, function (err, rep) {
+					if (err) throw err;
+					out.replaced = rep.n;
+				});
+			});
+		});
+		out.accepted = ok;
+		c.deleteDocument(c.getSelfLink() + "/docs/a", {}, function (err, opts) {
+			if (err) throw err;
+			out.deleted = typeof opts === "object";
+		});
+		c.queryDocuments(c.getSelfLink(), {query: "SELECT * FROM c WHERE c.n = @n", parameters: [{name: "@n", value: 2}]}, {},
+			function (err, docs, opts) {
+				if (err) throw err;
+				out.queried = docs.map(function (d) { return d.id; });
+				out.continuation = opts.continuation;
+			});
+		c.readDocuments(c.getSelfLink(), function (err, docs) {
+			if (err) throw err;
+			out.all = docs.map(function (d) { return d.id; });
+		});
+		c.upsertDocument(c.getSelfLink(), {id: "b", n: 3}, function (err, doc) {
+			if (err) throw err;
+			out.upserted = doc.n;
+		});
+		getContext().getResponse().setBody(out);
+	}`
+	res, err := run(t, h, body, `["x"]`, Limits{})
+	if err != nil {
+		t.Fatalf("Execute = %v (cause %v)", err, errors.Unwrap(err))
+	}
+	jsonEqual(t, "body", res.Body, `{"created":"x1","hasMeta":true,"read":10,"replaced":11,"accepted":true,
+		"deleted":true,"queried":["b"],"all":["b","x1"],"upserted":3}`)
+	if got := h.docs["x1"]["n"]; got != float64(11) {
+		t.Errorf("stored x1.n = %v, want 11", got)
+	}
+	if _, ok := h.docs["a"]; ok {
+		t.Errorf("doc a still stored after deleteDocument")
+	}
+	want := []string{"create x1", "read x1", "replace x1", "delete a", "query", "query", "upsert b"}
+	if d := cmp.Diff(want, h.calls); d != "" {
+		t.Errorf("host calls (-want +got):\n%s", d)
+	}
+}
+
+func TestSprocShorthandAndIDGeneration(t *testing.T) {
+	h := newFakeHost()
+	body := `function () {
+		var out = {link: __.getSelfLink(), alt: __.getAltLink()};
+		__.createDocument({n: 1}, {}, function (err, doc) {
+			if (err) throw err;
+			out.id = doc.id;
+		});
+		__.createDocument({n: 2}, {disableAutomaticIdGeneration: true}, function (err) {
+			out.noID = err.number;
+		});
+		__.queryDocuments("SELECT * FROM c", function (err, docs) { out.count = docs.length; });
+		__.readDocuments(function (err, docs) { out.all = docs.length; });
+		out.same = __ === getContext().getCollection();
+		getContext().getResponse().setBody(out);
+	}`
+	res, err := run(t, h, body, ``, Limits{})
+	if err != nil {
+		t.Fatalf("Execute = %v (cause %v)", err, errors.Unwrap(err))
+	}
+	var out struct {
+		Link, Alt, ID    string
+		NoID, Count, All int
+		Same             bool
+	}
+	if err := json.Unmarshal(res.Body, &out); err != nil {
+		t.Fatalf("body %s: %v", res.Body, err)
+	}
+	if out.Link != testCollLink || out.Alt != testCollLink {
+		t.Errorf("getSelfLink, getAltLink = %q, %q, want %q", out.Link, out.Alt, testCollLink)
+	}
+	if len(out.ID) != 36 || strings.Count(out.ID, "-") != 4 {
+		t.Errorf("generated id = %q, want a GUID", out.ID)
+	}
+	if out.NoID != http.StatusBadRequest || out.Count != 1 || out.All != 1 || !out.Same {
+		t.Errorf("noID, count, all, same = %d, %d, %d, %v; want 400, 1, 1, true", out.NoID, out.Count, out.All, out.Same)
+	}
+}
+
+func TestCallbackErrors(t *testing.T) {
+	h := newFakeHost(`{"id":"a"}`)
+	body := `function () {
+		var c = getContext().getCollection(), link = c.getSelfLink(), out = {};
+		function record(name) {
+			return function (err) {
+				out[name] = err ? {number: err.number, body: err.body, message: err.message, isError: err instanceof Error} : "ok";
+			};
+		}
+		c.readDocument(link + "/docs/missing", record("read"));
+		c.createDocument(link, {id: "a"}, record("create"));
+		c.replaceDocument(link + "/docs/a", {id: "a"}, {etag: "\"stale\""}, record("replace"));
+		c.deleteDocument("a", {etag: "\"stale\""}, record("delete"));
+		c.queryDocuments(link, "SELECT bad", {}, record("query"));
+		try {
+			c.readDocument("missing"); // no callback: thrown
+		} catch (e) {
+			out.thrown = e.number;
+		}
+		out.codes = [ErrorCodes.NotFound, ErrorCodes.Conflict, ErrorCodes.PreconditionFailed];
+		getContext().getResponse().setBody(out);
+	}`
+	res, err := run(t, h, body, ``, Limits{})
+	if err != nil {
+		t.Fatalf("Execute = %v (cause %v)", err, errors.Unwrap(err))
+	}
+	var out map[string]any
+	if err := json.Unmarshal(res.Body, &out); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]float64{"read": 404, "create": 409, "replace": 412, "delete": 412, "query": 400} {
+		e, ok := out[name].(map[string]any)
+		if !ok {
+			t.Errorf("%s callback err = %v, want an error", name, out[name])
+			continue
+		}
+		if e["number"] != want || e["isError"] != true || e["body"] == "" || e["body"] != e["message"] {
+			t.Errorf("%s callback err = %v, want number %v, body = message, instanceof Error", name, e, want)
+		}
+	}
+	if out["thrown"] != float64(404) {
+		t.Errorf("thrown error number = %v, want 404", out["thrown"])
+	}
+	if d := cmp.Diff([]any{404.0, 409.0, 412.0}, out["codes"]); d != "" {
+		t.Errorf("ErrorCodes (-want +got):\n%s", d)
+	}
+}
+
+func TestUnhandledHostError(t *testing.T) {
+	tests := []struct {
+		name, body string
+		status     int
+	}{
+		{"rethrown from callback", `function () {
+			__.createDocument({id: "a"}, function (err) { if (err) throw err; });
+		}`, http.StatusConflict},
+		{"no callback", `function () { __.readDocument("nope"); }`, http.StatusNotFound},
+		{"caught then thrown later", `function () {
+			var saved;
+			__.replaceDocument("a", {id: "a"}, {etag: "x"}, function (err) { saved = err; });
+			throw saved;
+		}`, http.StatusPreconditionFailed},
+		{"wrapped in new Error is an exception", `function () {
+			__.createDocument({id: "a"}, function (err) { if (err) throw new Error("wrapped: " + err.message); });
+		}`, http.StatusBadRequest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := run(t, newFakeHost(`{"id":"a"}`), tt.body, ``, Limits{})
+			se := asError(t, err)
+			if se.Status != tt.status {
+				t.Errorf("Execute = %v (status %d), want status %d", se, se.Status, tt.status)
+			}
+			if tt.status != http.StatusBadRequest {
+				var he *HostError
+				if se.Kind != KindHost || !errors.As(err, &he) || he.Status != tt.status {
+					t.Errorf("Execute = %v, want KindHost wrapping a *HostError %d", se, tt.status)
+				}
+			}
+		})
+	}
+}
+
+func TestHostInternalErrorAborts(t *testing.T) {
+	cause := errors.New("disk on fire")
+	h := newFakeHost()
+	h.fail = cause
+	body := `function () {
+		try {
+			__.createDocument({id: "a"}, function () { getContext().getResponse().setBody("callback ran"); });
+		} catch (e) {
+			getContext().getResponse().setBody("caught");
+		}
+		getContext().getResponse().setBody("continued");
+	}`
+	res, err := run(t, h, body, ``, Limits{})
+	se := asError(t, err)
+	if se.Kind != KindInternal || se.Status != http.StatusInternalServerError || !errors.Is(err, cause) {
+		t.Errorf("Execute = %v (%v, %d), want KindInternal 500 wrapping the cause", err, se.Kind, se.Status)
+	}
+	if strings.Contains(se.Msg, "disk") {
+		t.Errorf("Msg = %q leaks the internal cause", se.Msg)
+	}
+	if res.Body != nil {
+		t.Errorf("Body = %s, want none", res.Body)
+	}
+}
+
+func TestSetBodyRoundTrip(t *testing.T) {
+	tests := []struct {
+		expr string
+		want string // "" means no body
+	}{
+		{`{a: 1, b: [true, null, "x"]}`, `{"a":1,"b":[true,null,"x"]}`},
+		{`[1, 2, 3]`, `[1,2,3]`},
+		{`"hello"`, `"hello"`},
+		{`42.5`, `42.5`},
+		{`null`, `null`},
+		{`false`, `false`},
+		{`undefined`, ``},
+		{`function () {}`, ``},
+		{`{id: "x", nested: {deep: [{}]}}`, `{"id":"x","nested":{"deep":[{}]}}`},
+	}
+	for _, tt := range tests {
+		body := "function () { getContext().getResponse().setBody(" + tt.expr + "); }"
+		res, err := run(t, newFakeHost(), body, ``, Limits{})
+		if err != nil {
+			t.Errorf("setBody(%s): Execute = %v", tt.expr, err)
+			continue
+		}
+		if string(res.Body) != tt.want {
+			t.Errorf("setBody(%s): Body = %q, want %q", tt.expr, res.Body, tt.want)
+		}
+	}
+	// Nothing set: no body.
+	res, err := run(t, newFakeHost(), "function () {}", ``, Limits{})
+	if err != nil || res.Body != nil {
+		t.Errorf("no setBody: Execute = %q, %v; want nil body", res.Body, err)
+	}
+	// getBody returns what was set; setValue/getValue are aliases.
+	res, err = run(t, newFakeHost(), `function () {
+		var r = getContext().getResponse();
+		r.setValue({n: 1});
+		var b = r.getBody();
+		b.n++;
+		r.setBody([r.getValue().n, typeof getContext().getRequest().getOperationType()]);
+	}`, ``, Limits{})
+	if err != nil || string(res.Body) != `[2,"undefined"]` {
+		t.Errorf("getBody/getValue: Execute = %s, %v; want [2,\"undefined\"]", res.Body, err)
+	}
+}
+
+func TestArgs(t *testing.T) {
+	body := `function (a, b, c) {
+		getContext().getResponse().setBody({n: arguments.length, a: a, b: b, c: c === undefined ? "undef" : c,
+			req: getContext().getRequest().getBody()});
+	}`
+	tests := []struct {
+		args, want string
+	}{
+		{`[1, "two", {"three": [3]}]`, `{"n":3,"a":1,"b":"two","c":{"three":[3]},"req":[1,"two",{"three":[3]}]}`},
+		{`[]`, `{"n":0,"c":"undef","req":[]}`},
+		{``, `{"n":0,"c":"undef","req":[]}`},
+		{`"scalar"`, `{"n":1,"a":"scalar","c":"undef","req":["scalar"]}`},
+		{`[null]`, `{"n":1,"a":null,"c":"undef","req":[null]}`},
+	}
+	for _, tt := range tests {
+		res, err := run(t, newFakeHost(), body, tt.args, Limits{})
+		if err != nil {
+			t.Errorf("Execute(args %s) = %v", tt.args, err)
+			continue
+		}
+		jsonEqual(t, "Execute(args "+tt.args+").Body", res.Body, tt.want)
+	}
+	_, err := run(t, newFakeHost(), body, `[1,`, Limits{})
+	if se := asError(t, err); se.Kind != KindArgs || se.Status != http.StatusBadRequest {
+		t.Errorf("Execute(args [1,) = %v, want KindArgs 400", err)
+	}
+}
+
+func TestOperationBudget(t *testing.T) {
+	h := newFakeHost()
+	body := `function (n) {
+		var created = 0, accepted = true, callbacks = 0;
+		for (var i = 0; i < n && accepted; i++) {
+			accepted = __.createDocument({id: "d" + i}, function (err) { if (err) throw err; callbacks++; });
+			if (accepted) created++;
+		}
+		getContext().getResponse().setBody({created: created, callbacks: callbacks, lastAccepted: accepted});
+	}`
+	res, err := run(t, h, body, `[10]`, Limits{MaxOperations: 3})
+	if err != nil {
+		t.Fatalf("Execute = %v (cause %v)", err, errors.Unwrap(err))
+	}
+	jsonEqual(t, "Body", res.Body, `{"created":3,"callbacks":3,"lastAccepted":false}`)
+	if len(h.docs) != 3 {
+		t.Errorf("stored %d documents, want 3 (the refused operation must not run)", len(h.docs))
+	}
+}
+
+func TestLogging(t *testing.T) {
+	body := `function () {
+		console.log("hello", 42, {a: 1}, [1, 2], null, undefined, true);
+		console.log("second");
+	}`
+	p := mustSproc(t, body)
+	res, err := p.Execute(context.Background(), newFakeHost(), nil, Limits{}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "hello 42 {\"a\":1} [1,2] null undefined true\nsecond\n"; res.Log != want {
+		t.Errorf("Log = %q, want %q", res.Log, want)
+	}
+	res, err = p.Execute(context.Background(), newFakeHost(), nil, Limits{}, false)
+	if err != nil || res.Log != "" {
+		t.Errorf("logging off: Log = %q, %v; want empty", res.Log, err)
+	}
+	res, err = mustSproc(t, `function () { for (var i = 0; i < 1000; i++) console.log("0123456789"); }`).
+		Execute(context.Background(), newFakeHost(), nil, Limits{MaxLogBytes: 100}, true)
+	if err != nil || len(res.Log) != 100 {
+		t.Errorf("bounded log: len(Log) = %d, %v; want 100", len(res.Log), err)
+	}
+}
+
+func TestCollectionLinkMismatch(t *testing.T) {
+	_, err := run(t, newFakeHost(), `function () { __.createDocument("dbs/other/colls/x", {id: "a"}); }`, ``, Limits{})
+	if se := asError(t, err); se.Kind != KindException {
+		t.Errorf("create in another collection = %v, want KindException", err)
+	}
+	// Slashes around the link are tolerated.
+	_, err = run(t, newFakeHost(), `function () { __.createDocument("/dbs/db1/colls/coll1/", {id: "a"}); }`, ``, Limits{})
+	if err != nil {
+		t.Errorf("create with /dbs/db1/colls/coll1/ = %v, want ok", err)
+	}
+}
+
+func TestBadArguments(t *testing.T) {
+	tests := []string{
+		`__.createDocument(__.getSelfLink(), 42)`,
+		`__.createDocument(__.getSelfLink(), [1])`,
+		`__.readDocument(42)`,
+		`__.replaceDocument("a", "not a doc")`,
+		`__.queryDocuments(__.getSelfLink(), 42)`,
+		`__.queryDocuments(__.getSelfLink(), {query: "SELECT * FROM c", parameters: 5})`,
+		`__.readDocument("a", {}, "not a function")`,
+		`__.filter(function (d) { return true; })`,
+		`getContext().getRequest().setRequestHeader("a", "b")`,
+	}
+	for _, call := range tests {
+		_, err := run(t, newFakeHost(`{"id":"a"}`), "function () { "+call+"; }", ``, Limits{})
+		if se := asError(t, err); se.Kind != KindException || se.Status != http.StatusBadRequest {
+			t.Errorf("%s: Execute = %v, want KindException 400", call, err)
+		}
+	}
+}
+
+func TestPreTrigger(t *testing.T) {
+	p, err := CompileTrigger(`function validate() {
+		var req = getContext().getRequest();
+		var doc = req.getBody();
+		if (!doc.n) throw new Error("n is required");
+		doc.op = req.getOperationType();
+		doc.stamped = true;
+		req.setBody(doc);
+	}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.RunPreTrigger(context.Background(), newFakeHost(), "Create", []byte(`{"id":"a","n":1}`), Limits{})
+	if err != nil {
+		t.Fatalf("RunPreTrigger = %v", err)
+	}
+	jsonEqual(t, "RunPreTrigger", out, `{"id":"a","n":1,"op":"Create","stamped":true}`)
+
+	_, err = p.RunPreTrigger(context.Background(), newFakeHost(), "Create", []byte(`{"id":"a"}`), Limits{})
+	if se := asError(t, err); se.Kind != KindException || !strings.Contains(se.Msg, "n is required") {
+		t.Errorf("RunPreTrigger(no n) = %v, want an exception mentioning the message", err)
+	}
+
+	// A trigger that does not call setBody returns the body unchanged (byte for byte).
+	noop, err := CompileTrigger(`function () { getContext().getRequest().getBody().ignored = 1; }`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := []byte(`{"id": "a",  "x": 1}`)
+	out, err = noop.RunPreTrigger(context.Background(), newFakeHost(), "Upsert", in, Limits{})
+	if err != nil || string(out) != string(in) {
+		t.Errorf("no-op RunPreTrigger = %q, %v; want %q", out, err, in)
+	}
+	// Delete has no body.
+	out, err = noop.RunPreTrigger(context.Background(), newFakeHost(), "Delete", nil, Limits{})
+	if se := asError(t, err); se.Kind != KindException || out != nil {
+		t.Errorf("RunPreTrigger(Delete, nil body) touching the body = %q, %v; want a TypeError", out, err)
+	}
+}
+
+func TestPostTrigger(t *testing.T) {
+	h := newFakeHost(`{"id":"meta","count":0}`)
+	p, err := CompileTrigger(`function updateMeta() {
+		var ctx = getContext(), coll = ctx.getCollection();
+		var created = ctx.getResponse().getBody();
+		if (created.bad) throw new Error("bad document " + created.id);
+		if (ctx.getRequest().getBody().id !== created.id) throw new Error("request/response mismatch");
+		coll.readDocument("meta", function (err, meta) {
+			if (err) throw err;
+			meta.count++;
+			meta.last = created.id;
+			coll.replaceDocument(meta._self, meta, function (err) { if (err) throw err; });
+		});
+	}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.RunPostTrigger(context.Background(), h, "Create", []byte(`{"id":"x"}`), []byte(`{"id":"x","_etag":"e"}`), Limits{})
+	if err != nil {
+		t.Fatalf("RunPostTrigger = %v", err)
+	}
+	if h.docs["meta"]["count"] != float64(1) || h.docs["meta"]["last"] != "x" {
+		t.Errorf("meta = %v, want count 1, last x", h.docs["meta"])
+	}
+	err = p.RunPostTrigger(context.Background(), h, "Create", []byte(`{"id":"y"}`), []byte(`{"id":"y","bad":true}`), Limits{})
+	if se := asError(t, err); se.Kind != KindException || !strings.Contains(se.Msg, "bad document y") {
+		t.Errorf("RunPostTrigger(bad) = %v, want an exception mentioning the message", err)
+	}
+}
+
+func TestUDF(t *testing.T) {
+	tests := []struct {
+		name, body string
+		args       []string
+		want       string // "" means nil
+		kind       ErrorKind
+	}{
+		{"tax", "function tax(income) { return income * 0.2; }", []string{"100"}, "20", 0},
+		{"object", "function f(a, b) { return {sum: a.x + b}; }", []string{`{"x":1}`, "2"}, `{"sum":3}`, 0},
+		{"string", "function f(s) { return s.toUpperCase(); }", []string{`"abc"`}, `"ABC"`, 0},
+		{"undefined result", "function f() { }", nil, "", 0},
+		{"undefined arg", "function f(a) { return a === undefined; }", []string{""}, "true", 0},
+		{"array", "function f(a) { return a.filter(function (x) { return x > 1; }); }", []string{"[1,2,3]"}, "[2,3]", 0},
+		{"throws", `function f() { throw new Error("udf failed"); }`, nil, "", KindException},
+		{"no getContext", `function f() { return getContext(); }`, nil, "", KindException},
+		{"no __", `function f() { return __; }`, nil, "", KindException},
+		{"bad arg", `function f(a) { return a; }`, []string{"{"}, "", KindArgs},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := CompileUDF(tt.body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := make([][]byte, len(tt.args))
+			for i, a := range tt.args {
+				if a != "" {
+					args[i] = []byte(a)
+				}
+			}
+			got, err := p.Call(context.Background(), args, Limits{})
+			if tt.kind != 0 {
+				if se := asError(t, err); se.Kind != tt.kind {
+					t.Errorf("Call = %v, want kind %v", err, tt.kind)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Call = %v", err)
+			}
+			if tt.want == "" {
+				if got != nil {
+					t.Errorf("Call = %s, want nil", got)
+				}
+				return
+			}
+			jsonEqual(t, "Call", got, tt.want)
+		})
+	}
+}
+
+// TestIsolation checks that executions share no state: a global set by one run is absent in
+// the next, and built-ins replaced by one script are intact in the next.
+func TestIsolation(t *testing.T) {
+	p := mustSproc(t, `function () {
+		var seen = typeof leaked;
+		leaked = 1;
+		JSON.parse = function () { return "hijacked"; };
+		Array.prototype.push = null;
+		getContext().getResponse().setBody({seen: seen});
+	}`)
+	for i := range 2 {
+		res, err := p.Execute(context.Background(), newFakeHost(), []byte(`[{"a":1}]`), Limits{}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(res.Body) != `{"seen":"undefined"}` {
+			t.Errorf("run %d: Body = %s, want {\"seen\":\"undefined\"}", i, res.Body)
+		}
+	}
+}
+
+func TestNoHostAccess(t *testing.T) {
+	body := `function () {
+		var names = ["require", "process", "setTimeout", "setInterval", "setImmediate", "fetch", "XMLHttpRequest",
+			"module", "exports", "Buffer", "global", "os", "fs", "ArrayBuffer", "Uint8Array", "DataView"];
+		var out = {};
+		names.forEach(function (n) { out[n] = eval("typeof " + n); });
+		getContext().getResponse().setBody(out);
+	}`
+	res, err := run(t, newFakeHost(), body, ``, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]string
+	if err := json.Unmarshal(res.Body, &out); err != nil {
+		t.Fatal(err)
+	}
+	for name, typ := range out {
+		if typ != "undefined" {
+			t.Errorf("typeof %s = %q, want undefined", name, typ)
+		}
+	}
+	if len(out) != 16 {
+		t.Errorf("checked %d names, want 16", len(out))
+	}
+}
+
+func TestContextCanceled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := mustSproc(t, "function () {}").Execute(ctx, newFakeHost(), nil, Limits{}, false)
+	if se := asError(t, err); se.Kind != KindCanceled || !errors.Is(err, context.Canceled) {
+		t.Errorf("Execute(canceled ctx) = %v, want KindCanceled wrapping context.Canceled", err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = mustSproc(t, "function () { while (true) {} }").Execute(ctx, newFakeHost(), nil, Limits{}, false)
+	if se := asError(t, err); se.Kind != KindCanceled || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Execute(ctx deadline) = %v, want KindCanceled wrapping DeadlineExceeded", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("Execute(ctx deadline 50ms) took %v", d)
+	}
+}
+
+func TestConcurrentExecutions(t *testing.T) {
+	p := mustSproc(t, `function (n) {
+		var sum = 0;
+		for (var i = 0; i < n; i++) sum += i;
+		__.createDocument({id: "d"}, function (err) { if (err) throw err; });
+		getContext().getResponse().setBody(sum);
+	}`)
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			res, err := p.Execute(context.Background(), newFakeHost(), []byte(`[1000]`), Limits{}, false)
+			if err == nil && string(res.Body) != "499500" {
+				err = fmt.Errorf("Body = %s, want 499500", res.Body)
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
