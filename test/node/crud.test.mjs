@@ -11,130 +11,21 @@
 
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import fs from "node:fs";
-import https from "node:https";
-import net from "node:net";
-import os from "node:os";
-import path from "node:path";
 
-import { CosmosClient } from "@azure/cosmos";
-
-const EMULATOR_KEY =
-  "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw==";
-const READY_TIMEOUT_MS = 20_000;
-const STOP_TIMEOUT_MS = 10_000;
-const READY_MARKER = "is serving the Cosmos DB API at https://";
-
-/** Returns a loopback port that was free a moment ago. */
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address();
-      srv.close((err) => (err ? reject(err) : resolve(port)));
-    });
-  });
-}
-
-/**
- * Starts `bin serve` and resolves with {proc, output} once the ready line has
- * been printed; rejects (after killing the process) on early exit or timeout.
- */
-function startServer(bin, port, dataDir) {
-  const proc = spawn(bin, ["serve", "--addr", `127.0.0.1:${port}`, "--data", dataDir], {
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const output = { stdout: "", stderr: "" };
-  proc.stderr.setEncoding("utf8");
-  proc.stderr.on("data", (chunk) => {
-    output.stderr += chunk;
-  });
-  proc.stdout.setEncoding("utf8");
-  return new Promise((resolve, reject) => {
-    let done = false;
-    const finish = (err) => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      if (err) {
-        proc.kill("SIGKILL");
-        reject(new Error(`${err.message}\nstdout:\n${output.stdout}\nstderr:\n${output.stderr}`));
-      } else {
-        resolve({ proc, output });
-      }
-    };
-    const timer = setTimeout(
-      () => finish(new Error(`partita did not print its ready line within ${READY_TIMEOUT_MS} ms`)),
-      READY_TIMEOUT_MS,
-    );
-    proc.stdout.on("data", (chunk) => {
-      output.stdout += chunk;
-      if (output.stdout.includes(READY_MARKER)) finish();
-    });
-    proc.on("error", (err) => finish(new Error(`cannot start ${bin}: ${err.message}`)));
-    proc.on("exit", (code, signal) =>
-      finish(new Error(`partita exited before it was ready (code ${code}, signal ${signal})`)),
-    );
-  });
-}
-
-/** Sends SIGTERM and waits for the exit, escalating to SIGKILL after a timeout. */
-function stopServer(proc) {
-  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => proc.kill("SIGKILL"), STOP_TIMEOUT_MS);
-    proc.once("exit", () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    proc.kill("SIGTERM");
-  });
-}
-
-/** Runs fn, which must throw a Cosmos error; returns that error's status code. */
-async function statusOfFailure(fn) {
-  try {
-    await fn();
-  } catch (err) {
-    assert.equal(typeof err.code, "number", `expected a Cosmos error with a numeric code, got ${err}`);
-    return err.code;
-  }
-  assert.fail("expected the operation to fail, but it succeeded");
-}
+import { startPartita, statusOfFailure } from "./server.mjs";
 
 describe("partita with @azure/cosmos", () => {
-  let server; // {proc, output}
-  let dataDir;
+  let env; // from startPartita
   let client;
   let endpoint;
 
   before(async () => {
-    const bin = process.env.PARTITA_BIN;
-    if (!bin) {
-      throw new Error(
-        "PARTITA_BIN is not set: build the server (go build -o /tmp/partita ./cmd/partita) " +
-          "and run PARTITA_BIN=/tmp/partita node --test",
-      );
-    }
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "partita-node-"));
-    const port = await freePort();
-    endpoint = `https://127.0.0.1:${port}/`;
-    server = await startServer(bin, port, dataDir);
-    assert.ok(
-      server.output.stdout.includes(`${READY_MARKER}127.0.0.1:${port}/`),
-      `ready line does not name ${endpoint}:\n${server.output.stdout}`,
-    );
-    const ca = fs.readFileSync(path.join(dataDir, "tls", "cert.pem"));
-    client = new CosmosClient({ endpoint, key: EMULATOR_KEY, agent: new https.Agent({ ca }) });
+    env = await startPartita();
+    ({ client, endpoint } = env);
   });
 
   after(async () => {
-    client?.dispose();
-    if (server) await stopServer(server.proc);
-    if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+    await env?.stop();
   });
 
   const dbId = "nodeDb";
