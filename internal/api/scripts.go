@@ -104,7 +104,10 @@ func (h *Handler) executeSproc(w http.ResponseWriter, r *http.Request) error {
 	hd := w.Header()
 	hd.Set("x-ms-session-token", res.Session)
 	if isTrue(r, hdrScriptLog) {
-		hd.Set(hdrScriptResult, url.QueryEscape(res.Log))
+		// Percent-encoded as encodeURIComponent does (%20 for spaces; the SDKs
+		// decode with decodeURIComponent / Uri.UnescapeDataString), without
+		// the last line's newline.
+		hd.Set(hdrScriptResult, strings.ReplaceAll(url.QueryEscape(strings.TrimSuffix(res.Log, "\n")), "+", "%20"))
 	}
 	setCharge(w, res.RU)
 	body := res.Body
