@@ -309,8 +309,8 @@ func (x *execution) perform(cb goja.Callable, do func() ([]goja.Value, error)) g
 	x.ops++
 	results, err := do()
 	if err != nil {
-		var he *HostError
-		if !errors.As(err, &he) {
+		he, ok := errors.AsType[*HostError](err)
+		if !ok {
 			x.abort = newError(KindInternal, "Encountered exception while executing function. Exception = internal error", err)
 			x.rt.Interrupt(x.abort)
 			return goja.Undefined()
@@ -351,11 +351,11 @@ func (x *execution) responseOptions() *goja.Object {
 
 // parseDoc parses a document the host returned.
 func (x *execution) parseDoc(doc []byte) (goja.Value, error) {
-	v, err := x.jsonParse(goja.Undefined(), x.rt.ToValue(string(doc)))
+	v, err := x.parser.ParseBytes(doc)
 	if err != nil {
 		return nil, fmt.Errorf("host returned a document that is not JSON: %w", err)
 	}
-	return v, nil
+	return x.fromJSON(v), nil
 }
 
 func (x *execution) parseDocs(docs [][]byte) ([]goja.Value, error) {

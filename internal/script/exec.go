@@ -9,15 +9,17 @@ import (
 	"runtime/metrics"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dop251/goja"
+	"github.com/valyala/fastjson"
 )
 
 // Execute runs a stored procedure with args, a JSON array whose elements are the arguments
 // (nil or empty means none; a JSON value that is not an array is passed as the only argument).
-// Writes go to host, which the caller commits when Execute returns a nil error and rolls back
-// otherwise. logging turns on console.log capture into Result.Log.
+// Writes go to host (non-nil), which the caller commits when Execute returns a nil error and
+// rolls back otherwise. logging turns on console.log capture into Result.Log.
 //
 // It returns an *Error on failure: KindArgs for malformed args, KindException, KindHost,
 // KindStackOverflow, KindTimeout, KindMemory, KindCanceled or KindInternal (see ErrorKind).
@@ -97,9 +99,38 @@ func (p *Program) RunPostTrigger(ctx context.Context, host Host, op string, requ
 
 // Call runs a UDF with args, each the JSON of one argument (nil for undefined), and returns the
 // JSON of its result, nil when it returns undefined (or a function). UDFs get no Host and no
-// getContext. Errors as for Execute (KindArgs when an argument is not valid JSON).
+// getContext. Errors as for Execute (KindArgs when an argument is not valid JSON). Call sets up
+// a fresh VM each time (a few hundred microseconds); to call a UDF for many rows, use a Caller.
 func (p *Program) Call(ctx context.Context, args [][]byte, lim Limits) ([]byte, error) {
-	x := newExecution(p, nil, lim, false)
+	return p.NewCaller(lim).Call(ctx, args)
+}
+
+// Caller calls one UDF repeatedly in one VM, as a query does for its rows: the VM is set up on
+// the first call and reused, so calls of one Caller share global state (a UDF that writes a
+// global sees it in the next call) — create one Caller per query, never share one between
+// queries. After a call stopped by a limit (timeout, memory, stack overflow) the VM is
+// discarded and the next call starts afresh. A Caller is not safe for concurrent use; its zero
+// value is not usable (use Program.NewCaller). It holds no goroutine between calls and needs
+// no Close.
+type Caller struct {
+	p   *Program
+	lim Limits
+	x   *execution
+	fn  goja.Callable
+}
+
+// NewCaller returns a Caller of p, a UDF, whose every call is bounded by lim.
+func (p *Program) NewCaller(lim Limits) *Caller {
+	return &Caller{p: p, lim: lim}
+}
+
+// Call is Program.Call in c's VM.
+func (c *Caller) Call(ctx context.Context, args [][]byte) ([]byte, error) {
+	if c.x == nil {
+		c.x = newExecution(c.p, nil, c.lim, false)
+		c.fn = nil
+	}
+	x := c.x
 	var out []byte
 	err := x.run(ctx, func() error {
 		argv := make([]goja.Value, len(args))
@@ -110,11 +141,14 @@ func (p *Program) Call(ctx context.Context, args [][]byte, lim Limits) ([]byte, 
 			}
 			argv[i] = v
 		}
-		fn, err := x.entryFunc()
-		if err != nil {
-			return err
+		if c.fn == nil {
+			fn, err := x.entryFunc()
+			if err != nil {
+				return err
+			}
+			c.fn = fn
 		}
-		ret, err := fn(goja.Undefined(), argv...)
+		ret, err := c.fn(goja.Undefined(), argv...)
 		if err != nil {
 			return x.scriptError(err)
 		}
@@ -122,6 +156,9 @@ func (p *Program) Call(ctx context.Context, args [][]byte, lim Limits) ([]byte, 
 		return err
 	})
 	if err != nil {
+		if se, ok := errors.AsType[*Error](err); !ok || se.Kind != KindException && se.Kind != KindArgs {
+			c.x = nil // the VM may be mid-way through anything: start afresh
+		}
 		return nil, err
 	}
 	return out, nil
@@ -149,8 +186,15 @@ type execution struct {
 	// abort is set when a host call failed with a non-HostError error; the VM is interrupted.
 	abort *Error
 
-	jsonParse, jsonStringify, toString goja.Callable
-	errorCtor                          goja.Value
+	parser                  fastjson.Parser // reused: its values die with each conversion
+	jsonStringify, toString goja.Callable
+	errorCtor               goja.Value
+
+	// fired is the watchdog's verdict once it has interrupted the VM. goja clears the interrupt
+	// when the interrupted call returns to Go, so the Go→JavaScript calls made after the
+	// script (rendering results and errors, which may run user toJSON/toString) check it
+	// first: nothing of the script may run past its limit.
+	fired atomic.Pointer[Error]
 }
 
 func newExecution(p *Program, host Host, lim Limits, logging bool) *execution {
@@ -160,9 +204,9 @@ func newExecution(p *Program, host Host, lim Limits, logging bool) *execution {
 	x := &execution{p: p, rt: rt, host: host, lim: lim, logging: logging}
 	// Capture the built-ins the host itself relies on before the script can replace them.
 	json := rt.Get("JSON").ToObject(rt)
-	x.jsonParse, _ = goja.AssertFunction(json.Get("parse"))
-	x.jsonStringify, _ = goja.AssertFunction(json.Get("stringify"))
-	x.toString, _ = goja.AssertFunction(rt.Get("String"))
+	stringify, _ := goja.AssertFunction(json.Get("stringify"))
+	toString, _ := goja.AssertFunction(rt.Get("String"))
+	x.jsonStringify, x.toString = x.unlessFired(stringify), x.unlessFired(toString)
 	x.errorCtor = rt.Get("Error")
 	x.guardBuiltins()
 	x.installConsole()
@@ -175,11 +219,28 @@ func newExecution(p *Program, host Host, lim Limits, logging bool) *execution {
 // run runs body under the watchdog and converts every failure into an *Error. All JavaScript
 // (including the rendering of results and errors, which may call user code through toJSON or
 // toString) runs inside body, so the limits bound all of it.
+// unlessFired wraps fn, which may run user code, to fail once the watchdog has fired.
+func (x *execution) unlessFired(fn goja.Callable) goja.Callable {
+	return func(this goja.Value, args ...goja.Value) (goja.Value, error) {
+		if e := x.fired.Load(); e != nil {
+			return nil, e
+		}
+		return fn(this, args...)
+	}
+}
+
 func (x *execution) run(ctx context.Context, body func() error) (err error) {
 	if err := ctx.Err(); err != nil {
 		return newError(KindCanceled, "the request was canceled", err)
 	}
-	w := startWatchdog(ctx, x.rt, x.lim)
+	// A Caller reuses the execution: forget the previous call's watchdog, including an
+	// interrupt it raised after that call's script had finished. No watchdog runs now.
+	x.fired.Store(nil)
+	x.rt.ClearInterrupt()
+	w := startWatchdog(ctx, x.lim, func(e *Error) {
+		x.fired.Store(e)
+		x.rt.Interrupt(e)
+	})
 	defer w.stop()
 	defer func() {
 		// NB: goja turns JavaScript exceptions into errors, but a Go runtime panic inside a
@@ -193,8 +254,7 @@ func (x *execution) run(ctx context.Context, body func() error) (err error) {
 	if err == nil {
 		return nil
 	}
-	var se *Error
-	if errors.As(err, &se) {
+	if se, ok := errors.AsType[*Error](err); ok {
 		return se
 	}
 	return x.scriptError(err)
@@ -245,19 +305,17 @@ func (x *execution) decodeArgs(args []byte) ([]goja.Value, error) {
 	return argv, nil
 }
 
-// parseJSON decodes data with the VM's JSON.parse; nil or empty data is undefined.
+// parseJSON decodes data as JSON.parse would; nil or empty data is undefined. Invalid JSON is
+// a KindArgs error.
 func (x *execution) parseJSON(data []byte) (goja.Value, error) {
 	if len(strings.TrimSpace(string(data))) == 0 {
 		return goja.Undefined(), nil
 	}
-	v, err := x.jsonParse(goja.Undefined(), x.rt.ToValue(string(data)))
+	v, err := x.parser.ParseBytes(data)
 	if err != nil {
-		if _, ok := err.(*goja.Exception); ok {
-			return nil, newError(KindArgs, "the arguments are not valid JSON: "+err.Error(), nil)
-		}
-		return nil, x.scriptError(err)
+		return nil, newError(KindArgs, "the arguments are not valid JSON: "+err.Error(), nil)
 	}
-	return v, nil
+	return x.fromJSON(v), nil
 }
 
 // stringify encodes v with the VM's JSON.stringify; ok is false when v has no JSON form
@@ -294,21 +352,21 @@ func (x *execution) scriptError(err error) *Error {
 	if x.abort != nil {
 		return x.abort
 	}
-	var ie *goja.InterruptedError
-	if errors.As(err, &ie) {
+	if e := x.fired.Load(); e != nil {
+		return e
+	}
+	if ie, ok := errors.AsType[*goja.InterruptedError](err); ok {
 		if e, ok := ie.Value().(*Error); ok {
 			return e
 		}
 		return newError(KindInternal, "Encountered exception while executing function. Exception = internal error", err)
 	}
-	var so *goja.StackOverflowError
-	if errors.As(err, &so) {
+	if _, ok := errors.AsType[*goja.StackOverflowError](err); ok {
 		return newError(KindStackOverflow, "Encountered exception while executing function. Exception = RangeError: Maximum call stack size exceeded", nil)
 	}
-	var ex *goja.Exception
-	if !errors.As(err, &ex) {
-		var se *Error
-		if errors.As(err, &se) {
+	ex, ok := errors.AsType[*goja.Exception](err)
+	if !ok {
+		if se, ok := errors.AsType[*Error](err); ok {
 			return se
 		}
 		return newError(KindInternal, "Encountered exception while executing function. Exception = internal error", err)
@@ -319,7 +377,11 @@ func (x *execution) scriptError(err error) *Error {
 			return &Error{Kind: KindHost, Status: he.Status, Sub: he.Sub, Msg: truncate(he.Msg, maxMsgBytes), cause: he}
 		}
 	}
-	return newError(KindException, "Encountered exception while executing function. Exception = "+x.render(val), nil)
+	msg := x.render(val)
+	if e := x.fired.Load(); e != nil {
+		return e // rendering was cut short
+	}
+	return newError(KindException, "Encountered exception while executing function. Exception = "+msg, nil)
 }
 
 // render is a client-facing rendering of a thrown value: "Error: msg" for Error objects,
@@ -372,7 +434,8 @@ type watchdog struct {
 	wg   sync.WaitGroup
 }
 
-func startWatchdog(ctx context.Context, rt *goja.Runtime, lim Limits) *watchdog {
+// startWatchdog starts a watchdog that calls interrupt at most once.
+func startWatchdog(ctx context.Context, lim Limits, interrupt func(*Error)) *watchdog {
 	w := &watchdog{done: make(chan struct{})}
 	sample := []metrics.Sample{{Name: heapMetric}}
 	heap := func() int64 {
@@ -394,13 +457,17 @@ func startWatchdog(ctx context.Context, rt *goja.Runtime, lim Limits) *watchdog 
 			case <-w.done:
 				return
 			case <-ctx.Done():
-				rt.Interrupt(newError(KindCanceled, "the request was canceled", ctx.Err()))
+				interrupt(newError(KindCanceled, "the request was canceled", ctx.Err()))
 				return
 			case <-timer.C:
-				rt.Interrupt(newError(KindTimeout, fmt.Sprintf("the script exceeded its time limit of %v", lim.Timeout), nil))
+				interrupt(newError(KindTimeout, fmt.Sprintf("the script exceeded its time limit of %v", lim.Timeout), nil))
 				return
 			case <-tick.C:
-				if heap()-base <= lim.MaxHeapGrowth {
+				// The baseline is the lowest heap seen: the first sample may hold garbage
+				// that a collection during the run frees, which would hide real growth.
+				h := heap()
+				base = min(base, h)
+				if h-base <= lim.MaxHeapGrowth {
 					continue
 				}
 				// The sample counts garbage and other goroutines' allocations: confirm
@@ -412,7 +479,7 @@ func startWatchdog(ctx context.Context, rt *goja.Runtime, lim Limits) *watchdog 
 				runtime.GC()
 				lastGC = time.Now()
 				if heap()-base > lim.MaxHeapGrowth {
-					rt.Interrupt(newError(KindMemory, fmt.Sprintf("the script exceeded its memory limit of %d bytes", lim.MaxHeapGrowth), nil))
+					interrupt(newError(KindMemory, fmt.Sprintf("the script exceeded its memory limit of %d bytes", lim.MaxHeapGrowth), nil))
 					return
 				}
 			}

@@ -11,7 +11,6 @@ import (
 // TestHostile runs scripts that try to exhaust the host. Each must stop with a clear *Error,
 // quickly: well within twice its time limit.
 func TestHostile(t *testing.T) {
-	const timeout = 500 * time.Millisecond
 	tests := []struct {
 		name, body string
 		kinds      []ErrorKind // any of these
@@ -47,6 +46,16 @@ func TestHostile(t *testing.T) {
 			[]ErrorKind{KindException}, http.StatusBadRequest, "Invalid array length"},
 		{"huge join on array-like", `function () { Array.prototype.join.call({length: 1e15}, "x"); }`,
 			[]ErrorKind{KindException}, http.StatusBadRequest, "Invalid array length"},
+		{"spread of a huge sparse array", `function () { var a = []; a.length = Math.pow(2, 32) - 1; return [...a]; }`,
+			[]ErrorKind{KindException}, http.StatusBadRequest, "Invalid array length"},
+		{"concat of a huge sparse array", `function () { var a = []; a.length = Math.pow(2, 32) - 1; [].concat(a); }`,
+			[]ErrorKind{KindException}, http.StatusBadRequest, "Invalid array length"},
+		{"forEach over a huge sparse array", `function () { var a = []; a.length = Math.pow(2, 32) - 1; a.forEach(function () {}); }`,
+			[]ErrorKind{KindException}, http.StatusBadRequest, "Invalid array length"},
+		{"stringify of a huge sparse array", `function () { var a = []; a.length = Math.pow(2, 32) - 1; JSON.stringify(a); }`,
+			[]ErrorKind{KindException}, http.StatusBadRequest, "Invalid array length"},
+		{"huge typed array", `function () { new Uint8Array(1e12); }`,
+			[]ErrorKind{KindException}, http.StatusBadRequest, "Uint8Array is not defined"},
 		{"huge Array.from", `function () { Array.from({length: 1e12}); }`,
 			[]ErrorKind{KindException}, http.StatusBadRequest, "Invalid array length"},
 		{"huge apply", `function () { Math.max.apply(null, {length: 1e12}); }`,
@@ -73,7 +82,14 @@ func TestHostile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			lim := Limits{Timeout: timeout, MaxHeapGrowth: 64 << 20}
+			timeout := 500 * time.Millisecond
+			if len(tt.kinds) == 1 && tt.kinds[0] == KindMemory {
+				timeout = 5 * time.Second
+			}
+			// The memory cases allocate at goja's pace (tens of MB/s on a slow machine, less
+			// under -race), so they get a small growth limit and a long timeout: memory, not
+			// time, must stop them.
+			lim := Limits{Timeout: timeout, MaxHeapGrowth: 8 << 20}
 			start := time.Now()
 			_, err := run(t, newFakeHost(), tt.body, ``, lim)
 			elapsed := time.Since(start)
@@ -94,6 +110,7 @@ func TestHostile(t *testing.T) {
 			if len(se.Msg) > maxMsgBytes+3 {
 				t.Errorf("len(Msg) = %d, want <= %d", len(se.Msg), maxMsgBytes+3)
 			}
+			t.Logf("stopped after %v: %v", elapsed, se)
 			if elapsed > 2*timeout {
 				t.Errorf("Execute took %v, want < %v", elapsed, 2*timeout)
 			}

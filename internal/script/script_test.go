@@ -15,24 +15,37 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestMain fails the package when goroutines outlive the tests: every execution owns its
-// watchdog and must stop it before returning.
+// TestMain fails the package when goroutines of this package outlive the tests: every
+// execution owns its watchdog and must stop it before returning. (Goroutines of the testing
+// framework, such as the fuzzer's signal handler, are not ours and are ignored.)
 func TestMain(m *testing.M) {
-	before := runtime.NumGoroutine()
 	code := m.Run()
 	if code == 0 {
 		deadline := time.Now().Add(2 * time.Second)
-		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-			runtime.Gosched()
+		leaked := ourGoroutines()
+		for leaked != "" && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond) // goroutines exit asynchronously; poll briefly
+			leaked = ourGoroutines()
 		}
-		if n := runtime.NumGoroutine(); n > before {
-			buf := make([]byte, 1<<20)
-			fmt.Fprintf(os.Stderr, "goroutine leak: %d before, %d after\n%s", before, n, buf[:runtime.Stack(buf, true)])
+		if leaked != "" {
+			fmt.Fprintf(os.Stderr, "goroutine leak:\n%s", leaked)
 			code = 1
 		}
 	}
 	os.Exit(code)
+}
+
+// ourGoroutines returns the stacks of goroutines running this package's code, but TestMain's.
+func ourGoroutines() string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var b strings.Builder
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "partita/internal/script.") && !strings.Contains(g, "script.TestMain") {
+			b.WriteString(g + "\n\n")
+		}
+	}
+	return b.String()
 }
 
 func mustSproc(t testing.TB, body string) *Program {
@@ -672,5 +685,72 @@ func TestConcurrentExecutions(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+func TestCaller(t *testing.T) {
+	p, err := CompileUDF(`function f(x) {
+		if (x === "spin") while (true) {}
+		if (x === "throw") throw new Error("bad row");
+		calls = (typeof calls === "number" ? calls : 0) + 1;
+		return calls;
+	}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.NewCaller(Limits{Timeout: 100 * time.Millisecond})
+	ctx := context.Background()
+	call := func(arg string) (string, error) {
+		out, err := c.Call(ctx, [][]byte{[]byte(arg)})
+		return string(out), err
+	}
+	steps := []struct {
+		arg, want string
+		kind      ErrorKind
+	}{
+		{`1`, `1`, 0},
+		{`2`, `2`, 0}, // state is kept within a Caller
+		{`"throw"`, ``, KindException},
+		{`3`, `3`, 0}, // an exception keeps the VM
+		{`"spin"`, ``, KindTimeout},
+		{`4`, `1`, 0}, // a limit discards it
+		{`{`, ``, KindArgs},
+		{`5`, `2`, 0},
+	}
+	for i, st := range steps {
+		got, err := call(st.arg)
+		if st.kind != 0 {
+			if se := asError(t, err); se.Kind != st.kind {
+				t.Errorf("step %d: Call(%s) = %v, want kind %v", i, st.arg, err, st.kind)
+			}
+			continue
+		}
+		if err != nil || got != st.want {
+			t.Errorf("step %d: Call(%s) = %q, %v; want %q", i, st.arg, got, err, st.want)
+		}
+	}
+	// Program.Call shares nothing between calls.
+	for range 2 {
+		if out, err := p.Call(ctx, [][]byte{[]byte(`1`)}, Limits{}); err != nil || string(out) != "1" {
+			t.Errorf("Program.Call = %s, %v; want 1", out, err)
+		}
+	}
+}
+
+// TestJSONFidelity checks documents and arguments reach scripts as JSON.parse would make them:
+// key order kept, "__proto__" an ordinary key, numbers and strings exact.
+func TestJSONFidelity(t *testing.T) {
+	body := `function (d) {
+		d.protoIsPlain = Object.getPrototypeOf(d) === Object.prototype && d.x === undefined;
+		getContext().getResponse().setBody(d);
+	}`
+	in := `[{"z":1,"__proto__":{"x":1},"a":[1.5,-0.25,1e300,12345678901234567],"s":"é\u0000\"","n":null,"t":true,"f":false}]`
+	want := `{"z":1,"__proto__":{"x":1},"a":[1.5,-0.25,1e+300,12345678901234568],"s":"é\u0000\"","n":null,"t":true,"f":false,"protoIsPlain":true}`
+	res, err := run(t, newFakeHost(), body, in, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res.Body) != want {
+		t.Errorf("Body = %s, want %s", res.Body, want)
 	}
 }
