@@ -16,6 +16,7 @@ import (
 	"github.com/partitadb/partita/internal/partition"
 	"github.com/partitadb/partita/internal/query/exec"
 	"github.com/partitadb/partita/internal/query/parse"
+	"github.com/partitadb/partita/internal/query/plan"
 	"github.com/partitadb/partita/internal/status"
 	"github.com/partitadb/partita/internal/store"
 	"github.com/partitadb/partita/internal/throughput"
@@ -180,16 +181,16 @@ func (q Query) hash() uint64 {
 	return h.Sum64()
 }
 
-func compile(q Query, opts ...exec.Option) (*exec.Program, error) {
+func compile(q Query, opts ...exec.Option) (*parse.Query, *exec.Program, error) {
 	ast, err := parse.Parse(q.Text)
 	if err != nil {
-		return nil, translate(err)
+		return nil, nil, translate(err)
 	}
 	prog, err := exec.Compile(ast, q.Params, opts...)
 	if err != nil {
-		return nil, translate(err)
+		return nil, nil, translate(err)
 	}
-	return prog, nil
+	return ast, prog, nil
 }
 
 // crossPartitionRefused is the gateway's answer to a cross-partition query
@@ -218,9 +219,16 @@ func (e *Engine) QueryItems(ctx context.Context, db, coll string, scope Scope, q
 	if err != nil {
 		return Page{}, err
 	}
-	prog, err := compile(q, exec.WithUDFs(e.udfLookup(c)))
+	ast, prog, err := compile(q, exec.WithUDFs(e.udfLookup(c)))
 	if err != nil {
 		return Page{}, err
+	}
+	// A filter that pins the partition key routes the query to that logical
+	// partition, as the gateway does (protocol doc §6.2).
+	if scope.PK == nil && scope.RangeID == "" {
+		if pk, ok := plan.PartitionKey(ast, c.PK.Paths, q.Params); ok {
+			scope.PK = pk
+		}
 	}
 	r, err := resolveScope(c, scope)
 	if err != nil {
@@ -291,7 +299,7 @@ func (e *Engine) page(rows [][]byte, q Query, cross bool) (Page, error) {
 // QueryResources runs a query over metadata resources (databases,
 // containers, offers), all in memory.
 func (e *Engine) QueryResources(ctx context.Context, resources [][]byte, q Query) (Page, error) {
-	prog, err := compile(q)
+	_, prog, err := compile(q)
 	if err != nil {
 		return Page{}, err
 	}

@@ -1,0 +1,48 @@
+package plan
+
+import (
+	"testing"
+
+	"github.com/partitadb/partita/internal/document"
+	"github.com/partitadb/partita/internal/query/parse"
+)
+
+func TestPartitionKey(t *testing.T) {
+	str := func(s string) document.PKValue { return document.PKValue{Kind: document.String, String: s} }
+	num := func(f float64) document.PKValue { return document.PKValue{Kind: document.Number, Number: f} }
+	params := map[string][]byte{"@pk": []byte(`"p9"`), "@n": []byte(`7`), "@obj": []byte(`{"a":1}`)}
+	tests := []struct {
+		query string
+		paths []string
+		want  document.PartitionKey // nil: not pinned
+	}{
+		{"select * from c where c.pk = '1' order by c.id", []string{"/pk"}, document.PartitionKey{str("1")}},
+		{"SELECT * FROM c WHERE '1' = c.pk", []string{"/pk"}, document.PartitionKey{str("1")}},
+		{"SELECT * FROM root r WHERE r.pk = @pk AND r.x > 3", []string{"/pk"}, document.PartitionKey{str("p9")}},
+		{"SELECT * FROM c WHERE c.a.b = -2", []string{"/a/b"}, document.PartitionKey{num(-2)}},
+		{`SELECT * FROM c WHERE c["my key"] = @n`, []string{`/"my key"`}, document.PartitionKey{num(7)}},
+		{"SELECT * FROM c WHERE c.t = 'a' AND (c.u = 'b' AND c.z = 1)", []string{"/t", "/u"}, document.PartitionKey{str("a"), str("b")}},
+		{"SELECT * FROM c WHERE c.pk = null", []string{"/pk"}, document.PartitionKey{{Kind: document.Null}}},
+		{"SELECT * FROM c WHERE c.t = 'a'", []string{"/t", "/u"}, nil},          // a prefix only
+		{"SELECT * FROM c WHERE c.pk = '1' OR c.pk = '2'", []string{"/pk"}, nil}, // OR: fan out
+		{"SELECT * FROM c WHERE c.pk = '1' AND c.pk = '2'", []string{"/pk"}, nil},
+		{"SELECT * FROM c WHERE c.pk != '1'", []string{"/pk"}, nil},
+		{"SELECT * FROM c WHERE c.pk = c.other", []string{"/pk"}, nil},
+		{"SELECT * FROM c WHERE c.pk = @obj", []string{"/pk"}, nil},
+		{"SELECT * FROM c WHERE c.pk = @missing", []string{"/pk"}, nil},
+		{"SELECT * FROM c WHERE d.pk = '1'", []string{"/pk"}, nil},
+		{"SELECT * FROM x IN c.kids WHERE x.pk = '1'", []string{"/pk"}, nil},
+		{"SELECT * FROM c", []string{"/pk"}, nil},
+		{"SELECT * FROM c WHERE NOT (c.pk = '1')", []string{"/pk"}, nil},
+	}
+	for _, tt := range tests {
+		q, err := parse.Parse(tt.query)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", tt.query, err)
+		}
+		got, ok := PartitionKey(q, tt.paths, params)
+		if (tt.want == nil) != !ok || (ok && !got.Equal(tt.want)) {
+			t.Errorf("PartitionKey(%q, %v) = %v, %v; want %v", tt.query, tt.paths, got, ok, tt.want)
+		}
+	}
+}
