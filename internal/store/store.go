@@ -57,8 +57,11 @@ func Open(opts Options) (*Store, error) {
 func (s *Store) Close() error { return s.db.Close() }
 
 // Get returns a copy of the value stored at key, or ErrNotFound.
-func (s *Store) Get(key []byte) ([]byte, error) {
-	v, closer, err := s.db.Get(key)
+func (s *Store) Get(key []byte) ([]byte, error) { return get(s.db, key) }
+
+// get reads a copy of key's value from a database or an indexed batch.
+func get(r pebble.Reader, key []byte) ([]byte, error) {
+	v, closer, err := r.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, ErrNotFound
 	}
@@ -123,17 +126,7 @@ func (s *Store) NewIndexedBatch() *Batch { return &Batch{s: s, b: s.db.NewIndexe
 
 // Get returns a copy of the value at key as the batch sees it (its own
 // writes over the store), or ErrNotFound. Only for indexed batches.
-func (b *Batch) Get(key []byte) ([]byte, error) {
-	v, closer, err := b.b.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, err
-	}
-	out := append([]byte(nil), v...)
-	return out, closer.Close()
-}
+func (b *Batch) Get(key []byte) ([]byte, error) { return get(b.b, key) }
 
 // Scan is Store.Scan as the batch sees the data. Only for indexed batches.
 func (b *Batch) Scan(ctx context.Context, span Span, after []byte, fn func(key, value []byte) bool) error {

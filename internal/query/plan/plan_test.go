@@ -23,7 +23,7 @@ func TestPartitionKey(t *testing.T) {
 		{`SELECT * FROM c WHERE c["my key"] = @n`, []string{`/"my key"`}, document.PartitionKey{num(7)}},
 		{"SELECT * FROM c WHERE c.t = 'a' AND (c.u = 'b' AND c.z = 1)", []string{"/t", "/u"}, document.PartitionKey{str("a"), str("b")}},
 		{"SELECT * FROM c WHERE c.pk = null", []string{"/pk"}, document.PartitionKey{{Kind: document.Null}}},
-		{"SELECT * FROM c WHERE c.t = 'a'", []string{"/t", "/u"}, nil},          // a prefix only
+		{"SELECT * FROM c WHERE c.t = 'a'", []string{"/t", "/u"}, nil},           // a prefix only
 		{"SELECT * FROM c WHERE c.pk = '1' OR c.pk = '2'", []string{"/pk"}, nil}, // OR: fan out
 		{"SELECT * FROM c WHERE c.pk = '1' AND c.pk = '2'", []string{"/pk"}, nil},
 		{"SELECT * FROM c WHERE c.pk != '1'", []string{"/pk"}, nil},
