@@ -373,7 +373,9 @@ func (c *Catalog) DeleteDatabase(id string) error {
 }
 
 func deleteContainerLocked(b *store.Batch, k *Container) {
-	b.DeleteSpan(store.ContainerSpan(k.Internal))
+	for _, sp := range store.ContainerSpans(k.Internal) {
+		b.DeleteSpan(sp)
+	}
 	b.DeleteSpan(store.MetaSpan([]byte(scriptPrefix(k.Internal))))
 	if k.OfferID != "" {
 		b.Delete(store.MetaKey([]byte(keyOffer + k.OfferID)))
@@ -470,7 +472,9 @@ func (c *Catalog) CreateContainer(db string, body []byte, tp Throughput) (*Conta
 	}
 	// A container id reused after a delete gets a new RID, hence a new key
 	// prefix; clearing the prefix guards against any leftover of a crash.
-	b.DeleteSpan(store.ContainerSpan(k.Internal))
+	for _, sp := range store.ContainerSpans(k.Internal) {
+		b.DeleteSpan(sp)
+	}
 	putJSON(b, collKey(db, k.ID), k)
 	c.putSeqLocked(b)
 	if err := b.Commit(); err != nil {

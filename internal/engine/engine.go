@@ -42,6 +42,10 @@ type Config struct {
 	// create, as the Cosmos DB emulator does, although no client can address
 	// them afterwards. Default false: such ids get 400.
 	LenientIDs bool
+	// QueryPageTime bounds the time one page of a query may take: a query
+	// still running then returns what it has (possibly nothing) with a
+	// continuation. Default 5 s, as Cosmos DB.
+	QueryPageTime time.Duration
 	// ScriptLimits bound each stored procedure, trigger and UDF run; zero
 	// fields take the script package's defaults (5 s, 1000 operations).
 	ScriptLimits script.Limits
@@ -56,6 +60,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxPageBytes <= 0 {
 		c.MaxPageBytes = 4 << 20
+	}
+	if c.QueryPageTime <= 0 {
+		c.QueryPageTime = 5 * time.Second
 	}
 	return c
 }
@@ -90,7 +97,11 @@ func New(ctx context.Context, st *store.Store, cfg Config, now func() time.Time,
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{cfg: cfg.withDefaults(), log: log, now: now, data: st, cat: cat, seq: seq}, nil
+	e := &Engine{cfg: cfg.withDefaults(), log: log, now: now, data: st, cat: cat, seq: seq}
+	if err := e.ensureIndexes(ctx, st); err != nil {
+		return nil, err
+	}
+	return e, nil
 }
 
 // container returns the catalog entry of db/coll, or a 404.

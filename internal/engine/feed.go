@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/json"
-	"hash/fnv"
 	"net/http"
 	"strings"
 	"time"
@@ -16,7 +14,6 @@ import (
 	"github.com/partitadb/partita/internal/partition"
 	"github.com/partitadb/partita/internal/query/exec"
 	"github.com/partitadb/partita/internal/query/parse"
-	"github.com/partitadb/partita/internal/query/plan"
 	"github.com/partitadb/partita/internal/status"
 	"github.com/partitadb/partita/internal/store"
 	"github.com/partitadb/partita/internal/throughput"
@@ -164,23 +161,6 @@ type Query struct {
 	Continuation         string
 }
 
-// queryToken is the continuation of a query: how many results were already
-// returned, and a hash of the query it belongs to.
-type queryToken struct {
-	Skip int    `json:"s"`
-	Hash uint64 `json:"h"`
-}
-
-func (q Query) hash() uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(q.Text))
-	for k, v := range q.Params {
-		h.Write([]byte(k))
-		h.Write(v)
-	}
-	return h.Sum64()
-}
-
 func compile(q Query, opts ...exec.Option) (*parse.Query, *exec.Program, error) {
 	ast, err := parse.Parse(q.Text)
 	if err != nil {
@@ -203,99 +183,6 @@ func crossPartitionRefused() *status.Error {
 	return e
 }
 
-// QueryItems runs a query over a container's items within scope.
-//
-// A query not scoped to one logical partition needs EnableCrossPartition
-// (else 400); if it also needs merging across partitions (ORDER BY,
-// aggregates, GROUP BY, DISTINCT, TOP, OFFSET/LIMIT) it is refused with
-// 400/1004 as Cosmos DB's gateway does, unless the engine runs with
-// GatewayQueryFull.
-//
-// NB: this first query path evaluates the whole scope for every page and
-// pages by result offset; the indexed, streaming executor replaces it (#3).
-func (e *Engine) QueryItems(ctx context.Context, db, coll string, scope Scope, q Query) (Page, error) {
-	start := time.Now()
-	c, err := e.container(db, coll)
-	if err != nil {
-		return Page{}, err
-	}
-	ast, prog, err := compile(q, exec.WithUDFs(e.udfLookup(c)))
-	if err != nil {
-		return Page{}, err
-	}
-	// A filter that pins the partition key routes the query to that logical
-	// partition, as the gateway does (protocol doc §6.2).
-	if scope.PK == nil && scope.RangeID == "" {
-		if pk, ok := plan.PartitionKey(ast, c.PK.Paths, q.Params); ok {
-			scope.PK = pk
-		}
-	}
-	r, err := resolveScope(c, scope)
-	if err != nil {
-		return Page{}, err
-	}
-	cross := r.cross && scope.RangeID == ""
-	if cross && !q.EnableCrossPartition {
-		return Page{}, status.BadRequest("Cross partition query is required but disabled. Please set x-ms-documentdb-query-enablecrosspartition to true, specify x-ms-documentdb-partitionkey, or revise your query to avoid this exception.")
-	}
-	f := prog.Features()
-	if cross && !e.cfg.GatewayQueryFull && (f.OrderBy || f.Aggregate || f.GroupBy || f.Distinct || f.Top || f.OffsetLimit) {
-		return Page{}, crossPartitionRefused()
-	}
-	loaded, size := 0, 0
-	docs := func(yield func([]byte) bool) error {
-		return e.data.Scan(ctx, r.span, nil, func(_, v []byte) bool {
-			loaded++
-			return yield(v)
-		})
-	}
-	rows, err := prog.Run(ctx, docs)
-	if err != nil {
-		return Page{}, translate(err)
-	}
-	p, err := e.page(rows, q, cross)
-	if err != nil {
-		return Page{}, err
-	}
-	for _, it := range p.Items {
-		size += len(it)
-	}
-	p.ContainerRID, p.Session, p.Loaded, p.Elapsed = c.RID, e.sessionFor(r.ranges), loaded, time.Since(start)
-	p.RU = throughput.QueryCost(loaded, size, len(r.ranges))
-	return p, nil
-}
-
-// page cuts one page out of a query's results. Partition-scoped queries get
-// a continuation only when results remain; cross-partition ones whenever a
-// page is full, as Cosmos DB's gateway does (protocol doc §6.2).
-func (e *Engine) page(rows [][]byte, q Query, cross bool) (Page, error) {
-	tok := queryToken{Hash: q.hash()}
-	if q.Continuation != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(q.Continuation)
-		var got queryToken
-		if err != nil || json.Unmarshal(raw, &got) != nil || got.Hash != tok.Hash || got.Skip < 0 {
-			return Page{}, status.BadRequest("invalid continuation token for this query")
-		}
-		tok.Skip = got.Skip
-	}
-	limit := e.pageLimit(q.MaxItems)
-	start := min(tok.Skip, len(rows))
-	end := start
-	size := 0
-	for end < len(rows) && end-start < limit && (end == start || size+len(rows[end]) <= e.cfg.MaxPageBytes) {
-		size += len(rows[end])
-		end++
-	}
-	p := Page{Items: rows[start:end]}
-	full := end-start == limit
-	if end < len(rows) || (cross && full && q.MaxItems > 0) {
-		tok.Skip = end
-		raw, _ := json.Marshal(tok)
-		p.Continuation = base64.RawURLEncoding.EncodeToString(raw)
-	}
-	return p, nil
-}
-
 // QueryResources runs a query over metadata resources (databases,
 // containers, offers), all in memory.
 func (e *Engine) QueryResources(ctx context.Context, resources [][]byte, q Query) (Page, error) {
@@ -315,10 +202,11 @@ func (e *Engine) QueryResources(ctx context.Context, resources [][]byte, q Query
 	if err != nil {
 		return Page{}, translate(err)
 	}
-	p, err := e.page(rows, q, false)
-	if err != nil {
-		return Page{}, err
+	tok, err := q.token()
+	if err != nil || tok.Key != nil {
+		return Page{}, status.BadRequest("invalid continuation token for this query")
 	}
+	p := e.page(rows, tok, q.MaxItems, false)
 	p.Loaded = len(resources)
 	p.RU = throughput.QueryCost(len(resources), 0, 1)
 	return p, nil

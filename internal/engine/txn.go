@@ -123,16 +123,24 @@ func ifMatchFails(ifMatch, etag string) bool {
 	return ifMatch != "" && ifMatch != "*" && ifMatch != etag
 }
 
-// put stores item with fresh system properties, keeping rid when it existed.
-func (t *lpTxn) put(item *document.Item, exists bool, rid string) (Result, error) {
+// put stores item with fresh system properties. old is the item's stored
+// body and props its system properties when it exists (nil otherwise): an
+// existing item keeps its _rid.
+func (t *lpTxn) put(item *document.Item, old []byte, props document.SystemProps) (Result, error) {
 	lsn, err := t.e.seq.next()
 	if err != nil {
 		return Result{}, translate(err)
 	}
 	t.lsn = lsn
+	exists := old != nil
+	rid := props.RID
 	if !exists {
 		collRID, _ := document.DecodeRID(t.c.RID)
 		rid = document.EncodeRID(binary.BigEndian.AppendUint64(collRID, lsn))
+	}
+	seq, err := ridSeq(rid)
+	if err != nil {
+		return Result{}, translate(fmt.Errorf("stored item %q: %w", item.ID, err))
 	}
 	sp := document.SystemProps{
 		RID: rid, Self: document.ItemSelf(t.c.DBRID, t.c.RID, rid), ETag: document.ETag(lsn), TS: t.e.now().Unix(),
@@ -141,7 +149,11 @@ func (t *lpTxn) put(item *document.Item, exists bool, rid string) (Result, error
 	if len(out) > t.e.cfg.MaxItemBytes {
 		return Result{}, tooLarge(len(out), t.e.cfg.MaxItemBytes)
 	}
-	t.b.Set(t.key(item.ID), out)
+	key := t.key(item.ID)
+	if err := t.indexItem(key, seq, old, out); err != nil {
+		return Result{}, err
+	}
+	t.b.Set(key, out)
 	ru := throughput.WriteCost(len(out))
 	t.ru += ru
 	return Result{Body: out, ETag: sp.ETag, RU: ru, Session: t.e.session(t.rng.ID, lsn), Created: !exists}, nil
@@ -177,7 +189,7 @@ func (t *lpTxn) write(kind WriteKind, urlID string, body []byte, ifMatch string)
 	if kind == Replace && item.ID != urlID {
 		return Result{}, status.BadRequest("the id %q in the body does not match the id %q in the URL", item.ID, urlID)
 	}
-	_, old, exists, err := t.load(item.ID)
+	stored, old, exists, err := t.load(item.ID)
 	if err != nil {
 		return Result{}, err
 	}
@@ -194,7 +206,7 @@ func (t *lpTxn) write(kind WriteKind, urlID string, body []byte, ifMatch string)
 	case exists && ifMatchFails(ifMatch, old.ETag):
 		return Result{}, status.PreconditionFailed()
 	}
-	return t.put(item, exists, old.RID)
+	return t.put(item, stored, old)
 }
 
 // read returns item id.
@@ -222,7 +234,15 @@ func (t *lpTxn) remove(id, ifMatch string) (Result, error) {
 		return Result{}, translate(err)
 	}
 	t.lsn = lsn
-	t.b.Delete(t.key(id))
+	seq, err := ridSeq(props.RID)
+	if err != nil {
+		return Result{}, translate(fmt.Errorf("stored item %q: %w", id, err))
+	}
+	key := t.key(id)
+	if err := t.indexItem(key, seq, old, nil); err != nil {
+		return Result{}, err
+	}
+	t.b.Delete(key)
 	ru := throughput.WriteCost(len(old))
 	t.ru += ru
 	return Result{RU: ru, Session: t.e.session(t.rng.ID, lsn)}, nil
@@ -264,7 +284,7 @@ func (t *lpTxn) patch(id string, req document.PatchRequest, ifMatch string) (Res
 	if !item.PK.Equal(t.pk) {
 		return Result{}, status.BadRequest("a patch cannot change the partition key %s of an item", t.pk)
 	}
-	return t.put(item, true, props.RID)
+	return t.put(item, old, props)
 }
 
 // scan calls fn with every item of the logical partition as the transaction

@@ -7,8 +7,10 @@ import (
 )
 
 const (
-	kindMeta byte = 0x01
-	kindItem byte = 0x02
+	kindMeta  byte = 0x01
+	kindItem  byte = 0x02
+	kindOrder byte = 0x03 // container | seq → item key: a container's items in creation order
+	kindIndex byte = 0x04 // container | term | seq → item key: range index entries
 )
 
 // ErrBadKey is returned when a stored key cannot be decoded.
@@ -62,7 +64,11 @@ func readEscaped(b []byte) (val, rest []byte, err error) {
 }
 
 func containerPrefix(dst []byte, c uint64) []byte {
-	dst = append(dst, kindItem)
+	return kindPrefix(dst, kindItem, c)
+}
+
+func kindPrefix(dst []byte, kind byte, c uint64) []byte {
+	dst = append(dst, kind)
 	return binary.BigEndian.AppendUint64(dst, c)
 }
 
@@ -129,6 +135,66 @@ func EPKSpan(c uint64, min, max []byte) Span {
 func LogicalSpan(c uint64, epk, pk []byte) Span {
 	lo := appendEscaped(appendEscaped(containerPrefix(nil, c), epk), pk)
 	return Span{Lower: lo, Upper: prefixEnd(lo)}
+}
+
+// OrderKey is the key of the order entry of the item of container c created
+// with sequence number seq (the sequence number in its _rid). Order entries
+// hold the item's key; in key order they list a container's items in
+// creation order, which is Cosmos DB's _rid order.
+func OrderKey(c, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(kindPrefix(make([]byte, 0, 17), kindOrder, c), seq)
+}
+
+// OrderSpan is the span of container c's order entries.
+func OrderSpan(c uint64) Span {
+	return Span{Lower: kindPrefix(nil, kindOrder, c), Upper: kindPrefix(nil, kindOrder, c+1)}
+}
+
+// IndexKey is the key of the index entry of term (an encoded path and value)
+// for the item of container c with sequence number seq. Index entries hold
+// the item's key. term must be self-delimiting (no term a proper prefix of
+// another), so that entries sort by term, then by seq.
+func IndexKey(c uint64, term []byte, seq uint64) []byte {
+	b := kindPrefix(make([]byte, 0, 17+len(term)), kindIndex, c)
+	b = append(b, term...)
+	return binary.BigEndian.AppendUint64(b, seq)
+}
+
+// IndexSpan is the span of container c's index entries whose term lies in
+// [lo, hi). A nil hi means the end of the container's entries.
+func IndexSpan(c uint64, lo, hi []byte) Span {
+	s := Span{Lower: append(kindPrefix(nil, kindIndex, c), lo...), Upper: kindPrefix(nil, kindIndex, c+1)}
+	if hi != nil {
+		s.Upper = append(kindPrefix(nil, kindIndex, c), hi...)
+	}
+	return s
+}
+
+// EntrySeq returns the sequence number at the end of an order or index key.
+func EntrySeq(key []byte) (uint64, error) {
+	if len(key) < 17 || (key[0] != kindOrder && key[0] != kindIndex) {
+		return 0, ErrBadKey
+	}
+	return binary.BigEndian.Uint64(key[len(key)-8:]), nil
+}
+
+// EntryTerm returns the term of an index key (it aliases key).
+func EntryTerm(key []byte) ([]byte, error) {
+	if len(key) < 17 || key[0] != kindIndex {
+		return nil, ErrBadKey
+	}
+	return key[9 : len(key)-8], nil
+}
+
+// ContainerSpans are the spans of everything stored for container c's items:
+// the items, their order entries and their index entries.
+func ContainerSpans(c uint64) []Span {
+	return []Span{ContainerSpan(c), OrderSpan(c), IndexSpan(c, nil, nil)}
+}
+
+// Contains reports whether key lies in s.
+func (s Span) Contains(key []byte) bool {
+	return bytes.Compare(key, s.Lower) >= 0 && (s.Upper == nil || bytes.Compare(key, s.Upper) < 0)
 }
 
 // MetaKey returns the storage key of a meta (catalog) entry.

@@ -1,0 +1,354 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"hash/fnv"
+	"time"
+
+	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/query/exec"
+	"github.com/partitadb/partita/internal/query/plan"
+	"github.com/partitadb/partita/internal/status"
+	"github.com/partitadb/partita/internal/store"
+	"github.com/partitadb/partita/internal/throughput"
+)
+
+// queryToken is the continuation of a query, and the position a page
+// starts at. A streamed query (exec.Program.Streamable) resumes at a
+// document: Key in the span [Lo, Hi) of item keys, after the first Rows rows
+// of that document. Any other query is evaluated whole and resumes after
+// Skip result rows.
+type queryToken struct {
+	Hash uint64 `json:"h"`
+	Skip int    `json:"s,omitempty"`
+
+	Lo   []byte `json:"l,omitempty"`
+	Hi   []byte `json:"u,omitempty"`
+	Key  []byte `json:"k,omitempty"`
+	Rows int    `json:"r,omitempty"`
+	// Done counts the rows the query produced before this position, for
+	// OFFSET, LIMIT and TOP.
+	Done int `json:"n,omitempty"`
+}
+
+func (q Query) hash() uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(q.Text))
+	for k, v := range q.Params {
+		h.Write([]byte(k))
+		h.Write(v)
+	}
+	return h.Sum64()
+}
+
+// token decodes q's continuation (the zero token for none).
+func (q Query) token() (queryToken, error) {
+	tok := queryToken{Hash: q.hash()}
+	if q.Continuation == "" {
+		return tok, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(q.Continuation)
+	var got queryToken
+	if err != nil || json.Unmarshal(raw, &got) != nil || got.Hash != tok.Hash || got.Skip < 0 || got.Rows < 0 || got.Done < 0 {
+		return queryToken{}, status.BadRequest("invalid continuation token for this query")
+	}
+	return got, nil
+}
+
+func (t queryToken) encode() string {
+	raw, _ := json.Marshal(t)
+	return base64.RawURLEncoding.EncodeToString(raw)
+}
+
+// QueryItems runs a query over a container's items within scope.
+//
+// A query not scoped to one logical partition needs EnableCrossPartition
+// (else 400); if it also needs merging across partitions (ORDER BY,
+// aggregates, GROUP BY, DISTINCT, TOP, OFFSET/LIMIT) it is refused with
+// 400/1004 as Cosmos DB's gateway does, unless the engine runs with
+// GatewayQueryFull.
+//
+// Documents are read in Cosmos DB's order: a physical partition's in
+// creation (_rid) order, partitions in EPK order; one logical partition's in
+// id order. A streamable query reads only as far as its page needs and
+// resumes where it stopped; others are evaluated whole for each page.
+func (e *Engine) QueryItems(ctx context.Context, db, coll string, scope Scope, q Query) (Page, error) {
+	start := time.Now()
+	c, err := e.container(db, coll)
+	if err != nil {
+		return Page{}, err
+	}
+	ast, prog, err := compile(q, exec.WithUDFs(e.udfLookup(c)))
+	if err != nil {
+		return Page{}, err
+	}
+	// A filter that pins the partition key routes the query to that logical
+	// partition, as the gateway does (protocol doc §6.2).
+	if scope.PK == nil && scope.RangeID == "" {
+		if pk, ok := plan.PartitionKey(ast, c.PK.Paths, q.Params); ok {
+			scope.PK = pk
+		}
+	}
+	r, err := resolveScope(c, scope)
+	if err != nil {
+		return Page{}, err
+	}
+	cross := r.cross && scope.RangeID == ""
+	if cross && !q.EnableCrossPartition {
+		return Page{}, status.BadRequest("Cross partition query is required but disabled. Please set x-ms-documentdb-query-enablecrosspartition to true, specify x-ms-documentdb-partitionkey, or revise your query to avoid this exception.")
+	}
+	f := prog.Features()
+	if cross && !e.cfg.GatewayQueryFull && (f.OrderBy || f.Aggregate || f.GroupBy || f.Distinct || f.Top || f.OffsetLimit) {
+		return Page{}, crossPartitionRefused()
+	}
+	tok, err := q.token()
+	if err != nil {
+		return Page{}, err
+	}
+	src := docSource{e: e, c: c, r: r, byID: scope.PK != nil && len(scope.PK) == len(c.PK.Paths)}
+	run := queryRun{e: e, q: q, prog: prog, src: src, cross: cross, start: start}
+	var p Page
+	if prog.Streamable() {
+		p, err = run.streamed(ctx, tok)
+	} else {
+		p, err = run.whole(ctx, tok)
+	}
+	if err != nil {
+		return Page{}, err
+	}
+	size := 0
+	for _, it := range p.Items {
+		size += len(it)
+	}
+	p.ContainerRID, p.Session, p.Loaded, p.Elapsed = c.RID, e.sessionFor(r.ranges), run.loaded, time.Since(start)
+	p.RU = throughput.QueryCost(run.loaded, size, len(r.ranges))
+	return p, nil
+}
+
+// docSource reads the documents of a query's scope in order.
+type docSource struct {
+	e    *Engine
+	c    *catalog.Container
+	r    resolved
+	byID bool // one logical partition: read its items in key (id) order
+}
+
+// docFunc receives a document, the span of item keys it was read from, and
+// its key there (an item key, or an order key for creation order); it
+// returns false to stop. All slices are valid only during the call.
+type docFunc func(lo, hi, key, doc []byte) bool
+
+// spans returns the item-key spans of the scope that start at or after from,
+// in order: one per physical partition the scope touches.
+func (s docSource) spans(from []byte) []store.Span {
+	var out []store.Span
+	for _, rng := range s.c.Map().Ranges() {
+		sp := intersect(store.EPKSpan(s.c.Internal, rng.Min, rng.Max), s.r.span)
+		if from != nil {
+			sp = intersect(sp, store.Span{Lower: from, Upper: sp.Upper})
+		}
+		if bytes.Compare(sp.Lower, sp.Upper) < 0 {
+			out = append(out, sp)
+		}
+	}
+	return out
+}
+
+func intersect(a, b store.Span) store.Span {
+	if bytes.Compare(b.Lower, a.Lower) > 0 {
+		a.Lower = b.Lower
+	}
+	if bytes.Compare(b.Upper, a.Upper) < 0 {
+		a.Upper = b.Upper
+	}
+	return a
+}
+
+// read calls fn with every document of the scope from position at (the zero
+// token: the start), counting the documents it loads in *loaded.
+func (s docSource) read(ctx context.Context, at queryToken, loaded *int, fn docFunc) error {
+	if s.byID {
+		sp := s.r.span
+		if at.Key != nil {
+			sp = intersect(sp, store.Span{Lower: at.Key, Upper: sp.Upper})
+		}
+		return s.e.data.Scan(ctx, sp, nil, func(k, v []byte) bool {
+			*loaded++
+			return fn(sp.Lower, sp.Upper, k, v)
+		})
+	}
+	var spans []store.Span
+	if at.Hi != nil {
+		// Resume inside the span the token names (whatever the ranges are
+		// now: a split or merge since does not move items), then go on with
+		// today's ranges after it.
+		spans = append([]store.Span{{Lower: at.Lo, Upper: at.Hi}}, s.spans(at.Hi)...)
+	} else {
+		spans = s.spans(nil)
+	}
+	orders := store.OrderSpan(s.c.Internal)
+	for i, sp := range spans {
+		os := orders
+		if i == 0 && at.Key != nil {
+			os.Lower = at.Key
+		}
+		stopped := false
+		var failed error
+		err := s.e.data.Scan(ctx, os, nil, func(k, itemKey []byte) bool {
+			if !sp.Contains(itemKey) {
+				return true
+			}
+			doc, err := s.e.data.Get(itemKey)
+			if errors.Is(err, store.ErrNotFound) {
+				return true // deleted since the entry was read
+			}
+			if err != nil {
+				failed = err
+				return false
+			}
+			*loaded++
+			if !fn(sp.Lower, sp.Upper, k, doc) {
+				stopped = true
+				return false
+			}
+			return true
+		})
+		if err == nil {
+			err = failed
+		}
+		if err != nil || stopped {
+			return err
+		}
+	}
+	return nil
+}
+
+// queryRun is one page of one query.
+type queryRun struct {
+	e      *Engine
+	q      Query
+	prog   *exec.Program
+	src    docSource
+	cross  bool
+	start  time.Time
+	loaded int
+}
+
+// streamed returns the page of a streamable query that starts at tok. It
+// reads documents only until the page is full (one row more for a
+// partition-scoped query, to know whether a continuation is due), or until
+// the page's time is up. A page holds at least one document's rows, so a
+// query always progresses.
+func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error) {
+	skip, take := run.prog.Window()
+	limit := run.e.pageLimit(run.q.MaxItems)
+	maxBytes := run.e.cfg.MaxPageBytes
+	p := Page{Items: [][]byte{}}
+	done, size := tok.Done, 0
+	var next *queryToken // where the next page starts, if anywhere
+	var lo, hi, key []byte
+	rowIdx, skipRows, docs := 0, 0, 0
+	finished := take >= 0 && done >= skip+take
+	here := func(rows int) *queryToken {
+		return &queryToken{Hash: tok.Hash, Lo: bytes.Clone(lo), Hi: bytes.Clone(hi), Key: bytes.Clone(key), Rows: rows, Done: done}
+	}
+	feed := func(yield func([]byte) bool) error {
+		return run.src.read(ctx, tok, &run.loaded, func(l, h, k, doc []byte) bool {
+			if docs > 0 && time.Since(run.start) > run.e.cfg.QueryPageTime {
+				lo, hi, key = l, h, k
+				next = here(0)
+				return false
+			}
+			docs++
+			lo, hi, key = l, h, k
+			rowIdx, skipRows = 0, 0
+			if tok.Key != nil && bytes.Equal(k, tok.Key) {
+				skipRows = tok.Rows
+			}
+			return yield(doc)
+		})
+	}
+	var err error
+	if !finished {
+		err = run.prog.Stream(ctx, feed, func(row []byte) bool {
+			if rowIdx++; rowIdx <= skipRows {
+				return true
+			}
+			if take >= 0 && done >= skip+take {
+				finished = true
+				return false
+			}
+			if done < skip {
+				done++
+				return true
+			}
+			if len(p.Items) >= limit || (len(p.Items) > 0 && size+len(row) > maxBytes) {
+				next = here(rowIdx - 1) // a partition-scoped query's look-ahead row
+				return false
+			}
+			done++
+			p.Items = append(p.Items, bytes.Clone(row))
+			size += len(row)
+			if run.cross && run.q.MaxItems > 0 && len(p.Items) >= limit {
+				// The gateway does not look ahead on a full page of a
+				// cross-partition query: the next page may be empty
+				// (protocol doc §6.2).
+				next = here(rowIdx)
+				if take >= 0 && done >= skip+take {
+					next = nil
+				}
+				return false
+			}
+			return true
+		})
+	}
+	if err != nil {
+		return Page{}, translate(err)
+	}
+	if next != nil {
+		p.Continuation = next.encode()
+	}
+	return p, nil
+}
+
+// whole evaluates the query over the whole scope and returns the page of
+// results after tok.Skip rows.
+func (run *queryRun) whole(ctx context.Context, tok queryToken) (Page, error) {
+	if tok.Key != nil {
+		return Page{}, status.BadRequest("invalid continuation token for this query")
+	}
+	feed := func(yield func([]byte) bool) error {
+		return run.src.read(ctx, queryToken{}, &run.loaded, func(_, _, _, doc []byte) bool { return yield(doc) })
+	}
+	rows, err := run.prog.Run(ctx, feed)
+	if err != nil {
+		return Page{}, translate(err)
+	}
+	return run.e.page(rows, tok, run.q.MaxItems, run.cross), nil
+}
+
+// page cuts the page after tok.Skip rows out of a query's results.
+// Partition-scoped queries get a continuation only when results remain;
+// cross-partition ones whenever a page is full, as Cosmos DB's gateway does
+// (protocol doc §6.2).
+func (e *Engine) page(rows [][]byte, tok queryToken, maxItems int, cross bool) Page {
+	limit := e.pageLimit(maxItems)
+	start := min(tok.Skip, len(rows))
+	end := start
+	size := 0
+	for end < len(rows) && end-start < limit && (end == start || size+len(rows[end]) <= e.cfg.MaxPageBytes) {
+		size += len(rows[end])
+		end++
+	}
+	p := Page{Items: rows[start:end]}
+	full := end-start == limit
+	if end < len(rows) || (cross && full && maxItems > 0) {
+		tok.Skip = end
+		p.Continuation = tok.encode()
+	}
+	return p
+}

@@ -1,0 +1,282 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/partitadb/partita/internal/document"
+	"github.com/partitadb/partita/internal/store"
+)
+
+// queryFixture fills testEngine's 4-range container with n items over 10
+// logical partitions, created in id order, each with 0-2 tags, then deletes
+// every 7th and upserts every 5th (an upsert keeps an item's place in
+// creation order). It returns the ids that remain, in creation order.
+func queryFixture(t *testing.T, e *Engine, n int) []string {
+	t.Helper()
+	ctx := context.Background()
+	var ids []string
+	for i := range n {
+		tags := strings.Repeat(`,"t"`, i%3)
+		if tags != "" {
+			tags = tags[1:]
+		}
+		body := fmt.Sprintf(`{"id":"i%03d","pk":"p%d","n":%d,"tags":[%s]}`, i, i%10, i, tags)
+		if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Create, PK: pkN(i % 10), Body: []byte(body)}); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, fmt.Sprintf("i%03d", i))
+	}
+	var kept []string
+	for i, id := range ids {
+		switch {
+		case i%7 == 0:
+			if _, err := e.DeleteItem(ctx, ItemRef{DB: "db", Container: "k", ID: id}, pkN(i%10), "", TriggerSet{}); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		case i%5 == 0:
+			body := fmt.Sprintf(`{"id":"%s","pk":"p%d","n":%d,"tags":["u"]}`, id, i%10, i)
+			if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Upsert, PK: pkN(i % 10), Body: []byte(body)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		kept = append(kept, id)
+	}
+	return kept
+}
+
+func pkN(i int) document.PartitionKey {
+	return document.PartitionKey{{Kind: document.String, String: fmt.Sprintf("p%d", i)}}
+}
+
+// queryAll follows a query's continuations to the end and returns every
+// row, failing the test after too many pages.
+func queryAll(t *testing.T, e *Engine, scope Scope, q Query) []string {
+	t.Helper()
+	var out []string
+	for pages := 0; ; pages++ {
+		if pages > 2000 {
+			t.Fatalf("query %q: no end after %d pages", q.Text, pages)
+		}
+		p, err := e.QueryItems(context.Background(), "db", "k", scope, q)
+		if err != nil {
+			t.Fatalf("query %q (continuation %q): %v", q.Text, q.Continuation, err)
+		}
+		if q.MaxItems > 0 && len(p.Items) > q.MaxItems {
+			t.Fatalf("query %q: page of %d items, max %d", q.Text, len(p.Items), q.MaxItems)
+		}
+		for _, it := range p.Items {
+			out = append(out, string(it))
+		}
+		if p.Continuation == "" {
+			return out
+		}
+		q.Continuation = p.Continuation
+	}
+}
+
+// TestQueryCreationOrder: without ORDER BY a physical partition returns its
+// documents in creation order, partitions one after another in range order,
+// whatever upserts and deletes happened since.
+func TestQueryCreationOrder(t *testing.T) {
+	e := testEngine(t)
+	kept := queryFixture(t, e, 120)
+	ranges, _, _, err := e.PKRanges("db", "k")
+	if err != nil || len(ranges) != 4 {
+		t.Fatalf("PKRanges = %d ranges, %v; want 4", len(ranges), err)
+	}
+	q := Query{Text: "SELECT VALUE c.id FROM c", EnableCrossPartition: true, MaxItems: -1}
+	var perRange []string
+	for _, r := range ranges {
+		got := queryAll(t, e, Scope{RangeID: r.ID}, q)
+		// The ids of one range must come in creation (= id) order.
+		if !slices.IsSorted(got) {
+			t.Errorf("range %s returned %v, not in creation order", r.ID, got)
+		}
+		perRange = append(perRange, got...)
+	}
+	all := queryAll(t, e, Scope{}, q)
+	if diff := cmp.Diff(perRange, all); diff != "" {
+		t.Errorf("cross-partition order is not the ranges' orders concatenated (-ranges +cross):\n%s", diff)
+	}
+	want := make([]string, len(kept))
+	for i, id := range kept {
+		want[i] = `"` + id + `"`
+	}
+	sorted := slices.Sorted(slices.Values(all))
+	if diff := cmp.Diff(want, sorted); diff != "" {
+		t.Errorf("cross-partition query returned the wrong ids (-want +got):\n%s", diff)
+	}
+}
+
+// TestQueryPagingNeverLosesOrRepeats: following continuations with any page
+// size, with pages cut short by the time budget, and for every scope, gives
+// exactly the rows of the unpaged query, in the same order.
+func TestQueryPagingNeverLosesOrRepeats(t *testing.T) {
+	for _, budget := range []time.Duration{0, time.Nanosecond} {
+		t.Run(fmt.Sprintf("budget=%v", budget), func(t *testing.T) {
+			e := testEngine(t)
+			e.cfg.GatewayQueryFull = true
+			if budget > 0 {
+				e.cfg.QueryPageTime = budget
+			}
+			kept := queryFixture(t, e, 90)
+			queries := []struct {
+				text string
+				rows func(ids []string) int // how many rows a cross-partition run has; nil: not checked
+			}{
+				{"SELECT VALUE c.id FROM c", func(ids []string) int { return len(ids) }},
+				{"SELECT c.id, t FROM c JOIN t IN c.tags", nil},
+				{"SELECT * FROM c WHERE c.n % 3 = 0", nil},
+				{"SELECT VALUE c.id FROM c OFFSET 3 LIMIT 11", nil},
+				{"SELECT TOP 13 c.id FROM c JOIN t IN c.tags", nil},
+				{"SELECT VALUE c.id FROM c OFFSET 500 LIMIT 3", func([]string) int { return 0 }},
+			}
+			scopes := map[string]Scope{"cross": {}, "range": {RangeID: "1"}, "pk": {PK: pkN(3)}}
+			for _, qq := range queries {
+				for name, scope := range scopes {
+					q := Query{Text: qq.text, EnableCrossPartition: true, MaxItems: -1}
+					whole := queryAll(t, e, scope, q)
+					if qq.rows != nil && name == "cross" && len(whole) != qq.rows(kept) {
+						t.Errorf("%s %q: %d rows, want %d", name, qq.text, len(whole), qq.rows(kept))
+					}
+					for _, size := range []int{1, 2, 3, 7} {
+						q.MaxItems = size
+						got := queryAll(t, e, scope, q)
+						if diff := cmp.Diff(whole, got); diff != "" {
+							t.Errorf("%s %q in pages of %d differs from one page (-whole +paged):\n%s", name, qq.text, size, diff)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestQueryWindowMatchesOracle checks OFFSET/LIMIT/TOP of a streamed query
+// against the same window cut from the unlimited result.
+func TestQueryWindowMatchesOracle(t *testing.T) {
+	e := testEngine(t)
+	e.cfg.GatewayQueryFull = true
+	queryFixture(t, e, 60)
+	all := queryAll(t, e, Scope{}, Query{Text: "SELECT VALUE c.id FROM c", EnableCrossPartition: true, MaxItems: 4})
+	for _, tc := range []struct {
+		text     string
+		from, to int
+	}{
+		{"SELECT VALUE c.id FROM c OFFSET 5 LIMIT 9", 5, 14},
+		{"SELECT TOP 7 VALUE c.id FROM c", 0, 7},
+		{"SELECT TOP 4 VALUE c.id FROM c OFFSET 2 LIMIT 10", 2, 6},
+		{"SELECT VALUE c.id FROM c OFFSET 0 LIMIT 0", 0, 0},
+	} {
+		got := queryAll(t, e, Scope{}, Query{Text: tc.text, EnableCrossPartition: true, MaxItems: 3})
+		if diff := cmp.Diff(all[tc.from:tc.to], got, cmpEmpty); diff != "" {
+			t.Errorf("%q (-want +got):\n%s", tc.text, diff)
+		}
+	}
+}
+
+var cmpEmpty = cmp.Comparer(func(a, b []string) bool { return slices.Equal(a, b) })
+
+// TestQueryResumesPastDeletedItem: a continuation naming a document deleted
+// since still resumes with the documents after it.
+func TestQueryResumesPastDeletedItem(t *testing.T) {
+	e := testEngine(t)
+	ctx := context.Background()
+	for i := range 6 {
+		body := fmt.Sprintf(`{"id":"d%d","pk":"p0"}`, i)
+		if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Create, PK: pkN(0), Body: []byte(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := Query{Text: "SELECT VALUE c.id FROM c", EnableCrossPartition: true, MaxItems: 2}
+	p, err := e.QueryItems(ctx, "db", "k", Scope{}, q)
+	if err != nil || p.Continuation == "" {
+		t.Fatalf("first page: %v, continuation %q", err, p.Continuation)
+	}
+	// The page ended at d1; delete d1 and d2 (d2 is where a look-ahead
+	// would resume) before asking for the rest.
+	for _, id := range []string{"d1", "d2"} {
+		if _, err := e.DeleteItem(ctx, ItemRef{DB: "db", Container: "k", ID: id}, pkN(0), "", TriggerSet{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q.Continuation = p.Continuation
+	got := queryAll(t, e, Scope{}, q)
+	if want := []string{`"d3"`, `"d4"`, `"d5"`}; !slices.Equal(got, want) {
+		t.Errorf("rest of the query = %v, want %v", got, want)
+	}
+}
+
+// TestQueryBadContinuation: tokens that are garbage or belong to another
+// query are refused with 400.
+func TestQueryBadContinuation(t *testing.T) {
+	e := testEngine(t)
+	queryFixture(t, e, 20)
+	other, err := e.QueryItems(context.Background(), "db", "k", Scope{}, Query{Text: "SELECT * FROM c", EnableCrossPartition: true, MaxItems: 1})
+	if err != nil || other.Continuation == "" {
+		t.Fatalf("other query: %v %q", err, other.Continuation)
+	}
+	for _, tok := range []string{"!!", "e30", other.Continuation} {
+		_, err := e.QueryItems(context.Background(), "db", "k", Scope{}, Query{Text: "SELECT c.id FROM c", EnableCrossPartition: true, Continuation: tok})
+		if code(err) != 400 {
+			t.Errorf("continuation %q: err %v, want 400", tok, err)
+		}
+	}
+}
+
+// TestOrderEntriesRebuiltOnOpen: a store without order entries (written
+// before they existed) gets them rebuilt when the engine opens it.
+func TestOrderEntriesRebuiltOnOpen(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.Open(store.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(t.Context(), st, Config{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateDatabase("db", Throughput{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateContainer("db", []byte(`{"id":"k","partitionKey":{"paths":["/pk"]}}`), Throughput{Manual: 400}); err != nil {
+		t.Fatal(err)
+	}
+	kept := queryFixture(t, e, 40)
+	c, _ := e.container("db", "k")
+	b := st.NewBatch()
+	b.DeleteSpan(store.OrderSpan(c.Internal))
+	b.Delete(formatKey)
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	q := Query{Text: "SELECT VALUE c.id FROM c", EnableCrossPartition: true, MaxItems: -1}
+	if got := queryAll(t, e, Scope{}, q); len(got) != 0 {
+		t.Fatalf("with the order entries gone the query found %d items; the test does not test anything", len(got))
+	}
+	st.Close()
+	if st, err = store.Open(store.Options{Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if e, err = New(t.Context(), st, Config{}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := queryAll(t, e, Scope{}, q)
+	want := make([]string, len(kept))
+	for i, id := range kept {
+		b, _ := json.Marshal(id)
+		want[i] = string(b)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("after reopening (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,47 @@
+package exec
+
+import "context"
+
+// Window returns the part of the result stream a query keeps: skip rows are dropped, then
+// at most take rows are kept (take < 0: no limit). It combines OFFSET, LIMIT and TOP of the
+// outermost query.
+func (p *Program) Window() (skip, take int) {
+	q := p.q
+	take = q.limit
+	if q.topN >= 0 && (take < 0 || q.topN < take) {
+		take = q.topN
+	}
+	return q.offset, take
+}
+
+// Streamable reports whether the query's rows can be produced one document at a time and
+// concatenated across partitions and pages: no ORDER BY, GROUP BY, aggregate or DISTINCT in
+// the outermost query. OFFSET, LIMIT and TOP are the caller's to apply (see Window).
+func (p *Program) Streamable() bool {
+	q := p.q
+	return len(q.orderBy) == 0 && !q.grouped && !q.distinct
+}
+
+// Stream evaluates a streamable program (see Streamable) over docs and calls fn with each
+// result row, ignoring OFFSET, LIMIT and TOP, until fn returns false. Each row is produced
+// while docs is inside its yield call for the document it comes from, so the caller knows
+// which document a row belongs to. row is only valid during the call. Errors are those of
+// Run; a program that is not streamable fails with an *Error.
+func (p *Program) Stream(ctx context.Context, docs func(yield func(doc []byte) bool) error, fn func(row []byte) bool) error {
+	if !p.Streamable() {
+		return &Error{Msg: "the query cannot be streamed"}
+	}
+	q := *p.q
+	q.topN, q.offset, q.limit = -1, 0, -1
+	rc := &runCtx{ctx: ctx, docs: docs, now: p.now()}
+	e := &env{slots: make([]value, p.nslots), rc: rc}
+	var buf []byte
+	q.exec(e, func(v value) bool {
+		if rc.curDoc != nil && v.j != nil && v.j == rc.curRoot {
+			return fn(rc.curDoc)
+		}
+		buf = appendJSON(buf[:0], v)
+		return fn(buf)
+	})
+	return rc.err
+}
