@@ -11,7 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/valyala/fastjson"
+
 	"github.com/partitadb/partita/internal/document"
+	"github.com/partitadb/partita/internal/index"
 	"github.com/partitadb/partita/internal/partition"
 	"github.com/partitadb/partita/internal/store"
 )
@@ -128,8 +131,14 @@ type Container struct {
 	Ranges        []RangeRecord `json:"ranges"`
 	RangesVersion int           `json:"rangesVersion"`
 	NextRangeID   int           `json:"nextRangeId"`
+	// Indexed is the indexing policy (JSON, as in Body) that the container's
+	// index entries reflect; it differs from the current one until the
+	// engine has rebuilt them after a policy change.
+	Indexed string `json:"indexed,omitempty"`
 
-	pmap *partition.Map
+	pmap      *partition.Map
+	policy    *index.Policy
+	policyRaw string
 }
 
 // Self is the container's _self link.
@@ -156,6 +165,36 @@ func (c *Container) JSON() []byte {
 func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// Policy is the container's current indexing policy.
+func (c *Container) Policy() *index.Policy { return c.policy }
+
+// IndexCurrent reports whether the container's index entries reflect its
+// current indexing policy.
+func (c *Container) IndexCurrent() bool { return c.Indexed == c.policyRaw }
+
+// PolicyJSON is the container's current indexing policy as JSON, the value
+// MarkIndexed takes.
+func (c *Container) PolicyJSON() string { return c.policyRaw }
+
+// derive computes what a container holds besides its persisted fields: the
+// partition map and the parsed indexing policy.
+func (c *Container) derive() error {
+	if err := c.buildMap(); err != nil {
+		return err
+	}
+	var p fastjson.Parser
+	v, err := p.ParseBytes(c.Body)
+	if err != nil {
+		return fmt.Errorf("container %s/%s: %w", c.DB, c.ID, err)
+	}
+	raw := v.Get("indexingPolicy").MarshalTo(nil)
+	if c.policy, err = index.ParsePolicy(raw); err != nil {
+		return fmt.Errorf("container %s/%s: %w", c.DB, c.ID, err)
+	}
+	c.policyRaw = string(raw)
+	return nil
 }
 
 func (c *Container) buildMap() error {
@@ -232,7 +271,7 @@ func Open(ctx context.Context, st *store.Store, now func() time.Time) (*Catalog,
 		if err := json.Unmarshal(v, &k); err != nil {
 			return err
 		}
-		if err := k.buildMap(); err != nil {
+		if err := k.derive(); err != nil {
 			return err
 		}
 		if c.mu.colls[k.DB] == nil {
@@ -463,9 +502,10 @@ func (c *Catalog) CreateContainer(db string, body []byte, tp Throughput) (*Conta
 		k.Ranges = append(k.Ranges, RangeRecord{ID: r.ID, Min: r.Min.String(), Max: r.Max.String()})
 	}
 	k.NextRangeID = n
-	if err := k.buildMap(); err != nil {
+	if err := k.derive(); err != nil {
 		return nil, err
 	}
+	k.Indexed = k.policyRaw // a new container has no items, hence a complete index
 	if offer != nil {
 		k.OfferID = offer.ID
 		putJSON(b, keyOffer+offer.ID, offer)
@@ -510,6 +550,9 @@ func (c *Catalog) ReplaceContainer(db, id string, body []byte) (*Container, erro
 	k := *old
 	seq := c.nextLocked()
 	k.Body, k.TS, k.ETag = def.body, c.now().Unix(), document.ETag(seq)
+	if err := k.derive(); err != nil {
+		return nil, err
+	}
 	b := c.st.NewBatch()
 	defer b.Close()
 	putJSON(b, collKey(db, id), &k)
@@ -519,6 +562,29 @@ func (c *Catalog) ReplaceContainer(db, id string, body []byte) (*Container, erro
 	}
 	c.mu.colls[db][id] = &k
 	return &k, nil
+}
+
+// MarkIndexed records that the index entries of container db/id (the one
+// with internal id internal, not a later one of the same name) reflect
+// indexing policy policy (Container.PolicyJSON). It does nothing if the
+// container is gone or its policy changed since.
+func (c *Catalog) MarkIndexed(db, id string, internal uint64, policy string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old, ok := c.mu.colls[db][id]
+	if !ok || old.Internal != internal || old.policyRaw != policy || old.Indexed == policy {
+		return nil
+	}
+	k := *old
+	k.Indexed = policy
+	b := c.st.NewBatch()
+	defer b.Close()
+	putJSON(b, collKey(db, id), &k)
+	if err := b.Commit(); err != nil {
+		return err
+	}
+	c.mu.colls[db][id] = &k
+	return nil
 }
 
 // DeleteContainer removes a container, its items and its offer atomically.

@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/partitadb/partita/internal/document"
+	"github.com/partitadb/partita/internal/index"
 	"github.com/partitadb/partita/internal/partition"
 )
 
@@ -121,6 +122,12 @@ func parseDefinition(body []byte) (definition, error) {
 	setDefault("indexingPolicy", defaultIndexingPolicy)
 	setDefault("conflictResolutionPolicy", defaultConflictPolicy)
 	setDefault("geospatialConfig", defaultGeospatial)
+	if _, err := index.ParsePolicy(obj.Get("indexingPolicy").MarshalTo(nil)); err != nil {
+		if pe, ok := errors.AsType[*index.PolicyError](err); ok {
+			return definition{}, invalid(pe.Error())
+		}
+		return definition{}, err
+	}
 	if ttl := obj.Get("defaultTtl"); ttl != nil {
 		n, err := ttl.Int()
 		if err != nil || n == 0 || n < -1 {

@@ -77,6 +77,7 @@ type Engine struct {
 	cat   *catalog.Catalog
 	seq   *sequencer
 	locks lockTable
+	colls containerLocks
 	progs programs
 }
 
@@ -196,9 +197,18 @@ func (e *Engine) ReplaceContainer(db, id string, body []byte, ifMatch string) (R
 	if ifMatchFails(ifMatch, c.ETag) {
 		return Resource{}, status.PreconditionFailed()
 	}
+	// A changed indexing policy rebuilds the container's index before the
+	// reply, with its writes held off (Cosmos DB transforms the index in
+	// the background; here the replace waits for it).
+	defer e.colls.exclusive(c.Internal)()
 	c, err = e.cat.ReplaceContainer(db, id, body)
 	if err != nil {
 		return Resource{}, translate(err)
+	}
+	if !c.IndexCurrent() {
+		if err := e.rebuildTerms(context.Background(), c); err != nil {
+			return Resource{}, translate(err)
+		}
 	}
 	return Resource{Body: c.JSON(), ETag: c.ETag}, nil
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -14,13 +15,17 @@ import (
 
 // Secondary entries. Besides the item itself, every item has an order entry
 // (store.OrderKey by the sequence number in its _rid: a container's items in
-// creation order, the order Cosmos DB returns a partition's documents in).
-// They are written in the same store batch as the item, so they are exactly
-// as durable as it is (docs/query-engine.md).
+// creation order, the order Cosmos DB returns a partition's documents in),
+// and an index entry (store.IndexKey) for every term (path and scalar value)
+// its container's indexing policy indexes. They are written in the same
+// store batch as the item, so they are exactly as durable as it is
+// (docs/query-engine.md). Entries are not keyed by physical partition: a
+// split moves no entry, and a partition's readers filter entries by the EPK
+// in the item key they hold.
 
 // indexFormat is the version of the secondary entries' layout. A store
 // written with another version has them rebuilt when the engine opens it.
-const indexFormat = 1
+const indexFormat = 2
 
 // formatKey is the meta key holding indexFormat of the stored entries.
 var formatKey = store.MetaKey([]byte("engine/index-format"))
@@ -41,12 +46,44 @@ func ridSeq(rid string) (uint64, error) {
 // new (nil for none: a create or a delete). key is the item's key and seq
 // the sequence number of its _rid, which does not change while it exists.
 func (t *lpTxn) indexItem(key []byte, seq uint64, old, new []byte) error {
-	ok := store.OrderKey(t.c.Internal, seq)
+	c := t.c.Internal
+	ok := store.OrderKey(c, seq)
 	switch {
 	case old == nil && new != nil:
 		t.b.Set(ok, key)
 	case old != nil && new == nil:
 		t.b.Delete(ok)
+	}
+	pol := t.c.Policy()
+	if pol.None() {
+		return nil
+	}
+	// Terms come sorted and without duplicates: one merge pass finds the
+	// terms to remove and the ones to add; unchanged ones are not rewritten.
+	var was [][]byte
+	if old != nil {
+		if err := pol.Terms(old, func(term []byte) { was = append(was, bytes.Clone(term)) }); err != nil {
+			return translate(fmt.Errorf("index the stored item: %w", err))
+		}
+	}
+	i := 0
+	if new != nil {
+		if err := pol.Terms(new, func(term []byte) {
+			for i < len(was) && bytes.Compare(was[i], term) < 0 {
+				t.b.Delete(store.IndexKey(c, was[i], seq))
+				i++
+			}
+			if i < len(was) && bytes.Equal(was[i], term) {
+				i++
+				return
+			}
+			t.b.Set(store.IndexKey(c, term, seq), key)
+		}); err != nil {
+			return translate(fmt.Errorf("index the item: %w", err))
+		}
+	}
+	for ; i < len(was); i++ {
+		t.b.Delete(store.IndexKey(c, was[i], seq))
 	}
 	return nil
 }
@@ -54,24 +91,35 @@ func (t *lpTxn) indexItem(key []byte, seq uint64, old, new []byte) error {
 // ensureIndexes rebuilds every container's secondary entries when the store
 // holds them in another format (or, written before they existed, not at
 // all), then records the current format. It runs before the engine serves.
+//
+// Containers whose index entries do not reflect their current indexing
+// policy (a replace interrupted by a crash) have them rebuilt too.
 func (e *Engine) ensureIndexes(ctx context.Context, st *store.Store) error {
 	v, err := st.Get(formatKey)
-	switch {
-	case err == nil && string(v) == strconv.Itoa(indexFormat):
-		return nil
-	case err != nil && !errors.Is(err, store.ErrNotFound):
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
+	formatOK := err == nil && string(v) == strconv.Itoa(indexFormat)
 	for _, db := range e.cat.Databases() {
 		colls, err := e.cat.Containers(db.ID)
 		if err != nil {
 			return err
 		}
 		for _, c := range colls {
-			if err := e.rebuildOrder(ctx, st, c); err != nil {
-				return fmt.Errorf("engine: rebuild the order entries of %s: %w", c.Link(), err)
+			if !formatOK {
+				if err := e.rebuild(ctx, c, store.OrderSpan(c.Internal), e.orderEntries(c)); err != nil {
+					return fmt.Errorf("engine: rebuild the order entries of %s: %w", c.Link(), err)
+				}
+			}
+			if !formatOK || !c.IndexCurrent() {
+				if err := e.rebuildTerms(ctx, c); err != nil {
+					return fmt.Errorf("engine: rebuild the index of %s: %w", c.Link(), err)
+				}
 			}
 		}
+	}
+	if formatOK {
+		return nil
 	}
 	b := st.NewBatch()
 	defer b.Close()
@@ -79,31 +127,61 @@ func (e *Engine) ensureIndexes(ctx context.Context, st *store.Store) error {
 	return b.Commit()
 }
 
-// rebuildOrder replaces container c's order entries with ones derived from
-// its items, committing in batches of rebuildBatch items.
-func (e *Engine) rebuildOrder(ctx context.Context, st *store.Store, c *catalog.Container) error {
+// rebuildTerms replaces container c's index entries with ones for its
+// current indexing policy and records that they reflect it. No item
+// transaction may run on c meanwhile.
+func (e *Engine) rebuildTerms(ctx context.Context, c *catalog.Container) error {
+	if err := e.rebuild(ctx, c, store.IndexSpan(c.Internal, nil, nil), e.termEntries(c)); err != nil {
+		return err
+	}
+	return e.cat.MarkIndexed(c.DB, c.ID, c.Internal, c.PolicyJSON())
+}
+
+// entryFunc sets the secondary entries of one stored item in b.
+type entryFunc func(b *store.Batch, key []byte, seq uint64, item []byte) error
+
+func (e *Engine) orderEntries(c *catalog.Container) entryFunc {
+	return func(b *store.Batch, key []byte, seq uint64, _ []byte) error {
+		b.Set(store.OrderKey(c.Internal, seq), key)
+		return nil
+	}
+}
+
+func (e *Engine) termEntries(c *catalog.Container) entryFunc {
+	pol := c.Policy()
+	return func(b *store.Batch, key []byte, seq uint64, item []byte) error {
+		if pol.None() {
+			return nil
+		}
+		return pol.Terms(item, func(term []byte) { b.Set(store.IndexKey(c.Internal, term, seq), key) })
+	}
+}
+
+// rebuild replaces the entries in span with the ones set derives from each
+// of container c's items, committing every rebuildBatch items.
+func (e *Engine) rebuild(ctx context.Context, c *catalog.Container, span store.Span, set entryFunc) error {
 	const rebuildBatch = 1024
-	b := st.NewBatch()
-	b.DeleteSpan(store.OrderSpan(c.Internal))
+	b := e.data.NewBatch()
+	b.DeleteSpan(span)
 	n := 0
 	var failed error
-	err := st.Scan(ctx, store.ContainerSpan(c.Internal), nil, func(k, v []byte) bool {
+	err := e.data.Scan(ctx, store.ContainerSpan(c.Internal), nil, func(k, v []byte) bool {
 		props, err := document.Props(v)
+		if err == nil {
+			var seq uint64
+			if seq, err = ridSeq(props.RID); err == nil {
+				err = set(b, k, seq, v)
+			}
+		}
 		if err != nil {
 			failed = err
 			return false
 		}
-		seq, err := ridSeq(props.RID)
-		if err != nil {
-			failed = err
-			return false
-		}
-		b.Set(store.OrderKey(c.Internal, seq), k)
 		if n++; n%rebuildBatch == 0 {
 			if failed = b.Commit(); failed != nil {
 				return false
 			}
-			b = st.NewBatch()
+			b = e.data.NewBatch()
 		}
 		return true
 	})

@@ -37,3 +37,39 @@ func (t *lockTable) lock(key string) (unlock func()) {
 		t.mu.Unlock()
 	}
 }
+
+// containerLocks hands out one reader/writer lock per container: item
+// transactions hold it shared, and work that must see no writes at all (an
+// index rebuild after an indexing policy change) holds it exclusively.
+type containerLocks struct {
+	mu    sync.Mutex // guards locks
+	locks map[uint64]*sync.RWMutex
+}
+
+func (t *containerLocks) get(c uint64) *sync.RWMutex {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.locks == nil {
+		t.locks = map[uint64]*sync.RWMutex{}
+	}
+	l := t.locks[c]
+	if l == nil {
+		l = &sync.RWMutex{}
+		t.locks[c] = l
+	}
+	return l
+}
+
+// shared locks container c for an item transaction and returns the release.
+func (t *containerLocks) shared(c uint64) (unlock func()) {
+	l := t.get(c)
+	l.RLock()
+	return l.RUnlock
+}
+
+// exclusive locks container c against every item transaction.
+func (t *containerLocks) exclusive(c uint64) (unlock func()) {
+	l := t.get(c)
+	l.Lock()
+	return l.Unlock
+}

@@ -2,11 +2,14 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"hash/fnv"
+	"slices"
 	"time"
 
 	"github.com/partitadb/partita/internal/catalog"
@@ -110,6 +113,9 @@ func (e *Engine) QueryItems(ctx context.Context, db, coll string, scope Scope, q
 		return Page{}, err
 	}
 	src := docSource{e: e, c: c, r: r, byID: scope.PK != nil && len(scope.PK) == len(c.PK.Paths)}
+	if !src.byID && c.IndexCurrent() {
+		src.scan, _ = plan.Index(ast, q.Params, c.Policy())
+	}
 	run := queryRun{e: e, q: q, prog: prog, src: src, cross: cross, start: start}
 	var p Page
 	if prog.Streamable() {
@@ -134,7 +140,8 @@ type docSource struct {
 	e    *Engine
 	c    *catalog.Container
 	r    resolved
-	byID bool // one logical partition: read its items in key (id) order
+	byID bool            // one logical partition: read its items in key (id) order
+	scan *plan.IndexScan // nil: no index lookup narrows the scope
 }
 
 // docFunc receives a document, the span of item keys it was read from, and
@@ -168,9 +175,21 @@ func intersect(a, b store.Span) store.Span {
 	return a
 }
 
+// maxGather bounds how many index entries a multi-term index lookup (IN, a
+// range, a prefix) collects per physical partition to put them in creation
+// order; a lookup finding more reads the partition in order instead, which
+// is then the cheaper plan anyway.
+const maxGather = 1 << 16
+
 // read calls fn with every document of the scope from position at (the zero
-// token: the start), counting the documents it loads in *loaded.
-func (s docSource) read(ctx context.Context, at queryToken, loaded *int, fn docFunc) error {
+// token: the start), counting the documents it loads in *loaded and the
+// index entries it reads in *entries.
+//
+// In creation order (all scopes but one logical partition) a document's
+// key is its sequence number, 8 bytes big-endian, whether it was found by
+// an order scan or an index lookup: both give the same order, and a
+// continuation made by one resumes the other.
+func (s docSource) read(ctx context.Context, at queryToken, loaded, entries *int, fn docFunc) error {
 	if s.byID {
 		sp := s.r.span
 		if at.Key != nil {
@@ -190,41 +209,126 @@ func (s docSource) read(ctx context.Context, at queryToken, loaded *int, fn docF
 	} else {
 		spans = s.spans(nil)
 	}
-	orders := store.OrderSpan(s.c.Internal)
+	var from uint64
+	if len(at.Key) == 8 {
+		from = binary.BigEndian.Uint64(at.Key)
+	}
 	for i, sp := range spans {
-		os := orders
-		if i == 0 && at.Key != nil {
-			os.Lower = at.Key
+		if i > 0 {
+			from = 0
 		}
-		stopped := false
-		var failed error
-		err := s.e.data.Scan(ctx, os, nil, func(k, itemKey []byte) bool {
-			if !sp.Contains(itemKey) {
-				return true
-			}
+		var r spanReader = s.orderScan
+		if s.scan != nil {
+			r = s.indexScan
+		}
+		stopped, err := r(ctx, sp, from, entries, func(seq uint64, itemKey []byte) (bool, error) {
 			doc, err := s.e.data.Get(itemKey)
 			if errors.Is(err, store.ErrNotFound) {
-				return true // deleted since the entry was read
+				return true, nil // deleted since the entry was read
 			}
 			if err != nil {
-				failed = err
-				return false
+				return false, err
 			}
 			*loaded++
-			if !fn(sp.Lower, sp.Upper, k, doc) {
-				stopped = true
-				return false
-			}
-			return true
+			var key [8]byte
+			binary.BigEndian.PutUint64(key[:], seq)
+			return fn(sp.Lower, sp.Upper, key[:], doc), nil
 		})
-		if err == nil {
-			err = failed
-		}
 		if err != nil || stopped {
 			return err
 		}
 	}
 	return nil
+}
+
+// spanReader calls emit, in sequence-number order, with the key of every
+// item in span sp whose sequence number is from or later, until emit
+// returns false (then stopped is true) or an error.
+type spanReader func(ctx context.Context, sp store.Span, from uint64, entries *int, emit func(seq uint64, itemKey []byte) (bool, error)) (stopped bool, err error)
+
+// orderScan reads a span's items through the container's order entries.
+func (s docSource) orderScan(ctx context.Context, sp store.Span, from uint64, entries *int, emit func(uint64, []byte) (bool, error)) (bool, error) {
+	os := store.OrderSpan(s.c.Internal)
+	if from > 0 {
+		os.Lower = store.OrderKey(s.c.Internal, from)
+	}
+	stopped := false
+	var failed error
+	err := s.e.data.Scan(ctx, os, nil, func(k, itemKey []byte) bool {
+		*entries++
+		if !sp.Contains(itemKey) {
+			return true
+		}
+		seq, err := store.EntrySeq(k)
+		if err == nil {
+			var more bool
+			if more, err = emit(seq, itemKey); err == nil && !more {
+				stopped = true
+				return false
+			}
+		}
+		failed = err
+		return err == nil
+	})
+	if err == nil {
+		err = failed
+	}
+	return stopped, err
+}
+
+// indexScan reads a span's items that the query's index lookup finds. A
+// single-term lookup streams its entries, already in sequence order; others
+// gather and sort them, up to maxGather, beyond which it reads the span in
+// order instead.
+func (s docSource) indexScan(ctx context.Context, sp store.Span, from uint64, entries *int, emit func(uint64, []byte) (bool, error)) (bool, error) {
+	type hit struct {
+		seq uint64
+		key []byte
+	}
+	var hits []hit
+	stopped, tooMany := false, false
+	var failed error
+	for _, ts := range s.scan.Spans {
+		err := s.e.data.Scan(ctx, store.IndexSpan(s.c.Internal, ts.Lower, ts.Upper), nil, func(k, itemKey []byte) bool {
+			*entries++
+			seq, err := store.EntrySeq(k)
+			if err != nil {
+				failed = err
+				return false
+			}
+			if seq < from || !sp.Contains(itemKey) {
+				return true
+			}
+			if s.scan.Point() {
+				more, err := emit(seq, itemKey)
+				failed, stopped = err, err == nil && !more
+				return more && err == nil
+			}
+			if len(hits) == maxGather {
+				tooMany = true
+				return false
+			}
+			hits = append(hits, hit{seq, bytes.Clone(itemKey)})
+			return true
+		})
+		if err == nil {
+			err = failed
+		}
+		if err != nil || stopped || tooMany {
+			if tooMany {
+				return s.orderScan(ctx, sp, from, entries, emit)
+			}
+			return stopped, err
+		}
+	}
+	slices.SortFunc(hits, func(a, b hit) int { return cmp.Compare(a.seq, b.seq) })
+	for _, h := range hits {
+		more, err := emit(h.seq, h.key)
+		if err != nil || !more {
+			return !more, err
+		}
+	}
+	return false, nil
 }
 
 // queryRun is one page of one query.
@@ -235,7 +339,9 @@ type queryRun struct {
 	src    docSource
 	cross  bool
 	start  time.Time
-	loaded int
+	loaded int // documents read
+	// entries counts the order and index entries read.
+	entries int
 }
 
 // streamed returns the page of a streamable query that starts at tok. It
@@ -257,7 +363,7 @@ func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error)
 		return &queryToken{Hash: tok.Hash, Lo: bytes.Clone(lo), Hi: bytes.Clone(hi), Key: bytes.Clone(key), Rows: rows, Done: done}
 	}
 	feed := func(yield func([]byte) bool) error {
-		return run.src.read(ctx, tok, &run.loaded, func(l, h, k, doc []byte) bool {
+		return run.src.read(ctx, tok, &run.loaded, &run.entries, func(l, h, k, doc []byte) bool {
 			if docs > 0 && time.Since(run.start) > run.e.cfg.QueryPageTime {
 				lo, hi, key = l, h, k
 				next = here(0)
@@ -322,7 +428,7 @@ func (run *queryRun) whole(ctx context.Context, tok queryToken) (Page, error) {
 		return Page{}, status.BadRequest("invalid continuation token for this query")
 	}
 	feed := func(yield func([]byte) bool) error {
-		return run.src.read(ctx, queryToken{}, &run.loaded, func(_, _, _, doc []byte) bool { return yield(doc) })
+		return run.src.read(ctx, queryToken{}, &run.loaded, &run.entries, func(_, _, _, doc []byte) bool { return yield(doc) })
 	}
 	rows, err := run.prog.Run(ctx, feed)
 	if err != nil {

@@ -138,6 +138,11 @@ func TestQueryPagingNeverLosesOrRepeats(t *testing.T) {
 				{"SELECT VALUE c.id FROM c OFFSET 3 LIMIT 11", nil},
 				{"SELECT TOP 13 c.id FROM c JOIN t IN c.tags", nil},
 				{"SELECT VALUE c.id FROM c OFFSET 500 LIMIT 3", func([]string) int { return 0 }},
+				// Index lookups: a point, IN, a range, a prefix.
+				{"SELECT VALUE c.id FROM c WHERE c.n = 33", nil},
+				{"SELECT VALUE c.id FROM c WHERE c.n IN (3, 40, 41, 77, 5)", nil},
+				{"SELECT c.id, t FROM c JOIN t IN c.tags WHERE c.n > 40", nil},
+				{"SELECT VALUE c.id FROM c WHERE STARTSWITH(c.id, 'i0')", nil},
 			}
 			scopes := map[string]Scope{"cross": {}, "range": {RangeID: "1"}, "pk": {PK: pkN(3)}}
 			for _, qq := range queries {
@@ -279,4 +284,145 @@ func TestOrderEntriesRebuiltOnOpen(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("after reopening (-want +got):\n%s", diff)
 	}
+}
+
+// TestIndexLookupsMatchScans: queries the planner answers from the index
+// return exactly what the same queries return by scanning a container that
+// indexes nothing, and load only the documents they need.
+func TestIndexLookupsMatchScans(t *testing.T) {
+	e := testEngine(t)
+	e.cfg.GatewayQueryFull = true
+	ctx := context.Background()
+	if _, err := e.CreateContainer("db", []byte(`{"id":"scan","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"indexingMode":"none","automatic":false}}`), Throughput{Manual: 24000}); err != nil {
+		t.Fatal(err)
+	}
+	for _, coll := range []string{"k", "scan"} {
+		for i := range 200 {
+			body := fmt.Sprintf(`{"id":"i%03d","pk":"p%d","n":%d,"s":"s%d","nested":{"v":%d},"arr":[%d,"x"],"mixed":%s}`,
+				i, i%10, i%50, i%7, i%13, i%4, []string{`1`, `"1"`, `null`, `true`, `[1]`}[i%5])
+			if _, err := e.WriteItem(ctx, Write{DB: "db", Container: coll, Kind: Create, PK: pkN(i % 10), Body: []byte(body)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		text   string
+		params map[string][]byte
+		loads  int // documents the indexed run may load at most; -1: unchecked
+	}{
+		{"SELECT VALUE c.id FROM c WHERE c.n = 7", nil, 4},
+		{"SELECT VALUE c.id FROM c WHERE 7 = c.n AND c.s = 's0'", nil, 4},
+		{"SELECT VALUE c.id FROM c WHERE c.n = @n", map[string][]byte{"@n": []byte("7")}, 4},
+		{"SELECT VALUE c.id FROM c WHERE c.n = '7'", nil, 0},
+		{"SELECT VALUE c.id FROM c WHERE c.n IN (1, 2, '3', 49)", nil, 12},
+		{"SELECT VALUE c.id FROM c WHERE c.n > 45", nil, 16},
+		{"SELECT VALUE c.id FROM c WHERE c.n >= 45 AND c.n < 47", nil, 20},
+		{"SELECT VALUE c.id FROM c WHERE c.n BETWEEN 10 AND 11", nil, 8},
+		{"SELECT VALUE c.id FROM c WHERE c.s > 's5'", nil, 28},
+		{"SELECT VALUE c.id FROM c WHERE STARTSWITH(c.id, 'i19')", nil, 10},
+		{"SELECT VALUE c.id FROM c WHERE STARTSWITH(c.id, 'I19', true)", nil, -1},
+		{"SELECT VALUE c.id FROM c WHERE c.nested.v = 3", nil, 16},
+		{"SELECT VALUE c.id FROM c WHERE c['nested']['v'] < 1", nil, 16},
+		{"SELECT VALUE c.id FROM c WHERE c.arr[0] = 2", nil, 50},
+		{"SELECT VALUE c.id FROM c WHERE c.mixed = 1", nil, 40},
+		{"SELECT VALUE c.id FROM c WHERE c.mixed = null", nil, 40},
+		{"SELECT VALUE c.id FROM c WHERE c.mixed = true", nil, 40},
+		{"SELECT VALUE c.id FROM c WHERE c.mixed > 0", nil, 40},
+		{"SELECT VALUE c.id FROM c WHERE c.n = 7 OR c.n = 8", nil, -1},
+		{"SELECT VALUE c.id FROM c WHERE NOT (c.n = 7)", nil, -1},
+		{"SELECT VALUE c.id FROM c WHERE c.n > 45 ORDER BY c.s DESC", nil, 16},
+		{"SELECT VALUE COUNT(1) FROM c WHERE c.n = 7", nil, 4},
+	} {
+		q := Query{Text: tc.text, Params: tc.params, EnableCrossPartition: true, MaxItems: -1}
+		want := queryAllIn(t, e, "scan", q)
+		got, loaded := queryAllLoaded(t, e, "k", q)
+		if diff := cmp.Diff(want, got, cmpEmpty); diff != "" {
+			t.Errorf("%q: indexed results differ from a scan (-scan +indexed):\n%s", tc.text, diff)
+		}
+		if tc.loads >= 0 && loaded > tc.loads {
+			t.Errorf("%q loaded %d documents, want at most %d (an index lookup)", tc.text, loaded, tc.loads)
+		}
+	}
+}
+
+// TestIndexFollowsWritesAndPolicy: updates and deletes keep the index
+// exact, and replacing the indexing policy rebuilds it.
+func TestIndexFollowsWritesAndPolicy(t *testing.T) {
+	e := testEngine(t)
+	e.cfg.GatewayQueryFull = true
+	ctx := context.Background()
+	if _, err := e.CreateContainer("db", []byte(`{"id":"p","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/n/?"}]}}`), Throughput{Manual: 400}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		body := fmt.Sprintf(`{"id":"i%d","pk":"p%d","n":%d,"s":"v%d"}`, i, i%5, i, i)
+		if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "p", Kind: Create, PK: pkN(i % 5), Body: []byte(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := func(text string) ([]string, int) {
+		return queryAllLoaded(t, e, "p", Query{Text: text, EnableCrossPartition: true, MaxItems: -1})
+	}
+	// Updates move an item between index terms; deletes drop its terms.
+	if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "p", Kind: Upsert, PK: pkN(3), Body: []byte(`{"id":"i3","pk":"p3","n":3,"s":"changed"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.DeleteItem(ctx, ItemRef{DB: "db", Container: "p", ID: "i4"}, pkN(4), "", TriggerSet{}); err != nil {
+		t.Fatal(err)
+	}
+	for text, want := range map[string][]string{
+		"SELECT VALUE c.id FROM c WHERE c.s = 'v3'":      nil,
+		"SELECT VALUE c.id FROM c WHERE c.s = 'changed'": {`"i3"`},
+		"SELECT VALUE c.id FROM c WHERE c.s = 'v4'":      nil,
+	} {
+		got, loaded := q(text)
+		if !slices.Equal(got, want) || loaded > len(want) {
+			t.Errorf("%q = %v (loaded %d), want %v from the index", text, got, loaded, want)
+		}
+	}
+	// /n is excluded: a filter on it scans.
+	if got, loaded := q("SELECT VALUE c.id FROM c WHERE c.n = 7"); len(got) != 1 || loaded != 49 {
+		t.Errorf("excluded path: %v loaded %d, want 1 result from a scan of 49", got, loaded)
+	}
+	if _, err := e.ReplaceContainer("db", "p", []byte(`{"id":"p","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/s/?"}]}}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, loaded := q("SELECT VALUE c.id FROM c WHERE c.n = 7"); len(got) != 1 || loaded != 1 {
+		t.Errorf("after including /n: %v loaded %d, want 1 result from the index", got, loaded)
+	}
+	if got, loaded := q("SELECT VALUE c.id FROM c WHERE c.s = 'v7'"); len(got) != 1 || loaded != 49 {
+		t.Errorf("after excluding /s: %v loaded %d, want 1 result from a scan of 49", got, loaded)
+	}
+	if _, err := e.ReplaceContainer("db", "p", []byte(`{"id":"p","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"includedPaths":[{"path":"/nope"}]}}`), ""); code(err) != 400 {
+		t.Errorf("invalid policy: err %v, want 400", err)
+	}
+}
+
+func queryAllIn(t *testing.T, e *Engine, coll string, q Query) []string {
+	got, _ := queryAllLoaded(t, e, coll, q)
+	return got
+}
+
+// queryAllLoaded is queryAll on container coll, also returning how many
+// documents the engine loaded.
+func queryAllLoaded(t *testing.T, e *Engine, coll string, q Query) ([]string, int) {
+	t.Helper()
+	var out []string
+	loaded := 0
+	for pages := 0; pages < 1000; pages++ {
+		p, err := e.QueryItems(context.Background(), "db", coll, Scope{}, q)
+		if err != nil {
+			t.Fatalf("query %q: %v", q.Text, err)
+		}
+		loaded += p.Loaded
+		for _, it := range p.Items {
+			out = append(out, string(it))
+		}
+		if p.Continuation == "" {
+			return out, loaded
+		}
+		q.Continuation = p.Continuation
+	}
+	t.Fatalf("query %q: too many pages", q.Text)
+	return nil, 0
 }

@@ -43,8 +43,15 @@ type lpTxn struct {
 // on it. pk must be a full key of c's definition. The caller must call
 // close (after commit, or to roll back).
 func (e *Engine) begin(c *catalog.Container, pk document.PartitionKey) (*lpTxn, error) {
+	release := e.colls.shared(c.Internal)
+	// Under the container's lock, the catalog's entry is current: an
+	// indexing policy replaced meanwhile applies to this transaction.
+	if cur, err := e.cat.Container(c.DB, c.ID); err == nil && cur.Internal == c.Internal {
+		c = cur
+	}
 	loc, err := locate(c, pk, "")
 	if err != nil {
+		release()
 		return nil, err
 	}
 	rule := document.StrictIDs
@@ -52,7 +59,11 @@ func (e *Engine) begin(c *catalog.Container, pk document.PartitionKey) (*lpTxn, 
 		rule = document.LenientIDs
 	}
 	t := &lpTxn{e: e, c: c, pk: pk, epk: loc.epk, rng: loc.rng, pkEnc: loc.pkEnc, rule: rule}
-	t.unlock = e.locks.lock(loc.lockKey())
+	unlock := e.locks.lock(loc.lockKey())
+	t.unlock = func() {
+		unlock()
+		release()
+	}
 	t.b = e.data.NewIndexedBatch()
 	return t, nil
 }

@@ -1,0 +1,499 @@
+package index
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/valyala/fastjson"
+)
+
+// PolicyError reports an invalid indexing policy. Msg names the problem in
+// words fit for a client (the engine answers it with 400 Bad Request).
+type PolicyError struct {
+	Msg string
+}
+
+func (e *PolicyError) Error() string { return "index: invalid indexing policy: " + e.Msg }
+
+func policyErrorf(format string, args ...any) *PolicyError {
+	return &PolicyError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// pattern is one parsed included or excluded path.
+type pattern struct {
+	segs     []patSeg
+	exact    bool // ends in "/?": the scalar at exactly segs; else "/*": segs and below
+	excluded bool
+	named    int // number of named (non-"[]") segments, for precedence
+}
+
+// patSeg is one segment of a pattern: a property name, or "[]" (any array
+// element).
+type patSeg struct {
+	name string
+	any  bool
+}
+
+// Policy is a parsed indexing policy. It is immutable and safe for
+// concurrent use; it must not be copied after first use (it holds a pool of
+// scratch buffers for Terms).
+type Policy struct {
+	none       bool
+	automatic  bool
+	patterns   []pattern // most specific first; see matchPath
+	composites [][]compositePath
+
+	pool sync.Pool // of *scratch
+}
+
+// compositePath is one path of a composite index.
+type compositePath struct {
+	path []string
+	desc bool
+}
+
+// defaultPolicyJSON is what Cosmos DB assigns a container created without an
+// indexing policy.
+const defaultPolicyJSON = `{"indexingMode":"consistent","automatic":true,"includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/\"_etag\"/?"}]}`
+
+// DefaultPolicy returns Cosmos DB's default policy: consistent, automatic,
+// every path included except /"_etag"/?.
+func DefaultPolicy() *Policy {
+	p, err := ParsePolicy([]byte(defaultPolicyJSON))
+	if err != nil {
+		panic("index: default policy does not parse: " + err.Error()) // a bug, not input
+	}
+	return p
+}
+
+// None reports whether the policy's indexingMode is "none": then nothing is
+// indexed and Terms emits no term.
+func (p *Policy) None() bool { return p.none }
+
+// Automatic reports the policy's "automatic" flag (default true). Terms
+// ignores it: whether an item is indexed when automatic is false (only with
+// the x-ms-indexing-directive: Include header) is the engine's decision.
+func (p *Policy) Automatic() bool { return p.automatic }
+
+// ParsePolicy parses the JSON of a container's indexingPolicy. Empty or nil
+// raw, or the JSON null, yields the default policy. Errors are *PolicyError.
+//
+// Accepted, following Cosmos DB:
+//   - indexingMode "consistent", "lazy" (indexed like consistent) or "none",
+//     case-insensitive; default "consistent". With "none" the paths are
+//     still syntax-checked but otherwise ignored.
+//   - automatic: a boolean, default true.
+//   - includedPaths / excludedPaths: arrays of {"path": …} objects (a legacy
+//     "indexes" array on included paths is accepted and ignored). A path is
+//     "/" followed by segments separated by "/", ending in "?" (the scalar
+//     at exactly that path) or "*" (that path and everything below it). A
+//     segment is a property name, a double-quoted name ("/\"a b\"/?", with
+//     \" and \\ escapes), or "[]" (any array element). "/*" is the root.
+//     When includedPaths is non-empty, "/*" must be in one of the two lists
+//     (Cosmos DB: "the special mandatory indexing path \"/\" is not
+//     provided"). When neither list is given, "/*" is included.
+//   - compositeIndexes: an array of arrays of {"path": "/a/b", "order":
+//     "ascending"|"descending"} (order case-insensitive, default ascending),
+//     each with at least two paths without wildcards.
+//   - spatialIndexes, vectorIndexes, fullTextIndexes and unknown members are
+//     accepted and ignored. A member whose value is null counts as absent.
+func ParsePolicy(raw []byte) (*Policy, error) {
+	if len(strings.TrimSpace(string(raw))) == 0 {
+		raw = []byte(defaultPolicyJSON)
+	}
+	var jp fastjson.Parser
+	root, err := jp.ParseBytes(raw)
+	if err != nil {
+		return nil, policyErrorf("not valid JSON")
+	}
+	if root.Type() == fastjson.TypeNull {
+		return ParsePolicy(nil)
+	}
+	if root.Type() != fastjson.TypeObject {
+		return nil, policyErrorf("indexingPolicy must be a JSON object")
+	}
+	p := &Policy{automatic: true}
+
+	if v := member(root, "indexingMode"); v != nil {
+		s, err := v.StringBytes()
+		if err != nil {
+			return nil, policyErrorf("indexingMode must be a string")
+		}
+		switch strings.ToLower(string(s)) {
+		case "consistent", "lazy":
+		case "none":
+			p.none = true
+		default:
+			return nil, policyErrorf("unknown indexingMode %q (want consistent, lazy or none)", s)
+		}
+	}
+	if v := member(root, "automatic"); v != nil {
+		switch v.Type() {
+		case fastjson.TypeTrue:
+		case fastjson.TypeFalse:
+			p.automatic = false
+		default:
+			return nil, policyErrorf("automatic must be a boolean")
+		}
+	}
+
+	nIncluded := 0
+	root0 := false
+	for _, list := range []struct {
+		name     string
+		excluded bool
+	}{{"includedPaths", false}, {"excludedPaths", true}} {
+		items, err := arrayMember(root, list.name)
+		if err != nil {
+			return nil, err
+		}
+		for i, it := range items {
+			if it.Type() != fastjson.TypeObject {
+				return nil, policyErrorf("%s[%d] must be an object", list.name, i)
+			}
+			pv := member(it, "path")
+			if pv == nil {
+				return nil, policyErrorf("%s[%d] has no path", list.name, i)
+			}
+			s, err := pv.StringBytes()
+			if err != nil {
+				return nil, policyErrorf("%s[%d].path must be a string", list.name, i)
+			}
+			if idx := member(it, "indexes"); idx != nil && idx.Type() != fastjson.TypeArray {
+				return nil, policyErrorf("%s[%d].indexes must be an array", list.name, i)
+			}
+			pat, err := parsePattern(string(s))
+			if err != nil {
+				return nil, err
+			}
+			pat.excluded = list.excluded
+			if len(pat.segs) == 0 && !pat.exact {
+				root0 = true
+			}
+			if !list.excluded {
+				nIncluded++
+			}
+			p.patterns = append(p.patterns, pat)
+		}
+	}
+	if !root0 {
+		if nIncluded > 0 && !p.none {
+			return nil, policyErrorf(`the mandatory root path "/*" must be in includedPaths or excludedPaths`)
+		}
+		// Lenient where Cosmos DB fills in defaults: no included paths at
+		// all means everything not excluded is indexed.
+		p.patterns = append(p.patterns, pattern{})
+	}
+	// Most specific first; on a tie, excluded first (see matchPath).
+	slices.SortStableFunc(p.patterns, func(a, b pattern) int {
+		if c := len(b.segs) - len(a.segs); c != 0 {
+			return c
+		}
+		if a.exact != b.exact {
+			if a.exact {
+				return -1
+			}
+			return 1
+		}
+		if c := b.named - a.named; c != 0 {
+			return c
+		}
+		if a.excluded != b.excluded {
+			if a.excluded {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	})
+
+	comps, err := arrayMember(root, "compositeIndexes")
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range comps {
+		paths, err := c.Array()
+		if err != nil {
+			return nil, policyErrorf("compositeIndexes[%d] must be an array", i)
+		}
+		if len(paths) < 2 {
+			return nil, policyErrorf("compositeIndexes[%d] must have at least two paths", i)
+		}
+		var comp []compositePath
+		for j, cp := range paths {
+			cpath, err := parseCompositePath(cp, i, j)
+			if err != nil {
+				return nil, err
+			}
+			comp = append(comp, cpath)
+		}
+		p.composites = append(p.composites, comp)
+	}
+	for _, name := range []string{"spatialIndexes", "vectorIndexes", "fullTextIndexes"} {
+		if _, err := arrayMember(root, name); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// member returns the member key of object v, or nil when it is absent or
+// null.
+func member(v *fastjson.Value, key string) *fastjson.Value {
+	m := v.Get(key)
+	if m == nil || m.Type() == fastjson.TypeNull {
+		return nil
+	}
+	return m
+}
+
+// arrayMember returns the elements of the array member key of object v (nil
+// when absent or null), or a *PolicyError when it is not an array.
+func arrayMember(v *fastjson.Value, key string) ([]*fastjson.Value, error) {
+	m := member(v, key)
+	if m == nil {
+		return nil, nil
+	}
+	a, err := m.Array()
+	if err != nil {
+		return nil, policyErrorf("%s must be an array", key)
+	}
+	return a, nil
+}
+
+// parseCompositePath parses compositeIndexes[i][j].
+func parseCompositePath(v *fastjson.Value, i, j int) (compositePath, error) {
+	if v.Type() != fastjson.TypeObject {
+		return compositePath{}, policyErrorf("compositeIndexes[%d][%d] must be an object", i, j)
+	}
+	pv := member(v, "path")
+	if pv == nil {
+		return compositePath{}, policyErrorf("compositeIndexes[%d][%d] has no path", i, j)
+	}
+	s, err := pv.StringBytes()
+	if err != nil {
+		return compositePath{}, policyErrorf("compositeIndexes[%d][%d].path must be a string", i, j)
+	}
+	segs, err := splitPath(string(s))
+	if err != nil {
+		return compositePath{}, err
+	}
+	if len(segs) == 0 {
+		return compositePath{}, policyErrorf("composite index path %q names no property", s)
+	}
+	var out compositePath
+	for _, sg := range segs {
+		if !sg.quoted && (sg.name == "*" || sg.name == "?" || sg.name == "[]") {
+			return compositePath{}, policyErrorf("composite index path %q must not contain wildcards", s)
+		}
+		out.path = append(out.path, sg.name)
+	}
+	if ov := member(v, "order"); ov != nil {
+		o, err := ov.StringBytes()
+		if err != nil {
+			return compositePath{}, policyErrorf("compositeIndexes[%d][%d].order must be a string", i, j)
+		}
+		switch strings.ToLower(string(o)) {
+		case "ascending":
+		case "descending":
+			out.desc = true
+		default:
+			return compositePath{}, policyErrorf("unknown composite index order %q (want ascending or descending)", o)
+		}
+	}
+	return out, nil
+}
+
+// rawSeg is one segment of a path as written.
+type rawSeg struct {
+	name   string
+	quoted bool
+}
+
+// splitPath splits an index path into its segments, unquoting quoted ones.
+func splitPath(s string) ([]rawSeg, error) {
+	if !strings.HasPrefix(s, "/") {
+		return nil, policyErrorf("path %q must start with /", s)
+	}
+	var segs []rawSeg
+	i := 1
+	for {
+		if i >= len(s) {
+			return nil, policyErrorf("path %q has an empty segment", s)
+		}
+		var sg rawSeg
+		if s[i] == '"' {
+			var b strings.Builder
+			j := i + 1
+			closed := false
+			for j < len(s) {
+				c := s[j]
+				if c == '\\' && j+1 < len(s) && (s[j+1] == '"' || s[j+1] == '\\') {
+					b.WriteByte(s[j+1])
+					j += 2
+					continue
+				}
+				if c == '"' {
+					closed = true
+					j++
+					break
+				}
+				b.WriteByte(c)
+				j++
+			}
+			if !closed {
+				return nil, policyErrorf("path %q has an unterminated quoted segment", s)
+			}
+			sg = rawSeg{name: b.String(), quoted: true}
+			i = j
+			if i < len(s) && s[i] != '/' {
+				return nil, policyErrorf("path %q has text after a quoted segment", s)
+			}
+		} else {
+			j := strings.IndexByte(s[i:], '/')
+			if j < 0 {
+				j = len(s) - i
+			}
+			sg = rawSeg{name: s[i : i+j]}
+			if sg.name == "" {
+				return nil, policyErrorf("path %q has an empty segment", s)
+			}
+			if strings.ContainsRune(sg.name, '"') {
+				return nil, policyErrorf("path %q has a stray quote", s)
+			}
+			i += j
+		}
+		segs = append(segs, sg)
+		if i >= len(s) {
+			return segs, nil
+		}
+		i++ // the '/'
+	}
+}
+
+// parsePattern parses an included or excluded path.
+func parsePattern(s string) (pattern, error) {
+	raw, err := splitPath(s)
+	if err != nil {
+		return pattern{}, err
+	}
+	last := raw[len(raw)-1]
+	if last.quoted || (last.name != "?" && last.name != "*") {
+		return pattern{}, policyErrorf(`path %q must end in "/?" or "/*"`, s)
+	}
+	pat := pattern{exact: last.name == "?"}
+	for _, sg := range raw[:len(raw)-1] {
+		switch {
+		case sg.quoted:
+			pat.segs = append(pat.segs, patSeg{name: sg.name})
+			pat.named++
+		case sg.name == "[]":
+			pat.segs = append(pat.segs, patSeg{any: true})
+		case sg.name == "?" || sg.name == "*":
+			return pattern{}, policyErrorf("path %q has a wildcard before its end", s)
+		case strings.ContainsAny(sg.name, "[]"):
+			return pattern{}, policyErrorf(`path %q has a bracket outside "[]" (quote the name)`, s)
+		default:
+			pat.segs = append(pat.segs, patSeg{name: sg.name})
+			pat.named++
+		}
+	}
+	return pat, nil
+}
+
+// isSystem reports whether name is a top-level system property that is never
+// indexed. id and _ts are indexed like user properties.
+func isSystem[S ~string | ~[]byte](name S) bool {
+	switch string(name) {
+	case "_rid", "_self", "_etag", "_attachments":
+		return true
+	}
+	return false
+}
+
+// isPosition reports whether seg is a concrete path segment that can be an
+// array position (decimal digits) or the wildcard "[]".
+func isPosition[S ~string | ~[]byte](seg S) bool {
+	if len(seg) == 0 {
+		return false
+	}
+	if string(seg) == "[]" {
+		return true
+	}
+	for i := 0; i < len(seg); i++ {
+		if seg[i] < '0' || seg[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// Indexed reports whether the scalar at the concrete path is indexed: false
+// in mode none and for the top-level system properties _rid, _self, _etag,
+// _attachments; otherwise the most specific matching included or excluded
+// path decides (see the package comment). Segments are unescaped property
+// names, array positions as decimal strings, or "[]" for any element. The
+// empty path (the document itself, an object) is never indexed.
+func (p *Policy) Indexed(path []string) bool {
+	if p.none || len(path) == 0 || isSystem(path[0]) {
+		return false
+	}
+	return match(p.patterns, path)
+}
+
+// match reports whether the concrete path segs is indexed by the first (most
+// specific) matching pattern of pats. It is generic so that Terms can match
+// the []byte keys of a parsed document without converting them to strings.
+func match[S ~string | ~[]byte](pats []pattern, segs []S) bool {
+	for i := range pats {
+		pat := &pats[i]
+		if pat.exact && len(pat.segs) != len(segs) || len(pat.segs) > len(segs) {
+			continue
+		}
+		ok := true
+		for j, ps := range pat.segs {
+			if ps.any && !isPosition(segs[j]) || !ps.any && ps.name != string(segs[j]) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return !pat.excluded
+		}
+	}
+	return false
+}
+
+// HasComposite reports whether a composite index serves ORDER BY on paths
+// (concrete property paths, unescaped) with the directions desc (true for
+// DESC): Cosmos DB uses a composite index whose paths are exactly these, in
+// this order, with every direction either as declared or every one
+// inverted. A composite index with more or fewer paths does not serve it.
+func (p *Policy) HasComposite(paths [][]string, desc []bool) bool {
+	if len(paths) != len(desc) || len(paths) == 0 {
+		return false
+	}
+	for _, comp := range p.composites {
+		if len(comp) != len(paths) {
+			continue
+		}
+		same, inverted := true, true
+		for i, cp := range comp {
+			if !slices.Equal(cp.path, paths[i]) {
+				same, inverted = false, false
+				break
+			}
+			if cp.desc != desc[i] {
+				same = false
+			} else {
+				inverted = false
+			}
+		}
+		if same || inverted {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,244 @@
+package index
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"math"
+)
+
+// ErrInvalidTerm is returned by DecodeTerm, TermPath and TermLen for bytes
+// that are not an encoded term.
+var ErrInvalidTerm = errors.New("index: invalid term")
+
+// Encoding bytes; see the package comment.
+const (
+	esc        = 0x00 // escape byte; followed by one of the three below
+	escZero    = 0xFF // esc escZero is a literal 0x00
+	escEnd     = 0x01 // esc escEnd terminates a segment or string
+	escPathEnd = 0x02 // esc escPathEnd ends the path (at a segment start)
+
+	tagNull   = 0x02
+	tagBool   = 0x03
+	tagNumber = 0x04
+	tagString = 0x05
+)
+
+// tagOf returns the tag byte of kind k, or 0 for Undefined.
+func tagOf(k Kind) byte {
+	switch k {
+	case Null:
+		return tagNull
+	case Bool:
+		return tagBool
+	case Number:
+		return tagNumber
+	case String:
+		return tagString
+	}
+	return 0
+}
+
+// appendEscaped appends the escaped bytes of s without a terminator.
+func appendEscaped[S ~string | ~[]byte](dst []byte, s S) []byte {
+	from := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == esc {
+			dst = append(append(dst, s[from:i]...), esc, escZero)
+			from = i + 1
+		}
+	}
+	return append(dst, s[from:]...)
+}
+
+// appendSegment appends one terminated path segment.
+func appendSegment[S ~string | ~[]byte](dst []byte, s S) []byte {
+	return append(appendEscaped(dst, s), esc, escEnd)
+}
+
+// AppendPath appends the encoding of path, including its end-of-path
+// marker, to dst: every term of path starts with these bytes, and no term of
+// another path does.
+func AppendPath(dst []byte, path []string) []byte {
+	for _, s := range path {
+		dst = appendSegment(dst, s)
+	}
+	return append(dst, esc, escPathEnd)
+}
+
+// numberBits returns the order-preserving big-endian image of f: -0 is
+// normalised to 0, then negative numbers have all bits flipped and others
+// only the sign bit, so unsigned comparison agrees with numeric order.
+func numberBits(f float64) uint64 {
+	if f == 0 {
+		f = 0 // -0 → +0
+	}
+	u := math.Float64bits(f)
+	if u&(1<<63) != 0 {
+		return ^u
+	}
+	return u | 1<<63
+}
+
+// appendValue appends the encoding of v; Undefined appends nothing.
+func appendValue(dst []byte, v Value) []byte {
+	switch v.Kind {
+	case Null:
+		return append(dst, tagNull)
+	case Bool:
+		if v.Bool {
+			return append(dst, tagBool, 1)
+		}
+		return append(dst, tagBool, 0)
+	case Number:
+		return binary.BigEndian.AppendUint64(append(dst, tagNumber), numberBits(v.Num))
+	case String:
+		return appendSegment(append(dst, tagString), v.Str)
+	}
+	return dst
+}
+
+// AppendTerm appends the term of (path, v) to dst. v must not be Undefined
+// (nothing is appended for the value then, and the result is no term).
+func AppendTerm(dst []byte, path []string, v Value) []byte {
+	return appendValue(AppendPath(dst, path), v)
+}
+
+// Term returns the term of (path, v) in a new slice.
+func Term(path []string, v Value) []byte {
+	return AppendTerm(nil, path, v)
+}
+
+// readSegment decodes one escaped, terminated byte string from the front of
+// b, returning the string and the number of bytes consumed.
+func readSegment(b []byte) (string, int, error) {
+	var out []byte // nil until the first escaped zero
+	from := 0      // start of the bytes not yet copied to out
+	for i := 0; i < len(b); i++ {
+		if b[i] != esc {
+			continue
+		}
+		if i+1 >= len(b) {
+			return "", 0, ErrInvalidTerm
+		}
+		switch b[i+1] {
+		case escEnd:
+			if out == nil {
+				return string(b[:i]), i + 2, nil
+			}
+			return string(append(out, b[from:i]...)), i + 2, nil
+		case escZero:
+			out = append(append(out, b[from:i]...), 0)
+			i++
+			from = i + 1
+		default:
+			return "", 0, ErrInvalidTerm
+		}
+	}
+	return "", 0, ErrInvalidTerm
+}
+
+// decode parses the term at the front of b. With wantPath false the path is
+// skipped without allocating.
+func decode(b []byte, wantPath bool) (path []string, v Value, n int, err error) {
+	i := 0
+	for {
+		if len(b)-i >= 2 && b[i] == esc && b[i+1] == escPathEnd {
+			i += 2
+			break
+		}
+		s, m, err := readSegment(b[i:])
+		if err != nil {
+			return nil, Value{}, 0, err
+		}
+		if wantPath {
+			path = append(path, s)
+		}
+		i += m
+	}
+	if i >= len(b) {
+		return nil, Value{}, 0, ErrInvalidTerm
+	}
+	tag := b[i]
+	i++
+	switch tag {
+	case tagNull:
+		v = Value{Kind: Null}
+	case tagBool:
+		if i >= len(b) || b[i] > 1 {
+			return nil, Value{}, 0, ErrInvalidTerm
+		}
+		v = Value{Kind: Bool, Bool: b[i] == 1}
+		i++
+	case tagNumber:
+		if len(b)-i < 8 {
+			return nil, Value{}, 0, ErrInvalidTerm
+		}
+		u := binary.BigEndian.Uint64(b[i:])
+		if u&(1<<63) != 0 {
+			u &^= 1 << 63
+		} else {
+			u = ^u
+		}
+		f := math.Float64frombits(u)
+		if math.IsNaN(f) || u == 1<<63 { // NaN and -0 are never encoded
+			return nil, Value{}, 0, ErrInvalidTerm
+		}
+		v = Value{Kind: Number, Num: f}
+		i += 8
+	case tagString:
+		s, m, err := readSegment(b[i:])
+		if err != nil {
+			return nil, Value{}, 0, err
+		}
+		v = Value{Kind: String, Str: s}
+		i += m
+	default:
+		return nil, Value{}, 0, ErrInvalidTerm
+	}
+	return path, v, i, nil
+}
+
+// DecodeTerm returns the path and value of term, which must be exactly one
+// term (no trailing bytes). It returns ErrInvalidTerm otherwise. A nil path
+// means the empty path.
+func DecodeTerm(term []byte) (path []string, v Value, err error) {
+	path, v, n, err := decode(term, true)
+	if err != nil {
+		return nil, Value{}, err
+	}
+	if n != len(term) {
+		return nil, Value{}, ErrInvalidTerm
+	}
+	return path, v, nil
+}
+
+// TermPath returns the path of the term at the front of b; bytes after the
+// term (such as a ridSeq) are ignored. It returns ErrInvalidTerm when b does
+// not start with a term.
+func TermPath(b []byte) ([]string, error) {
+	path, _, _, err := decode(b, true)
+	return path, err
+}
+
+// TermLen returns the length of the term at the front of b, so that a caller
+// holding term | suffix can split it. It returns ErrInvalidTerm when b does
+// not start with a term.
+func TermLen(b []byte) (int, error) {
+	_, _, n, err := decode(b, false)
+	return n, err
+}
+
+// prefixEnd returns the smallest byte string greater than every string with
+// prefix p, in a new slice; nil if p is empty or all 0xFF (never the case for
+// the spans built here, which always contain a tag or marker byte below 0xFF).
+func prefixEnd(p []byte) []byte {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] < 0xFF {
+			end := bytes.Clone(p[:i+1])
+			end[i]++
+			return end
+		}
+	}
+	return nil
+}

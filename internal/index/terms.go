@@ -1,0 +1,194 @@
+package index
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/valyala/fastjson"
+)
+
+// ErrInvalidJSON is returned (wrapped) by Terms when the document is not
+// valid JSON.
+var ErrInvalidJSON = errors.New("index: invalid JSON")
+
+// maxPooledBuf bounds the scratch memory a Policy keeps between calls.
+const maxPooledBuf = 1 << 20
+
+// wildSeg is the wildcard segment for any array element.
+var wildSeg = []byte("[]")
+
+// scratch is the reusable state of one Terms call.
+type scratch struct {
+	parser fastjson.Parser
+	buf    []byte     // encoded terms, back to back
+	spans  [][2]int32 // [start, end) of each term in buf
+	segs   [][]byte   // concrete path of the current value
+	wsegs  [][]byte   // segs with every array position replaced by "[]"
+	digits []byte     // arena for array positions; see walk
+	err    error
+}
+
+// Terms calls fn once per distinct term of doc, a JSON object, under the
+// policy, in ascending byte order (so that the engine can diff the terms of
+// an item's old and new versions with one merge). The term slice is valid
+// only during the call. A scalar yields a term at its concrete path when
+// Indexed says so, and, when the path passes through arrays, a second one at
+// the path with every position replaced by "[]" when Indexed says so for
+// that. Nothing is emitted in mode none, or for a doc that is valid JSON but
+// not an object.
+//
+// Terms returns an error wrapping ErrInvalidJSON only for invalid JSON
+// (including the NaN and Infinity tokens that fastjson tolerates); it does
+// not fully validate JSON (fastjson accepts a few non-JSON number forms such
+// as "+1"), which is the document layer's job. Terms is safe for concurrent
+// use; fn may call Terms again.
+func (p *Policy) Terms(doc []byte, fn func(term []byte)) error {
+	if p.none {
+		return nil
+	}
+	sc, _ := p.pool.Get().(*scratch)
+	if sc == nil {
+		sc = &scratch{}
+	}
+	defer p.release(sc)
+
+	root, err := sc.parser.ParseBytes(doc)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidJSON, err)
+	}
+	if root.Type() != fastjson.TypeObject {
+		return nil
+	}
+	sc.walk(p, root, 0)
+	if sc.err != nil {
+		return sc.err
+	}
+
+	buf := sc.buf
+	slices.SortFunc(sc.spans, func(a, b [2]int32) int {
+		return bytes.Compare(buf[a[0]:a[1]], buf[b[0]:b[1]])
+	})
+	var prev []byte
+	for i, s := range sc.spans {
+		t := buf[s[0]:s[1]:s[1]]
+		if i > 0 && bytes.Equal(t, prev) {
+			continue
+		}
+		fn(t)
+		prev = t
+	}
+	return nil
+}
+
+// release resets sc and returns it to the pool unless it grew too large.
+func (p *Policy) release(sc *scratch) {
+	if cap(sc.buf) > maxPooledBuf || cap(sc.spans) > maxPooledBuf/8 {
+		return
+	}
+	clear(sc.segs[:cap(sc.segs)]) // drop references into the parsed document
+	clear(sc.wsegs[:cap(sc.wsegs)])
+	sc.buf, sc.spans, sc.segs, sc.wsegs, sc.digits = sc.buf[:0], sc.spans[:0], sc.segs[:0], sc.wsegs[:0], sc.digits[:0]
+	sc.err = nil
+	p.pool.Put(sc)
+}
+
+// walk emits the terms of v, found at sc.segs, and of everything below it
+// into sc.buf and sc.spans; positions counts the array positions in sc.segs.
+func (sc *scratch) walk(p *Policy, v *fastjson.Value, positions int) {
+	if sc.err != nil {
+		return
+	}
+	switch v.Type() {
+	case fastjson.TypeObject:
+		o, _ := v.Object()
+		top := len(sc.segs) == 0
+		o.Visit(func(key []byte, child *fastjson.Value) {
+			if top && isSystem(key) {
+				return
+			}
+			sc.segs = append(sc.segs, key)
+			sc.wsegs = append(sc.wsegs, key)
+			sc.walk(p, child, positions)
+			sc.segs = sc.segs[:len(sc.segs)-1]
+			sc.wsegs = sc.wsegs[:len(sc.wsegs)-1]
+		})
+	case fastjson.TypeArray:
+		a, _ := v.Array()
+		for i, child := range a {
+			// Positions live in an arena truncated on return: a position
+			// slice is never overwritten while on the path, and one made
+			// before the arena grew keeps pointing at the old array.
+			mark := len(sc.digits)
+			sc.digits = strconv.AppendInt(sc.digits, int64(i), 10)
+			sc.segs = append(sc.segs, sc.digits[mark:len(sc.digits):len(sc.digits)])
+			sc.wsegs = append(sc.wsegs, wildSeg)
+			sc.walk(p, child, positions+1)
+			sc.segs = sc.segs[:len(sc.segs)-1]
+			sc.wsegs = sc.wsegs[:len(sc.wsegs)-1]
+			sc.digits = sc.digits[:mark]
+		}
+	default:
+		sc.leaf(p, v, positions > 0)
+	}
+}
+
+// leaf emits the terms of the scalar v at sc.segs.
+func (sc *scratch) leaf(p *Policy, v *fastjson.Value, inArray bool) {
+	if match(p.patterns, sc.segs) {
+		sc.emit(sc.segs, v)
+	}
+	if inArray && sc.err == nil && match(p.patterns, sc.wsegs) {
+		sc.emit(sc.wsegs, v)
+	}
+}
+
+// emit appends the term of (segs, v) to sc.buf.
+func (sc *scratch) emit(segs [][]byte, v *fastjson.Value) {
+	start := len(sc.buf)
+	b := sc.buf
+	for _, s := range segs {
+		b = appendSegment(b, s)
+	}
+	b = append(b, esc, escPathEnd)
+	switch v.Type() {
+	case fastjson.TypeNull:
+		b = append(b, tagNull)
+	case fastjson.TypeTrue:
+		b = append(b, tagBool, 1)
+	case fastjson.TypeFalse:
+		b = append(b, tagBool, 0)
+	case fastjson.TypeNumber:
+		f, err := v.Float64()
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) && !finiteSyntax(v) {
+			sc.err = fmt.Errorf("%w: bad number %s", ErrInvalidJSON, v.MarshalTo(nil))
+			return
+		}
+		b = appendValue(b, Value{Kind: Number, Num: f})
+	case fastjson.TypeString:
+		s, _ := v.StringBytes()
+		b = appendSegment(append(b, tagString), s)
+	}
+	if len(b) > math.MaxInt32 {
+		sc.err = fmt.Errorf("%w: document too large to index", ErrInvalidJSON)
+		return
+	}
+	sc.buf = b
+	sc.spans = append(sc.spans, [2]int32{int32(start), int32(len(b))})
+}
+
+// finiteSyntax reports whether the number token v is written as a JSON number
+// (digits, as in 1e999, which overflows to ±Inf and is indexed as such), not
+// as the "Infinity"/"inf" words fastjson also accepts.
+func finiteSyntax(v *fastjson.Value) bool {
+	var a [32]byte
+	for _, c := range v.MarshalTo(a[:0]) {
+		if c == 'i' || c == 'I' || c == 'n' || c == 'N' {
+			return false
+		}
+	}
+	return true
+}

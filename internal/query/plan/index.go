@@ -1,0 +1,209 @@
+package plan
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/partitadb/partita/internal/index"
+	"github.com/partitadb/partita/internal/query/parse"
+)
+
+// IndexScan is an index lookup that finds a superset of the documents a
+// query's filter can match: every such document has an index entry in one
+// of Spans (sorted, not overlapping). The filter must still be evaluated on
+// what the scan finds.
+type IndexScan struct {
+	// Path is the property path the spans are on.
+	Path []string
+	// Spans are term spans of that path (index.Eq, Range, In, Prefix).
+	Spans []index.Span
+	// Kind says what the predicate was: "equality", "in", "prefix" or
+	// "range", best first.
+	Kind string
+}
+
+// Point reports whether the scan reads a single term: its entries then come
+// in sequence-number order.
+func (s *IndexScan) Point() bool { return s.Kind == "equality" }
+
+// Index chooses an index lookup for the query's WHERE clause under policy
+// pol, or returns false when the query must scan. It considers top-level
+// AND conjuncts on a property path of the FROM alias that pol indexes:
+// `path = v`, `path <, <=, >, >= v` (either side), `path BETWEEN lo AND
+// hi`, `path IN (v, ...)` and `STARTSWITH(path, "s")` (case-sensitive),
+// where each v is a scalar literal or a parameter holding one. Of several,
+// it prefers equality, then IN, then a prefix, then a range.
+func Index(q *parse.Query, params map[string][]byte, pol *index.Policy) (*IndexScan, bool) {
+	if q == nil || q.From == nil || q.From.In || q.From.Subquery != nil || q.Where == nil || pol == nil || pol.None() {
+		return nil, false
+	}
+	if _, ok := q.From.Expr.(*parse.Ident); !ok {
+		return nil, false
+	}
+	alias := q.From.Alias
+	rank := map[string]int{"equality": 4, "in": 3, "prefix": 2, "range": 1}
+	var best *IndexScan
+	for _, c := range conjuncts(q.Where, nil) {
+		s := lookup(c, alias, params)
+		if s == nil || !pol.Indexed(s.Path) {
+			continue
+		}
+		if best == nil || rank[s.Kind] > rank[best.Kind] {
+			best = s
+		}
+	}
+	return best, best != nil
+}
+
+// lookup returns the index lookup for one conjunct, or nil.
+func lookup(e parse.Expr, alias string, params map[string][]byte) *IndexScan {
+	switch x := e.(type) {
+	case *parse.Binary:
+		op := x.Op
+		path, ok := indexPath(x.X, alias)
+		v, vok := scalar(x.Y, params)
+		if !ok || !vok {
+			// v op path: mirror the comparison.
+			if path, ok = indexPath(x.Y, alias); !ok {
+				return nil
+			}
+			if v, vok = scalar(x.X, params); !vok {
+				return nil
+			}
+			op = mirror(op)
+		}
+		switch op {
+		case parse.OpEq:
+			return &IndexScan{Path: path, Spans: []index.Span{index.Eq(path, v)}, Kind: "equality"}
+		case parse.OpLt:
+			return rangeScan(path, nil, &index.Bound{V: v})
+		case parse.OpLe:
+			return rangeScan(path, nil, &index.Bound{V: v, Inclusive: true})
+		case parse.OpGt:
+			return rangeScan(path, &index.Bound{V: v}, nil)
+		case parse.OpGe:
+			return rangeScan(path, &index.Bound{V: v, Inclusive: true}, nil)
+		}
+	case *parse.Between:
+		path, ok := indexPath(x.X, alias)
+		lo, lok := scalar(x.Lo, params)
+		hi, hok := scalar(x.Hi, params)
+		if x.Not || !ok || !lok || !hok {
+			return nil
+		}
+		return rangeScan(path, &index.Bound{V: lo, Inclusive: true}, &index.Bound{V: hi, Inclusive: true})
+	case *parse.In:
+		path, ok := indexPath(x.X, alias)
+		if x.Not || !ok {
+			return nil
+		}
+		vs := make([]index.Value, 0, len(x.List))
+		for _, item := range x.List {
+			v, ok := scalar(item, params)
+			if !ok {
+				return nil
+			}
+			vs = append(vs, v)
+		}
+		return &IndexScan{Path: path, Spans: index.In(path, vs), Kind: "in"}
+	case *parse.Call:
+		if x.UDF || !strings.EqualFold(x.Name, "STARTSWITH") || len(x.Args) < 2 || len(x.Args) > 3 {
+			return nil
+		}
+		path, ok := indexPath(x.Args[0], alias)
+		v, vok := scalar(x.Args[1], params)
+		if !ok || !vok || v.Kind != index.String {
+			return nil
+		}
+		if len(x.Args) == 3 {
+			ci, ok := scalar(x.Args[2], params)
+			if !ok || ci.Kind != index.Bool || ci.Bool {
+				return nil // case-insensitive: the index cannot narrow it
+			}
+		}
+		return &IndexScan{Path: path, Spans: []index.Span{index.Prefix(path, v.Str)}, Kind: "prefix"}
+	}
+	return nil
+}
+
+func rangeScan(path []string, lo, hi *index.Bound) *IndexScan {
+	return &IndexScan{Path: path, Spans: []index.Span{index.Range(path, lo, hi)}, Kind: "range"}
+}
+
+// mirror turns `v op path` into `path op' v`.
+func mirror(op parse.Op) parse.Op {
+	switch op {
+	case parse.OpLt:
+		return parse.OpGt
+	case parse.OpLe:
+		return parse.OpGe
+	case parse.OpGt:
+		return parse.OpLt
+	case parse.OpGe:
+		return parse.OpLe
+	}
+	return op
+}
+
+// indexPath returns the index path of a property path rooted at alias:
+// c.a["b"][0] gives [a b 0].
+func indexPath(e parse.Expr, alias string) ([]string, bool) {
+	var rev []string
+	for {
+		switch x := e.(type) {
+		case *parse.Property:
+			rev = append(rev, x.Name)
+			e = x.X
+		case *parse.Index:
+			lit, ok := x.Index.(*parse.Literal)
+			switch {
+			case ok && lit.Kind == parse.LitString:
+				rev = append(rev, lit.Str)
+			case ok && lit.Kind == parse.LitNumber && lit.Num >= 0 && lit.Num == math.Trunc(lit.Num) && lit.Num < 1<<31:
+				rev = append(rev, strconv.Itoa(int(lit.Num)))
+			default:
+				return nil, false
+			}
+			e = x.X
+		case *parse.Ident:
+			if x.Name != alias || len(rev) == 0 {
+				return nil, false
+			}
+			out := make([]string, len(rev))
+			for i, s := range rev {
+				out[len(rev)-1-i] = s
+			}
+			return out, true
+		default:
+			return nil, false
+		}
+	}
+}
+
+// scalar returns the index value of a scalar literal or a parameter holding
+// one.
+func scalar(e parse.Expr, params map[string][]byte) (index.Value, bool) {
+	switch x := e.(type) {
+	case *parse.Literal:
+		switch x.Kind {
+		case parse.LitString:
+			return index.StringValue(x.Str), true
+		case parse.LitNumber:
+			return index.NumberValue(x.Num), true
+		case parse.LitBool:
+			return index.BoolValue(x.Bool), true
+		case parse.LitNull:
+			return index.NullValue(), true
+		}
+	case *parse.Unary:
+		if lit, ok := x.X.(*parse.Literal); ok && x.Op == parse.OpNeg && lit.Kind == parse.LitNumber {
+			return index.NumberValue(-lit.Num), true
+		}
+	case *parse.Param:
+		if raw, ok := params[x.Name]; ok {
+			return index.ValueFromJSON(raw)
+		}
+	}
+	return index.Value{}, false
+}
