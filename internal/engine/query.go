@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"time"
 
@@ -41,9 +42,11 @@ type queryToken struct {
 func (q Query) hash() uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(q.Text))
-	for k, v := range q.Params {
+	for _, k := range slices.Sorted(maps.Keys(q.Params)) {
+		h.Write([]byte{0})
 		h.Write([]byte(k))
-		h.Write(v)
+		h.Write([]byte{0})
+		h.Write(q.Params[k])
 	}
 	return h.Sum64()
 }
