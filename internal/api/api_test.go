@@ -92,7 +92,7 @@ func TestErrorResponses(t *testing.T) {
 		{"missing sproc", http.MethodPost, "/dbs/db/colls/k/sprocs/nope", map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}, `[]`, 404, "", ""},
 		{"empty batch", http.MethodPost, "/dbs/db/colls/k/docs", map[string]string{"x-ms-cosmos-is-batch-request": "True", "x-ms-cosmos-batch-atomic": "True", "x-ms-documentdb-partitionkey": `["a"]`}, `[]`, 400, "", "no operations"},
 		{"batch not an array", http.MethodPost, "/dbs/db/colls/k/docs", map[string]string{"x-ms-cosmos-is-batch-request": "True", "x-ms-cosmos-batch-atomic": "True", "x-ms-documentdb-partitionkey": `["a"]`}, `{}`, 400, "", "JSON array"},
-		{"query plan", http.MethodPost, "/dbs/db/colls/k/docs", map[string]string{"x-ms-cosmos-is-query-plan-request": "True", "Content-Type": "application/query+json"}, `{"query":"SELECT * FROM c"}`, 400, "", "not supported"},
+		{"unplannable query", http.MethodPost, "/dbs/db/colls/k/docs", map[string]string{"x-ms-cosmos-is-query-plan-request": "True", "Content-Type": "application/query+json"}, `{"query":"SELECT c.a, ABS(AVG(c.x)) AS y FROM c GROUP BY c.a"}`, 400, "", "not supported"},
 		{"change feed", http.MethodGet, "/dbs/db/colls/k/docs", map[string]string{"A-IM": "Incremental Feed"}, "", 400, "", "change feed"},
 		{"query syntax", http.MethodPost, "/dbs/db/colls/k/docs", map[string]string{"Content-Type": "application/query+json", "x-ms-documentdb-partitionkey": `["a"]`}, `{"query":"SELEC * FROM c"}`, 400, "", "Syntax error"},
 		{"cross partition disabled", http.MethodPost, "/dbs/db/colls/k/docs", map[string]string{"Content-Type": "application/query+json"}, `{"query":"SELECT * FROM c"}`, 400, "", "Cross partition query is required but disabled"},

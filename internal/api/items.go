@@ -48,7 +48,7 @@ func (h *Handler) writeItem(w http.ResponseWriter, r *http.Request, code int, re
 func (h *Handler) postItems(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case isTrue(r, hdrIsPlan):
-		return status.NotSupported("query plans (x-ms-cosmos-is-query-plan-request)")
+		return h.queryPlan(w, r)
 	case isQuery(r):
 		return h.queryItems(w, r)
 	case isTrue(r, hdrIsBatch):

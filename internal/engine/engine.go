@@ -19,6 +19,7 @@ import (
 type partitions interface {
 	Get(key []byte) ([]byte, error)
 	Scan(ctx context.Context, span store.Span, after []byte, fn func(key, value []byte) bool) error
+	ScanReverse(ctx context.Context, span store.Span, fn func(key, value []byte) bool) error
 	NewBatch() *store.Batch
 	NewIndexedBatch() *store.Batch
 }

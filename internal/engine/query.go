@@ -37,6 +37,9 @@ type queryToken struct {
 	// Done counts the rows the query produced before this position, for
 	// OFFSET, LIMIT and TOP.
 	Done int `json:"n,omitempty"`
+	// Ordered marks a position in an index scan in ORDER BY order, where
+	// Key is an index entry's key.
+	Ordered bool `json:"o,omitempty"`
 }
 
 func (q Query) hash() uint64 {
@@ -109,7 +112,15 @@ func (e *Engine) QueryItems(ctx context.Context, db, coll string, scope Scope, q
 	}
 	f := prog.Features()
 	if cross && !e.cfg.GatewayQueryFull && (f.OrderBy || f.Aggregate || f.GroupBy || f.Distinct || f.Top || f.OffsetLimit) {
-		return Page{}, crossPartitionRefused()
+		// The refusal carries the query plan, which the JS SDK then runs
+		// range by range (protocol doc §6.3).
+		info, err := queryPlanJSON(c, ast, q.Params)
+		if err != nil {
+			return Page{}, err // a 400 naming what cannot be planned
+		}
+		refused := crossPartitionRefused()
+		refused.Extra = string(info)
+		return Page{}, refused
 	}
 	tok, err := q.token()
 	if err != nil {
@@ -120,8 +131,17 @@ func (e *Engine) QueryItems(ctx context.Context, db, coll string, scope Scope, q
 		src.scan, _ = plan.Index(ast, q.Params, c.Policy())
 	}
 	run := queryRun{e: e, q: q, prog: prog, src: src, cross: cross, start: start}
+	if !src.byID && c.IndexCurrent() {
+		// An index that yields the ORDER BY order serves a query that
+		// needs only its first rows, or that it filters best anyway.
+		if o, desc, ok := plan.OrderedIndex(ast, q.Params, c.Policy()); ok && !f.GroupBy && !f.Aggregate && !f.Distinct {
+			if _, take := prog.Window(); take >= 0 || src.scan == nil || src.scan.Kind == o.Kind {
+				run.ordered, run.desc = o, desc
+			}
+		}
+	}
 	var p Page
-	if prog.Streamable() {
+	if prog.Streamable() || run.ordered != nil {
 		p, err = run.streamed(ctx, tok)
 	} else {
 		p, err = run.whole(ctx, tok)
@@ -244,6 +264,62 @@ func (s docSource) read(ctx context.Context, at queryToken, loaded, entries *int
 	return nil
 }
 
+// readOrdered calls fn with the scope's documents that index scan finds,
+// in the order of its terms (then of sequence numbers), backwards when desc,
+// from position at: a document's key is its index entry's key.
+func (s docSource) readOrdered(ctx context.Context, scan *plan.IndexScan, desc bool, at queryToken, loaded, entries *int, fn docFunc) error {
+	spans := make([]store.Span, 0, len(scan.Spans))
+	for _, ts := range scan.Spans {
+		sp := store.IndexSpan(s.c.Internal, ts.Lower, ts.Upper)
+		switch {
+		case at.Key == nil:
+		case desc:
+			sp = intersect(sp, store.Span{Lower: sp.Lower, Upper: append(bytes.Clone(at.Key), 0)})
+		default:
+			sp = intersect(sp, store.Span{Lower: at.Key, Upper: sp.Upper})
+		}
+		if bytes.Compare(sp.Lower, sp.Upper) < 0 {
+			spans = append(spans, sp)
+		}
+	}
+	scanFn := func(sp store.Span, f func(k, v []byte) bool) error { return s.e.data.Scan(ctx, sp, nil, f) }
+	if desc {
+		slices.Reverse(spans)
+		scanFn = func(sp store.Span, f func(k, v []byte) bool) error { return s.e.data.ScanReverse(ctx, sp, f) }
+	}
+	for _, sp := range spans {
+		stopped := false
+		var failed error
+		err := scanFn(sp, func(k, itemKey []byte) bool {
+			*entries++
+			if !s.r.span.Contains(itemKey) {
+				return true
+			}
+			doc, err := s.e.data.Get(itemKey)
+			if errors.Is(err, store.ErrNotFound) {
+				return true
+			}
+			if err != nil {
+				failed = err
+				return false
+			}
+			*loaded++
+			if !fn(nil, nil, k, doc) {
+				stopped = true
+				return false
+			}
+			return true
+		})
+		if err == nil {
+			err = failed
+		}
+		if err != nil || stopped {
+			return err
+		}
+	}
+	return nil
+}
+
 // spanReader calls emit, in sequence-number order, with the key of every
 // item in span sp whose sequence number is from or later, until emit
 // returns false (then stopped is true) or an error.
@@ -345,6 +421,18 @@ type queryRun struct {
 	loaded int // documents read
 	// entries counts the order and index entries read.
 	entries int
+	// ordered, when set, is an index scan that reads documents in the
+	// query's ORDER BY order (descending when desc).
+	ordered *plan.IndexScan
+	desc    bool
+}
+
+// read reads the query's documents from position at.
+func (run *queryRun) read(ctx context.Context, at queryToken, fn docFunc) error {
+	if run.ordered != nil {
+		return run.src.readOrdered(ctx, run.ordered, run.desc, at, &run.loaded, &run.entries, fn)
+	}
+	return run.src.read(ctx, at, &run.loaded, &run.entries, fn)
 }
 
 // streamed returns the page of a streamable query that starts at tok. It
@@ -353,6 +441,10 @@ type queryRun struct {
 // the page's time is up. A page holds at least one document's rows, so a
 // query always progresses.
 func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error) {
+	if tok.Key != nil && tok.Ordered != (run.ordered != nil) {
+		// The plan changed under the continuation (the indexing policy did).
+		return Page{}, status.BadRequest("the continuation token is no longer valid for this query: the container's indexing policy changed; restart the query")
+	}
 	skip, take := run.prog.Window()
 	limit := run.e.pageLimit(run.q.MaxItems)
 	maxBytes := run.e.cfg.MaxPageBytes
@@ -363,10 +455,10 @@ func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error)
 	rowIdx, skipRows, docs := 0, 0, 0
 	finished := take >= 0 && done >= skip+take
 	here := func(rows int) *queryToken {
-		return &queryToken{Hash: tok.Hash, Lo: bytes.Clone(lo), Hi: bytes.Clone(hi), Key: bytes.Clone(key), Rows: rows, Done: done}
+		return &queryToken{Hash: tok.Hash, Lo: bytes.Clone(lo), Hi: bytes.Clone(hi), Key: bytes.Clone(key), Rows: rows, Done: done, Ordered: run.ordered != nil}
 	}
 	feed := func(yield func([]byte) bool) error {
-		return run.src.read(ctx, tok, &run.loaded, &run.entries, func(l, h, k, doc []byte) bool {
+		return run.read(ctx, tok, func(l, h, k, doc []byte) bool {
 			if docs > 0 && time.Since(run.start) > run.e.cfg.QueryPageTime {
 				lo, hi, key = l, h, k
 				next = here(0)
@@ -383,7 +475,11 @@ func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error)
 	}
 	var err error
 	if !finished {
-		err = run.prog.Stream(ctx, feed, func(row []byte) bool {
+		stream := run.prog.Stream
+		if run.ordered != nil {
+			stream = run.prog.StreamOrdered
+		}
+		err = stream(ctx, feed, func(row []byte) bool {
 			if rowIdx++; rowIdx <= skipRows {
 				return true
 			}
@@ -402,14 +498,15 @@ func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error)
 			done++
 			p.Items = append(p.Items, bytes.Clone(row))
 			size += len(row)
+			if take >= 0 && done >= skip+take {
+				finished = true
+				return false
+			}
 			if run.cross && run.q.MaxItems > 0 && len(p.Items) >= limit {
 				// The gateway does not look ahead on a full page of a
 				// cross-partition query: the next page may be empty
 				// (protocol doc §6.2).
 				next = here(rowIdx)
-				if take >= 0 && done >= skip+take {
-					next = nil
-				}
 				return false
 			}
 			return true

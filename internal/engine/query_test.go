@@ -332,6 +332,17 @@ func TestIndexLookupsMatchScans(t *testing.T) {
 		{"SELECT VALUE c.id FROM c WHERE NOT (c.n = 7)", nil, -1},
 		{"SELECT VALUE c.id FROM c WHERE c.n > 45 ORDER BY c.s DESC", nil, 16},
 		{"SELECT VALUE COUNT(1) FROM c WHERE c.n = 7", nil, 4},
+		// Index-ordered: no sort, and TOP stops early. Ties in the key may
+		// come in another order than a sort's, so these select the key.
+		{"SELECT VALUE c.n FROM c WHERE c.n > 40 ORDER BY c.n", nil, 36},
+		{"SELECT VALUE c.n FROM c WHERE c.n > 40 ORDER BY c.n DESC", nil, 36},
+		{"SELECT TOP 3 VALUE c.n FROM c WHERE c.n >= 10 ORDER BY c.n DESC", nil, 3},
+		{"SELECT VALUE c.n FROM c WHERE c.n >= 10 ORDER BY c.n OFFSET 5 LIMIT 3", nil, 8},
+		{"SELECT VALUE c.n FROM c WHERE c.n IN (3, 1, 2, 'x') ORDER BY c.n DESC", nil, 12},
+		{"SELECT VALUE c.s FROM c WHERE STARTSWITH(c.s, 's') ORDER BY c.s OFFSET 5 LIMIT 7", nil, 12},
+		{"SELECT VALUE c.mixed FROM c WHERE c.mixed >= 0 ORDER BY c.mixed DESC", nil, 40},
+		{"SELECT VALUE c.n FROM c WHERE c.n > 40 AND c.s = 's1' ORDER BY c.n", nil, 36},
+		{"SELECT VALUE c.id FROM c WHERE c.id > 'i19' ORDER BY c.id DESC", nil, 10},
 	} {
 		q := Query{Text: tc.text, Params: tc.params, EnableCrossPartition: true, MaxItems: -1}
 		want := queryAllIn(t, e, "scan", q)

@@ -84,6 +84,26 @@ func (s *Store) Scan(ctx context.Context, span Span, after []byte, fn func(key, 
 	return scanIter(ctx, it, after, fn)
 }
 
+// ScanReverse is Scan in descending key order, from the end of span.
+func (s *Store) ScanReverse(ctx context.Context, span Span, fn func(key, value []byte) bool) error {
+	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: span.Lower, UpperBound: span.Upper})
+	if err != nil {
+		return err
+	}
+	for n, ok := 0, it.Last(); ok; n, ok = n+1, it.Prev() {
+		if n%256 == 255 {
+			if err := ctx.Err(); err != nil {
+				_ = it.Close()
+				return err
+			}
+		}
+		if !fn(it.Key(), it.Value()) {
+			break
+		}
+	}
+	return errors.Join(it.Error(), it.Close())
+}
+
 func scanIter(ctx context.Context, it *pebble.Iterator, after []byte, fn func(key, value []byte) bool) error {
 	var ok bool
 	if after != nil {

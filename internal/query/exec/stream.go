@@ -31,8 +31,23 @@ func (p *Program) Stream(ctx context.Context, docs func(yield func(doc []byte) b
 	if !p.Streamable() {
 		return &Error{Msg: "the query cannot be streamed"}
 	}
+	return p.stream(ctx, docs, fn)
+}
+
+// StreamOrdered is Stream for a query whose documents arrive in its ORDER BY
+// order already (read from an index in that order): the ORDER BY is not
+// evaluated. The query must otherwise be streamable (no GROUP BY, aggregate
+// or DISTINCT), else StreamOrdered fails with an *Error.
+func (p *Program) StreamOrdered(ctx context.Context, docs func(yield func(doc []byte) bool) error, fn func(row []byte) bool) error {
+	if q := p.q; q.grouped || q.distinct {
+		return &Error{Msg: "the query cannot be streamed"}
+	}
+	return p.stream(ctx, docs, fn)
+}
+
+func (p *Program) stream(ctx context.Context, docs func(yield func(doc []byte) bool) error, fn func(row []byte) bool) error {
 	q := *p.q
-	q.topN, q.offset, q.limit = -1, 0, -1
+	q.topN, q.offset, q.limit, q.orderBy = -1, 0, -1, nil
 	rc := &runCtx{ctx: ctx, docs: docs, now: p.now()}
 	e := &env{slots: make([]value, p.nslots), rc: rc}
 	var buf []byte

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -206,4 +207,36 @@ func scalar(e parse.Expr, params map[string][]byte) (index.Value, bool) {
 		}
 	}
 	return index.Value{}, false
+}
+
+// OrderedIndex chooses an index scan that reads documents in the order of
+// the query's ORDER BY, so that it need not sort and can stop at its TOP or
+// LIMIT. It needs a single ORDER BY key that is a property path of the FROM
+// alias indexed by pol, and a top-level conjunct that Index could use on
+// that same path: every document the filter matches then has a scalar
+// there, hence an index entry (the index has none for undefined, arrays or
+// objects, which ORDER BY would otherwise return too). The scan's spans are
+// ascending; desc says to read them backwards.
+func OrderedIndex(q *parse.Query, params map[string][]byte, pol *index.Policy) (scan *IndexScan, desc, ok bool) {
+	if q == nil || len(q.OrderBy) != 1 || q.From == nil || q.From.In || q.From.Subquery != nil || q.Where == nil || pol == nil || pol.None() {
+		return nil, false, false
+	}
+	if _, ok := q.From.Expr.(*parse.Ident); !ok {
+		return nil, false, false
+	}
+	path, ok := indexPath(q.OrderBy[0].Expr, q.From.Alias)
+	if !ok || !pol.Indexed(path) {
+		return nil, false, false
+	}
+	rank := map[string]int{"equality": 4, "in": 3, "prefix": 2, "range": 1}
+	for _, c := range conjuncts(q.Where, nil) {
+		s := lookup(c, q.From.Alias, params)
+		if s == nil || !slices.Equal(s.Path, path) {
+			continue
+		}
+		if scan == nil || rank[s.Kind] > rank[scan.Kind] {
+			scan = s
+		}
+	}
+	return scan, q.OrderBy[0].Desc, scan != nil
 }

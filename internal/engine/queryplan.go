@@ -1,0 +1,81 @@
+package engine
+
+import (
+	"context"
+	"errors"
+
+	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/query/exec"
+	"github.com/partitadb/partita/internal/query/parse"
+	"github.com/partitadb/partita/internal/query/plan"
+	"github.com/partitadb/partita/internal/status"
+)
+
+// QueryPlan answers a query plan request (x-ms-cosmos-is-query-plan-request,
+// protocol doc §6.3): the JSON of Cosmos DB's partitioned query execution
+// info for q over container coll of database db. A query whose filter pins
+// one logical partition gets a plan without merge steps and the EPK point
+// of that partition key; any other query the full EPK range, with the
+// per-range rewritten query and merge steps its ORDER BY, aggregates,
+// GROUP BY, DISTINCT, TOP or OFFSET/LIMIT need (see plan.Build).
+//
+// Errors (as *status.Error): 404 for a missing database or container; 400
+// for a syntax error, an invalid query (unknown function, missing
+// parameter, bad TOP) or a shape Partita cannot plan across partitions.
+func (e *Engine) QueryPlan(ctx context.Context, db, coll string, q Query) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c, err := e.container(db, coll)
+	if err != nil {
+		return nil, err
+	}
+	ast, err := parse.Parse(q.Text)
+	if err != nil {
+		return nil, translate(err)
+	}
+	if _, err := exec.Compile(ast, q.Params, exec.WithUDFs(e.udfLookup(c))); err != nil {
+		return nil, translate(err)
+	}
+	return queryPlanJSON(c, ast, q.Params)
+}
+
+// queryPlanJSON builds the plan of the parsed (and compiled) query ast over
+// container c, as JSON. QueryItems puts it, as a string, in the
+// additionalErrorInfo of its 400/1004 refusal, where the JS SDK looks for
+// it; its errors are *status.Error.
+func queryPlanJSON(c *catalog.Container, ast *parse.Query, params exec.Params) ([]byte, error) {
+	p := plan.Plan{Version: 2}
+	if pk, ok := plan.PartitionKey(ast, c.PK.Paths, params); ok {
+		epk, err := c.PK.Hash(pk)
+		if err != nil {
+			return nil, translate(err)
+		}
+		// One range executes the whole query: nothing to merge.
+		p.QueryInfo = plan.Neutral(ast)
+		p.QueryRanges = []plan.EPKRange{plan.PointRange(epk.String())}
+	} else {
+		info, err := plan.Build(ast, params)
+		if err != nil {
+			return nil, planError(err)
+		}
+		p.QueryInfo = info
+		p.QueryRanges = []plan.EPKRange{plan.FullRange()}
+	}
+	b, err := p.Marshal()
+	if err != nil {
+		return nil, status.From(err)
+	}
+	return b, nil
+}
+
+// planError turns plan.Build's errors into 400s naming the construct.
+func planError(err error) error {
+	if e, ok := errors.AsType[*plan.UnsupportedError](err); ok {
+		return status.NotSupported(e.What + " in a cross-partition query").Wrap(err)
+	}
+	if e, ok := errors.AsType[*plan.ValueError](err); ok {
+		return status.BadRequest("%s %s", e.Clause, e.Msg).Wrap(err)
+	}
+	return translate(err)
+}
