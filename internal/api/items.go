@@ -2,9 +2,11 @@ package api
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/partitadb/partita/internal/engine"
 	"github.com/partitadb/partita/internal/status"
@@ -180,21 +182,45 @@ func (h *Handler) queryItems(w http.ResponseWriter, r *http.Request) error {
 	hd := w.Header()
 	hd.Set("x-ms-content-path", p.ContainerRID)
 	if isTrue(r, hdrQueryMetrics) {
-		size := 0
-		for _, it := range p.Items {
-			size += len(it)
-		}
-		// Only the total is measured today; the phases are not timed separately.
-		hd.Set("x-ms-documentdb-query-metrics", fmt.Sprintf(
-			"totalExecutionTimeInMs=%.2f;queryCompileTimeInMs=0.00;queryLogicalPlanBuildTimeInMs=0.00;queryPhysicalPlanBuildTimeInMs=0.00;"+
-				"queryOptimizationTimeInMs=0.00;VMExecutionTimeInMs=0.00;indexLookupTimeInMs=0.00;documentLoadTimeInMs=0.00;"+
-				"systemFunctionExecuteTimeInMs=0.00;userFunctionExecuteTimeInMs=0.00;retrievedDocumentCount=%d;retrievedDocumentSize=0;"+
-				"outputDocumentCount=%d;outputDocumentSize=%d;writeOutputTimeInMs=0.00;indexUtilizationRatio=0.00",
-			float64(p.Elapsed.Microseconds())/1000, p.Loaded, len(p.Items), size))
+		hd.Set("x-ms-documentdb-query-metrics", queryMetrics(p))
 	}
 	if isTrue(r, hdrIndexMetrics) || isTrue(r, hdrIndexMetricsV2) {
-		hd.Set("x-ms-cosmos-index-utilization", base64.StdEncoding.EncodeToString(
-			[]byte(`{"UtilizedSingleIndexes":[],"PotentialSingleIndexes":[],"UtilizedCompositeIndexes":[],"PotentialCompositeIndexes":[]}`)))
+		hd.Set("x-ms-cosmos-index-utilization", base64.StdEncoding.EncodeToString(indexUtilization(p.Metrics.IndexPath)))
 	}
 	return writeFeed(w, p.ContainerRID, "Documents", p)
+}
+
+// queryMetrics formats a query page's metrics as Cosmos DB's
+// x-ms-documentdb-query-metrics header. Partita measures compile, load
+// (index and documents together) and total time; evaluation is the rest.
+func queryMetrics(p engine.Page) string {
+	size := 0
+	for _, it := range p.Items {
+		size += len(it)
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	m := p.Metrics
+	vm := max(0, p.Elapsed-m.Compile-m.Load)
+	ratio := 0.0
+	if p.Loaded > 0 {
+		ratio = min(1, float64(len(p.Items))/float64(p.Loaded))
+	}
+	return fmt.Sprintf("totalExecutionTimeInMs=%.2f;queryCompileTimeInMs=%.2f;queryLogicalPlanBuildTimeInMs=0.00;queryPhysicalPlanBuildTimeInMs=0.00;"+
+		"queryOptimizationTimeInMs=0.00;VMExecutionTimeInMs=%.2f;indexLookupTimeInMs=0.00;documentLoadTimeInMs=%.2f;"+
+		"systemFunctionExecuteTimeInMs=0.00;userFunctionExecuteTimeInMs=0.00;retrievedDocumentCount=%d;retrievedDocumentSize=%d;"+
+		"outputDocumentCount=%d;outputDocumentSize=%d;writeOutputTimeInMs=0.00;indexUtilizationRatio=%.2f",
+		ms(p.Elapsed), ms(m.Compile), ms(vm), ms(m.Load), p.Loaded, m.LoadedBytes, len(p.Items), size, ratio)
+}
+
+// indexUtilization is the JSON of Cosmos DB's index metrics: the single
+// index a lookup used, if any.
+func indexUtilization(path string) []byte {
+	used := []any{}
+	if path != "" {
+		used = append(used, map[string]any{"FilterExpression": "", "IndexSpec": path, "FilterPreciseSet": true,
+			"IndexPreciseSet": true, "IndexImpactScore": "High"})
+	}
+	b, _ := json.Marshal(map[string]any{"UtilizedSingleIndexes": used, "PotentialSingleIndexes": []any{},
+		"UtilizedCompositeIndexes": []any{}, "PotentialCompositeIndexes": []any{}})
+	return b
 }

@@ -38,6 +38,21 @@ type Page struct {
 	Loaded int
 	// Elapsed is the time the engine spent producing the page.
 	Elapsed time.Duration
+	// Metrics describe a query page's work.
+	Metrics QueryMetrics
+}
+
+// QueryMetrics describe the work of one page of a query.
+type QueryMetrics struct {
+	// Entries is how many index and order entries were read.
+	Entries int
+	// LoadedBytes is the size of the documents loaded.
+	LoadedBytes int
+	// IndexPath is the index path a lookup used ("/n/?"), or "" for a scan.
+	IndexPath string
+	// Compile and Load are the time spent parsing and planning, and reading
+	// documents and index entries from storage.
+	Compile, Load time.Duration
 }
 
 // resolved is a Scope turned into a key span and the ranges it touches.

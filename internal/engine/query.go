@@ -11,6 +11,8 @@ import (
 	"hash/fnv"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/partitadb/partita/internal/catalog"
@@ -95,6 +97,7 @@ func (e *Engine) QueryItems(ctx context.Context, db, coll string, scope Scope, q
 	if err != nil {
 		return Page{}, err
 	}
+	compiled := time.Now()
 	// A filter that pins the partition key routes the query to that logical
 	// partition, as the gateway does (protocol doc §6.2).
 	if scope.PK == nil && scope.RangeID == "" {
@@ -154,7 +157,15 @@ func (e *Engine) QueryItems(ctx context.Context, db, coll string, scope Scope, q
 		size += len(it)
 	}
 	p.ContainerRID, p.Session, p.Loaded, p.Elapsed = c.RID, e.sessionFor(r.ranges), run.loaded, time.Since(start)
-	p.RU = throughput.QueryCost(run.loaded, size, len(r.ranges))
+	p.Metrics = QueryMetrics{Entries: run.entries, LoadedBytes: run.loadedBytes, Compile: compiled.Sub(start), Load: run.loadTime}
+	switch {
+	case run.ordered != nil:
+		p.Metrics.IndexPath = indexPathSpec(run.ordered.Path)
+	case src.scan != nil:
+		p.Metrics.IndexPath = indexPathSpec(src.scan.Path)
+	}
+	p.RU = throughput.QueryWorkCost(throughput.QueryWork{Entries: run.entries, Items: run.loaded, InBytes: run.loadedBytes,
+		OutBytes: size, Partitions: len(r.ranges)})
 	return p, nil
 }
 
@@ -412,27 +423,59 @@ func (s docSource) indexScan(ctx context.Context, sp store.Span, from uint64, en
 
 // queryRun is one page of one query.
 type queryRun struct {
-	e      *Engine
-	q      Query
-	prog   *exec.Program
-	src    docSource
-	cross  bool
-	start  time.Time
-	loaded int // documents read
+	e           *Engine
+	q           Query
+	prog        *exec.Program
+	src         docSource
+	cross       bool
+	start       time.Time
+	loaded      int // documents read
+	loadedBytes int // their size
 	// entries counts the order and index entries read.
 	entries int
+	// loadTime is the time spent reading from storage.
+	loadTime time.Duration
 	// ordered, when set, is an index scan that reads documents in the
 	// query's ORDER BY order (descending when desc).
 	ordered *plan.IndexScan
 	desc    bool
 }
 
-// read reads the query's documents from position at.
+// read reads the query's documents from position at. The time spent in fn
+// (evaluating) is not counted as load time.
 func (run *queryRun) read(ctx context.Context, at queryToken, fn docFunc) error {
-	if run.ordered != nil {
-		return run.src.readOrdered(ctx, run.ordered, run.desc, at, &run.loaded, &run.entries, fn)
+	t0 := time.Now()
+	var inFn time.Duration
+	counted := func(lo, hi, key, doc []byte) bool {
+		run.loadedBytes += len(doc)
+		t := time.Now()
+		more := fn(lo, hi, key, doc)
+		inFn += time.Since(t)
+		return more
 	}
-	return run.src.read(ctx, at, &run.loaded, &run.entries, fn)
+	var err error
+	if run.ordered != nil {
+		err = run.src.readOrdered(ctx, run.ordered, run.desc, at, &run.loaded, &run.entries, counted)
+	} else {
+		err = run.src.read(ctx, at, &run.loaded, &run.entries, counted)
+	}
+	run.loadTime += time.Since(t0) - inFn
+	return err
+}
+
+// indexPathSpec writes an index path as indexing policies do: /a/"b c"/?.
+func indexPathSpec(path []string) string {
+	var b strings.Builder
+	for _, seg := range path {
+		b.WriteByte('/')
+		if strings.ContainsAny(seg, "/\" \t") {
+			b.WriteString(strconv.Quote(seg))
+		} else {
+			b.WriteString(seg)
+		}
+	}
+	b.WriteString("/?")
+	return b.String()
 }
 
 // streamed returns the page of a streamable query that starts at tok. It
@@ -528,7 +571,7 @@ func (run *queryRun) whole(ctx context.Context, tok queryToken) (Page, error) {
 		return Page{}, status.BadRequest("invalid continuation token for this query")
 	}
 	feed := func(yield func([]byte) bool) error {
-		return run.src.read(ctx, queryToken{}, &run.loaded, &run.entries, func(_, _, _, doc []byte) bool { return yield(doc) })
+		return run.read(ctx, queryToken{}, func(_, _, _, doc []byte) bool { return yield(doc) })
 	}
 	rows, err := run.prog.Run(ctx, feed)
 	if err != nil {

@@ -437,3 +437,55 @@ func queryAllLoaded(t *testing.T, e *Engine, coll string, q Query) ([]string, in
 	t.Fatalf("query %q: too many pages", q.Text)
 	return nil, 0
 }
+
+// TestQueryCostsFollowWork: an index lookup costs less than the same query
+// scanning, a query routed to one partition less than one fanned out, and
+// the metrics say which index was used.
+func TestQueryCostsFollowWork(t *testing.T) {
+	e := testEngine(t)
+	ctx := context.Background()
+	if _, err := e.CreateContainer("db", []byte(`{"id":"scan","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"indexingMode":"none","automatic":false}}`), Throughput{Manual: 24000}); err != nil {
+		t.Fatal(err)
+	}
+	for _, coll := range []string{"k", "scan"} {
+		for i := range 200 {
+			body := fmt.Sprintf(`{"id":"i%03d","pk":"p%d","n":%d,"s":"s%d","pad":%q}`, i, i%10, i%50, i%7, strings.Repeat("x", 500))
+			if _, err := e.WriteItem(ctx, Write{DB: "db", Container: coll, Kind: Create, PK: pkN(i % 10), Body: []byte(body)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	run := func(coll string, scope Scope, text string) Page {
+		t.Helper()
+		p, err := e.QueryItems(ctx, "db", coll, scope, Query{Text: text, EnableCrossPartition: true, MaxItems: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	indexed := run("k", Scope{}, "SELECT * FROM c WHERE c.n = 7")
+	scanned := run("scan", Scope{}, "SELECT * FROM c WHERE c.n = 7")
+	if len(indexed.Items) != 4 || len(scanned.Items) != 4 {
+		t.Fatalf("got %d and %d results, want 4 each", len(indexed.Items), len(scanned.Items))
+	}
+	if indexed.RU >= scanned.RU {
+		t.Errorf("index lookup cost %.2f RU, scan %.2f RU: want the lookup cheaper", indexed.RU, scanned.RU)
+	}
+	if indexed.Metrics.IndexPath != "/n/?" || scanned.Metrics.IndexPath != "" {
+		t.Errorf("index paths %q and %q, want /n/? and none", indexed.Metrics.IndexPath, scanned.Metrics.IndexPath)
+	}
+	// Each of the 4 ranges reads the entries it needs: the lookup's 4 index
+	// entries, the scan all 200 order entries (filtering by EPK).
+	if indexed.Metrics.Entries != 16 || scanned.Metrics.Entries != 800 || scanned.Metrics.LoadedBytes < 200*500 {
+		t.Errorf("entries read %d (want 4 ranges x 4) and %d (want 4 ranges x 200), scan loaded %d bytes",
+			indexed.Metrics.Entries, scanned.Metrics.Entries, scanned.Metrics.LoadedBytes)
+	}
+	routed := run("scan", Scope{PK: pkN(3)}, "SELECT * FROM c WHERE c.s = 's3'")
+	fanned := run("scan", Scope{}, "SELECT * FROM c WHERE c.s = 's3' AND c.pk = 'p3' OR false")
+	if len(routed.Items) != len(fanned.Items) || len(routed.Items) == 0 {
+		t.Fatalf("routed %d results, fanned out %d: want the same, non-zero", len(routed.Items), len(fanned.Items))
+	}
+	if routed.RU >= fanned.RU {
+		t.Errorf("routed query cost %.2f RU, fanned out %.2f RU: want routed cheaper", routed.RU, fanned.RU)
+	}
+}

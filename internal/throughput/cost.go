@@ -13,6 +13,8 @@ const (
 	writePerKB    = 5 * readPerKB // writes scale like reads, five times over
 	queryBase     = 2.0           // fixed cost of compiling and starting a query
 	queryPerItem  = 0.05          // per item loaded and evaluated
+	queryPerKBIn  = 0.05          // per KB of items loaded
+	queryPerEntry = 0.002         // per index or order entry read
 	queryPerKBOut = 0.1           // per KB of results
 	perPartition  = 1.0           // per physical partition a request visits beyond the first
 	minimumCharge = 1.0           // failed and trivial requests still cost this
@@ -37,6 +39,25 @@ func WriteCost(n int) float64 {
 // returned out bytes and visited partitions physical partitions.
 func QueryCost(items, out, partitions int) float64 {
 	ru := queryBase + float64(items)*queryPerItem + kb(out)*queryPerKBOut + float64(max(0, partitions-1))*perPartition
+	return round2(ru)
+}
+
+// QueryWork is what a query page did.
+type QueryWork struct {
+	Entries    int // index and order entries read
+	Items      int // items loaded and evaluated
+	InBytes    int // their size
+	OutBytes   int // the size of the results
+	Partitions int // physical partitions visited
+}
+
+// QueryWorkCost is the charge for a query page that did w: it grows with
+// every entry read, item loaded and byte returned, and with each partition
+// beyond the first, so a query routed to one partition costs less than the
+// same query fanned out, and an index lookup less than a scan.
+func QueryWorkCost(w QueryWork) float64 {
+	ru := queryBase + float64(w.Entries)*queryPerEntry + float64(w.Items)*queryPerItem + kb(w.InBytes)*queryPerKBIn +
+		kb(w.OutBytes)*queryPerKBOut + float64(max(0, w.Partitions-1))*perPartition
 	return round2(ru)
 }
 

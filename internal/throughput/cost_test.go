@@ -26,3 +26,25 @@ func TestCosts(t *testing.T) {
 		t.Errorf("charges do not grow with item size")
 	}
 }
+
+// TestQueryWorkCostGrowsWithWork: every kind of work adds to a query's charge.
+func TestQueryWorkCostGrowsWithWork(t *testing.T) {
+	base := QueryWork{Entries: 10, Items: 10, InBytes: 10 << 10, OutBytes: 5 << 10, Partitions: 1}
+	c0 := QueryWorkCost(base)
+	for name, more := range map[string]func(w *QueryWork){
+		"entries":    func(w *QueryWork) { w.Entries += 1000 },
+		"items":      func(w *QueryWork) { w.Items += 100 },
+		"in bytes":   func(w *QueryWork) { w.InBytes += 100 << 10 },
+		"out bytes":  func(w *QueryWork) { w.OutBytes += 100 << 10 },
+		"partitions": func(w *QueryWork) { w.Partitions += 3 },
+	} {
+		w := base
+		more(&w)
+		if c := QueryWorkCost(w); c <= c0 {
+			t.Errorf("QueryWorkCost with more %s = %.2f, want more than %.2f", name, c, c0)
+		}
+	}
+	if c := QueryWorkCost(QueryWork{}); c != queryBase {
+		t.Errorf("QueryWorkCost(nothing) = %.2f, want %.2f", c, queryBase)
+	}
+}
