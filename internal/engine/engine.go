@@ -47,6 +47,14 @@ type Config struct {
 	// still running then returns what it has (possibly nothing) with a
 	// continuation. Default 5 s, as Cosmos DB.
 	QueryPageTime time.Duration
+	// QueryMaxTime bounds a query page that must read its whole scope
+	// (ORDER BY without an ordered index, GROUP BY, aggregates, DISTINCT):
+	// past it the query fails with 408. Default 1 minute.
+	QueryMaxTime time.Duration
+	// QueryMaxSortBytes bounds the documents an ORDER BY without TOP or
+	// LIMIT may buffer to sort: past it the query fails with 400. Default
+	// 256 MiB.
+	QueryMaxSortBytes int
 	// ScriptLimits bound each stored procedure, trigger and UDF run; zero
 	// fields take the script package's defaults (5 s, 1000 operations).
 	ScriptLimits script.Limits
@@ -64,6 +72,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.QueryPageTime <= 0 {
 		c.QueryPageTime = 5 * time.Second
+	}
+	if c.QueryMaxTime <= 0 {
+		c.QueryMaxTime = time.Minute
+	}
+	if c.QueryMaxSortBytes <= 0 {
+		c.QueryMaxSortBytes = 256 << 20
 	}
 	return c
 }

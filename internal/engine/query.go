@@ -10,6 +10,7 @@ import (
 	"errors"
 	"hash/fnv"
 	"maps"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -570,11 +571,26 @@ func (run *queryRun) whole(ctx context.Context, tok queryToken) (Page, error) {
 	if tok.Key != nil {
 		return Page{}, status.BadRequest("invalid continuation token for this query")
 	}
+	ctx, cancel := context.WithTimeout(ctx, run.e.cfg.QueryMaxTime)
+	defer cancel()
+	buffers, limit := run.prog.BuffersInput(), run.e.cfg.QueryMaxSortBytes
+	var tooBig bool
 	feed := func(yield func([]byte) bool) error {
-		return run.read(ctx, queryToken{}, func(_, _, _, doc []byte) bool { return yield(doc) })
+		return run.read(ctx, queryToken{}, func(_, _, _, doc []byte) bool {
+			if buffers && run.loadedBytes > limit {
+				tooBig = true
+				return false
+			}
+			return yield(doc)
+		})
 	}
 	rows, err := run.prog.Run(ctx, feed)
-	if err != nil {
+	switch {
+	case tooBig:
+		return Page{}, status.BadRequest("the query must sort more than %d MiB of documents; add a TOP or LIMIT, or a filter on the indexed ORDER BY path", limit>>20)
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
+		return Page{}, status.Newf(http.StatusRequestTimeout, "the query ran for longer than %v; queries that sort, group, aggregate or de-duplicate read their whole scope for every page: narrow it with a partition key or an indexed filter", run.e.cfg.QueryMaxTime)
+	case err != nil:
 		return Page{}, translate(err)
 	}
 	return run.e.page(rows, tok, run.q.MaxItems, run.cross), nil

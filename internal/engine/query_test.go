@@ -489,3 +489,28 @@ func TestQueryCostsFollowWork(t *testing.T) {
 		t.Errorf("routed query cost %.2f RU, fanned out %.2f RU: want routed cheaper", routed.RU, fanned.RU)
 	}
 }
+
+// TestQueryBounds: a query that would sort too much is refused, and one that
+// runs too long gets 408, instead of holding memory or the server.
+func TestQueryBounds(t *testing.T) {
+	e := testEngine(t)
+	e.cfg.GatewayQueryFull = true
+	queryFixture(t, e, 100)
+	e.cfg.QueryMaxSortBytes = 2000
+	q := func(text string) error {
+		_, err := e.QueryItems(context.Background(), "db", "k", Scope{}, Query{Text: text, EnableCrossPartition: true, MaxItems: -1})
+		return err
+	}
+	if err := q("SELECT * FROM c ORDER BY c.id"); code(err) != 400 || !strings.Contains(err.Error(), "sort more than") {
+		t.Errorf("unbounded sort: err %v, want 400 naming the sort", err)
+	}
+	for _, ok := range []string{"SELECT TOP 5 * FROM c ORDER BY c.id", "SELECT VALUE COUNT(1) FROM c", "SELECT * FROM c WHERE c.n > 3 ORDER BY c.n"} {
+		if err := q(ok); err != nil {
+			t.Errorf("%q: %v, want no error (its memory is bounded)", ok, err)
+		}
+	}
+	e.cfg.QueryMaxTime = time.Nanosecond
+	if err := q("SELECT VALUE COUNT(1) FROM c"); code(err) != 408 {
+		t.Errorf("slow whole-scope query: err %v, want 408", err)
+	}
+}

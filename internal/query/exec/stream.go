@@ -60,3 +60,10 @@ func (p *Program) stream(ctx context.Context, docs func(yield func(doc []byte) b
 	})
 	return rc.err
 }
+
+// BuffersInput reports whether Run keeps every row until the end: an ORDER
+// BY with no TOP or LIMIT to prune its buffer. Its memory then grows with
+// the documents read.
+func (p *Program) BuffersInput() bool {
+	return len(p.q.orderBy) > 0 && p.q.sortedRowsNeeded() < 0
+}
