@@ -98,6 +98,9 @@ func (e *Engine) QueryItems(ctx context.Context, db, coll string, scope Scope, q
 	if err != nil {
 		return Page{}, err
 	}
+	if err := plan.CheckOrderBy(ast, c.Policy()); err != nil {
+		return Page{}, status.BadRequest("%v", err)
+	}
 	compiled := time.Now()
 	// A filter that pins the partition key routes the query to that logical
 	// partition, as the gateway does (protocol doc §6.2).

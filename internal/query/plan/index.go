@@ -240,3 +240,39 @@ func OrderedIndex(q *parse.Query, params map[string][]byte, pol *index.Policy) (
 	}
 	return scan, q.OrderBy[0].Desc, scan != nil
 }
+
+// OrderByError says an ORDER BY has no index to be served from.
+type OrderByError struct{ Msg string }
+
+func (e *OrderByError) Error() string { return e.Msg }
+
+// CheckOrderBy returns an *OrderByError when the query's ORDER BY needs an
+// index that pol lacks, as Cosmos DB refuses such queries: a single key
+// needs its path range-indexed, several keys a composite index with those
+// paths in that order and those directions (or all inverted). ORDER BY
+// items that are not property paths of the FROM alias are not checked, nor
+// are containers that index nothing.
+func CheckOrderBy(q *parse.Query, pol *index.Policy) error {
+	if q == nil || len(q.OrderBy) == 0 || q.From == nil || pol == nil || pol.None() {
+		return nil
+	}
+	paths := make([][]string, len(q.OrderBy))
+	desc := make([]bool, len(q.OrderBy))
+	for i, o := range q.OrderBy {
+		p, ok := indexPath(o.Expr, q.From.Alias)
+		if !ok {
+			return nil
+		}
+		paths[i], desc[i] = p, o.Desc
+	}
+	if len(paths) == 1 {
+		if !pol.Indexed(paths[0]) {
+			return &OrderByError{Msg: "Order-by item requires a range index to be defined on the corresponding index path."}
+		}
+		return nil
+	}
+	if !pol.HasComposite(paths, desc) {
+		return &OrderByError{Msg: "The order by query does not have a corresponding composite index that it can be served from."}
+	}
+	return nil
+}
