@@ -12,7 +12,7 @@ import (
 	"github.com/partitadb/partita/internal/store"
 )
 
-func testEngine(t *testing.T) *Engine {
+func testEngine(t testing.TB) *Engine {
 	t.Helper()
 	st, err := store.Open(store.Options{Dir: t.TempDir(), Sync: true})
 	if err != nil {

@@ -514,3 +514,43 @@ func TestQueryBounds(t *testing.T) {
 		t.Errorf("slow whole-scope query: err %v, want 408", err)
 	}
 }
+
+// FuzzQueryContinuation: any continuation a client sends is refused with
+// 400 or resumes the query; none panics, and a resumed query never returns
+// more than a page.
+func FuzzQueryContinuation(f *testing.F) {
+	e := testEngine(f)
+	e.cfg.GatewayQueryFull = true
+	ctx := context.Background()
+	for i := range 30 {
+		body := fmt.Sprintf(`{"id":"i%02d","pk":"p%d","n":%d}`, i, i%10, i)
+		if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Create, PK: pkN(i % 10), Body: []byte(body)}); err != nil {
+			f.Fatal(err)
+		}
+	}
+	texts := []string{"SELECT * FROM c", "SELECT VALUE c.n FROM c WHERE c.n > 3 ORDER BY c.n", "SELECT VALUE COUNT(1) FROM c", "SELECT c.id FROM c WHERE c.n IN (1, 5, 9)"}
+	for _, text := range texts {
+		p, err := e.QueryItems(ctx, "db", "k", Scope{}, Query{Text: text, EnableCrossPartition: true, MaxItems: 2})
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(uint8(0), p.Continuation)
+	}
+	f.Add(uint8(1), "eyJoIjoxfQ")
+	f.Fuzz(func(t *testing.T, which uint8, tok string) {
+		scope := Scope{}
+		if which&4 != 0 {
+			scope = Scope{RangeID: "2"}
+		}
+		p, err := e.QueryItems(ctx, "db", "k", scope, Query{Text: texts[int(which)%len(texts)], EnableCrossPartition: true, MaxItems: 2, Continuation: tok})
+		if err != nil {
+			if c := code(err); c != 400 {
+				t.Fatalf("continuation %q: %v, want success or 400", tok, err)
+			}
+			return
+		}
+		if len(p.Items) > 2 {
+			t.Fatalf("continuation %q: page of %d items, max 2", tok, len(p.Items))
+		}
+	})
+}
