@@ -70,6 +70,7 @@ func serveFlags(fs *flag.FlagSet, cfg *config.Config) {
 	fs.StringVar(&cfg.Server.TLSCert, "tls-cert", cfg.Server.TLSCert, "TLS certificate PEM file")
 	fs.StringVar(&cfg.Server.TLSKey, "tls-key", cfg.Server.TLSKey, "TLS private key PEM file")
 	fs.StringVar(&cfg.Store.Durability, "durability", cfg.Store.Durability, "sync: acknowledged writes are in the synced WAL; relaxed: WAL synced in the background")
+	fs.IntVar(&cfg.Store.CacheMB, "cache-mb", cfg.Store.CacheMB, "storage block cache size in MiB (documents and index blocks kept in memory)")
 	fs.StringVar(&cfg.API.AdvertiseEndpoint, "advertise-endpoint", cfg.API.AdvertiseEndpoint, "endpoint URL the account advertises to SDKs (default: the address each client used)")
 	fs.StringVar(&cfg.API.Consistency, "consistency", cfg.API.Consistency, "account default consistency level")
 	fs.BoolVar(&cfg.API.EmulatorCompat, "emulator-compat", cfg.API.EmulatorCompat, "reproduce Cosmos DB emulator quirks some SDK test suites expect (see README)")

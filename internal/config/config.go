@@ -48,6 +48,8 @@ type Store struct {
 	// default) or "relaxed" (the WAL is synced in the background: a crash
 	// may lose the last moments of acknowledged writes).
 	Durability string
+	// CacheMB is the storage block cache, in MiB. Default 256.
+	CacheMB int
 }
 
 // Auth configures authentication.
@@ -97,7 +99,7 @@ type Logging struct {
 func Default() Config {
 	return Config{
 		Server:  Server{Addr: "127.0.0.1:8081", TLS: true, ShutdownTimeout: 10 * time.Second},
-		Store:   Store{Dir: "./partita-data", Durability: "sync"},
+		Store:   Store{Dir: "./partita-data", Durability: "sync", CacheMB: 256},
 		Auth:    Auth{Key: EmulatorKey, MaxClockSkew: 15 * time.Minute},
 		API:     API{Consistency: "Session"},
 		Engine:  Engine{GatewayQuery: "gateway"},
@@ -117,6 +119,9 @@ func (c Config) Validate() error {
 	}
 	if c.Store.Dir == "" {
 		bad("data directory must not be empty")
+	}
+	if c.Store.CacheMB < 8 {
+		bad("cache-mb %d: want at least 8", c.Store.CacheMB)
 	}
 	if c.Store.Durability != "sync" && c.Store.Durability != "relaxed" {
 		bad("durability %q: want sync or relaxed", c.Store.Durability)

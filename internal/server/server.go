@@ -65,7 +65,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, er
 		s.certPEM = pem
 		tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
 	}
-	st, err := store.Open(store.Options{Dir: cfg.Store.Dir, Sync: cfg.Store.Durability == "sync", Logger: log})
+	st, err := store.Open(store.Options{Dir: cfg.Store.Dir, Sync: cfg.Store.Durability == "sync", Logger: log, CacheBytes: int64(cfg.Store.CacheMB) << 20})
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,9 @@ type Options struct {
 	Sync bool
 	// Logger receives Pebble's messages; nil discards them.
 	Logger *slog.Logger
+	// CacheBytes is the size of the block cache (data and index blocks
+	// kept decompressed in memory). Zero means 64 MiB.
+	CacheBytes int64
 }
 
 // Store is a Pebble database holding catalog entries and items. It is safe
@@ -40,7 +43,12 @@ func Open(opts Options) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	po := &pebble.Options{FS: opts.FS, Logger: pebbleLogger{log}}
+	if opts.CacheBytes <= 0 {
+		opts.CacheBytes = 64 << 20
+	}
+	cache := pebble.NewCache(opts.CacheBytes)
+	defer cache.Unref() // the database holds its own reference
+	po := &pebble.Options{FS: opts.FS, Logger: pebbleLogger{log}, Cache: cache, MemTableSize: 32 << 20}
 	db, err := pebble.Open(opts.Dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("open store in %s: %w", opts.Dir, err)
