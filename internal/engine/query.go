@@ -137,6 +137,11 @@ func (e *Engine) QueryItems(ctx context.Context, db, coll string, scope Scope, q
 	if !src.byID && c.IndexCurrent() {
 		src.scan, _ = plan.Index(ast, q.Params, c.Policy())
 	}
+	if src.scan == nil && prog.OrderFree() {
+		// An aggregate over the whole scope: read the items sequentially in
+		// key order rather than by point reads in creation order.
+		src.byID = true
+	}
 	run := queryRun{e: e, q: q, prog: prog, src: src, cross: cross, start: start}
 	if !src.byID && c.IndexCurrent() {
 		// An index that yields the ORDER BY order serves a query that
@@ -178,7 +183,7 @@ type docSource struct {
 	e    *Engine
 	c    *catalog.Container
 	r    resolved
-	byID bool            // one logical partition: read its items in key (id) order
+	byID bool            // read the scope in key order (for one logical partition: id order)
 	scan *plan.IndexScan // nil: no index lookup narrows the scope
 }
 

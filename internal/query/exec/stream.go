@@ -67,3 +67,10 @@ func (p *Program) stream(ctx context.Context, docs func(yield func(doc []byte) b
 func (p *Program) BuffersInput() bool {
 	return len(p.q.orderBy) > 0 && p.q.sortedRowsNeeded() < 0
 }
+
+// OrderFree reports whether the order documents are read in cannot change
+// the result (beyond floating-point rounding of sums): the outermost query
+// folds every row into one group (aggregates without GROUP BY).
+func (p *Program) OrderFree() bool {
+	return p.q.grouped && len(p.q.groupBy) == 0
+}
