@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/document"
+	"github.com/partitadb/partita/internal/partition"
 	"github.com/partitadb/partita/internal/query/exec"
 	"github.com/partitadb/partita/internal/query/plan"
 	"github.com/partitadb/partita/internal/status"
@@ -113,6 +115,16 @@ func (e *Engine) QueryItems(ctx context.Context, db, coll string, scope Scope, q
 	if err != nil {
 		return Page{}, err
 	}
+	if scope.PK == nil && scope.RangeID == "" {
+		// A filter that confines the query to a key prefix or a list of
+		// keys leaves it cross-partition, but only the physical partitions
+		// owning those keys need reading.
+		if keys, ok := plan.PartitionKeys(ast, c.PK.Paths, q.Params); ok {
+			if r, err = narrowScope(c, r, keys); err != nil {
+				return Page{}, err
+			}
+		}
+	}
 	cross := r.cross && scope.RangeID == ""
 	if cross && !q.EnableCrossPartition {
 		return Page{}, status.BadRequest("Cross partition query is required but disabled. Please set x-ms-documentdb-query-enablecrosspartition to true, specify x-ms-documentdb-partitionkey, or revise your query to avoid this exception.")
@@ -192,11 +204,38 @@ type docSource struct {
 // returns false to stop. All slices are valid only during the call.
 type docFunc func(lo, hi, key, doc []byte) bool
 
+// narrowScope restricts a container-wide scope r to the physical partitions
+// owning keys (full keys, or one hierarchical prefix); the result is still
+// cross-partition.
+func narrowScope(c *catalog.Container, r resolved, keys []document.PartitionKey) (resolved, error) {
+	if len(keys) == 1 && len(keys[0]) < len(c.PK.Paths) {
+		n, err := resolveScope(c, Scope{PK: keys[0]})
+		if err != nil {
+			return resolved{}, err
+		}
+		n.cross = true
+		return n, nil
+	}
+	var owners []partition.Range
+	for _, k := range keys {
+		loc, err := locate(c, k, "")
+		if err != nil {
+			return resolved{}, err
+		}
+		if !slices.ContainsFunc(owners, func(o partition.Range) bool { return o.ID == loc.rng.ID }) {
+			owners = append(owners, loc.rng)
+		}
+	}
+	slices.SortFunc(owners, func(a, b partition.Range) int { return bytes.Compare(a.Min, b.Min) })
+	r.ranges = owners
+	return r, nil
+}
+
 // spans returns the item-key spans of the scope that start at or after from,
 // in order: one per physical partition the scope touches.
 func (s docSource) spans(from []byte) []store.Span {
 	var out []store.Span
-	for _, rng := range s.c.Map().Ranges() {
+	for _, rng := range s.r.ranges {
 		sp := intersect(store.EPKSpan(s.c.Internal, rng.Min, rng.Max), s.r.span)
 		if from != nil {
 			sp = intersect(sp, store.Span{Lower: from, Upper: sp.Upper})

@@ -554,3 +554,59 @@ func FuzzQueryContinuation(f *testing.F) {
 		}
 	})
 }
+
+// TestQueryConfinedByKeys: a filter naming a list of keys, or a prefix of a
+// hierarchical key, reads only the partitions owning them, and returns what
+// the same filter returns when it cannot be used to narrow.
+func TestQueryConfinedByKeys(t *testing.T) {
+	e := testEngine(t)
+	ctx := context.Background()
+	if _, err := e.CreateContainer("db", []byte(`{"id":"h","partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2}}`), Throughput{Manual: 24000}); err != nil {
+		t.Fatal(err)
+	}
+	queryFixture(t, e, 120)
+	for i := range 80 {
+		body := fmt.Sprintf(`{"id":"h%d","t":"t%d","u":"u%d"}`, i, i%4, i%7)
+		pk := document.PartitionKey{{Kind: document.String, String: fmt.Sprintf("t%d", i%4)}, {Kind: document.String, String: fmt.Sprintf("u%d", i%7)}}
+		if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "h", Kind: Create, PK: pk, Body: []byte(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(coll, text string) ([]string, Page) {
+		t.Helper()
+		q := Query{Text: text, EnableCrossPartition: true, MaxItems: -1}
+		var last Page
+		var out []string
+		for {
+			p, err := e.QueryItems(ctx, "db", coll, Scope{}, q)
+			if err != nil {
+				t.Fatalf("%q: %v", text, err)
+			}
+			for _, it := range p.Items {
+				out = append(out, string(it))
+			}
+			last = p
+			if q.Continuation = p.Continuation; q.Continuation == "" {
+				return slices.Sorted(slices.Values(out)), last
+			}
+		}
+	}
+	for _, tc := range []struct{ coll, narrow, wide string }{
+		{"k", "SELECT VALUE c.id FROM c WHERE c.pk IN ('p1', 'p4')", "SELECT VALUE c.id FROM c WHERE c.pk = 'p1' OR c.pk = 'p4'"},
+		{"h", "SELECT VALUE c.id FROM c WHERE c.t = 't2'", "SELECT VALUE c.id FROM c WHERE c.t = 't2' OR false"},
+	} {
+		got, narrow := run(tc.coll, tc.narrow)
+		want, wide := run(tc.coll, tc.wide)
+		if len(want) == 0 || !slices.Equal(got, want) {
+			t.Errorf("%q = %v, want %v", tc.narrow, got, want)
+		}
+		if narrow.Metrics.Entries >= wide.Metrics.Entries || strings.Count(narrow.Session, ",") >= strings.Count(wide.Session, ",") {
+			t.Errorf("%q read %d entries in %d partitions, no fewer than without narrowing (%d in %d)", tc.narrow,
+				narrow.Metrics.Entries, strings.Count(narrow.Session, ",")+1, wide.Metrics.Entries, strings.Count(wide.Session, ",")+1)
+		}
+	}
+	// Narrowed queries stay cross-partition: they need the header.
+	if _, err := e.QueryItems(ctx, "db", "k", Scope{}, Query{Text: "SELECT * FROM c WHERE c.pk IN ('p1', 'p4')"}); code(err) != 400 {
+		t.Errorf("IN query without enablecrosspartition: err %v, want 400", err)
+	}
+}

@@ -69,6 +69,84 @@ func PartitionKey(q *parse.Query, paths []string, params map[string][]byte) (doc
 	return pk, true
 }
 
+// PartitionKeys returns the partition keys a query's WHERE clause confines
+// it to when it does not pin one full key (PartitionKey): the leading paths
+// of a hierarchical key pinned by equality give one prefix key; a
+// single-path key with a top-level conjunct `alias.path IN (v, ...)` of
+// scalar literals or parameters gives those keys. The query still spans
+// logical partitions, but only the physical partitions owning these keys
+// hold matches. It returns false when the filter confines it to nothing
+// narrower than the container.
+func PartitionKeys(q *parse.Query, paths []string, params map[string][]byte) ([]document.PartitionKey, bool) {
+	if q == nil || q.From == nil || q.From.In || q.From.Subquery != nil || q.Where == nil || len(paths) == 0 {
+		return nil, false
+	}
+	if _, ok := q.From.Expr.(*parse.Ident); !ok {
+		return nil, false
+	}
+	segs := make([][]string, len(paths))
+	for i, p := range paths {
+		if segs[i] = splitPath(p); segs[i] == nil {
+			return nil, false
+		}
+	}
+	pinned := make(document.PartitionKey, len(paths))
+	found := make([]bool, len(paths))
+	var in []document.PartitionKey
+	for _, c := range conjuncts(q.Where, nil) {
+		switch x := c.(type) {
+		case *parse.Binary:
+			if x.Op != parse.OpEq {
+				continue
+			}
+			for _, side := range [2][2]parse.Expr{{x.X, x.Y}, {x.Y, x.X}} {
+				path, ok := propertyPath(side[0], q.From.Alias)
+				if !ok {
+					continue
+				}
+				v, ok := value(side[1], params)
+				if !ok {
+					continue
+				}
+				for i, sg := range segs {
+					if equalSegs(sg, path) {
+						if found[i] && !pinned[i].Equal(v) {
+							return nil, false // matches nothing: leave it to the filter
+						}
+						pinned[i], found[i] = v, true
+					}
+				}
+			}
+		case *parse.In:
+			path, ok := propertyPath(x.X, q.From.Alias)
+			if x.Not || !ok || len(segs) != 1 || !equalSegs(segs[0], path) || in != nil {
+				continue
+			}
+			keys := make([]document.PartitionKey, 0, len(x.List))
+			for _, e := range x.List {
+				v, ok := value(e, params)
+				if !ok {
+					keys = nil
+					break
+				}
+				keys = append(keys, document.PartitionKey{v})
+			}
+			in = keys
+		}
+	}
+	k := 0
+	for k < len(found) && found[k] {
+		k++
+	}
+	switch {
+	case k > 0:
+		return []document.PartitionKey{pinned[:k]}, true
+	case len(in) > 0:
+		return in, true
+	}
+	return nil, false
+}
+
 // conjuncts flattens the top-level ANDs of e.
 func conjuncts(e parse.Expr, out []parse.Expr) []parse.Expr {
 	if b, ok := e.(*parse.Binary); ok && b.Op == parse.OpAnd {

@@ -46,3 +46,47 @@ func TestPartitionKey(t *testing.T) {
 		}
 	}
 }
+
+func TestPartitionKeys(t *testing.T) {
+	str := func(s string) document.PKValue { return document.PKValue{Kind: document.String, String: s} }
+	params := map[string][]byte{"@pk": []byte(`"p9"`), "@obj": []byte(`{"a":1}`)}
+	pk := func(vs ...string) document.PartitionKey {
+		k := document.PartitionKey{}
+		for _, v := range vs {
+			k = append(k, str(v))
+		}
+		return k
+	}
+	tests := []struct {
+		query string
+		paths []string
+		want  []document.PartitionKey // nil: not confined
+	}{
+		{"SELECT * FROM c WHERE c.t = 'a'", []string{"/t", "/u"}, []document.PartitionKey{pk("a")}},
+		{"SELECT * FROM c WHERE c.t = 'a' AND c.v = 'x'", []string{"/t", "/u", "/v"}, []document.PartitionKey{pk("a")}},
+		{"SELECT * FROM c WHERE c.u = 'b'", []string{"/t", "/u"}, nil}, // not a leading prefix
+		{"SELECT * FROM c WHERE c.pk IN ('a', @pk, 'c')", []string{"/pk"}, []document.PartitionKey{pk("a"), pk("p9"), pk("c")}},
+		{"SELECT * FROM c WHERE c.x > 1 AND c.pk IN ('a')", []string{"/pk"}, []document.PartitionKey{pk("a")}},
+		{"SELECT * FROM c WHERE c.pk NOT IN ('a', 'b')", []string{"/pk"}, nil},
+		{"SELECT * FROM c WHERE c.pk IN ('a', @obj)", []string{"/pk"}, nil},
+		{"SELECT * FROM c WHERE c.pk IN ('a', c.other)", []string{"/pk"}, nil},
+		{"SELECT * FROM c WHERE c.t IN ('a', 'b')", []string{"/t", "/u"}, nil},
+		{"SELECT * FROM c WHERE c.pk IN ('a') OR c.x = 1", []string{"/pk"}, nil},
+		{"SELECT * FROM c WHERE c.t = 'a' AND c.t = 'b'", []string{"/t", "/u"}, nil},
+		{"SELECT * FROM c", []string{"/pk"}, nil},
+	}
+	for _, tt := range tests {
+		q, err := parse.Parse(tt.query)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", tt.query, err)
+		}
+		got, ok := PartitionKeys(q, tt.paths, params)
+		same := ok == (tt.want != nil) && len(got) == len(tt.want)
+		for i := range got {
+			same = same && i < len(tt.want) && got[i].Equal(tt.want[i])
+		}
+		if !same {
+			t.Errorf("PartitionKeys(%q, %v) = %v, %v; want %v", tt.query, tt.paths, got, ok, tt.want)
+		}
+	}
+}
