@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"time"
 
 	"github.com/partitadb/partita/internal/catalog"
@@ -55,6 +56,10 @@ type Config struct {
 	// LIMIT may buffer to sort: past it the query fails with 400. Default
 	// 256 MiB.
 	QueryMaxSortBytes int
+	// QueryWorkers bounds how many physical partitions one query reads and
+	// folds at once, for GROUP BY and aggregates over several partitions.
+	// Default GOMAXPROCS.
+	QueryWorkers int
 	// ScriptLimits bound each stored procedure, trigger and UDF run; zero
 	// fields take the script package's defaults (5 s, 1000 operations).
 	ScriptLimits script.Limits
@@ -72,6 +77,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.QueryPageTime <= 0 {
 		c.QueryPageTime = 5 * time.Second
+	}
+	if c.QueryWorkers <= 0 {
+		c.QueryWorkers = runtime.GOMAXPROCS(0)
 	}
 	if c.QueryMaxTime <= 0 {
 		c.QueryMaxTime = time.Minute

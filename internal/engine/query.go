@@ -299,28 +299,45 @@ func (s docSource) read(ctx context.Context, at queryToken, loaded, entries *int
 		if i > 0 {
 			from = 0
 		}
-		var r spanReader = s.orderScan
-		if s.scan != nil {
-			r = s.indexScan
-		}
-		stopped, err := r(ctx, sp, from, entries, func(seq uint64, itemKey []byte) (bool, error) {
-			doc, err := s.e.data.Get(itemKey)
-			if errors.Is(err, store.ErrNotFound) {
-				return true, nil // deleted since the entry was read
-			}
-			if err != nil {
-				return false, err
-			}
-			*loaded++
-			var key [8]byte
-			binary.BigEndian.PutUint64(key[:], seq)
-			return fn(sp.Lower, sp.Upper, key[:], doc), nil
-		})
-		if err != nil || stopped {
+		if stopped, err := s.readSpan(ctx, sp, from, loaded, entries, fn); err != nil || stopped {
 			return err
 		}
 	}
 	return nil
+}
+
+// readSpan calls fn with the documents of one physical partition's span sp,
+// in creation order from sequence number from on (in key order for a
+// key-order source, then from is ignored), until fn returns false.
+func (s docSource) readSpan(ctx context.Context, sp store.Span, from uint64, loaded, entries *int, fn docFunc) (stopped bool, err error) {
+	if s.byID {
+		err := s.e.data.Scan(ctx, sp, nil, func(k, v []byte) bool {
+			*loaded++
+			if !fn(sp.Lower, sp.Upper, k, v) {
+				stopped = true
+				return false
+			}
+			return true
+		})
+		return stopped, err
+	}
+	var r spanReader = s.orderScan
+	if s.scan != nil {
+		r = s.indexScan
+	}
+	return r(ctx, sp, from, entries, func(seq uint64, itemKey []byte) (bool, error) {
+		doc, err := s.e.data.Get(itemKey)
+		if errors.Is(err, store.ErrNotFound) {
+			return true, nil // deleted since the entry was read
+		}
+		if err != nil {
+			return false, err
+		}
+		*loaded++
+		var key [8]byte
+		binary.BigEndian.PutUint64(key[:], seq)
+		return fn(sp.Lower, sp.Upper, key[:], doc), nil
+	})
 }
 
 // readOrdered calls fn with the scope's documents that index scan finds,
@@ -631,7 +648,13 @@ func (run *queryRun) whole(ctx context.Context, tok queryToken) (Page, error) {
 			return yield(doc)
 		})
 	}
-	rows, err := run.prog.Run(ctx, feed)
+	var rows [][]byte
+	var err error
+	if spans := run.src.spans(nil); run.prog.Parallel() && len(spans) > 1 {
+		rows, err = run.parallel(ctx, spans)
+	} else {
+		rows, err = run.prog.Run(ctx, feed)
+	}
 	switch {
 	case tooBig:
 		return Page{}, status.BadRequest("the query must sort more than %d MiB of documents; add a TOP or LIMIT, or a filter on the indexed ORDER BY path", limit>>20)
@@ -641,6 +664,42 @@ func (run *queryRun) whole(ctx context.Context, tok queryToken) (Page, error) {
 		return Page{}, translate(err)
 	}
 	return run.e.page(rows, tok, run.q.MaxItems, run.cross), nil
+}
+
+// parallel evaluates a grouped query (exec.Program.Parallel) over spans,
+// one physical partition each, reading and folding up to QueryWorkers of
+// them at a time; the partial groups are merged into the result.
+func (run *queryRun) parallel(ctx context.Context, spans []store.Span) ([][]byte, error) {
+	type counts struct {
+		loaded, entries, bytes int
+		load                   time.Duration
+	}
+	cs := make([]counts, len(spans))
+	sources := make([]func(func([]byte) bool) error, len(spans))
+	for i, sp := range spans {
+		sources[i] = func(yield func([]byte) bool) error {
+			c := &cs[i]
+			t0 := time.Now()
+			var inFn time.Duration
+			_, err := run.src.readSpan(ctx, sp, 0, &c.loaded, &c.entries, func(_, _, _, doc []byte) bool {
+				c.bytes += len(doc)
+				t := time.Now()
+				more := yield(doc)
+				inFn += time.Since(t)
+				return more
+			})
+			c.load = time.Since(t0) - inFn
+			return err
+		}
+	}
+	rows, err := run.prog.RunParallel(ctx, sources, run.e.cfg.QueryWorkers)
+	for _, c := range cs {
+		run.loaded += c.loaded
+		run.entries += c.entries
+		run.loadedBytes += c.bytes
+		run.loadTime += c.load
+	}
+	return rows, err
 }
 
 // page cuts the page after tok.Skip rows out of a query's results.

@@ -56,6 +56,7 @@ type Program struct {
 	now      func() time.Time
 	pool     fastjson.ParserPool // parsers for Match
 	udfs     func(name string) (UDF, bool)
+	hasUDFs  bool // the query calls user-defined functions
 }
 
 // Option configures Compile.
@@ -100,7 +101,7 @@ func Compile(q *parse.Query, params Params, opts ...Option) (*Program, error) {
 		Top:         q.Top != nil,
 		OffsetLimit: q.Offset != nil || q.Limit != nil,
 	}
-	p := &Program{q: cq, nslots: c.nslots, features: f, now: time.Now}
+	p := &Program{q: cq, nslots: c.nslots, features: f, now: time.Now, hasUDFs: c.usedUDF}
 	for _, o := range opts {
 		o(p)
 	}
@@ -119,6 +120,8 @@ type compiler struct {
 	params map[string]value
 	nslots int
 	udfs   func(name string) (UDF, bool)
+	// usedUDF is set once a user-defined function call is compiled.
+	usedUDF bool
 }
 
 // scope holds the aliases one query level binds. Lookups continue in parent, the enclosing
@@ -1055,6 +1058,7 @@ func currentTime(upper string) (evalFn, bool) {
 // result parsed back. Undefined has no JSON form, so a call with an
 // undefined argument yields undefined without running the function.
 func (c *compiler) udfCall(e *parse.Call, x ectx) (evalFn, error) {
+	c.usedUDF = true
 	if c.udfs == nil {
 		return nil, errorAt(e, "user-defined function udf.%s does not exist", e.Name)
 	}

@@ -426,6 +426,7 @@ func (s *aggState) result(k aggKind) value {
 }
 
 type group struct {
+	key    string // canonical encoding of keys
 	keys   []value
 	states []aggState
 }
@@ -433,10 +434,15 @@ type group struct {
 // execGrouped folds the rows into groups (one group in all when there is no GROUP BY), then
 // projects, orders and limits one row per group. Groups come out in first-seen order.
 func (q *cquery) execGrouped(e *env, emit func(value) bool) {
-	// A grouped subquery in our projection would overwrite these; restore them for the caller.
-	outerGroups, outerAggs := e.groups, e.aggs
-	defer func() { e.groups, e.aggs = outerGroups, outerAggs }()
+	groups := q.fold(e)
+	if e.rc.err != nil {
+		return
+	}
+	q.emitGroups(e, groups, emit)
+}
 
+// fold reads the rows and folds them into groups, in first-seen order.
+func (q *cquery) fold(e *env) []*group {
 	var groups []*group
 	index := make(map[string]*group)
 	var key []byte
@@ -454,8 +460,8 @@ func (q *cquery) execGrouped(e *env, emit func(value) bool) {
 			for i, k := range keys {
 				gk[i] = owned(k) // k may alias a parser that the next document reuses
 			}
-			g = &group{keys: gk, states: make([]aggState, len(q.aggs))}
-			index[string(key)] = g
+			g = &group{key: string(key), keys: gk, states: make([]aggState, len(q.aggs))}
+			index[g.key] = g
 			groups = append(groups, g)
 		}
 		for i, a := range q.aggs {
@@ -463,9 +469,15 @@ func (q *cquery) execGrouped(e *env, emit func(value) bool) {
 		}
 		return true
 	})
-	if e.rc.err != nil {
-		return
-	}
+	return groups
+}
+
+// emitGroups projects, orders and limits one row per group.
+func (q *cquery) emitGroups(e *env, groups []*group, emit func(value) bool) {
+	// A grouped subquery in our projection would overwrite these; restore them for the caller.
+	outerGroups, outerAggs := e.groups, e.aggs
+	defer func() { e.groups, e.aggs = outerGroups, outerAggs }()
+
 	if len(q.groupBy) == 0 && len(groups) == 0 {
 		// Aggregates over no rows still yield one row: COUNT is 0, MIN is undefined.
 		groups = append(groups, &group{states: make([]aggState, len(q.aggs))})

@@ -1,0 +1,127 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/partitadb/partita/internal/query/parse"
+)
+
+// TestRunParallelMatchesRun: for grouped queries, folding sources in
+// parallel and merging gives exactly what one sequential run over the
+// concatenated sources gives, however the documents are split.
+func TestRunParallelMatchesRun(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var docs [][]byte
+	for i := range 400 {
+		var b strings.Builder
+		fmt.Fprintf(&b, `{"id":"%d","n":%d`, i, rng.IntN(100)-50)
+		switch i % 6 {
+		case 0:
+			b.WriteString(`,"cat":"a"`)
+		case 1, 2:
+			b.WriteString(`,"cat":"b"`)
+		case 3:
+			b.WriteString(`,"cat":null`)
+		case 4:
+			b.WriteString(`,"cat":1`)
+		}
+		if i%7 == 0 {
+			b.WriteString(`,"mixed":"s"`)
+		} else {
+			fmt.Fprintf(&b, `,"mixed":%d`, i%11)
+		}
+		fmt.Fprintf(&b, `,"tags":["t%d","t%d"]}`, i%3, i%5)
+		docs = append(docs, []byte(b.String()))
+	}
+	queries := []string{
+		"SELECT VALUE COUNT(1) FROM c",
+		"SELECT COUNT(1) AS n, SUM(c.n) AS s, AVG(c.n) AS a, MIN(c.n) AS lo, MAX(c.n) AS hi FROM c",
+		"SELECT VALUE SUM(c.mixed) FROM c",
+		"SELECT VALUE MIN(c.mixed) FROM c",
+		"SELECT VALUE MAX(c.cat) FROM c",
+		"SELECT VALUE COUNT(1) FROM c WHERE c.n > 1000",
+		"SELECT VALUE AVG(c.n) FROM c WHERE c.n > 1000",
+		"SELECT c.cat, COUNT(1) AS n, SUM(c.n) AS s, MIN(c.mixed) AS m FROM c GROUP BY c.cat",
+		"SELECT c.cat, COUNT(1) AS n FROM c GROUP BY c.cat ORDER BY c.cat DESC",
+		"SELECT TOP 2 c.cat, MAX(c.n) AS m FROM c GROUP BY c.cat",
+		"SELECT t, COUNT(1) AS n FROM c JOIN t IN c.tags GROUP BY t",
+		"SELECT VALUE MakeList(c.cat) FROM c WHERE c.n < -40",
+		"SELECT VALUE MakeSet(c.cat) FROM c",
+		"SELECT VALUE COUNTIF(c.n > 0) FROM c",
+		"SELECT c.cat, ARRAY(SELECT VALUE 1) AS one, AVG(c.n) AS a FROM c GROUP BY c.cat OFFSET 1 LIMIT 2",
+	}
+	for _, text := range queries {
+		ast, err := parse.Parse(text)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", text, err)
+		}
+		prog, err := Compile(ast, nil)
+		if err != nil {
+			t.Fatalf("Compile(%q): %v", text, err)
+		}
+		if !prog.Parallel() {
+			t.Fatalf("%q: Parallel() = false, want true", text)
+		}
+		want, err := prog.Run(context.Background(), sliceDocs(docs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, parts := range []int{1, 2, 3, 7} {
+			var sources []func(func([]byte) bool) error
+			for i := range parts {
+				lo, hi := i*len(docs)/parts, (i+1)*len(docs)/parts
+				sources = append(sources, sliceDocs(docs[lo:hi]))
+			}
+			got, err := prog.RunParallel(context.Background(), sources, 3)
+			if err != nil {
+				t.Fatalf("RunParallel(%q, %d parts): %v", text, parts, err)
+			}
+			if g, w := fmt.Sprintf("%s", got), fmt.Sprintf("%s", want); g != w {
+				t.Errorf("RunParallel(%q, %d parts) = %s, want %s", text, parts, g, w)
+			}
+		}
+	}
+	for _, text := range []string{"SELECT * FROM c", "SELECT c.id FROM c ORDER BY c.n", "SELECT COUNT(1) FROM (SELECT DISTINCT VALUE c.cat FROM c) x"} {
+		ast, _ := parse.Parse(text)
+		prog, err := Compile(ast, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if prog.Parallel() {
+			t.Errorf("%q: Parallel() = true, want false", text)
+		}
+	}
+}
+
+// TestRunParallelError: a failing source fails the run with its error.
+func TestRunParallelError(t *testing.T) {
+	ast, _ := parse.Parse("SELECT VALUE COUNT(1) FROM c")
+	prog, err := Compile(ast, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := fmt.Errorf("disk on fire")
+	sources := []func(func([]byte) bool) error{
+		sliceDocs([][]byte{[]byte(`{}`)}),
+		func(func([]byte) bool) error { return bad },
+		sliceDocs([][]byte{[]byte(`{}`)}),
+	}
+	if _, err := prog.RunParallel(context.Background(), sources, 2); err != bad {
+		t.Errorf("RunParallel with a failing source: err %v, want %v", err, bad)
+	}
+}
+
+func sliceDocs(docs [][]byte) func(func([]byte) bool) error {
+	return func(yield func([]byte) bool) error {
+		for _, d := range docs {
+			if !yield(d) {
+				return nil
+			}
+		}
+		return nil
+	}
+}
