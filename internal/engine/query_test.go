@@ -343,6 +343,11 @@ func TestIndexLookupsMatchScans(t *testing.T) {
 		{"SELECT VALUE c.mixed FROM c WHERE c.mixed >= 0 ORDER BY c.mixed DESC", nil, 40},
 		{"SELECT VALUE c.n FROM c WHERE c.n > 40 AND c.s = 's1' ORDER BY c.n", nil, 36},
 		{"SELECT VALUE c.id FROM c WHERE c.id > 'i19' ORDER BY c.id DESC", nil, 10},
+		// id and _ts are in every document: their index orders them all.
+		{"SELECT TOP 5 VALUE c.id FROM c ORDER BY c.id DESC", nil, 5},
+		{"SELECT VALUE c.id FROM c ORDER BY c.id", nil, 200},
+		{"SELECT TOP 3 VALUE c._ts FROM c ORDER BY c._ts DESC", nil, 3},
+		{"SELECT VALUE c.id FROM c WHERE c.n = 7 ORDER BY c.id DESC", nil, 4},
 	} {
 		q := Query{Text: tc.text, Params: tc.params, EnableCrossPartition: true, MaxItems: -1}
 		want := queryAllIn(t, e, "scan", q)
@@ -501,10 +506,10 @@ func TestQueryBounds(t *testing.T) {
 		_, err := e.QueryItems(context.Background(), "db", "k", Scope{}, Query{Text: text, EnableCrossPartition: true, MaxItems: -1})
 		return err
 	}
-	if err := q("SELECT * FROM c ORDER BY c.id"); code(err) != 400 || !strings.Contains(err.Error(), "sort more than") {
+	if err := q("SELECT * FROM c ORDER BY c.n"); code(err) != 400 || !strings.Contains(err.Error(), "sort more than") {
 		t.Errorf("unbounded sort: err %v, want 400 naming the sort", err)
 	}
-	for _, ok := range []string{"SELECT TOP 5 * FROM c ORDER BY c.id", "SELECT VALUE COUNT(1) FROM c", "SELECT * FROM c WHERE c.n > 3 ORDER BY c.n"} {
+	for _, ok := range []string{"SELECT TOP 5 * FROM c ORDER BY c.n", "SELECT * FROM c ORDER BY c.id", "SELECT VALUE COUNT(1) FROM c", "SELECT * FROM c WHERE c.n > 3 ORDER BY c.n"} {
 		if err := q(ok); err != nil {
 			t.Errorf("%q: %v, want no error (its memory is bounded)", ok, err)
 		}

@@ -20,7 +20,7 @@ type IndexScan struct {
 	// Spans are term spans of that path (index.Eq, Range, In, Prefix).
 	Spans []index.Span
 	// Kind says what the predicate was: "equality", "in", "prefix" or
-	// "range", best first.
+	// "range", best first; "path" for an ordered scan of a whole path.
 	Kind string
 }
 
@@ -215,10 +215,12 @@ func scalar(e parse.Expr, params map[string][]byte) (index.Value, bool) {
 // alias indexed by pol, and a top-level conjunct that Index could use on
 // that same path: every document the filter matches then has a scalar
 // there, hence an index entry (the index has none for undefined, arrays or
-// objects, which ORDER BY would otherwise return too). The scan's spans are
-// ascending; desc says to read them backwards.
+// objects, which ORDER BY would otherwise return too). Without such a
+// filter, it scans the whole path when every document has a scalar there:
+// the system properties id (a string) and _ts (a number). The scan's spans
+// are ascending; desc says to read them backwards.
 func OrderedIndex(q *parse.Query, params map[string][]byte, pol *index.Policy) (scan *IndexScan, desc, ok bool) {
-	if q == nil || len(q.OrderBy) != 1 || q.From == nil || q.From.In || q.From.Subquery != nil || q.Where == nil || pol == nil || pol.None() {
+	if q == nil || len(q.OrderBy) != 1 || q.From == nil || q.From.In || q.From.Subquery != nil || pol == nil || pol.None() {
 		return nil, false, false
 	}
 	if _, ok := q.From.Expr.(*parse.Ident); !ok {
@@ -229,14 +231,19 @@ func OrderedIndex(q *parse.Query, params map[string][]byte, pol *index.Policy) (
 		return nil, false, false
 	}
 	rank := map[string]int{"equality": 4, "in": 3, "prefix": 2, "range": 1}
-	for _, c := range conjuncts(q.Where, nil) {
-		s := lookup(c, q.From.Alias, params)
-		if s == nil || !slices.Equal(s.Path, path) {
-			continue
+	if q.Where != nil {
+		for _, c := range conjuncts(q.Where, nil) {
+			s := lookup(c, q.From.Alias, params)
+			if s == nil || !slices.Equal(s.Path, path) {
+				continue
+			}
+			if scan == nil || rank[s.Kind] > rank[scan.Kind] {
+				scan = s
+			}
 		}
-		if scan == nil || rank[s.Kind] > rank[scan.Kind] {
-			scan = s
-		}
+	}
+	if scan == nil && len(path) == 1 && (path[0] == "id" || path[0] == "_ts") {
+		scan = &IndexScan{Path: path, Spans: []index.Span{index.PathSpan(path)}, Kind: "path"}
 	}
 	return scan, q.OrderBy[0].Desc, scan != nil
 }
