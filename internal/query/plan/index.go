@@ -150,6 +150,12 @@ func mirror(op parse.Op) parse.Op {
 // indexPath returns the index path of a property path rooted at alias:
 // c.a["b"][0] gives [a b 0].
 func indexPath(e parse.Expr, alias string) ([]string, bool) {
+	return walkPath(e, alias, true)
+}
+
+// walkPath returns the segments of a property path rooted at alias, with
+// array positions (as decimal strings) when positions is set.
+func walkPath(e parse.Expr, alias string, positions bool) ([]string, bool) {
 	var rev []string
 	for {
 		switch x := e.(type) {
@@ -161,7 +167,7 @@ func indexPath(e parse.Expr, alias string) ([]string, bool) {
 			switch {
 			case ok && lit.Kind == parse.LitString:
 				rev = append(rev, lit.Str)
-			case ok && lit.Kind == parse.LitNumber && lit.Num >= 0 && lit.Num == math.Trunc(lit.Num) && lit.Num < 1<<31:
+			case positions && ok && lit.Kind == parse.LitNumber && lit.Num >= 0 && lit.Num == math.Trunc(lit.Num) && lit.Num < 1<<31:
 				rev = append(rev, strconv.Itoa(int(lit.Num)))
 			default:
 				return nil, false
@@ -171,11 +177,8 @@ func indexPath(e parse.Expr, alias string) ([]string, bool) {
 			if x.Name != alias || len(rev) == 0 {
 				return nil, false
 			}
-			out := make([]string, len(rev))
-			for i, s := range rev {
-				out[len(rev)-1-i] = s
-			}
-			return out, true
+			slices.Reverse(rev)
+			return rev, true
 		default:
 			return nil, false
 		}

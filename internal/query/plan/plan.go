@@ -7,6 +7,7 @@ package plan
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/partitadb/partita/internal/document"
@@ -21,52 +22,11 @@ import (
 // (`FROM x IN c.list`) or a subquery are never pinned, nor are filters that
 // pin one path to two different values.
 func PartitionKey(q *parse.Query, paths []string, params map[string][]byte) (document.PartitionKey, bool) {
-	if q == nil || q.From == nil || q.From.In || q.From.Subquery != nil || q.Where == nil || len(paths) == 0 {
+	f, ok := keyFilter(q, paths, params)
+	if !ok || slices.Contains(f.found, false) {
 		return nil, false
 	}
-	if _, ok := q.From.Expr.(*parse.Ident); !ok {
-		return nil, false
-	}
-	segs := make([][]string, len(paths))
-	for i, p := range paths {
-		segs[i] = splitPath(p)
-		if segs[i] == nil {
-			return nil, false
-		}
-	}
-	pk := make(document.PartitionKey, len(paths))
-	found := make([]bool, len(paths))
-	for _, c := range conjuncts(q.Where, nil) {
-		b, ok := c.(*parse.Binary)
-		if !ok || b.Op != parse.OpEq {
-			continue
-		}
-		for _, side := range [2][2]parse.Expr{{b.X, b.Y}, {b.Y, b.X}} {
-			path, ok := propertyPath(side[0], q.From.Alias)
-			if !ok {
-				continue
-			}
-			v, ok := value(side[1], params)
-			if !ok {
-				continue
-			}
-			for i, s := range segs {
-				if !equalSegs(s, path) {
-					continue
-				}
-				if found[i] && !pk[i].Equal(v) {
-					return nil, false // c.pk = 'a' AND c.pk = 'b' matches nothing
-				}
-				pk[i], found[i] = v, true
-			}
-		}
-	}
-	for _, f := range found {
-		if !f {
-			return nil, false
-		}
-	}
-	return pk, true
+	return f.pinned, true
 }
 
 // PartitionKeys returns the partition keys a query's WHERE clause confines
@@ -78,21 +38,49 @@ func PartitionKey(q *parse.Query, paths []string, params map[string][]byte) (doc
 // hold matches. It returns false when the filter confines it to nothing
 // narrower than the container.
 func PartitionKeys(q *parse.Query, paths []string, params map[string][]byte) ([]document.PartitionKey, bool) {
-	if q == nil || q.From == nil || q.From.In || q.From.Subquery != nil || q.Where == nil || len(paths) == 0 {
+	f, ok := keyFilter(q, paths, params)
+	if !ok {
 		return nil, false
 	}
+	k := 0
+	for k < len(f.found) && f.found[k] {
+		k++
+	}
+	switch {
+	case k > 0:
+		return []document.PartitionKey{f.pinned[:k]}, true
+	case len(f.in) > 0:
+		return f.in, true
+	}
+	return nil, false
+}
+
+// keyConjuncts is what a WHERE clause says about the partition key paths.
+type keyConjuncts struct {
+	pinned document.PartitionKey   // pinned[i] is path i's value where found[i]
+	found  []bool                  // path i is pinned by `alias.path = v`
+	in     []document.PartitionKey // a single-path key's `alias.path IN (v, ...)` keys
+}
+
+// keyFilter reads the top-level AND conjuncts of q's WHERE that compare a
+// partition key path of the FROM alias with scalar literals or parameters.
+// It returns false for queries it cannot reason about (FROM x IN ..., a
+// subquery, no WHERE) and for filters that pin a path to two values (they
+// match nothing; the filter itself will say so).
+func keyFilter(q *parse.Query, paths []string, params map[string][]byte) (keyConjuncts, bool) {
+	if q == nil || q.From == nil || q.From.In || q.From.Subquery != nil || q.Where == nil || len(paths) == 0 {
+		return keyConjuncts{}, false
+	}
 	if _, ok := q.From.Expr.(*parse.Ident); !ok {
-		return nil, false
+		return keyConjuncts{}, false
 	}
 	segs := make([][]string, len(paths))
 	for i, p := range paths {
 		if segs[i] = splitPath(p); segs[i] == nil {
-			return nil, false
+			return keyConjuncts{}, false
 		}
 	}
-	pinned := make(document.PartitionKey, len(paths))
-	found := make([]bool, len(paths))
-	var in []document.PartitionKey
+	f := keyConjuncts{pinned: make(document.PartitionKey, len(paths)), found: make([]bool, len(paths))}
 	for _, c := range conjuncts(q.Where, nil) {
 		switch x := c.(type) {
 		case *parse.Binary:
@@ -109,17 +97,18 @@ func PartitionKeys(q *parse.Query, paths []string, params map[string][]byte) ([]
 					continue
 				}
 				for i, sg := range segs {
-					if equalSegs(sg, path) {
-						if found[i] && !pinned[i].Equal(v) {
-							return nil, false // matches nothing: leave it to the filter
-						}
-						pinned[i], found[i] = v, true
+					if !slices.Equal(sg, path) {
+						continue
 					}
+					if f.found[i] && !f.pinned[i].Equal(v) {
+						return keyConjuncts{}, false // c.pk = 'a' AND c.pk = 'b' matches nothing
+					}
+					f.pinned[i], f.found[i] = v, true
 				}
 			}
 		case *parse.In:
 			path, ok := propertyPath(x.X, q.From.Alias)
-			if x.Not || !ok || len(segs) != 1 || !equalSegs(segs[0], path) || in != nil {
+			if x.Not || !ok || len(segs) != 1 || !slices.Equal(segs[0], path) || f.in != nil {
 				continue
 			}
 			keys := make([]document.PartitionKey, 0, len(x.List))
@@ -131,20 +120,10 @@ func PartitionKeys(q *parse.Query, paths []string, params map[string][]byte) ([]
 				}
 				keys = append(keys, document.PartitionKey{v})
 			}
-			in = keys
+			f.in = keys
 		}
 	}
-	k := 0
-	for k < len(found) && found[k] {
-		k++
-	}
-	switch {
-	case k > 0:
-		return []document.PartitionKey{pinned[:k]}, true
-	case len(in) > 0:
-		return in, true
-	}
-	return nil, false
+	return f, true
 }
 
 // conjuncts flattens the top-level ANDs of e.
@@ -156,34 +135,9 @@ func conjuncts(e parse.Expr, out []parse.Expr) []parse.Expr {
 }
 
 // propertyPath returns the property names of a path rooted at alias:
-// c.a.b or c["a"]["b"] gives [a b].
+// c.a.b or c["a"]["b"] gives [a b]. Array positions are not names.
 func propertyPath(e parse.Expr, alias string) ([]string, bool) {
-	var rev []string
-	for {
-		switch x := e.(type) {
-		case *parse.Property:
-			rev = append(rev, x.Name)
-			e = x.X
-		case *parse.Index:
-			lit, ok := x.Index.(*parse.Literal)
-			if !ok || lit.Kind != parse.LitString {
-				return nil, false
-			}
-			rev = append(rev, lit.Str)
-			e = x.X
-		case *parse.Ident:
-			if x.Name != alias || len(rev) == 0 {
-				return nil, false
-			}
-			out := make([]string, len(rev))
-			for i, s := range rev {
-				out[len(rev)-1-i] = s
-			}
-			return out, true
-		default:
-			return nil, false
-		}
-	}
+	return walkPath(e, alias, false)
 }
 
 // value returns the partition key component a literal or parameter holds.
@@ -243,16 +197,4 @@ func splitPath(p string) []string {
 		out = append(out, s)
 	}
 	return out
-}
-
-func equalSegs(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
