@@ -431,7 +431,7 @@ func (c *compiler) projection(q *parse.Query, cq *cquery, x ectx) error {
 			}
 			name := it.Alias
 			if name == "" {
-				name = inferName(it.Expr)
+				name = parse.InferName(it.Expr)
 			}
 			if name == "" {
 				anon++
@@ -455,22 +455,6 @@ func (c *compiler) projection(q *parse.Query, cq *cquery, x ectx) error {
 		}
 	}
 	return nil
-}
-
-// inferName names an unaliased select item the way Cosmos DB does: by its last property
-// name, or "" when it needs a positional name ($1, $2, ...).
-func inferName(e parse.Expr) string {
-	switch e := e.(type) {
-	case *parse.Ident:
-		return e.Name
-	case *parse.Property:
-		return e.Name
-	case *parse.Index:
-		if l, ok := e.Index.(*parse.Literal); ok && l.Kind == parse.LitString {
-			return l.Str
-		}
-	}
-	return ""
 }
 
 func constant(v value) evalFn { return func(*env) value { return v } }

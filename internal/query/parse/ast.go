@@ -352,3 +352,20 @@ func Inspect(e Expr, f func(Expr) bool) {
 		}
 	}
 }
+
+// InferName is the property name Cosmos DB gives an unaliased SELECT item:
+// its last property name (c.a.b gives "b", c["x"] gives "x", c gives "c"),
+// or "" when it gets a positional name ($1, $2, ...).
+func InferName(e Expr) string {
+	switch e := e.(type) {
+	case *Ident:
+		return e.Name
+	case *Property:
+		return e.Name
+	case *Index:
+		if l, ok := e.Index.(*Literal); ok && l.Kind == LitString {
+			return l.Str
+		}
+	}
+	return ""
+}

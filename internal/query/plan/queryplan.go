@@ -465,7 +465,7 @@ func itemNames(items []parse.SelectItem) []string {
 	for i, it := range items {
 		names[i] = it.Alias
 		if names[i] == "" {
-			names[i] = inferName(it.Expr)
+			names[i] = parse.InferName(it.Expr)
 		}
 		if names[i] == "" {
 			anon++
@@ -473,20 +473,6 @@ func itemNames(items []parse.SelectItem) []string {
 		}
 	}
 	return names
-}
-
-func inferName(e parse.Expr) string {
-	switch e := e.(type) {
-	case *parse.Ident:
-		return e.Name
-	case *parse.Property:
-		return e.Name
-	case *parse.Index:
-		if l, ok := e.Index.(*parse.Literal); ok && l.Kind == parse.LitString {
-			return l.Str
-		}
-	}
-	return ""
 }
 
 // count resolves a TOP, OFFSET or LIMIT operand (a number literal or a parameter) to a
