@@ -45,6 +45,8 @@ type queryToken struct {
 	// Ordered marks a position in an index scan in ORDER BY order, where
 	// Key is an index entry's key.
 	Ordered bool `json:"o,omitempty"`
+	// Sort is the position of a sorted query's last row (see sortedPage).
+	Sort *exec.Cursor `json:"c,omitempty"`
 }
 
 func (q Query) hash() uint64 {
@@ -165,9 +167,12 @@ func (e *Engine) QueryItems(ctx context.Context, db, coll string, scope Scope, q
 		}
 	}
 	var p Page
-	if prog.Streamable() || run.ordered != nil {
+	switch {
+	case prog.Streamable() || run.ordered != nil:
 		p, err = run.streamed(ctx, tok)
-	} else {
+	case prog.Sortable():
+		p, err = run.sortedPage(ctx, tok)
+	default:
 		p, err = run.whole(ctx, tok)
 	}
 	if err != nil {
@@ -549,7 +554,7 @@ func indexPathSpec(path []string) string {
 // the page's time is up. A page holds at least one document's rows, so a
 // query always progresses.
 func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error) {
-	if tok.Key != nil && tok.Ordered != (run.ordered != nil) {
+	if (tok.Key != nil && tok.Ordered != (run.ordered != nil)) || tok.Sort != nil || tok.Skip != 0 {
 		// The plan changed under the continuation (the indexing policy did).
 		return Page{}, status.BadRequest("the continuation token is no longer valid for this query: the container's indexing policy changed; restart the query")
 	}
@@ -629,10 +634,88 @@ func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error)
 	return p, nil
 }
 
+// maxSortedPage bounds the rows a sorted page holds, so a page's memory
+// stays bounded when the client asks for unbounded pages (-1).
+const maxSortedPage = 10000
+
+// sortedPage returns the page of an ORDER BY query that no index serves in
+// order (exec.Program.Sortable): it reads the whole scope but keeps only
+// the rows of this page, those after the position of the previous page's
+// last row (its sort keys, then the document's storage key, then its row
+// index), so memory is bounded by the page and rows written between pages
+// are neither lost nor repeated unless their sort keys moved. OFFSET rows
+// are passed over in chunks of maxSortedPage.
+func (run *queryRun) sortedPage(ctx context.Context, tok queryToken) (Page, error) {
+	if tok.Key != nil || tok.Ordered || tok.Skip != 0 {
+		return Page{}, status.BadRequest("the continuation token is no longer valid for this query: the container's indexing policy changed; restart the query")
+	}
+	ctx, cancel := context.WithTimeout(ctx, run.e.cfg.QueryMaxTime)
+	defer cancel()
+	feed := func(yield func(doc, tie []byte) bool) error {
+		return run.read(ctx, queryToken{}, func(_, _, key, doc []byte) bool { return yield(doc, key) })
+	}
+	fetch := func(after *exec.Cursor, n int) ([]exec.SortedRow, error) {
+		rows, err := run.prog.RunSortedPage(ctx, feed, after, n)
+		switch {
+		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
+			return nil, run.timedOut()
+		case err != nil:
+			return nil, translate(err)
+		}
+		return rows, nil
+	}
+	skip, take := run.prog.Window()
+	done, after := tok.Done, tok.Sort
+	p := Page{Items: [][]byte{}}
+	for done < skip {
+		chunk := min(skip-done, maxSortedPage)
+		rows, err := fetch(after, chunk)
+		if err != nil {
+			return Page{}, err
+		}
+		if len(rows) == 0 {
+			return p, nil
+		}
+		done, after = done+len(rows), &rows[len(rows)-1].At
+		if len(rows) < chunk {
+			return p, nil
+		}
+	}
+	limit := min(run.e.pageLimit(run.q.MaxItems), maxSortedPage)
+	if take >= 0 {
+		if limit = min(limit, skip+take-done); limit <= 0 {
+			return p, nil
+		}
+	}
+	rows, err := fetch(after, limit+1) // one more: are there more?
+	if err != nil {
+		return Page{}, err
+	}
+	size, used := 0, 0
+	for _, r := range rows[:min(len(rows), limit)] {
+		if len(p.Items) > 0 && size+len(r.Row) > run.e.cfg.MaxPageBytes {
+			break
+		}
+		p.Items = append(p.Items, r.Row)
+		size += len(r.Row)
+		done, after, used = done+1, &r.At, used+1
+	}
+	finished := take >= 0 && done >= skip+take
+	full := len(p.Items) == run.e.pageLimit(run.q.MaxItems)
+	if !finished && (used < len(rows) || (run.cross && full && run.q.MaxItems > 0)) {
+		p.Continuation = queryToken{Hash: tok.Hash, Sort: after, Done: done}.encode()
+	}
+	return p, nil
+}
+
+func (run *queryRun) timedOut() *status.Error {
+	return status.Newf(http.StatusRequestTimeout, "the query ran for longer than %v; queries that sort, group, aggregate or de-duplicate read their whole scope for every page: narrow it with a partition key or an indexed filter", run.e.cfg.QueryMaxTime)
+}
+
 // whole evaluates the query over the whole scope and returns the page of
 // results after tok.Skip rows.
 func (run *queryRun) whole(ctx context.Context, tok queryToken) (Page, error) {
-	if tok.Key != nil {
+	if tok.Key != nil || tok.Sort != nil {
 		return Page{}, status.BadRequest("invalid continuation token for this query")
 	}
 	ctx, cancel := context.WithTimeout(ctx, run.e.cfg.QueryMaxTime)
@@ -659,7 +742,7 @@ func (run *queryRun) whole(ctx context.Context, tok queryToken) (Page, error) {
 	case tooBig:
 		return Page{}, status.BadRequest("the query must sort more than %d MiB of documents; add a TOP or LIMIT, or a filter on the indexed ORDER BY path", limit>>20)
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
-		return Page{}, status.Newf(http.StatusRequestTimeout, "the query ran for longer than %v; queries that sort, group, aggregate or de-duplicate read their whole scope for every page: narrow it with a partition key or an indexed filter", run.e.cfg.QueryMaxTime)
+		return Page{}, run.timedOut()
 	case err != nil:
 		return Page{}, translate(err)
 	}

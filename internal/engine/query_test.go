@@ -143,6 +143,10 @@ func TestQueryPagingNeverLosesOrRepeats(t *testing.T) {
 				{"SELECT VALUE c.id FROM c WHERE c.n IN (3, 40, 41, 77, 5)", nil},
 				{"SELECT c.id, t FROM c JOIN t IN c.tags WHERE c.n > 40", nil},
 				{"SELECT VALUE c.id FROM c WHERE STARTSWITH(c.id, 'i0')", nil},
+				// Sorted pages: ties (many items share n % 4) and JOIN rows.
+				{"SELECT c.id, c.n FROM c ORDER BY c.n % 4 DESC", nil},
+				{"SELECT c.id, t FROM c JOIN t IN c.tags ORDER BY t, c.n DESC", nil},
+				{"SELECT VALUE c.id FROM c ORDER BY c.n % 3 OFFSET 7 LIMIT 9", nil},
 			}
 			scopes := map[string]Scope{"cross": {}, "range": {RangeID: "1"}, "pk": {PK: pkN(3)}}
 			for _, qq := range queries {
@@ -506,17 +510,21 @@ func TestQueryBounds(t *testing.T) {
 		_, err := e.QueryItems(context.Background(), "db", "k", Scope{}, Query{Text: text, EnableCrossPartition: true, MaxItems: -1})
 		return err
 	}
-	if err := q("SELECT * FROM c ORDER BY c.n"); code(err) != 400 || !strings.Contains(err.Error(), "sort more than") {
+	// DISTINCT with ORDER BY is the one sort evaluated whole.
+	if err := q("SELECT DISTINCT VALUE c.n FROM c ORDER BY c.n"); code(err) != 400 || !strings.Contains(err.Error(), "sort more than") {
 		t.Errorf("unbounded sort: err %v, want 400 naming the sort", err)
 	}
-	for _, ok := range []string{"SELECT TOP 5 * FROM c ORDER BY c.n", "SELECT * FROM c ORDER BY c.id", "SELECT VALUE COUNT(1) FROM c", "SELECT * FROM c WHERE c.n > 3 ORDER BY c.n"} {
+	// Other sorts keep only their page.
+	for _, ok := range []string{"SELECT * FROM c ORDER BY c.n", "SELECT TOP 5 * FROM c ORDER BY c.n", "SELECT * FROM c ORDER BY c.id", "SELECT VALUE COUNT(1) FROM c", "SELECT * FROM c WHERE c.n > 3 ORDER BY c.n"} {
 		if err := q(ok); err != nil {
 			t.Errorf("%q: %v, want no error (its memory is bounded)", ok, err)
 		}
 	}
 	e.cfg.QueryMaxTime = time.Nanosecond
-	if err := q("SELECT VALUE COUNT(1) FROM c"); code(err) != 408 {
-		t.Errorf("slow whole-scope query: err %v, want 408", err)
+	for _, slow := range []string{"SELECT VALUE COUNT(1) FROM c", "SELECT * FROM c ORDER BY c.n", "SELECT DISTINCT VALUE c.n FROM c"} {
+		if err := q(slow); code(err) != 408 {
+			t.Errorf("slow whole-scope query %q: err %v, want 408", slow, err)
+		}
 	}
 }
 
@@ -533,7 +541,7 @@ func FuzzQueryContinuation(f *testing.F) {
 			f.Fatal(err)
 		}
 	}
-	texts := []string{"SELECT * FROM c", "SELECT VALUE c.n FROM c WHERE c.n > 3 ORDER BY c.n", "SELECT VALUE COUNT(1) FROM c", "SELECT c.id FROM c WHERE c.n IN (1, 5, 9)"}
+	texts := []string{"SELECT * FROM c", "SELECT c.id FROM c ORDER BY c.n % 5 DESC", "SELECT VALUE c.n FROM c WHERE c.n > 3 ORDER BY c.n", "SELECT VALUE COUNT(1) FROM c", "SELECT c.id FROM c WHERE c.n IN (1, 5, 9)"}
 	for _, text := range texts {
 		p, err := e.QueryItems(ctx, "db", "k", Scope{}, Query{Text: text, EnableCrossPartition: true, MaxItems: 2})
 		if err != nil {

@@ -1,0 +1,177 @@
+package exec
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/valyala/fastjson"
+)
+
+// Cursor is a position in a sorted query's result order: the ORDER BY key
+// values of a row, the tie key of the document it came from, and the row's
+// index among that document's rows (a JOIN gives several). Rows are ordered
+// by Keys (each ascending or descending as the query says), then by Tie
+// bytewise, then by Sub. A Cursor round-trips through JSON.
+type Cursor struct {
+	// Keys is a JSON array of the key values; undefined keys hold null
+	// there and have their bit set in Undef.
+	Keys  json.RawMessage `json:"k"`
+	Undef uint64          `json:"u,omitempty"`
+	Tie   []byte          `json:"t"`
+	Sub   int             `json:"s,omitempty"`
+}
+
+// SortedRow is a result row with its position.
+type SortedRow struct {
+	Row []byte
+	At  Cursor
+}
+
+// Sortable reports whether RunSortedPage serves the query: an ORDER BY of at
+// most 64 keys, no GROUP BY, aggregate or DISTINCT in the outermost query,
+// which reads documents directly (no FROM subquery).
+func (p *Program) Sortable() bool {
+	q := p.q
+	return len(q.orderBy) > 0 && len(q.orderBy) <= 64 && !q.grouped && !q.distinct && q.top && q.from != nil && q.from.sub == nil
+}
+
+// RunSortedPage evaluates a Sortable query over docs and returns, in
+// order, the first n rows after position after (nil: from the first),
+// ignoring OFFSET, LIMIT and TOP (see Window). It keeps about 2n rows in
+// memory whatever the input size. docs yields every document with its tie
+// key, which must be unique and stable across calls (a document's storage
+// position); a row's order is that of Run when the tie keys ascend in input
+// order. An after that is not a valid position for this query fails with
+// an *Error.
+func (p *Program) RunSortedPage(ctx context.Context, docs func(yield func(doc, tie []byte) bool) error, after *Cursor, n int) ([]SortedRow, error) {
+	if !p.Sortable() {
+		return nil, &Error{Msg: "the query has no ORDER BY a sorted page can serve"}
+	}
+	q := *p.q
+	q.topN, q.offset, q.limit = -1, 0, -1
+	var from *sortedRow
+	if after != nil {
+		keys, err := decodeKeys(after, len(q.orderBy))
+		if err != nil {
+			return nil, err
+		}
+		from = &sortedRow{keys: keys, tie: after.Tie, sub: after.Sub}
+	}
+	var tie []byte
+	sub := 0
+	rc := &runCtx{ctx: ctx, now: p.now()}
+	rc.docs = func(yield func([]byte) bool) error {
+		return docs(func(doc, t []byte) bool {
+			tie, sub = t, 0
+			return yield(doc)
+		})
+	}
+	e := &env{slots: make([]value, p.nslots), rc: rc}
+	var rows []sortedRow
+	prune := func() {
+		q.sortPage(rows)
+		if len(rows) > n {
+			clear(rows[n:])
+			rows = rows[:n]
+		}
+	}
+	q.forRows(e, func() bool {
+		v := q.proj(e)
+		if v.k == kUndef {
+			return true
+		}
+		r := sortedRow{keys: make([]value, len(q.orderBy)), tie: tie, sub: sub}
+		sub++
+		for i, o := range q.orderBy {
+			r.keys[i] = o.fn(e)
+		}
+		if from != nil && q.comparePage(r, *from) <= 0 {
+			return true
+		}
+		r.tie, r.v = bytes.Clone(tie), v
+		rows = append(rows, r)
+		if len(rows) >= 2*n+64 {
+			prune()
+		}
+		return true
+	})
+	if rc.err != nil {
+		return nil, rc.err
+	}
+	prune()
+	out := make([]SortedRow, len(rows))
+	for i, r := range rows {
+		out[i] = SortedRow{Row: appendJSON(nil, r.v), At: r.cursor()}
+	}
+	return out, nil
+}
+
+type sortedRow struct {
+	keys []value
+	tie  []byte
+	sub  int
+	v    value
+}
+
+func (r sortedRow) cursor() Cursor {
+	c := Cursor{Keys: []byte{'['}, Tie: r.tie, Sub: r.sub}
+	for i, k := range r.keys {
+		if i > 0 {
+			c.Keys = append(c.Keys, ',')
+		}
+		if k.k == kUndef {
+			c.Undef |= 1 << i
+			c.Keys = append(c.Keys, "null"...)
+			continue
+		}
+		c.Keys = appendJSON(c.Keys, k)
+	}
+	c.Keys = append(c.Keys, ']')
+	return c
+}
+
+func decodeKeys(c *Cursor, n int) ([]value, error) {
+	bad := &Error{Msg: "invalid position in the query's sort order"}
+	var p fastjson.Parser
+	v, err := p.ParseBytes(c.Keys)
+	if err != nil {
+		return nil, bad
+	}
+	arr, err := v.Array()
+	if err != nil || len(arr) != n || c.Undef>>n != 0 {
+		return nil, bad
+	}
+	keys := make([]value, n)
+	for i, j := range arr {
+		if c.Undef&(1<<i) == 0 {
+			keys[i] = owned(fromJSON(j))
+		}
+	}
+	return keys, nil
+}
+
+// comparePage orders rows by their keys, tie key and index.
+func (q *cquery) comparePage(a, b sortedRow) int {
+	for i, o := range q.orderBy {
+		if c := compareValues(a.keys[i], b.keys[i]); c != 0 {
+			if o.desc {
+				return -c
+			}
+			return c
+		}
+	}
+	return cmp.Or(bytes.Compare(a.tie, b.tie), cmp.Compare(a.sub, b.sub))
+}
+
+func (q *cquery) sortPage(rows []sortedRow) {
+	slices.SortFunc(rows, q.comparePage)
+}
+
+// String describes a cursor for error messages and tests.
+func (c Cursor) String() string {
+	return fmt.Sprintf("%s/%x/%x/%d", c.Keys, c.Undef, c.Tie, c.Sub)
+}
