@@ -51,8 +51,14 @@ func (p *Program) RunSortedPage(ctx context.Context, docs func(yield func(doc, t
 	if !p.Sortable() {
 		return nil, &Error{Msg: "the query has no ORDER BY a sorted page can serve"}
 	}
+	if n <= 0 {
+		return nil, nil
+	}
 	q := *p.q
 	q.topN, q.offset, q.limit = -1, 0, -1
+	// Kept rows are copied out of their document at once, so one parser
+	// serves every document.
+	q.retain = false
 	var from *sortedRow
 	if after != nil {
 		keys, err := decodeKeys(after, len(q.orderBy))
@@ -72,27 +78,34 @@ func (p *Program) RunSortedPage(ctx context.Context, docs func(yield func(doc, t
 	}
 	e := &env{slots: make([]value, p.nslots), rc: rc}
 	var rows []sortedRow
+	var worst *sortedRow // once n rows are kept: the last of them; later rows past it are dropped
 	prune := func() {
 		q.sortPage(rows)
-		if len(rows) > n {
+		if len(rows) >= n {
 			clear(rows[n:])
 			rows = rows[:n]
+			worst = &rows[n-1]
 		}
 	}
+	keys := make([]value, len(q.orderBy))
 	q.forRows(e, func() bool {
 		v := q.proj(e)
 		if v.k == kUndef {
 			return true
 		}
-		r := sortedRow{keys: make([]value, len(q.orderBy)), tie: tie, sub: sub}
+		r := sortedRow{keys: keys, tie: tie, sub: sub}
 		sub++
 		for i, o := range q.orderBy {
-			r.keys[i] = o.fn(e)
+			keys[i] = o.fn(e)
 		}
-		if from != nil && q.comparePage(r, *from) <= 0 {
+		if (from != nil && q.comparePage(r, *from) <= 0) || (worst != nil && q.comparePage(r, *worst) >= 0) {
 			return true
 		}
-		r.tie, r.v = bytes.Clone(tie), v
+		r.keys = make([]value, len(keys))
+		for i, k := range keys {
+			r.keys[i] = owned(k)
+		}
+		r.tie, r.row = bytes.Clone(tie), appendJSON(nil, v)
 		rows = append(rows, r)
 		if len(rows) >= 2*n+64 {
 			prune()
@@ -105,7 +118,7 @@ func (p *Program) RunSortedPage(ctx context.Context, docs func(yield func(doc, t
 	prune()
 	out := make([]SortedRow, len(rows))
 	for i, r := range rows {
-		out[i] = SortedRow{Row: appendJSON(nil, r.v), At: r.cursor()}
+		out[i] = SortedRow{Row: r.row, At: r.cursor()}
 	}
 	return out, nil
 }
@@ -114,7 +127,7 @@ type sortedRow struct {
 	keys []value
 	tie  []byte
 	sub  int
-	v    value
+	row  []byte // the projected row as JSON
 }
 
 func (r sortedRow) cursor() Cursor {
