@@ -52,7 +52,7 @@ var readyLine = regexp.MustCompile(`is serving the Cosmos DB API at (https?://\S
 // endpoint and the running command.
 func start(t *testing.T, bin, addr, data string, extra ...string) (string, *exec.Cmd) {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--addr", addr, "--data", data}, extra...)...)
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", addr, "--data", data, "--rate-limit=off"}, extra...)...)
 	cmd.Env = append(os.Environ(), "PARTITA_LOG_LEVEL=warn")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

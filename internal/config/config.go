@@ -85,6 +85,11 @@ type Engine struct {
 	// merging, as Cosmos DB's gateway does; default) or "full" (execute
 	// every query server-side).
 	GatewayQuery string
+	// RateLimit is "on" (provisioned throughput enforced per physical
+	// partition: requests past a partition's budget get 429), "off", or
+	// "auto" (default): on, except with API.EmulatorCompat, as the Cosmos DB
+	// emulator does not rate-limit unless asked.
+	RateLimit string
 }
 
 // Logging configures logs.
@@ -102,7 +107,7 @@ func Default() Config {
 		Store:   Store{Dir: "./partita-data", Durability: "sync", CacheMB: 256},
 		Auth:    Auth{Key: EmulatorKey, MaxClockSkew: 15 * time.Minute},
 		API:     API{Consistency: "Session"},
-		Engine:  Engine{GatewayQuery: "gateway"},
+		Engine:  Engine{GatewayQuery: "gateway", RateLimit: "auto"},
 		Logging: Logging{Level: "info", Format: "text"},
 	}
 }
@@ -147,6 +152,9 @@ func (c Config) Validate() error {
 			bad("advertise-endpoint %q is not an http(s) URL", e)
 		}
 	}
+	if c.Engine.RateLimit != "auto" && c.Engine.RateLimit != "on" && c.Engine.RateLimit != "off" {
+		bad("rate-limit %q: want on, off or auto", c.Engine.RateLimit)
+	}
 	if c.Engine.GatewayQuery != "gateway" && c.Engine.GatewayQuery != "full" {
 		bad("gateway-query %q: want gateway or full", c.Engine.GatewayQuery)
 	}
@@ -159,4 +167,9 @@ func (c Config) Validate() error {
 		bad("log-format %q: want text or json", c.Logging.Format)
 	}
 	return errors.Join(errs...)
+}
+
+// RateLimited reports whether provisioned throughput is enforced.
+func (c Config) RateLimited() bool {
+	return c.Engine.RateLimit == "on" || (c.Engine.RateLimit == "auto" && !c.API.EmulatorCompat)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/partitadb/partita/internal/script"
 	"github.com/partitadb/partita/internal/status"
 	"github.com/partitadb/partita/internal/store"
+	"github.com/partitadb/partita/internal/throughput"
 )
 
 // partitions is how the engine reaches physical partitions' data (DESIGN
@@ -60,6 +61,9 @@ type Config struct {
 	// folds at once, for GROUP BY and aggregates over several partitions.
 	// Default GOMAXPROCS.
 	QueryWorkers int
+	// RateLimit enforces provisioned throughput per physical partition:
+	// requests past a partition's budget get 429. Default false.
+	RateLimit bool
 	// ScriptLimits bound each stored procedure, trigger and UDF run; zero
 	// fields take the script package's defaults (5 s, 1000 operations).
 	ScriptLimits script.Limits
@@ -101,6 +105,7 @@ type Engine struct {
 	seq   *sequencer
 	locks lockTable
 	colls containerLocks
+	limit *throughput.Limiter // nil: no rate limiting
 	progs programs
 }
 
@@ -122,6 +127,9 @@ func New(ctx context.Context, st *store.Store, cfg Config, now func() time.Time,
 		return nil, err
 	}
 	e := &Engine{cfg: cfg.withDefaults(), log: log, now: now, data: st, cat: cat, seq: seq}
+	if cfg.RateLimit {
+		e.limit = throughput.NewLimiter(nil)
+	}
 	if err := e.ensureIndexes(ctx, st); err != nil {
 		return nil, err
 	}

@@ -139,6 +139,9 @@ func (e *Engine) ReadFeed(ctx context.Context, db, coll string, scope Scope, max
 			return Page{}, status.BadRequest("invalid continuation token for this feed")
 		}
 	}
+	if err := e.admit(c, r.ranges...); err != nil {
+		return Page{}, err
+	}
 	limit := e.pageLimit(maxItems)
 	p := Page{ContainerRID: c.RID, Session: e.sessionFor(r.ranges)}
 	var last []byte
@@ -155,6 +158,7 @@ func (e *Engine) ReadFeed(ctx context.Context, db, coll string, scope Scope, max
 		return true
 	})
 	if err != nil {
+		e.chargeFailed(c, 0, r.ranges...)
 		return Page{}, translate(err)
 	}
 	if more {
@@ -162,6 +166,7 @@ func (e *Engine) ReadFeed(ctx context.Context, db, coll string, scope Scope, max
 	}
 	p.Loaded = len(p.Items)
 	p.RU = throughput.QueryCost(p.Loaded, size, len(r.ranges))
+	e.charge(c, p.RU, r.ranges...)
 	return p, nil
 }
 

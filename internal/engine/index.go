@@ -45,7 +45,8 @@ func ridSeq(rid string) (uint64, error) {
 // indexItem writes the secondary entries for an item changing from old to
 // new (nil for none: a create or a delete). key is the item's key and seq
 // the sequence number of its _rid, which does not change while it exists.
-func (t *lpTxn) indexItem(key []byte, seq uint64, old, new []byte) error {
+// It returns how many index entries it wrote or removed.
+func (t *lpTxn) indexItem(key []byte, seq uint64, old, new []byte) (int, error) {
 	c := t.c.Internal
 	ok := store.OrderKey(c, seq)
 	switch {
@@ -56,36 +57,38 @@ func (t *lpTxn) indexItem(key []byte, seq uint64, old, new []byte) error {
 	}
 	pol := t.c.Policy()
 	if pol.None() {
-		return nil
+		return 0, nil
 	}
 	// Terms come sorted and without duplicates: one merge pass finds the
 	// terms to remove and the ones to add; unchanged ones are not rewritten.
 	var was [][]byte
 	if old != nil {
 		if err := pol.Terms(old, func(term []byte) { was = append(was, bytes.Clone(term)) }); err != nil {
-			return translate(fmt.Errorf("index the stored item: %w", err))
+			return 0, translate(fmt.Errorf("index the stored item: %w", err))
 		}
 	}
-	i := 0
+	i, n := 0, 0
 	if new != nil {
 		if err := pol.Terms(new, func(term []byte) {
 			for i < len(was) && bytes.Compare(was[i], term) < 0 {
 				t.b.Delete(store.IndexKey(c, was[i], seq))
-				i++
+				i, n = i+1, n+1
 			}
 			if i < len(was) && bytes.Equal(was[i], term) {
 				i++
 				return
 			}
 			t.b.Set(store.IndexKey(c, term, seq), key)
+			n++
 		}); err != nil {
-			return translate(fmt.Errorf("index the item: %w", err))
+			return 0, translate(fmt.Errorf("index the item: %w", err))
 		}
 	}
 	for ; i < len(was); i++ {
 		t.b.Delete(store.IndexKey(c, was[i], seq))
+		n++
 	}
-	return nil
+	return n, nil
 }
 
 // ensureIndexes rebuilds every container's secondary entries when the store

@@ -181,7 +181,13 @@ func (e *Engine) ReadItem(ctx context.Context, ref ItemRef, pk document.Partitio
 	if err != nil {
 		return Result{}, err
 	}
+	if err := e.admit(c, loc.rng); err != nil {
+		return Result{}, err
+	}
 	v, err := e.data.Get(loc.key)
+	if err != nil {
+		e.chargeFailed(c, 0, loc.rng)
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return Result{}, status.NotFound()
 	}
@@ -193,6 +199,7 @@ func (e *Engine) ReadItem(ctx context.Context, ref ItemRef, pk document.Partitio
 		return Result{}, translate(err)
 	}
 	r := Result{Body: v, ETag: props.ETag, RU: throughput.ReadCost(len(v)), Session: e.readSession(loc.rng.ID)}
+	e.charge(c, r.RU, loc.rng)
 	if ifNoneMatch != "" && (ifNoneMatch == "*" || ifNoneMatch == props.ETag) {
 		r.Body = nil
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/partitadb/partita/internal/document"
 	"github.com/partitadb/partita/internal/partition"
 	"github.com/partitadb/partita/internal/query/exec"
+	"github.com/partitadb/partita/internal/query/parse"
 	"github.com/partitadb/partita/internal/query/plan"
 	"github.com/partitadb/partita/internal/status"
 	"github.com/partitadb/partita/internal/store"
@@ -127,6 +128,20 @@ func (e *Engine) QueryItems(ctx context.Context, db, coll string, scope Scope, q
 			}
 		}
 	}
+	if err := e.admit(c, r.ranges...); err != nil {
+		return Page{}, err
+	}
+	p, err := e.runQuery(ctx, c, ast, prog, r, scope, q, start, compiled)
+	if err != nil {
+		e.chargeFailed(c, 0, r.ranges...)
+		return Page{}, err
+	}
+	e.charge(c, p.RU, r.ranges...)
+	return p, nil
+}
+
+// runQuery is QueryItems once the query is compiled and its scope resolved.
+func (e *Engine) runQuery(ctx context.Context, c *catalog.Container, ast *parse.Query, prog *exec.Program, r resolved, scope Scope, q Query, start, compiled time.Time) (Page, error) {
 	cross := r.cross && scope.RangeID == ""
 	if cross && !q.EnableCrossPartition {
 		return Page{}, status.BadRequest("Cross partition query is required but disabled. Please set x-ms-documentdb-query-enablecrosspartition to true, specify x-ms-documentdb-partitionkey, or revise your query to avoid this exception.")

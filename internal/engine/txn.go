@@ -50,6 +50,9 @@ func (e *Engine) begin(c *catalog.Container, pk document.PartitionKey) (*lpTxn, 
 		c = cur
 	}
 	loc, err := locate(c, pk, "")
+	if err == nil {
+		err = e.admit(c, loc.rng)
+	}
 	if err != nil {
 		release()
 		return nil, err
@@ -76,6 +79,7 @@ func (t *lpTxn) close() {
 	t.done = true
 	t.b.Close()
 	t.unlock()
+	t.e.chargeFailed(t.c, t.ru, t.rng)
 }
 
 // commit applies the transaction's writes atomically and releases it.
@@ -90,6 +94,11 @@ func (t *lpTxn) commit() error {
 	t.done = true
 	t.b.Close()
 	t.unlock()
+	if err == nil {
+		t.e.charge(t.c, t.ru, t.rng)
+	} else {
+		t.e.chargeFailed(t.c, t.ru, t.rng)
+	}
 	return translate(err)
 }
 
@@ -161,11 +170,12 @@ func (t *lpTxn) put(item *document.Item, old []byte, props document.SystemProps)
 		return Result{}, tooLarge(len(out), t.e.cfg.MaxItemBytes)
 	}
 	key := t.key(item.ID)
-	if err := t.indexItem(key, seq, old, out); err != nil {
+	terms, err := t.indexItem(key, seq, old, out)
+	if err != nil {
 		return Result{}, err
 	}
 	t.b.Set(key, out)
-	ru := throughput.WriteCost(len(out))
+	ru := throughput.WriteCost(len(out), terms)
 	t.ru += ru
 	return Result{Body: out, ETag: sp.ETag, RU: ru, Session: t.e.session(t.rng.ID, lsn), Created: !exists}, nil
 }
@@ -250,11 +260,12 @@ func (t *lpTxn) remove(id, ifMatch string) (Result, error) {
 		return Result{}, translate(fmt.Errorf("stored item %q: %w", id, err))
 	}
 	key := t.key(id)
-	if err := t.indexItem(key, seq, old, nil); err != nil {
+	terms, err := t.indexItem(key, seq, old, nil)
+	if err != nil {
 		return Result{}, err
 	}
 	t.b.Delete(key)
-	ru := throughput.WriteCost(len(old))
+	ru := throughput.WriteCost(len(old), terms)
 	t.ru += ru
 	return Result{RU: ru, Session: t.e.session(t.rng.ID, lsn)}, nil
 }

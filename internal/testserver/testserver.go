@@ -59,6 +59,9 @@ func Start(t testing.TB, opts Options) *Server {
 		cfg.Store.Dir = t.TempDir()
 	}
 	cfg.Logging.Level = "warn"
+	// Tests that are not about throttling must not be throttled: they set
+	// "on" in Configure when they are.
+	cfg.Engine.RateLimit = "off"
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
 	}
@@ -115,13 +118,26 @@ func (s *Server) Client(t testing.TB) *azcosmos.Client {
 // not retry throttled requests, so tests see every status.
 func (s *Server) ClientWithKey(t testing.TB, key string) *azcosmos.Client {
 	t.Helper()
+	return s.clientWith(t, key, policy.RetryOptions{MaxRetries: -1})
+}
+
+// RetryingClient returns an azcosmos client that retries throttled (429)
+// requests up to retries times, waiting the retry-after the server sends,
+// as applications configure it.
+func (s *Server) RetryingClient(t testing.TB, retries int32) *azcosmos.Client {
+	t.Helper()
+	return s.clientWith(t, s.Key, policy.RetryOptions{MaxRetries: retries, MaxRetryDelay: 10 * time.Second})
+}
+
+func (s *Server) clientWith(t testing.TB, key string, retry policy.RetryOptions) *azcosmos.Client {
+	t.Helper()
 	cred, err := azcosmos.NewKeyCredential(key)
 	if err != nil {
 		t.Fatalf("testserver: key: %v", err)
 	}
 	c, err := azcosmos.NewClientWithKey(s.Endpoint, cred, &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{
 		Transport: s.HTTPClient(),
-		Retry:     policy.RetryOptions{MaxRetries: -1},
+		Retry:     retry,
 	}})
 	if err != nil {
 		t.Fatalf("testserver: client: %v", err)

@@ -11,6 +11,7 @@ const (
 	readPerKB     = 9.0 / 99.0    // so 100 KB reads cost 10 RU
 	writeBase     = 5.0           // RU for a write of up to 1 KB
 	writePerKB    = 5 * readPerKB // writes scale like reads, five times over
+	writePerTerm  = 0.05          // per index entry written or removed
 	queryBase     = 2.0           // fixed cost of compiling and starting a query
 	queryPerItem  = 0.05          // per item loaded and evaluated
 	queryPerKBIn  = 0.05          // per KB of items loaded
@@ -30,9 +31,9 @@ func ReadCost(n int) float64 {
 }
 
 // WriteCost is the charge for writing (creating, replacing or deleting) one
-// item of n bytes.
-func WriteCost(n int) float64 {
-	return round2(writeBase + max(0, kb(n)-1)*writePerKB)
+// item of n bytes that wrote or removed terms index entries.
+func WriteCost(n, terms int) float64 {
+	return round2(writeBase + max(0, kb(n)-1)*writePerKB + float64(terms)*writePerTerm)
 }
 
 // QueryCost is the charge for a query (or feed page) that loaded items items,

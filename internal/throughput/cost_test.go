@@ -11,8 +11,8 @@ func TestCosts(t *testing.T) {
 		{"read 1KB", ReadCost(1024), 1},
 		{"read 100B", ReadCost(100), 1},
 		{"read 100KB", ReadCost(100 * 1024), 10},
-		{"write 1KB", WriteCost(1024), 5},
-		{"write 100KB", WriteCost(100 * 1024), 50},
+		{"write 1KB", WriteCost(1024, 0), 5},
+		{"write 100KB", WriteCost(100*1024, 0), 50},
 		{"query empty", QueryCost(0, 0, 1), 2},
 		{"query 100 items 10KB", QueryCost(100, 10*1024, 1), 8},
 		{"query fan-out 4", QueryCost(0, 0, 4), 5},
@@ -22,7 +22,7 @@ func TestCosts(t *testing.T) {
 			t.Errorf("%s = %v, want %v", tt.name, tt.got, tt.want)
 		}
 	}
-	if ReadCost(2048) <= ReadCost(1024) || WriteCost(4096) <= WriteCost(2048) {
+	if ReadCost(2048) <= ReadCost(1024) || WriteCost(4096, 0) <= WriteCost(2048, 0) || WriteCost(1024, 20) <= WriteCost(1024, 0) {
 		t.Errorf("charges do not grow with item size")
 	}
 }

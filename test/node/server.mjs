@@ -38,8 +38,8 @@ export function freePort() {
  * Starts `bin serve` and resolves with {proc, output} once the ready line has
  * been printed; rejects (after killing the process) on early exit or timeout.
  */
-export function startServer(bin, port, dataDir) {
-  const proc = spawn(bin, ["serve", "--addr", `127.0.0.1:${port}`, "--data", dataDir], {
+export function startServer(bin, port, dataDir, extraArgs = ["--rate-limit=off"]) {
+  const proc = spawn(bin, ["serve", "--addr", `127.0.0.1:${port}`, "--data", dataDir, ...extraArgs], {
     stdio: ["ignore", "pipe", "pipe"],
   });
   const output = { stdout: "", stderr: "" };
@@ -94,9 +94,11 @@ export function stopServer(proc) {
  * returns {endpoint, client, server, dataDir, stop}. stop() disposes of the
  * client, stops the server and deletes the data directory; it is safe to call
  * once whatever state the start reached. If the start fails, everything it
- * created is cleaned up before the error is thrown.
+ * created is cleaned up before the error is thrown. options.serverArgs are
+ * extra `serve` flags (default: --rate-limit=off, for tests not about
+ * throttling).
  */
-export async function startPartita() {
+export async function startPartita(options = {}) {
   const bin = process.env.PARTITA_BIN;
   if (!bin) {
     throw new Error(
@@ -114,7 +116,7 @@ export async function startPartita() {
   try {
     const port = await freePort();
     env.endpoint = `https://127.0.0.1:${port}/`;
-    env.server = await startServer(bin, port, dataDir);
+    env.server = await startServer(bin, port, dataDir, options.serverArgs ?? ["--rate-limit=off"]);
     assert.ok(
       env.server.output.stdout.includes(`${READY_MARKER}127.0.0.1:${port}/`),
       `ready line does not name ${env.endpoint}:\n${env.server.output.stdout}`,

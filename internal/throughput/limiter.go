@@ -1,0 +1,109 @@
+package throughput
+
+import (
+	"math"
+	"sync"
+	"time"
+)
+
+// Limiter meters request units per physical partition, as Cosmos DB does:
+// each partition has a token bucket refilled at its share of the
+// provisioned throughput (RU/s) and holding at most one second of it. A
+// request is admitted while the bucket is not empty; its charge, known only
+// once the work is done, is then debited and may take the bucket into debt,
+// which the refill pays back before the next request is admitted. It is
+// safe for concurrent use.
+type Limiter struct {
+	now func() time.Time
+	mu  sync.Mutex
+	b   map[string]*bucket
+}
+
+type bucket struct {
+	tokens float64 // RU available; negative: debt
+	last   time.Time
+	// Totals since the bucket was made, for visibility.
+	charged   float64
+	throttled int64
+}
+
+// NewLimiter returns a limiter reading the time from now (nil: time.Now).
+func NewLimiter(now func() time.Time) *Limiter {
+	if now == nil {
+		now = time.Now
+	}
+	return &Limiter{now: now, b: map[string]*bucket{}}
+}
+
+// refill brings partition key's bucket up to date at rate RU/s and returns
+// it, creating it full.
+func (l *Limiter) refill(key string, rate float64) *bucket {
+	now := l.now()
+	b := l.b[key]
+	if b == nil {
+		b = &bucket{tokens: rate, last: now}
+		l.b[key] = b
+		return b
+	}
+	if dt := now.Sub(b.last).Seconds(); dt > 0 {
+		b.tokens = math.Min(rate, b.tokens+rate*dt)
+		b.last = now
+	}
+	return b
+}
+
+// Admit reports whether a request may start on partition key, provisioned
+// at rate RU/s. When it may not, it returns how long until it may (at least
+// a millisecond), and counts a throttled request.
+func (l *Limiter) Admit(key string, rate float64) (retryAfter time.Duration, ok bool) {
+	if rate <= 0 {
+		return 0, true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.refill(key, rate)
+	if b.tokens > 0 {
+		return 0, true
+	}
+	b.throttled++
+	wait := time.Duration((-b.tokens/rate)*float64(time.Second)) + time.Millisecond
+	return wait.Truncate(time.Millisecond), false
+}
+
+// Charge debits ru request units from partition key, provisioned at rate
+// RU/s. The bucket may go into debt.
+func (l *Limiter) Charge(key string, rate, ru float64) {
+	if ru <= 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.refill(key, rate)
+	if rate > 0 {
+		b.tokens -= ru
+	}
+	b.charged += ru
+}
+
+// Usage is what a partition has consumed since the limiter first saw it.
+type Usage struct {
+	Charged   float64 // request units charged
+	Throttled int64   // requests refused with 429
+}
+
+// Usage returns partition key's totals.
+func (l *Limiter) Usage(key string) Usage {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if b := l.b[key]; b != nil {
+		return Usage{Charged: b.charged, Throttled: b.throttled}
+	}
+	return Usage{}
+}
+
+// Forget drops partition key's bucket (a partition that no longer exists).
+func (l *Limiter) Forget(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.b, key)
+}
