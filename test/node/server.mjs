@@ -121,13 +121,22 @@ export async function startPartita(options = {}) {
       env.server.output.stdout.includes(`${READY_MARKER}127.0.0.1:${port}/`),
       `ready line does not name ${env.endpoint}:\n${env.server.output.stdout}`,
     );
-    const ca = fs.readFileSync(path.join(dataDir, "tls", "cert.pem"));
-    env.client = new CosmosClient({ endpoint: env.endpoint, key: EMULATOR_KEY, agent: new https.Agent({ ca }) });
+    env.client = makeClient(env);
   } catch (err) {
     await env.stop();
     throw err;
   }
   return env;
+}
+
+/**
+ * Returns a new client for a started server (startPartita's env), trusting
+ * its certificate; extra is merged into the CosmosClient options (e.g.
+ * connectionPolicy.retryOptions). The caller disposes of it.
+ */
+export function makeClient(env, extra = {}) {
+  const ca = fs.readFileSync(path.join(env.dataDir, "tls", "cert.pem"));
+  return new CosmosClient({ endpoint: env.endpoint, key: EMULATOR_KEY, agent: new https.Agent({ ca }), ...extra });
 }
 
 /** Runs fn, which must throw a Cosmos error; returns that error's status code. */
