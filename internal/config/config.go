@@ -90,6 +90,9 @@ type Engine struct {
 	// "auto" (default): on, except with API.EmulatorCompat, as the Cosmos DB
 	// emulator does not rate-limit unless asked.
 	RateLimit string
+	// LogicalPartitionMaxBytes caps one logical partition's item bytes
+	// (403/1014 past it). Default 20 GiB.
+	LogicalPartitionMaxBytes int64
 }
 
 // Logging configures logs.
@@ -107,7 +110,7 @@ func Default() Config {
 		Store:   Store{Dir: "./partita-data", Durability: "sync", CacheMB: 256},
 		Auth:    Auth{Key: EmulatorKey, MaxClockSkew: 15 * time.Minute},
 		API:     API{Consistency: "Session"},
-		Engine:  Engine{GatewayQuery: "gateway", RateLimit: "auto"},
+		Engine:  Engine{GatewayQuery: "gateway", RateLimit: "auto", LogicalPartitionMaxBytes: 20 << 30},
 		Logging: Logging{Level: "info", Format: "text"},
 	}
 }
@@ -151,6 +154,9 @@ func (c Config) Validate() error {
 		if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad("advertise-endpoint %q is not an http(s) URL", e)
 		}
+	}
+	if c.Engine.LogicalPartitionMaxBytes < 1024 {
+		bad("logical-partition-max-bytes %d: want at least 1024", c.Engine.LogicalPartitionMaxBytes)
 	}
 	if c.Engine.RateLimit != "auto" && c.Engine.RateLimit != "on" && c.Engine.RateLimit != "off" {
 		bad("rate-limit %q: want on, off or auto", c.Engine.RateLimit)

@@ -61,6 +61,9 @@ type Config struct {
 	// folds at once, for GROUP BY and aggregates over several partitions.
 	// Default GOMAXPROCS.
 	QueryWorkers int
+	// LogicalPartitionMaxBytes caps the item bytes one logical partition
+	// may hold: a write past it gets 403/1014. Default 20 GiB, as Cosmos DB.
+	LogicalPartitionMaxBytes int64
 	// RateLimit enforces provisioned throughput per physical partition:
 	// requests past a partition's budget get 429. Default false.
 	RateLimit bool
@@ -81,6 +84,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.QueryPageTime <= 0 {
 		c.QueryPageTime = 5 * time.Second
+	}
+	if c.LogicalPartitionMaxBytes <= 0 {
+		c.LogicalPartitionMaxBytes = 20 << 30
 	}
 	if c.QueryWorkers <= 0 {
 		c.QueryWorkers = runtime.GOMAXPROCS(0)

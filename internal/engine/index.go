@@ -25,7 +25,7 @@ import (
 
 // indexFormat is the version of the secondary entries' layout. A store
 // written with another version has them rebuilt when the engine opens it.
-const indexFormat = 2
+const indexFormat = 3
 
 // formatKey is the meta key holding indexFormat of the stored entries.
 var formatKey = store.MetaKey([]byte("engine/index-format"))
@@ -113,6 +113,9 @@ func (e *Engine) ensureIndexes(ctx context.Context, st *store.Store) error {
 				if err := e.rebuild(ctx, c, store.OrderSpan(c.Internal), e.orderEntries(c)); err != nil {
 					return fmt.Errorf("engine: rebuild the order entries of %s: %w", c.Link(), err)
 				}
+				if err := e.rebuildStats(ctx, c); err != nil {
+					return fmt.Errorf("engine: rebuild the logical partition statistics of %s: %w", c.Link(), err)
+				}
 			}
 			if !formatOK || !c.IndexCurrent() {
 				if err := e.rebuildTerms(ctx, c); err != nil {
@@ -195,5 +198,52 @@ func (e *Engine) rebuild(ctx context.Context, c *catalog.Container, span store.S
 		b.Close()
 		return err
 	}
+	return b.Commit()
+}
+
+// rebuildStats recomputes container c's logical partition statistics from
+// its items (stored in key order, so each logical partition's are
+// contiguous).
+func (e *Engine) rebuildStats(ctx context.Context, c *catalog.Container) error {
+	b := e.data.NewBatch()
+	defer func() { b.Close() }()
+	b.DeleteSpan(store.StatsSpan(c.Internal))
+	var cur store.ItemKey
+	var st lpStats
+	n := 0
+	flush := func() {
+		if st.items > 0 {
+			b.Set(store.StatsKey(c.Internal, cur.EPK, cur.PK), st.encode())
+			n++
+		}
+	}
+	var failed error
+	err := e.data.Scan(ctx, store.ContainerSpan(c.Internal), nil, func(k, v []byte) bool {
+		ik, err := store.DecodeItemKey(k)
+		if err != nil {
+			failed = err
+			return false
+		}
+		if !bytes.Equal(ik.EPK, cur.EPK) || !bytes.Equal(ik.PK, cur.PK) {
+			flush()
+			cur, st = ik, lpStats{}
+			if n >= 1024 {
+				if failed = b.Commit(); failed != nil {
+					return false
+				}
+				b, n = e.data.NewBatch(), 0
+			}
+		}
+		st.bytes += int64(len(v))
+		st.items++
+		return true
+	})
+	if err == nil {
+		err = failed
+	}
+	if err != nil {
+		return err
+	}
+	flush()
 	return b.Commit()
 }

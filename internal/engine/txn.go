@@ -37,6 +37,10 @@ type lpTxn struct {
 	lsn    uint64  // the last sequence number this transaction issued
 	ru     float64 // work done so far
 	done   bool
+	// stats are the logical partition's statistics as this transaction
+	// leaves them; loaded on first use, written at commit when dirty.
+	stats                   lpStats
+	statsLoaded, statsDirty bool
 }
 
 // begin locks logical partition pk of container c and starts a transaction
@@ -86,6 +90,14 @@ func (t *lpTxn) close() {
 func (t *lpTxn) commit() error {
 	if t.done {
 		return fmt.Errorf("engine: commit of a finished transaction")
+	}
+	if t.statsDirty {
+		k := store.StatsKey(t.c.Internal, t.epk, t.pkEnc)
+		if t.stats.items <= 0 {
+			t.b.Delete(k)
+		} else {
+			t.b.Set(k, t.stats.encode())
+		}
 	}
 	var err error
 	if !t.b.Empty() {
@@ -168,6 +180,13 @@ func (t *lpTxn) put(item *document.Item, old []byte, props document.SystemProps)
 	out := item.Marshal(sp)
 	if len(out) > t.e.cfg.MaxItemBytes {
 		return Result{}, tooLarge(len(out), t.e.cfg.MaxItemBytes)
+	}
+	created := int64(0)
+	if !exists {
+		created = 1
+	}
+	if err := t.grow(int64(len(out))-int64(len(old)), created); err != nil {
+		return Result{}, err
 	}
 	key := t.key(item.ID)
 	terms, err := t.indexItem(key, seq, old, out)
@@ -259,6 +278,9 @@ func (t *lpTxn) remove(id, ifMatch string) (Result, error) {
 	if err != nil {
 		return Result{}, translate(fmt.Errorf("stored item %q: %w", id, err))
 	}
+	if err := t.grow(-int64(len(old)), -1); err != nil {
+		return Result{}, err
+	}
 	key := t.key(id)
 	terms, err := t.indexItem(key, seq, old, nil)
 	if err != nil {
@@ -333,4 +355,57 @@ func compileCondition(cond string) (*exec.Program, error) {
 		return nil, translate(err)
 	}
 	return prog, nil
+}
+
+// lpStats are a logical partition's statistics, kept exact by every
+// transaction on it (store.StatsKey).
+type lpStats struct {
+	bytes, items int64 // stored item bytes and item count
+}
+
+func (s lpStats) encode() []byte {
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, uint64(s.bytes)), uint64(s.items))
+}
+
+func decodeStats(v []byte) (lpStats, error) {
+	if len(v) != 16 {
+		return lpStats{}, fmt.Errorf("engine: logical partition statistics of %d bytes", len(v))
+	}
+	return lpStats{bytes: int64(binary.BigEndian.Uint64(v)), items: int64(binary.BigEndian.Uint64(v[8:]))}, nil
+}
+
+// grow records that the logical partition's items change by bytes and
+// items, refusing growth past the logical partition cap with 403/1014
+// (before anything is written).
+func (t *lpTxn) grow(bytes, items int64) error {
+	if !t.statsLoaded {
+		v, err := t.b.Get(store.StatsKey(t.c.Internal, t.epk, t.pkEnc))
+		switch {
+		case err == nil:
+			if t.stats, err = decodeStats(v); err != nil {
+				return translate(err)
+			}
+		case err != store.ErrNotFound:
+			return translate(err)
+		}
+		t.statsLoaded = true
+	}
+	next := t.stats.bytes + bytes
+	if limit := t.e.cfg.LogicalPartitionMaxBytes; bytes > 0 && next > limit {
+		return status.Newf(http.StatusForbidden, "Partition key reached maximum size of %s: the logical partition %s holds %d bytes and this write would take it to %d",
+			formatBytes(limit), t.pk, t.stats.bytes, next).WithSub(status.SubForbiddenPKQuotaOverLimit)
+	}
+	t.stats.bytes, t.stats.items, t.statsDirty = next, t.stats.items+items, true
+	return nil
+}
+
+// formatBytes writes n as Cosmos DB's messages do: "20 GB", or bytes.
+func formatBytes(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return strconv.FormatInt(n>>30, 10) + " GB"
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.FormatInt(n>>20, 10) + " MB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
 }

@@ -71,7 +71,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, er
 	}
 	s.st = st
 	compat := cfg.API.EmulatorCompat
-	eng, err := engine.New(ctx, st, engine.Config{GatewayQueryFull: cfg.Engine.GatewayQuery == "full", LenientIDs: compat, RateLimit: cfg.RateLimited()}, time.Now, log)
+	eng, err := engine.New(ctx, st, engine.Config{GatewayQueryFull: cfg.Engine.GatewayQuery == "full", LenientIDs: compat, RateLimit: cfg.RateLimited(),
+		LogicalPartitionMaxBytes: cfg.Engine.LogicalPartitionMaxBytes}, time.Now, log)
 	if err != nil {
 		_ = st.Close()
 		return nil, err

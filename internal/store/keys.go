@@ -11,6 +11,7 @@ const (
 	kindItem  byte = 0x02
 	kindOrder byte = 0x03 // container | seq → item key: a container's items in creation order
 	kindIndex byte = 0x04 // container | term | seq → item key: range index entries
+	kindStats byte = 0x05 // container | esc(epk) | esc(pk) → logical partition statistics
 )
 
 // ErrBadKey is returned when a stored key cannot be decoded.
@@ -186,10 +187,22 @@ func EntryTerm(key []byte) ([]byte, error) {
 	return key[9 : len(key)-8], nil
 }
 
+// StatsKey is the key of the statistics of one logical partition of
+// container c: its effective and encoded partition key.
+func StatsKey(c uint64, epk, pk []byte) []byte {
+	return appendEscaped(appendEscaped(kindPrefix(nil, kindStats, c), epk), pk)
+}
+
+// StatsSpan is the span of container c's logical partition statistics.
+func StatsSpan(c uint64) Span {
+	return Span{Lower: kindPrefix(nil, kindStats, c), Upper: kindPrefix(nil, kindStats, c+1)}
+}
+
 // ContainerSpans are the spans of everything stored for container c's items:
-// the items, their order entries and their index entries.
+// the items, their order and index entries, and the logical partitions'
+// statistics.
 func ContainerSpans(c uint64) []Span {
-	return []Span{ContainerSpan(c), OrderSpan(c), IndexSpan(c, nil, nil)}
+	return []Span{ContainerSpan(c), OrderSpan(c), IndexSpan(c, nil, nil), StatsSpan(c)}
 }
 
 // Contains reports whether key lies in s.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -109,5 +110,32 @@ func TestHotKeyIsThrottled(t *testing.T) {
 	// 160 writes of ~5 RU = ~800 RU: at least ~1 s beyond the bucket's 400.
 	if el := time.Since(start); el < 800*time.Millisecond {
 		t.Errorf("%d SDK writes at 400 RU/s took %v: not throttled", writes, el)
+	}
+}
+
+// TestLogicalPartitionCapThroughSDK: with a 10 KB logical partition cap, the
+// write that would pass it gets 403 with substatus 1014 and stores nothing;
+// another key still takes writes.
+func TestLogicalPartitionCapThroughSDK(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{Configure: func(c *config.Config) { c.Engine.LogicalPartitionMaxBytes = 10 << 10 }})
+	c := s.Client(t)
+	k := newContainer(t, c, "db", azcosmos.ContainerProperties{ID: "capped", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil)
+	pk := azcosmos.NewPartitionKeyString("full")
+	pad := strings.Repeat("y", 2000)
+	var i int
+	var err error
+	for i = 0; i < 20; i++ {
+		if _, err = k.CreateItem(t.Context(), pk, fmt.Appendf(nil, `{"id":"%d","pk":"full","pad":%q}`, i, pad), nil); err != nil {
+			break
+		}
+	}
+	if code, sub := statusOf(err); code != http.StatusForbidden || sub != "1014" || i < 4 || i > 5 {
+		t.Fatalf("write %d: status %d/%s (%v), want 403/1014 at the 5th or 6th 2 KB item", i, code, sub, err)
+	}
+	if _, err := k.ReadItem(t.Context(), pk, strconv.Itoa(i), nil); err == nil {
+		t.Errorf("the refused item %d was stored", i)
+	}
+	if _, err := k.CreateItem(t.Context(), azcosmos.NewPartitionKeyString("other"), fmt.Appendf(nil, `{"id":"x","pk":"other","pad":%q}`, pad), nil); err != nil {
+		t.Errorf("another logical partition: %v", err)
 	}
 }
