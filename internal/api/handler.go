@@ -113,6 +113,8 @@ func (h *Handler) routes() {
 	h.handle("GET /offers/{id}", h.readOffer)
 	h.handle("PUT /offers/{id}", h.replaceOffer)
 
+	h.handle("POST /_partita/dbs/{db}/colls/{coll}/pkranges/{id}/split", h.splitRange)
+
 	// Everything else: a clear refusal rather than a bare 404.
 	h.handle("/", h.unsupported)
 }

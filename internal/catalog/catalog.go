@@ -1,12 +1,14 @@
 package catalog
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -585,6 +587,53 @@ func (c *Catalog) MarkIndexed(db, id string, internal uint64, policy string) err
 	}
 	c.mu.colls[db][id] = &k
 	return nil
+}
+
+// SplitRange replaces physical partition rangeID of container db/id by two
+// children, [min, at) and [at, max), with the next unused ids and the
+// parent and its ancestors as parents; the pkranges version moves on. It is
+// one store batch: after a crash the container has either map. It returns
+// ErrNotFound for an unknown container or range, and an *InvalidError when
+// at does not lie strictly inside the range.
+func (c *Catalog) SplitRange(db, id, rangeID string, at partition.EPK) (*Container, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old, ok := c.mu.colls[db][id]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	parent, ok := old.pmap.ByID(rangeID)
+	if !ok {
+		return nil, ErrNotFound
+	}
+	if !parent.Contains(at) || bytes.Equal(at, parent.Min) {
+		return nil, invalid(fmt.Sprintf("split point %s is not inside range %s [%s, %s)", at, rangeID, parent.Min, parent.Max))
+	}
+	k := *old
+	parents := append(slices.Clone(parent.Parents), parent.ID)
+	lo := RangeRecord{ID: strconv.Itoa(k.NextRangeID), Min: parent.Min.String(), Max: at.String(), Parents: parents}
+	hi := RangeRecord{ID: strconv.Itoa(k.NextRangeID + 1), Min: at.String(), Max: parent.Max.String(), Parents: parents}
+	k.Ranges = nil
+	for _, r := range old.Ranges {
+		if r.ID == rangeID {
+			k.Ranges = append(k.Ranges, lo, hi)
+			continue
+		}
+		k.Ranges = append(k.Ranges, r)
+	}
+	k.NextRangeID += 2
+	k.RangesVersion++
+	if err := k.buildMap(); err != nil {
+		return nil, err
+	}
+	b := c.st.NewBatch()
+	defer b.Close()
+	putJSON(b, collKey(db, id), &k)
+	if err := b.Commit(); err != nil {
+		return nil, err
+	}
+	c.mu.colls[db][id] = &k
+	return &k, nil
 }
 
 // DeleteContainer removes a container, its items and its offer atomically.

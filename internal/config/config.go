@@ -93,6 +93,9 @@ type Engine struct {
 	// LogicalPartitionMaxBytes caps one logical partition's item bytes
 	// (403/1014 past it). Default 20 GiB.
 	LogicalPartitionMaxBytes int64
+	// PartitionMaxBytes is the item bytes past which a physical partition
+	// splits. Default 50 GiB.
+	PartitionMaxBytes int64
 }
 
 // Logging configures logs.
@@ -110,7 +113,7 @@ func Default() Config {
 		Store:   Store{Dir: "./partita-data", Durability: "sync", CacheMB: 256},
 		Auth:    Auth{Key: EmulatorKey, MaxClockSkew: 15 * time.Minute},
 		API:     API{Consistency: "Session"},
-		Engine:  Engine{GatewayQuery: "gateway", RateLimit: "auto", LogicalPartitionMaxBytes: 20 << 30},
+		Engine:  Engine{GatewayQuery: "gateway", RateLimit: "auto", LogicalPartitionMaxBytes: 20 << 30, PartitionMaxBytes: 50 << 30},
 		Logging: Logging{Level: "info", Format: "text"},
 	}
 }
@@ -154,6 +157,9 @@ func (c Config) Validate() error {
 		if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad("advertise-endpoint %q is not an http(s) URL", e)
 		}
+	}
+	if c.Engine.PartitionMaxBytes < 1024 {
+		bad("partition-max-bytes %d: want at least 1024", c.Engine.PartitionMaxBytes)
 	}
 	if c.Engine.LogicalPartitionMaxBytes < 1024 {
 		bad("logical-partition-max-bytes %d: want at least 1024", c.Engine.LogicalPartitionMaxBytes)

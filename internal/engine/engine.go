@@ -61,6 +61,13 @@ type Config struct {
 	// folds at once, for GROUP BY and aggregates over several partitions.
 	// Default GOMAXPROCS.
 	QueryWorkers int
+	// PartitionMaxBytes is the item bytes past which a physical partition
+	// splits (checked by Run every SplitCheckInterval). Default 50 GiB, as
+	// Cosmos DB.
+	PartitionMaxBytes int64
+	// SplitCheckInterval is how often Run looks for partitions to split.
+	// Default 1 s.
+	SplitCheckInterval time.Duration
 	// LogicalPartitionMaxBytes caps the item bytes one logical partition
 	// may hold: a write past it gets 403/1014. Default 20 GiB, as Cosmos DB.
 	LogicalPartitionMaxBytes int64
@@ -84,6 +91,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.QueryPageTime <= 0 {
 		c.QueryPageTime = 5 * time.Second
+	}
+	if c.PartitionMaxBytes <= 0 {
+		c.PartitionMaxBytes = 50 << 30
+	}
+	if c.SplitCheckInterval <= 0 {
+		c.SplitCheckInterval = time.Second
 	}
 	if c.LogicalPartitionMaxBytes <= 0 {
 		c.LogicalPartitionMaxBytes = 20 << 30
@@ -112,6 +125,7 @@ type Engine struct {
 	locks lockTable
 	colls containerLocks
 	limit *throughput.Limiter // nil: no rate limiting
+	grown grown               // containers to check for splits
 	progs programs
 }
 

@@ -106,6 +106,9 @@ func (t *lpTxn) commit() error {
 	t.done = true
 	t.b.Close()
 	t.unlock()
+	if err == nil && t.statsDirty {
+		t.e.grown.mark(t.c.Internal)
+	}
 	if err == nil {
 		t.e.charge(t.c, t.ru, t.rng)
 	} else {

@@ -30,6 +30,7 @@ type Server struct {
 	ln      net.Listener
 	http    *http.Server
 	certPEM []byte
+	eng     *engine.Engine
 }
 
 // Open validates cfg, opens the store and engine and binds the listener.
@@ -72,11 +73,12 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, er
 	s.st = st
 	compat := cfg.API.EmulatorCompat
 	eng, err := engine.New(ctx, st, engine.Config{GatewayQueryFull: cfg.Engine.GatewayQuery == "full", LenientIDs: compat, RateLimit: cfg.RateLimited(),
-		LogicalPartitionMaxBytes: cfg.Engine.LogicalPartitionMaxBytes}, time.Now, log)
+		LogicalPartitionMaxBytes: cfg.Engine.LogicalPartitionMaxBytes, PartitionMaxBytes: cfg.Engine.PartitionMaxBytes}, time.Now, log)
 	if err != nil {
 		_ = st.Close()
 		return nil, err
 	}
+	s.eng = eng
 	consistency := cfg.API.Consistency
 	if compat && consistency == "Session" {
 		consistency = "Strong" // the emulator the SDK suites run against is started with /consistency=Strong
@@ -124,6 +126,12 @@ func (s *Server) CertPEM() []byte { return s.certPEM }
 // Server.ShutdownTimeout) and closes the store. It returns nil on a clean
 // shutdown.
 func (s *Server) Run(ctx context.Context) error {
+	bg, stopBG := context.WithCancel(ctx)
+	bgDone := make(chan struct{})
+	go func() {
+		defer close(bgDone)
+		s.eng.Run(bg) // splits
+	}()
 	errc := make(chan error, 1) // one send: Serve's result
 	go func() {
 		if s.http.TLSConfig != nil {
@@ -146,6 +154,8 @@ func (s *Server) Run(ctx context.Context) error {
 	if errors.Is(serveErr, http.ErrServerClosed) {
 		serveErr = nil
 	}
+	stopBG()
+	<-bgDone // before the store closes under it
 	return errors.Join(serveErr, s.st.Close())
 }
 

@@ -193,6 +193,35 @@ func StatsKey(c uint64, epk, pk []byte) []byte {
 	return appendEscaped(appendEscaped(kindPrefix(nil, kindStats, c), epk), pk)
 }
 
+// StatsEPKSpan is the span of container c's logical partition statistics
+// whose EPK lies in [min, max) (an empty min: from the start; nil max: to
+// the end).
+func StatsEPKSpan(c uint64, min, max []byte) Span {
+	s := StatsSpan(c)
+	if len(min) > 0 {
+		s.Lower = appendEscaped(kindPrefix(nil, kindStats, c), min)
+	}
+	if max != nil {
+		s.Upper = appendEscaped(kindPrefix(nil, kindStats, c), max)
+	}
+	return s
+}
+
+// DecodeStatsKey returns the EPK and encoded partition key of a StatsKey.
+func DecodeStatsKey(key []byte) (epk, pk []byte, err error) {
+	if len(key) < 9 || key[0] != kindStats {
+		return nil, nil, ErrBadKey
+	}
+	rest := key[9:]
+	if epk, rest, err = readEscaped(rest); err != nil {
+		return nil, nil, err
+	}
+	if pk, rest, err = readEscaped(rest); err != nil || len(rest) != 0 {
+		return nil, nil, ErrBadKey
+	}
+	return epk, pk, nil
+}
+
 // StatsSpan is the span of container c's logical partition statistics.
 func StatsSpan(c uint64) Span {
 	return Span{Lower: kindPrefix(nil, kindStats, c), Upper: kindPrefix(nil, kindStats, c+1)}

@@ -1,0 +1,36 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// Partita's own administrative endpoints live under /_partita/, signed with
+// the master key like any request (the read-only key cannot use them).
+
+// splitRange serves POST /_partita/dbs/{db}/colls/{coll}/pkranges/{id}/split:
+// it splits that physical partition at its storage midpoint and answers the
+// container's ranges after the split.
+func (h *Handler) splitRange(w http.ResponseWriter, r *http.Request) error {
+	ranges, err := h.eng.SplitRange(r.Context(), r.PathValue("db"), r.PathValue("coll"), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	type rangeJSON struct {
+		ID           string   `json:"id"`
+		MinInclusive string   `json:"minInclusive"`
+		MaxExclusive string   `json:"maxExclusive"`
+		Parents      []string `json:"parents"`
+	}
+	out := struct {
+		Ranges []rangeJSON `json:"ranges"`
+	}{}
+	for _, rg := range ranges {
+		out.Ranges = append(out.Ranges, rangeJSON{ID: rg.ID, MinInclusive: rg.Min, MaxExclusive: rg.Max, Parents: append([]string{}, rg.Parents...)})
+	}
+	body, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, body)
+}

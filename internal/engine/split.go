@@ -1,0 +1,189 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/partition"
+	"github.com/partitadb/partita/internal/status"
+	"github.com/partitadb/partita/internal/store"
+)
+
+// Splits (docs/partitions.md). Nothing in storage is keyed by physical
+// partition, so a split only replaces the parent's record in the catalog by
+// its children's, in one batch.
+
+// rangeStorage is what a physical partition holds: its logical partitions'
+// EPKs in order with their item bytes.
+type rangeStorage struct {
+	epks  [][]byte
+	bytes []int64
+	total int64
+}
+
+func (e *Engine) rangeStorage(ctx context.Context, c *catalog.Container, r partition.Range) (rangeStorage, error) {
+	var rs rangeStorage
+	var failed error
+	err := e.data.Scan(ctx, store.StatsEPKSpan(c.Internal, r.Min, r.Max), nil, func(k, v []byte) bool {
+		epk, _, err := store.DecodeStatsKey(k)
+		if err == nil {
+			var st lpStats
+			if st, err = decodeStats(v); err == nil {
+				if n := len(rs.epks); n > 0 && bytes.Equal(rs.epks[n-1], epk) {
+					rs.bytes[n-1] += st.bytes // logical partitions sharing an EPK stay together
+				} else {
+					rs.epks, rs.bytes = append(rs.epks, epk), append(rs.bytes, st.bytes)
+				}
+				rs.total += st.bytes
+				return true
+			}
+		}
+		failed = err
+		return false
+	})
+	if err == nil {
+		err = failed
+	}
+	return rs, err
+}
+
+// midpoint returns the EPK before which about half of the range's bytes
+// lie: the first logical partition of the upper child. It is false when the
+// range holds fewer than two logical partitions (EPKs).
+func (rs rangeStorage) midpoint() (partition.EPK, bool) {
+	if len(rs.epks) < 2 {
+		return nil, false
+	}
+	var run int64
+	for i := 1; i < len(rs.epks); i++ {
+		run += rs.bytes[i-1]
+		if 2*run >= rs.total {
+			return partition.EPK(rs.epks[i]), true
+		}
+	}
+	return partition.EPK(rs.epks[len(rs.epks)-1]), true
+}
+
+// SplitRange splits physical partition rangeID of db/coll in two at its
+// storage midpoint, on a boundary between logical partitions. Errors: 404
+// for an unknown container or range, 400 when the range holds fewer than
+// two logical partitions.
+func (e *Engine) SplitRange(ctx context.Context, db, coll, rangeID string) ([]PKRange, error) {
+	c, err := e.container(db, coll)
+	if err != nil {
+		return nil, err
+	}
+	r, ok := c.Map().ByID(rangeID)
+	if !ok {
+		return nil, status.NotFound()
+	}
+	rs, err := e.rangeStorage(ctx, c, r)
+	if err != nil {
+		return nil, translate(err)
+	}
+	at, ok := rs.midpoint()
+	if !ok {
+		return nil, status.New(http.StatusBadRequest, "partition key range "+rangeID+" holds fewer than two logical partitions and cannot be split")
+	}
+	return e.split(c, r, at)
+}
+
+// split replaces range r of c by its two halves at at.
+func (e *Engine) split(c *catalog.Container, r partition.Range, at partition.EPK) ([]PKRange, error) {
+	k, err := e.cat.SplitRange(c.DB, c.ID, r.ID, at)
+	if err != nil {
+		return nil, translate(err)
+	}
+	if e.limit != nil {
+		e.limit.Forget(rangeKey(c, r))
+	}
+	e.log.Info("partition split", "db", c.DB, "container", c.ID, "range", r.ID, "at", at.String(), "ranges", k.Map().Len())
+	ranges, _, _, err := e.PKRanges(c.DB, c.ID)
+	return ranges, err
+}
+
+// grown is the set of containers whose logical partitions grew since the
+// split check last looked.
+type grown struct {
+	mu sync.Mutex
+	m  map[uint64]bool
+}
+
+func (g *grown) mark(c uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.m == nil {
+		g.m = map[uint64]bool{}
+	}
+	g.m[c] = true
+}
+
+func (g *grown) take() map[uint64]bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	m := g.m
+	g.m = nil
+	return m
+}
+
+// Run does the engine's background work until ctx is done: every
+// SplitCheckInterval, it splits the physical partitions of recently written
+// containers whose item bytes exceed PartitionMaxBytes.
+func (e *Engine) Run(ctx context.Context) {
+	t := time.NewTicker(e.cfg.SplitCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			e.checkSplits(ctx)
+		}
+	}
+}
+
+// checkSplits splits, once each, the oversized ranges of the containers
+// written since the last check; a container that split is checked again
+// next time, so a range far past the limit splits repeatedly.
+func (e *Engine) checkSplits(ctx context.Context) {
+	written := e.grown.take()
+	if len(written) == 0 {
+		return
+	}
+	for _, d := range e.cat.Databases() {
+		colls, err := e.cat.Containers(d.ID)
+		if err != nil {
+			continue
+		}
+		for _, c := range colls {
+			if !written[c.Internal] {
+				continue
+			}
+			for _, r := range c.Map().Ranges() {
+				rs, err := e.rangeStorage(ctx, c, r)
+				if err != nil {
+					e.log.Warn("split check", "db", c.DB, "container", c.ID, "range", r.ID, "err", err)
+					continue
+				}
+				if rs.total <= e.cfg.PartitionMaxBytes {
+					continue
+				}
+				at, ok := rs.midpoint()
+				if !ok {
+					e.log.Warn("partition over its size limit holds one logical partition and cannot split",
+						"db", c.DB, "container", c.ID, "range", r.ID, "bytes", rs.total)
+					continue
+				}
+				if _, err := e.split(c, r, at); err != nil {
+					e.log.Warn("split", "db", c.DB, "container", c.ID, "range", r.ID, "err", err)
+					continue
+				}
+				e.grown.mark(c.Internal)
+			}
+		}
+	}
+}
