@@ -76,6 +76,7 @@ func serveFlags(fs *flag.FlagSet, cfg *config.Config) {
 	fs.BoolVar(&cfg.API.EmulatorCompat, "emulator-compat", cfg.API.EmulatorCompat, "reproduce Cosmos DB emulator quirks some SDK test suites expect (see README)")
 	fs.StringVar(&cfg.Engine.GatewayQuery, "gateway-query", cfg.Engine.GatewayQuery, "gateway: refuse cross-partition queries that need merging, like Cosmos DB; full: run every query server-side")
 	fs.StringVar(&cfg.Engine.RateLimit, "rate-limit", cfg.Engine.RateLimit, "on: requests past a physical partition's share of the provisioned RU/s get 429; off: unthrottled; auto: on unless --emulator-compat")
+	fs.IntVar(&cfg.Engine.PartitionMaxRU, "partition-max-ru", cfg.Engine.PartitionMaxRU, "most RU/s one physical partition serves; raising throughput past partitions x this splits partitions")
 	fs.Int64Var(&cfg.Engine.PartitionMaxBytes, "partition-max-bytes", cfg.Engine.PartitionMaxBytes, "item bytes past which a physical partition splits (on a boundary between logical partitions)")
 	fs.Int64Var(&cfg.Engine.LogicalPartitionMaxBytes, "logical-partition-max-bytes", cfg.Engine.LogicalPartitionMaxBytes, "most item bytes one logical partition may hold; writes past it get 403/1014")
 	fs.StringVar(&cfg.Logging.Level, "log-level", cfg.Logging.Level, "debug, info, warn or error")

@@ -96,6 +96,9 @@ type Engine struct {
 	// PartitionMaxBytes is the item bytes past which a physical partition
 	// splits. Default 50 GiB.
 	PartitionMaxBytes int64
+	// PartitionMaxRU is the most RU/s one physical partition serves;
+	// raising throughput past partitions × this splits. Default 10,000.
+	PartitionMaxRU int
 }
 
 // Logging configures logs.
@@ -113,7 +116,7 @@ func Default() Config {
 		Store:   Store{Dir: "./partita-data", Durability: "sync", CacheMB: 256},
 		Auth:    Auth{Key: EmulatorKey, MaxClockSkew: 15 * time.Minute},
 		API:     API{Consistency: "Session"},
-		Engine:  Engine{GatewayQuery: "gateway", RateLimit: "auto", LogicalPartitionMaxBytes: 20 << 30, PartitionMaxBytes: 50 << 30},
+		Engine:  Engine{GatewayQuery: "gateway", RateLimit: "auto", LogicalPartitionMaxBytes: 20 << 30, PartitionMaxBytes: 50 << 30, PartitionMaxRU: 10000},
 		Logging: Logging{Level: "info", Format: "text"},
 	}
 }
@@ -157,6 +160,9 @@ func (c Config) Validate() error {
 		if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad("advertise-endpoint %q is not an http(s) URL", e)
 		}
+	}
+	if c.Engine.PartitionMaxRU < 400 {
+		bad("partition-max-ru %d: want at least 400", c.Engine.PartitionMaxRU)
 	}
 	if c.Engine.PartitionMaxBytes < 1024 {
 		bad("partition-max-bytes %d: want at least 1024", c.Engine.PartitionMaxBytes)

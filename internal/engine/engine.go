@@ -65,6 +65,10 @@ type Config struct {
 	// splits (checked by Run every SplitCheckInterval). Default 50 GiB, as
 	// Cosmos DB.
 	PartitionMaxBytes int64
+	// PartitionMaxRU is the most RU/s one physical partition serves: raising
+	// a container's throughput past partitions × PartitionMaxRU splits
+	// partitions. Default 10,000, as Cosmos DB.
+	PartitionMaxRU int
 	// SplitCheckInterval is how often Run looks for partitions to split.
 	// Default 1 s.
 	SplitCheckInterval time.Duration
@@ -94,6 +98,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PartitionMaxBytes <= 0 {
 		c.PartitionMaxBytes = 50 << 30
+	}
+	if c.PartitionMaxRU <= 0 {
+		c.PartitionMaxRU = 10000
 	}
 	if c.SplitCheckInterval <= 0 {
 		c.SplitCheckInterval = time.Second
@@ -341,10 +348,18 @@ func (e *Engine) ReadOffer(id string) (Resource, error) {
 
 // ReplaceOffer sets offer id's throughput. Errors: 404, 400 for invalid
 // throughput.
+//
+// Raising a container's throughput past its partitions × PartitionMaxRU
+// splits partitions until each serves at most that.
 func (e *Engine) ReplaceOffer(id string, tp Throughput) (Resource, error) {
 	o, err := e.cat.ReplaceOffer(id, tp)
 	if err != nil {
 		return Resource{}, translate(err)
+	}
+	if o.Container != "" {
+		if err := e.splitForThroughput(context.Background(), o.DB, o.Container, o.MaxThroughput()); err != nil {
+			return Resource{}, err
+		}
 	}
 	return Resource{Body: o.JSON(), ETag: o.ETag}, nil
 }

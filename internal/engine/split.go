@@ -187,3 +187,41 @@ func (e *Engine) checkSplits(ctx context.Context) {
 		}
 	}
 }
+
+// splitForThroughput splits container db/coll's physical partitions until
+// each serves at most PartitionMaxRU of ru RU/s: the widest range first
+// (fewest ancestors), in half of its hash space as Cosmos DB's even splits
+// do, or at its storage midpoint where the hash space cannot be halved.
+func (e *Engine) splitForThroughput(ctx context.Context, db, coll string, ru int) error {
+	want := (ru + e.cfg.PartitionMaxRU - 1) / e.cfg.PartitionMaxRU
+	for {
+		c, err := e.container(db, coll)
+		if err != nil {
+			return err
+		}
+		ranges := c.Map().Ranges()
+		if len(ranges) >= want {
+			return nil
+		}
+		r := ranges[0]
+		for _, x := range ranges[1:] {
+			if len(x.Parents) < len(r.Parents) {
+				r = x
+			}
+		}
+		at, ok := partition.Midpoint(c.PK, r.Min, r.Max)
+		if !ok {
+			rs, err := e.rangeStorage(ctx, c, r)
+			if err != nil {
+				return translate(err)
+			}
+			if at, ok = rs.midpoint(); !ok {
+				e.log.Warn("cannot split for throughput", "db", db, "container", coll, "range", r.ID)
+				return nil
+			}
+		}
+		if _, err := e.split(c, r, at); err != nil {
+			return err
+		}
+	}
+}

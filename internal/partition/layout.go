@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"bytes"
 	"math/big"
 	"math/bits"
 	"strconv"
@@ -82,3 +83,36 @@ func InitialRangeCount(manualRU, autoscaleMaxRU int) int {
 }
 
 func ceilDiv(a, b int) int { return (a-1)/b + 1 }
+
+// Midpoint returns the EPK halfway between lo and hi in hash space, for
+// splitting the range [lo, hi) of definition d into two of equal width; it
+// is false when the range cannot be halved (V1 definitions, or a range one
+// hash wide). For V2 and MultiHash an EPK's position is its first 16 bytes
+// as a big-endian number; the empty EPK is 0 and FF is 2^126-1, the end of
+// the space as EvenBoundaries counts it (so halving the whole space gives
+// Cosmos's split point 1FFF…F).
+func Midpoint(d Definition, lo, hi EPK) (EPK, bool) {
+	if d.scheme() == schemeV1 {
+		return nil, false
+	}
+	pos := func(e EPK) *big.Int {
+		if len(e) == 1 && e[0] == 0xFF {
+			m := new(big.Int).Lsh(big.NewInt(1), 126)
+			return m.Sub(m, big.NewInt(1))
+		}
+		b := make([]byte, v2Len)
+		copy(b, e)
+		return new(big.Int).SetBytes(b)
+	}
+	a, b := pos(lo), pos(hi)
+	mid := new(big.Int).Add(a, b)
+	mid.Rsh(mid, 1)
+	if mid.Cmp(a) <= 0 || mid.Cmp(b) >= 0 {
+		return nil, false
+	}
+	out := EPK(mid.FillBytes(make([]byte, v2Len)))
+	if !(Range{Min: lo, Max: hi}).Contains(out) || bytes.Equal(out, lo) {
+		return nil, false
+	}
+	return out, true
+}

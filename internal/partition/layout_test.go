@@ -215,3 +215,24 @@ func TestInitialRangeCount(t *testing.T) {
 		}
 	}
 }
+
+func TestMidpoint(t *testing.T) {
+	v2 := Definition{Paths: []string{"/pk"}, Kind: "Hash", Version: 2}
+	bounds := EvenBoundaries(v2, 4)
+	if got, ok := Midpoint(v2, EPK{}, MaxEPK()); !ok || got.String() != EvenBoundaries(v2, 2)[0].String() {
+		t.Errorf("Midpoint(whole space) = %s, %v; want %s", got, ok, EvenBoundaries(v2, 2)[0])
+	}
+	if got, ok := Midpoint(v2, EPK{}, bounds[1]); !ok || got.String() != bounds[0].String() {
+		t.Errorf("Midpoint(first half) = %s, %v; want %s", got, ok, bounds[0])
+	}
+	if got, ok := Midpoint(v2, bounds[1], MaxEPK()); !ok || got.String() != bounds[2].String() {
+		t.Errorf("Midpoint(second half) = %s, %v; want %s", got, ok, bounds[2])
+	}
+	one := EPK(append(make([]byte, 15), 1))
+	if got, ok := Midpoint(v2, EPK{}, one); ok {
+		t.Errorf("Midpoint of a one-hash range = %s, want none", got)
+	}
+	if _, ok := Midpoint(Definition{Paths: []string{"/pk"}, Kind: "Hash", Version: 1}, EPK{}, MaxEPK()); ok {
+		t.Error("Midpoint for V1: want none")
+	}
+}

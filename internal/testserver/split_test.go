@@ -198,3 +198,56 @@ func TestLiveSplits(t *testing.T) {
 		t.Errorf("after a restart: %d ranges, want %d", len(again.PartitionKeyRanges), len(after.PartitionKeyRanges))
 	}
 }
+
+// TestThroughputSplits: raising a container's throughput from 6,000 to
+// 25,000 RU/s through the SDK splits its one partition into
+// ceil(25000/10000) = 3, which still hold every item exactly once.
+func TestThroughputSplits(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := s.Client(t)
+	ctx := t.Context()
+	k := newContainer(t, c, "db", azcosmos.ContainerProperties{ID: "tp", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}},
+		&azcosmos.CreateContainerOptions{ThroughputProperties: ptr(azcosmos.NewManualThroughputProperties(6000))})
+	const items = 200
+	for i := range items {
+		pk := fmt.Sprintf("k%d", i)
+		if _, err := k.CreateItem(ctx, azcosmos.NewPartitionKeyString(pk), fmt.Appendf(nil, `{"id":"%d","pk":%q}`, i, pk), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(readRanges(t, s, "tp").PartitionKeyRanges); n != 1 {
+		t.Fatalf("%d ranges at 6,000 RU/s, want 1", n)
+	}
+	if _, err := k.ReplaceThroughput(ctx, azcosmos.NewManualThroughputProperties(25000), nil); err != nil {
+		t.Fatal(err)
+	}
+	feed := readRanges(t, s, "tp")
+	if n := len(feed.PartitionKeyRanges); n != 3 {
+		t.Fatalf("%d ranges at 25,000 RU/s, want 3", n)
+	}
+	seen := map[string]int{}
+	for _, r := range feed.PartitionKeyRanges {
+		resp, body, err := s.Do(ctx, http.MethodGet, "/dbs/db/colls/tp/docs", map[string]string{"x-ms-documentdb-partitionkeyrangeid": r.ID, "x-ms-max-item-count": "-1"}, nil)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("feed of range %s: %v %v", r.ID, resp, err)
+		}
+		var f struct{ Documents []struct{ ID string } }
+		_ = json.Unmarshal(body, &f)
+		if len(f.Documents) == 0 {
+			t.Errorf("range %s holds nothing after an even split of 200 keys", r.ID)
+		}
+		for _, d := range f.Documents {
+			seen[d.ID]++
+		}
+	}
+	for i := range items {
+		if n := seen[fmt.Sprint(i)]; n != 1 {
+			t.Errorf("item %d in %d ranges, want 1", i, n)
+		}
+		if i%20 == 0 {
+			if _, err := k.ReadItem(ctx, azcosmos.NewPartitionKeyString(fmt.Sprintf("k%d", i)), fmt.Sprint(i), nil); err != nil {
+				t.Errorf("read %d after the split: %v", i, err)
+			}
+		}
+	}
+}
