@@ -350,7 +350,6 @@ func TestIndexLookupsMatchScans(t *testing.T) {
 		// id and _ts are in every document: their index orders them all.
 		{"SELECT TOP 5 VALUE c.id FROM c ORDER BY c.id DESC", nil, 5},
 		{"SELECT VALUE c.id FROM c ORDER BY c.id", nil, 200},
-		{"SELECT TOP 3 VALUE c._ts FROM c ORDER BY c._ts DESC", nil, 3},
 		{"SELECT VALUE c.id FROM c WHERE c.n = 7 ORDER BY c.id DESC", nil, 4},
 	} {
 		q := Query{Text: tc.text, Params: tc.params, EnableCrossPartition: true, MaxItems: -1}
@@ -362,6 +361,14 @@ func TestIndexLookupsMatchScans(t *testing.T) {
 		if tc.loads >= 0 && loaded > tc.loads {
 			t.Errorf("%q loaded %d documents, want at most %d (an index lookup)", tc.text, loaded, tc.loads)
 		}
+	}
+	// _ts differs between the two containers (written at other times):
+	// compare the index order with a sort of the same container.
+	q := Query{Text: "SELECT TOP 3 VALUE c._ts FROM c ORDER BY c._ts DESC", EnableCrossPartition: true, MaxItems: -1}
+	got, loaded := queryAllLoaded(t, e, "k", q)
+	q.Text = "SELECT TOP 3 VALUE c._ts FROM c ORDER BY c._ts + 0 DESC"
+	if want := queryAllIn(t, e, "k", q); !slices.Equal(got, want) || loaded > 3 {
+		t.Errorf("TOP 3 by _ts from the index = %v (loaded %d), sorted = %v", got, loaded, want)
 	}
 }
 
