@@ -3,6 +3,8 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+
+	"github.com/partitadb/partita/internal/engine"
 )
 
 // Partita's own administrative endpoints live under /_partita/, signed with
@@ -29,6 +31,22 @@ func (h *Handler) splitRange(w http.ResponseWriter, r *http.Request) error {
 		out.Ranges = append(out.Ranges, rangeJSON{ID: rg.ID, MinInclusive: rg.Min, MaxExclusive: rg.Max, Parents: append([]string{}, rg.Parents...)})
 	}
 	body, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, body)
+}
+
+// partitions serves GET /_partita/dbs/{db}/colls/{coll}/partitions: one
+// report per physical partition (engine.PartitionReport).
+func (h *Handler) partitions(w http.ResponseWriter, r *http.Request) error {
+	reps, err := h.eng.Partitions(r.Context(), r.PathValue("db"), r.PathValue("coll"))
+	if err != nil {
+		return err
+	}
+	body, err := json.Marshal(struct {
+		Partitions []engine.PartitionReport `json:"partitions"`
+	}{reps})
 	if err != nil {
 		return err
 	}

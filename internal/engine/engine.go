@@ -133,6 +133,7 @@ type Engine struct {
 	colls containerLocks
 	limit *throughput.Limiter // nil: no rate limiting
 	grown grown               // containers to check for splits
+	hot   hotKeys             // request units per logical partition, per range
 	progs programs
 }
 

@@ -25,7 +25,7 @@ import (
 
 // indexFormat is the version of the secondary entries' layout. A store
 // written with another version has them rebuilt when the engine opens it.
-const indexFormat = 3
+const indexFormat = 4
 
 // formatKey is the meta key holding indexFormat of the stored entries.
 var formatKey = store.MetaKey([]byte("engine/index-format"))
@@ -232,6 +232,11 @@ func (e *Engine) rebuildStats(ctx context.Context, c *catalog.Container) error {
 					return false
 				}
 				b, n = e.data.NewBatch(), 0
+			}
+		}
+		if st.items == 0 {
+			if item, err := document.ParseItemWith(v, c.PK.Paths, document.LenientIDs); err == nil {
+				st.key = item.PK.String()
 			}
 		}
 		st.bytes += int64(len(v))

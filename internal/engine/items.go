@@ -199,7 +199,7 @@ func (e *Engine) ReadItem(ctx context.Context, ref ItemRef, pk document.Partitio
 		return Result{}, translate(err)
 	}
 	r := Result{Body: v, ETag: props.ETag, RU: throughput.ReadCost(len(v)), Session: e.readSession(loc.rng.ID)}
-	e.charge(c, r.RU, loc.rng)
+	e.chargeLP(c, loc.rng, pk.String(), r.RU)
 	if ifNoneMatch != "" && (ifNoneMatch == "*" || ifNoneMatch == props.ETag) {
 		r.Body = nil
 	}

@@ -23,6 +23,8 @@ type rangeStorage struct {
 	epks  [][]byte
 	bytes []int64
 	total int64
+	items int64
+	lps   []lpStats // every logical partition, in EPK order
 }
 
 func (e *Engine) rangeStorage(ctx context.Context, c *catalog.Container, r partition.Range) (rangeStorage, error) {
@@ -33,6 +35,8 @@ func (e *Engine) rangeStorage(ctx context.Context, c *catalog.Container, r parti
 		if err == nil {
 			var st lpStats
 			if st, err = decodeStats(v); err == nil {
+				rs.lps = append(rs.lps, st)
+				rs.items += st.items
 				if n := len(rs.epks); n > 0 && bytes.Equal(rs.epks[n-1], epk) {
 					rs.bytes[n-1] += st.bytes // logical partitions sharing an EPK stay together
 				} else {

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/partitadb/partita/internal/catalog"
 	"github.com/partitadb/partita/internal/partition"
@@ -60,10 +62,69 @@ func (e *Engine) admit(c *catalog.Container, ranges ...partition.Range) error {
 	rate := e.partitionRate(c)
 	for _, r := range ranges {
 		if wait, ok := e.limit.Admit(rangeKey(c, r), rate); !ok {
+			e.warnHot(c, r)
 			return status.Throttled(wait)
 		}
 	}
 	return nil
+}
+
+// hotKeys tracks, per physical partition, the logical partitions that use
+// the most request units (a bounded sketch each), and when a hot one was
+// last reported.
+type hotKeys struct {
+	mu     sync.Mutex
+	m      map[string]*throughput.Sketch
+	warned map[string]time.Time
+}
+
+// hotKeysTracked is how many logical partitions each sketch tracks.
+const hotKeysTracked = 32
+
+func (h *hotKeys) sketch(key string) *throughput.Sketch {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil {
+		h.m = map[string]*throughput.Sketch{}
+	}
+	s := h.m[key]
+	if s == nil {
+		s = throughput.NewSketch(hotKeysTracked)
+		h.m[key] = s
+	}
+	return s
+}
+
+// chargeLP charges ru to physical partition r for work on logical
+// partition pk.
+func (e *Engine) chargeLP(c *catalog.Container, r partition.Range, pk string, ru float64) {
+	e.charge(c, ru, r)
+	e.hot.sketch(rangeKey(c, r)).Add(pk, ru)
+}
+
+// warnHot logs, at most once a minute per partition, that a throttled
+// partition's budget goes mostly to one logical partition, naming it.
+func (e *Engine) warnHot(c *catalog.Container, r partition.Range) {
+	key := rangeKey(c, r)
+	top, total := e.hot.sketch(key).Top(1)
+	if len(top) == 0 || total <= 0 || top[0].Weight-top[0].Err < total/2 {
+		return
+	}
+	now := time.Now()
+	e.hot.mu.Lock()
+	if e.hot.warned == nil {
+		e.hot.warned = map[string]time.Time{}
+	}
+	last, seen := e.hot.warned[key]
+	if seen && now.Sub(last) < time.Minute {
+		e.hot.mu.Unlock()
+		return
+	}
+	e.hot.warned[key] = now
+	e.hot.mu.Unlock()
+	e.log.Warn("hot logical partition: one key takes most of a throttled partition's request units",
+		"db", c.DB, "container", c.ID, "range", r.ID, "partition_key", top[0].Key,
+		"share", top[0].Weight/total)
 }
 
 // charge debits ru request units, spread evenly over the partitions a

@@ -83,7 +83,7 @@ func (t *lpTxn) close() {
 	t.done = true
 	t.b.Close()
 	t.unlock()
-	t.e.chargeFailed(t.c, t.ru, t.rng)
+	t.e.chargeLP(t.c, t.rng, t.pk.String(), max(t.ru, throughput.MinimumCost()))
 }
 
 // commit applies the transaction's writes atomically and releases it.
@@ -92,6 +92,7 @@ func (t *lpTxn) commit() error {
 		return fmt.Errorf("engine: commit of a finished transaction")
 	}
 	if t.statsDirty {
+		t.stats.key = t.pk.String()
 		k := store.StatsKey(t.c.Internal, t.epk, t.pkEnc)
 		if t.stats.items <= 0 {
 			t.b.Delete(k)
@@ -109,11 +110,11 @@ func (t *lpTxn) commit() error {
 	if err == nil && t.statsDirty {
 		t.e.grown.mark(t.c.Internal)
 	}
-	if err == nil {
-		t.e.charge(t.c, t.ru, t.rng)
-	} else {
-		t.e.chargeFailed(t.c, t.ru, t.rng)
+	ru := t.ru
+	if err != nil {
+		ru = max(ru, throughput.MinimumCost())
 	}
+	t.e.chargeLP(t.c, t.rng, t.pk.String(), ru)
 	return translate(err)
 }
 
@@ -363,18 +364,20 @@ func compileCondition(cond string) (*exec.Program, error) {
 // lpStats are a logical partition's statistics, kept exact by every
 // transaction on it (store.StatsKey).
 type lpStats struct {
-	bytes, items int64 // stored item bytes and item count
+	bytes, items int64  // stored item bytes and item count
+	key          string // the partition key as JSON, for reports
 }
 
 func (s lpStats) encode() []byte {
-	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, uint64(s.bytes)), uint64(s.items))
+	b := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, uint64(s.bytes)), uint64(s.items))
+	return append(b, s.key...)
 }
 
 func decodeStats(v []byte) (lpStats, error) {
-	if len(v) != 16 {
+	if len(v) < 16 {
 		return lpStats{}, fmt.Errorf("engine: logical partition statistics of %d bytes", len(v))
 	}
-	return lpStats{bytes: int64(binary.BigEndian.Uint64(v)), items: int64(binary.BigEndian.Uint64(v[8:]))}, nil
+	return lpStats{bytes: int64(binary.BigEndian.Uint64(v)), items: int64(binary.BigEndian.Uint64(v[8:])), key: string(v[16:])}, nil
 }
 
 // grow records that the logical partition's items change by bytes and

@@ -1,6 +1,7 @@
 package testserver_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -87,6 +88,27 @@ func TestHotKeyIsThrottled(t *testing.T) {
 		t.Errorf("spread keys: %d served, %d throttled; want all served", ok, throttled)
 	}
 
+	// The partitions report names the hot key, by request units and by
+	// storage, and counts the throttling.
+	hotRep := partitionsReport(t, s, "hot")
+	if len(hotRep) != 1 {
+		t.Fatalf("hot container: %d partitions reported, want 1", len(hotRep))
+	}
+	p := hotRep[0]
+	if p.RUPerSecond != 400 || p.Throttled == 0 || p.Items != 50 || p.StorageBytes == 0 || p.LogicalPartitions != 1 ||
+		len(p.TopKeysByRU) == 0 || p.TopKeysByRU[0].Key != `["the-hot-key"]` || p.TopKeysByStorage[0].Key != `["the-hot-key"]` {
+		t.Errorf("hot partition report = %+v", p)
+	}
+	spreadRep := partitionsReport(t, s, "spread")
+	if len(spreadRep) != 4 {
+		t.Fatalf("spread container: %d partitions reported, want 4", len(spreadRep))
+	}
+	for _, p := range spreadRep {
+		if p.RUPerSecond != 6000 || p.Throttled != 0 || p.LogicalPartitions < 100 || p.ChargedRU <= 0 {
+			t.Errorf("spread partition report = %+v", p)
+		}
+	}
+
 	// The SDK retries 429s after the retry-after it is given (azcore's
 	// retry policy; applications raise its default of 3 retries for
 	// throttled workloads): every write to the throttled container
@@ -138,4 +160,35 @@ func TestLogicalPartitionCapThroughSDK(t *testing.T) {
 	if _, err := k.CreateItem(t.Context(), azcosmos.NewPartitionKeyString("other"), fmt.Appendf(nil, `{"id":"x","pk":"other","pad":%q}`, pad), nil); err != nil {
 		t.Errorf("another logical partition: %v", err)
 	}
+}
+
+type partitionReport struct {
+	ID                string  `json:"id"`
+	RUPerSecond       float64 `json:"ruPerSecond"`
+	ChargedRU         float64 `json:"chargedRU"`
+	Throttled         int64   `json:"throttled"`
+	StorageBytes      int64   `json:"storageBytes"`
+	Items             int64   `json:"items"`
+	LogicalPartitions int     `json:"logicalPartitions"`
+	TopKeysByRU       []struct {
+		Key    string  `json:"key"`
+		Weight float64 `json:"weight"`
+	} `json:"topKeysByRU"`
+	TopKeysByStorage []struct {
+		Key   string `json:"key"`
+		Bytes int64  `json:"bytes"`
+	} `json:"topKeysByStorage"`
+}
+
+func partitionsReport(t *testing.T, s *testserver.Server, coll string) []partitionReport {
+	t.Helper()
+	resp, body, err := s.Do(t.Context(), http.MethodGet, "/_partita/dbs/db/colls/"+coll+"/partitions", nil, nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("partitions report: %v %v %s", resp, err, body)
+	}
+	var out struct{ Partitions []partitionReport }
+	if err := json.Unmarshal(body, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out.Partitions
 }

@@ -1,0 +1,80 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	"github.com/partitadb/partita/internal/throughput"
+)
+
+// PartitionReport describes one physical partition: its place in the EPK
+// space, its budget and use, what it stores, and its heaviest logical
+// partitions.
+type PartitionReport struct {
+	ID           string   `json:"id"`
+	MinInclusive string   `json:"minInclusive"`
+	MaxExclusive string   `json:"maxExclusive"`
+	Parents      []string `json:"parents"`
+	// RUPerSecond is the partition's share of the provisioned throughput
+	// (0: unlimited or not enforced).
+	RUPerSecond float64 `json:"ruPerSecond"`
+	// ChargedRU and Throttled count since the server started.
+	ChargedRU         float64 `json:"chargedRU"`
+	Throttled         int64   `json:"throttled"`
+	StorageBytes      int64   `json:"storageBytes"`
+	Items             int64   `json:"items"`
+	LogicalPartitions int     `json:"logicalPartitions"`
+	// TopKeysByRU are the logical partitions using the most request units
+	// (estimates from a bounded sketch; see throughput.Sketch).
+	TopKeysByRU []throughput.Heavy `json:"topKeysByRU"`
+	// TopKeysByStorage are the largest logical partitions, exactly.
+	TopKeysByStorage []LogicalPartitionUsage `json:"topKeysByStorage"`
+}
+
+// LogicalPartitionUsage is one logical partition's storage.
+type LogicalPartitionUsage struct {
+	Key   string `json:"key"` // the partition key as JSON
+	Bytes int64  `json:"bytes"`
+	Items int64  `json:"items"`
+}
+
+// reportTop is how many keys a report lists per partition.
+const reportTop = 5
+
+// Partitions reports on every physical partition of db/coll. Errors: 404.
+func (e *Engine) Partitions(ctx context.Context, db, coll string) ([]PartitionReport, error) {
+	c, err := e.container(db, coll)
+	if err != nil {
+		return nil, err
+	}
+	rate := 0.0
+	if e.limit != nil {
+		rate = e.partitionRate(c)
+	}
+	var out []PartitionReport
+	for _, r := range c.Map().Ranges() {
+		rs, err := e.rangeStorage(ctx, c, r)
+		if err != nil {
+			return nil, translate(err)
+		}
+		rep := PartitionReport{ID: r.ID, MinInclusive: r.Min.String(), MaxExclusive: r.Max.String(),
+			Parents: append([]string{}, r.Parents...), RUPerSecond: rate, StorageBytes: rs.total, Items: rs.items,
+			LogicalPartitions: len(rs.lps), TopKeysByStorage: []LogicalPartitionUsage{}}
+		key := rangeKey(c, r)
+		if e.limit != nil {
+			u := e.limit.Usage(key)
+			rep.Throttled = u.Throttled
+		}
+		var total float64
+		rep.TopKeysByRU, total = e.hot.sketch(key).Top(reportTop)
+		rep.ChargedRU = total
+		lps := slices.Clone(rs.lps)
+		slices.SortFunc(lps, func(a, b lpStats) int { return cmp.Or(cmp.Compare(b.bytes, a.bytes), cmp.Compare(a.key, b.key)) })
+		for _, lp := range lps[:min(reportTop, len(lps))] {
+			rep.TopKeysByStorage = append(rep.TopKeysByStorage, LogicalPartitionUsage{Key: lp.key, Bytes: lp.bytes, Items: lp.items})
+		}
+		out = append(out, rep)
+	}
+	return out, nil
+}
