@@ -138,6 +138,14 @@ func (g *grown) take() map[uint64]bool {
 // SplitCheckInterval, it splits the physical partitions of recently written
 // containers whose item bytes exceed PartitionMaxBytes.
 func (e *Engine) Run(ctx context.Context) {
+	// A restart may have interrupted the splits of containers written
+	// before it: look at every container once.
+	for _, d := range e.cat.Databases() {
+		colls, _ := e.cat.Containers(d.ID)
+		for _, c := range colls {
+			e.grown.mark(c.Internal)
+		}
+	}
 	t := time.NewTicker(e.cfg.SplitCheckInterval)
 	defer t.Stop()
 	for {
