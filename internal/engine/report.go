@@ -78,3 +78,28 @@ func (e *Engine) Partitions(ctx context.Context, db, coll string) ([]PartitionRe
 	}
 	return out, nil
 }
+
+// ContainerPartitions are one container's partition reports.
+type ContainerPartitions struct {
+	DB, Container string
+	Partitions    []PartitionReport
+}
+
+// AllPartitions reports on every container's physical partitions.
+func (e *Engine) AllPartitions(ctx context.Context) ([]ContainerPartitions, error) {
+	var out []ContainerPartitions
+	for _, d := range e.cat.Databases() {
+		colls, err := e.cat.Containers(d.ID)
+		if err != nil {
+			continue // deleted meanwhile
+		}
+		for _, c := range colls {
+			reps, err := e.Partitions(ctx, c.DB, c.ID)
+			if err != nil {
+				continue
+			}
+			out = append(out, ContainerPartitions{DB: c.DB, Container: c.ID, Partitions: reps})
+		}
+	}
+	return out, nil
+}

@@ -18,7 +18,8 @@ const module = "github.com/partitadb/partita"
 var allowed = map[string][]string{
 	"cmd/partita":          {"internal/cli"}, // its e2e test also imports config (EmulatorKey)
 	"internal/cli":         {"internal/config", "internal/server"},
-	"internal/server":      {"internal/api", "internal/auth", "internal/config", "internal/engine", "internal/store"},
+	"internal/server":      {"internal/api", "internal/auth", "internal/config", "internal/engine", "internal/metrics", "internal/store"},
+	"internal/metrics":     {"internal/engine"},
 	"internal/config":      {},
 	"internal/api":         {"internal/auth", "internal/document", "internal/engine", "internal/status", "internal/throughput"},
 	"internal/auth":        {},

@@ -18,6 +18,7 @@ import (
 	"github.com/partitadb/partita/internal/auth"
 	"github.com/partitadb/partita/internal/config"
 	"github.com/partitadb/partita/internal/engine"
+	"github.com/partitadb/partita/internal/metrics"
 	"github.com/partitadb/partita/internal/store"
 )
 
@@ -94,8 +95,13 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, er
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Server.Addr, err)
 	}
 	s.ln = ln
+	// /metrics is for Prometheus scrapers, which cannot sign Cosmos DB
+	// requests: it is served without authentication and shows no key values.
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics.NewHandler(eng))
+	mux.Handle("/", handler)
 	s.http = &http.Server{
-		Handler:           handler,
+		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       2 * time.Minute,
 		WriteTimeout:      2 * time.Minute,

@@ -3,7 +3,9 @@ package testserver_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,6 +100,20 @@ func TestHotKeyIsThrottled(t *testing.T) {
 	if p.RUPerSecond != 400 || p.Throttled == 0 || p.Items != 50 || p.StorageBytes == 0 || p.LogicalPartitions != 1 ||
 		len(p.TopKeysByRU) == 0 || p.TopKeysByRU[0].Key != `["the-hot-key"]` || p.TopKeysByStorage[0].Key != `["the-hot-key"]` {
 		t.Errorf("hot partition report = %+v", p)
+	}
+	// Prometheus sees the same, without authentication and without keys.
+	resp, err := s.HTTPClient().Get(s.Endpoint + "metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := regexp.MustCompile(`(?m)^partita_partition_throttled_total\{container="hot",db="db",range="0"\} ([0-9.e+]+)$`).FindSubmatch(body)
+	if resp.StatusCode != http.StatusOK || m == nil || string(m[1]) == "0" || strings.Contains(string(body), "the-hot-key") {
+		t.Errorf("/metrics: status %d, throttled %q; the hot container's 429s must show and its key must not:\n%.2000s", resp.StatusCode, m, body)
+	}
+	if !strings.Contains(string(body), `partita_container_physical_partitions{container="spread",db="db"} 4`) {
+		t.Errorf("/metrics does not count the spread container's 4 partitions")
 	}
 	spreadRep := partitionsReport(t, s, "spread")
 	if len(spreadRep) != 4 {
