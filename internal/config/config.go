@@ -90,6 +90,9 @@ type Engine struct {
 	// "auto" (default): on, except with API.EmulatorCompat, as the Cosmos DB
 	// emulator does not rate-limit unless asked.
 	RateLimit string
+	// AdaptiveCapacity lends idle partitions' budget to a hot one (beyond
+	// Cosmos DB). Default false.
+	AdaptiveCapacity bool
 	// LogicalPartitionMaxBytes caps one logical partition's item bytes
 	// (403/1014 past it). Default 20 GiB.
 	LogicalPartitionMaxBytes int64

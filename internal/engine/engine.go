@@ -78,6 +78,10 @@ type Config struct {
 	// RateLimit enforces provisioned throughput per physical partition:
 	// requests past a partition's budget get 429. Default false.
 	RateLimit bool
+	// AdaptiveCapacity lets a partition out of budget borrow its
+	// container's other partitions' unused budget, up to PartitionMaxRU
+	// RU/s (beyond Cosmos DB, as DynamoDB). Default false.
+	AdaptiveCapacity bool
 	// ScriptLimits bound each stored procedure, trigger and UDF run; zero
 	// fields take the script package's defaults (5 s, 1000 operations).
 	ScriptLimits script.Limits

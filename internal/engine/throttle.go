@@ -60,8 +60,24 @@ func (e *Engine) admit(c *catalog.Container, ranges ...partition.Range) error {
 		return nil
 	}
 	rate := e.partitionRate(c)
+	var siblings []string
+	maxRate := 0.0
+	if e.cfg.AdaptiveCapacity {
+		all := c.Map().Ranges()
+		for _, r := range all {
+			siblings = append(siblings, rangeKey(c, r))
+		}
+		maxRate = min(float64(e.cfg.PartitionMaxRU), rate*float64(len(all)))
+	}
 	for _, r := range ranges {
-		if wait, ok := e.limit.Admit(rangeKey(c, r), rate); !ok {
+		var wait time.Duration
+		var ok bool
+		if siblings != nil {
+			wait, ok = e.limit.AdmitAdaptive(rangeKey(c, r), siblings, rate, maxRate)
+		} else {
+			wait, ok = e.limit.Admit(rangeKey(c, r), rate)
+		}
+		if !ok {
 			e.warnHot(c, r)
 			return status.Throttled(wait)
 		}

@@ -22,11 +22,13 @@ import (
 // load the container's (or whatever the machine can write).
 func BenchmarkHotVsSpreadKeys(b *testing.B) {
 	for _, tc := range []struct {
-		name string
-		key  func(i int64) string
+		name     string
+		key      func(i int64) string
+		adaptive bool
 	}{
-		{"hot", func(int64) string { return "hot" }},
-		{"spread", func(i int64) string { return fmt.Sprintf("k%d", i%1000) }},
+		{"hot", func(int64) string { return "hot" }, false},
+		{"hot-adaptive", func(int64) string { return "hot" }, true},
+		{"spread", func(i int64) string { return fmt.Sprintf("k%d", i%1000) }, false},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			st, err := store.Open(store.Options{Dir: b.TempDir()})
@@ -34,7 +36,7 @@ func BenchmarkHotVsSpreadKeys(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer st.Close()
-			e, err := New(context.Background(), st, Config{RateLimit: true}, nil, nil)
+			e, err := New(context.Background(), st, Config{RateLimit: true, AdaptiveCapacity: tc.adaptive}, nil, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -22,6 +22,10 @@ type Limiter struct {
 type bucket struct {
 	tokens float64 // RU available; negative: debt
 	last   time.Time
+	// borrowed counts the RU this bucket borrowed from its siblings since
+	// window began (adaptive capacity), bounding its rate.
+	borrowed float64
+	window   time.Time
 	// Totals since the bucket was made, for visibility.
 	charged   float64
 	throttled int64
@@ -64,6 +68,51 @@ func (l *Limiter) Admit(key string, rate float64) (retryAfter time.Duration, ok 
 	b := l.refill(key, rate)
 	if b.tokens > 0 {
 		return 0, true
+	}
+	b.throttled++
+	wait := time.Duration((-b.tokens/rate)*float64(time.Second)) + time.Millisecond
+	return wait.Truncate(time.Millisecond), false
+}
+
+// AdmitAdaptive is Admit with adaptive capacity (beyond Cosmos DB, as
+// DynamoDB's): when partition key has spent its budget, it borrows unused
+// budget from the sibling partitions of its container (siblings, which may
+// include key), taking from the one with the most; tokens move, so the
+// container never serves more than its total, and the partition never more
+// than maxRate RU/s (its own rate plus what it borrows in a second).
+func (l *Limiter) AdmitAdaptive(key string, siblings []string, rate, maxRate float64) (retryAfter time.Duration, ok bool) {
+	if rate <= 0 {
+		return 0, true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.refill(key, rate)
+	if b.tokens > 0 {
+		return 0, true
+	}
+	now := l.now()
+	if now.Sub(b.window) >= time.Second {
+		b.window, b.borrowed = now, 0
+	}
+	var lender *bucket
+	for _, s := range siblings {
+		if s == key {
+			continue
+		}
+		if sb := l.refill(s, rate); sb.tokens > 0 && (lender == nil || sb.tokens > lender.tokens) {
+			lender = sb
+		}
+	}
+	if room := maxRate - rate - b.borrowed; lender != nil && room > 0 {
+		// Take what clears the debt plus a tenth of a second at the
+		// partition's rate, at most half of what the lender has left.
+		x := min(lender.tokens/2, -b.tokens+rate/10, room)
+		lender.tokens -= x
+		b.tokens += x
+		b.borrowed += x
+		if b.tokens > 0 {
+			return 0, true
+		}
 	}
 	b.throttled++
 	wait := time.Duration((-b.tokens/rate)*float64(time.Second)) + time.Millisecond

@@ -97,3 +97,39 @@ func BenchmarkLimiterAdmitCharge(b *testing.B) {
 		}
 	}
 }
+
+// TestLimiterAdaptiveCapacity: of two 100 RU/s partitions, a hammered one
+// borrows the idle one's budget: it serves about the container's 200 RU/s,
+// never more, and no more than maxRate when that is lower.
+func TestLimiterAdaptiveCapacity(t *testing.T) {
+	for _, tc := range []struct {
+		maxRate  float64
+		min, max float64 // RU served over 10 s after the buckets' first second
+	}{
+		{maxRate: 1000, min: 1800, max: 2150},
+		{maxRate: 150, min: 1350, max: 1600},
+		{maxRate: 100, min: 950, max: 1100},
+	} {
+		clk := &fakeClock{t: time.Unix(1000, 0)}
+		l := NewLimiter(clk.now)
+		siblings := []string{"a", "b"}
+		l.Charge("b", 100, 0) // make b's bucket exist: idle, full
+		for range 1000 {      // drain a's first second
+			if _, ok := l.AdmitAdaptive("a", siblings, 100, tc.maxRate); !ok {
+				break
+			}
+			l.Charge("a", 100, 5)
+		}
+		served := 0.0
+		for range 10000 {
+			clk.advance(time.Millisecond)
+			if _, ok := l.AdmitAdaptive("a", siblings, 100, tc.maxRate); ok {
+				l.Charge("a", 100, 5)
+				served += 5
+			}
+		}
+		if served < tc.min || served > tc.max {
+			t.Errorf("maxRate %v: a served %v RU in 10 s, want %v..%v", tc.maxRate, served, tc.min, tc.max)
+		}
+	}
+}
