@@ -93,6 +93,9 @@ type Engine struct {
 	// AdaptiveCapacity lends idle partitions' budget to a hot one (beyond
 	// Cosmos DB). Default false.
 	AdaptiveCapacity bool
+	// LoadSplits splits partitions that stay throttled (beyond Cosmos DB).
+	// Default false.
+	LoadSplits bool
 	// LogicalPartitionMaxBytes caps one logical partition's item bytes
 	// (403/1014 past it). Default 20 GiB.
 	LogicalPartitionMaxBytes int64

@@ -78,6 +78,10 @@ type Config struct {
 	// RateLimit enforces provisioned throughput per physical partition:
 	// requests past a partition's budget get 429. Default false.
 	RateLimit bool
+	// LoadSplits splits a partition that throttles for several split checks
+	// in a row: where its request units halve, or around one logical
+	// partition that takes most of them (beyond Cosmos DB). Default false.
+	LoadSplits bool
 	// AdaptiveCapacity lets a partition out of budget borrow its
 	// container's other partitions' unused budget, up to PartitionMaxRU
 	// RU/s (beyond Cosmos DB, as DynamoDB). Default false.

@@ -2,15 +2,19 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/document"
 	"github.com/partitadb/partita/internal/partition"
 	"github.com/partitadb/partita/internal/status"
 	"github.com/partitadb/partita/internal/store"
+	"github.com/partitadb/partita/internal/throughput"
 )
 
 // Splits (docs/partitions.md). Nothing in storage is keyed by physical
@@ -163,6 +167,15 @@ func (e *Engine) Run(ctx context.Context) {
 // next time, so a range far past the limit splits repeatedly.
 func (e *Engine) checkSplits(ctx context.Context) {
 	written := e.grown.take()
+	if e.cfg.LoadSplits {
+		// Throttled partitions are checked whether or not they grew.
+		for k := range e.hot.throttledSince() {
+			if written == nil {
+				written = map[uint64]bool{}
+			}
+			written[k] = true
+		}
+	}
 	if len(written) == 0 {
 		return
 	}
@@ -176,6 +189,10 @@ func (e *Engine) checkSplits(ctx context.Context) {
 				continue
 			}
 			for _, r := range c.Map().Ranges() {
+				if e.cfg.LoadSplits && e.splitHot(ctx, c, r) {
+					e.grown.mark(c.Internal)
+					continue
+				}
 				rs, err := e.rangeStorage(ctx, c, r)
 				if err != nil {
 					e.log.Warn("split check", "db", c.DB, "container", c.ID, "range", r.ID, "err", err)
@@ -236,4 +253,85 @@ func (e *Engine) splitForThroughput(ctx context.Context, db, coll string, ru int
 			return err
 		}
 	}
+}
+
+// hotRangeTicks is how many consecutive split checks a partition must have
+// throttled in before it splits for load.
+const hotRangeTicks = 3
+
+// splitHot splits range r of c for load when it has throttled in the last
+// hotRangeTicks checks (beyond Cosmos DB, with LoadSplits): when one logical
+// partition takes most of its request units, that partition is isolated
+// (split off on both sides, so it has a whole partition's budget, and
+// reported); otherwise the range splits where its tracked request units
+// are halved. It reports whether it split.
+func (e *Engine) splitHot(ctx context.Context, c *catalog.Container, r partition.Range) bool {
+	key := rangeKey(c, r)
+	if !e.hot.sustained(key, hotRangeTicks) {
+		return false
+	}
+	top, total := e.hot.sketch(key).Top(hotKeysTracked)
+	if len(top) == 0 || total <= 0 {
+		return false
+	}
+	type loadAt struct {
+		epk partition.EPK
+		ru  float64
+	}
+	var loads []loadAt
+	for _, h := range top {
+		pk, err := document.ParsePKHeader(h.Key)
+		if err != nil {
+			continue
+		}
+		epk, err := c.PK.Hash(pk)
+		if err != nil || !r.Contains(epk) {
+			continue
+		}
+		loads = append(loads, loadAt{epk, h.Weight - h.Err})
+	}
+	if len(loads) == 0 {
+		return false
+	}
+	slices.SortFunc(loads, func(a, b loadAt) int { return bytes.Compare(a.epk, b.epk) })
+	var at partition.EPK
+	if hot := slices.MaxFunc(loads, func(a, b loadAt) int { return cmp.Compare(a.ru, b.ru) }); hot.ru > total/2 {
+		// Isolate the hot logical partition: split before it, or, when it
+		// already starts the range, after it (the next check splits the
+		// other side).
+		rs, err := e.rangeStorage(ctx, c, r)
+		if err != nil {
+			return false
+		}
+		switch i := slices.IndexFunc(rs.epks, func(x []byte) bool { return bytes.Equal(x, hot.epk) }); {
+		case !bytes.Equal(hot.epk, r.Min) && bytes.Compare(hot.epk, r.Min) > 0 && i != 0:
+			at = hot.epk
+		case i >= 0 && i+1 < len(rs.epks):
+			at = partition.EPK(rs.epks[i+1])
+		default:
+			return false // alone in its range already
+		}
+		e.log.Warn("isolating a hot logical partition", "db", c.DB, "container", c.ID, "range", r.ID,
+			"partition_key", slices.MaxFunc(top, func(a, b throughput.Heavy) int { return cmp.Compare(a.Weight, b.Weight) }).Key)
+	} else {
+		var run float64
+		for i, l := range loads {
+			if i > 0 && 2*run >= total {
+				at = l.epk
+				break
+			}
+			run += l.ru
+		}
+		if at == nil {
+			at = loads[len(loads)-1].epk
+		}
+		if bytes.Equal(at, r.Min) {
+			return false
+		}
+	}
+	if _, err := e.split(c, r, at); err != nil {
+		e.log.Warn("load split", "db", c.DB, "container", c.ID, "range", r.ID, "err", err)
+		return false
+	}
+	return true
 }

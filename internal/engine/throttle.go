@@ -78,6 +78,7 @@ func (e *Engine) admit(c *catalog.Container, ranges ...partition.Range) error {
 			wait, ok = e.limit.Admit(rangeKey(c, r), rate)
 		}
 		if !ok {
+			e.hot.noteThrottled(c.Internal, rangeKey(c, r))
 			e.warnHot(c, r)
 			return status.Throttled(wait)
 		}
@@ -92,6 +93,50 @@ type hotKeys struct {
 	mu     sync.Mutex
 	m      map[string]*throughput.Sketch
 	warned map[string]time.Time
+	// streak counts, per partition, the consecutive split checks in which
+	// it throttled; throttled marks the partitions (by container) that
+	// throttled since the last check.
+	streak    map[string]int
+	throttled map[string]uint64
+}
+
+// noteThrottled records that partition key of container c refused a request.
+func (h *hotKeys) noteThrottled(c uint64, key string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.throttled == nil {
+		h.throttled = map[string]uint64{}
+	}
+	h.throttled[key] = c
+}
+
+// throttledSince ends a check period: it returns the containers that
+// throttled in it and updates every partition's streak.
+func (h *hotKeys) throttledSince() map[uint64]bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.streak == nil {
+		h.streak = map[string]int{}
+	}
+	out := map[uint64]bool{}
+	for k := range h.streak {
+		if _, ok := h.throttled[k]; !ok {
+			delete(h.streak, k)
+		}
+	}
+	for k, c := range h.throttled {
+		h.streak[k]++
+		out[c] = true
+	}
+	h.throttled = nil
+	return out
+}
+
+// sustained reports whether partition key throttled in the last n checks.
+func (h *hotKeys) sustained(key string, n int) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.streak[key] >= n
 }
 
 // hotKeysTracked is how many logical partitions each sketch tracks.

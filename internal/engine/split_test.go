@@ -1,0 +1,101 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/store"
+)
+
+// loadEngine is a 400 RU/s, one-partition container with rate limiting and
+// load splits on, holding 2 items in each of 12 logical partitions.
+func loadEngine(t *testing.T) *Engine {
+	t.Helper()
+	st, err := store.Open(store.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	e, err := New(t.Context(), st, Config{RateLimit: true, LoadSplits: true}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateDatabase("db", Throughput{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateContainer("db", []byte(`{"id":"k","partitionKey":{"paths":["/pk"]}}`), Throughput{Manual: 400}); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// hammerKeys writes to the given keys until the partitions they live in
+// have throttled, and returns.
+func hammerKeys(t *testing.T, e *Engine, keys []int) {
+	t.Helper()
+	throttled := 0
+	for i := 0; throttled < 5 && i < 100000; i++ {
+		k := keys[i%len(keys)]
+		_, err := e.WriteItem(context.Background(), Write{DB: "db", Container: "k", Kind: Upsert, PK: pkN(k),
+			Body: fmt.Appendf(nil, `{"id":"x%d","pk":"p%d"}`, i%2, k)})
+		if code(err) == 429 {
+			throttled++
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestLoadSplits: a partition throttled for three checks in a row over
+// many keys splits in two; one whose load is one key isolates that key in a
+// partition of its own.
+func TestLoadSplits(t *testing.T) {
+	t.Run("spread", func(t *testing.T) {
+		e := loadEngine(t)
+		all := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}
+		for range 2 {
+			hammerKeys(t, e, all)
+			e.checkSplits(t.Context())
+		}
+		if n := e.mustContainer(t).Map().Len(); n != 1 {
+			t.Fatalf("split after 2 throttled checks: %d ranges", n)
+		}
+		hammerKeys(t, e, all)
+		e.checkSplits(t.Context())
+		if n := e.mustContainer(t).Map().Len(); n != 2 {
+			t.Errorf("after 3 throttled checks: %d ranges, want 2", n)
+		}
+	})
+	t.Run("isolate", func(t *testing.T) {
+		e := loadEngine(t)
+		hammerKeys(t, e, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}) // every key has items
+		for range 12 {
+			hammerKeys(t, e, []int{5})
+			e.checkSplits(t.Context())
+		}
+		c := e.mustContainer(t)
+		loc, err := locate(c, pkN(5), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, err := e.rangeStorage(t.Context(), c, loc.rng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rs.epks) != 1 || !bytes.Equal(rs.epks[0], loc.epk) {
+			t.Errorf("hot key p5 shares range %s with %d logical partitions, want it alone (%d ranges)", loc.rng.ID, len(rs.epks), c.Map().Len())
+		}
+	})
+}
+
+func (e *Engine) mustContainer(t *testing.T) *catalog.Container {
+	t.Helper()
+	c, err := e.container("db", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
