@@ -78,6 +78,7 @@ func serveFlags(fs *flag.FlagSet, cfg *config.Config) {
 	fs.StringVar(&cfg.Engine.RateLimit, "rate-limit", cfg.Engine.RateLimit, "on: requests past a physical partition's share of the provisioned RU/s get 429; off: unthrottled; auto: on unless --emulator-compat")
 	fs.IntVar(&cfg.Engine.PartitionMaxRU, "partition-max-ru", cfg.Engine.PartitionMaxRU, "most RU/s one physical partition serves; raising throughput past partitions x this splits partitions")
 	fs.Int64Var(&cfg.Engine.PartitionMaxBytes, "partition-max-bytes", cfg.Engine.PartitionMaxBytes, "item bytes past which a physical partition splits (on a boundary between logical partitions)")
+	fs.BoolVar(&cfg.Engine.BurstCapacity, "burst-capacity", cfg.Engine.BurstCapacity, "Cosmos DB burst capacity: a partition banks up to 5 minutes of unused RU/s and spends it at up to 3,000 RU/s")
 	fs.BoolVar(&cfg.Engine.LoadSplits, "load-splits", cfg.Engine.LoadSplits, "split a partition that stays throttled: where its load halves, or around a hot logical partition to isolate it (beyond Cosmos DB)")
 	fs.BoolVar(&cfg.Engine.AdaptiveCapacity, "adaptive-capacity", cfg.Engine.AdaptiveCapacity, "let a partition out of budget borrow its container's idle partitions' budget, up to --partition-max-ru (beyond Cosmos DB)")
 	fs.Int64Var(&cfg.Engine.LogicalPartitionMaxBytes, "logical-partition-max-bytes", cfg.Engine.LogicalPartitionMaxBytes, "most item bytes one logical partition may hold; writes past it get 403/1014")

@@ -93,6 +93,8 @@ type Engine struct {
 	// AdaptiveCapacity lends idle partitions' budget to a hot one (beyond
 	// Cosmos DB). Default false.
 	AdaptiveCapacity bool
+	// BurstCapacity enables Cosmos DB's burst capacity. Default false.
+	BurstCapacity bool
 	// LoadSplits splits partitions that stay throttled (beyond Cosmos DB).
 	// Default false.
 	LoadSplits bool

@@ -78,6 +78,10 @@ type Config struct {
 	// RateLimit enforces provisioned throughput per physical partition:
 	// requests past a partition's budget get 429. Default false.
 	RateLimit bool
+	// BurstCapacity lets a partition bank up to 5 minutes of unused budget
+	// and spend it at up to 3,000 RU/s when its bucket is empty, as Cosmos
+	// DB's (opt-in) burst capacity. Default false.
+	BurstCapacity bool
 	// LoadSplits splits a partition that throttles for several split checks
 	// in a row: where its request units halve, or around one logical
 	// partition that takes most of them (beyond Cosmos DB). Default false.
@@ -164,7 +168,11 @@ func New(ctx context.Context, st *store.Store, cfg Config, now func() time.Time,
 	}
 	e := &Engine{cfg: cfg.withDefaults(), log: log, now: now, data: st, cat: cat, seq: seq}
 	if cfg.RateLimit {
-		e.limit = throughput.NewLimiter(nil)
+		var burst throughput.Burst
+		if cfg.BurstCapacity {
+			burst = throughput.Burst{Window: 5 * time.Minute, MaxRate: 3000}
+		}
+		e.limit = throughput.NewLimiter(nil, burst)
 	}
 	if err := e.ensureIndexes(ctx, st); err != nil {
 		return nil, err

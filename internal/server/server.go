@@ -75,7 +75,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, er
 	compat := cfg.API.EmulatorCompat
 	eng, err := engine.New(ctx, st, engine.Config{GatewayQueryFull: cfg.Engine.GatewayQuery == "full", LenientIDs: compat, RateLimit: cfg.RateLimited(),
 		LogicalPartitionMaxBytes: cfg.Engine.LogicalPartitionMaxBytes, PartitionMaxBytes: cfg.Engine.PartitionMaxBytes,
-		PartitionMaxRU: cfg.Engine.PartitionMaxRU, AdaptiveCapacity: cfg.Engine.AdaptiveCapacity, LoadSplits: cfg.Engine.LoadSplits}, time.Now, log)
+		PartitionMaxRU: cfg.Engine.PartitionMaxRU, AdaptiveCapacity: cfg.Engine.AdaptiveCapacity, LoadSplits: cfg.Engine.LoadSplits,
+		BurstCapacity: cfg.Engine.BurstCapacity}, time.Now, log)
 	if err != nil {
 		_ = st.Close()
 		return nil, err

@@ -14,14 +14,27 @@ import (
 // which the refill pays back before the next request is admitted. It is
 // safe for concurrent use.
 type Limiter struct {
-	now func() time.Time
-	mu  sync.Mutex
-	b   map[string]*bucket
+	now   func() time.Time
+	burst Burst
+	mu    sync.Mutex
+	b     map[string]*bucket
+}
+
+// Burst is Cosmos DB's burst capacity: a partition banks the budget it
+// leaves unused beyond its one-second bucket, up to Window of its rate, and
+// spends the bank when its bucket is empty at up to MaxRate RU/s. The zero
+// Burst disables it.
+type Burst struct {
+	Window  time.Duration // Cosmos DB: 5 minutes
+	MaxRate float64       // Cosmos DB: 3,000 RU/s
 }
 
 type bucket struct {
 	tokens float64 // RU available; negative: debt
 	last   time.Time
+	// bank is the burst capacity saved from idle time; spent counts what
+	// was drawn from it since window began.
+	bank, spent float64
 	// borrowed counts the RU this bucket borrowed from its siblings since
 	// window began (adaptive capacity), bounding its rate.
 	borrowed float64
@@ -31,12 +44,13 @@ type bucket struct {
 	throttled int64
 }
 
-// NewLimiter returns a limiter reading the time from now (nil: time.Now).
-func NewLimiter(now func() time.Time) *Limiter {
+// NewLimiter returns a limiter reading the time from now (nil: time.Now),
+// with burst capacity b (the zero Burst: none).
+func NewLimiter(now func() time.Time, b Burst) *Limiter {
 	if now == nil {
 		now = time.Now
 	}
-	return &Limiter{now: now, b: map[string]*bucket{}}
+	return &Limiter{now: now, burst: b, b: map[string]*bucket{}}
 }
 
 // refill brings partition key's bucket up to date at rate RU/s and returns
@@ -50,10 +64,33 @@ func (l *Limiter) refill(key string, rate float64) *bucket {
 		return b
 	}
 	if dt := now.Sub(b.last).Seconds(); dt > 0 {
-		b.tokens = math.Min(rate, b.tokens+rate*dt)
+		full := b.tokens + rate*dt
+		b.tokens = math.Min(rate, full)
+		if l.burst.Window > 0 && full > rate {
+			b.bank = math.Min(rate*l.burst.Window.Seconds(), b.bank+full-rate)
+		}
 		b.last = now
 	}
 	return b
+}
+
+// drawBurst moves burst capacity into an empty bucket: enough to clear its
+// debt plus a tenth of a second at rate, within MaxRate per second.
+func (l *Limiter) drawBurst(b *bucket, rate float64) {
+	if l.burst.Window <= 0 || b.bank <= 0 {
+		return
+	}
+	now := l.now()
+	if now.Sub(b.window) >= time.Second {
+		b.window, b.spent, b.borrowed = now, 0, 0
+	}
+	x := min(b.bank, -b.tokens+rate/10, l.burst.MaxRate-b.spent)
+	if x <= 0 {
+		return
+	}
+	b.bank -= x
+	b.spent += x
+	b.tokens += x
 }
 
 // Admit reports whether a request may start on partition key, provisioned
@@ -66,6 +103,9 @@ func (l *Limiter) Admit(key string, rate float64) (retryAfter time.Duration, ok 
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b := l.refill(key, rate)
+	if b.tokens <= 0 {
+		l.drawBurst(b, rate)
+	}
 	if b.tokens > 0 {
 		return 0, true
 	}
@@ -87,12 +127,15 @@ func (l *Limiter) AdmitAdaptive(key string, siblings []string, rate, maxRate flo
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b := l.refill(key, rate)
+	if b.tokens <= 0 {
+		l.drawBurst(b, rate)
+	}
 	if b.tokens > 0 {
 		return 0, true
 	}
 	now := l.now()
 	if now.Sub(b.window) >= time.Second {
-		b.window, b.borrowed = now, 0
+		b.window, b.spent, b.borrowed = now, 0, 0
 	}
 	var lender *bucket
 	for _, s := range siblings {

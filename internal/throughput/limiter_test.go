@@ -24,7 +24,7 @@ func (c *fakeClock) advance(d time.Duration) {
 // the one-second bucket.
 func TestLimiterServesItsRate(t *testing.T) {
 	clk := &fakeClock{t: time.Unix(1000, 0)}
-	l := NewLimiter(clk.now)
+	l := NewLimiter(clk.now, Burst{})
 	const rate, cost = 400.0, 5.0
 	admitted := 0
 	for range 200 {
@@ -66,7 +66,7 @@ func TestLimiterServesItsRate(t *testing.T) {
 // partition is refused until the refill has paid the debt back.
 func TestLimiterDebt(t *testing.T) {
 	clk := &fakeClock{t: time.Unix(1000, 0)}
-	l := NewLimiter(clk.now)
+	l := NewLimiter(clk.now, Burst{})
 	if _, ok := l.Admit("p", 100); !ok {
 		t.Fatal("first request refused")
 	}
@@ -89,7 +89,7 @@ func TestLimiterDebt(t *testing.T) {
 }
 
 func BenchmarkLimiterAdmitCharge(b *testing.B) {
-	l := NewLimiter(nil)
+	l := NewLimiter(nil, Burst{})
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, ok := l.Admit("p", 1e12); ok {
@@ -111,7 +111,7 @@ func TestLimiterAdaptiveCapacity(t *testing.T) {
 		{maxRate: 100, min: 950, max: 1100},
 	} {
 		clk := &fakeClock{t: time.Unix(1000, 0)}
-		l := NewLimiter(clk.now)
+		l := NewLimiter(clk.now, Burst{})
 		siblings := []string{"a", "b"}
 		l.Charge("b", 100, 0) // make b's bucket exist: idle, full
 		for range 1000 {      // drain a's first second
@@ -130,6 +130,51 @@ func TestLimiterAdaptiveCapacity(t *testing.T) {
 		}
 		if served < tc.min || served > tc.max {
 			t.Errorf("maxRate %v: a served %v RU in 10 s, want %v..%v", tc.maxRate, served, tc.min, tc.max)
+		}
+	}
+}
+
+// TestLimiterBurst: with burst capacity, a partition idle for 10 s at
+// 100 RU/s banks 1,000 RU and spends it at once on top of its bucket; after
+// a long idle period the bank is capped at the window, and spent at most
+// at MaxRate RU/s.
+func TestLimiterBurst(t *testing.T) {
+	serve := func(l *Limiter, clk *fakeClock, d time.Duration) float64 {
+		served := 0.0
+		for range int(d / time.Millisecond) {
+			clk.advance(time.Millisecond)
+			for {
+				if _, ok := l.Admit("p", 100); !ok {
+					break
+				}
+				l.Charge("p", 100, 5)
+				served += 5
+			}
+		}
+		return served
+	}
+	for _, tc := range []struct {
+		name     string
+		burst    Burst
+		idle     time.Duration
+		min, max float64 // RU served in the first second of load
+	}{
+		{"off", Burst{}, 10 * time.Second, 190, 215},
+		{"10s idle", Burst{Window: 5 * time.Minute, MaxRate: 3000}, 10 * time.Second, 1150, 1215},
+		{"capped rate", Burst{Window: 5 * time.Minute, MaxRate: 3000}, time.Hour, 3150, 3215},
+	} {
+		clk := &fakeClock{t: time.Unix(1000, 0)}
+		l := NewLimiter(clk.now, tc.burst)
+		l.Admit("p", 100) // the bucket exists, full
+		clk.advance(tc.idle)
+		if got := serve(l, clk, time.Second); got < tc.min || got > tc.max {
+			t.Errorf("%s: %v RU served in the first second, want %v..%v", tc.name, got, tc.min, tc.max)
+		}
+		if tc.name == "capped rate" {
+			// The bank (30,000 RU at most) lasts about 10 s at 3,000 RU/s.
+			if got := serve(l, clk, 5*time.Second); got < 5*3000 {
+				t.Errorf("%s: %v RU in the next 5 s, want the bank still spending", tc.name, got)
+			}
 		}
 	}
 }
