@@ -109,6 +109,7 @@ func (e *Engine) split(c *catalog.Container, r partition.Range, at partition.EPK
 	if e.limit != nil {
 		e.limit.Forget(rangeKey(c, r))
 	}
+	e.hot.forget(rangeKey(c, r))
 	e.log.Info("partition split", "db", c.DB, "container", c.ID, "range", r.ID, "at", at.String(), "ranges", k.Map().Len())
 	ranges, _, _, err := e.PKRanges(c.DB, c.ID)
 	return ranges, err

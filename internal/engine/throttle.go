@@ -100,6 +100,16 @@ type hotKeys struct {
 	throttled map[string]uint64
 }
 
+// forget drops what is known about a partition that no longer exists.
+func (h *hotKeys) forget(key string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.m, key)
+	delete(h.warned, key)
+	delete(h.streak, key)
+	delete(h.throttled, key)
+}
+
 // noteThrottled records that partition key of container c refused a request.
 func (h *hotKeys) noteThrottled(c uint64, key string) {
 	h.mu.Lock()
