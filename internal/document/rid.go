@@ -39,6 +39,19 @@ func ETag(seq uint64) string {
 	return fmt.Sprintf(`"00000000-0000-0000-%04x-%012x"`, seq>>48, seq&(1<<48-1))
 }
 
+// ETagSeq returns the sequence number an ETag was made from, or an error
+// for an ETag ETag did not make.
+func ETagSeq(etag string) (uint64, error) {
+	var hi, lo uint64
+	if len(etag) != 38 {
+		return 0, &InvalidError{Msg: fmt.Sprintf("etag %q was not made by this server", etag)}
+	}
+	if n, err := fmt.Sscanf(etag, `"00000000-0000-0000-%04x-%012x"`, &hi, &lo); err != nil || n != 2 || ETag(hi<<48|lo) != etag {
+		return 0, &InvalidError{Msg: fmt.Sprintf("etag %q was not made by this server", etag)}
+	}
+	return hi<<48 | lo, nil
+}
+
 // ItemSelf returns an item's _self link, "dbs/{dbRID}/colls/{collRID}/docs/{docRID}/",
 // from the textual RIDs of its database, container and itself.
 func ItemSelf(dbRID, collRID, docRID string) string {

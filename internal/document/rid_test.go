@@ -61,3 +61,16 @@ func TestItemSelf(t *testing.T) {
 		t.Errorf("ItemSelf(...) = %q, want %q", got, want)
 	}
 }
+
+func TestETagSeq(t *testing.T) {
+	for _, seq := range []uint64{0, 1, 0xFFFF_FFFF_FFFF, 1 << 48, 1<<64 - 1} {
+		if got, err := ETagSeq(ETag(seq)); err != nil || got != seq {
+			t.Errorf("ETagSeq(ETag(%d)) = %d, %v", seq, got, err)
+		}
+	}
+	for _, bad := range []string{"", `"x"`, `"00000000-0000-0000-000g-000000000001"`, `00000000-0000-0000-0000-000000000001""`, `"00000000-0000-0000-0000-0000000000011`} {
+		if _, err := ETagSeq(bad); err == nil {
+			t.Errorf("ETagSeq(%q): no error", bad)
+		}
+	}
+}

@@ -13,7 +13,9 @@ import (
 	"github.com/partitadb/partita/internal/store"
 )
 
-// Secondary entries. Besides the item itself, every item has an order entry
+// Secondary entries. Besides the item itself, every item has a change entry
+// (store.ChangeKey by the sequence number of its last write: the change
+// feed's order), an order entry
 // (store.OrderKey by the sequence number in its _rid: a container's items in
 // creation order, the order Cosmos DB returns a partition's documents in),
 // and an index entry (store.IndexKey) for every term (path and scalar value)
@@ -25,7 +27,7 @@ import (
 
 // indexFormat is the version of the secondary entries' layout. A store
 // written with another version has them rebuilt when the engine opens it.
-const indexFormat = 4
+const indexFormat = 5
 
 // formatKey is the meta key holding indexFormat of the stored entries.
 var formatKey = store.MetaKey([]byte("engine/index-format"))
@@ -91,6 +93,23 @@ func (t *lpTxn) indexItem(key []byte, seq uint64, old, new []byte) (int, error) 
 	return n, nil
 }
 
+// moveChange moves an item's change entry from the write that made etag
+// (none when etag is empty: a create) to sequence number lsn (none when 0:
+// a delete, which latest-version change feeds do not show).
+func (t *lpTxn) moveChange(key []byte, etag string, lsn uint64) error {
+	if etag != "" {
+		old, err := document.ETagSeq(etag)
+		if err != nil {
+			return translate(fmt.Errorf("stored item: %w", err))
+		}
+		t.b.Delete(store.ChangeKey(t.c.Internal, old))
+	}
+	if lsn != 0 {
+		t.b.Set(store.ChangeKey(t.c.Internal, lsn), key)
+	}
+	return nil
+}
+
 // ensureIndexes rebuilds every container's secondary entries when the store
 // holds them in another format (or, written before they existed, not at
 // all), then records the current format. It runs before the engine serves.
@@ -112,6 +131,9 @@ func (e *Engine) ensureIndexes(ctx context.Context, st *store.Store) error {
 			if !formatOK {
 				if err := e.rebuild(ctx, c, store.OrderSpan(c.Internal), e.orderEntries(c)); err != nil {
 					return fmt.Errorf("engine: rebuild the order entries of %s: %w", c.Link(), err)
+				}
+				if err := e.rebuild(ctx, c, store.ChangeSpan(c.Internal, 0), e.changeEntries(c)); err != nil {
+					return fmt.Errorf("engine: rebuild the change entries of %s: %w", c.Link(), err)
 				}
 				if err := e.rebuildStats(ctx, c); err != nil {
 					return fmt.Errorf("engine: rebuild the logical partition statistics of %s: %w", c.Link(), err)
@@ -149,6 +171,21 @@ type entryFunc func(b *store.Batch, key []byte, seq uint64, item []byte) error
 func (e *Engine) orderEntries(c *catalog.Container) entryFunc {
 	return func(b *store.Batch, key []byte, seq uint64, _ []byte) error {
 		b.Set(store.OrderKey(c.Internal, seq), key)
+		return nil
+	}
+}
+
+func (e *Engine) changeEntries(c *catalog.Container) entryFunc {
+	return func(b *store.Batch, key []byte, _ uint64, item []byte) error {
+		props, err := document.Props(item)
+		if err != nil {
+			return err
+		}
+		lsn, err := document.ETagSeq(props.ETag)
+		if err != nil {
+			return err
+		}
+		b.Set(store.ChangeKey(c.Internal, lsn), key)
 		return nil
 	}
 }

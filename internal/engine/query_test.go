@@ -263,6 +263,7 @@ func TestOrderEntriesRebuiltOnOpen(t *testing.T) {
 	c, _ := e.container("db", "k")
 	b := st.NewBatch()
 	b.DeleteSpan(store.OrderSpan(c.Internal))
+	b.DeleteSpan(store.ChangeSpan(c.Internal, 0))
 	b.Delete(formatKey)
 	if err := b.Commit(); err != nil {
 		t.Fatal(err)
@@ -287,6 +288,11 @@ func TestOrderEntriesRebuiltOnOpen(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("after reopening (-want +got):\n%s", diff)
+	}
+	// The change entries are back too.
+	p, err := e.ReadChanges(t.Context(), "db", "k", nil, nil, 0, -1)
+	if err != nil || len(p.Items) != len(kept) {
+		t.Errorf("change feed after reopening: %d items, %v; want %d", len(p.Items), err, len(kept))
 	}
 }
 

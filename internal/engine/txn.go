@@ -197,6 +197,9 @@ func (t *lpTxn) put(item *document.Item, old []byte, props document.SystemProps)
 	if err != nil {
 		return Result{}, err
 	}
+	if err := t.moveChange(key, props.ETag, lsn); err != nil {
+		return Result{}, err
+	}
 	t.b.Set(key, out)
 	ru := throughput.WriteCost(len(out), terms)
 	t.ru += ru
@@ -288,6 +291,9 @@ func (t *lpTxn) remove(id, ifMatch string) (Result, error) {
 	key := t.key(id)
 	terms, err := t.indexItem(key, seq, old, nil)
 	if err != nil {
+		return Result{}, err
+	}
+	if err := t.moveChange(key, props.ETag, 0); err != nil {
 		return Result{}, err
 	}
 	t.b.Delete(key)

@@ -7,11 +7,12 @@ import (
 )
 
 const (
-	kindMeta  byte = 0x01
-	kindItem  byte = 0x02
-	kindOrder byte = 0x03 // container | seq → item key: a container's items in creation order
-	kindIndex byte = 0x04 // container | term | seq → item key: range index entries
-	kindStats byte = 0x05 // container | esc(epk) | esc(pk) → logical partition statistics
+	kindMeta   byte = 0x01
+	kindItem   byte = 0x02
+	kindOrder  byte = 0x03 // container | seq → item key: a container's items in creation order
+	kindIndex  byte = 0x04 // container | term | seq → item key: range index entries
+	kindStats  byte = 0x05 // container | esc(epk) | esc(pk) → logical partition statistics
+	kindChange byte = 0x06 // container | lsn → item key: a container's items in last-write order
 )
 
 // ErrBadKey is returned when a stored key cannot be decoded.
@@ -171,9 +172,10 @@ func IndexSpan(c uint64, lo, hi []byte) Span {
 	return s
 }
 
-// EntrySeq returns the sequence number at the end of an order or index key.
+// EntrySeq returns the sequence number at the end of an order, index or
+// change key.
 func EntrySeq(key []byte) (uint64, error) {
-	if len(key) < 17 || (key[0] != kindOrder && key[0] != kindIndex) {
+	if len(key) < 17 || (key[0] != kindOrder && key[0] != kindIndex && key[0] != kindChange) {
 		return 0, ErrBadKey
 	}
 	return binary.BigEndian.Uint64(key[len(key)-8:]), nil
@@ -227,11 +229,32 @@ func StatsSpan(c uint64) Span {
 	return Span{Lower: kindPrefix(nil, kindStats, c), Upper: kindPrefix(nil, kindStats, c+1)}
 }
 
+// ChangeKey is the key of the change entry of the item of container c last
+// written at sequence number lsn. Change entries hold the item's key; in
+// key order they list a container's live items in the order of their last
+// writes: the change feed's order.
+func ChangeKey(c, lsn uint64) []byte {
+	return binary.BigEndian.AppendUint64(kindPrefix(make([]byte, 0, 17), kindChange, c), lsn)
+}
+
+// ChangeSpan is the span of container c's change entries with sequence
+// numbers after lsn.
+func ChangeSpan(c, after uint64) Span {
+	s := Span{Lower: kindPrefix(nil, kindChange, c), Upper: kindPrefix(nil, kindChange, c+1)}
+	switch {
+	case after == ^uint64(0):
+		s.Lower = s.Upper
+	case after > 0:
+		s.Lower = ChangeKey(c, after+1)
+	}
+	return s
+}
+
 // ContainerSpans are the spans of everything stored for container c's items:
-// the items, their order and index entries, and the logical partitions'
-// statistics.
+// the items, their order, index and change entries, and the logical
+// partitions' statistics.
 func ContainerSpans(c uint64) []Span {
-	return []Span{ContainerSpan(c), OrderSpan(c), IndexSpan(c, nil, nil), StatsSpan(c)}
+	return []Span{ContainerSpan(c), OrderSpan(c), IndexSpan(c, nil, nil), StatsSpan(c), ChangeSpan(c, 0)}
 }
 
 // Contains reports whether key lies in s.
