@@ -97,21 +97,7 @@ func (l *Limiter) drawBurst(b *bucket, rate float64) {
 // at rate RU/s. When it may not, it returns how long until it may (at least
 // a millisecond), and counts a throttled request.
 func (l *Limiter) Admit(key string, rate float64) (retryAfter time.Duration, ok bool) {
-	if rate <= 0 {
-		return 0, true
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b := l.refill(key, rate)
-	if b.tokens <= 0 {
-		l.drawBurst(b, rate)
-	}
-	if b.tokens > 0 {
-		return 0, true
-	}
-	b.throttled++
-	wait := time.Duration((-b.tokens/rate)*float64(time.Second)) + time.Millisecond
-	return wait.Truncate(time.Millisecond), false
+	return l.AdmitAdaptive(key, nil, rate, 0)
 }
 
 // AdmitAdaptive is Admit with adaptive capacity (beyond Cosmos DB, as
@@ -119,7 +105,8 @@ func (l *Limiter) Admit(key string, rate float64) (retryAfter time.Duration, ok 
 // budget from the sibling partitions of its container (siblings, which may
 // include key), taking from the one with the most; tokens move, so the
 // container never serves more than its total, and the partition never more
-// than maxRate RU/s (its own rate plus what it borrows in a second).
+// than maxRate RU/s (its own rate plus what it borrows in a second). With no
+// siblings it is Admit.
 func (l *Limiter) AdmitAdaptive(key string, siblings []string, rate, maxRate float64) (retryAfter time.Duration, ok bool) {
 	if rate <= 0 {
 		return 0, true
