@@ -9,7 +9,7 @@ pattern=${1:-.}
 suite=${SUITE:-../shared/conformance/azcosmos-suite.sh}
 data=$(mktemp -d)
 log=$data/server.log
-./bin/partita serve --data "$data/db" --emulator-compat --advertise-endpoint https://127.0.0.1:8081/ >"$log" 2>&1 &
+./bin/partita serve --data "$data/db" --emulator-compat --advertise-endpoint https://127.0.0.1:8081/ --compute-gateway-addr 127.0.0.1:8903 >"$log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"' EXIT
 for _ in $(seq 100); do

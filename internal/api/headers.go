@@ -30,6 +30,7 @@ const (
 	hdrAutopilot      = "x-ms-cosmos-offer-autopilot-settings"
 	hdrAIM            = "A-IM"
 	hdrStartEPK       = "x-ms-start-epk"
+	hdrEndEPK         = "x-ms-end-epk"
 )
 
 func isTrue(r *http.Request, name string) bool {
@@ -71,16 +72,14 @@ func rangeID(r *http.Request) string {
 	return v
 }
 
-// scope reads the feed/query scope headers.
+// scope reads the feed/query scope headers: partition key, range id, and
+// an EPK sub-range of that range.
 func scope(r *http.Request) (engine.Scope, error) {
-	if r.Header.Get(hdrStartEPK) != "" {
-		return engine.Scope{}, status.NotSupported("x-ms-start-epk / x-ms-end-epk sub-range feeds")
-	}
 	pk, err := partitionKey(r)
 	if err != nil {
 		return engine.Scope{}, err
 	}
-	return engine.Scope{PK: pk, RangeID: rangeID(r)}, nil
+	return engine.Scope{PK: pk, RangeID: rangeID(r), MinEPK: strings.TrimSpace(r.Header.Get(hdrStartEPK)), MaxEPK: strings.TrimSpace(r.Header.Get(hdrEndEPK))}, nil
 }
 
 // maxItemCount reads x-ms-max-item-count: 0 when absent, -1 for unbounded.

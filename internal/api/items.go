@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/partitadb/partita/internal/engine"
-	"github.com/partitadb/partita/internal/status"
 )
 
 // preferMinimal reports whether the client asked for no body on writes.
@@ -148,7 +147,7 @@ func (h *Handler) deleteItem(w http.ResponseWriter, r *http.Request) error {
 // readFeed serves GET …/docs: all items of the scope, paged.
 func (h *Handler) readFeed(w http.ResponseWriter, r *http.Request) error {
 	if r.Header.Get(hdrAIM) != "" {
-		return status.NotSupported("the change feed (A-IM: " + r.Header.Get(hdrAIM) + ")")
+		return h.changeFeed(w, r)
 	}
 	sc, err := scope(r)
 	if err != nil {

@@ -31,6 +31,13 @@ type Config struct {
 type Server struct {
 	// Addr is the listen address. Default "127.0.0.1:8081".
 	Addr string
+	// ComputeGatewayAddr, if set, is a second listen address serving the
+	// same account the way the Cosmos DB emulator's compute gateway does
+	// (its port 8903): every resource id is addressed exactly, without the
+	// routing gateway's id quirks that API.EmulatorCompat reproduces on
+	// Addr, and the account advertises the address the client used.
+	// Default "" (none).
+	ComputeGatewayAddr string
 	// TLS serves HTTPS. Default true.
 	TLS bool
 	// TLSCert and TLSKey are PEM files; empty: a self-signed certificate is
@@ -135,6 +142,11 @@ func (c Config) Validate() error {
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if _, _, err := net.SplitHostPort(c.Server.Addr); err != nil {
 		bad("addr %q: %v", c.Server.Addr, err)
+	}
+	if c.Server.ComputeGatewayAddr != "" {
+		if _, _, err := net.SplitHostPort(c.Server.ComputeGatewayAddr); err != nil {
+			bad("compute-gateway-addr %q: %v", c.Server.ComputeGatewayAddr, err)
+		}
 	}
 	if (c.Server.TLSCert == "") != (c.Server.TLSKey == "") {
 		bad("tls-cert and tls-key must be given together")

@@ -33,7 +33,7 @@ func TestChangeFeedOrderAndContinuation(t *testing.T) {
 		c, _ := e.container("db", "k")
 		for _, r := range c.Map().Ranges() {
 			for pos := after; ; {
-				p, err := e.ReadChanges(ctx, "db", "k", r.Min, r.Max, pos, 3)
+				p, err := e.ReadChanges(ctx, "db", "k", ChangeFeed{Scope: Scope{RangeID: r.ID}, After: pos, HasAfter: true, MaxItems: 3})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -78,7 +78,7 @@ func TestChangeFeedOrderAndContinuation(t *testing.T) {
 	// its range.
 	c, _ := e.container("db", "k")
 	loc, _ := locate(c, pkN(3), "3")
-	p, _ := e.ReadChanges(ctx, "db", "k", loc.rng.Min, loc.rng.Max, 0, -1)
+	p, _ := e.ReadChanges(ctx, "db", "k", ChangeFeed{Scope: Scope{RangeID: loc.rng.ID}, MaxItems: -1})
 	var inRange []row
 	for _, it := range p.Items {
 		var x row
@@ -114,5 +114,79 @@ func TestChangeFeedOrderAndContinuation(t *testing.T) {
 	want := []string{"0", "n0", "n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8", "n9"}
 	if !slices.Equal(ids, want) {
 		t.Errorf("changes after the split, from the old position = %v, want %v", ids, want)
+	}
+}
+
+// TestChangeFeedWaitsForOpenTransactions: a transaction that took its
+// sequence number before a later one committed holds the feed's position
+// below its number until it commits, so its write is not skipped.
+func TestChangeFeedWaitsForOpenTransactions(t *testing.T) {
+	e := testEngine(t)
+	ctx := context.Background()
+	c, err := e.container("db", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow, err := e.begin(c, pkN(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := slow.write(Create, "", []byte(`{"id":"slow","pk":"p1"}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Create, PK: pkN(2), Body: []byte(`{"id":"fast","pk":"p2"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(p ChangePage) []string {
+		var out []string
+		for _, it := range p.Items {
+			var x struct{ ID string }
+			_ = json.Unmarshal(it, &x)
+			out = append(out, x.ID)
+		}
+		return out
+	}
+	p, err := e.ReadChanges(ctx, "db", "k", ChangeFeed{MaxItems: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(p); len(got) != 0 || p.LSN >= slow.first {
+		t.Fatalf("with a transaction open: items %v, position %d; want none, below %d", got, p.LSN, slow.first)
+	}
+	if err := slow.commit(); err != nil {
+		t.Fatal(err)
+	}
+	p, err = e.ReadChanges(ctx, "db", "k", ChangeFeed{After: p.LSN, HasAfter: true, MaxItems: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(p); !slices.Equal(got, []string{"slow", "fast"}) {
+		t.Errorf("after the commit: %v, want [slow fast]", got)
+	}
+	// A rolled-back transaction releases its hold too.
+	aborted, err := e.begin(c, pkN(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := aborted.write(Create, "", []byte(`{"id":"gone","pk":"p3"}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	aborted.close()
+	if s := e.seq.stable(); s != e.seq.last() {
+		t.Errorf("after a rollback: stable %d, want the last number %d", s, e.seq.last())
+	}
+}
+
+// TestWithLSN: _lsn is appended to objects, empty ones included.
+func TestWithLSN(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"id":"a"}`, `{"id":"a","_lsn":7}`},
+		{`{}`, `{"_lsn":7}`},
+		{`{ }`, `{ "_lsn":7}`},
+		{`{"a":{"b":1}}`, `{"a":{"b":1},"_lsn":7}`},
+	} {
+		if got := string(withLSN([]byte(tc.in), 7)); got != tc.want {
+			t.Errorf("withLSN(%s) = %s, want %s", tc.in, got, tc.want)
+		}
 	}
 }

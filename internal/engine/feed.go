@@ -21,10 +21,16 @@ import (
 
 // Scope says which part of a container a feed or query reads: one logical
 // partition (PK, a full key or a hierarchical prefix), one physical
-// partition (RangeID), or, when both are empty, the whole container.
+// partition (RangeID), or, when both are empty, the whole container. An EPK
+// sub-range (MinEPK, MaxEPK: hex, as in x-ms-start-epk / x-ms-end-epk)
+// narrows whichever of these applies; it needs RangeID and must lie within
+// that range.
 type Scope struct {
 	PK      document.PartitionKey // nil: not scoped by partition key
 	RangeID string                // "": not scoped by range
+	// MinEPK and MaxEPK bound an EPK sub-range [MinEPK, MaxEPK) of RangeID;
+	// both "" when there is none.
+	MinEPK, MaxEPK string
 }
 
 // Page is one page of a feed or query.
@@ -82,14 +88,27 @@ func resolveScope(c *catalog.Container, s Scope) (resolved, error) {
 		r = resolved{span: store.ContainerSpan(c.Internal), ranges: m.Ranges(), cross: true}
 	}
 	if s.RangeID == "" {
+		if s.MinEPK != "" || s.MaxEPK != "" {
+			return resolved{}, status.BadRequest("an EPK sub-range (x-ms-start-epk / x-ms-end-epk) needs a partition key range id")
+		}
 		return r, nil
 	}
 	rng, ok := m.ByID(s.RangeID)
 	if !ok {
 		return resolved{}, rangeGone(s.RangeID)
 	}
-	// A range scope narrows whatever the pk scope allowed.
-	rs := store.EPKSpan(c.Internal, rng.Min, rng.Max)
+	// A range scope narrows whatever the pk scope allowed, and a sub-range
+	// narrows the range.
+	lo, hi := rng.Min, rng.Max
+	if s.MinEPK != "" || s.MaxEPK != "" {
+		min, err1 := partition.ParseEPK(s.MinEPK)
+		max, err2 := partition.ParseEPK(s.MaxEPK)
+		if err1 != nil || err2 != nil || bytes.Compare(min, max) >= 0 || bytes.Compare(min, rng.Min) < 0 || (rng.Max != nil && bytes.Compare(max, rng.Max) > 0) {
+			return resolved{}, status.BadRequest("invalid EPK sub-range [%q, %q) of partition key range %s [%q, %q)", s.MinEPK, s.MaxEPK, rng.ID, rng.Min.String(), rng.Max.String())
+		}
+		lo, hi = min, max
+	}
+	rs := store.EPKSpan(c.Internal, lo, hi)
 	if bytes.Compare(rs.Lower, r.span.Lower) > 0 {
 		r.span.Lower = rs.Lower
 	}

@@ -290,7 +290,7 @@ func TestOrderEntriesRebuiltOnOpen(t *testing.T) {
 		t.Errorf("after reopening (-want +got):\n%s", diff)
 	}
 	// The change entries are back too.
-	p, err := e.ReadChanges(t.Context(), "db", "k", nil, nil, 0, -1)
+	p, err := e.ReadChanges(t.Context(), "db", "k", ChangeFeed{MaxItems: -1})
 	if err != nil || len(p.Items) != len(kept) {
 		t.Errorf("change feed after reopening: %d items, %v; want %d", len(p.Items), err, len(kept))
 	}

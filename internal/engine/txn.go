@@ -35,6 +35,7 @@ type lpTxn struct {
 	unlock func()
 	rule   document.IDRule
 	lsn    uint64  // the last sequence number this transaction issued
+	first  uint64  // the first one (it holds the sequencer's stable mark)
 	ru     float64 // work done so far
 	done   bool
 	// stats are the logical partition's statistics as this transaction
@@ -82,6 +83,7 @@ func (t *lpTxn) close() {
 	}
 	t.done = true
 	t.b.Close()
+	t.e.seq.release(t.first)
 	t.unlock()
 	t.e.chargeLP(t.c, t.rng, t.pk.String(), max(t.ru, throughput.MinimumCost()))
 }
@@ -106,6 +108,7 @@ func (t *lpTxn) commit() error {
 	}
 	t.done = true
 	t.b.Close()
+	t.e.seq.release(t.first)
 	t.unlock()
 	if err == nil && t.statsDirty {
 		t.e.grown.mark(t.c.Internal)
@@ -163,7 +166,7 @@ func ifMatchFails(ifMatch, etag string) bool {
 // body and props its system properties when it exists (nil otherwise): an
 // existing item keeps its _rid.
 func (t *lpTxn) put(item *document.Item, old []byte, props document.SystemProps) (Result, error) {
-	lsn, err := t.e.seq.next()
+	lsn, err := t.e.seq.next(&t.first)
 	if err != nil {
 		return Result{}, translate(err)
 	}
@@ -276,7 +279,7 @@ func (t *lpTxn) remove(id, ifMatch string) (Result, error) {
 	if ifMatchFails(ifMatch, props.ETag) {
 		return Result{}, status.PreconditionFailed()
 	}
-	lsn, err := t.e.seq.next()
+	lsn, err := t.e.seq.next(&t.first)
 	if err != nil {
 		return Result{}, translate(err)
 	}

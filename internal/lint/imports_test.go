@@ -37,6 +37,7 @@ var allowed = map[string][]string{
 	"internal/status":      {},
 	"internal/testserver":  {"internal/auth", "internal/config", "internal/server"},
 	"internal/lint":        {},
+	"synthkey":             {}, // public: applications import it; it imports no internal package
 }
 
 type pkg struct {

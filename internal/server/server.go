@@ -25,13 +25,16 @@ import (
 // Server is a running Partita node. Open binds it; Run serves until its
 // context ends.
 type Server struct {
-	cfg     config.Config
-	log     *slog.Logger
-	st      *store.Store
-	ln      net.Listener
-	http    *http.Server
-	certPEM []byte
-	eng     *engine.Engine
+	cfg  config.Config
+	log  *slog.Logger
+	st   *store.Store
+	ln   net.Listener
+	http *http.Server
+	// extra is the compute-gateway listener, if configured.
+	extraLn   net.Listener
+	extraHTTP *http.Server
+	certPEM   []byte
+	eng       *engine.Engine
 }
 
 // Open validates cfg, opens the store and engine and binds the listener.
@@ -96,12 +99,27 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, er
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Server.Addr, err)
 	}
 	s.ln = ln
-	// /metrics is for Prometheus scrapers, which cannot sign Cosmos DB
-	// requests: it is served without authentication and shows no key values.
+	s.http = newHTTPServer(handler, eng, tlsConf, log)
+	if addr := cfg.Server.ComputeGatewayAddr; addr != "" {
+		if s.extraLn, err = net.Listen("tcp", addr); err != nil {
+			_ = ln.Close()
+			_ = st.Close()
+			return nil, fmt.Errorf("listen on %s: %w", addr, err)
+		}
+		compute := api.New(api.Config{Consistency: consistency, TLS: cfg.Server.TLS}, eng, verifier, time.Now, log)
+		s.extraHTTP = newHTTPServer(compute, eng, tlsConf, log)
+	}
+	return s, nil
+}
+
+// newHTTPServer returns the HTTP server of one listener. /metrics is for
+// Prometheus scrapers, which cannot sign Cosmos DB requests: it is served
+// without authentication and shows no key values.
+func newHTTPServer(handler http.Handler, eng *engine.Engine, tlsConf *tls.Config, log *slog.Logger) *http.Server {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metrics.NewHandler(eng))
 	mux.Handle("/", handler)
-	s.http = &http.Server{
+	return &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       2 * time.Minute,
@@ -111,11 +129,19 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, er
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 		TLSConfig:         tlsConf,
 	}
-	return s, nil
 }
 
 // Addr is the bound listen address (useful with port 0).
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// ComputeGatewayAddr is the bound compute-gateway listen address, or nil
+// when there is none.
+func (s *Server) ComputeGatewayAddr() net.Addr {
+	if s.extraLn == nil {
+		return nil
+	}
+	return s.extraLn.Addr()
+}
 
 // Endpoint is the URL clients connect to.
 func (s *Server) Endpoint() string {
@@ -140,34 +166,59 @@ func (s *Server) Run(ctx context.Context) error {
 		defer close(bgDone)
 		s.eng.Run(bg) // splits
 	}()
-	errc := make(chan error, 1) // one send: Serve's result
-	go func() {
-		if s.http.TLSConfig != nil {
-			errc <- s.http.ServeTLS(s.ln, "", "") // certificates come from TLSConfig; enables HTTP/2
-			return
-		}
-		errc <- s.http.Serve(s.ln)
-	}()
 	var serveErr error
-	select {
-	case serveErr = <-errc:
-	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.Server.ShutdownTimeout)
-		serveErr = s.http.Shutdown(sctx)
-		cancel()
-		if err := <-errc; !errors.Is(err, http.ErrServerClosed) && serveErr == nil {
-			serveErr = err
-		}
-	}
-	if errors.Is(serveErr, http.ErrServerClosed) {
-		serveErr = nil
+	if s.extraHTTP == nil {
+		serveErr = serve(ctx, s.http, s.ln, s.cfg.Server.ShutdownTimeout)
+	} else {
+		// Either listener failing stops both.
+		sctx, stop := context.WithCancel(ctx)
+		extraErr := make(chan error, 1)
+		go func() {
+			defer stop()
+			extraErr <- serve(sctx, s.extraHTTP, s.extraLn, s.cfg.Server.ShutdownTimeout)
+		}()
+		serveErr = serve(sctx, s.http, s.ln, s.cfg.Server.ShutdownTimeout)
+		stop()
+		serveErr = errors.Join(serveErr, <-extraErr)
 	}
 	stopBG()
 	<-bgDone // before the store closes under it
 	return errors.Join(serveErr, s.st.Close())
 }
 
+// serve serves ln until ctx is done, then shuts srv down gracefully within
+// timeout. It returns nil on a clean shutdown.
+func serve(ctx context.Context, srv *http.Server, ln net.Listener, timeout time.Duration) error {
+	errc := make(chan error, 1) // one send: Serve's result
+	go func() {
+		if srv.TLSConfig != nil {
+			errc <- srv.ServeTLS(ln, "", "") // certificates come from TLSConfig; enables HTTP/2
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
+	var err error
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		err = srv.Shutdown(sctx)
+		cancel()
+		if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+			err = serr
+		}
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
 // Close releases a server that was opened but never run.
 func (s *Server) Close() error {
-	return errors.Join(s.ln.Close(), s.st.Close())
+	err := s.ln.Close()
+	if s.extraLn != nil {
+		err = errors.Join(err, s.extraLn.Close())
+	}
+	return errors.Join(err, s.st.Close())
 }
