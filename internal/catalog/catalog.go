@@ -141,6 +141,9 @@ type Container struct {
 	pmap      *partition.Map
 	policy    *index.Policy
 	policyRaw string
+	ttl       int64 // DefaultTTL
+	ttlOn     bool
+	unique    uniqueKeys // UniqueKeys; fixed at creation
 }
 
 // Self is the container's _self link.
@@ -196,6 +199,8 @@ func (c *Container) derive() error {
 		return fmt.Errorf("container %s/%s: %w", c.DB, c.ID, err)
 	}
 	c.policyRaw = string(raw)
+	c.ttl, c.ttlOn = parseDefaultTTL(v)
+	c.unique, _ = parseUniqueKeys(v.Get("uniqueKeyPolicy")) // parseDefinition refused invalid ones
 	return nil
 }
 
@@ -554,6 +559,9 @@ func (c *Catalog) ReplaceContainer(db, id string, body []byte) (*Container, erro
 	k.Body, k.TS, k.ETag = def.body, c.now().Unix(), document.ETag(seq)
 	if err := k.derive(); err != nil {
 		return nil, err
+	}
+	if !k.unique.equal(old.unique) {
+		return nil, invalid("the unique key policy of a container cannot be changed")
 	}
 	b := c.st.NewBatch()
 	defer b.Close()

@@ -3,6 +3,7 @@ package catalog
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/valyala/fastjson"
 
@@ -128,11 +129,14 @@ func parseDefinition(body []byte) (definition, error) {
 		}
 		return definition{}, err
 	}
-	if ttl := obj.Get("defaultTtl"); ttl != nil {
+	if ttl := obj.Get("defaultTtl"); ttl != nil && ttl.Type() != fastjson.TypeNull {
 		n, err := ttl.Int()
-		if err != nil || n == 0 || n < -1 {
+		if err != nil || n == 0 || n < -1 || n > math.MaxInt32 {
 			return definition{}, invalid("defaultTtl must be -1 or a positive number of seconds")
 		}
+	}
+	if _, err := parseUniqueKeys(obj.Get("uniqueKeyPolicy")); err != nil {
+		return definition{}, err
 	}
 	return definition{id: id, pk: pk, body: v.MarshalTo(nil)}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -332,6 +333,10 @@ type SystemProps struct {
 	Self string // "dbs/{dbRid}/colls/{collRid}/docs/{docRid}/"
 	ETag string // quoted, e.g. "\"00000000-0000-0000-0000-000000000001\""
 	TS   int64  // last write, Unix seconds
+	// TTL is the item's own valid time to live in seconds (-1: never), when
+	// HasTTL; see [TTL].
+	TTL    int64
+	HasTTL bool
 }
 
 // Marshal returns the item's JSON for storage and for replies: the client's
@@ -396,6 +401,11 @@ func Props(stored []byte) (SystemProps, error) {
 	sp.TS, err = strconv.ParseInt(string(stored[vs:ve]), 10, 64)
 	if err != nil {
 		return SystemProps{}, fmt.Errorf("%w: stored item's %s is not an integer", ErrCorrupt, propTS)
+	}
+	if vs, ve, ok := findMember(stored, root, "ttl"); ok {
+		if n, err := strconv.ParseInt(string(stored[vs:ve]), 10, 64); err == nil && (n == -1 || (n > 0 && n <= math.MaxInt32)) {
+			sp.TTL, sp.HasTTL = n, true
+		}
 	}
 	return sp, nil
 }

@@ -136,7 +136,7 @@ func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFee
 			p.LSN = lsn
 			return true
 		}
-		if props.TS < since {
+		if props.TS < since || e.expired(c, props) {
 			p.LSN = lsn
 			return true
 		}

@@ -69,6 +69,10 @@ type Config struct {
 	// a container's throughput past partitions × PartitionMaxRU splits
 	// partitions. Default 10,000, as Cosmos DB.
 	PartitionMaxRU int
+	// TTLPurgeInterval is how often Run deletes expired items (reading at
+	// most 10,000 items of each container with a time to live per pass).
+	// Default 5s.
+	TTLPurgeInterval time.Duration
 	// SplitCheckInterval is how often Run looks for partitions to split.
 	// Default 1 s.
 	SplitCheckInterval time.Duration
@@ -116,6 +120,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SplitCheckInterval <= 0 {
 		c.SplitCheckInterval = time.Second
+	}
+	if c.TTLPurgeInterval <= 0 {
+		c.TTLPurgeInterval = 5 * time.Second
 	}
 	if c.LogicalPartitionMaxBytes <= 0 {
 		c.LogicalPartitionMaxBytes = 20 << 30

@@ -166,7 +166,12 @@ func (e *Engine) ReadFeed(ctx context.Context, db, coll string, scope Scope, max
 	var last []byte
 	size := 0
 	more := false
+	expired := e.expiredFilter(c)
 	err = e.data.Scan(ctx, r.span, after, func(k, v []byte) bool {
+		if expired != nil && expired(v) {
+			last = bytes.Clone(k)
+			return true
+		}
 		if len(p.Items) >= limit || (len(p.Items) > 0 && size+len(v) > e.cfg.MaxPageBytes) {
 			more = true
 			return false

@@ -198,6 +198,10 @@ func (e *Engine) ReadItem(ctx context.Context, ref ItemRef, pk document.Partitio
 	if err != nil {
 		return Result{}, translate(err)
 	}
+	if e.expired(c, props) {
+		e.chargeFailed(c, 0, loc.rng)
+		return Result{}, status.NotFound()
+	}
 	r := Result{Body: v, ETag: props.ETag, RU: throughput.ReadCost(len(v)), Session: e.readSession(loc.rng.ID)}
 	e.chargeLP(c, loc.rng, pk.String(), r.RU)
 	if ifNoneMatch != "" && (ifNoneMatch == "*" || ifNoneMatch == props.ETag) {

@@ -162,7 +162,7 @@ func (e *Engine) runQuery(ctx context.Context, c *catalog.Container, ast *parse.
 	if err != nil {
 		return Page{}, err
 	}
-	src := docSource{e: e, c: c, r: r, byID: scope.PK != nil && len(scope.PK) == len(c.PK.Paths)}
+	src := docSource{e: e, c: c, r: r, byID: scope.PK != nil && len(scope.PK) == len(c.PK.Paths), expired: e.expiredFilter(c)}
 	if !src.byID && c.IndexCurrent() {
 		src.scan, _ = plan.Index(ast, q.Params, c.Policy())
 	}
@@ -217,7 +217,13 @@ type docSource struct {
 	r    resolved
 	byID bool            // read the scope in key order (for one logical partition: id order)
 	scan *plan.IndexScan // nil: no index lookup narrows the scope
+	// expired, unless nil, reports documents past their time to live,
+	// which the source skips.
+	expired func(doc []byte) bool
 }
+
+// gone reports whether doc has expired (and must not be seen).
+func (s docSource) gone(doc []byte) bool { return s.expired != nil && s.expired(doc) }
 
 // docFunc receives a document, the span of item keys it was read from, and
 // its key there (an item key, or an order key for creation order); it
@@ -299,7 +305,7 @@ func (s docSource) read(ctx context.Context, at queryToken, loaded, entries *int
 		}
 		return s.e.data.Scan(ctx, sp, nil, func(k, v []byte) bool {
 			*loaded++
-			return fn(sp.Lower, sp.Upper, k, v)
+			return s.gone(v) || fn(sp.Lower, sp.Upper, k, v)
 		})
 	}
 	var spans []store.Span
@@ -333,7 +339,7 @@ func (s docSource) readSpan(ctx context.Context, sp store.Span, from uint64, loa
 	if s.byID {
 		err := s.e.data.Scan(ctx, sp, nil, func(k, v []byte) bool {
 			*loaded++
-			if !fn(sp.Lower, sp.Upper, k, v) {
+			if !s.gone(v) && !fn(sp.Lower, sp.Upper, k, v) {
 				stopped = true
 				return false
 			}
@@ -354,6 +360,9 @@ func (s docSource) readSpan(ctx context.Context, sp store.Span, from uint64, loa
 			return false, err
 		}
 		*loaded++
+		if s.gone(doc) {
+			return true, nil
+		}
 		var key [8]byte
 		binary.BigEndian.PutUint64(key[:], seq)
 		return fn(sp.Lower, sp.Upper, key[:], doc), nil
@@ -400,6 +409,9 @@ func (s docSource) readOrdered(ctx context.Context, scan *plan.IndexScan, desc b
 				return false
 			}
 			*loaded++
+			if s.gone(doc) {
+				return true
+			}
 			if !fn(nil, nil, k, doc) {
 				stopped = true
 				return false

@@ -141,7 +141,8 @@ func (g *grown) take() map[uint64]bool {
 
 // Run does the engine's background work until ctx is done: every
 // SplitCheckInterval, it splits the physical partitions of recently written
-// containers whose item bytes exceed PartitionMaxBytes.
+// containers whose item bytes exceed PartitionMaxBytes, and every
+// TTLPurgeInterval it deletes expired items (ttl.go).
 func (e *Engine) Run(ctx context.Context) {
 	// A restart may have interrupted the splits of containers written
 	// before it: look at every container once.
@@ -151,6 +152,12 @@ func (e *Engine) Run(ctx context.Context) {
 			e.grown.mark(c.Internal)
 		}
 	}
+	purger := make(chan struct{})
+	go func() {
+		defer close(purger)
+		e.runPurger(ctx, e.cfg.TTLPurgeInterval)
+	}()
+	defer func() { <-purger }()
 	t := time.NewTicker(e.cfg.SplitCheckInterval)
 	defer t.Stop()
 	for {

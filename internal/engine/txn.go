@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -38,6 +39,7 @@ type lpTxn struct {
 	first  uint64  // the first one (it holds the sequencer's stable mark)
 	ru     float64 // work done so far
 	done   bool
+	system bool // the engine's own work: not admitted, not charged
 	// stats are the logical partition's statistics as this transaction
 	// leaves them; loaded on first use, written at commit when dirty.
 	stats                   lpStats
@@ -48,14 +50,34 @@ type lpTxn struct {
 // on it. pk must be a full key of c's definition. The caller must call
 // close (after commit, or to roll back).
 func (e *Engine) begin(c *catalog.Container, pk document.PartitionKey) (*lpTxn, error) {
+	return e.beginTxn(c, pk, false)
+}
+
+// errContainerGone is returned by beginSystem when the container was
+// deleted (or replaced by another of the same name).
+var errContainerGone = errors.New("engine: the container is gone")
+
+// beginSystem is begin for the engine's own work (purging expired items):
+// the transaction is neither admitted nor charged, and a container deleted
+// meanwhile gets errContainerGone.
+func (e *Engine) beginSystem(c *catalog.Container, pk document.PartitionKey) (*lpTxn, error) {
+	return e.beginTxn(c, pk, true)
+}
+
+func (e *Engine) beginTxn(c *catalog.Container, pk document.PartitionKey, system bool) (*lpTxn, error) {
 	release := e.colls.shared(c.Internal)
 	// Under the container's lock, the catalog's entry is current: an
 	// indexing policy replaced meanwhile applies to this transaction.
-	if cur, err := e.cat.Container(c.DB, c.ID); err == nil && cur.Internal == c.Internal {
+	cur, err := e.cat.Container(c.DB, c.ID)
+	switch {
+	case err == nil && cur.Internal == c.Internal:
 		c = cur
+	case system:
+		release()
+		return nil, errContainerGone
 	}
 	loc, err := locate(c, pk, "")
-	if err == nil {
+	if err == nil && !system {
 		err = e.admit(c, loc.rng)
 	}
 	if err != nil {
@@ -66,7 +88,7 @@ func (e *Engine) begin(c *catalog.Container, pk document.PartitionKey) (*lpTxn, 
 	if e.cfg.LenientIDs {
 		rule = document.LenientIDs
 	}
-	t := &lpTxn{e: e, c: c, pk: pk, epk: loc.epk, rng: loc.rng, pkEnc: loc.pkEnc, rule: rule}
+	t := &lpTxn{e: e, c: c, pk: pk, epk: loc.epk, rng: loc.rng, pkEnc: loc.pkEnc, rule: rule, system: system}
 	unlock := e.locks.lock(loc.lockKey())
 	t.unlock = func() {
 		unlock()
@@ -85,7 +107,9 @@ func (t *lpTxn) close() {
 	t.b.Close()
 	t.e.seq.release(t.first)
 	t.unlock()
-	t.e.chargeLP(t.c, t.rng, t.pk.String(), max(t.ru, throughput.MinimumCost()))
+	if !t.system {
+		t.e.chargeLP(t.c, t.rng, t.pk.String(), max(t.ru, throughput.MinimumCost()))
+	}
 }
 
 // commit applies the transaction's writes atomically and releases it.
@@ -117,7 +141,9 @@ func (t *lpTxn) commit() error {
 	if err != nil {
 		ru = max(ru, throughput.MinimumCost())
 	}
-	t.e.chargeLP(t.c, t.rng, t.pk.String(), ru)
+	if !t.system {
+		t.e.chargeLP(t.c, t.rng, t.pk.String(), ru)
+	}
 	return translate(err)
 }
 
@@ -134,6 +160,8 @@ func (t *lpTxn) session() string {
 
 // load reads item id as the transaction sees it: stored JSON, system
 // properties, and whether it exists (a missing item is not an error here).
+// An item past its time to live does not exist: load purges it, so the
+// transaction goes on as if it had been purged before.
 func (t *lpTxn) load(id string) (stored []byte, props document.SystemProps, exists bool, err error) {
 	stored, err = t.b.Get(t.key(id))
 	if err == store.ErrNotFound {
@@ -144,6 +172,12 @@ func (t *lpTxn) load(id string) (stored []byte, props document.SystemProps, exis
 	}
 	if props, err = document.Props(stored); err != nil {
 		return nil, document.SystemProps{}, false, translate(fmt.Errorf("stored item %q: %w", id, err))
+	}
+	if t.e.expired(t.c, props) {
+		if _, err := t.erase(id, stored, props); err != nil {
+			return nil, document.SystemProps{}, false, err
+		}
+		return nil, document.SystemProps{}, false, nil
 	}
 	return stored, props, true, nil
 }
@@ -187,6 +221,11 @@ func (t *lpTxn) put(item *document.Item, old []byte, props document.SystemProps)
 	out := item.Marshal(sp)
 	if len(out) > t.e.cfg.MaxItemBytes {
 		return Result{}, tooLarge(len(out), t.e.cfg.MaxItemBytes)
+	}
+	if _, on := t.c.DefaultTTL(); on {
+		if _, _, err := document.TTL(out); err != nil {
+			return Result{}, translate(err)
+		}
 	}
 	created := int64(0)
 	if !exists {
@@ -279,30 +318,41 @@ func (t *lpTxn) remove(id, ifMatch string) (Result, error) {
 	if ifMatchFails(ifMatch, props.ETag) {
 		return Result{}, status.PreconditionFailed()
 	}
+	terms, err := t.erase(id, old, props)
+	if err != nil {
+		return Result{}, err
+	}
+	ru := throughput.WriteCost(len(old), terms)
+	t.ru += ru
+	return Result{RU: ru, Session: t.e.session(t.rng.ID, t.lsn)}, nil
+}
+
+// erase deletes item id, stored as old with system properties props, with
+// everything kept for it (index, order and change entries, statistics),
+// and returns how many index terms it removed. It charges nothing: remove
+// charges a delete, and an expired item's purge is free.
+func (t *lpTxn) erase(id string, old []byte, props document.SystemProps) (terms int, err error) {
 	lsn, err := t.e.seq.next(&t.first)
 	if err != nil {
-		return Result{}, translate(err)
+		return 0, translate(err)
 	}
 	t.lsn = lsn
 	seq, err := ridSeq(props.RID)
 	if err != nil {
-		return Result{}, translate(fmt.Errorf("stored item %q: %w", id, err))
+		return 0, translate(fmt.Errorf("stored item %q: %w", id, err))
 	}
 	if err := t.grow(-int64(len(old)), -1); err != nil {
-		return Result{}, err
+		return 0, err
 	}
 	key := t.key(id)
-	terms, err := t.indexItem(key, seq, old, nil)
-	if err != nil {
-		return Result{}, err
+	if terms, err = t.indexItem(key, seq, old, nil); err != nil {
+		return 0, err
 	}
 	if err := t.moveChange(key, props.ETag, 0); err != nil {
-		return Result{}, err
+		return 0, err
 	}
 	t.b.Delete(key)
-	ru := throughput.WriteCost(len(old), terms)
-	t.ru += ru
-	return Result{RU: ru, Session: t.e.session(t.rng.ID, lsn)}, nil
+	return terms, nil
 }
 
 // patch applies a parsed patch request to item id.
@@ -349,9 +399,10 @@ func (t *lpTxn) patch(id string, req document.PatchRequest, ifMatch string) (Res
 func (t *lpTxn) scan(ctx context.Context, fn func(stored []byte) bool) error {
 	span := store.LogicalSpan(t.c.Internal, t.epk, t.pkEnc)
 	loaded := 0
+	expired := t.e.expiredFilter(t.c)
 	err := t.b.Scan(ctx, span, nil, func(_, v []byte) bool {
 		loaded++
-		return fn(v)
+		return (expired != nil && expired(v)) || fn(v)
 	})
 	t.ru += throughput.QueryCost(loaded, 0, 1)
 	return translate(err)

@@ -1,0 +1,44 @@
+package document
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// TTL reads an item's own time to live, its top-level "ttl" member, from
+// item JSON: present is false when there is none or it is null. A ttl must
+// be -1 (the item never expires) or a whole number of seconds from 1 to
+// 2^31-1; anything else is an *InvalidError. Whether it applies depends on
+// the container's default time to live.
+func TTL(item []byte) (ttl int64, present bool, err error) {
+	root, err := scanRoot(item, nil)
+	if err != nil {
+		return 0, false, &InvalidError{Msg: fmt.Sprintf("invalid JSON: %v", err)}
+	}
+	vs, ve, ok := findMember(item, root, "ttl")
+	if !ok || string(item[vs:ve]) == "null" {
+		return 0, false, nil
+	}
+	n, perr := strconv.ParseInt(string(item[vs:ve]), 10, 64)
+	if perr != nil || n == 0 || n < -1 || n > math.MaxInt32 {
+		return 0, false, &InvalidError{Msg: fmt.Sprintf("the item's ttl %.40s is invalid: it must be -1 (never expire) or a whole number of seconds from 1 to 2147483647", item[vs:ve])}
+	}
+	return n, true, nil
+}
+
+// ExpiresAt returns when a stored item expires, in Unix seconds, under a
+// container default time to live of defaultTTL seconds (-1: items do not
+// expire unless their own ttl says so): its last write (_ts) plus its own
+// valid ttl if it has one, else plus the default. never is true when it
+// does not expire.
+func ExpiresAt(ts int64, itemTTL int64, hasItemTTL bool, defaultTTL int64) (at int64, never bool) {
+	ttl := defaultTTL
+	if hasItemTTL {
+		ttl = itemTTL
+	}
+	if ttl < 0 {
+		return 0, true
+	}
+	return ts + ttl, false
+}
