@@ -118,6 +118,9 @@ func (h *Handler) patchItem(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) readItem(w http.ResponseWriter, r *http.Request) error {
+	if err := h.checkRead(r); err != nil {
+		return err
+	}
 	pk, err := partitionKey(r)
 	if err != nil {
 		return err
@@ -146,6 +149,9 @@ func (h *Handler) deleteItem(w http.ResponseWriter, r *http.Request) error {
 
 // readFeed serves GET …/docs: all items of the scope, paged.
 func (h *Handler) readFeed(w http.ResponseWriter, r *http.Request) error {
+	if err := h.checkRead(r); err != nil {
+		return err
+	}
 	if r.Header.Get(hdrAIM) != "" {
 		return h.changeFeed(w, r)
 	}
@@ -166,6 +172,9 @@ func (h *Handler) readFeed(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) queryItems(w http.ResponseWriter, r *http.Request) error {
+	if err := h.checkRead(r); err != nil {
+		return err
+	}
 	q, err := parseQuery(r)
 	if err != nil {
 		return err

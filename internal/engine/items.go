@@ -101,6 +101,11 @@ func (e *Engine) session(rangeID string, lsn uint64) string {
 	return fmt.Sprintf("%s:-1#%d", rangeID, lsn)
 }
 
+// SessionAvailable reports whether this node has reached sequence number
+// lsn, the position a session token names: every write a session saw is
+// readable here.
+func (e *Engine) SessionAvailable(lsn uint64) bool { return lsn <= e.seq.last() }
+
 // Session returns a session token for reads of a range, reflecting every
 // write acknowledged so far.
 func (e *Engine) readSession(rangeID string) string {

@@ -1,0 +1,78 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/partitadb/partita/internal/status"
+)
+
+// consistencyStrength orders the Cosmos DB consistency levels, strongest
+// first being the largest.
+var consistencyStrength = map[string]int{
+	"eventual": 1, "consistentprefix": 2, "session": 3, "boundedstaleness": 4, "strong": 5,
+}
+
+// checkRead applies a read's consistency headers. x-ms-consistency-level
+// may relax the account's default level but not strengthen it (400, as
+// Cosmos DB answers). On one node every level reads the latest committed
+// data. x-ms-session-token lists the positions a session has seen, one per
+// partition key range ("<range>:<version>#<lsn>[#<region>=<lsn>…]", comma
+// separated); a read whose session has seen a position this node has not
+// reached gets 404/1002 (ReadSessionNotAvailable), the answer a replica
+// behind the session gives. On one node that only happens to a token from
+// another server or an older data directory.
+func (h *Handler) checkRead(r *http.Request) error {
+	if v := strings.TrimSpace(r.Header.Get("x-ms-consistency-level")); v != "" {
+		want, ok := consistencyStrength[strings.ToLower(v)]
+		if !ok {
+			return status.BadRequest("invalid x-ms-consistency-level %q: want Strong, BoundedStaleness, Session, ConsistentPrefix or Eventual", v)
+		}
+		if want > consistencyStrength[strings.ToLower(h.cfg.Consistency)] {
+			return status.BadRequest("the requested consistency level %s is stronger than the account's default consistency level %s", v, h.cfg.Consistency)
+		}
+	}
+	v := strings.TrimSpace(r.Header.Get("x-ms-session-token"))
+	if v == "" {
+		return nil
+	}
+	lsn, err := sessionLSN(v)
+	if err != nil {
+		return err
+	}
+	if !h.eng.SessionAvailable(lsn) {
+		return status.Newf(http.StatusNotFound, "The read session is not available for the input session token %.100q: this server has not reached it (the token comes from another server or an older data directory)", v).
+			WithSub(status.SubNotFoundReadSessionNotAvailable)
+	}
+	return nil
+}
+
+// sessionLSN returns the largest global LSN of a session token list.
+func sessionLSN(v string) (uint64, error) {
+	var top uint64
+	for _, tok := range strings.Split(v, ",") {
+		tok = strings.TrimSpace(tok)
+		_, rest, ok := strings.Cut(tok, ":")
+		if !ok {
+			return 0, badSession(v)
+		}
+		parts := strings.Split(rest, "#")
+		if len(parts) < 2 {
+			return 0, badSession(v)
+		}
+		if _, err := strconv.ParseInt(parts[0], 10, 64); err != nil {
+			return 0, badSession(v)
+		}
+		lsn, err := strconv.ParseUint(parts[1], 10, 64)
+		if err != nil {
+			return 0, badSession(v)
+		}
+		top = max(top, lsn)
+	}
+	return top, nil
+}
+
+func badSession(v string) error {
+	return status.BadRequest("The session token provided %.100q is invalid: want <range>:<version>#<lsn>, comma separated", v)
+}
