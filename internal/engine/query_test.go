@@ -338,7 +338,13 @@ func TestIndexLookupsMatchScans(t *testing.T) {
 		{"SELECT VALUE c.id FROM c WHERE c.mixed = null", nil, 40},
 		{"SELECT VALUE c.id FROM c WHERE c.mixed = true", nil, 40},
 		{"SELECT VALUE c.id FROM c WHERE c.mixed > 0", nil, 40},
-		{"SELECT VALUE c.id FROM c WHERE c.n = 7 OR c.n = 8", nil, -1},
+		{"SELECT VALUE c.id FROM c WHERE c.n = 7 OR c.n = 8", nil, 8},
+		{"SELECT VALUE c.id FROM c WHERE c.n = 7 OR c.n IN (8, 9) OR 10 = c.n", nil, 16},
+		// The Go SDK's read-many query: a union of id lookups.
+		{"SELECT VALUE c.id FROM c WHERE (c.id = @id0 AND c.pk = @pk0) OR (c.id = @id1 AND c.pk = @pk1) OR (c.id = @id2 AND c.pk = @pk2)",
+			map[string][]byte{"@id0": []byte(`"i001"`), "@pk0": []byte(`"p1"`), "@id1": []byte(`"i013"`), "@pk1": []byte(`"p4"`), "@id2": []byte(`"i013"`), "@pk2": []byte(`"p3"`)}, 2},
+		{"SELECT VALUE c.id FROM c WHERE c.n = 7 OR c.s = 's1'", nil, -1}, // different paths: a scan
+		{"SELECT VALUE c.id FROM c WHERE (c.n = 7 AND c.s = 's0') OR (c.s = 's1' AND c.n = 8)", nil, -1},
 		{"SELECT VALUE c.id FROM c WHERE NOT (c.n = 7)", nil, -1},
 		{"SELECT VALUE c.id FROM c WHERE c.n > 45 ORDER BY c.s DESC", nil, 16},
 		{"SELECT VALUE COUNT(1) FROM c WHERE c.n = 7", nil, 4},

@@ -61,6 +61,9 @@ func Index(q *parse.Query, params map[string][]byte, pol *index.Policy) (*IndexS
 func lookup(e parse.Expr, alias string, params map[string][]byte) *IndexScan {
 	switch x := e.(type) {
 	case *parse.Binary:
+		if x.Op == parse.OpOr {
+			return unionLookup(x, alias, params)
+		}
 		op := x.Op
 		path, ok := indexPath(x.X, alias)
 		v, vok := scalar(x.Y, params)
@@ -126,6 +129,84 @@ func lookup(e parse.Expr, alias string, params map[string][]byte) *IndexScan {
 		return &IndexScan{Path: path, Spans: []index.Span{index.Prefix(path, v.Str)}, Kind: "prefix"}
 	}
 	return nil
+}
+
+// unionLookup returns the lookup of a disjunction whose every disjunct
+// pins one same path to values by equality or IN (in one of its AND
+// conjuncts), such as the read-many queries of the Go SDK:
+// (c.id = @id0 AND c.pk = @pk0) OR (c.id = @id1 AND c.pk = @pk1). It looks
+// up the union of those values; nil when there is no such path.
+func unionLookup(e *parse.Binary, alias string, params map[string][]byte) *IndexScan {
+	var values map[string][]index.Value // path key → values, over the disjuncts so far
+	var paths map[string][]string
+	for i, d := range disjuncts(e, nil) {
+		here := map[string][]index.Value{}
+		for _, c := range conjuncts(d, nil) {
+			var s *IndexScan
+			var vs []index.Value
+			switch x := c.(type) {
+			case *parse.Binary:
+				if s = lookup(x, alias, params); s != nil && s.Kind == "equality" {
+					v, _ := scalar(x.Y, params)
+					if _, ok := indexPath(x.X, alias); !ok {
+						v, _ = scalar(x.X, params)
+					}
+					vs = []index.Value{v}
+				}
+			case *parse.In:
+				if s = lookup(x, alias, params); s != nil {
+					for _, item := range x.List {
+						v, _ := scalar(item, params)
+						vs = append(vs, v)
+					}
+				}
+			}
+			if vs == nil {
+				continue
+			}
+			k := strings.Join(s.Path, "\x00")
+			here[k] = append(here[k], vs...)
+			if i == 0 {
+				if paths == nil {
+					paths = map[string][]string{}
+				}
+				paths[k] = s.Path
+			}
+		}
+		if i == 0 {
+			values = here
+			continue
+		}
+		for k, vs := range values {
+			if more, ok := here[k]; ok {
+				values[k] = append(vs, more...)
+			} else {
+				delete(values, k)
+			}
+		}
+	}
+	// Of several paths, id is the most selective (few items share one; a
+	// read-many pins both id and partition key), then the one with the
+	// most distinct values.
+	var best *IndexScan
+	var bestKey string
+	for k, vs := range values {
+		spans := index.In(paths[k], vs)
+		switch {
+		case best != nil && bestKey == "id":
+		case best == nil, k == "id", len(spans) > len(best.Spans), len(spans) == len(best.Spans) && k < bestKey:
+			best, bestKey = &IndexScan{Path: paths[k], Spans: spans, Kind: "in"}, k
+		}
+	}
+	return best
+}
+
+// disjuncts flattens a tree of ORs.
+func disjuncts(e parse.Expr, out []parse.Expr) []parse.Expr {
+	if b, ok := e.(*parse.Binary); ok && b.Op == parse.OpOr {
+		return disjuncts(b.Y, disjuncts(b.X, out))
+	}
+	return append(out, e)
 }
 
 func rangeScan(path []string, lo, hi *index.Bound) *IndexScan {
