@@ -186,7 +186,7 @@ func (e *Engine) ReadItem(ctx context.Context, ref ItemRef, pk document.Partitio
 	if err != nil {
 		return Result{}, err
 	}
-	if err := e.admit(c, loc.rng); err != nil {
+	if err := e.admitLP(c, loc.rng, pk); err != nil {
 		return Result{}, err
 	}
 	v, err := e.data.Get(loc.key)

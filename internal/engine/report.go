@@ -28,6 +28,11 @@ type PartitionReport struct {
 	// TopKeysByRU are the logical partitions using the most request units
 	// (estimates from a bounded sketch; see throughput.Sketch).
 	TopKeysByRU []throughput.Heavy `json:"topKeysByRU"`
+	// TopKeysByThrottles are the logical partitions whose requests were
+	// refused with 429 most often (estimates from a bounded sketch; a
+	// request's weight is 1). Requests refused before their logical
+	// partition is known (queries, feeds) count in Throttled only.
+	TopKeysByThrottles []throughput.Heavy `json:"topKeysByThrottles"`
 	// TopKeysByStorage are the largest logical partitions, exactly.
 	TopKeysByStorage []LogicalPartitionUsage `json:"topKeysByStorage"`
 }
@@ -68,6 +73,7 @@ func (e *Engine) Partitions(ctx context.Context, db, coll string) ([]PartitionRe
 		}
 		var total float64
 		rep.TopKeysByRU, total = e.hot.sketch(key).Top(reportTop)
+		rep.TopKeysByThrottles, _ = e.hot.refusedSketch(key).Top(reportTop)
 		rep.ChargedRU = total
 		lps := slices.Clone(rs.lps)
 		slices.SortFunc(lps, func(a, b lpStats) int { return cmp.Or(cmp.Compare(b.bytes, a.bytes), cmp.Compare(a.key, b.key)) })

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/document"
 	"github.com/partitadb/partita/internal/partition"
 	"github.com/partitadb/partita/internal/status"
 	"github.com/partitadb/partita/internal/throughput"
@@ -86,13 +87,25 @@ func (e *Engine) admit(c *catalog.Container, ranges ...partition.Range) error {
 	return nil
 }
 
+// admitLP is admit for a request on logical partition pk of physical
+// partition r; a refusal also counts against pk among the partition's
+// throttled keys.
+func (e *Engine) admitLP(c *catalog.Container, r partition.Range, pk document.PartitionKey) error {
+	err := e.admit(c, r)
+	if err != nil {
+		e.hot.refusedSketch(rangeKey(c, r)).Add(pk.String(), 1)
+	}
+	return err
+}
+
 // hotKeys tracks, per physical partition, the logical partitions that use
-// the most request units (a bounded sketch each), and when a hot one was
-// last reported.
+// the most request units and those refused most often (a bounded sketch
+// each), and when a hot one was last reported.
 type hotKeys struct {
-	mu     sync.Mutex
-	m      map[string]*throughput.Sketch
-	warned map[string]time.Time
+	mu      sync.Mutex
+	m       map[string]*throughput.Sketch
+	refused map[string]*throughput.Sketch // by 429s
+	warned  map[string]time.Time
 	// streak counts, per partition, the consecutive split checks in which
 	// it throttled; throttled marks the partitions (by container) that
 	// throttled since the last check.
@@ -105,6 +118,7 @@ func (h *hotKeys) forget(key string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.m, key)
+	delete(h.refused, key)
 	delete(h.warned, key)
 	delete(h.streak, key)
 	delete(h.throttled, key)
@@ -152,16 +166,26 @@ func (h *hotKeys) sustained(key string, n int) bool {
 // hotKeysTracked is how many logical partitions each sketch tracks.
 const hotKeysTracked = 32
 
+// sketch is partition key's sketch of request units by logical partition.
 func (h *hotKeys) sketch(key string) *throughput.Sketch {
+	return h.sketchIn(&h.m, key)
+}
+
+// refusedSketch is partition key's sketch of 429s by logical partition.
+func (h *hotKeys) refusedSketch(key string) *throughput.Sketch {
+	return h.sketchIn(&h.refused, key)
+}
+
+func (h *hotKeys) sketchIn(m *map[string]*throughput.Sketch, key string) *throughput.Sketch {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.m == nil {
-		h.m = map[string]*throughput.Sketch{}
+	if *m == nil {
+		*m = map[string]*throughput.Sketch{}
 	}
-	s := h.m[key]
+	s := (*m)[key]
 	if s == nil {
 		s = throughput.NewSketch(hotKeysTracked)
-		h.m[key] = s
+		(*m)[key] = s
 	}
 	return s
 }

@@ -101,6 +101,10 @@ func TestHotKeyIsThrottled(t *testing.T) {
 		len(p.TopKeysByRU) == 0 || p.TopKeysByRU[0].Key != `["the-hot-key"]` || p.TopKeysByStorage[0].Key != `["the-hot-key"]` {
 		t.Errorf("hot partition report = %+v", p)
 	}
+	// Every write was to the hot key: its 429s are the partition's.
+	if len(p.TopKeysByThrottles) != 1 || p.TopKeysByThrottles[0].Key != `["the-hot-key"]` || int64(p.TopKeysByThrottles[0].Weight) != p.Throttled {
+		t.Errorf("hot partition's keys by 429s = %+v, want the hot key with all %d", p.TopKeysByThrottles, p.Throttled)
+	}
 	// Prometheus sees the same, without authentication and without keys.
 	resp, err := s.HTTPClient().Get(s.Endpoint + "metrics")
 	if err != nil {
@@ -194,6 +198,10 @@ type partitionReport struct {
 		Key   string `json:"key"`
 		Bytes int64  `json:"bytes"`
 	} `json:"topKeysByStorage"`
+	TopKeysByThrottles []struct {
+		Key    string  `json:"key"`
+		Weight float64 `json:"weight"`
+	} `json:"topKeysByThrottles"`
 }
 
 func partitionsReport(t *testing.T, s *testserver.Server, coll string) []partitionReport {
