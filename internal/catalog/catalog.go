@@ -535,7 +535,8 @@ func (c *Catalog) CreateContainer(db string, body []byte, tp Throughput) (*Conta
 }
 
 // ReplaceContainer replaces container id's definition with body. The
-// partition key definition cannot change (*InvalidError). It returns
+// partition key definition and the unique key policy cannot change
+// (*InvalidError; an absent policy equals an empty one). It returns
 // ErrNotFound when the container does not exist.
 func (c *Catalog) ReplaceContainer(db, id string, body []byte) (*Container, error) {
 	def, err := parseDefinition(body)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
 )
@@ -107,6 +108,9 @@ func parseUniqueKeys(v *fastjson.Value) (uniqueKeys, error) {
 func splitUniquePath(path string) (segs []string, why string) {
 	if !strings.HasPrefix(path, "/") {
 		return nil, "it must start with '/'"
+	}
+	if !utf8.ValidString(path) {
+		return nil, "it is not valid UTF-8"
 	}
 	for i := 0; i < len(path); {
 		i++ // past '/'

@@ -19,7 +19,8 @@ import (
 // (store.OrderKey by the sequence number in its _rid: a container's items in
 // creation order, the order Cosmos DB returns a partition's documents in),
 // and an index entry (store.IndexKey) for every term (path and scalar value)
-// its container's indexing policy indexes. They are written in the same
+// its container's indexing policy indexes, and a unique key entry
+// (store.UniqueKey, unique.go) per unique key. They are written in the same
 // store batch as the item, so they are exactly as durable as it is
 // (docs/query-engine.md). Entries are not keyed by physical partition: a
 // split moves no entry, and a partition's readers filter entries by the EPK
@@ -27,7 +28,7 @@ import (
 
 // indexFormat is the version of the secondary entries' layout. A store
 // written with another version has them rebuilt when the engine opens it.
-const indexFormat = 5
+const indexFormat = 6 // 6: unique key entries
 
 // formatKey is the meta key holding indexFormat of the stored entries.
 var formatKey = store.MetaKey([]byte("engine/index-format"))
@@ -137,6 +138,13 @@ func (e *Engine) ensureIndexes(ctx context.Context, st *store.Store) error {
 				}
 				if err := e.rebuildStats(ctx, c); err != nil {
 					return fmt.Errorf("engine: rebuild the logical partition statistics of %s: %w", c.Link(), err)
+				}
+				// Unique key policies were kept verbatim but not enforced
+				// before format 6: their entries start here.
+				if len(c.UniqueKeys()) > 0 {
+					if err := e.rebuild(ctx, c, store.UniqueSpan(c.Internal), e.uniqueEntries(c)); err != nil {
+						return fmt.Errorf("engine: rebuild the unique key entries of %s: %w", c.Link(), err)
+					}
 				}
 			}
 			if !formatOK || !c.IndexCurrent() {

@@ -78,7 +78,7 @@ func (e *Engine) beginTxn(c *catalog.Container, pk document.PartitionKey, system
 	}
 	loc, err := locate(c, pk, "")
 	if err == nil && !system {
-		err = e.admit(c, loc.rng)
+		err = e.admitLP(c, loc.rng, pk)
 	}
 	if err != nil {
 		release()
@@ -198,7 +198,8 @@ func ifMatchFails(ifMatch, etag string) bool {
 
 // put stores item with fresh system properties. old is the item's stored
 // body and props its system properties when it exists (nil otherwise): an
-// existing item keeps its _rid.
+// existing item keeps its _rid. A write that would break one of the
+// container's unique keys gets 409 (checkUnique) and writes nothing.
 func (t *lpTxn) put(item *document.Item, old []byte, props document.SystemProps) (Result, error) {
 	lsn, err := t.e.seq.next(&t.first)
 	if err != nil {
@@ -226,6 +227,9 @@ func (t *lpTxn) put(item *document.Item, old []byte, props document.SystemProps)
 		if _, _, err := document.TTL(out); err != nil {
 			return Result{}, translate(err)
 		}
+	}
+	if err := t.checkUnique(item.ID, old, out); err != nil {
+		return Result{}, err
 	}
 	created := int64(0)
 	if !exists {
@@ -340,6 +344,9 @@ func (t *lpTxn) erase(id string, old []byte, props document.SystemProps) (terms 
 	seq, err := ridSeq(props.RID)
 	if err != nil {
 		return 0, translate(fmt.Errorf("stored item %q: %w", id, err))
+	}
+	if err := t.checkUnique(id, old, nil); err != nil {
+		return 0, err
 	}
 	if err := t.grow(-int64(len(old)), -1); err != nil {
 		return 0, err

@@ -13,6 +13,7 @@ const (
 	kindIndex  byte = 0x04 // container | term | seq → item key: range index entries
 	kindStats  byte = 0x05 // container | esc(epk) | esc(pk) → logical partition statistics
 	kindChange byte = 0x06 // container | lsn → item key: a container's items in last-write order
+	kindUnique byte = 0x07 // container | uint16 key | esc(epk) | esc(pk) | tuple → item id: unique key entries
 )
 
 // ErrBadKey is returned when a stored key cannot be decoded.
@@ -250,11 +251,29 @@ func ChangeSpan(c, after uint64) Span {
 	return s
 }
 
+// UniqueKey is the key of the entry of unique key number key (its position
+// in the container's unique key policy) of container c for the logical
+// partition with effective key epk and encoded partition key pk, and tuple,
+// the encoding of the item's values at the key's paths. The entry holds the
+// id of the item that has those values. tuple need not be self-delimiting:
+// it ends the key.
+func UniqueKey(c uint64, key uint16, epk, pk, tuple []byte) []byte {
+	b := make([]byte, 0, 11+len(epk)+len(pk)+len(tuple)+8)
+	b = binary.BigEndian.AppendUint16(kindPrefix(b, kindUnique, c), key)
+	b = appendEscaped(appendEscaped(b, epk), pk)
+	return append(b, tuple...)
+}
+
+// UniqueSpan is the span of container c's unique key entries.
+func UniqueSpan(c uint64) Span {
+	return Span{Lower: kindPrefix(nil, kindUnique, c), Upper: kindPrefix(nil, kindUnique, c+1)}
+}
+
 // ContainerSpans are the spans of everything stored for container c's items:
-// the items, their order, index and change entries, and the logical
-// partitions' statistics.
+// the items, their order, index, change and unique key entries, and the
+// logical partitions' statistics.
 func ContainerSpans(c uint64) []Span {
-	return []Span{ContainerSpan(c), OrderSpan(c), IndexSpan(c, nil, nil), StatsSpan(c), ChangeSpan(c, 0)}
+	return []Span{ContainerSpan(c), OrderSpan(c), IndexSpan(c, nil, nil), StatsSpan(c), ChangeSpan(c, 0), UniqueSpan(c)}
 }
 
 // Contains reports whether key lies in s.
