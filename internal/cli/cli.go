@@ -1,5 +1,5 @@
 // Package cli implements the partita command: its subcommands (serve,
-// version), flags, and PARTITA_* environment variables. It is the only
+// advise, bench, version), flags, and PARTITA_* environment variables. It is the only
 // reader of flags and the environment, and the only place that picks log
 // handlers.
 package cli
@@ -28,6 +28,8 @@ const usage = `partita — a Cosmos DB-compatible partitioned document database
 
 Usage:
   partita serve [flags]    run the server (partita serve -h for flags)
+  partita advise [flags]   recommend a partition key from a sample of items (and a workload)
+  partita bench [flags]    generate load against a Cosmos DB endpoint and report throughput, RU/s, 429s, latency
   partita version          print the version
 
 Every flag can also be set as an environment variable: --log-level is PARTITA_LOG_LEVEL.
@@ -43,6 +45,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return serve(ctx, args[1:], stdout, stderr)
+	case "advise":
+		return adviseCmd(ctx, args[1:], stdout, stderr)
+	case "bench":
+		return benchCmd(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		v := Version
 		if bi, ok := debug.ReadBuildInfo(); ok && v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {

@@ -1,0 +1,226 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Workload names, as --workload takes them.
+const (
+	YCSBA          = "ycsb-a"          // 50% reads, 50% updates of preloaded records
+	YCSBB          = "ycsb-b"          // 95% reads, 5% updates
+	YCSBC          = "ycsb-c"          // reads only
+	Query          = "query"           // single-partition and cross-partition queries over preloaded records
+	VehiclesDate   = "vehicles-date"   // readings keyed by date: one hot key
+	VehiclesRandom = "vehicles-random" // date + random suffix 1..Buckets
+	VehiclesHash   = "vehicles-hash"   // date + hash(VIN) suffix 1..Buckets
+)
+
+// Workloads returns the workload names in the order the help text gives
+// them. The caller owns the slice.
+func Workloads() []string {
+	return []string{YCSBA, YCSBB, YCSBC, Query, VehiclesDate, VehiclesRandom, VehiclesHash}
+}
+
+// Fan-out modes for reads that cannot name one partition key (the
+// vehicles-random workload's point reads and VIN queries).
+const (
+	// FanOutCross sends one cross-partition query without a partition
+	// key; the service visits every physical partition.
+	FanOutCross = "cross"
+	// FanOutKeys runs one single-partition request per candidate key
+	// (synthkey.ReadItem and synthkey.Query over all Buckets keys).
+	FanOutKeys = "keys"
+)
+
+// ErrInvalidConfig is wrapped by every error Validate returns.
+var ErrInvalidConfig = errors.New("bench: invalid configuration")
+
+// Config configures Run. Zero numeric fields take the defaults Validate
+// fills in; Endpoint, Key and Workload are required.
+type Config struct {
+	Endpoint string // account endpoint, e.g. https://127.0.0.1:8081/
+	Key      string // master key, base64
+	// CACert is a PEM file of certificates to trust besides the system's;
+	// Insecure skips TLS verification altogether (as for the emulator).
+	CACert   string
+	Insecure bool
+
+	Database  string // default "bench"
+	Container string // default: "ycsb" for ycsb-* and query, else the workload name
+	// Create creates the database and container when missing, the
+	// container with partition key path /pk and Throughput manual RU/s.
+	// Reset deletes the container first (and implies Create).
+	Create, Reset bool
+	Throughput    int // RU/s for a created container; default 24,000
+	// Partitions, when positive, makes a created container start with at
+	// least this many physical partitions: it is created with
+	// Partitions × 6,000 RU/s (Cosmos DB and Partita give a new manual
+	// container ceil(RU/6,000) partitions) and then set to Throughput, as
+	// partitions never merge. 0 leaves the count to Throughput.
+	Partitions int
+
+	Workload string
+	// Mix overrides the workload's share of writes, point reads and
+	// queries, in percent (summing to 100); nil keeps its default.
+	Mix *Mix
+	// FanOut is FanOutCross (default) or FanOutKeys.
+	FanOut string
+
+	Duration time.Duration // measure for this long, then stop; default 30 s
+	// Warmup runs the load this long before measuring starts (operations
+	// begun during it are not counted), e.g. to drain the one second of
+	// throughput a partition starts with. Default 0.
+	Warmup      time.Duration
+	Ops         int64   // stop after this many operations (warmup included); 0 = no limit
+	Concurrency int     // workers; default 16
+	Rate        float64 // target operations per second over all workers; 0 = unpaced
+	Retries     int     // SDK retries of throttled requests; 0 counts every 429
+
+	Records   int   // preloaded records for ycsb-* and query; default 1,000
+	ItemBytes int   // approximate item size in bytes; default 1,000 (ycsb) or 300 (vehicles)
+	Buckets   int   // suffix buckets for vehicles-random/-hash; default 400
+	Vehicles  int   // distinct VINs; default 10,000
+	Seed      int64 // seeds the operation mix and key choice; 0 = 1
+}
+
+// Mix is the share of each operation kind in percent.
+type Mix struct{ Write, Read, Query int }
+
+// ParseMix parses "W,R,Q", e.g. "80,10,10", percentages summing to 100.
+func ParseMix(s string) (Mix, error) {
+	parts := strings.Split(s, ",")
+	if len(parts) != 3 {
+		return Mix{}, fmt.Errorf("%w: mix %q: want write,read,query percentages", ErrInvalidConfig, s)
+	}
+	var v [3]int
+	for i, p := range parts {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 0 || n > 100 {
+			return Mix{}, fmt.Errorf("%w: mix %q: %q is not a percentage", ErrInvalidConfig, s, p)
+		}
+		v[i] = n
+	}
+	m := Mix{v[0], v[1], v[2]}
+	if m.Write+m.Read+m.Query != 100 {
+		return Mix{}, fmt.Errorf("%w: mix %q: percentages sum to %d, want 100", ErrInvalidConfig, s, m.Write+m.Read+m.Query)
+	}
+	return m, nil
+}
+
+// String formats m as ParseMix reads it.
+func (m Mix) String() string { return fmt.Sprintf("%d,%d,%d", m.Write, m.Read, m.Query) }
+
+// DefaultMix returns workload's default mix (ok false for an unknown name).
+func DefaultMix(workload string) (Mix, bool) {
+	switch workload {
+	case YCSBA:
+		return Mix{Write: 50, Read: 50}, true
+	case YCSBB:
+		return Mix{Write: 5, Read: 95}, true
+	case YCSBC:
+		return Mix{Read: 100}, true
+	case Query:
+		return Mix{Query: 100}, true
+	case VehiclesDate, VehiclesRandom, VehiclesHash:
+		return Mix{Write: 80, Read: 10, Query: 10}, true
+	}
+	return Mix{}, false
+}
+
+func isVehicles(w string) bool { return strings.HasPrefix(w, "vehicles-") }
+
+// withDefaults returns c with defaults filled in, or an error wrapping
+// ErrInvalidConfig that lists every problem.
+func (c Config) withDefaults() (Config, error) {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
+	}
+	if c.Endpoint == "" {
+		bad("endpoint is required")
+	}
+	if c.Key == "" {
+		bad("key is required")
+	}
+	mix, ok := DefaultMix(c.Workload)
+	if !ok {
+		bad("workload %q: want one of %s", c.Workload, strings.Join(Workloads(), ", "))
+	}
+	if c.Mix != nil {
+		m := *c.Mix
+		if m.Write < 0 || m.Read < 0 || m.Query < 0 || m.Write+m.Read+m.Query != 100 {
+			bad("mix %s: want non-negative percentages summing to 100", m)
+		}
+		mix = m
+	}
+	c.Mix = &mix
+	if c.Database == "" {
+		c.Database = "bench"
+	}
+	if c.Container == "" {
+		c.Container = c.Workload
+		if !isVehicles(c.Workload) {
+			c.Container = "ycsb"
+		}
+	}
+	if c.Reset {
+		c.Create = true
+	}
+	def := func(v *int, d int, name string) {
+		switch {
+		case *v == 0:
+			*v = d
+		case *v < 0:
+			bad("%s %d: want a positive number", name, *v)
+		}
+	}
+	def(&c.Throughput, 24000, "throughput")
+	if c.Throughput < 400 {
+		bad("throughput %d: want at least 400 RU/s", c.Throughput)
+	}
+	if c.Partitions < 0 {
+		bad("partitions %d: want 0 or more", c.Partitions)
+	}
+	def(&c.Concurrency, 16, "concurrency")
+	def(&c.Records, 1000, "records")
+	itemBytes := 1000
+	if isVehicles(c.Workload) {
+		itemBytes = 300
+	}
+	def(&c.ItemBytes, itemBytes, "item-bytes")
+	def(&c.Buckets, 400, "buckets")
+	def(&c.Vehicles, 10000, "vehicles")
+	if c.Retries < 0 {
+		bad("retries %d: want 0 or more", c.Retries)
+	}
+	switch {
+	case c.Duration == 0:
+		c.Duration = 30 * time.Second
+	case c.Duration < 0:
+		bad("duration %s: want a positive duration", c.Duration)
+	}
+	if c.Warmup < 0 {
+		bad("warmup %s: want 0 or more", c.Warmup)
+	}
+	if c.Ops < 0 {
+		bad("ops %d: want 0 (no limit) or more", c.Ops)
+	}
+	if c.Rate < 0 {
+		bad("rate %g: want 0 (unpaced) or more", c.Rate)
+	}
+	switch c.FanOut {
+	case "":
+		c.FanOut = FanOutCross
+	case FanOutCross, FanOutKeys:
+	default:
+		bad("fan-out %q: want %s or %s", c.FanOut, FanOutCross, FanOutKeys)
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	return c, errors.Join(errs...)
+}

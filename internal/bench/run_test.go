@@ -1,0 +1,233 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/partitadb/partita/internal/config"
+	"github.com/partitadb/partita/internal/testserver"
+)
+
+// startServer runs a rate-limited server and writes its certificate to a
+// file for Config.CACert.
+func startServer(t *testing.T) (*testserver.Server, string) {
+	t.Helper()
+	s := testserver.Start(t, testserver.Options{Configure: func(c *config.Config) { c.Engine.RateLimit = "on" }})
+	ca := t.TempDir() + "/ca.pem"
+	if err := os.WriteFile(ca, s.CertPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return s, ca
+}
+
+func logResult(t *testing.T, r *Result) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := r.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + buf.String())
+}
+
+// TestVehiclesScenario is the proof: the same paced load of vehicle
+// readings against a container of 4 partitions and 2,400 RU/s (600 per
+// partition). Keyed by date (a), every write lands on one partition and is
+// throttled; with a random (b) or hash (c) suffix the load spreads over all
+// four. (c) reads a VIN's readings from one partition, (b) fans out to all.
+// A one-second warmup drains the second of throughput each partition starts
+// with. PARTITA_BENCH_LONG=1 measures 20 s per scenario instead of 3.
+func TestVehiclesScenario(t *testing.T) {
+	s, ca := startServer(t)
+	d := 3 * time.Second
+	if os.Getenv("PARTITA_BENCH_LONG") != "" {
+		d = 20 * time.Second
+	}
+	res := map[string]*Result{}
+	for _, w := range []string{VehiclesDate, VehiclesRandom, VehiclesHash} {
+		r, err := Run(t.Context(), Config{Endpoint: s.Endpoint, Key: s.Key, CACert: ca, Workload: w, Reset: true,
+			Throughput: 2400, Partitions: 4, Rate: 350, Warmup: time.Second, Duration: d, Concurrency: 16}, nil)
+		if err != nil {
+			t.Fatalf("Run(%s): %v", w, err)
+		}
+		logResult(t, r)
+		if r.Config.Partitions != 4 || r.Config.Throughput != 2400 {
+			t.Fatalf("Run(%s): %d partitions, %d RU/s, want 4 and 2400", w, r.Config.Partitions, r.Config.Throughput)
+		}
+		if r.Total.Errors != 0 {
+			t.Errorf("Run(%s): %d errors, want 0", w, r.Total.Errors)
+		}
+		res[w] = r
+	}
+	a, b, c := res[VehiclesDate], res[VehiclesRandom], res[VehiclesHash]
+	aw := a.Op(KindWrite)
+	for _, x := range []*Result{b, c} {
+		xw := x.Op(KindWrite)
+		if xw.OpsPerSec < 2*aw.OpsPerSec {
+			t.Errorf("%s writes/s = %.1f, want at least 2x %s's %.1f", x.Config.Workload, xw.OpsPerSec, a.Config.Workload, aw.OpsPerSec)
+		}
+		if x.Total.ThrottledRate*3 > a.Total.ThrottledRate || a.Total.ThrottledRate < 0.2 {
+			t.Errorf("429 rate of %s = %.3f, of %s = %.3f: want the hot key's above 0.2 and 3x the other's",
+				a.Config.Workload, a.Total.ThrottledRate, x.Config.Workload, x.Total.ThrottledRate)
+		}
+	}
+	for _, tt := range []struct {
+		r           *Result
+		k           Kind
+		parts, reqs float64
+	}{
+		{a, KindRead, 1, 1}, {a, KindQuery, 1, 1},
+		{b, KindRead, 4, 1}, {b, KindQuery, 4, 1}, // one cross-partition query each
+		{c, KindRead, 1, 1}, {c, KindQuery, 1, 1},
+	} {
+		st := tt.r.Op(tt.k)
+		if st.OK == 0 || st.PartitionsPerOp != tt.parts || st.RequestsPerOp != tt.reqs {
+			t.Errorf("%s %s: %d ok, %.2f partitions/op, %.2f requests/op; want some, %g, %g",
+				tt.r.Config.Workload, tt.k, st.OK, st.PartitionsPerOp, st.RequestsPerOp, tt.parts, tt.reqs)
+		}
+	}
+	if q := c.Op(KindQuery); q.RowsPerOp < 1 {
+		t.Errorf("%s VIN query returned %.2f rows/op, want at least the reading written", c.Config.Workload, q.RowsPerOp)
+	}
+}
+
+// TestVehiclesRandomKeysFanOut: with FanOutKeys, a random-suffix point read
+// or VIN query is one request per bucket, and still finds the reading.
+func TestVehiclesRandomKeysFanOut(t *testing.T) {
+	s, ca := startServer(t)
+	r, err := Run(t.Context(), Config{Endpoint: s.Endpoint, Key: s.Key, CACert: ca, Workload: VehiclesRandom, Create: true,
+		FanOut: FanOutKeys, Buckets: 20, Mix: &Mix{Write: 50, Read: 25, Query: 25}, Ops: 60, Concurrency: 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logResult(t, r)
+	if r.Total.Count != 60 || r.Total.Errors != 0 || r.Total.Throttled != 0 {
+		t.Errorf("count %d, errors %d, 429s %d; want 60, 0, 0", r.Total.Count, r.Total.Errors, r.Total.Throttled)
+	}
+	for _, k := range []Kind{KindRead, KindQuery} {
+		st := r.Op(k)
+		if st.OK == 0 || st.RequestsPerOp != 20 || st.PartitionsPerOp != 4 || st.RowsPerOp < 1 {
+			t.Errorf("%s: %d ok, %.2f requests/op, %.2f partitions/op, %.2f rows/op; want some, 20, 4, ≥ 1",
+				k, st.OK, st.RequestsPerOp, st.PartitionsPerOp, st.RowsPerOp)
+		}
+	}
+}
+
+// TestYCSBAndQuery runs each record workload for a fixed number of
+// operations and checks the kinds it ran.
+func TestYCSBAndQuery(t *testing.T) {
+	s, ca := startServer(t)
+	tests := []struct {
+		workload string
+		kinds    []Kind
+	}{
+		{YCSBA, []Kind{KindWrite, KindRead}},
+		{YCSBB, []Kind{KindWrite, KindRead}},
+		{YCSBC, []Kind{KindRead}},
+		{Query, []Kind{KindQuery, KindQueryCross}},
+	}
+	for _, tt := range tests {
+		r, err := Run(t.Context(), Config{Endpoint: s.Endpoint, Key: s.Key, CACert: ca, Workload: tt.workload, Create: true,
+			Records: 300, Ops: 200, Concurrency: 4}, nil)
+		if err != nil {
+			t.Fatalf("Run(%s): %v", tt.workload, err)
+		}
+		logResult(t, r)
+		if r.Total.Count != 200 || r.Total.OK != 200 {
+			t.Errorf("Run(%s): count %d ok %d, want 200 and 200", tt.workload, r.Total.Count, r.Total.OK)
+		}
+		var got []Kind
+		for k := range numKinds {
+			if r.Op(k).Count > 0 {
+				got = append(got, k)
+			}
+		}
+		if !slicesEqual(got, tt.kinds) {
+			t.Errorf("Run(%s) kinds = %v, want %v", tt.workload, got, tt.kinds)
+		}
+		if tt.workload == Query {
+			if q := r.Op(KindQueryCross); q.PartitionsPerOp != 4 || q.RowsPerOp != 3 {
+				t.Errorf("query-cross: %.2f partitions/op, %.2f rows/op; want 4, 3", q.PartitionsPerOp, q.RowsPerOp)
+			}
+			if q := r.Op(KindQuery); q.PartitionsPerOp != 1 || q.RowsPerOp != 1 {
+				t.Errorf("query: %.2f partitions/op, %.2f rows/op; want 1, 1", q.PartitionsPerOp, q.RowsPerOp)
+			}
+		}
+	}
+}
+
+func slicesEqual(a, b []Kind) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestInterrupted: cancelling the caller's context ends the load early and
+// still returns the counts so far; the progress line is written and ended.
+func TestInterrupted(t *testing.T) {
+	s, ca := startServer(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(700*time.Millisecond, cancel)
+	var progress bytes.Buffer
+	r, err := Run(ctx, Config{Endpoint: s.Endpoint, Key: s.Key, CACert: ca, Workload: VehiclesHash, Create: true,
+		Duration: time.Minute, Concurrency: 2}, &progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Interrupted || r.Total.Count == 0 || r.Elapsed > 30 {
+		t.Errorf("interrupted %v, %d ops in %.1fs; want true, some, well under a minute", r.Interrupted, r.Total.Count, r.Elapsed)
+	}
+	if p := progress.String(); !strings.HasPrefix(p, "\r[") || !strings.HasSuffix(p, "\n") || !strings.Contains(p, " ops/s") {
+		t.Errorf("progress = %q, want \\r-rewritten lines ending in a newline", p)
+	}
+	var buf bytes.Buffer
+	if err := r.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var back Result
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil {
+		t.Fatalf("WriteJSON wrote invalid JSON: %v", err)
+	}
+	if back.Total.Count != r.Total.Count || back.Config.Workload != VehiclesHash || strings.Contains(buf.String(), s.Key) {
+		t.Errorf("JSON round trip: %+v; want the same totals and no key", back.Total)
+	}
+}
+
+// TestSetupErrors: a missing container without Create, a wrong key and an
+// untrusted certificate fail Run before any load.
+func TestSetupErrors(t *testing.T) {
+	s, ca := startServer(t)
+	base := Config{Endpoint: s.Endpoint, Key: s.Key, CACert: ca, Workload: VehiclesDate, Duration: time.Second}
+	missing := base
+	missing.Container = "nope"
+	wrongKey := base
+	wrongKey.Key = "QUJD" // "ABC"
+	untrusted := base
+	untrusted.CACert = ""
+	for name, cfg := range map[string]Config{"missing": missing, "wrong key": wrongKey, "untrusted": untrusted} {
+		if r, err := Run(t.Context(), cfg, nil); err == nil {
+			t.Errorf("Run(%s) = %+v, want an error", name, r.Total)
+		}
+	}
+	insecure := base
+	insecure.CACert, insecure.Insecure, insecure.Create, insecure.Ops = "", true, true, 5
+	if _, err := Run(t.Context(), insecure, nil); err != nil {
+		t.Errorf("Run(insecure) = %v", err)
+	}
+	bad := base
+	bad.Workload = "ycsb-z"
+	if _, err := Run(t.Context(), bad, nil); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("Run(ycsb-z) = %v, want ErrInvalidConfig", err)
+	}
+}

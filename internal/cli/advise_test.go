@@ -1,0 +1,233 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/partitadb/partita/internal/config"
+	"github.com/partitadb/partita/internal/testserver"
+)
+
+// writeFile writes data to a new file in t's temp dir and returns its path.
+func writeFile(t *testing.T, name, data string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// orders returns days×perDay orders: unique id, hot date, 3-value status.
+func orders(days, perDay int) string {
+	var b strings.Builder
+	statuses := []string{"shipped", "shipped", "pending", "cancelled"}
+	for d := range days {
+		for i := range perDay {
+			fmt.Fprintf(&b, `{"id":"o%d-%d","date":"2024-05-%02d","status":%q}`+"\n", d, i, d+1, statuses[(i*7+d)%4])
+		}
+	}
+	return b.String()
+}
+
+func runAdvise(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = adviseCmd(t.Context(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestAdviseFile(t *testing.T) {
+	in := writeFile(t, "orders.jsonl", orders(20, 50))
+	code, out, errs := runAdvise(t, "--input", in, "--top", "5")
+	if code != 0 || !strings.Contains(out, "Recommended: /id") || !strings.Contains(out, "/status has 3 values") {
+		t.Fatalf("advise --input = %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if errs != "" {
+		t.Errorf("stderr not empty (no progress bar off a terminal): %q", errs)
+	}
+
+	code, out, _ = runAdvise(t, "--input", in, "--json", "--total-bytes", "2TB")
+	var rep struct {
+		Recommendation string `json:"recommendation"`
+		ProjectedBytes int64  `json:"projectedBytes"`
+		Candidates     []struct{ Key string }
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
+		t.Fatalf("advise --json = %d, %v:\n%s", code, err, out)
+	}
+	if rep.Recommendation != "/id" || rep.ProjectedBytes != 2<<40 || len(rep.Candidates) < 3 {
+		t.Errorf("advise --json = %+v", rep)
+	}
+
+	wl := writeFile(t, "w.json", `{"queries":[{"name":"orders of a day","filters":["/date"]}],"writes":{"timePath":"/date"}}`)
+	code, out, errs = runAdvise(t, "--input", in, "--workload", wl)
+	if code != 0 || !strings.Contains(out, "Workload: 1 kind of query") {
+		t.Errorf("advise --workload = %d\n%s\n%s", code, out, errs)
+	}
+}
+
+func TestAdviseMalformed(t *testing.T) {
+	in := writeFile(t, "bad.jsonl", orders(1, 3)+"{\"id\":\n"+orders(1, 3)+"[1]\n")
+	code, out, errs := runAdvise(t, "--input", in)
+	if code != 1 || !strings.Contains(errs, "line 4") || out != "" {
+		t.Errorf("advise on a malformed line (stop) = %d, stderr %q, stdout %q; want 1 naming line 4", code, errs, out)
+	}
+	code, out, errs = runAdvise(t, "--input", in, "--on-error=skip")
+	if code != 0 || !strings.Contains(errs, "skipped line 4") || !strings.Contains(errs, "skipped line 8") ||
+		!strings.Contains(out, "2 malformed lines skipped") {
+		t.Errorf("advise --on-error=skip = %d\nstderr %q\nstdout:\n%s", code, errs, out)
+	}
+}
+
+func TestAdviseUsage(t *testing.T) {
+	tests := [][]string{
+		{},
+		{"--input", "x", "--on-error", "maybe"},
+		{"--live"},
+		{"--live", "--input", "x", "--database", "d", "--container", "c"},
+		{"--input", "x", "--buckets", "0"},
+		{"--input", "x", "--total-bytes", "lots"},
+		{"--input", "x", "extra"},
+	}
+	for _, args := range tests {
+		if code, _, _ := runAdvise(t, args...); code != 2 {
+			t.Errorf("adviseCmd(%q) = %d, want 2", args, code)
+		}
+	}
+	if code, _, _ := runAdvise(t, "-h"); code != 0 {
+		t.Errorf("adviseCmd(-h) = %d, want 0", code)
+	}
+	if code, _, errs := runAdvise(t, "--input", filepath.Join(t.TempDir(), "none.jsonl")); code != 1 || errs == "" {
+		t.Errorf("advise on a missing file = %d, %q; want 1", code, errs)
+	}
+	bad := writeFile(t, "w.json", `{"queries":[{"filters":["date"]}]}`)
+	in := writeFile(t, "in.jsonl", orders(1, 2))
+	if code, _, errs := runAdvise(t, "--input", in, "--workload", bad); code != 1 || !strings.Contains(errs, "date") {
+		t.Errorf("advise with a bad workload = %d, %q; want 1 naming the filter", code, errs)
+	}
+}
+
+func TestParseAdviseEnv(t *testing.T) {
+	env := map[string]string{"PARTITA_SAMPLE": "50", "PARTITA_ON_ERROR": "skip", "PARTITA_TOTAL_BYTES": "1.5GB"}
+	c, err := parseAdvise([]string{"--input", "-", "--sample", "60"}, func(k string) string { return env[k] }, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.sample != 60 || c.onError != "skip" || c.totalBytes != 3<<29 || c.key != config.EmulatorKey {
+		t.Errorf("parseAdvise = %+v; want sample 60 (flag wins), skip and 1.5GB from the environment", c)
+	}
+}
+
+func TestByteSize(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"1024", 1024, true}, {"20GB", 20 << 30, true}, {"2 tb", 2 << 40, true}, {"1.5KB", 1536, true},
+		{"10B", 10, true}, {"-1", 0, false}, {"GB", 0, false}, {"1PB", 0, false},
+	}
+	for _, tt := range tests {
+		var b byteSize
+		err := b.Set(tt.in)
+		if (err == nil) != tt.ok || (tt.ok && int64(b) != tt.want) {
+			t.Errorf("byteSize.Set(%q) = %d, %v; want %d, ok %v", tt.in, b, err, tt.want, tt.ok)
+		}
+	}
+}
+
+// TestAdviseLive samples a live container through the SDK and names the
+// key hammered into 429s from the server's partition report.
+func TestAdviseLive(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{Configure: func(c *config.Config) { c.Engine.RateLimit = "on" }})
+	c := s.Client(t)
+	ctx := t.Context()
+	if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := c.NewDatabase("db")
+	tp := azcosmos.NewManualThroughputProperties(400)
+	if _, err := d.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "events",
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}},
+		&azcosmos.CreateContainerOptions{ThroughputProperties: &tp}); err != nil {
+		t.Fatal(err)
+	}
+	k, _ := d.NewContainer("events")
+	throttled := false
+	for i := 0; i < 5000 && !throttled; i++ {
+		pk := "hot"
+		if i < 40 {
+			pk = fmt.Sprintf("k%d", i)
+		}
+		doc := fmt.Appendf(nil, `{"id":"e%d","pk":%q,"user":"u%d","kind":"click"}`, i, pk, i)
+		_, err := k.UpsertItem(ctx, azcosmos.NewPartitionKeyString(pk), doc, nil)
+		var re *azcore.ResponseError
+		switch {
+		case errors.As(err, &re) && re.StatusCode == http.StatusTooManyRequests:
+			throttled = true
+		case err != nil:
+			t.Fatal(err)
+		}
+	}
+	if !throttled {
+		t.Fatal("no 429 from a 400 RU/s container written as fast as possible")
+	}
+
+	ca := writeFile(t, "ca.pem", string(s.CertPEM))
+	args := []string{"--live", "--endpoint", s.Endpoint, "--key", s.Key, "--ca-cert", ca, "--database", "db", "--container", "events", "--sample", "1000"}
+	code, out, errs := runAdvise(t, append(args, "--json")...)
+	if code != 0 {
+		t.Fatalf("advise --live = %d\n%s\n%s", code, out, errs)
+	}
+	var rep struct {
+		Items      int      `json:"items"`
+		CurrentKey []string `json:"currentKey"`
+		HotKeys    []struct {
+			Key    string  `json:"key"`
+			Share  float64 `json:"share"`
+			Now    bool    `json:"now"`
+			Advice string  `json:"advice"`
+		} `json:"hotKeys"`
+		Candidates []struct {
+			Key     string `json:"key"`
+			Current bool   `json:"current"`
+		} `json:"candidates"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Items == 0 || len(rep.CurrentKey) != 1 || rep.CurrentKey[0] != "/pk" {
+		t.Errorf("live sample: %d items, current key %q; want items and /pk", rep.Items, rep.CurrentKey)
+	}
+	if len(rep.HotKeys) == 0 || rep.HotKeys[0].Key != `["hot"]` || !rep.HotKeys[0].Now || rep.HotKeys[0].Share < 0.5 ||
+		!strings.Contains(rep.HotKeys[0].Advice, "/pk.") {
+		t.Fatalf("hot keys = %+v; want [\"hot\"], hot now, with a suffix variant of /pk as advice", rep.HotKeys)
+	}
+	current := false
+	for _, c := range rep.Candidates {
+		current = current || (c.Key == "/pk" && c.Current)
+	}
+	if !current {
+		t.Errorf("/pk is not marked as the current key")
+	}
+	code, out, _ = runAdvise(t, args...)
+	if code != 0 || !strings.Contains(out, `["hot"] is hot now`) || !strings.Contains(out, "Current partition key: /pk") {
+		t.Errorf("advise --live table = %d:\n%s", code, out)
+	}
+
+	// A wrong key: the SDK's 401 fails the run.
+	if code, _, errs := runAdvise(t, "--live", "--endpoint", s.Endpoint, "--key", "AAAA", "--ca-cert", ca, "--database", "db", "--container", "events"); code != 1 || errs == "" {
+		t.Errorf("advise --live with a wrong key = %d, %q; want 1", code, errs)
+	}
+}
