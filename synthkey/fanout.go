@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -110,6 +111,7 @@ func ReadItem(ctx context.Context, c *azcosmos.ContainerClient, keys []string, i
 	err := fanOut(ctx, keys, o.Concurrency, func(ctx context.Context, i int) error {
 		resp, err := c.ReadItem(ctx, azcosmos.NewPartitionKeyString(keys[i]), id, o.Item)
 		if itemNotFound(err) {
+			slots[i].charge = errorCharge(err) // a miss costs too
 			return nil
 		}
 		if err != nil {
@@ -133,6 +135,19 @@ func ReadItem(ctx context.Context, c *azcosmos.ContainerClient, keys []string, i
 		return r, fmt.Errorf("%w: id %q, %d keys", ErrNotFound, id, len(keys))
 	}
 	return r, nil
+}
+
+// errorCharge is the request charge an error response reports, 0 if none.
+func errorCharge(err error) float64 {
+	re, ok := errors.AsType[*azcore.ResponseError](err)
+	if !ok || re.RawResponse == nil {
+		return 0
+	}
+	ru, perr := strconv.ParseFloat(re.RawResponse.Header.Get("x-ms-request-charge"), 64)
+	if perr != nil {
+		return 0
+	}
+	return ru
 }
 
 // itemNotFound reports whether err is the 404 of a missing item, not of a

@@ -179,6 +179,10 @@ func TestFanOutAfterSplits(t *testing.T) {
 			if err != nil || len(res.Items) != 1 || res.Keys[0] != want[id] || res.RequestCharge <= 0 {
 				t.Fatalf("ReadItem(%s) = %d items under %q (%v RU), %v; want 1 under %q", id, len(res.Items), res.Keys, res.RequestCharge, err, want[id])
 			}
+			// Every key was asked, and each miss costs at least 1 RU.
+			if res.RequestCharge < float64(len(keys)) {
+				t.Errorf("ReadItem(%s) over %d keys charged %v RU, want the misses counted too", id, len(keys), res.RequestCharge)
+			}
 		}
 		if _, err := synthkey.ReadItem(ctx, c, keys, "nope", nil); !errors.Is(err, synthkey.ErrNotFound) {
 			t.Errorf("ReadItem(nope) = %v, want ErrNotFound", err)
