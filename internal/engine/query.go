@@ -162,9 +162,15 @@ func (e *Engine) runQuery(ctx context.Context, c *catalog.Container, ast *parse.
 	if err != nil {
 		return Page{}, err
 	}
-	src := docSource{e: e, c: c, r: r, byID: scope.PK != nil && len(scope.PK) == len(c.PK.Paths), expired: e.expiredFilter(c)}
-	if !src.byID && c.IndexCurrent() {
-		src.scan, _ = plan.Index(ast, q.Params, c.Policy())
+	lp := scope.PK != nil && len(scope.PK) == len(c.PK.Paths)
+	src := docSource{e: e, c: c, r: r, byID: lp, expired: e.expiredFilter(c)}
+	if c.IndexCurrent() {
+		// One logical partition is read in id order, unless an equality or
+		// IN lookup narrows it: a large logical partition (all of a day's
+		// readings) is then not scanned for a few items.
+		if scan, ok := plan.Index(ast, q.Params, c.Policy()); ok && (!lp || scan.Kind == "equality" || scan.Kind == "in") {
+			src.scan, src.byID = scan, false
+		}
 	}
 	if src.scan == nil && prog.OrderFree() {
 		// An aggregate over the whole scope: read the items sequentially in

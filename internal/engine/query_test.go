@@ -508,6 +508,14 @@ func TestQueryCostsFollowWork(t *testing.T) {
 		t.Errorf("entries read %d (want 4 ranges x 4) and %d (want 4 ranges x 200), scan loaded %d bytes",
 			indexed.Metrics.Entries, scanned.Metrics.Entries, scanned.Metrics.LoadedBytes)
 	}
+	// Within one logical partition an equality lookup reads only its hits
+	// (4 of the partition's 20 items).
+	inLP := run("k", Scope{PK: pkN(3)}, "SELECT VALUE c.id FROM c WHERE c.n = 3")
+	inLPScan := run("scan", Scope{PK: pkN(3)}, "SELECT VALUE c.id FROM c WHERE c.n = 3")
+	if len(inLP.Items) != 4 || inLP.Loaded != 4 || len(inLPScan.Items) != 4 || inLPScan.Loaded != 20 {
+		t.Errorf("logical partition lookup: %d results loading %d; scan %d loading %d; want 4 loading 4, and 4 loading 20",
+			len(inLP.Items), inLP.Loaded, len(inLPScan.Items), inLPScan.Loaded)
+	}
 	routed := run("scan", Scope{PK: pkN(3)}, "SELECT * FROM c WHERE c.s = 's3'")
 	fanned := run("scan", Scope{}, "SELECT * FROM c WHERE c.s = 's3' AND c.pk = 'p3' OR false")
 	if len(routed.Items) != len(fanned.Items) || len(routed.Items) == 0 {
