@@ -103,19 +103,7 @@ func parseAdvise(args []string, getenv func(string) string, stderr io.Writer) (a
 	fs.StringVar(&c.container, "container", "", "container (--live)")
 	fs.StringVar(&c.caCert, "ca-cert", "", "PEM file of a CA (or the server's self-signed certificate) to trust (--live)")
 	fs.BoolVar(&c.insecure, "insecure", false, "skip TLS certificate verification, as for the emulator (--live)")
-	var envErrs []error
-	fs.VisitAll(func(f *flag.Flag) {
-		name := "PARTITA_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v := getenv(name); v != "" {
-			if err := f.Value.Set(v); err != nil {
-				envErrs = append(envErrs, fmt.Errorf("%s=%q: %w", name, v, err))
-			}
-		}
-	})
-	if err := errors.Join(envErrs...); err != nil {
-		return c, err
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, getenv); err != nil {
 		return c, err
 	}
 	var errs []error

@@ -62,19 +62,7 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 		fmt.Fprintf(fs.Output(), "Usage: partita bench [flags]\n\nGenerates load over the Cosmos DB protocol and reports throughput, RU/s, 429s and latency per operation.\nEvery flag can also be set as an environment variable: --key is PARTITA_KEY.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	var envErrs []error
-	fs.VisitAll(func(f *flag.Flag) {
-		name := "PARTITA_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v := getenv(name); v != "" {
-			if err := f.Value.Set(v); err != nil {
-				envErrs = append(envErrs, fmt.Errorf("%s=%q: %w", name, v, err))
-			}
-		}
-	})
-	if err := errors.Join(envErrs...); err != nil {
-		return cfg, o, err
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, getenv); err != nil {
 		return cfg, o, err
 	}
 	if fs.NArg() > 0 {

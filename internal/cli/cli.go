@@ -94,12 +94,9 @@ func serveFlags(fs *flag.FlagSet, cfg *config.Config) {
 	fs.DurationVar(&cfg.Server.ShutdownTimeout, "shutdown-timeout", cfg.Server.ShutdownTimeout, "how long a graceful shutdown may take")
 }
 
-// parseServe parses args over defaults and PARTITA_* variables (flags win).
-func parseServe(args []string, getenv func(string) string, stderr io.Writer) (config.Config, error) {
-	cfg := config.Default()
-	fs := flag.NewFlagSet("partita serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	serveFlags(fs, &cfg)
+// parseFlags sets fs's flags from PARTITA_* variables (--log-level is
+// PARTITA_LOG_LEVEL), then from args: flags win over the environment.
+func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) error {
 	var envErrs []error
 	fs.VisitAll(func(f *flag.Flag) {
 		name := "PARTITA_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
@@ -110,9 +107,18 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 		}
 	})
 	if err := errors.Join(envErrs...); err != nil {
-		return cfg, err
+		return err
 	}
-	if err := fs.Parse(args); err != nil {
+	return fs.Parse(args)
+}
+
+// parseServe parses args over defaults and PARTITA_* variables (flags win).
+func parseServe(args []string, getenv func(string) string, stderr io.Writer) (config.Config, error) {
+	cfg := config.Default()
+	fs := flag.NewFlagSet("partita serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	serveFlags(fs, &cfg)
+	if err := parseFlags(fs, args, getenv); err != nil {
 		return cfg, err
 	}
 	if fs.NArg() > 0 {
