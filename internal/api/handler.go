@@ -7,6 +7,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -76,7 +77,35 @@ func New(cfg Config, eng *engine.Engine, v *auth.Verifier, now func() time.Time,
 // handlerFunc serves one request; a returned error becomes the response.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
+// handle registers fn for pattern. The access the operation needs follows
+// from the route, never from a header the client chooses: a GET or HEAD
+// reads, and every other method writes (so needs the master key or a
+// read-write token), except the POST routes registered with handlePost,
+// which decide per request.
 func (h *Handler) handle(pattern string, fn handlerFunc) {
+	if method, _, ok := strings.Cut(pattern, " "); ok && method != http.MethodGet && method != http.MethodHead {
+		fn = writes(fn)
+	}
+	h.route(pattern, fn)
+}
+
+// handlePost registers a POST route that serves two operations: query, a
+// read (the request is a query or a query-plan request: Content-Type
+// application/query+json, x-ms-documentdb-isquery or
+// x-ms-cosmos-is-query-plan-request), or otherwise write, which needs write
+// access. The dispatch and the access check are one decision, so a query
+// header can never make a write pass as a read.
+func (h *Handler) handlePost(pattern string, query, write handlerFunc) {
+	write = writes(write)
+	h.route("POST "+pattern, func(w http.ResponseWriter, r *http.Request) error {
+		if isQuery(r) || isTrue(r, hdrIsPlan) {
+			return query(w, r)
+		}
+		return write(w, r)
+	})
+}
+
+func (h *Handler) route(pattern string, fn handlerFunc) {
 	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		if err := fn(w, r); err != nil {
 			h.writeError(w, r, err)
@@ -84,22 +113,42 @@ func (h *Handler) handle(pattern string, fn handlerFunc) {
 	})
 }
 
+// writes wraps fn so that it runs only for a principal with write access.
+func writes(fn handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if accessFrom(r.Context()) != auth.ReadWrite {
+			return status.New(http.StatusForbidden, "the read-only key cannot be used to modify resources")
+		}
+		return fn(w, r)
+	}
+}
+
+// accessKey is the context key of the request's authenticated access.
+type accessKey struct{}
+
+// accessFrom returns the access the request authenticated with; zero (no
+// access) when it did not authenticate.
+func accessFrom(ctx context.Context) auth.Access {
+	a, _ := ctx.Value(accessKey{}).(auth.Access)
+	return a
+}
+
 func (h *Handler) routes() {
 	h.handle("GET /{$}", h.account)
 
-	h.handle("POST /dbs", h.postDatabases)
+	h.handlePost("/dbs", h.listDatabases, h.createDatabase)
 	h.handle("GET /dbs", h.listDatabases)
 	h.handle("GET /dbs/{db}", h.readDatabase)
 	h.handle("DELETE /dbs/{db}", h.deleteDatabase)
 
-	h.handle("POST /dbs/{db}/colls", h.postContainers)
+	h.handlePost("/dbs/{db}/colls", h.listContainers, h.createContainer)
 	h.handle("GET /dbs/{db}/colls", h.listContainers)
 	h.handle("GET /dbs/{db}/colls/{coll}", h.readContainer)
 	h.handle("PUT /dbs/{db}/colls/{coll}", h.replaceContainer)
 	h.handle("DELETE /dbs/{db}/colls/{coll}", h.deleteContainer)
 	h.handle("GET /dbs/{db}/colls/{coll}/pkranges", h.pkRanges)
 
-	h.handle("POST /dbs/{db}/colls/{coll}/docs", h.postItems)
+	h.handlePost("/dbs/{db}/colls/{coll}/docs", h.queryItemsOrPlan, h.postItems)
 	h.handle("GET /dbs/{db}/colls/{coll}/docs", h.readFeed)
 	h.handle("GET /dbs/{db}/colls/{coll}/docs/{id}", h.readItem)
 	h.handle("PUT /dbs/{db}/colls/{coll}/docs/{id}", h.replaceItem)
@@ -109,7 +158,7 @@ func (h *Handler) routes() {
 	h.scriptRoutes()
 
 	h.handle("GET /offers", h.listOffers)
-	h.handle("POST /offers", h.queryOffers)
+	h.handlePost("/offers", h.listOffers, h.postOffers)
 	h.handle("GET /offers/{id}", h.readOffer)
 	h.handle("PUT /offers/{id}", h.replaceOffer)
 
@@ -152,10 +201,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	r.Body = http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes)
-	if err := h.authenticate(r); err != nil {
+	access, err := h.authenticate(r)
+	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
+	r = r.WithContext(context.WithValue(r.Context(), accessKey{}, access))
 	// Go's SDK addresses offers with a trailing slash; every resource
 	// tolerates one.
 	if p := r.URL.Path; len(p) > 1 && strings.HasSuffix(p, "/") {
@@ -184,7 +235,10 @@ func (s *statusWriter) WriteHeader(code int) {
 	s.ResponseWriter.WriteHeader(code)
 }
 
-func (h *Handler) authenticate(r *http.Request) error {
+// authenticate verifies the request's signature or token and returns the
+// access it grants. What the request may do with that access is decided by
+// its route (handle, handlePost).
+func (h *Handler) authenticate(r *http.Request) (auth.Access, error) {
 	date := r.Header.Get("x-ms-date")
 	if date == "" {
 		date = r.Header.Get("Date")
@@ -196,26 +250,18 @@ func (h *Handler) authenticate(r *http.Request) error {
 		var ae *auth.Error
 		if errors.As(err, &ae) {
 			if ae.Reason == auth.BadPath {
-				return status.New(http.StatusBadRequest, ae.Msg).Wrap(err)
+				return 0, status.New(http.StatusBadRequest, ae.Msg).Wrap(err)
 			}
-			return status.New(http.StatusUnauthorized, ae.Msg).Wrap(err)
+			return 0, status.New(http.StatusUnauthorized, ae.Msg).Wrap(err)
 		}
-		return err
+		return 0, err
 	}
 	if h.cfg.EmulatorIDQuirks {
 		if err := emulatorPathCheck(r.URL.EscapedPath()); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	if access == auth.ReadOnly && !isRead(r) {
-		return status.New(http.StatusForbidden, "the read-only key cannot be used to modify resources")
-	}
-	return nil
-}
-
-// isRead reports whether r only reads: a GET/HEAD or a query.
-func isRead(r *http.Request) bool {
-	return r.Method == http.MethodGet || r.Method == http.MethodHead || (r.Method == http.MethodPost && isQuery(r))
+	return access, nil
 }
 
 // errorBody is the body of every error response; the JS SDK needs "message".

@@ -44,15 +44,19 @@ func (h *Handler) writeItem(w http.ResponseWriter, r *http.Request, code int, re
 	return writeJSON(w, code, body)
 }
 
-// postItems serves POST …/docs: a query plan request, a query, a batch, or
-// an item create/upsert, in that order (protocol doc §6.1).
-func (h *Handler) postItems(w http.ResponseWriter, r *http.Request) error {
-	switch {
-	case isTrue(r, hdrIsPlan):
+// queryItemsOrPlan serves the reads of POST …/docs: a query plan request or
+// a query, in that order (protocol doc §6.1).
+func (h *Handler) queryItemsOrPlan(w http.ResponseWriter, r *http.Request) error {
+	if isTrue(r, hdrIsPlan) {
 		return h.queryPlan(w, r)
-	case isQuery(r):
-		return h.queryItems(w, r)
-	case isTrue(r, hdrIsBatch):
+	}
+	return h.queryItems(w, r)
+}
+
+// postItems serves the writes of POST …/docs: a batch, or an item create or
+// upsert.
+func (h *Handler) postItems(w http.ResponseWriter, r *http.Request) error {
+	if isTrue(r, hdrIsBatch) {
 		return h.batch(w, r)
 	}
 	pk, err := partitionKey(r)

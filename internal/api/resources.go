@@ -102,10 +102,7 @@ func (h *Handler) listOrQuery(w http.ResponseWriter, r *http.Request, rid, key s
 	return writeFeed(w, rid, key, p)
 }
 
-func (h *Handler) postDatabases(w http.ResponseWriter, r *http.Request) error {
-	if isQuery(r) {
-		return h.listOrQuery(w, r, "", "Databases", h.eng.Databases())
-	}
+func (h *Handler) createDatabase(w http.ResponseWriter, r *http.Request) error {
 	body, err := readBody(r)
 	if err != nil {
 		return err
@@ -148,11 +145,8 @@ func (h *Handler) deleteDatabase(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *Handler) postContainers(w http.ResponseWriter, r *http.Request) error {
+func (h *Handler) createContainer(w http.ResponseWriter, r *http.Request) error {
 	db := r.PathValue("db")
-	if isQuery(r) {
-		return h.listContainers(w, r)
-	}
 	body, err := readBody(r)
 	if err != nil {
 		return err
@@ -260,11 +254,9 @@ func (h *Handler) listOffers(w http.ResponseWriter, r *http.Request) error {
 	return h.listOrQuery(w, r, "", "Offers", h.eng.Offers())
 }
 
-func (h *Handler) queryOffers(w http.ResponseWriter, r *http.Request) error {
-	if !isQuery(r) {
-		return status.BadRequest("offers are created with their database or container; POST /offers takes a query")
-	}
-	return h.listOrQuery(w, r, "", "Offers", h.eng.Offers())
+// postOffers answers a POST /offers that is not a query.
+func (h *Handler) postOffers(http.ResponseWriter, *http.Request) error {
+	return status.BadRequest("offers are created with their database or container; POST /offers takes a query")
 }
 
 func (h *Handler) readOffer(w http.ResponseWriter, r *http.Request) error {

@@ -30,10 +30,8 @@ func (h *Handler) scriptRoutes() {
 	for _, k := range scriptKinds {
 		kind, feed := k.kind, k.feed
 		base := "/dbs/{db}/colls/{coll}/" + string(kind)
-		h.handle("POST "+base, func(w http.ResponseWriter, r *http.Request) error {
-			if isQuery(r) {
-				return h.listScripts(w, r, kind, feed)
-			}
+		list := func(w http.ResponseWriter, r *http.Request) error { return h.listScripts(w, r, kind, feed) }
+		h.handlePost(base, list, func(w http.ResponseWriter, r *http.Request) error {
 			body, err := readBody(r)
 			if err != nil {
 				return err
@@ -44,7 +42,7 @@ func (h *Handler) scriptRoutes() {
 			}
 			return writeResource(w, http.StatusCreated, res)
 		})
-		h.handle("GET "+base, func(w http.ResponseWriter, r *http.Request) error { return h.listScripts(w, r, kind, feed) })
+		h.handle("GET "+base, list)
 		h.handle("GET "+base+"/{id}", func(w http.ResponseWriter, r *http.Request) error {
 			res, err := h.eng.ReadScript(r.PathValue("db"), r.PathValue("coll"), kind, r.PathValue("id"))
 			if err != nil {

@@ -149,12 +149,17 @@ func (s *Server) clientWith(t testing.TB, key string, retry policy.RetryOptions)
 // the SDK does not expose (such as reading one pk range's feed). path is the
 // URL path, e.g. "/dbs/db/colls/c/docs"; headers are added as given.
 func (s *Server) Do(ctx context.Context, method, path string, headers map[string]string, body []byte) (*http.Response, []byte, error) {
+	return s.DoWithKey(ctx, s.Key, method, path, headers, body)
+}
+
+// DoWithKey is Do signed with key (base64), e.g. a read-only key.
+func (s *Server) DoWithKey(ctx context.Context, key64, method, path string, headers map[string]string, body []byte) (*http.Response, []byte, error) {
 	u := strings.TrimSuffix(s.Endpoint, "/") + path
 	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
 	if err != nil {
 		return nil, nil, err
 	}
-	key, err := auth.DecodeKey(s.Key)
+	key, err := auth.DecodeKey(key64)
 	if err != nil {
 		return nil, nil, err
 	}
