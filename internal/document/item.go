@@ -58,8 +58,9 @@ type Item struct {
 // partition key paths (e.g. ["/pk"], ["/tenant","/user"], ["/a/b"]; a segment
 // may be a JSON string, as in /"my-field"). The body must be strict JSON
 // (RFC 8259, valid UTF-8, at most 128 levels of nesting below the root), a
-// JSON object, with an "id" that is a string passing ValidateID. Where a key
-// repeats, the last occurrence counts, as in JavaScript and Go.
+// JSON object, with an "id" that is a string passing ValidateID. No object in
+// it, at any depth, may have two members of one name (see
+// DuplicateNameError): readers disagree on which one counts.
 //
 // PK has one component per path: the value there, Null for a JSON null, and
 // Undefined if the property is absent or a value on the way is not an object.
@@ -88,8 +89,20 @@ const (
 
 // ParseItemWith is ParseItem with a choice of id rule.
 func ParseItemWith(body []byte, pkPaths []string, rule IDRule) (*Item, error) {
+	return parseItem(body, pkPaths, rule, true)
+}
+
+// ParseStoredItem parses an item as stored (Marshal's output) by the rules of
+// ParseItemWith with LenientIDs, except that duplicate names are tolerated
+// (the last occurrence counts): releases before duplicates were refused may
+// have stored such items, and they must stay readable and deletable.
+func ParseStoredItem(stored []byte, pkPaths []string) (*Item, error) {
+	return parseItem(stored, pkPaths, LenientIDs, false)
+}
+
+func parseItem(body []byte, pkPaths []string, rule IDRule, strict bool) (*Item, error) {
 	it := &Item{body: body, members: make([]member, 0, 16)}
-	root, err := scanRoot(body, &it.members)
+	root, err := scanRoot(body, &it.members, strict)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +138,7 @@ func ParseItemWith(body []byte, pkPaths []string, rule IDRule) (*Item, error) {
 // Marshal produced it, or any item body) at pkPaths, by the rules of
 // ParseItem; the id is not checked. Errors are *InvalidError.
 func ExtractPK(stored []byte, pkPaths []string) (PartitionKey, error) {
-	root, err := scanRoot(stored, nil)
+	root, err := scanRoot(stored, nil, false)
 	if err != nil {
 		return nil, err
 	}
@@ -133,16 +146,17 @@ func ExtractPK(stored []byte, pkPaths []string) (PartitionKey, error) {
 }
 
 // scanRoot validates b as a JSON object and returns the offset of its '{'. If
-// ms is not nil, the top-level members are appended to it.
-func scanRoot(b []byte, ms *[]member) (int, error) {
+// ms is not nil, the top-level members are appended to it. strict refuses
+// duplicate member names (scanValue).
+func scanRoot(b []byte, ms *[]member, strict bool) (int, error) {
 	root := skipWS(b, 0)
 	var end int
 	var err error
 	isObj := root < len(b) && b[root] == '{'
 	if isObj {
-		end, err = scanObject(b, root, 0, ms)
+		end, err = scanObject(b, root, 0, ms, strict)
 	} else {
-		end, err = scanValue(b, root, 0)
+		end, err = scanValue(b, root, 0, strict)
 	}
 	if err == nil {
 		if i := skipWS(b, end); i != len(b) {
@@ -152,6 +166,9 @@ func scanRoot(b []byte, ms *[]member) (int, error) {
 	if err != nil {
 		if se, ok := errors.AsType[*syntaxError](err); ok {
 			return 0, &InvalidError{Msg: "request body is not valid JSON: " + se.Error()}
+		}
+		if de, ok := errors.AsType[*DuplicateNameError](err); ok {
+			return 0, &InvalidError{Msg: de.Error()}
 		}
 		return 0, err
 	}
@@ -378,7 +395,7 @@ func (it *Item) Marshal(sp SystemProps) []byte {
 // produced it. Errors wrap ErrCorrupt: the JSON is invalid, or _rid, _self or
 // _etag is missing or not a string, or _ts is missing or not an integer.
 func Props(stored []byte) (SystemProps, error) {
-	root, err := scanRoot(stored, nil)
+	root, err := scanRoot(stored, nil, false)
 	if err != nil {
 		return SystemProps{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}

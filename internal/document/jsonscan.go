@@ -359,7 +359,11 @@ type member struct {
 
 // scanValue validates the JSON value starting at b[i] (no leading space) and
 // returns the offset just past it. depth counts the containers around it.
-func scanValue(b []byte, i, depth int) (int, error) {
+//
+// With strict set, an object with two members of one name, at any depth, is
+// a *DuplicateNameError: input from clients is scanned strictly; stored bytes
+// (which older releases may have written with duplicates) are not.
+func scanValue(b []byte, i, depth int, strict bool) (int, error) {
 	if i >= len(b) {
 		return 0, synErr(i, "unexpected end of input")
 	}
@@ -368,9 +372,9 @@ func scanValue(b []byte, i, depth int) (int, error) {
 		end, _, err := scanString(b, i, false)
 		return end, err
 	case c == '{':
-		return scanObject(b, i, depth+1, nil)
+		return scanObject(b, i, depth+1, nil, strict)
 	case c == '[':
-		return scanArray(b, i, depth+1)
+		return scanArray(b, i, depth+1, strict)
 	case c == '-' || c >= '0' && c <= '9':
 		return scanNumber(b, i)
 	case c == 't':
@@ -385,7 +389,8 @@ func scanValue(b []byte, i, depth int) (int, error) {
 
 // scanObject validates the object starting at b[i] == '{' and returns the
 // offset just past it. If ms is not nil, its members are appended to *ms.
-func scanObject(b []byte, i, depth int, ms *[]member) (int, error) {
+// strict as for scanValue.
+func scanObject(b []byte, i, depth int, ms *[]member, strict bool) (int, error) {
 	if depth > maxDepth {
 		return 0, synErr(i, "nesting deeper than %d", maxDepth)
 	}
@@ -393,6 +398,7 @@ func scanObject(b []byte, i, depth int, ms *[]member) (int, error) {
 	if i < len(b) && b[i] == '}' {
 		return i + 1, nil
 	}
+	var names nameSet
 	for {
 		if i >= len(b) || b[i] != '"' {
 			return 0, synErr(i, "%s, want an object key", describe(b, i))
@@ -406,8 +412,13 @@ func scanObject(b []byte, i, depth int, ms *[]member) (int, error) {
 		if i >= len(b) || b[i] != ':' {
 			return 0, synErr(i, "%s, want ':'", describe(b, i))
 		}
+		if strict {
+			if err := names.add(b, ks, ke, kesc); err != nil {
+				return 0, err
+			}
+		}
 		vs := skipWS(b, i+1)
-		ve, err := scanValue(b, vs, depth)
+		ve, err := scanValue(b, vs, depth, strict)
 		if err != nil {
 			return 0, err
 		}
@@ -426,9 +437,77 @@ func scanObject(b []byte, i, depth int, ms *[]member) (int, error) {
 	}
 }
 
+// DuplicateNameError reports an object with two members of one name. JSON
+// (RFC 8259 §4) leaves such objects' meaning to the reader, and readers
+// disagree (the first or the last wins), so an item that has one would have
+// two identities: Partita refuses them wherever a document enters.
+type DuplicateNameError struct {
+	Name   string // the decoded property name
+	Offset int    // byte offset of its second occurrence
+}
+
+func (e *DuplicateNameError) Error() string {
+	return fmt.Sprintf("duplicate property name %q at offset %d: property names must be unique within an object", e.Name, e.Offset)
+}
+
+// nameSet holds the member names of one object being scanned. Objects are
+// small: up to smallNames names are compared pairwise on their literals
+// without allocating; larger objects switch to a map of decoded names.
+type nameSet struct {
+	n     int
+	small [smallNames]struct {
+		ks, ke int
+		esc    bool
+	}
+	big map[string]struct{}
+}
+
+const smallNames = 16
+
+// add records the key literal b[ks:ke] (quotes included) and returns a
+// *DuplicateNameError if the object already has a member of that name.
+func (s *nameSet) add(b []byte, ks, ke int, esc bool) error {
+	raw := b[ks+1 : ke-1]
+	if s.big == nil && s.n < smallNames {
+		for _, k := range s.small[:s.n] {
+			other := b[k.ks+1 : k.ke-1]
+			same := false
+			if !esc && !k.esc {
+				same = bytes.Equal(raw, other)
+			} else {
+				same = bytes.Equal(appendUnescaped(nil, raw), appendUnescaped(nil, other))
+			}
+			if same {
+				return &DuplicateNameError{Name: string(appendUnescaped(nil, raw)), Offset: ks}
+			}
+		}
+		s.small[s.n] = struct {
+			ks, ke int
+			esc    bool
+		}{ks, ke, esc}
+		s.n++
+		return nil
+	}
+	if s.big == nil {
+		s.big = make(map[string]struct{}, 2*smallNames)
+		for _, k := range s.small[:s.n] {
+			s.big[string(appendUnescaped(nil, b[k.ks+1:k.ke-1]))] = struct{}{}
+		}
+	}
+	name := raw
+	if esc {
+		name = appendUnescaped(nil, raw)
+	}
+	if _, dup := s.big[string(name)]; dup {
+		return &DuplicateNameError{Name: string(name), Offset: ks}
+	}
+	s.big[string(name)] = struct{}{}
+	return nil
+}
+
 // scanArray validates the array starting at b[i] == '[' and returns the
 // offset just past it.
-func scanArray(b []byte, i, depth int) (int, error) {
+func scanArray(b []byte, i, depth int, strict bool) (int, error) {
 	if depth > maxDepth {
 		return 0, synErr(i, "nesting deeper than %d", maxDepth)
 	}
@@ -437,7 +516,7 @@ func scanArray(b []byte, i, depth int) (int, error) {
 		return i + 1, nil
 	}
 	for {
-		ve, err := scanValue(b, i, depth)
+		ve, err := scanValue(b, i, depth, strict)
 		if err != nil {
 			return 0, err
 		}

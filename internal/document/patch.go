@@ -240,7 +240,9 @@ func checkWritable(segs []string) error {
 // ApplyPatch does not limit the number of operations (ParsePatchRequest does).
 func ApplyPatch(doc []byte, ops []PatchOp) ([]byte, error) {
 	ms := make([]member, 0, min(len(doc)/16+8, 1024)) // a guess that avoids regrowing
-	if _, err := scanRoot(doc, &ms); err != nil {
+	// The stored item: an older release may have stored duplicate names, so
+	// it is scanned leniently (the engine parses the result as a new item).
+	if _, err := scanRoot(doc, &ms, false); err != nil {
 		return nil, err
 	}
 	root := &jnode{container: &container{obj: true}}
@@ -528,7 +530,10 @@ func index(a *jnode, s string, allowEnd bool) (int, error) {
 // below the root, and returns it as a node.
 func newValue(v json.RawMessage, depth int) (*jnode, error) {
 	i := skipWS(v, 0)
-	end, err := scanValue(v, i, depth)
+	end, err := scanValue(v, i, depth, true)
+	if de, ok := errors.AsType[*DuplicateNameError](err); ok {
+		return nil, pathError("value has a " + de.Error())
+	}
 	if err == nil {
 		if j := skipWS(v, end); j != len(v) {
 			err = synErr(j, "%s after the value", describe(v, j))

@@ -12,7 +12,7 @@ import (
 // 2^31-1; anything else is an *InvalidError. Whether it applies depends on
 // the container's default time to live.
 func TTL(item []byte) (ttl int64, present bool, err error) {
-	root, err := scanRoot(item, nil)
+	root, err := scanRoot(item, nil, false)
 	if err != nil {
 		return 0, false, &InvalidError{Msg: fmt.Sprintf("invalid JSON: %v", err)}
 	}

@@ -280,7 +280,7 @@ func (e *Engine) rebuildStats(ctx context.Context, c *catalog.Container) error {
 			}
 		}
 		if st.items == 0 {
-			if item, err := document.ParseItemWith(v, c.PK.Paths, document.LenientIDs); err == nil {
+			if item, err := document.ParseStoredItem(v, c.PK.Paths); err == nil {
 				st.key = item.PK.String()
 			}
 		}

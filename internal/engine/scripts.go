@@ -290,7 +290,7 @@ func (h *scriptHost) resolve(link string) (string, error) {
 }
 
 func idOf(stored []byte) string {
-	item, err := document.ParseItemWith(stored, nil, document.LenientIDs)
+	item, err := document.ParseStoredItem(stored, nil)
 	if err != nil {
 		return ""
 	}

@@ -99,7 +99,7 @@ func (e *Engine) purgeContainer(ctx context.Context, c *catalog.Container, curso
 		if err != nil || !e.expired(c, props) {
 			return read < purgeBatch
 		}
-		it, err := document.ParseItemWith(v, c.PK.Paths, document.LenientIDs)
+		it, err := document.ParseStoredItem(v, c.PK.Paths)
 		if err != nil {
 			failed = err
 			return false

@@ -1,0 +1,91 @@
+package testserver_test
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/partitadb/partita/internal/testserver"
+)
+
+// TestDuplicatePropertyNames sends documents with a property name twice
+// through every way a document enters: each is refused with 400 naming the
+// property, nothing is stored, and one id keeps one item.
+func TestDuplicatePropertyNames(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := s.Client(t)
+	ctx := t.Context()
+	k := newContainer(t, c, "db", azcosmos.ContainerProperties{ID: "dup", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil)
+	pk := azcosmos.NewPartitionKeyString("k1")
+
+	refused := func(what string, err error, name string) {
+		t.Helper()
+		var re *azcore.ResponseError
+		if !errors.As(err, &re) || re.StatusCode != http.StatusBadRequest || !strings.Contains(err.Error(), `duplicate property name \"`+name+`\"`) && !strings.Contains(err.Error(), `duplicate property name "`+name+`"`) {
+			t.Errorf("%s: %v, want 400 naming %q", what, err, name)
+		}
+	}
+	_, err := k.CreateItem(ctx, pk, []byte(`{"id":"dupA","pk":"k1","id":"dupB"}`), nil)
+	refused("create with two ids", err, "id")
+	_, err = k.UpsertItem(ctx, pk, []byte(`{"id":"dupA","pk":"k1","pk":"k2"}`), nil)
+	refused("upsert with two partition keys", err, "pk")
+	_, err = k.CreateItem(ctx, pk, []byte(`{"id":"dupA","pk":"k1","a":{"b":[{"c":1,"\u0063":2}]}}`), nil)
+	refused("create with a nested, escaped duplicate", err, "c")
+
+	if _, err := k.CreateItem(ctx, pk, []byte(`{"id":"dupA","pk":"k1","v":1}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err = k.ReplaceItem(ctx, pk, "dupA", []byte(`{"id":"dupA","pk":"k1","id":"dupB"}`), nil)
+	refused("replace with two ids", err, "id")
+
+	patch := azcosmos.PatchOperations{}
+	patch.AppendSet("/obj", json.RawMessage(`{"x":1,"x":2}`))
+	_, err = k.PatchItem(ctx, pk, "dupA", patch, nil)
+	refused("patch setting an object with a duplicate", err, "x")
+
+	batch := k.NewTransactionalBatch(pk)
+	batch.CreateItem([]byte(`{"id":"b1","pk":"k1"}`), nil)
+	batch.CreateItem([]byte(`{"id":"b2","pk":"k1","id":"b3"}`), nil)
+	res, err := k.ExecuteTransactionalBatch(ctx, batch, nil)
+	if err == nil && res.Success {
+		t.Errorf("batch with a duplicate name succeeded")
+	} else if err == nil {
+		var codes []int32
+		for _, r := range res.OperationResults {
+			codes = append(codes, r.StatusCode)
+		}
+		if len(codes) != 2 || codes[1] != http.StatusBadRequest {
+			t.Errorf("batch with a duplicate name: operation statuses %v, want [424 400]", codes)
+		}
+	} else {
+		refused("batch with a duplicate name", err, "id")
+	}
+
+	// Nothing but dupA was stored, and a query for it finds exactly one row.
+	for _, id := range []string{"dupB", "b1", "b2", "b3"} {
+		if _, err := k.ReadItem(ctx, pk, id, nil); err == nil {
+			t.Errorf("item %s exists after refused writes", id)
+		}
+	}
+	q := k.NewQueryItemsPager("SELECT * FROM c WHERE c.id = 'dupA'", pk, nil)
+	rows := 0
+	for q.More() {
+		p, err := q.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows += len(p.Items)
+	}
+	if rows != 1 {
+		t.Errorf("query for dupA: %d rows, want 1", rows)
+	}
+	item, err := k.ReadItem(ctx, pk, "dupA", nil)
+	if err != nil || !strings.Contains(string(item.Value), `"v":1`) {
+		t.Errorf("dupA after refused replace and patch: %s %v", item.Value, err)
+	}
+}
