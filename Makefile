@@ -13,7 +13,14 @@ run:
 build:
 	$(GO) build -o $(BIN) ./cmd/partita
 
-test: test-go test-node
+# Every suite runs even when an earlier one fails; the target fails at the
+# end if any did, after a summary naming them.
+test:
+	@failed=""; \
+	$(MAKE) --no-print-directory test-go || failed="$$failed test-go"; \
+	$(MAKE) --no-print-directory test-node || failed="$$failed test-node"; \
+	if [ -n "$$failed" ]; then echo "make test: failed:$$failed"; exit 1; fi; \
+	echo "make test: every suite passed"
 
 test-go:
 	$(GO) test -race -shuffle=on ./...

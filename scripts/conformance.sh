@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Starts bin/partita on https://localhost:8081/ (the address the Go SDK's emulator tests
 # hard-code) with a fresh data directory and the emulator-compatibility settings, runs
-# ../shared/conformance/azcosmos-suite.sh with the given test pattern, stops the server, and
+# scripts/azcosmos-suite.sh (the SDK's emulator tests) with the given test pattern, stops the server, and
 # fails unless every selected test passed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pattern=${1:-.}
-suite=${SUITE:-../shared/conformance/azcosmos-suite.sh}
+suite=${SUITE:-scripts/azcosmos-suite.sh}
 data=$(mktemp -d)
 log=$data/server.log
 ./bin/partita serve --data "$data/db" --emulator-compat --advertise-endpoint https://127.0.0.1:8081/ --compute-gateway-addr 127.0.0.1:8903 >"$log" 2>&1 &

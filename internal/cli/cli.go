@@ -148,7 +148,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	log := newLogger(cfg.Logging, stderr)
 	start := time.Now()
-	srv, err := server.Open(ctx, cfg, log)
+	srv, err := server.Open(ctx, cfg, log, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "partita serve: %v\n", err)
 		return 1

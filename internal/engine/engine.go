@@ -179,7 +179,7 @@ func New(ctx context.Context, st *store.Store, cfg Config, now func() time.Time,
 		if cfg.BurstCapacity {
 			burst = throughput.Burst{Window: 5 * time.Minute, MaxRate: 3000}
 		}
-		e.limit = throughput.NewLimiter(nil, burst)
+		e.limit = throughput.NewLimiter(now, burst)
 	}
 	if err := e.ensureIndexes(ctx, st); err != nil {
 		return nil, err

@@ -38,13 +38,18 @@ type Server struct {
 }
 
 // Open validates cfg, opens the store and engine and binds the listener.
-// The caller must call Run (which closes everything) or Close.
-func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, error) {
+// now is the node's clock (nil: time.Now): tests pass a fake one to make
+// time-based behaviour (throughput budgets, TTL) deterministic. The caller
+// must call Run (which closes everything) or Close.
+func Open(ctx context.Context, cfg config.Config, log *slog.Logger, now func() time.Time) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid configuration: %w", err)
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if now == nil {
+		now = time.Now
 	}
 	master, err := auth.DecodeKey(cfg.Auth.Key)
 	if err != nil {
@@ -79,7 +84,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, er
 	eng, err := engine.New(ctx, st, engine.Config{GatewayQueryFull: cfg.Engine.GatewayQuery == "full", LenientIDs: compat, RateLimit: cfg.RateLimited(),
 		LogicalPartitionMaxBytes: cfg.Engine.LogicalPartitionMaxBytes, PartitionMaxBytes: cfg.Engine.PartitionMaxBytes,
 		PartitionMaxRU: cfg.Engine.PartitionMaxRU, AdaptiveCapacity: cfg.Engine.AdaptiveCapacity, LoadSplits: cfg.Engine.LoadSplits,
-		BurstCapacity: cfg.Engine.BurstCapacity}, time.Now, log)
+		BurstCapacity: cfg.Engine.BurstCapacity}, now, log)
 	if err != nil {
 		_ = st.Close()
 		return nil, err
@@ -92,7 +97,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, er
 	handler := api.New(api.Config{
 		AdvertiseEndpoint: cfg.API.AdvertiseEndpoint, Consistency: consistency,
 		EmulatorIDQuirks: compat, TLS: cfg.Server.TLS,
-	}, eng, verifier, time.Now, log)
+	}, eng, verifier, now, log)
 	ln, err := net.Listen("tcp", cfg.Server.Addr)
 	if err != nil {
 		_ = st.Close()
@@ -106,7 +111,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, er
 			_ = st.Close()
 			return nil, fmt.Errorf("listen on %s: %w", addr, err)
 		}
-		compute := api.New(api.Config{Consistency: consistency, TLS: cfg.Server.TLS}, eng, verifier, time.Now, log)
+		compute := api.New(api.Config{Consistency: consistency, TLS: cfg.Server.TLS}, eng, verifier, now, log)
 		s.extraHTTP = newHTTPServer(compute, eng, tlsConf, log)
 	}
 	return s, nil

@@ -33,6 +33,10 @@ type Options struct {
 	DataDir string
 	// Configure, if set, adjusts the configuration before the server opens.
 	Configure func(*config.Config)
+	// Now, if set, is the server's clock (default time.Now). A frozen clock
+	// makes each partition's throughput budget a fixed number of request
+	// units: its one-second bucket never refills.
+	Now func() time.Time
 }
 
 // Server is a running test server.
@@ -66,7 +70,7 @@ func Start(t testing.TB, opts Options) *Server {
 		opts.Configure(&cfg)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.Open(ctx, cfg, nil)
+	srv, err := server.Open(ctx, cfg, nil, opts.Now)
 	if err != nil {
 		cancel()
 		t.Fatalf("testserver: open: %v", err)
