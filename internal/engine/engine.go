@@ -51,7 +51,8 @@ type Config struct {
 	QueryPageTime time.Duration
 	// QueryMaxTime bounds a query page that must read its whole scope
 	// (ORDER BY without an ordered index, GROUP BY, aggregates, DISTINCT):
-	// past it the query fails with 408. Default 1 minute.
+	// past it the query fails with 408. Default 10 s: such a page cannot
+	// stop early with a continuation, so it fails fast instead.
 	QueryMaxTime time.Duration
 	// QueryMaxSortBytes bounds the documents an ORDER BY without TOP or
 	// LIMIT may buffer to sort: past it the query fails with 400. Default
@@ -97,6 +98,14 @@ type Config struct {
 	// ScriptLimits bound each stored procedure, trigger and UDF run; zero
 	// fields take the script package's defaults (5 s, 1000 operations).
 	ScriptLimits script.Limits
+	// ScriptSlots bounds the stored procedures executing at once; others
+	// wait in arrival order for up to their time limit, then get 429.
+	// Default half the processors, at least 1.
+	ScriptSlots int
+	// QuerySlots bounds the query pages reading and evaluating documents at
+	// once; pages take turns of a few milliseconds. Default half the
+	// processors, at least 1.
+	QuerySlots int
 }
 
 func (c Config) withDefaults() Config {
@@ -131,7 +140,13 @@ func (c Config) withDefaults() Config {
 		c.QueryWorkers = runtime.GOMAXPROCS(0)
 	}
 	if c.QueryMaxTime <= 0 {
-		c.QueryMaxTime = time.Minute
+		c.QueryMaxTime = 10 * time.Second
+	}
+	if c.ScriptSlots <= 0 {
+		c.ScriptSlots = defaultSlots()
+	}
+	if c.QuerySlots <= 0 {
+		c.QuerySlots = defaultSlots()
 	}
 	if c.QueryMaxSortBytes <= 0 {
 		c.QueryMaxSortBytes = 256 << 20
@@ -154,6 +169,8 @@ type Engine struct {
 	grown grown               // containers to check for splits
 	hot   hotKeys             // request units per logical partition, per range
 	progs programs
+	// scripts and queries bound the heavy work running at once (gate).
+	scripts, queries *gate
 }
 
 // New returns an engine over st. now supplies timestamps (nil: time.Now);
@@ -174,6 +191,7 @@ func New(ctx context.Context, st *store.Store, cfg Config, now func() time.Time,
 		return nil, err
 	}
 	e := &Engine{cfg: cfg.withDefaults(), log: log, now: now, data: st, cat: cat, seq: seq}
+	e.scripts, e.queries = newGate(e.cfg.ScriptSlots), newGate(e.cfg.QuerySlots)
 	if cfg.RateLimit {
 		var burst throughput.Burst
 		if cfg.BurstCapacity {

@@ -546,10 +546,20 @@ type queryRun struct {
 
 // read reads the query's documents from position at. The time spent in fn
 // (evaluating) is not counted as load time.
+//
+// Reading and evaluating take turns with other queries (Engine.queries):
+// the page waits for a slot before its first document and hands it on every
+// few milliseconds.
 func (run *queryRun) read(ctx context.Context, at queryToken, fn docFunc) error {
 	t0 := time.Now()
 	var inFn time.Duration
+	tn := turn{g: run.e.queries}
+	defer tn.end()
+	var waitErr error
 	counted := func(lo, hi, key, doc []byte) bool {
+		if waitErr = tn.take(ctx); waitErr != nil {
+			return false
+		}
 		run.loadedBytes += len(doc)
 		t := time.Now()
 		more := fn(lo, hi, key, doc)
@@ -563,6 +573,9 @@ func (run *queryRun) read(ctx context.Context, at queryToken, fn docFunc) error 
 		err = run.src.read(ctx, at, &run.loaded, &run.entries, counted)
 	}
 	run.loadTime += time.Since(t0) - inFn
+	if err == nil {
+		err = waitErr
+	}
 	return err
 }
 
@@ -797,7 +810,13 @@ func (run *queryRun) parallel(ctx context.Context, spans []store.Span) ([][]byte
 			c := &cs[i]
 			t0 := time.Now()
 			var inFn time.Duration
+			tn := turn{g: run.e.queries} // each worker takes its own turns
+			defer tn.end()
+			var waitErr error
 			_, err := run.src.readSpan(ctx, sp, 0, &c.loaded, &c.entries, func(_, _, _, doc []byte) bool {
+				if waitErr = tn.take(ctx); waitErr != nil {
+					return false
+				}
 				c.bytes += len(doc)
 				t := time.Now()
 				more := yield(doc)
@@ -805,6 +824,9 @@ func (run *queryRun) parallel(ctx context.Context, spans []store.Span) ([][]byte
 				return more
 			})
 			c.load = time.Since(t0) - inFn
+			if err == nil {
+				err = waitErr
+			}
 			return err
 		}
 	}

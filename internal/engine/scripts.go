@@ -162,6 +162,16 @@ func (e *Engine) ExecuteStoredProcedure(ctx context.Context, db, coll, id string
 	if pk == nil {
 		return SprocResult{}, status.BadRequest("executing a stored procedure needs the x-ms-documentdb-partitionkey header")
 	}
+	// Wait for a slot before taking the logical partition's lock, for at
+	// most one script's time limit.
+	wait := e.cfg.ScriptLimits.Timeout
+	if wait <= 0 {
+		wait = script.DefaultTimeout
+	}
+	if err := e.scripts.acquireWithin(ctx, wait, "stored procedures"); err != nil {
+		return SprocResult{}, err
+	}
+	defer e.scripts.release()
 	t, err := e.begin(c, pk)
 	if err != nil {
 		return SprocResult{}, err
