@@ -195,8 +195,13 @@ func (h *Handler) authenticate(r *http.Request) error {
 	if err != nil {
 		var ae *auth.Error
 		if errors.As(err, &ae) {
-			if ae.Reason == auth.BadPath {
+			switch ae.Reason {
+			case auth.BadPath:
 				return status.New(http.StatusBadRequest, ae.Msg).Wrap(err)
+			case auth.NoRole:
+				// The token is authentic but grants nothing here: retrying with the same
+				// identity cannot help, so 403 (as Cosmos DB answers RBAC denials), not 401.
+				return status.New(http.StatusForbidden, ae.Msg).Wrap(err)
 			}
 			return status.New(http.StatusUnauthorized, ae.Msg).Wrap(err)
 		}
@@ -208,7 +213,7 @@ func (h *Handler) authenticate(r *http.Request) error {
 		}
 	}
 	if access == auth.ReadOnly && !isRead(r) {
-		return status.New(http.StatusForbidden, "the read-only key cannot be used to modify resources")
+		return status.New(http.StatusForbidden, "read-only access (the read-only key or a read-only AAD role) cannot modify resources")
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/partitadb/partita/internal/api"
@@ -56,10 +57,15 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, er
 			return nil, fmt.Errorf("read-only key: %w", err)
 		}
 	}
-	verifier, err := auth.NewVerifier(auth.Config{MasterKey: master, ReadOnlyKey: readOnly, MaxSkew: cfg.Auth.MaxClockSkew, AllowAAD: true})
+	aad, err := aadConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
+	verifier, err := auth.NewVerifier(auth.Config{MasterKey: master, ReadOnlyKey: readOnly, MaxSkew: cfg.Auth.MaxClockSkew, AAD: aad})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("aad tokens", "mode", aad.Mode.String())
 	s := &Server{cfg: cfg, log: log}
 	var tlsConf *tls.Config
 	if cfg.Server.TLS {
@@ -110,6 +116,31 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, er
 		s.extraHTTP = newHTTPServer(compute, eng, tlsConf, log)
 	}
 	return s, nil
+}
+
+// aadConfig returns how the verifier treats type=aad tokens: verified against
+// the keys of cfg.Auth.AADJWKS (read here, once) when that is set; accepted
+// unsigned, as the Cosmos DB emulator does, under --emulator-compat; refused
+// otherwise. An explicit key set wins over --emulator-compat: it asks for
+// verification, and compat's other behaviours do not depend on AAD.
+func aadConfig(cfg config.Config) (auth.AADConfig, error) {
+	a := cfg.Auth
+	switch {
+	case a.AADJWKS != "":
+		data, err := os.ReadFile(a.AADJWKS)
+		if err != nil {
+			return auth.AADConfig{}, fmt.Errorf("aad-jwks: %w", err)
+		}
+		keys, err := auth.ParseJWKS(data)
+		if err != nil {
+			return auth.AADConfig{}, fmt.Errorf("aad-jwks %s: %w", a.AADJWKS, err)
+		}
+		return auth.AADConfig{Mode: auth.AADVerified, Keys: keys, Issuers: a.AADIssuers, Audiences: a.AADAudiences,
+			ReadWriteRoles: a.AADReadWriteRoles, ReadOnlyRoles: a.AADReadOnlyRoles}, nil
+	case cfg.API.EmulatorCompat:
+		return auth.AADConfig{Mode: auth.AADEmulator}, nil
+	}
+	return auth.AADConfig{Mode: auth.AADOff}, nil
 }
 
 // newHTTPServer returns the HTTP server of one listener. /metrics is for

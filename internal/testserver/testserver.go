@@ -145,9 +145,25 @@ func (s *Server) clientWith(t testing.TB, key string, retry policy.RetryOptions)
 	return c
 }
 
+// TokenClient returns an azcosmos client that authenticates with cred, as
+// azcosmos.NewClient does for Microsoft Entra ID: each request carries
+// "type=aad&ver=1.0&sig=<token>". It does not retry throttled requests.
+func (s *Server) TokenClient(t testing.TB, cred azcore.TokenCredential) *azcosmos.Client {
+	t.Helper()
+	c, err := azcosmos.NewClient(s.Endpoint, cred, &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{
+		Transport: s.HTTPClient(),
+		Retry:     policy.RetryOptions{MaxRetries: -1},
+	}})
+	if err != nil {
+		t.Fatalf("testserver: client: %v", err)
+	}
+	return c
+}
+
 // Do sends a raw request signed with the master key, for protocol details
 // the SDK does not expose (such as reading one pk range's feed). path is the
-// URL path, e.g. "/dbs/db/colls/c/docs"; headers are added as given.
+// URL path, e.g. "/dbs/db/colls/c/docs"; headers are added as given, after
+// the signature, so an "Authorization" entry replaces it.
 func (s *Server) Do(ctx context.Context, method, path string, headers map[string]string, body []byte) (*http.Response, []byte, error) {
 	u := strings.TrimSuffix(s.Endpoint, "/") + path
 	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
