@@ -69,6 +69,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func serveFlags(fs *flag.FlagSet, cfg *config.Config) {
 	fs.StringVar(&cfg.Server.Addr, "addr", cfg.Server.Addr, "listen address")
 	fs.StringVar(&cfg.Server.ComputeGatewayAddr, "compute-gateway-addr", cfg.Server.ComputeGatewayAddr, "second listen address that addresses every resource id exactly, like the emulator's compute gateway (:8903); default none")
+	fs.StringVar(&cfg.Server.MetricsAddr, "metrics-addr", cfg.Server.MetricsAddr, "plain-HTTP listen address serving only GET /metrics for Prometheus, without authentication (bind it to loopback or a private network); default none")
 	fs.StringVar(&cfg.Store.Dir, "data", cfg.Store.Dir, "data directory")
 	fs.StringVar(&cfg.Auth.Key, "key", cfg.Auth.Key, "master key, base64 (default: the Cosmos DB emulator's well-known key)")
 	fs.StringVar(&cfg.Auth.ReadOnlyKey, "read-only-key", cfg.Auth.ReadOnlyKey, "read-only key, base64 (default: none)")
@@ -181,6 +182,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "Connection string: AccountEndpoint=%s;AccountKey=%s;\n", endpoint, cfg.Auth.Key)
 	if a := srv.ComputeGatewayAddr(); a != nil {
 		fmt.Fprintf(stdout, "Compute-gateway listener (ids addressed exactly) at %s\n", a)
+	}
+	if a := srv.MetricsAddr(); a != nil {
+		fmt.Fprintf(stdout, "Prometheus metrics (no authentication) at http://%s/metrics\n", a)
 	}
 	if cfg.Server.TLS {
 		fmt.Fprintf(stdout, "TLS certificate is self-signed unless given: trust it with SSL_CERT_FILE / NODE_EXTRA_CA_CERTS=%s, or skip verification as for the emulator.\n",

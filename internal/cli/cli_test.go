@@ -13,9 +13,10 @@ import (
 
 func TestParseServeFlagsAndEnv(t *testing.T) {
 	env := map[string]string{
-		"PARTITA_ADDR":      "127.0.0.1:9000",
-		"PARTITA_LOG_LEVEL": "debug",
-		"PARTITA_TLS":       "false",
+		"PARTITA_ADDR":         "127.0.0.1:9000",
+		"PARTITA_LOG_LEVEL":    "debug",
+		"PARTITA_TLS":          "false",
+		"PARTITA_METRICS_ADDR": "127.0.0.1:9090",
 	}
 	cfg, err := parseServe([]string{"--addr", "127.0.0.1:9001", "--durability=relaxed", "--max-clock-skew=5m"}, func(k string) string { return env[k] }, &bytes.Buffer{})
 	if err != nil {
@@ -27,6 +28,9 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 	if cfg.Logging.Level != "debug" || cfg.Server.TLS {
 		t.Errorf("environment not applied: level %q tls %v", cfg.Logging.Level, cfg.Server.TLS)
 	}
+	if cfg.Server.MetricsAddr != "127.0.0.1:9090" {
+		t.Errorf("metrics addr = %q, want PARTITA_METRICS_ADDR's", cfg.Server.MetricsAddr)
+	}
 	if cfg.Store.Durability != "relaxed" || cfg.Auth.MaxClockSkew != 5*time.Minute {
 		t.Errorf("flags not applied: %+v", cfg)
 	}
@@ -37,6 +41,7 @@ func TestParseServeErrors(t *testing.T) {
 		{"--durability=sometimes"},
 		{"--key=not-base64!"},
 		{"--nope"},
+		{"--metrics-addr=nope"},
 		{"extra"},
 	} {
 		if _, err := parseServe(args, func(string) string { return "" }, &bytes.Buffer{}); err == nil {

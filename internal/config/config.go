@@ -39,6 +39,12 @@ type Server struct {
 	// Addr, and the account advertises the address the client used.
 	// Default "" (none).
 	ComputeGatewayAddr string
+	// MetricsAddr, if set, is a plain-HTTP listen address serving only
+	// GET /metrics (Prometheus). It has no authentication: the metrics name
+	// databases and containers and their sizes, so bind it to loopback or a
+	// private network. The API listeners do not serve /metrics. Default ""
+	// (none).
+	MetricsAddr string
 	// TLS serves HTTPS. Default true.
 	TLS bool
 	// TLSCert and TLSKey are PEM files; empty: a self-signed certificate is
@@ -170,6 +176,11 @@ func (c Config) Validate() error {
 	if c.Server.ComputeGatewayAddr != "" {
 		if _, _, err := net.SplitHostPort(c.Server.ComputeGatewayAddr); err != nil {
 			bad("compute-gateway-addr %q: %v", c.Server.ComputeGatewayAddr, err)
+		}
+	}
+	if c.Server.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.Server.MetricsAddr); err != nil {
+			bad("metrics-addr %q: %v", c.Server.MetricsAddr, err)
 		}
 	}
 	if (c.Server.TLSCert == "") != (c.Server.TLSKey == "") {

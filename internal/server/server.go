@@ -1,7 +1,8 @@
 // Package server wires Partita's components from a config.Config and owns
-// their lifecycle: it opens the store and engine, binds the listener (TLS
-// with a generated self-signed certificate by default), serves the API, and
-// on shutdown drains requests and closes the store.
+// their lifecycle: it opens the store and engine, binds the listeners (the
+// API, TLS with a generated self-signed certificate by default; optionally
+// the compute gateway; optionally plain-HTTP Prometheus metrics), serves
+// them, and on shutdown drains requests and closes the store.
 package server
 
 import (
@@ -13,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/partitadb/partita/internal/api"
@@ -34,8 +36,11 @@ type Server struct {
 	// extra is the compute-gateway listener, if configured.
 	extraLn   net.Listener
 	extraHTTP *http.Server
-	certPEM   []byte
-	eng       *engine.Engine
+	// metrics is the Prometheus listener, if configured.
+	metricsLn   net.Listener
+	metricsHTTP *http.Server
+	certPEM     []byte
+	eng         *engine.Engine
 }
 
 // Open validates cfg, opens the store and engine and binds the listener.
@@ -105,15 +110,21 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, er
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Server.Addr, err)
 	}
 	s.ln = ln
-	s.http = newHTTPServer(handler, eng, tlsConf, log)
+	s.http = newHTTPServer(handler, tlsConf, log)
 	if addr := cfg.Server.ComputeGatewayAddr; addr != "" {
 		if s.extraLn, err = net.Listen("tcp", addr); err != nil {
-			_ = ln.Close()
-			_ = st.Close()
+			_ = s.Close()
 			return nil, fmt.Errorf("listen on %s: %w", addr, err)
 		}
 		compute := api.New(api.Config{Consistency: consistency, TLS: cfg.Server.TLS}, eng, verifier, time.Now, log)
-		s.extraHTTP = newHTTPServer(compute, eng, tlsConf, log)
+		s.extraHTTP = newHTTPServer(compute, tlsConf, log)
+	}
+	if addr := cfg.Server.MetricsAddr; addr != "" {
+		if s.metricsLn, err = net.Listen("tcp", addr); err != nil {
+			_ = s.Close()
+			return nil, fmt.Errorf("listen on %s: %w", addr, err)
+		}
+		s.metricsHTTP = newMetricsServer(eng, log)
 	}
 	return s, nil
 }
@@ -143,15 +154,11 @@ func aadConfig(cfg config.Config) (auth.AADConfig, error) {
 	return auth.AADConfig{Mode: auth.AADOff}, nil
 }
 
-// newHTTPServer returns the HTTP server of one listener. /metrics is for
-// Prometheus scrapers, which cannot sign Cosmos DB requests: it is served
-// without authentication and shows no key values.
-func newHTTPServer(handler http.Handler, eng *engine.Engine, tlsConf *tls.Config, log *slog.Logger) *http.Server {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", metrics.NewHandler(eng))
-	mux.Handle("/", handler)
+// newHTTPServer returns the HTTP server of one API listener: every request,
+// whatever its path, goes through the API handler and its authentication.
+func newHTTPServer(handler http.Handler, tlsConf *tls.Config, log *slog.Logger) *http.Server {
 	return &http.Server{
-		Handler:           mux,
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       2 * time.Minute,
 		WriteTimeout:      2 * time.Minute,
@@ -159,6 +166,26 @@ func newHTTPServer(handler http.Handler, eng *engine.Engine, tlsConf *tls.Config
 		MaxHeaderBytes:    1 << 20,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 		TLSConfig:         tlsConf,
+	}
+}
+
+// newMetricsServer returns the plain-HTTP server of the metrics listener,
+// which serves GET /metrics and nothing else. Prometheus scrapers cannot sign
+// Cosmos DB requests, so it has no authentication: the metrics show no key
+// values but do name databases and containers and their sizes, which is why
+// they have a listener of their own (bind it to loopback or a private
+// network) rather than a path on the API's.
+func newMetricsServer(eng *engine.Engine, log *slog.Logger) *http.Server {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics.NewHandler(eng))
+	return &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      time.Minute, // a scrape reads every partition's report
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 }
 
@@ -172,6 +199,15 @@ func (s *Server) ComputeGatewayAddr() net.Addr {
 		return nil
 	}
 	return s.extraLn.Addr()
+}
+
+// MetricsAddr is the bound metrics listen address, or nil when there is
+// none.
+func (s *Server) MetricsAddr() net.Addr {
+	if s.metricsLn == nil {
+		return nil
+	}
+	return s.metricsLn.Addr()
 }
 
 // Endpoint is the URL clients connect to.
@@ -197,21 +233,31 @@ func (s *Server) Run(ctx context.Context) error {
 		defer close(bgDone)
 		s.eng.Run(bg) // splits
 	}()
-	var serveErr error
-	if s.extraHTTP == nil {
-		serveErr = serve(ctx, s.http, s.ln, s.cfg.Server.ShutdownTimeout)
-	} else {
-		// Either listener failing stops both.
-		sctx, stop := context.WithCancel(ctx)
-		extraErr := make(chan error, 1)
-		go func() {
-			defer stop()
-			extraErr <- serve(sctx, s.extraHTTP, s.extraLn, s.cfg.Server.ShutdownTimeout)
-		}()
-		serveErr = serve(sctx, s.http, s.ln, s.cfg.Server.ShutdownTimeout)
-		stop()
-		serveErr = errors.Join(serveErr, <-extraErr)
+	// Any listener failing stops them all; they shut down together, each
+	// within ShutdownTimeout.
+	type listener struct {
+		srv *http.Server
+		ln  net.Listener
 	}
+	lns := []listener{{s.http, s.ln}}
+	if s.extraHTTP != nil {
+		lns = append(lns, listener{s.extraHTTP, s.extraLn})
+	}
+	if s.metricsHTTP != nil {
+		lns = append(lns, listener{s.metricsHTTP, s.metricsLn})
+	}
+	sctx, stop := context.WithCancel(ctx)
+	errs := make([]error, len(lns)) // one slot per listener: no lock needed
+	var wg sync.WaitGroup
+	for i, l := range lns {
+		wg.Go(func() {
+			defer stop()
+			errs[i] = serve(sctx, l.srv, l.ln, s.cfg.Server.ShutdownTimeout)
+		})
+	}
+	wg.Wait()
+	stop()
+	serveErr := errors.Join(errs...)
 	stopBG()
 	<-bgDone // before the store closes under it
 	return errors.Join(serveErr, s.st.Close())
@@ -250,6 +296,9 @@ func (s *Server) Close() error {
 	err := s.ln.Close()
 	if s.extraLn != nil {
 		err = errors.Join(err, s.extraLn.Close())
+	}
+	if s.metricsLn != nil {
+		err = errors.Join(err, s.metricsLn.Close())
 	}
 	return errors.Join(err, s.st.Close())
 }
