@@ -7,6 +7,7 @@ require (
 	github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos v1.5.0
 	github.com/cockroachdb/pebble/v2 v2.1.3
 	github.com/dop251/goja v0.0.0-20260917113740-793a2a65c13b
+	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/google/go-cmp v0.7.0
 	github.com/prometheus/client_golang v1.16.0
 	github.com/twmb/murmur3 v1.1.8

@@ -117,7 +117,7 @@ func (h *Handler) route(pattern string, fn handlerFunc) {
 func writes(fn handlerFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		if accessFrom(r.Context()) != auth.ReadWrite {
-			return status.New(http.StatusForbidden, "the read-only key cannot be used to modify resources")
+			return status.New(http.StatusForbidden, "read-only access (the read-only key or a read-only AAD role) cannot modify resources")
 		}
 		return fn(w, r)
 	}
@@ -249,8 +249,13 @@ func (h *Handler) authenticate(r *http.Request) (auth.Access, error) {
 	if err != nil {
 		var ae *auth.Error
 		if errors.As(err, &ae) {
-			if ae.Reason == auth.BadPath {
+			switch ae.Reason {
+			case auth.BadPath:
 				return 0, status.New(http.StatusBadRequest, ae.Msg).Wrap(err)
+			case auth.NoRole:
+				// The token is authentic but grants nothing here: retrying with the same
+				// identity cannot help, so 403 (as Cosmos DB answers RBAC denials), not 401.
+				return 0, status.New(http.StatusForbidden, ae.Msg).Wrap(err)
 			}
 			return 0, status.New(http.StatusUnauthorized, ae.Msg).Wrap(err)
 		}

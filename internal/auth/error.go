@@ -1,7 +1,8 @@
 package auth
 
 // Reason is the kind of an authentication failure. The api layer maps every Reason to
-// 401 Unauthorized, except perhaps BadPath (a malformed URL, arguably 400).
+// 401 Unauthorized, except BadPath (a malformed URL: 400) and NoRole (an authentic identity
+// without permission: 403 Forbidden).
 type Reason int
 
 const (
@@ -11,7 +12,8 @@ const (
 	Malformed
 	// BadPath: the URL path has an invalid percent escape, so the signed link is unknown.
 	BadPath
-	// BadSignature: the master-token signature matches no configured key.
+	// BadSignature: the master-token signature matches no configured key, or a verified AAD
+	// token's signature does not verify or uses an algorithm that is not accepted.
 	BadSignature
 	// DateMissing: a master-token request has no x-ms-date.
 	DateMissing
@@ -22,8 +24,23 @@ const (
 	// TokenExpired: the AAD token's exp claim has passed.
 	TokenExpired
 	// Unsupported: a token type this server does not accept (resource, SAS, unknown, or
-	// AAD when not allowed).
+	// AAD when AAD is not configured).
 	Unsupported
+	// Unsigned: an AAD token without a signature (alg "none" or absent, or an empty
+	// signature) when AAD tokens must be verified.
+	Unsigned
+	// UnknownKey: a verified AAD token names no kid, or a kid not in the configured keys.
+	UnknownKey
+	// NotYetValid: a verified AAD token's nbf or iat lies in the future.
+	NotYetValid
+	// BadIssuer: a verified AAD token's iss is not an accepted issuer.
+	BadIssuer
+	// BadAudience: a verified AAD token's aud names none of the accepted audiences.
+	BadAudience
+	// NoRole: a verified AAD token carries no role or scope mapped to an access level.
+	NoRole
+
+	lastReason = NoRole
 )
 
 // String returns the Reason's name, e.g. "BadSignature".
@@ -47,6 +64,18 @@ func (r Reason) String() string {
 		return "TokenExpired"
 	case Unsupported:
 		return "Unsupported"
+	case Unsigned:
+		return "Unsigned"
+	case UnknownKey:
+		return "UnknownKey"
+	case NotYetValid:
+		return "NotYetValid"
+	case BadIssuer:
+		return "BadIssuer"
+	case BadAudience:
+		return "BadAudience"
+	case NoRole:
+		return "NoRole"
 	}
 	return "Reason(?)"
 }

@@ -17,10 +17,11 @@ import (
 type Access int
 
 const (
-	// ReadOnly allows reads only: the request was signed with the read-only key.
+	// ReadOnly allows reads only: the request was signed with the read-only key, or carried
+	// a verified AAD token with a read-only role.
 	ReadOnly Access = iota + 1
 	// ReadWrite allows everything: the request was signed with the master key, or carried an
-	// accepted AAD token.
+	// AAD token accepted in emulator mode or verified with a read-write role.
 	ReadWrite
 )
 
@@ -50,7 +51,7 @@ type Config struct {
 	MasterKey   []byte        // decoded account key (see DecodeKey); required
 	ReadOnlyKey []byte        // decoded read-only key; nil or empty means none
 	MaxSkew     time.Duration // allowed |x-ms-date - now|; DefaultMaxSkew (15m) when zero
-	AllowAAD    bool          // accept type=aad tokens (well-formed JWT, not expired)
+	AAD         AADConfig     // type=aad tokens; the zero value refuses them
 }
 
 // Verifier checks request authentication. Build it with NewVerifier; the zero value is not
@@ -59,7 +60,7 @@ type Verifier struct {
 	masterKey   []byte
 	readOnlyKey []byte // nil when there is none
 	maxSkew     time.Duration
-	allowAAD    bool
+	aad         AADConfig
 	states      sync.Pool // of *state; avoids per-request HMAC and buffer allocations
 }
 
@@ -77,8 +78,10 @@ type state struct {
 // memory for the life of the pool.
 const maxPooledBuf = 4 << 10
 
-// NewVerifier returns a Verifier for c. It copies the keys. It returns ErrNoMasterKey when
-// c.MasterKey is empty and ErrNegativeSkew when c.MaxSkew < 0.
+// NewVerifier returns a Verifier for c. It copies the keys and lists. It returns
+// ErrNoMasterKey when c.MasterKey is empty, ErrNegativeSkew when c.MaxSkew < 0, and an error
+// wrapping ErrBadAADConfig when c.AAD.Mode is AADVerified without keys, issuers or
+// audiences.
 func NewVerifier(c Config) (*Verifier, error) {
 	if len(c.MasterKey) == 0 {
 		return nil, ErrNoMasterKey
@@ -86,10 +89,13 @@ func NewVerifier(c Config) (*Verifier, error) {
 	if c.MaxSkew < 0 {
 		return nil, ErrNegativeSkew
 	}
+	if err := c.AAD.check(); err != nil {
+		return nil, err
+	}
 	v := &Verifier{
 		masterKey: bytes.Clone(c.MasterKey),
 		maxSkew:   c.MaxSkew,
-		allowAAD:  c.AllowAAD,
+		aad:       c.AAD.clone(),
 	}
 	if len(c.ReadOnlyKey) > 0 {
 		v.readOnlyKey = bytes.Clone(c.ReadOnlyKey)
@@ -119,17 +125,23 @@ type Request struct {
 // it carries none:
 //
 //   - Missing: no Authorization header.
-//   - Malformed: the header is not type=…&ver=1.0&sig=… (or, for AAD, not a JWT).
-//   - Unsupported: resource tokens, unknown token types, and AAD tokens unless AllowAAD.
+//   - Malformed: the header is not type=…&ver=1.0&sig=… (or, for AAD, not a JWT, or a
+//     verified token without an exp claim).
+//   - Unsupported: resource tokens, unknown token types, and AAD tokens under AADOff.
 //   - DateMissing, DateInvalid, DateSkew: x-ms-date absent (master tokens only), not RFC 1123,
 //     or further than MaxSkew from now. An AAD token's date is checked only when present.
 //   - BadPath: RawPath has an invalid percent escape (the *Error wraps ErrBadPath).
-//   - BadSignature: the master-token signature matches neither key.
-//   - TokenExpired: the AAD token's exp claim is not after now.
+//   - BadSignature: the master-token signature matches neither key; a verified AAD token's
+//     signature does not verify, or its algorithm is not accepted.
+//   - TokenExpired: the AAD token's exp claim is not after now (AADLeeway after, verified).
+//   - Unsigned, UnknownKey, NotYetValid, BadIssuer, BadAudience, NoRole: a verified AAD
+//     token (AADVerified) is unsigned, signed by an unknown key, not valid yet, from another
+//     issuer, for another audience, or authentic but without a mapped role or scope.
 //
 // A master token signed with the master key gives ReadWrite, with the read-only key ReadOnly.
-// An accepted AAD token gives ReadWrite; its JWT signature is not checked (the emulator's
-// test credential sends an unsigned token), only its shape and exp.
+// An AAD token gives ReadWrite under AADEmulator, where only its shape and exp are checked
+// (the emulator's test credential sends an unsigned token); under AADVerified it gives the
+// access its roles map to.
 func (v *Verifier) Verify(r Request, now time.Time) (Access, error) {
 	if r.Authorization == "" {
 		return 0, newError(Missing, "Required Header authorization is missing. Ensure a valid Authorization token is passed.")
@@ -146,10 +158,7 @@ func (v *Verifier) Verify(r Request, now time.Time) (Access, error) {
 	case bytes.EqualFold(tok.typ, []byte("master")):
 		return v.verifyMaster(st, r, tok.sig, now)
 	case bytes.EqualFold(tok.typ, []byte("aad")):
-		if !v.allowAAD {
-			return 0, newError(Unsupported, "AAD tokens are not accepted by this server; use the account key.")
-		}
-		return verifyAAD(string(tok.sig), r.Date, now, v.maxSkew)
+		return v.verifyAAD(string(tok.sig), r.Date, now)
 	case bytes.EqualFold(tok.typ, []byte("resource")):
 		return 0, newError(Unsupported, "Resource tokens are not supported by this server; use the account key.")
 	}

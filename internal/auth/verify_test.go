@@ -146,7 +146,7 @@ func TestVerifyFailures(t *testing.T) {
 	good := MasterToken(key, "GET", "dbs", "dbs/ToDoList", docDate)
 	goodSig := Sign(key, "GET", "dbs", "dbs/ToDoList", docDate)
 	signAt := func(date string) string { return MasterToken(key, "GET", "dbs", "dbs/ToDoList", date) }
-	v := mustVerifier(t, Config{MasterKey: key, AllowAAD: true})
+	v := mustVerifier(t, Config{MasterKey: key, AAD: AADConfig{Mode: AADEmulator}})
 	noAAD := mustVerifier(t, Config{MasterKey: key})
 
 	tests := []struct {
@@ -317,7 +317,7 @@ func buildJWT(enc *base64.Encoding, exp time.Time) string {
 func TestVerifyAAD(t *testing.T) {
 	key := mustKey(t, emulatorKey)
 	now := mustTime(t, emuDate)
-	v := mustVerifier(t, Config{MasterKey: key, AllowAAD: true})
+	v := mustVerifier(t, Config{MasterKey: key, AAD: AADConfig{Mode: AADEmulator}})
 	noAAD := mustVerifier(t, Config{MasterKey: key})
 	seg := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
 	aad := func(jwt string) string { return "type=aad&ver=1.0&sig=" + jwt }
@@ -372,7 +372,7 @@ func TestVerifyAAD(t *testing.T) {
 
 func TestReasonString(t *testing.T) {
 	seen := map[string]bool{}
-	for r := Missing; r <= Unsupported; r++ {
+	for r := Missing; r <= lastReason; r++ {
 		s := r.String()
 		if s == "" || s == Reason(0).String() || seen[s] {
 			t.Errorf("Reason(%d).String() = %q, want a distinct name", int(r), s)
@@ -416,7 +416,7 @@ func BenchmarkVerify(b *testing.B) {
 		}
 	})
 	b.Run("aad", func(b *testing.B) {
-		v := mustVerifier(b, Config{MasterKey: key, AllowAAD: true})
+		v := mustVerifier(b, Config{MasterKey: key, AAD: AADConfig{Mode: AADEmulator}})
 		r := Request{Method: "GET", RawPath: "/dbs/testdb", Date: emuDate, Authorization: "type=aad&ver=1.0&sig=" + emulatorJWT(b, now.Add(time.Hour))}
 		b.ReportAllocs()
 		for b.Loop() {

@@ -69,10 +69,16 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func serveFlags(fs *flag.FlagSet, cfg *config.Config) {
 	fs.StringVar(&cfg.Server.Addr, "addr", cfg.Server.Addr, "listen address")
 	fs.StringVar(&cfg.Server.ComputeGatewayAddr, "compute-gateway-addr", cfg.Server.ComputeGatewayAddr, "second listen address that addresses every resource id exactly, like the emulator's compute gateway (:8903); default none")
+	fs.StringVar(&cfg.Server.MetricsAddr, "metrics-addr", cfg.Server.MetricsAddr, "plain-HTTP listen address serving only GET /metrics for Prometheus, without authentication (bind it to loopback or a private network); default none")
 	fs.StringVar(&cfg.Store.Dir, "data", cfg.Store.Dir, "data directory")
 	fs.StringVar(&cfg.Auth.Key, "key", cfg.Auth.Key, "master key, base64 (default: the Cosmos DB emulator's well-known key)")
 	fs.StringVar(&cfg.Auth.ReadOnlyKey, "read-only-key", cfg.Auth.ReadOnlyKey, "read-only key, base64 (default: none)")
 	fs.DurationVar(&cfg.Auth.MaxClockSkew, "max-clock-skew", cfg.Auth.MaxClockSkew, "accepted difference between a request's x-ms-date and the server clock")
+	fs.StringVar(&cfg.Auth.AADJWKS, "aad-jwks", cfg.Auth.AADJWKS, "JSON Web Key Set file: verify type=aad (Entra ID) tokens against its keys (default: AAD tokens refused, or accepted unsigned with --emulator-compat)")
+	fs.Var((*listFlag)(&cfg.Auth.AADIssuers), "aad-issuer", "accepted iss of AAD tokens, comma-separated, exact (required with --aad-jwks)")
+	fs.Var((*listFlag)(&cfg.Auth.AADAudiences), "aad-audience", "accepted aud of AAD tokens, comma-separated, exact, e.g. https://myaccount.documents.azure.com (required with --aad-jwks)")
+	fs.Var((*listFlag)(&cfg.Auth.AADReadWriteRoles), "aad-read-write-roles", "AAD token roles or scp scopes that give read-write access, comma-separated")
+	fs.Var((*listFlag)(&cfg.Auth.AADReadOnlyRoles), "aad-read-only-roles", "AAD token roles or scp scopes that give read-only access, comma-separated")
 	fs.BoolVar(&cfg.Server.TLS, "tls", cfg.Server.TLS, "serve HTTPS (a self-signed certificate is generated in the data directory unless --tls-cert/--tls-key are given)")
 	fs.StringVar(&cfg.Server.TLSCert, "tls-cert", cfg.Server.TLSCert, "TLS certificate PEM file")
 	fs.StringVar(&cfg.Server.TLSKey, "tls-key", cfg.Server.TLSKey, "TLS private key PEM file")
@@ -92,6 +98,23 @@ func serveFlags(fs *flag.FlagSet, cfg *config.Config) {
 	fs.StringVar(&cfg.Logging.Level, "log-level", cfg.Logging.Level, "debug, info, warn or error")
 	fs.StringVar(&cfg.Logging.Format, "log-format", cfg.Logging.Format, "text or json")
 	fs.DurationVar(&cfg.Server.ShutdownTimeout, "shutdown-timeout", cfg.Server.ShutdownTimeout, "how long a graceful shutdown may take")
+}
+
+// listFlag is a comma-separated list flag: each Set replaces the list (so a
+// flag overrides both the default and the environment), blanks around items
+// are trimmed and empty items dropped, and "" sets an empty list.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(s string) error {
+	*l = nil
+	for item := range strings.SplitSeq(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			*l = append(*l, item)
+		}
+	}
+	return nil
 }
 
 // parseFlags sets fs's flags from PARTITA_* variables (--log-level is
@@ -159,6 +182,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "Connection string: AccountEndpoint=%s;AccountKey=%s;\n", endpoint, cfg.Auth.Key)
 	if a := srv.ComputeGatewayAddr(); a != nil {
 		fmt.Fprintf(stdout, "Compute-gateway listener (ids addressed exactly) at %s\n", a)
+	}
+	if a := srv.MetricsAddr(); a != nil {
+		fmt.Fprintf(stdout, "Prometheus metrics (no authentication) at http://%s/metrics\n", a)
 	}
 	if cfg.Server.TLS {
 		fmt.Fprintf(stdout, "TLS certificate is self-signed unless given: trust it with SSL_CERT_FILE / NODE_EXTRA_CA_CERTS=%s, or skip verification as for the emulator.\n",

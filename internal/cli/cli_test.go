@@ -2,15 +2,21 @@ package cli
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/partitadb/partita/internal/config"
 )
 
 func TestParseServeFlagsAndEnv(t *testing.T) {
 	env := map[string]string{
-		"PARTITA_ADDR":      "127.0.0.1:9000",
-		"PARTITA_LOG_LEVEL": "debug",
-		"PARTITA_TLS":       "false",
+		"PARTITA_ADDR":         "127.0.0.1:9000",
+		"PARTITA_LOG_LEVEL":    "debug",
+		"PARTITA_TLS":          "false",
+		"PARTITA_METRICS_ADDR": "127.0.0.1:9090",
 	}
 	cfg, err := parseServe([]string{"--addr", "127.0.0.1:9001", "--durability=relaxed", "--max-clock-skew=5m"}, func(k string) string { return env[k] }, &bytes.Buffer{})
 	if err != nil {
@@ -22,6 +28,9 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 	if cfg.Logging.Level != "debug" || cfg.Server.TLS {
 		t.Errorf("environment not applied: level %q tls %v", cfg.Logging.Level, cfg.Server.TLS)
 	}
+	if cfg.Server.MetricsAddr != "127.0.0.1:9090" {
+		t.Errorf("metrics addr = %q, want PARTITA_METRICS_ADDR's", cfg.Server.MetricsAddr)
+	}
 	if cfg.Store.Durability != "relaxed" || cfg.Auth.MaxClockSkew != 5*time.Minute {
 		t.Errorf("flags not applied: %+v", cfg)
 	}
@@ -32,6 +41,7 @@ func TestParseServeErrors(t *testing.T) {
 		{"--durability=sometimes"},
 		{"--key=not-base64!"},
 		{"--nope"},
+		{"--metrics-addr=nope"},
 		{"extra"},
 	} {
 		if _, err := parseServe(args, func(string) string { return "" }, &bytes.Buffer{}); err == nil {
@@ -56,5 +66,49 @@ func TestMainUnknownCommand(t *testing.T) {
 	out.Reset()
 	if code := Main(t.Context(), []string{"version"}, &out, &errb); code != 0 || !bytes.HasPrefix(out.Bytes(), []byte("partita ")) {
 		t.Errorf("Main(version) = %d, %q", code, out.String())
+	}
+}
+
+func TestParseServeAAD(t *testing.T) {
+	env := map[string]string{
+		"PARTITA_AAD_JWKS":            "/etc/partita/jwks.json",
+		"PARTITA_AAD_ISSUER":          "https://login.microsoftonline.com/t1/v2.0, https://sts.windows.net/t1/",
+		"PARTITA_AAD_AUDIENCE":        "https://env.example",
+		"PARTITA_AAD_READ_ONLY_ROLES": "Reader",
+	}
+	cfg, err := parseServe([]string{"--aad-audience=https://a.documents.azure.com,,https://localhost", "--aad-read-write-roles", "Writer,Admin"},
+		func(k string) string { return env[k] }, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Auth{Key: config.EmulatorKey, MaxClockSkew: 15 * time.Minute, AADJWKS: "/etc/partita/jwks.json",
+		AADIssuers:        []string{"https://login.microsoftonline.com/t1/v2.0", "https://sts.windows.net/t1/"},
+		AADAudiences:      []string{"https://a.documents.azure.com", "https://localhost"}, // the flag replaces the environment's
+		AADReadWriteRoles: []string{"Writer", "Admin"},
+		AADReadOnlyRoles:  []string{"Reader"},
+	}
+	if diff := cmp.Diff(want, cfg.Auth); diff != "" {
+		t.Errorf("auth config (-want +got):\n%s", diff)
+	}
+
+	// Defaults: no key set, default roles; an empty flag clears a list.
+	cfg, err = parseServe([]string{"--aad-read-only-roles="}, func(string) string { return "" }, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Auth.AADJWKS != "" || !slices.Equal(cfg.Auth.AADReadWriteRoles, []string{"Partita.ReadWrite"}) || len(cfg.Auth.AADReadOnlyRoles) != 0 {
+		t.Errorf("defaults: %+v", cfg.Auth)
+	}
+
+	for _, args := range [][]string{
+		{"--aad-jwks=k.json"}, // no issuer, no audience
+		{"--aad-jwks=k.json", "--aad-issuer=https://i"},
+		{"--aad-jwks=k.json", "--aad-audience=https://a"},
+		{"--aad-issuer=https://i", "--aad-audience=https://a"}, // no key set
+		{"--aad-jwks=k.json", "--aad-issuer=https://i", "--aad-audience=https://a", "--aad-read-only-roles=Partita.ReadWrite"},
+	} {
+		if _, err := parseServe(args, func(string) string { return "" }, &bytes.Buffer{}); err == nil {
+			t.Errorf("parseServe(%q) succeeded", args)
+		}
 	}
 }

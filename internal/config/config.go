@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"time"
 )
 
@@ -38,6 +39,12 @@ type Server struct {
 	// Addr, and the account advertises the address the client used.
 	// Default "" (none).
 	ComputeGatewayAddr string
+	// MetricsAddr, if set, is a plain-HTTP listen address serving only
+	// GET /metrics (Prometheus). It has no authentication: the metrics name
+	// databases and containers and their sizes, so bind it to loopback or a
+	// private network. The API listeners do not serve /metrics. Default ""
+	// (none).
+	MetricsAddr string
 	// TLS serves HTTPS. Default true.
 	TLS bool
 	// TLSCert and TLSKey are PEM files; empty: a self-signed certificate is
@@ -69,6 +76,28 @@ type Auth struct {
 	// MaxClockSkew is the accepted distance between x-ms-date and the
 	// server's clock. Default 15m.
 	MaxClockSkew time.Duration
+	// AADJWKS is a JSON Web Key Set file (e.g. a saved copy of
+	// https://login.microsoftonline.com/{tenant}/discovery/v2.0/keys): when
+	// set, type=aad tokens are verified against its keys, AADIssuers,
+	// AADAudiences and the role lists, even with API.EmulatorCompat. Read
+	// once at startup. Default empty: AAD tokens are refused, except that
+	// API.EmulatorCompat accepts them unsigned, as the emulator does.
+	AADJWKS string
+	// AADIssuers are the accepted iss values of AAD tokens, compared exactly
+	// (e.g. https://login.microsoftonline.com/{tenant}/v2.0 or
+	// https://sts.windows.net/{tenant}/). Required with AADJWKS.
+	AADIssuers []string
+	// AADAudiences are the accepted aud values of AAD tokens, compared
+	// exactly (e.g. https://myaccount.documents.azure.com, the scope the Go
+	// SDK asks for without /.default). Required with AADJWKS.
+	AADAudiences []string
+	// AADReadWriteRoles are the values of a token's roles claim (app roles)
+	// or scp claim (delegated scopes) that give read-write access. Default
+	// ["Partita.ReadWrite"].
+	AADReadWriteRoles []string
+	// AADReadOnlyRoles are the roles or scopes that give read-only access.
+	// Default ["Partita.ReadOnly"].
+	AADReadOnlyRoles []string
 }
 
 // API configures the REST front end.
@@ -81,8 +110,9 @@ type API struct {
 	// EmulatorCompat reproduces Cosmos DB emulator behaviours that production
 	// Cosmos DB does not have and some SDK test suites expect: Strong
 	// default consistency, ids with '/', '\\', '?', '#' accepted on create,
-	// and the emulator gateway's 401/400 answers for ids it cannot address.
-	// Default false.
+	// the emulator gateway's 401/400 answers for ids it cannot address, and
+	// type=aad tokens accepted unsigned (any well-formed, unexpired JWT gets
+	// read-write access) unless Auth.AADJWKS is set. Default false.
 	EmulatorCompat bool
 }
 
@@ -129,7 +159,7 @@ func Default() Config {
 	return Config{
 		Server:  Server{Addr: "127.0.0.1:8081", TLS: true, ShutdownTimeout: 10 * time.Second},
 		Store:   Store{Dir: "./partita-data", Durability: "sync", CacheMB: 256},
-		Auth:    Auth{Key: EmulatorKey, MaxClockSkew: 15 * time.Minute},
+		Auth:    Auth{Key: EmulatorKey, MaxClockSkew: 15 * time.Minute, AADReadWriteRoles: []string{"Partita.ReadWrite"}, AADReadOnlyRoles: []string{"Partita.ReadOnly"}},
 		API:     API{Consistency: "Session"},
 		Engine:  Engine{GatewayQuery: "gateway", RateLimit: "auto", LogicalPartitionMaxBytes: 20 << 30, PartitionMaxBytes: 50 << 30, PartitionMaxRU: 10000},
 		Logging: Logging{Level: "info", Format: "text"},
@@ -146,6 +176,11 @@ func (c Config) Validate() error {
 	if c.Server.ComputeGatewayAddr != "" {
 		if _, _, err := net.SplitHostPort(c.Server.ComputeGatewayAddr); err != nil {
 			bad("compute-gateway-addr %q: %v", c.Server.ComputeGatewayAddr, err)
+		}
+	}
+	if c.Server.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.Server.MetricsAddr); err != nil {
+			bad("metrics-addr %q: %v", c.Server.MetricsAddr, err)
 		}
 	}
 	if (c.Server.TLSCert == "") != (c.Server.TLSKey == "") {
@@ -170,6 +205,21 @@ func (c Config) Validate() error {
 	}
 	if c.Auth.MaxClockSkew <= 0 {
 		bad("max-clock-skew must be positive")
+	}
+	if c.Auth.AADJWKS != "" {
+		if len(c.Auth.AADIssuers) == 0 {
+			bad("aad-issuer is required with aad-jwks: a public key set such as Entra ID's signs every tenant's tokens")
+		}
+		if len(c.Auth.AADAudiences) == 0 {
+			bad("aad-audience is required with aad-jwks")
+		}
+	} else if len(c.Auth.AADIssuers) > 0 || len(c.Auth.AADAudiences) > 0 {
+		bad("aad-issuer and aad-audience need aad-jwks (the keys AAD tokens are verified with)")
+	}
+	for _, r := range c.Auth.AADReadWriteRoles {
+		if slices.Contains(c.Auth.AADReadOnlyRoles, r) {
+			bad("role %q is both in aad-read-write-roles and aad-read-only-roles", r)
+		}
 	}
 	switch c.API.Consistency {
 	case "Strong", "BoundedStaleness", "Session", "ConsistentPrefix", "Eventual":

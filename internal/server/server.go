@@ -1,7 +1,8 @@
 // Package server wires Partita's components from a config.Config and owns
-// their lifecycle: it opens the store and engine, binds the listener (TLS
-// with a generated self-signed certificate by default), serves the API, and
-// on shutdown drains requests and closes the store.
+// their lifecycle: it opens the store and engine, binds the listeners (the
+// API, TLS with a generated self-signed certificate by default; optionally
+// the compute gateway; optionally plain-HTTP Prometheus metrics), serves
+// them, and on shutdown drains requests and closes the store.
 package server
 
 import (
@@ -12,6 +13,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"sync"
 	"time"
 
 	"github.com/partitadb/partita/internal/api"
@@ -33,8 +36,11 @@ type Server struct {
 	// extra is the compute-gateway listener, if configured.
 	extraLn   net.Listener
 	extraHTTP *http.Server
-	certPEM   []byte
-	eng       *engine.Engine
+	// metrics is the Prometheus listener, if configured.
+	metricsLn   net.Listener
+	metricsHTTP *http.Server
+	certPEM     []byte
+	eng         *engine.Engine
 }
 
 // Open validates cfg, opens the store and engine and binds the listener.
@@ -61,10 +67,15 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, now func() t
 			return nil, fmt.Errorf("read-only key: %w", err)
 		}
 	}
-	verifier, err := auth.NewVerifier(auth.Config{MasterKey: master, ReadOnlyKey: readOnly, MaxSkew: cfg.Auth.MaxClockSkew, AllowAAD: true})
+	aad, err := aadConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
+	verifier, err := auth.NewVerifier(auth.Config{MasterKey: master, ReadOnlyKey: readOnly, MaxSkew: cfg.Auth.MaxClockSkew, AAD: aad})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("aad tokens", "mode", aad.Mode.String())
 	s := &Server{cfg: cfg, log: log}
 	var tlsConf *tls.Config
 	if cfg.Server.TLS {
@@ -104,28 +115,55 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, now func() t
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Server.Addr, err)
 	}
 	s.ln = ln
-	s.http = newHTTPServer(handler, eng, tlsConf, log)
+	s.http = newHTTPServer(handler, tlsConf, log)
 	if addr := cfg.Server.ComputeGatewayAddr; addr != "" {
 		if s.extraLn, err = net.Listen("tcp", addr); err != nil {
-			_ = ln.Close()
-			_ = st.Close()
+			_ = s.Close()
 			return nil, fmt.Errorf("listen on %s: %w", addr, err)
 		}
 		compute := api.New(api.Config{Consistency: consistency, TLS: cfg.Server.TLS}, eng, verifier, now, log)
-		s.extraHTTP = newHTTPServer(compute, eng, tlsConf, log)
+		s.extraHTTP = newHTTPServer(compute, tlsConf, log)
+	}
+	if addr := cfg.Server.MetricsAddr; addr != "" {
+		if s.metricsLn, err = net.Listen("tcp", addr); err != nil {
+			_ = s.Close()
+			return nil, fmt.Errorf("listen on %s: %w", addr, err)
+		}
+		s.metricsHTTP = newMetricsServer(eng, log)
 	}
 	return s, nil
 }
 
-// newHTTPServer returns the HTTP server of one listener. /metrics is for
-// Prometheus scrapers, which cannot sign Cosmos DB requests: it is served
-// without authentication and shows no key values.
-func newHTTPServer(handler http.Handler, eng *engine.Engine, tlsConf *tls.Config, log *slog.Logger) *http.Server {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", metrics.NewHandler(eng))
-	mux.Handle("/", handler)
+// aadConfig returns how the verifier treats type=aad tokens: verified against
+// the keys of cfg.Auth.AADJWKS (read here, once) when that is set; accepted
+// unsigned, as the Cosmos DB emulator does, under --emulator-compat; refused
+// otherwise. An explicit key set wins over --emulator-compat: it asks for
+// verification, and compat's other behaviours do not depend on AAD.
+func aadConfig(cfg config.Config) (auth.AADConfig, error) {
+	a := cfg.Auth
+	switch {
+	case a.AADJWKS != "":
+		data, err := os.ReadFile(a.AADJWKS)
+		if err != nil {
+			return auth.AADConfig{}, fmt.Errorf("aad-jwks: %w", err)
+		}
+		keys, err := auth.ParseJWKS(data)
+		if err != nil {
+			return auth.AADConfig{}, fmt.Errorf("aad-jwks %s: %w", a.AADJWKS, err)
+		}
+		return auth.AADConfig{Mode: auth.AADVerified, Keys: keys, Issuers: a.AADIssuers, Audiences: a.AADAudiences,
+			ReadWriteRoles: a.AADReadWriteRoles, ReadOnlyRoles: a.AADReadOnlyRoles}, nil
+	case cfg.API.EmulatorCompat:
+		return auth.AADConfig{Mode: auth.AADEmulator}, nil
+	}
+	return auth.AADConfig{Mode: auth.AADOff}, nil
+}
+
+// newHTTPServer returns the HTTP server of one API listener: every request,
+// whatever its path, goes through the API handler and its authentication.
+func newHTTPServer(handler http.Handler, tlsConf *tls.Config, log *slog.Logger) *http.Server {
 	return &http.Server{
-		Handler:           mux,
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       2 * time.Minute,
 		WriteTimeout:      2 * time.Minute,
@@ -133,6 +171,26 @@ func newHTTPServer(handler http.Handler, eng *engine.Engine, tlsConf *tls.Config
 		MaxHeaderBytes:    1 << 20,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 		TLSConfig:         tlsConf,
+	}
+}
+
+// newMetricsServer returns the plain-HTTP server of the metrics listener,
+// which serves GET /metrics and nothing else. Prometheus scrapers cannot sign
+// Cosmos DB requests, so it has no authentication: the metrics show no key
+// values but do name databases and containers and their sizes, which is why
+// they have a listener of their own (bind it to loopback or a private
+// network) rather than a path on the API's.
+func newMetricsServer(eng *engine.Engine, log *slog.Logger) *http.Server {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics.NewHandler(eng))
+	return &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      time.Minute, // a scrape reads every partition's report
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 }
 
@@ -146,6 +204,15 @@ func (s *Server) ComputeGatewayAddr() net.Addr {
 		return nil
 	}
 	return s.extraLn.Addr()
+}
+
+// MetricsAddr is the bound metrics listen address, or nil when there is
+// none.
+func (s *Server) MetricsAddr() net.Addr {
+	if s.metricsLn == nil {
+		return nil
+	}
+	return s.metricsLn.Addr()
 }
 
 // Endpoint is the URL clients connect to.
@@ -171,21 +238,31 @@ func (s *Server) Run(ctx context.Context) error {
 		defer close(bgDone)
 		s.eng.Run(bg) // splits
 	}()
-	var serveErr error
-	if s.extraHTTP == nil {
-		serveErr = serve(ctx, s.http, s.ln, s.cfg.Server.ShutdownTimeout)
-	} else {
-		// Either listener failing stops both.
-		sctx, stop := context.WithCancel(ctx)
-		extraErr := make(chan error, 1)
-		go func() {
-			defer stop()
-			extraErr <- serve(sctx, s.extraHTTP, s.extraLn, s.cfg.Server.ShutdownTimeout)
-		}()
-		serveErr = serve(sctx, s.http, s.ln, s.cfg.Server.ShutdownTimeout)
-		stop()
-		serveErr = errors.Join(serveErr, <-extraErr)
+	// Any listener failing stops them all; they shut down together, each
+	// within ShutdownTimeout.
+	type listener struct {
+		srv *http.Server
+		ln  net.Listener
 	}
+	lns := []listener{{s.http, s.ln}}
+	if s.extraHTTP != nil {
+		lns = append(lns, listener{s.extraHTTP, s.extraLn})
+	}
+	if s.metricsHTTP != nil {
+		lns = append(lns, listener{s.metricsHTTP, s.metricsLn})
+	}
+	sctx, stop := context.WithCancel(ctx)
+	errs := make([]error, len(lns)) // one slot per listener: no lock needed
+	var wg sync.WaitGroup
+	for i, l := range lns {
+		wg.Go(func() {
+			defer stop()
+			errs[i] = serve(sctx, l.srv, l.ln, s.cfg.Server.ShutdownTimeout)
+		})
+	}
+	wg.Wait()
+	stop()
+	serveErr := errors.Join(errs...)
 	stopBG()
 	<-bgDone // before the store closes under it
 	return errors.Join(serveErr, s.st.Close())
@@ -224,6 +301,9 @@ func (s *Server) Close() error {
 	err := s.ln.Close()
 	if s.extraLn != nil {
 		err = errors.Join(err, s.extraLn.Close())
+	}
+	if s.metricsLn != nil {
+		err = errors.Join(err, s.metricsLn.Close())
 	}
 	return errors.Join(err, s.st.Close())
 }

@@ -45,6 +45,9 @@ type Server struct {
 	Key      string // master key
 	DataDir  string
 	CertPEM  []byte
+	// MetricsURL is the Prometheus endpoint, e.g. http://127.0.0.1:40124/metrics,
+	// when Configure set Server.MetricsAddr (use port 0); empty otherwise.
+	MetricsURL string
 
 	clientOnce sync.Once
 	client     *http.Client
@@ -77,6 +80,9 @@ func Start(t testing.TB, opts Options) *Server {
 	}
 	s := &Server{Endpoint: srv.Endpoint(), Key: cfg.Auth.Key, DataDir: cfg.Store.Dir, CertPEM: srv.CertPEM(),
 		cancel: cancel, done: make(chan error, 1)}
+	if a := srv.MetricsAddr(); a != nil {
+		s.MetricsURL = "http://" + a.String() + "/metrics"
+	}
 	go func() { s.done <- srv.Run(ctx) }()
 	t.Cleanup(func() {
 		if err := s.Stop(); err != nil {
@@ -149,9 +155,48 @@ func (s *Server) clientWith(t testing.TB, key string, retry policy.RetryOptions)
 	return c
 }
 
+// TokenClient returns an azcosmos client that authenticates with cred, as
+// azcosmos.NewClient does for Microsoft Entra ID: each request carries
+// "type=aad&ver=1.0&sig=<token>". It does not retry throttled requests.
+func (s *Server) TokenClient(t testing.TB, cred azcore.TokenCredential) *azcosmos.Client {
+	t.Helper()
+	c, err := azcosmos.NewClient(s.Endpoint, cred, &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{
+		Transport: s.HTTPClient(),
+		Retry:     policy.RetryOptions{MaxRetries: -1},
+	}})
+	if err != nil {
+		t.Fatalf("testserver: client: %v", err)
+	}
+	return c
+}
+
+// Scrape GETs MetricsURL over plain HTTP, as Prometheus does, on a new
+// connection, and returns the response and its body.
+func (s *Server) Scrape(ctx context.Context) (*http.Response, []byte, error) {
+	if s.MetricsURL == "" {
+		return nil, nil, fmt.Errorf("testserver: no metrics listener (set Server.MetricsAddr)")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.MetricsURL, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read body: %w", err)
+	}
+	return resp, data, nil
+}
+
 // Do sends a raw request signed with the master key, for protocol details
 // the SDK does not expose (such as reading one pk range's feed). path is the
-// URL path, e.g. "/dbs/db/colls/c/docs"; headers are added as given.
+// URL path, e.g. "/dbs/db/colls/c/docs"; headers are added as given, after
+// the signature, so an "Authorization" entry replaces it.
 func (s *Server) Do(ctx context.Context, method, path string, headers map[string]string, body []byte) (*http.Response, []byte, error) {
 	return s.DoWithKey(ctx, s.Key, method, path, headers, body)
 }

@@ -3,7 +3,6 @@ package testserver_test
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -67,7 +66,10 @@ func hammer(t *testing.T, s *testserver.Server, coll string, d time.Duration, ke
 // served without one; and the SDK, retrying on 429 by itself, gets every
 // write through a throttled container.
 func TestHotKeyIsThrottled(t *testing.T) {
-	s := testserver.Start(t, testserver.Options{Configure: func(c *config.Config) { c.Engine.RateLimit = "on" }})
+	s := testserver.Start(t, testserver.Options{Configure: func(c *config.Config) {
+		c.Engine.RateLimit = "on"
+		c.Server.MetricsAddr = "127.0.0.1:0"
+	}})
 	c := s.Client(t)
 	pkDef := azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}
 	newContainer(t, c, "db", azcosmos.ContainerProperties{ID: "hot", PartitionKeyDefinition: pkDef},
@@ -106,13 +108,12 @@ func TestHotKeyIsThrottled(t *testing.T) {
 	if len(p.TopKeysByThrottles) != 1 || p.TopKeysByThrottles[0].Key != `["the-hot-key"]` || int64(p.TopKeysByThrottles[0].Weight) != p.Throttled {
 		t.Errorf("hot partition's keys by 429s = %+v, want the hot key with all %d", p.TopKeysByThrottles, p.Throttled)
 	}
-	// Prometheus sees the same, without authentication and without keys.
-	resp, err := s.HTTPClient().Get(s.Endpoint + "metrics")
+	// Prometheus sees the same on the metrics listener, without
+	// authentication and without keys.
+	resp, body, err := s.Scrape(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
 	m := regexp.MustCompile(`(?m)^partita_partition_throttled_total\{container="hot",db="db",range="0"\} ([0-9.e+]+)$`).FindSubmatch(body)
 	if resp.StatusCode != http.StatusOK || m == nil || string(m[1]) == "0" || strings.Contains(string(body), "the-hot-key") {
 		t.Errorf("/metrics: status %d, throttled %q; the hot container's 429s must show and its key must not:\n%.2000s", resp.StatusCode, m, body)
