@@ -18,18 +18,20 @@ import (
 	"github.com/partitadb/partita/internal/testserver"
 )
 
-// hammer sends raw upserts from 8 goroutines for d, choosing each item's
+// hammer sends n raw upserts from 8 goroutines, choosing each item's
 // partition key with key(i), and counts successes and 429s. Every 429 must
 // carry a retry-after and Cosmos's substatus 3200.
-func hammer(t *testing.T, s *testserver.Server, coll string, d time.Duration, key func(i int) string) (ok, throttled int64) {
+func hammer(t *testing.T, s *testserver.Server, coll string, n int, key func(i int) string) (ok, throttled int64) {
 	t.Helper()
-	deadline := time.Now().Add(d)
 	var wg sync.WaitGroup
-	var n atomic.Int64
+	var next atomic.Int64
 	for range 8 {
 		wg.Go(func() {
-			for time.Now().Before(deadline) {
-				i := int(n.Add(1))
+			for {
+				i := int(next.Add(1))
+				if i > n {
+					return
+				}
 				pk := key(i)
 				body := fmt.Appendf(nil, `{"id":"w%d","pk":%q,"v":%d}`, i%50, pk, i)
 				resp, _, err := s.Do(t.Context(), http.MethodPost, "/dbs/db/colls/"+coll+"/docs", map[string]string{
@@ -60,16 +62,35 @@ func hammer(t *testing.T, s *testserver.Server, coll string, d time.Duration, ke
 	return ok, throttled
 }
 
-// TestHotKeyIsThrottled: a 400 RU/s container hammered on one key gets
-// 429s with retry-after, and serves about its provisioned rate; the same
-// load spread over 1,000 keys of a 4-partition container (24,000 RU/s) is
-// served without one; and the SDK, retrying on 429 by itself, gets every
-// write through a throttled container.
+// pausableClock is a server clock that stands still until resumed, then
+// runs at real speed from where it stood.
+type pausableClock struct {
+	at      time.Time
+	resumed atomic.Pointer[time.Time]
+}
+
+func (c *pausableClock) now() time.Time {
+	if r := c.resumed.Load(); r != nil {
+		return c.at.Add(time.Since(*r))
+	}
+	return c.at
+}
+
+func (c *pausableClock) resume() { now := time.Now(); c.resumed.Store(&now) }
+
+// TestHotKeyIsThrottled, by budget rather than by speed: on a stopped server
+// clock a 400 RU/s container's bucket holds exactly 400 RU, so 300 writes to
+// one key are mostly refused with 429 and a retry-after, while the same 300
+// writes spread over 300 keys of a 4-partition container (24,000 RU/s) are
+// all served. The partitions report and the metrics listener name the hot
+// key and count its 429s. Then, with the clock running, the SDK, retrying on
+// 429 by itself, gets every write through the container still in debt.
 func TestHotKeyIsThrottled(t *testing.T) {
+	clock := &pausableClock{at: time.Now()}
 	s := testserver.Start(t, testserver.Options{Configure: func(c *config.Config) {
 		c.Engine.RateLimit = "on"
 		c.Server.MetricsAddr = "127.0.0.1:0"
-	}})
+	}, Now: clock.now})
 	c := s.Client(t)
 	pkDef := azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}
 	newContainer(t, c, "db", azcosmos.ContainerProperties{ID: "hot", PartitionKeyDefinition: pkDef},
@@ -77,20 +98,17 @@ func TestHotKeyIsThrottled(t *testing.T) {
 	newContainer(t, c, "db", azcosmos.ContainerProperties{ID: "spread", PartitionKeyDefinition: pkDef},
 		&azcosmos.CreateContainerOptions{ThroughputProperties: ptr(azcosmos.NewManualThroughputProperties(24000))})
 
-	const d = 1500 * time.Millisecond
-	ok, throttled := hammer(t, s, "hot", d, func(int) string { return "the-hot-key" })
-	if throttled == 0 {
-		t.Errorf("hot key: %d writes served, none throttled", ok)
+	const writes = 300
+	ok, throttled := hammer(t, s, "hot", writes, func(int) string { return "the-hot-key" })
+	// A small write costs at least 5 RU: the 400 RU bucket serves at most
+	// 80, plus one admitted per worker while the bucket still held a little.
+	if ok+throttled != writes || ok > 400/5+8 || throttled == 0 {
+		t.Errorf("hot key: %d writes served, %d throttled; want at most %d of %d served", ok, throttled, 400/5+8, writes)
 	}
-	// A 1 KB-ish write costs about 5-6 RU: 400 RU/s for 1.5 s plus the
-	// one-second bucket serves at most ~(600+400)/5 writes.
-	if ok > 220 {
-		t.Errorf("hot key: %d writes served in %v at 400 RU/s", ok, d)
-	}
-	ok, throttled = hammer(t, s, "spread", d, func(i int) string { return fmt.Sprintf("key-%d", i%1000) })
-	spreadKeys := min(ok, 1000)
-	if throttled != 0 || ok < 100 {
-		t.Errorf("spread keys: %d served, %d throttled; want all served", ok, throttled)
+	ok, throttled = hammer(t, s, "spread", writes, func(i int) string { return fmt.Sprintf("key-%d", i) })
+	spreadKeys := ok
+	if throttled != 0 || ok != writes {
+		t.Errorf("spread keys: %d served, %d throttled; want all %d served", ok, throttled, writes)
 	}
 
 	// The partitions report names the hot key, by request units and by
@@ -140,16 +158,17 @@ func TestHotKeyIsThrottled(t *testing.T) {
 
 	// The SDK retries 429s after the retry-after it is given (azcore's
 	// retry policy; applications raise its default of 3 retries for
-	// throttled workloads): every write to the throttled container
-	// succeeds, taking about as long as the budget needs.
+	// throttled workloads). The hot container is still in debt when the
+	// clock starts, so its first writes are refused and retried; every
+	// write succeeds.
+	throttledBefore := partitionsReport(t, s, "hot")[0].Throttled
+	clock.resume()
 	hot, _ := s.RetryingClient(t, 30).NewContainer("db", "hot")
-	time.Sleep(time.Second) // let the bucket refill
-	start := time.Now()
-	const writes = 160
+	const sdkWrites = 40
 	var wg sync.WaitGroup
-	for g := range 8 {
+	for g := range 4 {
 		wg.Go(func() {
-			for i := g; i < writes; i += 8 {
+			for i := g; i < sdkWrites; i += 4 {
 				item := fmt.Appendf(nil, `{"id":"sdk%d","pk":"the-hot-key"}`, i)
 				if _, err := hot.UpsertItem(t.Context(), azcosmos.NewPartitionKeyString("the-hot-key"), item, nil); err != nil {
 					t.Errorf("SDK upsert %d: %v", i, err)
@@ -158,9 +177,8 @@ func TestHotKeyIsThrottled(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	// 160 writes of ~5 RU = ~800 RU: at least ~1 s beyond the bucket's 400.
-	if el := time.Since(start); el < 800*time.Millisecond {
-		t.Errorf("%d SDK writes at 400 RU/s took %v: not throttled", writes, el)
+	if after := partitionsReport(t, s, "hot")[0].Throttled; after <= throttledBefore {
+		t.Errorf("the SDK's writes to a container in debt were never throttled (429s %d before, %d after)", throttledBefore, after)
 	}
 }
 
