@@ -5,7 +5,7 @@ FUZZTIME  ?= 60s
 # The issue-by-issue subset of the Go SDK's emulator suite that must pass.
 CONFORMANCE ?= .
 
-.PHONY: run build test test-go test-node lint conformance fuzz bench clean
+.PHONY: run build test test-go test-node lint conformance fuzz crashloop bench clean
 
 run:
 	$(GO) run ./cmd/partita serve
@@ -41,6 +41,12 @@ conformance: build
 # Long fuzzing, opt-in: one target at a time, FUZZTIME each.
 fuzz:
 	scripts/fuzz.sh $(FUZZTIME)
+
+# Long kill -9 crash loop (writes, batches, scripts, splits), opt-in:
+# CRASH_CYCLES cycles of ~1.5 s of load, each checked after restart.
+CRASH_CYCLES ?= 50
+crashloop:
+	PARTITA_CRASH_CYCLES=$(CRASH_CYCLES) $(GO) test -count=1 -timeout 0 -run 'TestCrashAtomicity' -v ./cmd/partita
 
 bench:
 	$(GO) test -run=NONE -bench=. -benchmem ./internal/store ./internal/engine ./internal/api ./internal/partition ./internal/document

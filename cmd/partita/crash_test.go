@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -69,14 +71,31 @@ func trustingClient(t *testing.T, data string) *http.Client {
 	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 }
 
-// TestCrashAtomicity kills the server with SIGKILL while batches and stored
-// procedures write, restarts it, and checks that every transaction is wholly
-// present or wholly absent, and that every acknowledged one is present
-// (durability=sync). Two kill cycles, a few seconds each.
+// crashCycles is how many kill -9 cycles the crash tests run:
+// PARTITA_CRASH_CYCLES, default 2 (make crashloop sets more).
+func crashCycles(t *testing.T) int {
+	t.Helper()
+	if v := os.Getenv("PARTITA_CRASH_CYCLES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("PARTITA_CRASH_CYCLES=%q: want a positive number", v)
+		}
+		return n
+	}
+	return 2
+}
+
+// TestCrashAtomicity kills the server with SIGKILL while single upserts,
+// transactional batches and stored procedures write and partitions split,
+// restarts it, and after every cycle checks that every transaction is
+// wholly present or wholly absent and that every acknowledged one is
+// present (durability=sync). PARTITA_CRASH_CYCLES cycles of about 1.5 s of
+// load each (default 2; make crashloop runs more).
 func TestCrashAtomicity(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and kills it")
 	}
+	cycles := crashCycles(t)
 	bin := build(t)
 	data := filepath.Join(t.TempDir(), "data")
 	addr := freePort(t)
@@ -96,41 +115,69 @@ func TestCrashAtomicity(t *testing.T) {
 	}
 
 	const workers = 6
-	var acked sync.Map // txn id → true
+	var acked sync.Map // txn id → its number of items
 	var seq atomic.Int64
-	for cycle := range 2 {
+	var splits atomic.Int64
+	total := 0
+	for cycle := range cycles {
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		for w := range workers {
 			wg.Go(func() {
 				k, _ := c.NewContainer("db", "k")
-				pk := fmt.Sprintf("p%d", w)
 				for {
 					select {
 					case <-stop:
 						return
 					default:
 					}
-					txn := fmt.Sprintf("c%d-w%d-t%d", cycle, w, seq.Add(1))
-					var ok bool
-					if w%2 == 0 {
+					n := seq.Add(1)
+					txn := fmt.Sprintf("c%d-w%d-t%d", cycle, w, n)
+					pk := fmt.Sprintf("p%d-%d", w, n%8) // 48 logical partitions: room to split
+					size, ok := perTxn, false
+					switch w % 3 {
+					case 0:
 						b := k.NewTransactionalBatch(azcosmos.NewPartitionKeyString(pk))
 						for i := range perTxn {
 							b.UpsertItem(mustMarshal(map[string]any{"id": fmt.Sprintf("%s-%d", txn, i), "pk": pk, "txn": txn}), nil)
 						}
 						resp, err := k.ExecuteTransactionalBatch(ctx, b, nil)
 						ok = err == nil && resp.Success
-					} else {
+					case 1:
 						resp, _, err := rawDo(ctx, hc, endpoint, http.MethodPost, "/dbs/db/colls/k/sprocs/writeN",
 							map[string]string{"x-ms-documentdb-partitionkey": `["` + pk + `"]`}, mustMarshal([]any{pk, txn, perTxn}))
 						ok = err == nil && resp.StatusCode == 200
+					default:
+						size, txn = 1, txn+"-single"
+						_, err := k.UpsertItem(ctx, azcosmos.NewPartitionKeyString(pk), mustMarshal(map[string]any{"id": txn + "-0", "pk": pk, "txn": txn}), nil)
+						ok = err == nil
 					}
 					if ok {
-						acked.Store(txn, true)
+						acked.Store(txn, size)
 					}
 				}
 			})
 		}
+		// Split a range now and then while the load runs (an admin split:
+		// a catalog write the crash may catch half-way).
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(300 * time.Millisecond):
+				}
+				ids := rangeIDs(ctx, hc, endpoint)
+				if len(ids) == 0 {
+					continue
+				}
+				id := ids[int(seq.Load())%len(ids)]
+				resp, _, err := rawDo(ctx, hc, endpoint, http.MethodPost, "/_partita/dbs/db/colls/k/pkranges/"+id+"/split", nil, nil)
+				if err == nil && resp.StatusCode == http.StatusOK {
+					splits.Add(1)
+				}
+			}
+		})
 		time.Sleep(1500 * time.Millisecond)
 		if err := cmd.Process.Kill(); err != nil { // SIGKILL: no shutdown path runs
 			t.Fatal(err)
@@ -141,50 +188,81 @@ func TestCrashAtomicity(t *testing.T) {
 		endpoint, cmd = start(t, bin, addr, data)
 		c = client(t, endpoint, data)
 		hc = trustingClient(t, data)
-	}
-
-	// Every transaction wholly present or absent; every acknowledged one present.
-	counts := map[string]int{}
-	for w := range workers {
-		cont := ""
-		for {
-			hdr := map[string]string{"x-ms-documentdb-partitionkey": fmt.Sprintf(`["p%d"]`, w), "x-ms-max-item-count": "1000"}
-			if cont != "" {
-				hdr["x-ms-continuation"] = cont
-			}
-			resp, body, err := rawDo(ctx, hc, endpoint, http.MethodGet, "/dbs/db/colls/k/docs", hdr, nil)
-			if err != nil || resp.StatusCode != 200 {
-				t.Fatalf("read feed: %v %s %v", resp, body, err)
-			}
-			var page struct{ Documents []struct{ Txn string } }
-			if err := json.Unmarshal(body, &page); err != nil {
-				t.Fatal(err)
-			}
-			for _, d := range page.Documents {
-				counts[d.Txn]++
-			}
-			if cont = resp.Header.Get("x-ms-continuation"); cont == "" {
-				break
-			}
+		total = checkTransactions(t, ctx, hc, endpoint, &acked, cycle)
+		if t.Failed() {
+			t.Fatalf("cycle %d of %d failed", cycle+1, cycles)
 		}
 	}
 	nAcked := 0
-	acked.Range(func(k, _ any) bool {
-		nAcked++
-		if counts[k.(string)] != perTxn {
-			t.Errorf("acknowledged transaction %s has %d of %d items after the crash", k, counts[k.(string)], perTxn)
+	acked.Range(func(_, _ any) bool { nAcked++; return true })
+	if nAcked < 20 {
+		t.Errorf("only %d transactions were acknowledged: the load did not run", nAcked)
+	}
+	t.Logf("%d cycles: %d transactions acknowledged, %d present, %d splits, no violation", cycles, nAcked, total, splits.Load())
+}
+
+// rangeIDs returns the ids of container k's current ranges (none on error).
+func rangeIDs(ctx context.Context, hc *http.Client, endpoint string) []string {
+	resp, body, err := rawDo(ctx, hc, endpoint, http.MethodGet, "/dbs/db/colls/k/pkranges", nil, nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return nil
+	}
+	var feed struct {
+		PartitionKeyRanges []struct{ ID string } `json:"PartitionKeyRanges"`
+	}
+	if json.Unmarshal(body, &feed) != nil {
+		return nil
+	}
+	var ids []string
+	for _, r := range feed.PartitionKeyRanges {
+		ids = append(ids, r.ID)
+	}
+	return ids
+}
+
+// checkTransactions reads every item of container k and checks that each
+// transaction is whole and that every acknowledged one is present; it
+// returns how many transactions are present.
+func checkTransactions(t *testing.T, ctx context.Context, hc *http.Client, endpoint string, acked *sync.Map, cycle int) int {
+	t.Helper()
+	counts := map[string]int{}
+	cont := ""
+	for {
+		hdr := map[string]string{"x-ms-max-item-count": "1000"}
+		if cont != "" {
+			hdr["x-ms-continuation"] = cont
+		}
+		resp, body, err := rawDo(ctx, hc, endpoint, http.MethodGet, "/dbs/db/colls/k/docs", hdr, nil)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("cycle %d: read feed: %v %s %v", cycle, resp, body, err)
+		}
+		var page struct{ Documents []struct{ Txn string } }
+		if err := json.Unmarshal(body, &page); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range page.Documents {
+			counts[d.Txn]++
+		}
+		if cont = resp.Header.Get("x-ms-continuation"); cont == "" {
+			break
+		}
+	}
+	acked.Range(func(k, v any) bool {
+		if counts[k.(string)] != v.(int) {
+			t.Errorf("cycle %d: acknowledged transaction %s has %d of %d items after the crash", cycle, k, counts[k.(string)], v)
 		}
 		return true
 	})
 	for txn, n := range counts {
-		if n != perTxn {
-			t.Errorf("transaction %s is partly present: %d of %d items", txn, n, perTxn)
+		want := perTxn
+		if strings.HasSuffix(txn, "-single") {
+			want = 1
+		}
+		if n != want {
+			t.Errorf("cycle %d: transaction %s is partly present: %d of %d items", cycle, txn, n, want)
 		}
 	}
-	if nAcked < 20 {
-		t.Errorf("only %d transactions were acknowledged: the load did not run", nAcked)
-	}
-	t.Logf("%d transactions acknowledged, %d present after two kill -9 cycles", nAcked, len(counts))
+	return len(counts)
 }
 
 func mustMarshal(v any) []byte {
