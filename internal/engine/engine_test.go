@@ -14,12 +14,18 @@ import (
 
 func testEngine(t testing.TB) *Engine {
 	t.Helper()
+	return testEngineWith(t, Config{})
+}
+
+// testEngineWith is testEngine with configuration cfg.
+func testEngineWith(t testing.TB, cfg Config) *Engine {
+	t.Helper()
 	st, err := store.Open(store.Options{Dir: t.TempDir(), Sync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	e, err := New(t.Context(), st, Config{}, nil, nil)
+	e, err := New(t.Context(), st, cfg, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,28 +11,7 @@ import (
 
 	"github.com/partitadb/partita/internal/document"
 	"github.com/partitadb/partita/internal/script"
-	"github.com/partitadb/partita/internal/store"
 )
-
-func gatedEngine(t *testing.T, cfg Config) *Engine {
-	t.Helper()
-	st, err := store.Open(store.Options{Dir: t.TempDir(), Sync: false})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	e, err := New(t.Context(), st, cfg, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.CreateDatabase("db", Throughput{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.CreateContainer("db", []byte(`{"id":"k","partitionKey":{"paths":["/pk"]}}`), Throughput{Manual: 24000}); err != nil {
-		t.Fatal(err)
-	}
-	return e
-}
 
 // TestLoopingScriptsTakeTurns: eight stored procedures that loop until
 // their time limit never run more than ScriptSlots at once. Each either runs
@@ -40,7 +19,7 @@ func gatedEngine(t *testing.T, cfg Config) *Engine {
 // told to retry (429); point operations are never held up behind them (they
 // take no slot) and succeed meanwhile.
 func TestLoopingScriptsTakeTurns(t *testing.T) {
-	e := gatedEngine(t, Config{ScriptSlots: 1, ScriptLimits: script.Limits{Timeout: 300 * time.Millisecond}})
+	e := testEngineWith(t, Config{ScriptSlots: 1, ScriptLimits: script.Limits{Timeout: 300 * time.Millisecond}})
 	def, _ := json.Marshal(map[string]string{"id": "spin", "body": `function spin() { while (true) {} }`})
 	if _, err := e.CreateScript("db", "k", StoredProcedures, def); err != nil {
 		t.Fatal(err)
@@ -84,7 +63,7 @@ func TestLoopingScriptsTakeTurns(t *testing.T) {
 // of the query gate (never more than QuerySlots at once), and each still
 // returns its exact result.
 func TestQueriesTakeTurns(t *testing.T) {
-	e := gatedEngine(t, Config{QuerySlots: 1, GatewayQueryFull: true})
+	e := testEngineWith(t, Config{QuerySlots: 1, GatewayQueryFull: true})
 	ctx := t.Context()
 	for i := range 300 {
 		body := fmt.Appendf(nil, `{"id":"%d","pk":"p%d","arr":[1,2,3,4,5,6,7,8,9,10]}`, i, i%7)
