@@ -1,7 +1,8 @@
 // Package script runs Azure Cosmos DB server-side JavaScript — stored procedures, pre- and
 // post-triggers and user-defined functions — in an embedded goja VM, against a Host that the
 // engine implements inside one logical-partition transaction. It knows nothing of storage or
-// HTTP; it imports goja, the standard library, and no internal package.
+// HTTP; it imports goja (and regexp2, goja's regular-expression engine, only to bound its
+// matches), the standard library, and no internal package.
 //
 // # Programs and executions
 //
@@ -57,11 +58,25 @@
 // host operations, log size, and Go heap growth. Heap growth is the process-wide Go heap
 // (runtime/metrics) sampled every 2ms, less the lowest sample of the run, so it is approximate:
 // allocations by concurrent executions or other goroutines count too, which is why an
-// over-limit sample is confirmed after a garbage collection (at most every 50ms) before the
-// script is stopped. A single native built-in call cannot be interrupted mid-way, so the
-// built-ins that allocate or loop without bound from one small argument refuse sizes beyond
-// the limit with a RangeError, and the binary-data constructors (ArrayBuffer, typed arrays) are
-// removed; guard.go lists them and the known gaps.
+// over-limit sample is confirmed after a garbage collection (at most every 50ms), run beside the
+// sampler, before the script is stopped; growth beyond what garbage could explain (the limit
+// plus twice the live heap, and at least twice the limit) stops it without waiting.
+//
+// goja checks for interrupts only between JavaScript instructions, and a built-in runs
+// natively to its end, so a limit can only hold if no single built-in call does unbounded work.
+// This package replaces the built-ins that would (JSON.stringify, Array.prototype.join,
+// toLocaleString and flat) with bounded ones that check the watchdog as they go, checks the
+// others' arguments first (a RangeError "Invalid string length" or "Invalid array length"
+// for a result or a loop too big for the memory limit, "Maximum call stack size exceeded" for
+// nesting deeper than MaxCallStack), puts interrupt checks into the iterators that native loops
+// drive, bounds regular-expression matches (to MaxTimeout each) and removes the binary-data
+// constructors (ArrayBuffer, typed arrays). guard.go lists them, and the known gaps: a
+// catastrophically backtracking regular expression may outlast the time limit by up to
+// MaxTimeout; a few built-ins (global regular-expression matching, sort, case
+// conversion) can briefly take a few times the memory the script already holds or several
+// seconds; and JavaScript source nested hundreds of thousands of levels deep (a script body, or
+// text given to eval or new Function) overflows the Go stack of goja's parser, which ends the
+// process.
 //
 // Setting up a VM costs a few hundred microseconds. A query calling a UDF for many rows should
 // use a Caller, which keeps one VM for its calls.
