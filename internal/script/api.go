@@ -295,9 +295,13 @@ func (x *execution) docBody(method string, v goja.Value) []byte {
 	return b
 }
 
-// perform runs one host operation under the operation budget and delivers its outcome: it
-// returns isAccepted, calls cb with (err, result...) when given, and throws the error into the
-// script when not.
+// perform runs one host operation under the operation budget and returns isAccepted. The
+// operation runs now, in call order; its outcome is delivered later, as in Cosmos DB: cb, when
+// given, is queued to be called with (err, result...) once the JavaScript stack has unwound
+// (see drain). Without a callback, a failed operation throws its error into the script at the
+// call, a leniency: Cosmos DB fails the execution with it (asynchronously, so a try/catch
+// around the call does not see it there). The results wait in the queue with their callback, so
+// a script that queues many large reads holds them all at once, within its memory limit.
 func (x *execution) perform(cb goja.Callable, do func() ([]goja.Value, error)) goja.Value {
 	if x.abort != nil {
 		return goja.Undefined()
@@ -323,9 +327,7 @@ func (x *execution) perform(cb goja.Callable, do func() ([]goja.Value, error)) g
 		results = append([]goja.Value{goja.Undefined()}, results...)
 	}
 	if cb != nil {
-		if _, err := cb(goja.Undefined(), results...); err != nil {
-			panic(err) // rethrow: an exception (catchable by the script) or an interrupt
-		}
+		x.jobs = append(x.jobs, job{cb: cb, args: results})
 	}
 	return x.rt.ToValue(true)
 }

@@ -199,6 +199,9 @@ type execution struct {
 	protectFn goja.Callable
 	protected func()
 
+	// jobs are the callbacks of performed operations, waiting for the script's call stack to
+	// unwind (see drain).
+	jobs []job
 	// joining are the arrays whose join or toLocaleString is in progress, innermost last.
 	joining []*goja.Object
 
@@ -355,6 +358,7 @@ func (x *execution) entryFunc() (goja.Callable, error) {
 	return fn, nil
 }
 
+// callEntry calls the script's function with argv, then runs the callbacks it queued (drain).
 func (x *execution) callEntry(argv []goja.Value) error {
 	fn, err := x.entryFunc()
 	if err != nil {
@@ -362,6 +366,30 @@ func (x *execution) callEntry(argv []goja.Value) error {
 	}
 	if _, err := fn(goja.Undefined(), argv...); err != nil {
 		return x.scriptError(err)
+	}
+	return x.drain()
+}
+
+// job is a queued callback and the arguments it is to be called with.
+type job struct {
+	cb   goja.Callable
+	args []goja.Value
+}
+
+// drain is the script's event loop: it calls the queued callbacks in the order their
+// operations were performed, each on an empty JavaScript stack, including the callbacks they
+// queue, until none is left. As in Cosmos DB, a callback runs after the call that queued it
+// has returned, so the usual recursive pattern (each callback starts the next operation) does
+// not nest, however many operations it performs. An exception escaping a callback fails the
+// execution; the watchdog bounds the loop as it bounds the entry function.
+func (x *execution) drain() error {
+	for len(x.jobs) > 0 {
+		j := x.jobs[0]
+		x.jobs[0] = job{} // release the arguments
+		x.jobs = x.jobs[1:]
+		if _, err := j.cb(goja.Undefined(), j.args...); err != nil {
+			return x.scriptError(err)
+		}
 	}
 	return nil
 }

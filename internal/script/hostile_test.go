@@ -68,8 +68,6 @@ func TestHostile(t *testing.T) {
 			[]ErrorKind{KindStackOverflow}, http.StatusBadRequest, "Maximum call stack size exceeded"},
 		{"recursion caught", `function () { function f() { try { f(); } catch (e) { f(); } } f(); }`,
 			[]ErrorKind{KindStackOverflow}, http.StatusBadRequest, "Maximum call stack size exceeded"},
-		{"recursion through callbacks", `function () { function f() { __.readDocuments(f); } f(); }`,
-			[]ErrorKind{KindStackOverflow, KindTimeout}, 0, ""},
 		{"throw 42", `function () { throw 42; }`, []ErrorKind{KindException}, http.StatusBadRequest, "Exception = 42"},
 		{"throw object", `function () { throw {a: 1}; }`, []ErrorKind{KindException}, http.StatusBadRequest, `Exception = {"a":1}`},
 		{"throw null", `function () { throw null; }`, []ErrorKind{KindException}, http.StatusBadRequest, "Exception = null"},
