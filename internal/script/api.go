@@ -47,12 +47,12 @@ func (x *execution) installConsole() {
 // logString renders one console.log argument: strings as they are, objects as JSON where they
 // have it, anything else with String(v).
 func (x *execution) logString(v goja.Value) string {
-	if s, ok := v.Export().(string); ok {
-		return s
+	if s, ok := v.(goja.String); ok {
+		return s.String()
 	}
-	if obj, ok := v.(*goja.Object); ok && obj.ClassName() != "Function" && obj.ClassName() != "Error" {
-		if s, ok, err := x.stringify(v); err == nil && ok {
-			return s
+	if obj, ok := v.(*goja.Object); ok && obj.ClassName() != "Function" && obj.ClassName() != "Error" && obj.ClassName() != "String" {
+		if b, ok, err := x.stringify(v); err == nil && ok {
+			return string(b)
 		}
 	}
 	s, err := x.toString(goja.Undefined(), v)
@@ -254,12 +254,11 @@ func isNameLink(s string) bool {
 	return len(parts) == 4 && parts[0] == "dbs" && parts[2] == "colls" && !strings.HasSuffix(parts[3], "=")
 }
 
+// isString reports whether v is a string primitive. (Not through Export, which copies a whole
+// object graph into Go values: a document holding `new Array(1e8)` took 2 GiB there.)
 func isString(v goja.Value) bool {
-	if v == nil {
-		return false
-	}
-	_, ok := v.Export().(string)
-	return ok && !isObject(v)
+	_, ok := v.(goja.String)
+	return ok
 }
 
 func isObject(v goja.Value) bool {
@@ -286,19 +285,23 @@ func (x *execution) docBody(method string, v goja.Value) []byte {
 	if !ok || obj.ClassName() == "Array" || obj.ClassName() == "Function" {
 		x.throwTypeError("%s: the document must be an object", method)
 	}
-	s, ok, err := x.stringify(v)
+	b, ok, err := x.stringify(v)
 	if err != nil {
 		panic(err)
 	}
 	if !ok {
 		x.throwTypeError("%s: the document must be an object", method)
 	}
-	return []byte(s)
+	return b
 }
 
-// perform runs one host operation under the operation budget and delivers its outcome: it
-// returns isAccepted, calls cb with (err, result...) when given, and throws the error into the
-// script when not.
+// perform runs one host operation under the operation budget and returns isAccepted. The
+// operation runs now, in call order; its outcome is delivered later, as in Cosmos DB: cb, when
+// given, is queued to be called with (err, result...) once the JavaScript stack has unwound
+// (see drain). Without a callback, a failed operation throws its error into the script at the
+// call, a leniency: Cosmos DB fails the execution with it (asynchronously, so a try/catch
+// around the call does not see it there). The results wait in the queue with their callback, so
+// a script that queues many large reads holds them all at once, within its memory limit.
 func (x *execution) perform(cb goja.Callable, do func() ([]goja.Value, error)) goja.Value {
 	if x.abort != nil {
 		return goja.Undefined()
@@ -324,9 +327,7 @@ func (x *execution) perform(cb goja.Callable, do func() ([]goja.Value, error)) g
 		results = append([]goja.Value{goja.Undefined()}, results...)
 	}
 	if cb != nil {
-		if _, err := cb(goja.Undefined(), results...); err != nil {
-			panic(err) // rethrow: an exception (catchable by the script) or an interrupt
-		}
+		x.jobs = append(x.jobs, job{cb: cb, args: results})
 	}
 	return x.rt.ToValue(true)
 }
@@ -480,12 +481,12 @@ func (x *execution) querySpec(v goja.Value) (string, map[string][]byte) {
 		if !ok || !isString(prop(p, "name")) {
 			x.throwTypeError("queryDocuments: parameters must be an array of {name, value}")
 		}
-		s, ok, err := x.stringify(prop(p, "value"))
+		b, ok, err := x.stringify(prop(p, "value"))
 		if err != nil {
 			panic(err)
 		}
 		if ok { // an undefined value leaves the parameter undefined
-			params[prop(p, "name").String()] = []byte(s)
+			params[prop(p, "name").String()] = b
 		}
 	}
 	return query, params

@@ -12,9 +12,11 @@ func BenchmarkExecuteSproc10Writes(b *testing.B) {
 	p := mustSproc(b, `function bulk(docs) {
 		var c = getContext().getCollection(), link = c.getSelfLink(), n = 0;
 		docs.forEach(function (d) {
-			c.createDocument(link, d, {}, function (err) { if (err) throw err; n++; });
+			c.createDocument(link, d, {}, function (err) {
+				if (err) throw err;
+				if (++n === docs.length) getContext().getResponse().setBody(n);
+			});
 		});
-		getContext().getResponse().setBody(n);
 	}`)
 	args := []byte(`[[{"id":"0","v":0,"tags":["a","b"]},{"id":"1","v":1},{"id":"2","v":2},{"id":"3","v":3},` +
 		`{"id":"4","v":4},{"id":"5","v":5},{"id":"6","v":6},{"id":"7","v":7},{"id":"8","v":8},{"id":"9","v":9}]]`)

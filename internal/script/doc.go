@@ -1,7 +1,8 @@
 // Package script runs Azure Cosmos DB server-side JavaScript — stored procedures, pre- and
 // post-triggers and user-defined functions — in an embedded goja VM, against a Host that the
 // engine implements inside one logical-partition transaction. It knows nothing of storage or
-// HTTP; it imports goja, the standard library, and no internal package.
+// HTTP; it imports goja (and regexp2, goja's regular-expression engine, only to bound its
+// matches), the standard library, and no internal package.
 //
 // # Programs and executions
 //
@@ -36,13 +37,22 @@
 //
 // Every collection operation returns isAccepted: true, or false once Limits.MaxOperations
 // operations have been performed, in which case the operation is not performed and its callback
-// is not called (Cosmos DB's signal to stop and report progress). Callbacks run synchronously,
-// before the operation returns; Cosmos DB's own run one at a time too, so scripts written for it
-// behave the same. A failed operation passes its callback an Error whose number is the Cosmos DB
-// status (404, 409, 412, ...) and whose body and message are the status message; with no
-// callback, the error is thrown into the script. Options: etag (If-Match for replace, upsert
-// and delete) and disableAutomaticIdGeneration (create and upsert assign a random GUID id to a
-// document without one unless it is set). Queries return every result in one page:
+// is not called (Cosmos DB's signal to stop and report progress; the client calls again with
+// the rest, as with Cosmos DB's bulkImport sample). An accepted operation is performed at once,
+// so operations take effect in call order, but its callback runs later, as in Cosmos DB: it is
+// queued, and the queue is drained after the script's function returns, one callback at a time
+// on an empty JavaScript stack, each callback's own operations queuing theirs behind. So the
+// usual recursive pattern, where each callback starts the next operation, does not nest, however
+// many documents it imports; and a value the function computes from a callback's result is not
+// there before the function returns (set the response body in the callback, or set an object the
+// callbacks fill: the body is serialized after the last callback). An exception escaping a
+// callback fails the execution (all its writes are rolled back), as does one escaping the
+// function. A failed operation passes its callback an Error whose number is the Cosmos DB status
+// (404, 409, 412, ...) and whose body and message are the status message; with no callback, the
+// error is thrown into the script at the call (a leniency: in Cosmos DB it fails the execution
+// later, where no try/catch around the call sees it). Options: etag (If-Match for replace,
+// upsert and delete) and disableAutomaticIdGeneration (create and upsert assign a random GUID
+// id to a document without one unless it is set). Queries return every result in one page:
 // respOptions.continuation is always undefined. The fluent query API (__.filter, __.map,
 // __.chain, ...) throws a "not supported" Error.
 //
@@ -54,14 +64,29 @@
 // # Limits
 //
 // Each execution is bounded by Limits: wall time and ctx (the VM is interrupted), call depth,
-// host operations, log size, and Go heap growth. Heap growth is the process-wide Go heap
+// host operations, log size, and Go heap growth; the callbacks drained after the function are
+// part of the execution and bounded with it. Heap growth is the process-wide Go heap
 // (runtime/metrics) sampled every 2ms, less the lowest sample of the run, so it is approximate:
 // allocations by concurrent executions or other goroutines count too, which is why an
-// over-limit sample is confirmed after a garbage collection (at most every 50ms) before the
-// script is stopped. A single native built-in call cannot be interrupted mid-way, so the
-// built-ins that allocate or loop without bound from one small argument refuse sizes beyond
-// the limit with a RangeError, and the binary-data constructors (ArrayBuffer, typed arrays) are
-// removed; guard.go lists them and the known gaps.
+// over-limit sample is confirmed after a garbage collection (at most every 50ms), run beside the
+// sampler, before the script is stopped; growth beyond what garbage could explain (the limit
+// plus twice the live heap, and at least twice the limit) stops it without waiting.
+//
+// goja checks for interrupts only between JavaScript instructions, and a built-in runs
+// natively to its end, so a limit can only hold if no single built-in call does unbounded work.
+// This package replaces the built-ins that would (JSON.stringify, Array.prototype.join,
+// toLocaleString and flat) with bounded ones that check the watchdog as they go, checks the
+// others' arguments first (a RangeError "Invalid string length" or "Invalid array length"
+// for a result or a loop too big for the memory limit, "Maximum call stack size exceeded" for
+// nesting deeper than MaxCallStack), puts interrupt checks into the iterators that native loops
+// drive, bounds regular-expression matches (to MaxTimeout each) and removes the binary-data
+// constructors (ArrayBuffer, typed arrays). guard.go lists them, and the known gaps: a
+// catastrophically backtracking regular expression may outlast the time limit by up to
+// MaxTimeout; a few built-ins (global regular-expression matching, sort, case
+// conversion) can briefly take a few times the memory the script already holds or several
+// seconds; and JavaScript source nested hundreds of thousands of levels deep (a script body, or
+// text given to eval or new Function) overflows the Go stack of goja's parser, which ends the
+// process.
 //
 // Setting up a VM costs a few hundred microseconds. A query calling a UDF for many rows should
 // use a Caller, which keeps one VM for its calls.

@@ -186,9 +186,24 @@ type execution struct {
 	// abort is set when a host call failed with a non-HostError error; the VM is interrupted.
 	abort *Error
 
-	parser                  fastjson.Parser // reused: its values die with each conversion
-	jsonStringify, toString goja.Callable
-	errorCtor               goja.Value
+	parser fastjson.Parser // reused: its values die with each conversion
+
+	// Built-ins captured before the script runs, which may replace them: String(v) (failing
+	// once the watchdog has fired), Array.isArray (for proxies), Object.keys, Reflect.get and
+	// Reflect.has (for keys that are not exact in Go, and proxies), Error and RangeError.
+	toString, isArrayFn                      goja.Callable
+	objectKeysFn, reflectGetFn, reflectHasFn goja.Callable
+	errorCtor, rangeCtor                     goja.Value
+
+	// protectFn runs protected, a Go function, as a native function (see protect).
+	protectFn goja.Callable
+	protected func()
+
+	// jobs are the callbacks of performed operations, waiting for the script's call stack to
+	// unwind (see drain).
+	jobs []job
+	// joining are the arrays whose join or toLocaleString is in progress, innermost last.
+	joining []*goja.Object
 
 	// fired is the watchdog's verdict once it has interrupted the VM. goja clears the interrupt
 	// when the interrupted call returns to Go, so the Go→JavaScript calls made after the
@@ -198,16 +213,26 @@ type execution struct {
 }
 
 func newExecution(p *Program, host Host, lim Limits, logging bool) *execution {
+	setRegexpTimeout()
 	lim = lim.withDefaults()
 	rt := goja.New()
 	rt.SetMaxCallStackSize(lim.MaxCallStack)
 	x := &execution{p: p, rt: rt, host: host, lim: lim, logging: logging}
 	// Capture the built-ins the host itself relies on before the script can replace them.
-	json := rt.Get("JSON").ToObject(rt)
-	stringify, _ := goja.AssertFunction(json.Get("stringify"))
 	toString, _ := goja.AssertFunction(rt.Get("String"))
-	x.jsonStringify, x.toString = x.unlessFired(stringify), x.unlessFired(toString)
-	x.errorCtor = rt.Get("Error")
+	x.toString = x.unlessFired(toString)
+	x.isArrayFn, _ = goja.AssertFunction(rt.Get("Array").ToObject(rt).Get("isArray"))
+	x.objectKeysFn, _ = goja.AssertFunction(rt.Get("Object").ToObject(rt).Get("keys"))
+	reflect := rt.Get("Reflect").ToObject(rt)
+	x.reflectGetFn, _ = goja.AssertFunction(reflect.Get("get"))
+	x.reflectHasFn, _ = goja.AssertFunction(reflect.Get("has"))
+	x.errorCtor, x.rangeCtor = rt.Get("Error"), rt.Get("RangeError")
+	x.protectFn, _ = goja.AssertFunction(rt.ToValue(func(goja.FunctionCall) goja.Value {
+		f := x.protected
+		x.protected = nil
+		f()
+		return goja.Undefined()
+	}))
 	x.guardBuiltins()
 	x.installConsole()
 	if p.kind != kindUDF {
@@ -216,9 +241,6 @@ func newExecution(p *Program, host Host, lim Limits, logging bool) *execution {
 	return x
 }
 
-// run runs body under the watchdog and converts every failure into an *Error. All JavaScript
-// (including the rendering of results and errors, which may call user code through toJSON or
-// toString) runs inside body, so the limits bound all of it.
 // unlessFired wraps fn, which may run user code, to fail once the watchdog has fired.
 func (x *execution) unlessFired(fn goja.Callable) goja.Callable {
 	return func(this goja.Value, args ...goja.Value) (goja.Value, error) {
@@ -229,6 +251,54 @@ func (x *execution) unlessFired(fn goja.Callable) goja.Callable {
 	}
 }
 
+// protect runs f, Go code that may throw JavaScript exceptions or call JavaScript, as a native
+// function called from Go: an exception or interrupt raised in it comes back as the error.
+func (x *execution) protect(f func()) error {
+	if e := x.fired.Load(); e != nil {
+		return e
+	}
+	x.protected = f
+	_, err := x.protectFn(goja.Undefined())
+	return err
+}
+
+// call calls fn from a native function, rethrowing into the script the exception or interrupt
+// it raises.
+func (x *execution) call(fn goja.Callable, this goja.Value, args ...goja.Value) goja.Value {
+	v, err := fn(this, args...)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// interruptProbe is an empty program: running it in an interrupted runtime raises goja's
+// uncatchable *goja.InterruptedError at the point where it runs (see checkFired).
+var interruptProbe = goja.MustCompile("interrupt", "", false)
+
+// checkFired stops the script from inside a native function once the watchdog has reached a
+// verdict. goja checks for interrupts only between JavaScript instructions, so a built-in
+// that loops natively (JSON.stringify over a huge array, an iterator driven by spread) would
+// otherwise run on to its end; the built-ins this package installs or wraps call checkFired
+// as they go. The probe makes goja raise its own interrupt error here, so the script unwinds
+// exactly as if it had been interrupted between instructions (finally blocks do not run, and
+// nothing can catch it).
+func (x *execution) checkFired() {
+	e := x.fired.Load()
+	if e == nil {
+		return
+	}
+	x.rt.Interrupt(e) // goja clears its flag when an interrupted call returns to Go
+	_, err := x.rt.RunProgram(interruptProbe)
+	if err == nil {
+		err = e
+	}
+	panic(err)
+}
+
+// run runs body under the watchdog and converts every failure into an *Error. All JavaScript
+// (including the rendering of results and errors, which may call user code through toJSON or
+// toString) runs inside body, so the limits bound all of it.
 func (x *execution) run(ctx context.Context, body func() error) (err error) {
 	if err := ctx.Err(); err != nil {
 		return newError(KindCanceled, "the request was canceled", err)
@@ -237,6 +307,7 @@ func (x *execution) run(ctx context.Context, body func() error) (err error) {
 	// interrupt it raised after that call's script had finished. No watchdog runs now.
 	x.fired.Store(nil)
 	x.rt.ClearInterrupt()
+	start := time.Now()
 	w := startWatchdog(ctx, x.lim, func(e *Error) {
 		x.fired.Store(e)
 		x.rt.Interrupt(e)
@@ -247,11 +318,22 @@ func (x *execution) run(ctx context.Context, body func() error) (err error) {
 		// built-in (e.g. an allocation size out of range) would crash the server on input a
 		// script chose; report it as a failed script instead.
 		if r := recover(); r != nil {
+			if e, ok := r.(*Error); ok {
+				err = e // a verdict that escaped goja's own unwinding (see checkFired)
+				return
+			}
 			err = newError(KindInternal, "Encountered exception while executing function. Exception = internal error", fmt.Errorf("script panic: %v\n%s", r, debug.Stack()))
 		}
 	}()
 	err = body()
 	if err == nil {
+		// A run that outlasted its time limit fails even if it ended before the watchdog
+		// could interrupt it: a built-in may have given up past the limit (a regular
+		// expression reports "no match", see regexpMatchTimeout), and its made-up result
+		// must not reach the caller.
+		if time.Since(start) >= x.lim.Timeout {
+			return timeoutError(x.lim)
+		}
 		return nil
 	}
 	if se, ok := errors.AsType[*Error](err); ok {
@@ -276,6 +358,7 @@ func (x *execution) entryFunc() (goja.Callable, error) {
 	return fn, nil
 }
 
+// callEntry calls the script's function with argv, then runs the callbacks it queued (drain).
 func (x *execution) callEntry(argv []goja.Value) error {
 	fn, err := x.entryFunc()
 	if err != nil {
@@ -283,6 +366,30 @@ func (x *execution) callEntry(argv []goja.Value) error {
 	}
 	if _, err := fn(goja.Undefined(), argv...); err != nil {
 		return x.scriptError(err)
+	}
+	return x.drain()
+}
+
+// job is a queued callback and the arguments it is to be called with.
+type job struct {
+	cb   goja.Callable
+	args []goja.Value
+}
+
+// drain is the script's event loop: it calls the queued callbacks in the order their
+// operations were performed, each on an empty JavaScript stack, including the callbacks they
+// queue, until none is left. As in Cosmos DB, a callback runs after the call that queued it
+// has returned, so the usual recursive pattern (each callback starts the next operation) does
+// not nest, however many operations it performs. An exception escaping a callback fails the
+// execution; the watchdog bounds the loop as it bounds the entry function.
+func (x *execution) drain() error {
+	for len(x.jobs) > 0 {
+		j := x.jobs[0]
+		x.jobs[0] = job{} // release the arguments
+		x.jobs = x.jobs[1:]
+		if _, err := j.cb(goja.Undefined(), j.args...); err != nil {
+			return x.scriptError(err)
+		}
 	}
 	return nil
 }
@@ -318,33 +425,32 @@ func (x *execution) parseJSON(data []byte) (goja.Value, error) {
 	return x.fromJSON(v), nil
 }
 
-// stringify encodes v with the VM's JSON.stringify; ok is false when v has no JSON form
-// (undefined, a function, a symbol). Errors (a cycle, a BigInt, a throwing toJSON) are
-// JavaScript exceptions.
-func (x *execution) stringify(v goja.Value) (s string, ok bool, err error) {
+// stringify encodes v as JSON.stringify would (see jsonWriter); ok is false when v has no
+// JSON form (undefined, a function, a symbol). Errors (a cycle, a BigInt, a throwing toJSON, a
+// result over the string budget) are JavaScript exceptions, or the watchdog's verdict.
+func (x *execution) stringify(v goja.Value) (b []byte, ok bool, err error) {
 	if v == nil {
-		return "", false, nil
+		return nil, false, nil
 	}
-	out, err := x.jsonStringify(goja.Undefined(), v)
+	err = x.protect(func() {
+		b, ok = x.marshalJSON(v, goja.Undefined(), goja.Undefined())
+	})
 	if err != nil {
-		return "", false, err
+		return nil, false, err
 	}
-	if goja.IsUndefined(out) {
-		return "", false, nil
-	}
-	return out.String(), true, nil
+	return b, ok, nil
 }
 
 // stringifyBody is stringify for a result body: nil when v has no JSON form.
 func (x *execution) stringifyBody(v goja.Value) ([]byte, error) {
-	s, ok, err := x.stringify(v)
+	b, ok, err := x.stringify(v)
 	if err != nil {
 		return nil, x.scriptError(err)
 	}
 	if !ok {
 		return nil, nil
 	}
-	return []byte(s), nil
+	return b, nil
 }
 
 // scriptError converts an error out of goja into an *Error.
@@ -400,8 +506,8 @@ func (x *execution) render(v goja.Value) string {
 			return "Error"
 		}
 	}
-	if s, ok, err := x.stringify(v); err == nil && ok {
-		return s
+	if b, ok, err := x.stringify(v); err == nil && ok {
+		return string(b)
 	}
 	if s, err := x.toString(goja.Undefined(), v); err == nil {
 		return s.String()
@@ -425,33 +531,65 @@ const heapSampleInterval = 2 * time.Millisecond
 // gcConfirmInterval rate-limits the garbage collections that confirm an over-limit sample.
 const gcConfirmInterval = 50 * time.Millisecond
 
-const heapMetric = "/memory/classes/heap/objects:bytes"
+const (
+	heapMetric = "/memory/classes/heap/objects:bytes"
+	liveMetric = "/gc/heap/live:bytes"
+)
 
 // watchdog interrupts a Runtime when its execution exceeds the time or memory limit or its ctx
-// is done. Its goroutine is owned by the execution: stop waits for it.
+// is done. Its goroutines (the sampler and at most one confirming collection) are owned by the
+// execution: stop waits for them.
 type watchdog struct {
 	done chan struct{}
 	wg   sync.WaitGroup
 }
 
+// readMetric returns the value of a uint64 runtime metric, 0 if the runtime lacks it.
+func readMetric(name string) int64 {
+	s := [...]metrics.Sample{{Name: name}}
+	metrics.Read(s[:])
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(s[0].Value.Uint64())
+}
+
+func timeoutError(lim Limits) *Error {
+	return newError(KindTimeout, fmt.Sprintf("the script exceeded its time limit of %v", lim.Timeout), nil)
+}
+
 // startWatchdog starts a watchdog that calls interrupt at most once.
+//
+// Memory is judged from heap samples: growth is the heap less the lowest sample of the run. A
+// sample counts garbage and other goroutines' allocations too, so growth over MaxHeapGrowth is
+// confirmed by a garbage collection before the script is blamed. The collection runs on its
+// own goroutine and sampling goes on meanwhile: a collection cannot finish its stop-the-world
+// phases while the script is inside one long native call (a concatenation copying hundreds of
+// megabytes cannot be preempted), and a sampler blocked in runtime.GC let the hardening
+// issue's doubling string (`x = x + x`) grow from 256 MiB to over 2 GiB before the verdict.
+//
+// Growth the collector's pacing cannot explain as garbage is not waited for: the heap gathers
+// about one live heap of garbage (GOGC=100) before a collection starts, so growth beyond
+// MaxHeapGrowth plus twice the live heap at the start (and at least twice MaxHeapGrowth) is
+// allocation, and the next doubling would come before any confirmation. A server running
+// with a larger GOGC, or whose live heap grows fast during the script for other reasons, may
+// see a script stopped wrongly; MaxHeapGrowth is the knob.
 func startWatchdog(ctx context.Context, lim Limits, interrupt func(*Error)) *watchdog {
 	w := &watchdog{done: make(chan struct{})}
-	sample := []metrics.Sample{{Name: heapMetric}}
-	heap := func() int64 {
-		metrics.Read(sample)
-		if sample[0].Value.Kind() != metrics.KindUint64 {
-			return 0
-		}
-		return int64(sample[0].Value.Uint64())
+	base := readMetric(heapMetric)
+	hardGrowth := lim.MaxHeapGrowth + max(lim.MaxHeapGrowth, 2*readMetric(liveMetric))
+	memErr := func() *Error {
+		return newError(KindMemory, fmt.Sprintf("the script exceeded its memory limit of %d bytes", lim.MaxHeapGrowth), nil)
 	}
-	base := heap()
 	w.wg.Go(func() {
 		timer := time.NewTimer(lim.Timeout)
 		defer timer.Stop()
 		tick := time.NewTicker(heapSampleInterval)
 		defer tick.Stop()
-		var lastGC time.Time
+		var (
+			lastGC     time.Time
+			confirming chan int64 // the heap after the confirming collection; nil when none runs
+		)
 		for {
 			select {
 			case <-w.done:
@@ -460,34 +598,45 @@ func startWatchdog(ctx context.Context, lim Limits, interrupt func(*Error)) *wat
 				interrupt(newError(KindCanceled, "the request was canceled", ctx.Err()))
 				return
 			case <-timer.C:
-				interrupt(newError(KindTimeout, fmt.Sprintf("the script exceeded its time limit of %v", lim.Timeout), nil))
+				interrupt(timeoutError(lim))
 				return
+			case h := <-confirming:
+				confirming, lastGC = nil, time.Now()
+				if h-base > lim.MaxHeapGrowth {
+					interrupt(memErr())
+					return
+				}
 			case <-tick.C:
 				// The baseline is the lowest heap seen: the first sample may hold garbage
 				// that a collection during the run frees, which would hide real growth.
-				h := heap()
+				h := readMetric(heapMetric)
 				base = min(base, h)
-				if h-base <= lim.MaxHeapGrowth {
+				growth := h - base
+				if growth <= lim.MaxHeapGrowth {
 					continue
 				}
-				// The sample counts garbage and other goroutines' allocations: confirm
-				// after a collection, at most every gcConfirmInterval, before blaming the
-				// script.
-				if time.Since(lastGC) < gcConfirmInterval {
-					continue
-				}
-				runtime.GC()
-				lastGC = time.Now()
-				if heap()-base > lim.MaxHeapGrowth {
-					interrupt(newError(KindMemory, fmt.Sprintf("the script exceeded its memory limit of %d bytes", lim.MaxHeapGrowth), nil))
+				if growth > hardGrowth {
+					interrupt(memErr())
 					return
 				}
+				if confirming != nil || time.Since(lastGC) < gcConfirmInterval {
+					continue
+				}
+				// Buffered so that the collector's send never waits for the sampler.
+				c := make(chan int64, 1)
+				confirming = c
+				w.wg.Go(func() {
+					runtime.GC()
+					c <- readMetric(heapMetric)
+				})
 			}
 		}
 	})
 	return w
 }
 
+// stop stops the watchdog and waits for its goroutines, including a confirming collection in
+// progress.
 func (w *watchdog) stop() {
 	close(w.done)
 	w.wg.Wait()

@@ -1,9 +1,13 @@
 package script
 
 import (
+	"cmp"
 	"context"
 	"net/http"
+	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -53,7 +57,7 @@ func TestHostile(t *testing.T) {
 		{"forEach over a huge sparse array", `function () { var a = []; a.length = Math.pow(2, 32) - 1; a.forEach(function () {}); }`,
 			[]ErrorKind{KindException}, http.StatusBadRequest, "Invalid array length"},
 		{"stringify of a huge sparse array", `function () { var a = []; a.length = Math.pow(2, 32) - 1; JSON.stringify(a); }`,
-			[]ErrorKind{KindException}, http.StatusBadRequest, "Invalid array length"},
+			[]ErrorKind{KindException}, http.StatusBadRequest, "Invalid string length"},
 		{"huge typed array", `function () { new Uint8Array(1e12); }`,
 			[]ErrorKind{KindException}, http.StatusBadRequest, "Uint8Array is not defined"},
 		{"huge Array.from", `function () { Array.from({length: 1e12}); }`,
@@ -64,8 +68,6 @@ func TestHostile(t *testing.T) {
 			[]ErrorKind{KindStackOverflow}, http.StatusBadRequest, "Maximum call stack size exceeded"},
 		{"recursion caught", `function () { function f() { try { f(); } catch (e) { f(); } } f(); }`,
 			[]ErrorKind{KindStackOverflow}, http.StatusBadRequest, "Maximum call stack size exceeded"},
-		{"recursion through callbacks", `function () { function f() { __.readDocuments(f); } f(); }`,
-			[]ErrorKind{KindStackOverflow, KindTimeout}, 0, ""},
 		{"throw 42", `function () { throw 42; }`, []ErrorKind{KindException}, http.StatusBadRequest, "Exception = 42"},
 		{"throw object", `function () { throw {a: 1}; }`, []ErrorKind{KindException}, http.StatusBadRequest, `Exception = {"a":1}`},
 		{"throw null", `function () { throw null; }`, []ErrorKind{KindException}, http.StatusBadRequest, "Exception = null"},
@@ -139,5 +141,181 @@ func TestTimeoutBound(t *testing.T) {
 	res, err := p.Execute(context.Background(), newFakeHost(), []byte(`[false]`), Limits{Timeout: 100 * time.Millisecond}, false)
 	if err != nil || string(res.Body) != `"done"` {
 		t.Errorf("Execute(no spin) = %s, %v; want \"done\"", res.Body, err)
+	}
+}
+
+// heapPeak samples the process heap every millisecond until stop is called, which returns the
+// highest growth over the heap at the start.
+func heapPeak() (stop func() int64) {
+	runtime.GC()
+	base := readMetric(heapMetric)
+	var (
+		peak int64
+		wg   sync.WaitGroup
+	)
+	done := make(chan struct{})
+	wg.Go(func() {
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				peak = max(peak, readMetric(heapMetric)-base)
+			}
+		}
+	})
+	return func() int64 {
+		close(done)
+		wg.Wait()
+		return peak
+	}
+}
+
+// TestHostileNativeCalls runs scripts whose work happens inside one native call, where goja
+// does not check for interrupts: the hardening issue's string doubling, JSON.stringify of a
+// huge array and catastrophic regular expression, and their variants. Each must stop with the
+// right *Error, in bounded time and without the heap ballooning. The bounds are generous (30 s,
+// 1 GiB): before the fixes these ran for 20 to 70 s and took 2 to 7 GiB, or killed the process.
+func TestHostileNativeCalls(t *testing.T) {
+	const (
+		maxTime = 30 * time.Second
+		maxHeap = 1 << 30
+	)
+	tests := []struct {
+		name, body string
+		kinds      []ErrorKind // any of these
+		msg        string      // Msg contains it
+		timeout    time.Duration
+		limit      int64 // MaxHeapGrowth; 0 means 128 MiB: string budget 16M units, array budget 8M elements
+	}{
+		// Concatenation has no hook: the watchdog must stop it between instructions, soon
+		// after the limit, without waiting on a garbage collection the doubling delays. (It
+		// may take a few times the limit: the doubling under way when the verdict comes
+		// completes.)
+		{"string doubling", `function () { var x = "ab"; while (true) x = x + x; }`,
+			[]ErrorKind{KindMemory}, "memory limit", 5 * time.Second, 64 << 20},
+		{"string doubling with template literals", "function () { var x = \"ab\"; while (true) x = `${x}${x}`; }",
+			[]ErrorKind{KindMemory}, "memory limit", 5 * time.Second, 64 << 20},
+		{"string doubling caught", `function () { var x = "ab"; for (;;) { try { x = x + x; } catch (e) {} } }`,
+			[]ErrorKind{KindMemory}, "memory limit", 5 * time.Second, 64 << 20},
+
+		// JSON.stringify: only the top level was checked, and goja's walks natively.
+		{"stringify of a nested huge array", `function () { JSON.stringify({a: new Array(1e8)}); }`,
+			[]ErrorKind{KindException}, "RangeError: Invalid string length", 5 * time.Second, 16 << 20},
+		{"stringify of an array inside an array", `function () { var a = []; a.length = 1e8; JSON.stringify([a]); }`,
+			[]ErrorKind{KindException}, "RangeError: Invalid string length", 5 * time.Second, 16 << 20},
+		{"stringify of Array.from", `function () { JSON.stringify({a: Array.from({length: 4e5}).fill("x".repeat(100))}); }`,
+			[]ErrorKind{KindException}, "RangeError: Invalid string length", 5 * time.Second, 0},
+		{"stringify of repeated references", `function () {
+			var a = new Array(1e5).fill("x".repeat(100)); var b = []; for (var i = 0; i < 50; i++) b.push(a);
+			JSON.stringify(b); }`,
+			[]ErrorKind{KindException}, "RangeError: Invalid string length", 5 * time.Second, 0},
+		{"stringify with indentation", `function () { JSON.stringify({a: new Array(5e5).fill([[[1]]])}, null, 10); }`,
+			[]ErrorKind{KindException}, "RangeError: Invalid string length", 5 * time.Second, 0},
+		{"stringify of a deep nesting", `function () { var a = []; for (var i = 0; i < 1e5; i++) a = [a]; JSON.stringify(a); }`,
+			[]ErrorKind{KindException}, "RangeError: Maximum call stack size exceeded", 5 * time.Second, 0},
+		{"body of a deep nesting", `function () { var a = {}; for (var i = 0; i < 1e5; i++) a = {a: a}; getContext().getResponse().setBody(a); }`,
+			[]ErrorKind{KindException}, "RangeError: Maximum call stack size exceeded", 5 * time.Second, 0},
+		{"document with a huge array", `function () { __.createDocument({id: "x", a: new Array(1e8)}); }`,
+			[]ErrorKind{KindException}, "RangeError: Invalid string length", 5 * time.Second, 16 << 20},
+		// Under its budget but slow: the time limit must still stop it, from inside.
+		{"stringify past the time limit", `function () { var a = new Array(3e6); while (true) JSON.stringify(a); }`,
+			[]ErrorKind{KindTimeout}, "time limit", 200 * time.Millisecond, 0},
+		{"stringify with a toJSON past the time limit", `function () { JSON.stringify({toJSON: function () { for (;;) {} }}); }`,
+			[]ErrorKind{KindTimeout}, "time limit", 200 * time.Millisecond, 0},
+
+		// The other built-ins that build big results natively.
+		{"join of repeated references", `function () { new Array(3000).fill("x".repeat(1e6)).join(""); }`,
+			[]ErrorKind{KindException}, "RangeError: Invalid string length", 5 * time.Second, 0},
+		{"join with a long separator", `function () { new Array(1e6).join("x".repeat(1e4)); }`,
+			[]ErrorKind{KindException}, "RangeError: Invalid string length", 5 * time.Second, 0},
+		{"toString of a deep nesting", `function () { var a = []; for (var i = 0; i < 1e5; i++) a = [a]; String(a); }`,
+			[]ErrorKind{KindException}, "RangeError: Maximum call stack size exceeded", 5 * time.Second, 0},
+		{"toLocaleString of repeated references", `function () { new Array(3000).fill("x".repeat(1e6)).toLocaleString(); }`,
+			[]ErrorKind{KindException}, "RangeError: Invalid string length", 5 * time.Second, 0},
+		{"replace with a long replacement", `function () { "a".repeat(1e4).replace(/a/g, "x".repeat(1e4)); }`,
+			[]ErrorKind{KindException}, "RangeError: Invalid string length", 5 * time.Second, 0},
+		{"replaceAll with a long replacement", `function () { "a".repeat(1e4).replaceAll("a", "x".repeat(1e4)); }`,
+			[]ErrorKind{KindException}, "RangeError: Invalid string length", 5 * time.Second, 0},
+		{"replace with substitutions", "function () { \"a\".repeat(1e5).replace(/a/g, \"$`\"); }",
+			[]ErrorKind{KindException}, "RangeError: Invalid string length", 5 * time.Second, 0},
+		{"split into characters", `function () { "a".repeat(1.2e7).split(""); }`,
+			[]ErrorKind{KindException}, "RangeError: Invalid array length", 5 * time.Second, 0},
+		{"split by a regular expression", `function () { "a".repeat(1.2e7).split(/(?:)/); }`,
+			[]ErrorKind{KindException}, "RangeError: Invalid array length", 5 * time.Second, 0},
+		{"concat of many copies", `function () { var x = "x".repeat(1e6); "".concat.apply("", new Array(3000).fill(x)); }`,
+			[]ErrorKind{KindException}, "RangeError: Invalid string length", 5 * time.Second, 0},
+		{"String.raw of a huge length", `function () { String.raw({raw: {length: 1e9}}); }`,
+			[]ErrorKind{KindException}, "RangeError: Invalid array length", 5 * time.Second, 0},
+		{"normalize of a long string", `function () { "\uFDFA".repeat(4e6).normalize("NFKD"); }`,
+			[]ErrorKind{KindException}, "RangeError: Invalid string length", 5 * time.Second, 0},
+		{"flat of repeated references", `function () { var b = new Array(1e5).fill(0); new Array(1000).fill(b).flat(); }`,
+			[]ErrorKind{KindException, KindMemory}, "", 5 * time.Second, 16 << 20},
+		{"flat of a deep nesting", `function () { var a = []; for (var i = 0; i < 1e5; i++) a = [a]; a.flat(Infinity); }`,
+			[]ErrorKind{KindException}, "RangeError: Maximum call stack size exceeded", 5 * time.Second, 0},
+		{"parse of a deep nesting", `function () { JSON.parse("[".repeat(1e6) + "]".repeat(1e6)); }`,
+			[]ErrorKind{KindException}, "RangeError: Maximum call stack size exceeded", 5 * time.Second, 0},
+		{"parse of many values", `function () { JSON.parse("[" + "1,".repeat(4e6) + "1]"); }`,
+			[]ErrorKind{KindException}, "RangeError: JSON.parse", 5 * time.Second, 0},
+		// Native loops driven by an iterator stop at the iterator's interrupt checks.
+		{"spread of a long string", `function () { var s = "a".repeat(8e6); while (true) [...s]; }`,
+			[]ErrorKind{KindMemory, KindTimeout}, "limit", time.Second, 0},
+		{"Array.from of matchAll", `function () { var s = "a".repeat(8e6); Array.from(s.matchAll(/a/g)); }`,
+			[]ErrorKind{KindMemory, KindTimeout}, "limit", time.Second, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stop := heapPeak()
+			start := time.Now()
+			limit := cmp.Or(tt.limit, 128<<20)
+			_, err := run(t, newFakeHost(), tt.body, ``, Limits{Timeout: tt.timeout, MaxHeapGrowth: limit})
+			elapsed, peak := time.Since(start), stop()
+			se := asError(t, err)
+			if !slices.Contains(tt.kinds, se.Kind) {
+				t.Errorf("Execute = %v (kind %v), want kind in %v", se, se.Kind, tt.kinds)
+			}
+			if !strings.Contains(se.Msg, tt.msg) {
+				t.Errorf("Execute = %v: Msg does not contain %q", se, tt.msg)
+			}
+			t.Logf("stopped after %v, heap grew %d MiB at most: %v", elapsed, peak>>20, se)
+			if elapsed > maxTime {
+				t.Errorf("Execute took %v, want < %v", elapsed, maxTime)
+			}
+			if peak > maxHeap {
+				t.Errorf("heap grew by %d MiB, want < %d MiB", peak>>20, maxHeap>>20)
+			}
+		})
+	}
+}
+
+// TestRegexpMatchTimeout runs the hardening issue's catastrophically backtracking regular
+// expression, which regexp2 (goja's engine for lookaround) cannot be interrupted in and which
+// doubles in time with every "a". The match gives up after MaxTimeout; the script must
+// then be stopped by its time limit and never see the made-up "no match".
+func TestRegexpMatchTimeout(t *testing.T) {
+	for _, body := range []string{
+		`function () { getContext().getResponse().setBody(/^(?=a)(a+)+$/.test("a".repeat(40) + "b")); }`,
+		`function () { var r = new RegExp("^(?=a)(a+)+$"); getContext().getResponse().setBody(r.exec("a".repeat(40) + "b")); }`,
+		`function () { getContext().getResponse().setBody("a".repeat(40).concat("b").replace(/^(?=a)(a+)+$/, "x")); }`,
+	} {
+		start := time.Now()
+		res, err := run(t, newFakeHost(), body, ``, Limits{Timeout: 500 * time.Millisecond})
+		elapsed := time.Since(start)
+		if se := asError(t, err); se.Kind != KindTimeout {
+			t.Errorf("Execute(%s) = %s, %v, want KindTimeout", body, res.Body, err)
+		}
+		t.Logf("stopped after %v", elapsed)
+		if elapsed > 30*time.Second {
+			t.Errorf("Execute(%s) took %v, want < 30s", body, elapsed)
+		}
+	}
+	// A lookaround pattern that does not backtrack catastrophically is unaffected.
+	res, err := run(t, newFakeHost(), `function () {
+		getContext().getResponse().setBody(/^(?=a)(a+)b$/.test("a".repeat(10000) + "b"));
+	}`, ``, Limits{})
+	if err != nil || string(res.Body) != "true" {
+		t.Errorf("Execute(linear lookahead) = %s, %v; want true", res.Body, err)
 	}
 }

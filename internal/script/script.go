@@ -56,7 +56,7 @@ func (e *HostError) Error() string {
 
 // Limits bound one execution. A zero or negative field takes its default.
 type Limits struct {
-	Timeout       time.Duration // wall time; default 5s. On expiry the VM is interrupted.
+	Timeout       time.Duration // wall time; default and maximum 5s (MaxTimeout). On expiry the VM is interrupted.
 	MaxOperations int           // host operations before isAccepted turns false; default 1000
 	MaxHeapGrowth int64         // bytes of Go heap growth tolerated during the run; default 256 MiB
 	MaxCallStack  int           // JavaScript call depth; default 1000 frames
@@ -65,7 +65,10 @@ type Limits struct {
 
 // Default limits; see Limits.
 const (
-	DefaultTimeout       = 5 * time.Second
+	DefaultTimeout = 5 * time.Second
+	// MaxTimeout is the longest Timeout; longer ones are reduced to it. It is Cosmos DB's
+	// bound for scripts, and the bound on regular-expression matches relies on it (see guard.go).
+	MaxTimeout           = 5 * time.Second
 	DefaultMaxOperations = 1000
 	DefaultMaxHeapGrowth = 256 << 20
 	DefaultMaxCallStack  = 1000
@@ -76,6 +79,7 @@ func (l Limits) withDefaults() Limits {
 	if l.Timeout <= 0 {
 		l.Timeout = DefaultTimeout
 	}
+	l.Timeout = min(l.Timeout, MaxTimeout)
 	if l.MaxOperations <= 0 {
 		l.MaxOperations = DefaultMaxOperations
 	}
@@ -210,6 +214,7 @@ func CompileTrigger(body string) (*Program, error) { return compile(kindTrigger,
 func CompileUDF(body string) (*Program, error) { return compile(kindUDF, body) }
 
 func compile(kind programKind, body string) (p *Program, err error) {
+	setRegexpTimeout() // before goja compiles the script's regular-expression literals
 	// NB: goja's parser and compiler are trusted not to panic, but the body is untrusted input
 	// and a panic here would take the server down; turn one into a compile error.
 	defer func() {

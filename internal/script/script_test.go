@@ -176,7 +176,9 @@ func TestSprocCRUD(t *testing.T) {
 	if _, ok := h.docs["a"]; ok {
 		t.Errorf("doc a still stored after deleteDocument")
 	}
-	want := []string{"create x1", "read x1", "replace x1", "delete a", "query", "query", "upsert b"}
+	// Operations run in call order; a callback runs after the call that queued it returns, so
+	// the operations the callbacks start come after those of the function itself.
+	want := []string{"create x1", "delete a", "query", "query", "upsert b", "read x1", "replace x1"}
 	if d := cmp.Diff(want, h.calls); d != "" {
 		t.Errorf("host calls (-want +got):\n%s", d)
 	}
@@ -281,7 +283,7 @@ func TestUnhandledHostError(t *testing.T) {
 		{"caught then thrown later", `function () {
 			var saved;
 			__.replaceDocument("a", {id: "a"}, {etag: "x"}, function (err) { saved = err; });
-			throw saved;
+			__.readDocument("a", function () { throw saved; });
 		}`, http.StatusPreconditionFailed},
 		{"wrapped in new Error is an exception", `function () {
 			__.createDocument({id: "a"}, function (err) { if (err) throw new Error("wrapped: " + err.message); });
@@ -404,12 +406,12 @@ func TestArgs(t *testing.T) {
 func TestOperationBudget(t *testing.T) {
 	h := newFakeHost()
 	body := `function (n) {
-		var created = 0, accepted = true, callbacks = 0;
-		for (var i = 0; i < n && accepted; i++) {
-			accepted = __.createDocument({id: "d" + i}, function (err) { if (err) throw err; callbacks++; });
-			if (accepted) created++;
+		var out = {created: 0, callbacks: 0, lastAccepted: true};
+		for (var i = 0; i < n && out.lastAccepted; i++) {
+			out.lastAccepted = __.createDocument({id: "d" + i}, function (err) { if (err) throw err; out.callbacks++; });
+			if (out.lastAccepted) out.created++;
 		}
-		getContext().getResponse().setBody({created: created, callbacks: callbacks, lastAccepted: accepted});
+		getContext().getResponse().setBody(out); // serialized after the callbacks have run
 	}`
 	res, err := run(t, h, body, `[10]`, Limits{MaxOperations: 3})
 	if err != nil {
