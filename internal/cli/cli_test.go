@@ -8,11 +8,12 @@ import (
 
 func TestParseServeFlagsAndEnv(t *testing.T) {
 	env := map[string]string{
-		"PARTITA_ADDR":      "127.0.0.1:9000",
-		"PARTITA_LOG_LEVEL": "debug",
-		"PARTITA_TLS":       "false",
+		"PARTITA_ADDR":          "127.0.0.1:9000",
+		"PARTITA_LOG_LEVEL":     "debug",
+		"PARTITA_TLS":           "false",
+		"PARTITA_BALLAST_BYTES": "0",
 	}
-	cfg, err := parseServe([]string{"--addr", "127.0.0.1:9001", "--durability=relaxed", "--max-clock-skew=5m"}, func(k string) string { return env[k] }, &bytes.Buffer{})
+	cfg, err := parseServe([]string{"--addr", "127.0.0.1:9001", "--durability=relaxed", "--max-clock-skew=5m", "--min-free-bytes=1048576"}, func(k string) string { return env[k] }, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +23,7 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 	if cfg.Logging.Level != "debug" || cfg.Server.TLS {
 		t.Errorf("environment not applied: level %q tls %v", cfg.Logging.Level, cfg.Server.TLS)
 	}
-	if cfg.Store.Durability != "relaxed" || cfg.Auth.MaxClockSkew != 5*time.Minute {
+	if cfg.Store.Durability != "relaxed" || cfg.Auth.MaxClockSkew != 5*time.Minute || cfg.Store.MinFreeBytes != 1<<20 || cfg.Store.BallastBytes != 0 {
 		t.Errorf("flags not applied: %+v", cfg)
 	}
 }
@@ -30,6 +31,7 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 func TestParseServeErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"--durability=sometimes"},
+		{"--min-free-bytes=-1"},
 		{"--key=not-base64!"},
 		{"--nope"},
 		{"extra"},

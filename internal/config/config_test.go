@@ -17,11 +17,13 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	c.Store.Durability = "sometimes"
 	c.Auth.Key = "***"
 	c.API.Consistency = "Maybe"
+	c.Store.MinFreeBytes = -1
+	c.Store.BallastBytes = -1
 	err := c.Validate()
 	if err == nil {
 		t.Fatal("Validate() of a bad config = nil")
 	}
-	for _, want := range []string{"addr", "durability", "key", "consistency"} {
+	for _, want := range []string{"addr", "durability", "key", "consistency", "min-free-bytes", "ballast-bytes"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %q, does not mention %s", err, want)
 		}
