@@ -140,7 +140,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	s := &Store{
 		opts: opts, log: log, wo: pebble.NoSync,
-		disk:    disk{fs: opts.FS, dir: opts.Dir, interval: opts.DiskCheckInterval},
+		disk:    disk{fs: opts.FS, dir: opts.Dir, interval: opts.DiskCheckInterval, every: max(opts.MinFreeBytes/8, 64<<10)},
 		ballast: ballast{fs: opts.FS, path: opts.FS.PathJoin(opts.Dir, ballastName), size: opts.BallastBytes},
 		wake:    make(chan struct{}, 1), stop: make(chan struct{}), monitorDone: make(chan struct{}), dead: make(chan struct{}),
 	}
