@@ -5,7 +5,10 @@ FUZZTIME  ?= 60s
 # The issue-by-issue subset of the Go SDK's emulator suite that must pass.
 CONFORMANCE ?= .
 
-.PHONY: run build test test-go test-node lint conformance fuzz bench clean
+# Power-loss cycles of make powerloss (seeded by the clock unless POWERLOSS_SEED is set).
+POWERLOSS_CYCLES ?= 1000
+
+.PHONY: run build test test-go test-node lint conformance fuzz bench powerloss diskfull clean
 
 run:
 	$(GO) run ./cmd/partita serve
@@ -34,6 +37,11 @@ conformance: build
 # Long fuzzing, opt-in: one target at a time, FUZZTIME each.
 fuzz:
 	scripts/fuzz.sh $(FUZZTIME)
+
+# Long power-loss simulation, opt-in: the engine on Pebble's crash-simulating
+# filesystem, POWERLOSS_CYCLES crash clones; make test runs a few.
+powerloss:
+	POWERLOSS_CYCLES=$(POWERLOSS_CYCLES) POWERLOSS_SEED=$(POWERLOSS_SEED) $(GO) test -run '^TestPowerLoss$$' -count=1 -timeout 0 -v ./internal/engine
 
 bench:
 	$(GO) test -run=NONE -bench=. -benchmem ./internal/store ./internal/engine ./internal/api ./internal/partition ./internal/document
