@@ -43,6 +43,15 @@ fuzz:
 powerloss:
 	POWERLOSS_CYCLES=$(POWERLOSS_CYCLES) POWERLOSS_SEED=$(POWERLOSS_SEED) $(GO) test -run '^TestPowerLoss$$' -count=1 -timeout 0 -v ./internal/engine
 
+# A real full disk, opt-in and root only: mounts a 256 MiB tmpfs at
+# DISKFULL_DIR, fills it under the built binary, unmounts it.
+DISKFULL_DIR ?= /tmp/partita-diskfull
+diskfull:
+	mkdir -p $(DISKFULL_DIR)
+	mount -t tmpfs -o size=256m partita-diskfull $(DISKFULL_DIR)
+	PARTITA_DISKFULL_DIR=$(DISKFULL_DIR) $(GO) test -run '^TestDiskFullRealFilesystem$$' -count=1 -v ./cmd/partita; \
+		rc=$$?; umount $(DISKFULL_DIR); exit $$rc
+
 bench:
 	$(GO) test -run=NONE -bench=. -benchmem ./internal/store ./internal/engine ./internal/api ./internal/partition ./internal/document
 
