@@ -240,6 +240,10 @@ func diskFullRealFilesystem(t *testing.T, bin, dir string, flags []string, balla
 	case <-time.After(20 * time.Second):
 		t.Fatalf("still running 20 s after SIGTERM on the full disk (shutdown timeout 5 s)")
 	}
+	// The run logged the full disk, not every refused write.
+	if lines := loudLines(logs.String()); len(lines) > 3 {
+		t.Errorf("the run on a filling disk logged %d warnings or errors, want at most 3:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
 
 	// Restart on the full disk.
 	endpoint, _, logs = startLogged(t, bin, addr, data, flags...)

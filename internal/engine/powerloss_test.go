@@ -75,8 +75,7 @@ type plRun struct {
 	mu      sync.Mutex
 	txns    map[string]*plTxn   // every operation issued this cycle
 	touches map[string][]*plTxn // victim id → its touches, in issue order
-	acks    int
-	errs    []string // operations that failed: never expected
+	errs    []string            // operations that failed: never expected
 }
 
 func TestPowerLoss(t *testing.T) {
