@@ -50,7 +50,13 @@ func (l *logBuf) loud() []string {
 // The monitor's ticker never fires during a test: tests call tick.
 func openFull(t *testing.T, fs vfs.FS, ballast int64, log *logBuf) *Store {
 	t.Helper()
-	opts := Options{Dir: "db", FS: fs, Sync: true, MinFreeBytes: testFloor, BallastBytes: ballast,
+	return openFullIn(t, "db", fs, ballast, log)
+}
+
+// openFullIn is openFull with the store in dir.
+func openFullIn(t *testing.T, dir string, fs vfs.FS, ballast int64, log *logBuf) *Store {
+	t.Helper()
+	opts := Options{Dir: dir, FS: fs, Sync: true, MinFreeBytes: testFloor, BallastBytes: ballast,
 		DiskCheckInterval: time.Hour, CloseTimeout: 5 * time.Second}
 	if log != nil {
 		opts.Logger = slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -174,14 +180,21 @@ func TestFailedLogWriteIsNeverVisible(t *testing.T) {
 		name   string
 		fault  func(fs *storetest.FullFS)
 		enospc bool
+		os     bool // on the operating system's filesystem (the log is truncated, not zeroed)
 	}{
-		{"write ENOSPC", func(fs *storetest.FullFS) { fs.SetFree(100) }, true},
-		{"sync ENOSPC", func(fs *storetest.FullFS) { fs.FailNextSync(".log", syscall.ENOSPC) }, true},
-		{"sync EIO", func(fs *storetest.FullFS) { fs.FailNextSync(".log", syscall.EIO) }, false},
+		{"write ENOSPC", func(fs *storetest.FullFS) { fs.SetFree(100) }, true, false},
+		{"sync ENOSPC", func(fs *storetest.FullFS) { fs.FailNextSync(".log", syscall.ENOSPC) }, true, false},
+		{"sync EIO", func(fs *storetest.FullFS) { fs.FailNextSync(".log", syscall.EIO) }, false, false},
+		{"sync EIO on disk", func(fs *storetest.FullFS) { fs.FailNextSync(".log", syscall.EIO) }, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fs := storetest.NewFullFS(vfs.NewMem(), 64<<20)
-			s := openFull(t, fs, 0, nil)
+			var inner vfs.FS = vfs.NewMem()
+			dir := "db"
+			if tc.os {
+				inner, dir = vfs.Default, t.TempDir()
+			}
+			fs := storetest.NewFullFS(inner, 256<<20)
+			s := openFullIn(t, dir, fs, 0, nil)
 			if err := put(s, "acked", 1000); err != nil {
 				t.Fatal(err)
 			}
@@ -226,7 +239,7 @@ func TestFailedLogWriteIsNeverVisible(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			s = openFull(t, fs, 0, nil)
+			s = openFullIn(t, dir, fs, 0, nil)
 			defer s.Close()
 			check("after a restart")
 		})

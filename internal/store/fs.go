@@ -2,9 +2,9 @@ package store
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -157,12 +157,12 @@ func (f *watchFile) fail(op string, err error) {
 	}
 }
 
-// truncate discards the file's contents from keep on: ftruncate for an
+// truncate discards the file's contents from keep on: a truncation for an
 // operating-system file (it needs no free space), else zeros over the tail
 // (Pebble's log reader stops at a zeroed chunk at the end of the last log).
 func (f *watchFile) truncate(keep int64) error {
-	if fd := f.File.Fd(); fd != vfs.InvalidFd {
-		if err := syscall.Ftruncate(int(fd), keep); err != nil {
+	if f.File.Fd() != vfs.InvalidFd { // a file of the operating system's filesystem: name is its path
+		if err := os.Truncate(f.name, keep); err != nil {
 			return err
 		}
 		return f.File.Sync()

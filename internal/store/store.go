@@ -88,6 +88,7 @@ type Store struct {
 
 	epoch   atomic.Uint64         // incremented by every open of the database
 	failure atomic.Pointer[error] // why the open generation failed, if it did
+	closing atomic.Bool           // Close has begun
 	full    atomic.Bool           // writes are refused for space (for logging the changes)
 
 	mu struct {
@@ -281,6 +282,7 @@ func (s *Store) closeBy(deadline time.Time) error {
 
 func (s *Store) close(deadline time.Time) error {
 	timeout := time.Until(deadline).Round(time.Millisecond)
+	s.closing.Store(true)
 	close(s.stop)
 	if !waitUntil(s.monitorDone, deadline) {
 		return fmt.Errorf("store: close: still reopening the database after %s", timeout)
@@ -409,6 +411,12 @@ func (s *Store) failed() error {
 // the monitor reopens the database, which drops them.
 func (s *Store) fail(cause error) {
 	if !s.failure.CompareAndSwap(nil, &cause) {
+		return
+	}
+	if s.closing.Load() {
+		// Closing on a full disk: the log's end marker did not fit. Every
+		// acknowledged write is synced already.
+		s.log.Debug("a write to the write-ahead log failed while closing", "err", cause)
 		return
 	}
 	s.log.Error("a write to the write-ahead log failed: refusing every request until the database is reopened (acknowledged writes are safe in the log)", "err", cause)
