@@ -5,7 +5,10 @@ FUZZTIME  ?= 60s
 # The issue-by-issue subset of the Go SDK's emulator suite that must pass.
 CONFORMANCE ?= .
 
-.PHONY: run build test test-go test-node lint conformance fuzz crashloop bench clean
+# Power-loss cycles of make powerloss (seeded by the clock unless POWERLOSS_SEED is set).
+POWERLOSS_CYCLES ?= 1000
+
+.PHONY: run build test test-go test-node lint conformance fuzz crashloop bench powerloss diskfull clean
 
 run:
 	$(GO) run ./cmd/partita serve
@@ -47,6 +50,20 @@ fuzz:
 CRASH_CYCLES ?= 50
 crashloop:
 	PARTITA_CRASH_CYCLES=$(CRASH_CYCLES) $(GO) test -count=1 -timeout 0 -run 'TestCrashAtomicity' -v ./cmd/partita
+
+# Long power-loss simulation, opt-in: the engine on Pebble's crash-simulating
+# filesystem, POWERLOSS_CYCLES crash clones; make test runs a few.
+powerloss:
+	POWERLOSS_CYCLES=$(POWERLOSS_CYCLES) POWERLOSS_SEED=$(POWERLOSS_SEED) $(GO) test -run '^TestPowerLoss$$' -count=1 -timeout 0 -v ./internal/engine
+
+# A real full disk, opt-in and root only: mounts a 256 MiB tmpfs at
+# DISKFULL_DIR, fills it under the built binary, unmounts it.
+DISKFULL_DIR ?= /tmp/partita-diskfull
+diskfull:
+	mkdir -p $(DISKFULL_DIR)
+	mount -t tmpfs -o size=256m partita-diskfull $(DISKFULL_DIR)
+	PARTITA_DISKFULL_DIR=$(DISKFULL_DIR) $(GO) test -run '^TestDiskFullRealFilesystem$$' -count=1 -v ./cmd/partita; \
+		rc=$$?; umount $(DISKFULL_DIR); exit $$rc
 
 bench:
 	$(GO) test -run=NONE -bench=. -benchmem ./internal/store ./internal/engine ./internal/api ./internal/partition ./internal/document

@@ -299,7 +299,13 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	body := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	w.WriteHeader(se.Code)
 	_, _ = w.Write(body)
-	if se.Code >= 500 {
+	switch {
+	case se.Code == http.StatusInsufficientStorage:
+		// The store logs a full disk once when it starts and once when it
+		// ends: a line per refused write would flood the log.
+		h.log.Debug("request refused: disk full", "method", r.Method, "path", r.URL.Path,
+			"activity_id", w.Header().Get("x-ms-activity-id"))
+	case se.Code >= 500:
 		h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", se.Code, "sub", se.Sub,
 			"activity_id", w.Header().Get("x-ms-activity-id"), "err", errors.Unwrap(se))
 	}

@@ -363,16 +363,19 @@ func (c *Catalog) CreateDatabase(id string, tp Throughput) (*Database, error) {
 	d := &Database{ID: id, RID: document.EncodeRID(binary.BigEndian.AppendUint32(nil, uint32(seq))), TS: c.now().Unix(), ETag: document.ETag(seq)}
 	b := c.st.NewBatch()
 	defer b.Close()
+	var offer *Offer
 	if !tp.IsZero() {
-		o := c.newOfferLocked(tp, d.Self(), d.RID, id, "")
-		d.OfferID = o.ID
-		putJSON(b, keyOffer+o.ID, o)
-		defer func() { c.mu.offers[o.ID] = o }()
+		offer = c.newOfferLocked(tp, d.Self(), d.RID, id, "")
+		d.OfferID = offer.ID
+		putJSON(b, keyOffer+offer.ID, offer)
 	}
 	putJSON(b, keyDB+id, d)
 	c.putSeqLocked(b)
 	if err := b.Commit(); err != nil {
-		return nil, err
+		return nil, err // nothing of it is kept: the offer too
+	}
+	if offer != nil {
+		c.mu.offers[offer.ID] = offer
 	}
 	c.mu.dbs[id] = d
 	c.mu.colls[id] = map[string]*Container{}

@@ -84,6 +84,8 @@ func serveFlags(fs *flag.FlagSet, cfg *config.Config) {
 	fs.StringVar(&cfg.Server.TLSKey, "tls-key", cfg.Server.TLSKey, "TLS private key PEM file")
 	fs.StringVar(&cfg.Store.Durability, "durability", cfg.Store.Durability, "sync: acknowledged writes are in the synced WAL; relaxed: WAL synced in the background")
 	fs.IntVar(&cfg.Store.CacheMB, "cache-mb", cfg.Store.CacheMB, "storage block cache size in MiB (documents and index blocks kept in memory)")
+	fs.Int64Var(&cfg.Store.MinFreeBytes, "min-free-bytes", cfg.Store.MinFreeBytes, "writes get 507 while the data directory's disk has fewer free bytes (reads go on; writes resume when space returns); 0: no floor")
+	fs.Int64Var(&cfg.Store.BallastBytes, "ballast-bytes", cfg.Store.BallastBytes, "size of the ballast file kept in the data directory and released when the disk fills up anyway, so that the store can still flush and open; 0: none")
 	fs.StringVar(&cfg.API.AdvertiseEndpoint, "advertise-endpoint", cfg.API.AdvertiseEndpoint, "endpoint URL the account advertises to SDKs (default: the address each client used)")
 	fs.StringVar(&cfg.API.Consistency, "consistency", cfg.API.Consistency, "account default consistency level")
 	fs.BoolVar(&cfg.API.EmulatorCompat, "emulator-compat", cfg.API.EmulatorCompat, "reproduce Cosmos DB emulator quirks some SDK test suites expect (see README)")
@@ -171,7 +173,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	log := newLogger(cfg.Logging, stderr)
 	start := time.Now()
-	srv, err := server.Open(ctx, cfg, log, nil)
+	srv, err := server.Open(ctx, cfg, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "partita serve: %v\n", err)
 		return 1

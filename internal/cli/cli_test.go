@@ -13,12 +13,13 @@ import (
 
 func TestParseServeFlagsAndEnv(t *testing.T) {
 	env := map[string]string{
-		"PARTITA_ADDR":         "127.0.0.1:9000",
-		"PARTITA_LOG_LEVEL":    "debug",
-		"PARTITA_TLS":          "false",
-		"PARTITA_METRICS_ADDR": "127.0.0.1:9090",
+		"PARTITA_ADDR":          "127.0.0.1:9000",
+		"PARTITA_LOG_LEVEL":     "debug",
+		"PARTITA_TLS":           "false",
+		"PARTITA_METRICS_ADDR":  "127.0.0.1:9090",
+		"PARTITA_BALLAST_BYTES": "0",
 	}
-	cfg, err := parseServe([]string{"--addr", "127.0.0.1:9001", "--durability=relaxed", "--max-clock-skew=5m"}, func(k string) string { return env[k] }, &bytes.Buffer{})
+	cfg, err := parseServe([]string{"--addr", "127.0.0.1:9001", "--durability=relaxed", "--max-clock-skew=5m", "--min-free-bytes=1048576"}, func(k string) string { return env[k] }, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +32,7 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 	if cfg.Server.MetricsAddr != "127.0.0.1:9090" {
 		t.Errorf("metrics addr = %q, want PARTITA_METRICS_ADDR's", cfg.Server.MetricsAddr)
 	}
-	if cfg.Store.Durability != "relaxed" || cfg.Auth.MaxClockSkew != 5*time.Minute {
+	if cfg.Store.Durability != "relaxed" || cfg.Auth.MaxClockSkew != 5*time.Minute || cfg.Store.MinFreeBytes != 1<<20 || cfg.Store.BallastBytes != 0 {
 		t.Errorf("flags not applied: %+v", cfg)
 	}
 }
@@ -39,6 +40,7 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 func TestParseServeErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"--durability=sometimes"},
+		{"--min-free-bytes=-1"},
 		{"--key=not-base64!"},
 		{"--nope"},
 		{"--metrics-addr=nope"},

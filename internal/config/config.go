@@ -64,6 +64,19 @@ type Store struct {
 	Durability string
 	// CacheMB is the storage block cache, in MiB. Default 256.
 	CacheMB int
+	// MinFreeBytes is the free space of the data directory's filesystem,
+	// in bytes, below which writes are refused with 507 (reads go on),
+	// leaving room for the store to flush its two 32 MiB memtables,
+	// rewrite its manifest and compact. Writes resume on their own when
+	// space returns. Default 128 MiB; 0 disables the floor.
+	MinFreeBytes int64
+	// BallastBytes is the size of the ballast file kept in the data
+	// directory: space released when the disk fills up anyway (another
+	// process filled it), so that the store can still flush, compact and
+	// open, and made again once there is room. Default 128 MiB (enough to
+	// open after a full-disk stop: replaying the write-ahead logs flushes
+	// them); 0: no ballast.
+	BallastBytes int64
 }
 
 // Auth configures authentication.
@@ -158,7 +171,7 @@ type Logging struct {
 func Default() Config {
 	return Config{
 		Server:  Server{Addr: "127.0.0.1:8081", TLS: true, ShutdownTimeout: 10 * time.Second},
-		Store:   Store{Dir: "./partita-data", Durability: "sync", CacheMB: 256},
+		Store:   Store{Dir: "./partita-data", Durability: "sync", CacheMB: 256, MinFreeBytes: 128 << 20, BallastBytes: 128 << 20},
 		Auth:    Auth{Key: EmulatorKey, MaxClockSkew: 15 * time.Minute, AADReadWriteRoles: []string{"Partita.ReadWrite"}, AADReadOnlyRoles: []string{"Partita.ReadOnly"}},
 		API:     API{Consistency: "Session"},
 		Engine:  Engine{GatewayQuery: "gateway", RateLimit: "auto", LogicalPartitionMaxBytes: 20 << 30, PartitionMaxBytes: 50 << 30, PartitionMaxRU: 10000},
@@ -191,6 +204,12 @@ func (c Config) Validate() error {
 	}
 	if c.Store.CacheMB < 8 {
 		bad("cache-mb %d: want at least 8", c.Store.CacheMB)
+	}
+	if c.Store.MinFreeBytes < 0 {
+		bad("min-free-bytes %d: want 0 (no floor) or more", c.Store.MinFreeBytes)
+	}
+	if c.Store.BallastBytes < 0 {
+		bad("ballast-bytes %d: want 0 (no ballast) or more", c.Store.BallastBytes)
 	}
 	if c.Store.Durability != "sync" && c.Store.Durability != "relaxed" {
 		bad("durability %q: want sync or relaxed", c.Store.Durability)

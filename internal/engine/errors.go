@@ -10,6 +10,7 @@ import (
 	"github.com/partitadb/partita/internal/query/exec"
 	"github.com/partitadb/partita/internal/query/parse"
 	"github.com/partitadb/partita/internal/status"
+	"github.com/partitadb/partita/internal/store"
 )
 
 // translate turns a domain error into the *status.Error the client sees.
@@ -42,6 +43,12 @@ func translate(err error) error {
 	if e, ok := errors.AsType[*exec.Error](err); ok {
 		return status.New(http.StatusBadRequest, e.Error()).Wrap(err)
 	}
+	if e, ok := errors.AsType[*store.DiskFullError](err); ok {
+		return status.InsufficientStorage(e.Free, e.ResumeAt).Wrap(err)
+	}
+	if errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrClosed) {
+		return status.Unavailable("the store is recovering from a failed disk write or shutting down; retry shortly").Wrap(err)
+	}
 	if errors.Is(err, partition.ErrInvalidKey) {
 		return status.BadRequest("partition key does not match the container's partition key definition").Wrap(err)
 	}
@@ -60,4 +67,12 @@ func pkMismatch() *status.Error {
 func rangeGone(id string) *status.Error {
 	return status.Newf(http.StatusGone, "partition key range %s is gone (split or merged); refresh the partition key ranges", id).
 		WithSub(status.SubGonePartitionKeyRangeGone)
+}
+
+// storeRefused reports whether err is the store refusing work for want of
+// disk space or while it recovers: an expected condition that the store
+// logs once, which the engine's background work need not log again.
+func storeRefused(err error) bool {
+	_, full := errors.AsType[*store.DiskFullError](err)
+	return full || errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrClosed)
 }

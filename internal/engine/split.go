@@ -203,7 +203,9 @@ func (e *Engine) checkSplits(ctx context.Context) {
 				}
 				rs, err := e.rangeStorage(ctx, c, r)
 				if err != nil {
-					e.log.Warn("split check", "db", c.DB, "container", c.ID, "range", r.ID, "err", err)
+					if !storeRefused(err) {
+						e.log.Warn("split check", "db", c.DB, "container", c.ID, "range", r.ID, "err", err)
+					}
 					continue
 				}
 				if rs.total <= e.cfg.PartitionMaxBytes {
@@ -216,7 +218,9 @@ func (e *Engine) checkSplits(ctx context.Context) {
 					continue
 				}
 				if _, err := e.split(c, r, at); err != nil {
-					e.log.Warn("split", "db", c.DB, "container", c.ID, "range", r.ID, "err", err)
+					if !storeRefused(err) {
+						e.log.Warn("split", "db", c.DB, "container", c.ID, "range", r.ID, "err", err)
+					}
 					continue
 				}
 				e.grown.mark(c.Internal)
@@ -338,7 +342,9 @@ func (e *Engine) splitHot(ctx context.Context, c *catalog.Container, r partition
 		}
 	}
 	if _, err := e.split(c, r, at); err != nil {
-		e.log.Warn("load split", "db", c.DB, "container", c.ID, "range", r.ID, "err", err)
+		if !storeRefused(err) {
+			e.log.Warn("load split", "db", c.DB, "container", c.ID, "range", r.ID, "err", err)
+		}
 		return false
 	}
 	return true

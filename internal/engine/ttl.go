@@ -65,7 +65,7 @@ func (e *Engine) purgeExpired(ctx context.Context, cursors purgeCursors) int {
 			n, next, err := e.purgeContainer(ctx, c, cursors[c.Internal])
 			purged += n
 			if err != nil {
-				if ctx.Err() == nil {
+				if ctx.Err() == nil && !storeRefused(err) {
 					e.log.Warn("purging expired items", "db", c.DB, "container", c.ID, "err", err)
 				}
 				continue

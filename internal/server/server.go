@@ -43,17 +43,34 @@ type Server struct {
 	eng         *engine.Engine
 }
 
+// Hooks adjust how Open builds the server's components beyond what
+// configuration says; tests use them to inject faults. The zero value
+// changes nothing.
+type Hooks struct {
+	// Store, if set, adjusts the store's options before it opens (a test
+	// gives it a filesystem that runs out of space).
+	Store func(*store.Options)
+	// Now, if set, is the node's clock (default time.Now): tests pass a
+	// fake one to make time-based behaviour (throughput budgets, TTL)
+	// deterministic.
+	Now func() time.Time
+}
+
 // Open validates cfg, opens the store and engine and binds the listener.
-// now is the node's clock (nil: time.Now): tests pass a fake one to make
-// time-based behaviour (throughput budgets, TTL) deterministic. The caller
-// must call Run (which closes everything) or Close.
-func Open(ctx context.Context, cfg config.Config, log *slog.Logger, now func() time.Time) (*Server, error) {
+// The caller must call Run (which closes everything) or Close.
+func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, error) {
+	return OpenWith(ctx, cfg, log, Hooks{})
+}
+
+// OpenWith is Open with hooks.
+func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid configuration: %w", err)
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	now := hooks.Now
 	if now == nil {
 		now = time.Now
 	}
@@ -86,7 +103,12 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, now func() t
 		s.certPEM = pem
 		tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
 	}
-	st, err := store.Open(store.Options{Dir: cfg.Store.Dir, Sync: cfg.Store.Durability == "sync", Logger: log, CacheBytes: int64(cfg.Store.CacheMB) << 20})
+	so := store.Options{Dir: cfg.Store.Dir, Sync: cfg.Store.Durability == "sync", Logger: log, CacheBytes: int64(cfg.Store.CacheMB) << 20,
+		MinFreeBytes: cfg.Store.MinFreeBytes, BallastBytes: cfg.Store.BallastBytes, CloseTimeout: cfg.Server.ShutdownTimeout}
+	if hooks.Store != nil {
+		hooks.Store(&so)
+	}
+	st, err := store.Open(so)
 	if err != nil {
 		return nil, err
 	}
@@ -228,18 +250,38 @@ func (s *Server) Endpoint() string {
 // clients that want to trust it rather than skip verification.
 func (s *Server) CertPEM() []byte { return s.certPEM }
 
-// Run serves until ctx is done, then shuts down gracefully (bounded by
-// Server.ShutdownTimeout) and closes the store. It returns nil on a clean
-// shutdown.
+// Run serves until ctx is done, then shuts down gracefully within
+// Server.ShutdownTimeout: three quarters of it for requests to drain, the
+// rest (at least) for background work to stop and the store to close, so
+// that the process exits in time even when the disk is full or stuck. It
+// returns nil on a clean shutdown.
+//
+// Run also stops, with an error, when the store gives up after a failed
+// disk write it cannot recover from in-process (store.Store.Done): only a
+// restart helps then, and a supervisor restarts the process.
 func (s *Server) Run(ctx context.Context) error {
-	bg, stopBG := context.WithCancel(ctx)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		select {
+		case <-s.st.Done():
+			cancel()
+		case <-runCtx.Done():
+		}
+	}()
+	bg, stopBG := context.WithCancel(runCtx)
 	bgDone := make(chan struct{})
 	go func() {
 		defer close(bgDone)
-		s.eng.Run(bg) // splits
+		s.eng.Run(bg) // splits, TTL purges
 	}()
+	total := s.cfg.Server.ShutdownTimeout
+	drain := total * 3 / 4
 	// Any listener failing stops them all; they shut down together, each
-	// within ShutdownTimeout.
+	// draining within three quarters of ShutdownTimeout (the rest is for
+	// background work and the store).
 	type listener struct {
 		srv *http.Server
 		ln  net.Listener
@@ -251,21 +293,38 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.metricsHTTP != nil {
 		lns = append(lns, listener{s.metricsHTTP, s.metricsLn})
 	}
-	sctx, stop := context.WithCancel(ctx)
+	sctx, stop := context.WithCancel(runCtx)
 	errs := make([]error, len(lns)) // one slot per listener: no lock needed
 	var wg sync.WaitGroup
 	for i, l := range lns {
 		wg.Go(func() {
 			defer stop()
-			errs[i] = serve(sctx, l.srv, l.ln, s.cfg.Server.ShutdownTimeout)
+			errs[i] = serve(sctx, l.srv, l.ln, drain)
 		})
 	}
 	wg.Wait()
 	stop()
 	serveErr := errors.Join(errs...)
+	deadline := time.Now().Add(total - drain)
+	cancel()
+	<-watchDone
 	stopBG()
-	<-bgDone // before the store closes under it
-	return errors.Join(serveErr, s.st.Close())
+	// Before the store closes under it, unless it is stuck in the store:
+	// the store's shutdown then gives up on the database too.
+	bgTimer := time.NewTimer(time.Until(deadline))
+	select {
+	case <-bgDone:
+	case <-bgTimer.C:
+		s.log.Error("background work did not stop in time; closing the store anyway")
+	}
+	bgTimer.Stop()
+	sctx, cancelClose := context.WithDeadline(context.Background(), deadline)
+	defer cancelClose()
+	err := errors.Join(serveErr, s.st.Shutdown(sctx))
+	if serr := s.st.Err(); serr != nil {
+		err = errors.Join(fmt.Errorf("the store failed and needs a restart: %w", serr), err)
+	}
+	return err
 }
 
 // serve serves ln until ctx is done, then shuts srv down gracefully within
@@ -286,6 +345,11 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener, timeout time.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 		err = srv.Shutdown(sctx)
 		cancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			// Requests still running (stuck on a disk that does not
+			// answer) must not hold the process: drop their connections.
+			_ = srv.Close()
+		}
 		if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
 			err = serr
 		}

@@ -80,6 +80,8 @@ func CodeName(code int) string {
 		return "NotImplemented"
 	case http.StatusServiceUnavailable:
 		return "ServiceUnavailable"
+	case http.StatusInsufficientStorage:
+		return "InsufficientStorage"
 	default:
 		return "InternalServerError"
 	}
@@ -152,6 +154,19 @@ func PreconditionFailed() *Error {
 func Throttled(d time.Duration) *Error {
 	return &Error{Code: http.StatusTooManyRequests, Sub: SubTooManyRUBudgetExceeded,
 		Message: "Request rate is large. More Request Units may be needed, so no changes were made. Please retry this request later.", RetryAfter: d}
+}
+
+// InsufficientStorage returns the 507 that refuses a write while the data
+// directory's disk is short of space: free is the space available then, and
+// writes resume once more than resumeAt bytes are free. Reads go on.
+func InsufficientStorage(free, resumeAt int64) *Error {
+	return Newf(http.StatusInsufficientStorage, "the data directory's disk is full: %d bytes free, writes resume above %d bytes free", max(free, 0), resumeAt)
+}
+
+// Unavailable returns a 503 for a node that cannot serve now but expects to
+// shortly (clients retry); msg says why.
+func Unavailable(msg string) *Error {
+	return New(http.StatusServiceUnavailable, msg)
 }
 
 // NotSupported returns a 400 for a request Partita understands but does not

@@ -43,9 +43,24 @@ func TestFromHidesInternalErrors(t *testing.T) {
 }
 
 func TestCodeName(t *testing.T) {
-	for code, want := range map[int]string{400: "BadRequest", 404: "NotFound", 409: "Conflict", 412: "PreconditionFailed", 413: "RequestEntityTooLarge", 429: "TooManyRequests", 500: "InternalServerError"} {
+	for code, want := range map[int]string{400: "BadRequest", 404: "NotFound", 409: "Conflict", 412: "PreconditionFailed", 413: "RequestEntityTooLarge", 429: "TooManyRequests", 500: "InternalServerError", 503: "ServiceUnavailable", 507: "InsufficientStorage"} {
 		if got := CodeName(code); got != want {
 			t.Errorf("CodeName(%d) = %q, want %q", code, got, want)
 		}
+	}
+}
+
+// TestInsufficientStorage: the 507 names the problem and both numbers.
+func TestInsufficientStorage(t *testing.T) {
+	e := InsufficientStorage(4096, 1<<20)
+	if e.Code != http.StatusInsufficientStorage || e.Sub != SubNone {
+		t.Fatalf("InsufficientStorage = %d/%d, want 507", e.Code, e.Sub)
+	}
+	want := "the data directory's disk is full: 4096 bytes free, writes resume above 1048576 bytes free"
+	if e.Message != want {
+		t.Errorf("InsufficientStorage message = %q, want %q", e.Message, want)
+	}
+	if got := InsufficientStorage(-5, 10).Message; got != "the data directory's disk is full: 0 bytes free, writes resume above 10 bytes free" {
+		t.Errorf("InsufficientStorage(-5, 10) message = %q, want 0 bytes free", got)
 	}
 }

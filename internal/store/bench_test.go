@@ -11,7 +11,12 @@ func item1KB(i int) []byte {
 }
 
 func benchStore(b *testing.B, sync bool) *Store {
-	s, err := Open(Options{Dir: b.TempDir(), Sync: sync})
+	return benchStoreWith(b, Options{Sync: sync})
+}
+
+func benchStoreWith(b *testing.B, opts Options) *Store {
+	opts.Dir = b.TempDir()
+	s, err := Open(opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -49,11 +54,22 @@ func BenchmarkStoreGet1KB(b *testing.B) {
 }
 
 // BenchmarkStoreSet1KB is a single-item write batch of 1 KB, synced to the
-// WAL (durability=sync) or not (relaxed).
+// WAL (durability=sync) or not (relaxed); floor=on checks the free-space
+// floor (128 MiB, the default) before each commit, as the server does.
 func BenchmarkStoreSet1KB(b *testing.B) {
-	for _, sync := range []bool{true, false} {
-		b.Run(fmt.Sprintf("sync=%v", sync), func(b *testing.B) {
-			s := benchStore(b, sync)
+	for _, bc := range []struct {
+		sync, floor bool
+	}{{true, false}, {false, false}, {false, true}} {
+		name := fmt.Sprintf("sync=%v", bc.sync)
+		if bc.floor {
+			name += "/floor=on"
+		}
+		b.Run(name, func(b *testing.B) {
+			opts := Options{Sync: bc.sync}
+			if bc.floor {
+				opts.MinFreeBytes = 128 << 20
+			}
+			s := benchStoreWith(b, opts)
 			v := item1KB(0)
 			b.ReportAllocs()
 			i := 0

@@ -13,4 +13,12 @@
 // by effective partition key first. A physical partition, an EPK range
 // [min, max), is therefore one contiguous key span, and splitting it is a
 // metadata change only.
+//
+// A full or failing disk (disk.go, fs.go): Commit refuses writes with a
+// *DiskFullError while free space is under Options.MinFreeBytes; a ballast
+// file keeps space in reserve for Pebble; and if a write to the write-ahead
+// log fails anyway, the store refuses everything (ErrUnavailable), cuts the
+// unsynced tail off the log, and reopens the database, so that a batch
+// whose commit failed is never read. Store.Done reports a store that could
+// not recover in-process.
 package store

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -12,6 +15,15 @@ import (
 
 // ErrNotFound is returned by Get when a key has no value.
 var ErrNotFound = errors.New("store: not found")
+
+// ErrUnavailable is returned by every operation while the store recovers
+// from a failed write to its write-ahead log (until the database is
+// reopened), and for good once it has given up (see Done). Retrying later
+// is safe: nothing the failed write carried was acknowledged.
+var ErrUnavailable = errors.New("store: unavailable after a failed disk write")
+
+// ErrClosed is returned by operations on a closed store.
+var ErrClosed = errors.New("store: closed")
 
 // Options configure a Store.
 type Options struct {
@@ -23,22 +35,97 @@ type Options struct {
 	// Sync makes every Commit wait until the batch is in the synced
 	// write-ahead log. Concurrent committers share syncs (group commit).
 	Sync bool
-	// Logger receives Pebble's messages; nil discards them.
+	// Logger receives the store's and Pebble's messages; nil discards them.
 	Logger *slog.Logger
 	// CacheBytes is the size of the block cache (data and index blocks
 	// kept decompressed in memory). Zero means 64 MiB.
 	CacheBytes int64
+	// MinFreeBytes is the free space of Dir's filesystem, in bytes, below
+	// which Commit refuses writes with a *DiskFullError (reads go on), so
+	// that Pebble keeps room to flush, compact and reopen. Writes resume
+	// on their own once more is free. Zero: no floor.
+	MinFreeBytes int64
+	// BallastBytes is the size, in bytes, of the ballast file kept in Dir:
+	// space released when the disk fills up anyway, so that Pebble can go
+	// on flushing, compacting and opening (see ballast). Zero: none.
+	BallastBytes int64
+	// DiskCheckInterval is how often the store reads its filesystem's free
+	// space (between reads it subtracts what it wrote), grows the ballast
+	// back, and reopens a database that failed or opened read-only. Zero
+	// means 1 s.
+	DiskCheckInterval time.Duration
+	// CloseTimeout bounds Close, and how long a failed database may take
+	// to let go before it is reopened. Zero means 10 s.
+	CloseTimeout time.Duration
 }
+
+// openTimeout bounds an open of the database: Pebble's Open flushes the
+// logs it replays and retries a failed flush forever, so on a disk that
+// filled up meanwhile it would never return.
+const openTimeout = time.Minute
 
 // Store is a Pebble database holding catalog entries and items. It is safe
 // for concurrent use.
+//
+// The store outlives the Pebble database it wraps: after a failed write to
+// the write-ahead log, or when it opened read-only on a full disk, its
+// monitor closes the database and opens it again (a new generation).
+// Operations hold a reference to the generation they use, so it closes only
+// once they are done.
 type Store struct {
-	db   *pebble.DB
-	sync *pebble.WriteOptions
+	opts    Options
+	log     *slog.Logger
+	fs      *watchFS     // the filesystem Pebble sees
+	lock    *pebble.Lock // the directory's lock, held across generations
+	wo      *pebble.WriteOptions
+	disk    disk
+	ballast ballast
+	// checks is whether free space is watched: a floor or a ballast is
+	// configured and the filesystem reports its free space.
+	checks     bool
+	errLog     rateLimit // Pebble's error lines
+	ballastLog rateLimit // failures to make the ballast
+
+	epoch   atomic.Uint64         // incremented by every open of the database
+	failure atomic.Pointer[error] // why the open generation failed, if it did
+	closing atomic.Bool           // Close has begun
+	full    atomic.Bool           // writes are refused for space (for logging the changes)
+
+	mu struct {
+		sync.Mutex
+		gen    *generation // nil while reopening, after giving up, or once closed
+		closed bool
+	}
+
+	tickMu      sync.Mutex    // one tick at a time
+	wake        chan struct{} // buffer of 1: a nudge for the monitor
+	stop        chan struct{} // closed by Close
+	monitorDone chan struct{}
+	dead        chan struct{} // closed by die
+	deadOnce    sync.Once
+	deadErr     error // set before dead is closed
+	closeOnce   sync.Once
+	closeErr    error
 }
 
-// Open opens (creating if needed) the store in opts.Dir.
+// generation is one open Pebble database.
+type generation struct {
+	db       *pebble.DB
+	readOnly bool
+	// Guarded by Store.mu: operations using db, and once retired (no new
+	// operation may start) a channel closed when the last one ends.
+	refs    int
+	drained chan struct{}
+}
+
+// Open opens (creating if needed) the store in opts.Dir. On a disk without
+// room for Pebble to open read-write it releases the ballast, and failing
+// that opens read-only, logging one line: reads are served and writes get
+// a *DiskFullError until there is room again.
 func Open(opts Options) (*Store, error) {
+	if opts.FS == nil {
+		opts.FS = vfs.Default
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -46,26 +133,317 @@ func Open(opts Options) (*Store, error) {
 	if opts.CacheBytes <= 0 {
 		opts.CacheBytes = 64 << 20
 	}
-	cache := pebble.NewCache(opts.CacheBytes)
-	defer cache.Unref() // the database holds its own reference
-	po := &pebble.Options{FS: opts.FS, Logger: pebbleLogger{log}, Cache: cache, MemTableSize: 32 << 20}
-	db, err := pebble.Open(opts.Dir, po)
+	if opts.DiskCheckInterval <= 0 {
+		opts.DiskCheckInterval = time.Second
+	}
+	if opts.CloseTimeout <= 0 {
+		opts.CloseTimeout = 10 * time.Second
+	}
+	s := &Store{
+		opts: opts, log: log, wo: pebble.NoSync,
+		disk:    disk{fs: opts.FS, dir: opts.Dir, interval: opts.DiskCheckInterval, every: max(opts.MinFreeBytes/8, 64<<10)},
+		ballast: ballast{fs: opts.FS, path: opts.FS.PathJoin(opts.Dir, ballastName), size: opts.BallastBytes},
+		wake:    make(chan struct{}, 1), stop: make(chan struct{}), monitorDone: make(chan struct{}), dead: make(chan struct{}),
+	}
+	if opts.Sync {
+		s.wo = pebble.Sync
+	}
+	if err := opts.FS.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("open store in %s: %w", opts.Dir, err)
+	}
+	lock, err := pebble.LockDirectory(opts.Dir, opts.FS)
 	if err != nil {
 		return nil, fmt.Errorf("open store in %s: %w", opts.Dir, err)
 	}
-	wo := pebble.NoSync
-	if opts.Sync {
-		wo = pebble.Sync
+	s.lock = lock
+	s.fs = &watchFS{FS: vfs.OnDiskFull(opts.FS, s.onDiskFull), s: s}
+	if opts.MinFreeBytes > 0 || opts.BallastBytes > 0 {
+		s.checks = true
+		if _, err := s.disk.refresh(); err != nil {
+			s.checks = false
+			log.Warn("the data directory's filesystem does not report its free space: no floor, no ballast", "err", err)
+		}
 	}
-	return &Store{db: db, sync: wo}, nil
+	if err := s.ballast.load(); err != nil {
+		_ = lock.Close()
+		return nil, fmt.Errorf("open store in %s: %w", opts.Dir, err)
+	}
+	readOnly, note := s.planOpen()
+	g, err := s.openDB(readOnly)
+	if err != nil {
+		_ = lock.Close()
+		return nil, err
+	}
+	s.mu.gen = g
+	if note != nil {
+		s.full.Store(true)
+		log.Error("the data directory's disk is full: serving reads, refusing writes until space returns", note...)
+	}
+	go func() {
+		defer close(s.monitorDone)
+		s.monitor()
+	}()
+	return s, nil
 }
 
-// Close flushes nothing extra and closes the database; committed batches are
-// already in the write-ahead log.
-func (s *Store) Close() error { return s.db.Close() }
+// openDB opens a new generation of the database.
+func (s *Store) openDB(readOnly bool) (*generation, error) {
+	epoch := s.epoch.Add(1) // files of earlier generations no longer report failures
+	s.failure.Store(nil)
+	cache := pebble.NewCache(s.opts.CacheBytes)
+	defer cache.Unref() // the database holds its own reference
+	po := &pebble.Options{
+		FS: s.fs, Logger: pebbleLogger{s, epoch}, Cache: cache, MemTableSize: 32 << 20,
+		Lock: s.lock, ReadOnly: readOnly,
+		EventListener: &pebble.EventListener{BackgroundError: s.backgroundError},
+	}
+	type result struct {
+		db  *pebble.DB
+		err error
+	}
+	// Buffer of 1: an open abandoned after openTimeout still delivers.
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		defer func() {
+			// Pebble reports an unrecoverable write (a new MANIFEST that
+			// cannot be synced) through Logger.Fatalf, which panics here.
+			if p := recover(); p != nil {
+				r = result{err: fmt.Errorf("pebble: %v", p)}
+			}
+			done <- r
+		}()
+		r.db, r.err = pebble.Open(s.opts.Dir, po)
+	}()
+	timer := time.NewTimer(openTimeout)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return nil, fmt.Errorf("open store in %s: %w", s.opts.Dir, r.err)
+		}
+		return &generation{db: r.db, readOnly: readOnly}, nil
+	case <-timer.C:
+		// NB: the open goroutine is abandoned with the directory lock; the
+		// process must restart (the caller exits or the store gives up).
+		return nil, fmt.Errorf("open store in %s: not open after %s (is the disk full?)", s.opts.Dir, openTimeout)
+	}
+}
+
+// Done returns a channel that is closed when the store has given up: a
+// write to the write-ahead log failed and the database could not be
+// reopened in-process (an operation stuck inside Pebble, or an open that
+// failed). Every operation then gets ErrUnavailable and the process must
+// restart; the write-ahead log holds every acknowledged write. Err says why.
+func (s *Store) Done() <-chan struct{} { return s.dead }
+
+// Err returns why the store gave up, or nil while Done is open.
+func (s *Store) Err() error {
+	select {
+	case <-s.dead:
+		return s.deadErr
+	default:
+		return nil
+	}
+}
+
+// die gives up (see Done).
+func (s *Store) die(err error) {
+	s.deadOnce.Do(func() {
+		s.deadErr = err
+		s.log.Error("the store cannot recover in-process: restart the server (every acknowledged write is in the write-ahead log)", "err", err)
+		close(s.dead)
+	})
+}
+
+// Close closes the database, within Options.CloseTimeout: running
+// operations are waited for, then Pebble's Close. If either takes longer
+// (Pebble wedged by a failed disk), Close gives up and returns an error,
+// leaving the database open; committed batches are already in the
+// write-ahead log. Later calls (and Shutdown) return the same result.
+func (s *Store) Close() error {
+	return s.closeBy(time.Now().Add(s.opts.CloseTimeout))
+}
+
+// Shutdown is Close within ctx's deadline rather than CloseTimeout (the
+// server's shutdown budget). Without a deadline it is Close.
+func (s *Store) Shutdown(ctx context.Context) error {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return s.Close()
+	}
+	return s.closeBy(deadline)
+}
+
+func (s *Store) closeBy(deadline time.Time) error {
+	s.closeOnce.Do(func() { s.closeErr = s.close(deadline) })
+	return s.closeErr
+}
+
+func (s *Store) close(deadline time.Time) error {
+	timeout := time.Until(deadline).Round(time.Millisecond)
+	s.closing.Store(true)
+	close(s.stop)
+	if !waitUntil(s.monitorDone, deadline) {
+		return fmt.Errorf("store: close: still reopening the database after %s", timeout)
+	}
+	s.mu.Lock()
+	s.mu.closed = true
+	g := s.mu.gen
+	s.mu.gen = nil
+	var drained chan struct{}
+	if g != nil {
+		drained = g.retireLocked()
+	}
+	s.mu.Unlock()
+	if g == nil { // the store gave up: its last database is abandoned
+		return s.Err()
+	}
+	if !waitUntil(drained, deadline) {
+		return fmt.Errorf("store: close: operations still running after %s; the database was left open", timeout)
+	}
+	err := s.closeDB(g.db, time.Until(deadline))
+	if errors.Is(err, errCloseTimeout) {
+		return err // Pebble still holds the directory lock
+	}
+	return errors.Join(err, s.lock.Close())
+}
+
+var errCloseTimeout = errors.New("store: close timed out")
+
+// closeDB closes db within timeout.
+func (s *Store) closeDB(db *pebble.DB, timeout time.Duration) error {
+	// Buffer of 1: a close abandoned after timeout still delivers.
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- fmt.Errorf("pebble: close: %v", p)
+			}
+		}()
+		done <- db.Close()
+	}()
+	timer := time.NewTimer(max(timeout, 0))
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-timer.C:
+		// NB: the closing goroutine is abandoned, stuck inside Pebble.
+		return fmt.Errorf("%w after %s: Pebble is stuck, probably on the disk", errCloseTimeout, timeout)
+	}
+}
+
+// waitUntil reports whether ch closed before deadline.
+func waitUntil(ch <-chan struct{}, deadline time.Time) bool {
+	timer := time.NewTimer(max(time.Until(deadline), 0))
+	defer timer.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-timer.C:
+		return false
+	}
+}
+
+// acquire returns the open generation with a reference the caller must
+// release, or the error that refuses the operation: write selects the one
+// a write gets.
+func (s *Store) acquire(write bool) (*generation, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.mu.gen
+	switch {
+	case s.mu.closed:
+		return nil, ErrClosed
+	case g == nil || s.failure.Load() != nil:
+		return nil, s.unavailable(write)
+	}
+	g.refs++
+	return g, nil
+}
+
+// release drops a reference taken by acquire.
+func (s *Store) release(g *generation) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g.refs--; g.refs == 0 && g.drained != nil {
+		close(g.drained)
+	}
+}
+
+// retireLocked stops new operations on g (the caller has taken it out of
+// s.mu.gen) and returns a channel closed once the running ones are done.
+func (g *generation) retireLocked() chan struct{} {
+	g.drained = make(chan struct{})
+	if g.refs == 0 {
+		close(g.drained)
+	}
+	return g.drained
+}
+
+// unavailable is the error that refuses an operation while the store has
+// no healthy database. A write refused after a log write failed for want of
+// space is a *DiskFullError as well.
+func (s *Store) unavailable(write bool) error {
+	err := ErrUnavailable
+	if p := s.failure.Load(); p != nil {
+		err = fmt.Errorf("%w: %w", ErrUnavailable, *p)
+		if write && isENOSPC(*p) {
+			return &DiskFullError{Free: s.disk.free(), ResumeAt: s.opts.MinFreeBytes, Err: err}
+		}
+	}
+	return err
+}
+
+// failed returns the refusal of an operation that read from a generation
+// that failed meanwhile (what it read may come from a batch whose log write
+// failed), or nil.
+func (s *Store) failed() error {
+	if s.failure.Load() == nil {
+		return nil
+	}
+	return s.unavailable(false)
+}
+
+// fail records that the open generation may hold batches that were never
+// acknowledged (see watchFS): every operation is refused from now on, and
+// the monitor reopens the database, which drops them.
+func (s *Store) fail(cause error) {
+	if !s.failure.CompareAndSwap(nil, &cause) {
+		return
+	}
+	if s.closing.Load() {
+		// Closing on a full disk: the log's end marker did not fit. Every
+		// acknowledged write is synced already.
+		s.log.Debug("a write to the write-ahead log failed while closing", "err", cause)
+		return
+	}
+	s.log.Error("a write to the write-ahead log failed: refusing every request until the database is reopened (acknowledged writes are safe in the log)", "err", cause)
+	s.nudge()
+}
+
+// nudge wakes the monitor.
+func (s *Store) nudge() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
 
 // Get returns a copy of the value stored at key, or ErrNotFound.
-func (s *Store) Get(key []byte) ([]byte, error) { return get(s.db, key) }
+func (s *Store) Get(key []byte) ([]byte, error) {
+	g, err := s.acquire(false)
+	if err != nil {
+		return nil, err
+	}
+	defer s.release(g)
+	v, err := get(g.db, key)
+	if ferr := s.failed(); ferr != nil {
+		return nil, ferr
+	}
+	return v, err
+}
 
 // get reads a copy of key's value from a database or an indexed batch.
 func get(r pebble.Reader, key []byte) ([]byte, error) {
@@ -85,16 +463,26 @@ func get(r pebble.Reader, key []byte) ([]byte, error) {
 // key and value are valid only during the call. Scan checks ctx every 256
 // entries.
 func (s *Store) Scan(ctx context.Context, span Span, after []byte, fn func(key, value []byte) bool) error {
-	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: span.Lower, UpperBound: span.Upper})
+	g, err := s.acquire(false)
 	if err != nil {
 		return err
 	}
-	return scanIter(ctx, it, after, fn)
+	defer s.release(g)
+	it, err := g.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: span.Lower, UpperBound: span.Upper})
+	if err != nil {
+		return err
+	}
+	return s.scanIter(ctx, it, after, fn)
 }
 
 // ScanReverse is Scan in descending key order, from the end of span.
 func (s *Store) ScanReverse(ctx context.Context, span Span, fn func(key, value []byte) bool) error {
-	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: span.Lower, UpperBound: span.Upper})
+	g, err := s.acquire(false)
+	if err != nil {
+		return err
+	}
+	defer s.release(g)
+	it, err := g.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: span.Lower, UpperBound: span.Upper})
 	if err != nil {
 		return err
 	}
@@ -105,14 +493,21 @@ func (s *Store) ScanReverse(ctx context.Context, span Span, fn func(key, value [
 				return err
 			}
 		}
+		if s.failure.Load() != nil {
+			_ = it.Close()
+			return s.failed()
+		}
 		if !fn(it.Key(), it.Value()) {
 			break
 		}
 	}
-	return errors.Join(it.Error(), it.Close())
+	return errors.Join(it.Error(), it.Close(), s.failed())
 }
 
-func scanIter(ctx context.Context, it *pebble.Iterator, after []byte, fn func(key, value []byte) bool) error {
+// scanIter runs a forward scan. It stops, with the refusal, at the first
+// entry after the store failed: entries from then on may come from batches
+// whose log write failed.
+func (s *Store) scanIter(ctx context.Context, it *pebble.Iterator, after []byte, fn func(key, value []byte) bool) error {
 	var ok bool
 	if after != nil {
 		ok = it.SeekGE(after)
@@ -129,61 +524,132 @@ func scanIter(ctx context.Context, it *pebble.Iterator, after []byte, fn func(ke
 				return err
 			}
 		}
+		if s.failure.Load() != nil {
+			_ = it.Close()
+			return s.failed()
+		}
 		if !fn(it.Key(), it.Value()) {
 			break
 		}
 		ok = it.Next()
 	}
-	return errors.Join(it.Error(), it.Close())
+	return errors.Join(it.Error(), it.Close(), s.failed())
 }
 
 // Batch is a set of writes applied atomically by Commit. A Batch is not safe
 // for concurrent use.
 type Batch struct {
-	s *Store
-	b *pebble.Batch // nil once committed or closed: Pebble recycles batches
+	s   *Store
+	g   *generation   // the generation b belongs to; nil when err is set
+	b   *pebble.Batch // nil once committed or closed: Pebble recycles batches
+	err error         // why the store refused the batch: every use reports it
 }
 
-// NewBatch returns an empty batch. Callers must Commit or Close it.
-func (s *Store) NewBatch() *Batch { return &Batch{s: s, b: s.db.NewBatch()} }
+// NewBatch returns an empty batch. Callers must Commit or Close it: it
+// holds the database open until then.
+func (s *Store) NewBatch() *Batch { return s.newBatch(false) }
 
 // NewIndexedBatch returns an empty batch whose Get and Scan see its own
 // uncommitted writes on top of the store: the building block of a
 // transaction. Callers must Commit or Close it.
-func (s *Store) NewIndexedBatch() *Batch { return &Batch{s: s, b: s.db.NewIndexedBatch()} }
+func (s *Store) NewIndexedBatch() *Batch { return s.newBatch(true) }
+
+func (s *Store) newBatch(indexed bool) *Batch {
+	g, err := s.acquire(true)
+	if err != nil {
+		return &Batch{s: s, err: err}
+	}
+	if indexed {
+		return &Batch{s: s, g: g, b: g.db.NewIndexedBatch()}
+	}
+	return &Batch{s: s, g: g, b: g.db.NewBatch()}
+}
 
 // Get returns a copy of the value at key as the batch sees it (its own
 // writes over the store), or ErrNotFound. Only for indexed batches.
-func (b *Batch) Get(key []byte) ([]byte, error) { return get(b.b, key) }
+func (b *Batch) Get(key []byte) ([]byte, error) {
+	if b.err != nil {
+		return nil, b.err
+	}
+	v, err := get(b.b, key)
+	if ferr := b.s.failed(); ferr != nil {
+		return nil, ferr
+	}
+	return v, err
+}
 
 // Scan is Store.Scan as the batch sees the data. Only for indexed batches.
 func (b *Batch) Scan(ctx context.Context, span Span, after []byte, fn func(key, value []byte) bool) error {
+	if b.err != nil {
+		return b.err
+	}
 	it, err := b.b.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: span.Lower, UpperBound: span.Upper})
 	if err != nil {
 		return err
 	}
-	return scanIter(ctx, it, after, fn)
+	return b.s.scanIter(ctx, it, after, fn)
 }
 
 // Set writes value at key.
-func (b *Batch) Set(key, value []byte) { _ = b.b.Set(key, value, nil) }
+func (b *Batch) Set(key, value []byte) {
+	if b.b != nil {
+		_ = b.b.Set(key, value, nil)
+	}
+}
 
 // Delete removes key.
-func (b *Batch) Delete(key []byte) { _ = b.b.Delete(key, nil) }
+func (b *Batch) Delete(key []byte) {
+	if b.b != nil {
+		_ = b.b.Delete(key, nil)
+	}
+}
 
 // DeleteSpan removes every key in span (a range tombstone: cheap for large spans).
-func (b *Batch) DeleteSpan(span Span) { _ = b.b.DeleteRange(span.Lower, span.Upper, nil) }
+func (b *Batch) DeleteSpan(span Span) {
+	if b.b != nil {
+		_ = b.b.DeleteRange(span.Lower, span.Upper, nil)
+	}
+}
 
-// Empty reports whether the batch holds no writes.
-func (b *Batch) Empty() bool { return b.b.Empty() }
+// Empty reports whether the batch holds no writes. A batch the store
+// refused is not empty: its Commit reports the refusal.
+func (b *Batch) Empty() bool { return b.err == nil && b.b.Empty() }
 
 // Commit applies the batch atomically and, for a store opened with Sync,
 // returns only once it is durable. The batch is closed afterwards.
+//
+// Errors: a *DiskFullError when the disk is short of space (nothing is
+// written; Options.MinFreeBytes), ErrUnavailable after a failed write to
+// the write-ahead log (this batch is not acknowledged and never becomes
+// visible: the store refuses everything until it has reopened the
+// database), ErrClosed.
 func (b *Batch) Commit() error {
-	err := b.b.Commit(b.s.sync)
-	err = errors.Join(err, b.b.Close())
-	b.b = nil
-	return err
+	if b.err != nil {
+		return b.err
+	}
+	defer b.Close()
+	if err := b.s.admit(b.g, int64(b.b.Len())); err != nil {
+		return err
+	}
+	return b.s.apply(b.b)
+}
+
+// apply commits b to its database.
+func (s *Store) apply(b *pebble.Batch) (err error) {
+	defer func() {
+		// NB: Pebble reports a failed commit only through Logger.Fatalf
+		// (db.go applyInternal), which must not return: pebbleLogger
+		// panics, and this turns it back into an error. Pebble holds none
+		// of its locks at that point. A panic out of the commit pipeline
+		// itself (a log writer that already failed, commitWrite) is
+		// caught too: either way the database may hold the batch without
+		// its log record, so the store fails until it is reopened.
+		if p := recover(); p != nil {
+			s.fail(fmt.Errorf("pebble: commit: %v", p))
+			err = s.unavailable(true)
+		}
+	}()
+	return b.Commit(s.wo)
 }
 
 // Close discards an uncommitted batch; after Commit it does nothing, so
@@ -192,23 +658,65 @@ func (b *Batch) Close() {
 	if b.b != nil {
 		_ = b.b.Close()
 		b.b = nil
+		b.s.release(b.g)
 	}
 }
 
 // pebbleLogger sends Pebble's log lines to slog.
-type pebbleLogger struct{ l *slog.Logger }
+type pebbleLogger struct {
+	s     *Store
+	epoch uint64 // the generation of the database that logs
+}
 
 func (p pebbleLogger) Infof(format string, args ...any) {
-	p.l.Debug("pebble", "msg", fmt.Sprintf(format, args...))
+	p.s.log.Debug("pebble", "msg", fmt.Sprintf(format, args...))
 }
 
+// Errorf logs at most one line every ten seconds: on a full disk Pebble
+// retries failed flushes and compactions at once, without backoff.
 func (p pebbleLogger) Errorf(format string, args ...any) {
-	p.l.Error("pebble", "msg", fmt.Sprintf(format, args...))
+	if ok, dropped := p.s.errLog.allow(time.Now()); ok {
+		p.s.log.Error("pebble", "msg", fmt.Sprintf(format, args...), "dropped", dropped)
+	}
 }
 
-// Fatalf is called by Pebble on unrecoverable corruption; it must not return.
+// Fatalf is called by Pebble on an error it cannot recover from (a failed
+// commit, a MANIFEST it cannot write); it must not return. The store fails
+// first, so that nothing more is served from this database. In a commit,
+// Batch.Commit recovers the panic; in Pebble's background work it ends the
+// process, and the restart replays the write-ahead log.
 func (p pebbleLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	p.l.Error("pebble fatal", "msg", msg)
+	if p.epoch == p.s.epoch.Load() {
+		p.s.fail(errors.New(msg))
+	}
 	panic("pebble: " + msg)
+}
+
+// backgroundError receives the errors of Pebble's flushes and compactions.
+// They are retried, so they are logged at most every ten seconds.
+func (s *Store) backgroundError(err error) {
+	if ok, dropped := s.errLog.allow(time.Now()); ok {
+		s.log.Error("pebble background error", "err", err, "dropped", dropped)
+	}
+	if isENOSPC(err) {
+		s.nudge()
+	}
+}
+
+// rateLimit lets one event through every ten seconds and counts the others.
+type rateLimit struct {
+	last    atomic.Int64 // unix nanoseconds of the last event let through
+	dropped atomic.Int64
+}
+
+// allow reports whether the event at now goes through, and how many were
+// dropped since the last one that did.
+func (r *rateLimit) allow(now time.Time) (bool, int64) {
+	last := r.last.Load()
+	if last != 0 && now.UnixNano()-last < int64(10*time.Second) || !r.last.CompareAndSwap(last, now.UnixNano()) {
+		r.dropped.Add(1)
+		return false, 0
+	}
+	return true, r.dropped.Swap(0)
 }

@@ -258,7 +258,7 @@ func TestOpenBadJWKS(t *testing.T) {
 		cfg.Server.Addr = "127.0.0.1:0"
 		cfg.Store.Dir = t.TempDir()
 		cfg.Auth.AADJWKS, cfg.Auth.AADIssuers, cfg.Auth.AADAudiences = file, []string{aadIssuer}, []string{aadAudience}
-		srv, err := server.Open(t.Context(), cfg, nil, nil)
+		srv, err := server.Open(t.Context(), cfg, nil)
 		if !errors.Is(err, want) {
 			t.Errorf("Open with aad-jwks %s = %v, want %v", filepath.Base(file), err, want)
 		}

@@ -25,6 +25,7 @@ import (
 	"github.com/partitadb/partita/internal/auth"
 	"github.com/partitadb/partita/internal/config"
 	"github.com/partitadb/partita/internal/server"
+	"github.com/partitadb/partita/internal/store"
 )
 
 // Options configure Start.
@@ -37,6 +38,9 @@ type Options struct {
 	// makes each partition's throughput budget a fixed number of request
 	// units: its one-second bucket never refills.
 	Now func() time.Time
+	// Store, if set, adjusts the store's options before it opens: a test
+	// gives it a filesystem that runs out of space (storetest.FullFS).
+	Store func(*store.Options)
 }
 
 // Server is a running test server.
@@ -69,11 +73,14 @@ func Start(t testing.TB, opts Options) *Server {
 	// Tests that are not about throttling must not be throttled: they set
 	// "on" in Configure when they are.
 	cfg.Engine.RateLimit = "off"
+	// A 128 MiB ballast per test server would only cost time and disk:
+	// the full-disk tests set their own.
+	cfg.Store.BallastBytes = 0
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.Open(ctx, cfg, nil, opts.Now)
+	srv, err := server.OpenWith(ctx, cfg, nil, server.Hooks{Store: opts.Store, Now: opts.Now})
 	if err != nil {
 		cancel()
 		t.Fatalf("testserver: open: %v", err)
