@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -17,7 +15,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
@@ -52,35 +49,8 @@ var readyLine = regexp.MustCompile(`is serving the Cosmos DB API at (https?://\S
 // endpoint and the running command.
 func start(t *testing.T, bin, addr, data string, extra ...string) (string, *exec.Cmd) {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--addr", addr, "--data", data, "--rate-limit=off"}, extra...)...)
-	cmd.Env = append(os.Environ(), "PARTITA_LOG_LEVEL=warn")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	found := make(chan string, 1) // one ready line
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if m := readyLine.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-				break
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	select {
-	case ep := <-found:
-		return ep, cmd
-	case <-time.After(20 * time.Second):
-		t.Fatal("partita serve printed no ready line within 20s")
-		return "", nil
-	}
+	ep, cmd, _ := startLogged(t, bin, addr, data, extra...)
+	return ep, cmd
 }
 
 func client(t *testing.T, endpoint, data string) *azcosmos.Client {

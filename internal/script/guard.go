@@ -251,14 +251,7 @@ func (x *execution) iteratorPrototypes() []*goja.Object {
 	var out []*goja.Object
 	iterProto := func(v goja.Value, method any, args ...goja.Value) {
 		obj := v.ToObject(rt)
-		var m goja.Value
-		switch k := method.(type) {
-		case string:
-			m = obj.Get(k)
-		case *goja.Symbol:
-			m = obj.GetSymbol(k)
-		}
-		fn, ok := goja.AssertFunction(m)
+		fn, ok := methodOf(obj, method)
 		if !ok {
 			return
 		}
@@ -278,6 +271,29 @@ func (x *execution) iteratorPrototypes() []*goja.Object {
 	return out
 }
 
+// methodOf returns obj's method key (a string or a *goja.Symbol), and whether it is a function.
+func methodOf(obj *goja.Object, key any) (goja.Callable, bool) {
+	var v goja.Value
+	switch k := key.(type) {
+	case string:
+		v = obj.Get(k)
+	case *goja.Symbol:
+		v = obj.GetSymbol(k)
+	}
+	return goja.AssertFunction(v)
+}
+
+// defineMethod defines owner's method key (a string or a *goja.Symbol) as fn, with the
+// attributes of a built-in method (see define).
+func (x *execution) defineMethod(owner *goja.Object, key any, fn goja.Value) {
+	switch k := key.(type) {
+	case string:
+		x.define(owner, k, fn)
+	case *goja.Symbol:
+		x.defineSymbol(owner, k, fn)
+	}
+}
+
 // proto returns the prototype of the global constructor ctor.
 func (x *execution) proto(ctor string) *goja.Object {
 	return x.rt.Get(ctor).ToObject(x.rt).Get("prototype").ToObject(x.rt)
@@ -286,24 +302,12 @@ func (x *execution) proto(ctor string) *goja.Object {
 // wrap replaces owner's method key (a string or a *goja.Symbol) with one that checks the
 // watchdog, then check (when not nil), then calls the original.
 func (x *execution) wrap(owner *goja.Object, key any, check func(goja.FunctionCall)) {
-	var v goja.Value
-	switch k := key.(type) {
-	case string:
-		v = owner.Get(k)
-	case *goja.Symbol:
-		v = owner.GetSymbol(k)
-	}
-	orig, ok := goja.AssertFunction(v)
+	orig, ok := methodOf(owner, key)
 	if !ok {
 		return
 	}
 	fn := x.guarded(orig, check)
-	switch k := key.(type) {
-	case string:
-		x.define(owner, k, fn)
-	case *goja.Symbol:
-		x.defineSymbol(owner, k, fn)
-	}
+	x.defineMethod(owner, key, fn)
 }
 
 // guarded returns a native function that checks the watchdog, then check, then calls orig.
@@ -583,14 +587,7 @@ func jsonShape(s string) (depth int, values int64) {
 // build a million copies of big in one native call. The expansion is goja's ($$, $&, $`, $',
 // $n, $nn, $<name>), so results are the same.
 func (x *execution) guardReplace(owner *goja.Object, key any) {
-	var v goja.Value
-	switch k := key.(type) {
-	case string:
-		v = owner.Get(k)
-	case *goja.Symbol:
-		v = owner.GetSymbol(k)
-	}
-	orig, ok := goja.AssertFunction(v)
+	orig, ok := methodOf(owner, key)
 	if !ok {
 		return
 	}
@@ -638,12 +635,7 @@ func (x *execution) guardReplace(owner *goja.Object, key any) {
 		})
 		return x.call(orig, this, args...)
 	})
-	switch k := key.(type) {
-	case string:
-		x.define(owner, k, fn)
-	case *goja.Symbol:
-		x.defineSymbol(owner, k, fn)
-	}
+	x.defineMethod(owner, key, fn)
 }
 
 // substitute is GetSubstitution as goja implements it (writeSubstitution), from the arguments
