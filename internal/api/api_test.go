@@ -11,6 +11,7 @@ import (
 
 	"github.com/partitadb/partita/internal/auth"
 	"github.com/partitadb/partita/internal/engine"
+	"github.com/partitadb/partita/internal/replica"
 	"github.com/partitadb/partita/internal/status"
 	"github.com/partitadb/partita/internal/store"
 )
@@ -24,7 +25,11 @@ func newTestHandler(t *testing.T, cfg Config) *httptest.Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	eng, err := engine.New(t.Context(), st, engine.Config{}, nil, nil)
+	host, err := replica.OpenLocal(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New(t.Context(), host, host.Meta(), engine.Config{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

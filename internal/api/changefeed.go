@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -28,7 +27,7 @@ func (h *Handler) changeFeed(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	hd := w.Header()
-	hd.Set("etag", changeFeedETag(p.LSN))
+	hd.Set("etag", changeFeedETag(p.Position))
 	hd.Set("x-ms-content-path", p.ContainerRID)
 	if p.Session != "" {
 		hd.Set("x-ms-session-token", p.Session)
@@ -70,22 +69,23 @@ func changeFeedRequest(r *http.Request) (engine.ChangeFeed, error) {
 	return req, nil
 }
 
-// changeFeedETag formats a change-feed position as its etag, "\"<lsn>\"".
-func changeFeedETag(lsn uint64) string {
-	return `"` + strconv.FormatUint(lsn, 10) + `"`
+// changeFeedETag formats a change-feed position (engine.ChangePage's
+// Position: an LSN, or "<range>:<lsn>;…") as its etag, quoted.
+func changeFeedETag(pos string) string {
+	return `"` + pos + `"`
 }
 
-// parseChangeFeedETag parses a change-feed etag, quoted or not.
-func parseChangeFeedETag(v string) (uint64, error) {
+// parseChangeFeedETag parses a change-feed etag, quoted or not, into the
+// position it holds; the engine checks that it is one it made.
+func parseChangeFeedETag(v string) (string, error) {
 	s := strings.TrimPrefix(v, "W/")
 	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
 		s = s[1 : len(s)-1]
 	}
-	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return 0, status.BadRequest("invalid change feed continuation If-None-Match %q: want the etag of a previous change feed response, or *", v)
+	if s == "" || strings.Trim(s, "0123456789:;") != "" {
+		return "", status.BadRequest("invalid change feed continuation If-None-Match %q: want the etag of a previous change feed response, or *", v)
 	}
-	return n, nil
+	return s, nil
 }
 
 // parseHTTPTime parses an RFC 1123 time in GMT, or in UTC as the Go SDK

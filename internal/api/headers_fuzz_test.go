@@ -3,9 +3,11 @@ package api
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"testing"
 
+	"github.com/partitadb/partita/internal/engine"
 	"github.com/partitadb/partita/internal/status"
 )
 
@@ -39,52 +41,61 @@ func FuzzChangeFeedHeaders(f *testing.F) {
 		} else if req.HasAfter {
 			back, err := parseChangeFeedETag(changeFeedETag(req.After))
 			if err != nil || back != req.After {
-				t.Fatalf("position %d: etag %s parses to %d, %v", req.After, changeFeedETag(req.After), back, err)
+				t.Fatalf("position %s: etag %s parses to %s, %v", req.After, changeFeedETag(req.After), back, err)
 			}
 		}
 		if session != "" {
-			lsn, err := sessionLSN(session)
+			toks, err := sessionTokens(session)
 			if err != nil {
 				var se *status.Error
 				if !errors.As(err, &se) || se.Code != http.StatusBadRequest {
-					t.Fatalf("sessionLSN(%q) refused with %v, want a 400 *status.Error", session, err)
+					t.Fatalf("sessionTokens(%q) refused with %v, want a 400 *status.Error", session, err)
 				}
-			} else if tok := "0:-1#" + strconv.FormatUint(lsn, 10); mustLSN(t, tok) != lsn {
-				t.Fatalf("sessionLSN round trip of %d failed", lsn)
+			} else {
+				for _, tk := range toks {
+					if back := mustTokens(t, tk.RangeID+":-1#"+strconv.FormatUint(tk.LSN, 10)); len(back) != 1 || back[0] != tk {
+						t.Fatalf("sessionTokens round trip of %+v = %+v", tk, back)
+					}
+				}
 			}
 		}
 	})
 }
 
-func mustLSN(t *testing.T, tok string) uint64 {
+func mustTokens(t *testing.T, tok string) []engine.SessionToken {
 	t.Helper()
-	n, err := sessionLSN(tok)
+	toks, err := sessionTokens(tok)
 	if err != nil {
-		t.Fatalf("sessionLSN(%q): %v", tok, err)
+		t.Fatalf("sessionTokens(%q): %v", tok, err)
 	}
-	return n
+	return toks
 }
 
 // TestChangeFeedHeaderParsing pins the accepted forms.
 func TestChangeFeedHeaderParsing(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
-		want uint64
+		want string
 		ok   bool
-	}{{`"42"`, 42, true}, {"42", 42, true}, {`W/"7"`, 7, true}, {`"abc"`, 0, false}, {`""`, 0, false}, {"-1", 0, false}} {
+	}{{`"42"`, "42", true}, {"42", "42", true}, {`W/"7"`, "7", true}, {`"0:12;3:4"`, "0:12;3:4", true}, {`"abc"`, "", false}, {`""`, "", false}, {"-1", "", false}} {
 		got, err := parseChangeFeedETag(tc.in)
 		if (err == nil) != tc.ok || got != tc.want {
-			t.Errorf("parseChangeFeedETag(%q) = %d, %v; want %d, ok %v", tc.in, got, err, tc.want, tc.ok)
+			t.Errorf("parseChangeFeedETag(%q) = %s, %v; want %s, ok %v", tc.in, got, err, tc.want, tc.ok)
 		}
 	}
 	for _, tc := range []struct {
 		in   string
-		want uint64
+		want []engine.SessionToken
 		ok   bool
-	}{{"0:-1#12", 12, true}, {"0:-1#12,1:-1#99", 99, true}, {"3:5#8#1=4", 8, true}, {"0:-1", 0, false}, {"12", 0, false}, {"0:x#1", 0, false}} {
-		got, err := sessionLSN(tc.in)
-		if (err == nil) != tc.ok || got != tc.want {
-			t.Errorf("sessionLSN(%q) = %d, %v; want %d, ok %v", tc.in, got, err, tc.want, tc.ok)
+	}{
+		{"0:-1#12", []engine.SessionToken{{RangeID: "0", LSN: 12}}, true},
+		{"0:-1#12,1:-1#99", []engine.SessionToken{{RangeID: "0", LSN: 12}, {RangeID: "1", LSN: 99}}, true},
+		{"3:5#8#1=4", []engine.SessionToken{{RangeID: "3", LSN: 8}}, true},
+		{"0:-1", nil, false}, {"12", nil, false}, {"0:x#1", nil, false}, {":-1#1", nil, false},
+	} {
+		got, err := sessionTokens(tc.in)
+		if (err == nil) != tc.ok || !slices.Equal(got, tc.want) {
+			t.Errorf("sessionTokens(%q) = %v, %v; want %v, ok %v", tc.in, got, err, tc.want, tc.ok)
 		}
 	}
 	for _, in := range []string{"Mon, 02 Jan 2006 15:04:05 GMT", "Mon, 02 Jan 2006 15:04:05 UTC"} {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/partitadb/partita/internal/engine"
 	"github.com/partitadb/partita/internal/status"
 )
 
@@ -37,40 +38,41 @@ func (h *Handler) checkRead(r *http.Request) error {
 	if v == "" {
 		return nil
 	}
-	lsn, err := sessionLSN(v)
+	toks, err := sessionTokens(v)
 	if err != nil {
 		return err
 	}
-	if !h.eng.SessionAvailable(lsn) {
+	if !h.eng.SessionAvailable(r.PathValue("db"), r.PathValue("coll"), toks) {
 		return status.Newf(http.StatusNotFound, "The read session is not available for the input session token %.100q: this server has not reached it (the token comes from another server or an older data directory)", v).
 			WithSub(status.SubNotFoundReadSessionNotAvailable)
 	}
 	return nil
 }
 
-// sessionLSN returns the largest global LSN of a session token list.
-func sessionLSN(v string) (uint64, error) {
-	var top uint64
+// sessionTokens parses a session token list: each entry's range and global
+// LSN.
+func sessionTokens(v string) ([]engine.SessionToken, error) {
+	var out []engine.SessionToken
 	for _, tok := range strings.Split(v, ",") {
 		tok = strings.TrimSpace(tok)
-		_, rest, ok := strings.Cut(tok, ":")
-		if !ok {
-			return 0, badSession(v)
+		rng, rest, ok := strings.Cut(tok, ":")
+		if !ok || rng == "" {
+			return nil, badSession(v)
 		}
 		parts := strings.Split(rest, "#")
 		if len(parts) < 2 {
-			return 0, badSession(v)
+			return nil, badSession(v)
 		}
 		if _, err := strconv.ParseInt(parts[0], 10, 64); err != nil {
-			return 0, badSession(v)
+			return nil, badSession(v)
 		}
 		lsn, err := strconv.ParseUint(parts[1], 10, 64)
 		if err != nil {
-			return 0, badSession(v)
+			return nil, badSession(v)
 		}
-		top = max(top, lsn)
+		out = append(out, engine.SessionToken{RangeID: rng, LSN: lsn})
 	}
-	return top, nil
+	return out, nil
 }
 
 func badSession(v string) error {

@@ -18,16 +18,30 @@ import (
 	"github.com/partitadb/partita/internal/document"
 	"github.com/partitadb/partita/internal/index"
 	"github.com/partitadb/partita/internal/partition"
-	"github.com/partitadb/partita/internal/store"
 )
 
-// Meta keys, under the store's meta span.
+// Backend keys.
 const (
-	keyDB    = "cat/db/"    // + db id
-	keyColl  = "cat/coll/"  // + db id + "\x00" + container id
-	keyOffer = "cat/offer/" // + offer id
-	keySeq   = "cat/seq"
+	keyDB       = "cat/db/"    // + db id
+	keyColl     = "cat/coll/"  // + db id + "\x00" + container id
+	keyOffer    = "cat/offer/" // + offer id
+	keySeq      = "cat/seq"
+	keyKeyspace = "cat/keyspace" // the last keyspace id allocated
+	// keyLegacySeq is the node-wide LSN reservation of releases before
+	// keyspaces (storage format 6): every _rid they issued lies below it.
+	keyLegacySeq = "eng/seq"
 )
+
+// maxKeyspace bounds the keyspace ids the catalog allocates: below 2^32,
+// so they never meet the ids of containers converted from format 6, whose
+// keyspace is their internal id (at least 2^32: the database's sequence
+// number in the high half).
+const maxKeyspace = 1<<32 - 1
+
+// ridBlock is how many _rid sequence numbers ReserveRIDs hands out at
+// least: a block costs one catalog write, and a restart skips the rest of
+// it.
+const ridBlock = 1 << 16
 
 // Throughput is provisioned throughput as a client asks for it: manual RU/s,
 // or autoscale with a maximum. The zero value means "none requested".
@@ -114,6 +128,10 @@ type RangeRecord struct {
 	Min     string   `json:"min"` // EPK hex
 	Max     string   `json:"max"`
 	Parents []string `json:"parents,omitempty"`
+	// Keyspace is the keyspace holding the range's data
+	// (docs/storage-seams.md): its own from creation, its parent's after a
+	// split (siblings share it).
+	Keyspace uint64 `json:"keyspace"`
 }
 
 // Container is a container's catalog entry.
@@ -137,6 +155,9 @@ type Container struct {
 	// index entries reflect; it differs from the current one until the
 	// engine has rebuilt them after a policy change.
 	Indexed string `json:"indexed,omitempty"`
+	// RIDLimit is the end of the _rid sequence numbers reserved so far
+	// (ReserveRIDs): every item's _rid sequence lies below it.
+	RIDLimit uint64 `json:"ridLimit"`
 
 	pmap      *partition.Map
 	policy    *index.Policy
@@ -154,6 +175,30 @@ func (c *Container) Link() string { return "dbs/" + c.DB + "/colls/" + c.ID }
 
 // Map returns the container's partition map.
 func (c *Container) Map() *partition.Map { return c.pmap }
+
+// Keyspace returns the keyspace holding range id's data, and whether the
+// container has that range.
+func (c *Container) Keyspace(rangeID string) (uint64, bool) {
+	for _, r := range c.Ranges {
+		if r.ID == rangeID {
+			return r.Keyspace, true
+		}
+	}
+	return 0, false
+}
+
+// Keyspaces returns the keyspaces holding the container's data, in range
+// order, each once.
+func (c *Container) Keyspaces() []uint64 {
+	var out []uint64
+	for _, r := range c.pmap.Ranges() {
+		ks, _ := c.Keyspace(r.ID)
+		if !slices.Contains(out, ks) {
+			out = append(out, ks)
+		}
+	}
+	return out
+}
 
 // JSON returns the container resource as the wire protocol returns it: the
 // stored definition plus system properties.
@@ -228,39 +273,46 @@ func (c *Container) buildMap() error {
 // Catalog holds all metadata. It is safe for concurrent use; mutations are
 // serialised (they are rare), lookups take a read lock only.
 type Catalog struct {
-	st  *store.Store
+	be  Backend
 	now func() time.Time
 
 	mu struct {
 		sync.RWMutex
-		seq    uint64
-		dbs    map[string]*Database
-		colls  map[string]map[string]*Container // db → id → container
-		offers map[string]*Offer
+		seq      uint64
+		keyspace uint64 // the last keyspace id allocated
+		dbs      map[string]*Database
+		colls    map[string]map[string]*Container // db → id → container
+		offers   map[string]*Offer
 	}
 }
 
-// Open loads the catalog from st. now supplies _ts values.
-func Open(ctx context.Context, st *store.Store, now func() time.Time) (*Catalog, error) {
-	c := &Catalog{st: st, now: now}
+// Open loads the catalog from be. now supplies _ts values.
+//
+// Containers written by releases before keyspaces (storage format 6) get
+// theirs here, in one batch: every range the keyspace numbered by the
+// container's internal id, where replica.OpenLocal moved their items, and
+// _rid sequence numbers from the old node-wide reservation on.
+func Open(ctx context.Context, be Backend, now func() time.Time) (*Catalog, error) {
+	c := &Catalog{be: be, now: now}
 	c.mu.dbs = map[string]*Database{}
 	c.mu.colls = map[string]map[string]*Container{}
 	c.mu.offers = map[string]*Offer{}
-	if v, err := st.Get(store.MetaKey([]byte(keySeq))); err == nil {
-		if len(v) != 8 {
-			return nil, fmt.Errorf("catalog: bad sequence record")
+	for _, rec := range []struct {
+		key string
+		to  *uint64
+	}{{keySeq, &c.mu.seq}, {keyKeyspace, &c.mu.keyspace}} {
+		v, ok, err := be.Get(rec.key)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("catalog: %w", err)
+		case ok && len(v) != 8:
+			return nil, fmt.Errorf("catalog: bad %s record", rec.key)
+		case ok:
+			*rec.to = binary.BigEndian.Uint64(v)
 		}
-		c.mu.seq = binary.BigEndian.Uint64(v)
-	} else if err != store.ErrNotFound {
-		return nil, err
 	}
-	var loadErr error
 	scan := func(prefix string, fn func(v []byte) error) error {
-		err := st.Scan(ctx, store.MetaSpan([]byte(prefix)), nil, func(_, v []byte) bool {
-			loadErr = fn(v)
-			return loadErr == nil
-		})
-		return cmp.Or(err, loadErr)
+		return be.Load(ctx, prefix, func(_ string, v []byte) error { return fn(v) })
 	}
 	if err := scan(keyDB, func(v []byte) error {
 		var d Database
@@ -299,7 +351,90 @@ func Open(ctx context.Context, st *store.Store, now func() time.Time) (*Catalog,
 	}); err != nil {
 		return nil, fmt.Errorf("catalog: load offers: %w", err)
 	}
+	if err := c.upgradeLegacy(); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// upgradeLegacy gives containers written before keyspaces theirs (see
+// Open).
+func (c *Catalog) upgradeLegacy() error {
+	var legacy []*Container
+	for _, m := range c.mu.colls {
+		for _, k := range m {
+			if k.RIDLimit == 0 {
+				legacy = append(legacy, k)
+			}
+		}
+	}
+	if len(legacy) == 0 {
+		return nil
+	}
+	floor := uint64(1)
+	if v, ok, err := c.be.Get(keyLegacySeq); err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	} else if ok && len(v) == 8 {
+		floor = max(floor, binary.BigEndian.Uint64(v))
+	}
+	ch := newChanges()
+	var up []*Container
+	for _, old := range legacy {
+		k := *old
+		k.Ranges = slices.Clone(old.Ranges)
+		for i := range k.Ranges {
+			if k.Ranges[i].Keyspace == 0 {
+				k.Ranges[i].Keyspace = k.Internal
+			}
+		}
+		k.RIDLimit = floor
+		putJSON(ch, collKey(k.DB, k.ID), &k)
+		up = append(up, &k)
+	}
+	if err := ch.apply(c.be); err != nil {
+		return err
+	}
+	for _, k := range up {
+		if err := k.derive(); err != nil {
+			return err
+		}
+		c.mu.colls[k.DB][k.ID] = k
+	}
+	return nil
+}
+
+// newKeyspaceLocked allocates a keyspace id, recorded in ch.
+func (c *Catalog) newKeyspaceLocked(ch *changes) (uint64, error) {
+	if c.mu.keyspace >= maxKeyspace {
+		return 0, fmt.Errorf("catalog: keyspace ids exhausted")
+	}
+	c.mu.keyspace++
+	ch.put(keyKeyspace, binary.BigEndian.AppendUint64(nil, c.mu.keyspace))
+	return c.mu.keyspace, nil
+}
+
+// ReserveRIDs reserves at least n _rid sequence numbers of container db/id
+// (the one with internal id internal): the numbers [first, limit). They are
+// unique in the container, whichever keyspace its items live in, and
+// increase with each reservation. It returns ErrNotFound when the container
+// is gone.
+func (c *Catalog) ReserveRIDs(db, id string, internal uint64, n uint64) (first, limit uint64, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old, ok := c.mu.colls[db][id]
+	if !ok || old.Internal != internal {
+		return 0, 0, ErrNotFound
+	}
+	k := *old
+	first = max(k.RIDLimit, 1)
+	k.RIDLimit = first + max(n, ridBlock)
+	ch := newChanges()
+	putJSON(ch, collKey(db, id), &k)
+	if err := ch.apply(c.be); err != nil {
+		return 0, 0, err
+	}
+	c.mu.colls[db][id] = &k
+	return first, k.RIDLimit, nil
 }
 
 // nextLocked returns the next catalog sequence number.
@@ -308,16 +443,16 @@ func (c *Catalog) nextLocked() uint64 {
 	return c.mu.seq
 }
 
-func (c *Catalog) putSeqLocked(b *store.Batch) {
-	b.Set(store.MetaKey([]byte(keySeq)), binary.BigEndian.AppendUint64(nil, c.mu.seq))
+func (c *Catalog) putSeqLocked(ch *changes) {
+	ch.put(keySeq, binary.BigEndian.AppendUint64(nil, c.mu.seq))
 }
 
-func putJSON(b *store.Batch, key string, v any) {
+func putJSON(ch *changes, key string, v any) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		panic(fmt.Sprintf("catalog: marshal %T: %v", v, err)) // our own types always marshal
 	}
-	b.Set(store.MetaKey([]byte(key)), data)
+	ch.put(key, data)
 }
 
 func collKey(db, id string) string { return keyColl + db + "\x00" + id }
@@ -361,17 +496,16 @@ func (c *Catalog) CreateDatabase(id string, tp Throughput) (*Database, error) {
 	}
 	seq := c.nextLocked()
 	d := &Database{ID: id, RID: document.EncodeRID(binary.BigEndian.AppendUint32(nil, uint32(seq))), TS: c.now().Unix(), ETag: document.ETag(seq)}
-	b := c.st.NewBatch()
-	defer b.Close()
+	ch := newChanges()
 	var offer *Offer
 	if !tp.IsZero() {
 		offer = c.newOfferLocked(tp, d.Self(), d.RID, id, "")
 		d.OfferID = offer.ID
-		putJSON(b, keyOffer+offer.ID, offer)
+		putJSON(ch, keyOffer+offer.ID, offer)
 	}
-	putJSON(b, keyDB+id, d)
-	c.putSeqLocked(b)
-	if err := b.Commit(); err != nil {
+	putJSON(ch, keyDB+id, d)
+	c.putSeqLocked(ch)
+	if err := ch.apply(c.be); err != nil {
 		return nil, err // nothing of it is kept: the offer too
 	}
 	if offer != nil {
@@ -391,45 +525,54 @@ func (c *Catalog) newOfferLocked(tp Throughput, self, rid, db, coll string) *Off
 	}
 }
 
-// DeleteDatabase removes database id with all its containers, their items
-// and offers, atomically. It returns ErrNotFound.
-func (c *Catalog) DeleteDatabase(id string) error {
+// DeleteDatabase removes database id with all its containers (their
+// scripts and offers), atomically, and returns the containers: their data
+// is the caller's to drop. It returns ErrNotFound.
+func (c *Catalog) DeleteDatabase(id string) ([]*Container, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d, ok := c.mu.dbs[id]
 	if !ok {
-		return ErrNotFound
+		return nil, ErrNotFound
 	}
-	b := c.st.NewBatch()
-	defer b.Close()
+	ch := newChanges()
+	var gone []*Container
 	for _, k := range c.mu.colls[id] {
-		deleteContainerLocked(b, k)
+		if err := c.deleteContainerLocked(ch, k); err != nil {
+			return nil, err
+		}
+		gone = append(gone, k)
 	}
 	if d.OfferID != "" {
-		b.Delete(store.MetaKey([]byte(keyOffer + d.OfferID)))
+		ch.delete(keyOffer + d.OfferID)
 	}
-	b.Delete(store.MetaKey([]byte(keyDB + id)))
-	if err := b.Commit(); err != nil {
-		return err
+	ch.delete(keyDB + id)
+	if err := ch.apply(c.be); err != nil {
+		return nil, err
 	}
-	for _, k := range c.mu.colls[id] {
+	for _, k := range gone {
 		delete(c.mu.offers, k.OfferID)
 	}
 	delete(c.mu.offers, d.OfferID)
 	delete(c.mu.colls, id)
 	delete(c.mu.dbs, id)
-	return nil
+	return gone, nil
 }
 
-func deleteContainerLocked(b *store.Batch, k *Container) {
-	for _, sp := range store.ContainerSpans(k.Internal) {
-		b.DeleteSpan(sp)
+// deleteContainerLocked records in ch the deletion of container k's record,
+// scripts and offer. Its data is the engine's to drop (its keyspaces).
+func (c *Catalog) deleteContainerLocked(ch *changes, k *Container) error {
+	if err := c.be.Load(context.Background(), scriptPrefix(k.Internal), func(key string, _ []byte) error {
+		ch.delete(key)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("catalog: %w", err)
 	}
-	b.DeleteSpan(store.MetaSpan([]byte(scriptPrefix(k.Internal))))
 	if k.OfferID != "" {
-		b.Delete(store.MetaKey([]byte(keyOffer + k.OfferID)))
+		ch.delete(keyOffer + k.OfferID)
 	}
-	b.Delete(store.MetaKey([]byte(collKey(k.DB, k.ID))))
+	ch.delete(collKey(k.DB, k.ID))
+	return nil
 }
 
 // Container returns container id of database db. It returns ErrNotFound
@@ -493,8 +636,7 @@ func (c *Catalog) CreateContainer(db string, body []byte, tp Throughput) (*Conta
 		Internal: binary.BigEndian.Uint64(rid), PK: def.pk, Body: def.body,
 		TS: c.now().Unix(), ETag: document.ETag(seq), RangesVersion: 1,
 	}
-	b := c.st.NewBatch()
-	defer b.Close()
+	ch := newChanges()
 	var offer *Offer
 	n := 0
 	switch {
@@ -508,9 +650,16 @@ func (c *Catalog) CreateContainer(db string, body []byte, tp Throughput) (*Conta
 		offer = c.newOfferLocked(Throughput{Manual: 400}, k.Self(), k.RID, db, k.ID)
 		n = 1
 	}
+	// Each range gets a keyspace of its own: new ids, so no leftover of
+	// a deleted container can show up in them.
 	for _, r := range partition.InitialLayout(def.pk, n) {
-		k.Ranges = append(k.Ranges, RangeRecord{ID: r.ID, Min: r.Min.String(), Max: r.Max.String()})
+		ks, err := c.newKeyspaceLocked(ch)
+		if err != nil {
+			return nil, err
+		}
+		k.Ranges = append(k.Ranges, RangeRecord{ID: r.ID, Min: r.Min.String(), Max: r.Max.String(), Keyspace: ks})
 	}
+	k.RIDLimit = 1
 	k.NextRangeID = n
 	if err := k.derive(); err != nil {
 		return nil, err
@@ -518,16 +667,11 @@ func (c *Catalog) CreateContainer(db string, body []byte, tp Throughput) (*Conta
 	k.Indexed = k.policyRaw // a new container has no items, hence a complete index
 	if offer != nil {
 		k.OfferID = offer.ID
-		putJSON(b, keyOffer+offer.ID, offer)
+		putJSON(ch, keyOffer+offer.ID, offer)
 	}
-	// A container id reused after a delete gets a new RID, hence a new key
-	// prefix; clearing the prefix guards against any leftover of a crash.
-	for _, sp := range store.ContainerSpans(k.Internal) {
-		b.DeleteSpan(sp)
-	}
-	putJSON(b, collKey(db, k.ID), k)
-	c.putSeqLocked(b)
-	if err := b.Commit(); err != nil {
+	putJSON(ch, collKey(db, k.ID), k)
+	c.putSeqLocked(ch)
+	if err := ch.apply(c.be); err != nil {
 		return nil, err
 	}
 	if offer != nil {
@@ -567,11 +711,10 @@ func (c *Catalog) ReplaceContainer(db, id string, body []byte) (*Container, erro
 	if !k.unique.equal(old.unique) {
 		return nil, invalid("the unique key policy of a container cannot be changed")
 	}
-	b := c.st.NewBatch()
-	defer b.Close()
-	putJSON(b, collKey(db, id), &k)
-	c.putSeqLocked(b)
-	if err := b.Commit(); err != nil {
+	ch := newChanges()
+	putJSON(ch, collKey(db, id), &k)
+	c.putSeqLocked(ch)
+	if err := ch.apply(c.be); err != nil {
 		return nil, err
 	}
 	c.mu.colls[db][id] = &k
@@ -591,10 +734,9 @@ func (c *Catalog) MarkIndexed(db, id string, internal uint64, policy string) err
 	}
 	k := *old
 	k.Indexed = policy
-	b := c.st.NewBatch()
-	defer b.Close()
-	putJSON(b, collKey(db, id), &k)
-	if err := b.Commit(); err != nil {
+	ch := newChanges()
+	putJSON(ch, collKey(db, id), &k)
+	if err := ch.apply(c.be); err != nil {
 		return err
 	}
 	c.mu.colls[db][id] = &k
@@ -603,8 +745,9 @@ func (c *Catalog) MarkIndexed(db, id string, internal uint64, policy string) err
 
 // SplitRange replaces physical partition rangeID of container db/id by two
 // children, [min, at) and [at, max), with the next unused ids and the
-// parent and its ancestors as parents; the pkranges version moves on. It is
-// one store batch: after a crash the container has either map. It returns
+// parent and its ancestors as parents, and the parent's keyspace (so a
+// split moves no data); the pkranges version moves on. It is one atomic
+// change: after a crash the container has either map. It returns
 // ErrNotFound for an unknown container or range, and an *InvalidError when
 // at does not lie strictly inside the range.
 func (c *Catalog) SplitRange(db, id, rangeID string, at partition.EPK) (*Container, error) {
@@ -623,8 +766,9 @@ func (c *Catalog) SplitRange(db, id, rangeID string, at partition.EPK) (*Contain
 	}
 	k := *old
 	parents := append(slices.Clone(parent.Parents), parent.ID)
-	lo := RangeRecord{ID: strconv.Itoa(k.NextRangeID), Min: parent.Min.String(), Max: at.String(), Parents: parents}
-	hi := RangeRecord{ID: strconv.Itoa(k.NextRangeID + 1), Min: at.String(), Max: parent.Max.String(), Parents: parents}
+	ks, _ := old.Keyspace(rangeID)
+	lo := RangeRecord{ID: strconv.Itoa(k.NextRangeID), Min: parent.Min.String(), Max: at.String(), Parents: parents, Keyspace: ks}
+	hi := RangeRecord{ID: strconv.Itoa(k.NextRangeID + 1), Min: at.String(), Max: parent.Max.String(), Parents: parents, Keyspace: ks}
 	k.Ranges = nil
 	for _, r := range old.Ranges {
 		if r.ID == rangeID {
@@ -638,34 +782,35 @@ func (c *Catalog) SplitRange(db, id, rangeID string, at partition.EPK) (*Contain
 	if err := k.buildMap(); err != nil {
 		return nil, err
 	}
-	b := c.st.NewBatch()
-	defer b.Close()
-	putJSON(b, collKey(db, id), &k)
-	if err := b.Commit(); err != nil {
+	ch := newChanges()
+	putJSON(ch, collKey(db, id), &k)
+	if err := ch.apply(c.be); err != nil {
 		return nil, err
 	}
 	c.mu.colls[db][id] = &k
 	return &k, nil
 }
 
-// DeleteContainer removes a container, its items and its offer atomically.
-// It returns ErrNotFound.
-func (c *Catalog) DeleteContainer(db, id string) error {
+// DeleteContainer removes a container with its scripts and offer,
+// atomically, and returns it: its data is the caller's to drop. It returns
+// ErrNotFound.
+func (c *Catalog) DeleteContainer(db, id string) (*Container, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k, ok := c.mu.colls[db][id]
 	if !ok {
-		return ErrNotFound
+		return nil, ErrNotFound
 	}
-	b := c.st.NewBatch()
-	defer b.Close()
-	deleteContainerLocked(b, k)
-	if err := b.Commit(); err != nil {
-		return err
+	ch := newChanges()
+	if err := c.deleteContainerLocked(ch, k); err != nil {
+		return nil, err
+	}
+	if err := ch.apply(c.be); err != nil {
+		return nil, err
 	}
 	delete(c.mu.offers, k.OfferID)
 	delete(c.mu.colls[db], id)
-	return nil
+	return k, nil
 }
 
 // Offers returns all offers in creation order.
@@ -710,11 +855,10 @@ func (c *Catalog) ReplaceOffer(id string, tp Throughput) (*Offer, error) {
 	o := *old
 	seq := c.nextLocked()
 	o.Manual, o.AutoscaleMax, o.TS, o.ETag = tp.Manual, tp.AutoscaleMax, c.now().Unix(), document.ETag(seq)
-	b := c.st.NewBatch()
-	defer b.Close()
-	putJSON(b, keyOffer+o.ID, &o)
-	c.putSeqLocked(b)
-	if err := b.Commit(); err != nil {
+	ch := newChanges()
+	putJSON(ch, keyOffer+o.ID, &o)
+	c.putSeqLocked(ch)
+	if err := ch.apply(c.be); err != nil {
 		return nil, err
 	}
 	c.mu.offers[o.ID] = &o

@@ -5,18 +5,10 @@ import (
 	"errors"
 	"testing"
 	"time"
-
-	"github.com/cockroachdb/pebble/v2/vfs"
-
-	"github.com/partitadb/partita/internal/store"
 )
 
-func openCatalog(t *testing.T, fs vfs.FS) (*Catalog, *store.Store) {
+func openCatalog(t *testing.T, st *memBackend) (*Catalog, *memBackend) {
 	t.Helper()
-	st, err := store.Open(store.Options{Dir: "db", FS: fs, Sync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	c, err := Open(t.Context(), st, func() time.Time { return time.Unix(1700000000, 0) })
 	if err != nil {
 		t.Fatal(err)
@@ -27,7 +19,7 @@ func openCatalog(t *testing.T, fs vfs.FS) (*Catalog, *store.Store) {
 // TestInitialRanges: a container starts with as many physical partitions as
 // Cosmos DB would give it.
 func TestInitialRanges(t *testing.T) {
-	c, st := openCatalog(t, vfs.NewMem())
+	c, st := openCatalog(t, newMemBackend())
 	defer st.Close()
 	if _, err := c.CreateDatabase("db", Throughput{}); err != nil {
 		t.Fatal(err)
@@ -61,7 +53,7 @@ func TestInitialRanges(t *testing.T) {
 }
 
 func TestDefinitionNormalised(t *testing.T) {
-	c, st := openCatalog(t, vfs.NewMem())
+	c, st := openCatalog(t, newMemBackend())
 	defer st.Close()
 	if _, err := c.CreateDatabase("db", Throughput{}); err != nil {
 		t.Fatal(err)
@@ -89,7 +81,7 @@ func TestDefinitionNormalised(t *testing.T) {
 }
 
 func TestPersistenceAndCascade(t *testing.T) {
-	fs := vfs.NewMem()
+	fs := newMemBackend()
 	c, st := openCatalog(t, fs)
 	if _, err := c.CreateDatabase("db", Throughput{Manual: 1000}); err != nil {
 		t.Fatal(err)
@@ -119,7 +111,7 @@ func TestPersistenceAndCascade(t *testing.T) {
 	if len(c.Offers()) != 2 {
 		t.Errorf("%d offers, want 2 (database and container)", len(c.Offers()))
 	}
-	if err := c.DeleteDatabase("db"); err != nil {
+	if _, err := c.DeleteDatabase("db"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Container("db", "k"); !errors.Is(err, ErrNotFound) {

@@ -13,7 +13,6 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/partitadb/partita/internal/document"
-	"github.com/partitadb/partita/internal/store"
 )
 
 // ScriptKind is a kind of server-side script resource, named as in URLs.
@@ -137,10 +136,10 @@ func (c *Catalog) CreateScript(db, coll string, kind ScriptKind, body []byte) (*
 		return nil, ErrNotFound
 	}
 	key := scriptKey(k.Internal, kind, sc.ID)
-	if _, err := c.st.Get(store.MetaKey([]byte(key))); err == nil {
+	if _, ok, err := c.be.Get(key); err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	} else if ok {
 		return nil, ErrExists
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return nil, err
 	}
 	seq := c.nextLocked()
 	collRID, _ := document.DecodeRID(k.RID)
@@ -152,11 +151,10 @@ func (c *Catalog) CreateScript(db, coll string, kind ScriptKind, body []byte) (*
 }
 
 func (c *Catalog) putScriptLocked(key string, sc *Script) error {
-	b := c.st.NewBatch()
-	defer b.Close()
-	putJSON(b, key, sc)
-	c.putSeqLocked(b)
-	return b.Commit()
+	ch := newChanges()
+	putJSON(ch, key, sc)
+	c.putSeqLocked(ch)
+	return ch.apply(c.be)
 }
 
 // Script returns a script of container db/coll, or ErrNotFound.
@@ -165,12 +163,12 @@ func (c *Catalog) Script(db, coll string, kind ScriptKind, id string) (*Script, 
 	if err != nil {
 		return nil, err
 	}
-	v, err := c.st.Get(store.MetaKey([]byte(scriptKey(k.Internal, kind, id))))
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, ErrNotFound
-	}
+	v, ok, err := c.be.Get(scriptKey(k.Internal, kind, id))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	if !ok {
+		return nil, ErrNotFound
 	}
 	var sc Script
 	if err := json.Unmarshal(v, &sc); err != nil {
@@ -186,17 +184,15 @@ func (c *Catalog) Scripts(ctx context.Context, db, coll string, kind ScriptKind)
 		return nil, err
 	}
 	var out []*Script
-	var decodeErr error
-	err = c.st.Scan(ctx, store.MetaSpan([]byte(scriptPrefix(k.Internal)+string(kind)+"/")), nil, func(_, v []byte) bool {
+	if err := c.be.Load(ctx, scriptPrefix(k.Internal)+string(kind)+"/", func(_ string, v []byte) error {
 		var sc Script
-		if decodeErr = json.Unmarshal(v, &sc); decodeErr != nil {
-			return false
+		if err := json.Unmarshal(v, &sc); err != nil {
+			return err
 		}
 		out = append(out, &sc)
-		return true
-	})
-	if err = cmp.Or(err, decodeErr); err != nil {
-		return nil, err
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
 	}
 	slices.SortFunc(out, func(a, b *Script) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
@@ -231,8 +227,7 @@ func (c *Catalog) DeleteScript(db, coll string, kind ScriptKind, id string) erro
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	b := c.st.NewBatch()
-	defer b.Close()
-	b.Delete(store.MetaKey([]byte(scriptKey(old.Container, kind, id))))
-	return b.Commit()
+	ch := newChanges()
+	ch.delete(scriptKey(old.Container, kind, id))
+	return ch.apply(c.be)
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/google/go-cmp/cmp"
 	"github.com/valyala/fastjson"
 )
@@ -82,7 +81,7 @@ func TestUniqueKeyPolicy(t *testing.T) {
 		{policy: `"x"`, bad: true},
 	}
 	for _, tt := range tests {
-		c, st := openCatalog(t, vfs.NewMem())
+		c, st := openCatalog(t, newMemBackend())
 		if _, err := c.CreateDatabase("db", Throughput{}); err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +132,7 @@ func TestUniqueKeyPolicyReplace(t *testing.T) {
 		{ab, `{"uniqueKeys":[{"paths":["/a","/b"]},{"paths":["/c"]}]}`, false},
 	}
 	for _, tt := range tests {
-		c, st := openCatalog(t, vfs.NewMem())
+		c, st := openCatalog(t, newMemBackend())
 		if _, err := c.CreateDatabase("db", Throughput{}); err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +149,7 @@ func TestUniqueKeyPolicyReplace(t *testing.T) {
 
 // TestUniqueKeysPersist: the unique keys survive a reopen of the catalog.
 func TestUniqueKeysPersist(t *testing.T) {
-	fs := vfs.NewMem()
+	fs := newMemBackend()
 	c, st := openCatalog(t, fs)
 	if _, err := c.CreateDatabase("db", Throughput{}); err != nil {
 		t.Fatal(err)

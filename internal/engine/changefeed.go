@@ -3,11 +3,15 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/partitadb/partita/internal/document"
-	"github.com/partitadb/partita/internal/store"
+	"github.com/partitadb/partita/internal/partition"
+	"github.com/partitadb/partita/internal/replica"
 	"github.com/partitadb/partita/internal/throughput"
 )
 
@@ -19,9 +23,9 @@ type ChangeFeed struct {
 	Scope Scope
 	// Start says where a feed without a continuation begins.
 	Start ChangeStart
-	// After is the position to continue from, the LSN of a previous page;
+	// After is the position to continue from, a previous page's Position;
 	// it applies when HasAfter is set, and then Start does not.
-	After    uint64
+	After    string
 	HasAfter bool
 	// MaxItems bounds the page: 0 is the default page size, -1 as many as
 	// fit in the page byte limit.
@@ -43,12 +47,31 @@ type ChangePage struct {
 	// requested position, in the order of those writes, at their latest
 	// version, each with its "_lsn". Empty: nothing new (HTTP 304).
 	Items [][]byte
-	// LSN is the position to continue from: every later write in the scope
-	// has a greater sequence number.
-	LSN          uint64
+	// Position is where to continue from (the response's etag): the LSN of
+	// the scope's keyspace, or for a scope over several keyspaces one
+	// "<range>:<lsn>" per range, ";"-separated.
+	Position     string
 	RU           float64
 	Session      string
 	ContainerRID string
+}
+
+// feedGroup is the part of a change feed's scope in one keyspace: its
+// ranges there, and the item keys of the scope they hold.
+type feedGroup struct {
+	ks     uint64
+	ranges []partition.Range
+	spans  []replica.Span
+	pos    uint64 // the LSN to continue after
+}
+
+func (g feedGroup) holds(key []byte) bool {
+	for _, s := range g.spans {
+		if s.Contains(key) {
+			return true
+		}
+	}
+	return false
 }
 
 // ReadChanges reads one page of the latest-version change feed of db/coll:
@@ -57,11 +80,12 @@ type ChangePage struct {
 // rewritten while the feed is read appears once per version a reader can
 // see, never twice for one version.
 //
-// Positions are sequence numbers, not ranges, so a position stays valid
-// across splits: a child range continues where its parent stopped. A page
-// never passes a sequence number a transaction still holds, so a write that
-// commits late is not skipped. Errors: 404; 410/1002 for a range id that no
-// longer exists; 400 for a bad sub-range.
+// Positions are LSNs of the scope's keyspace, which split children share
+// with their parent, so a position stays valid across splits: a child range
+// continues where its parent stopped. A page never passes an LSN a
+// transaction still holds, so a write that commits late is not skipped, and
+// reads one snapshot of each keyspace. Errors: 404; 410/1002 for a range id
+// that no longer exists; 400 for a bad sub-range or position.
 func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFeed) (ChangePage, error) {
 	c, err := e.container(db, coll)
 	if err != nil {
@@ -71,98 +95,197 @@ func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFee
 	if err != nil {
 		return ChangePage{}, err
 	}
+	var groups []*feedGroup
+	for _, rng := range r.ranges {
+		sp := intersect(epkSpan(rng.Min, rng.Max), r.span)
+		if sp.Empty() {
+			continue
+		}
+		ks, _ := c.Keyspace(rng.ID)
+		i := slices.IndexFunc(groups, func(g *feedGroup) bool { return g.ks == ks })
+		if i < 0 {
+			groups = append(groups, &feedGroup{ks: ks})
+			i = len(groups) - 1
+		}
+		groups[i].ranges = append(groups[i].ranges, rng)
+		groups[i].spans = append(groups[i].spans, sp)
+	}
 	if err := e.admit(c, r.ranges...); err != nil {
 		return ChangePage{}, err
 	}
-	stable := e.seq.stable()
-	p := ChangePage{Items: [][]byte{}, Session: e.sessionFor(r.ranges), ContainerRID: c.RID}
+	stables := make([]uint64, len(groups))
+	for i, g := range groups {
+		rep, err := e.host.Replica(g.ks)
+		if err != nil {
+			return ChangePage{}, translate(err)
+		}
+		stables[i] = rep.StableLSN()
+	}
 	var since int64
 	switch {
 	case req.HasAfter:
-		p.LSN = req.After
+		if err := setPositions(groups, req.After); err != nil {
+			return ChangePage{}, err
+		}
 	case req.Start.Now:
-		p.LSN = stable
+		for i, g := range groups {
+			g.pos = stables[i]
+		}
 	case !req.Start.Since.IsZero():
 		since = req.Start.Since.Unix()
 	}
-	if p.LSN >= stable {
-		p.RU = throughput.MinimumCost()
-		e.charge(c, p.RU, r.ranges...)
-		return p, nil
-	}
+	p := ChangePage{Items: [][]byte{}, Session: e.sessionFor(c, r.ranges), ContainerRID: c.RID}
+	v := e.newView()
+	defer v.close()
 	limit := e.pageLimit(req.MaxItems)
 	deadline := time.Now().Add(e.cfg.QueryPageTime)
 	size, entries := 0, 0
 	full := false
-	var failed error
-	span := store.ChangeSpan(c.Internal, p.LSN)
-	span.Upper = store.ChangeKey(c.Internal, stable+1)
-	err = e.data.Scan(ctx, span, nil, func(k, itemKey []byte) bool {
-		entries++
-		if entries%256 == 0 && time.Now().After(deadline) {
-			full = true
-			return false
+	for i, g := range groups {
+		if full || g.pos >= stables[i] {
+			continue
 		}
-		lsn, err := store.EntrySeq(k)
+		snap, err := v.reader(g.ks)
 		if err != nil {
-			failed = err
-			return false
+			return ChangePage{}, translate(err)
 		}
-		if !r.span.Contains(itemKey) {
-			p.LSN = lsn // nothing of this scope up to here
+		stable := stables[i]
+		var failed error
+		span := changeSpan(g.pos)
+		span.Upper = changeKey(stable + 1)
+		groupFull := false
+		err = replica.Scan(ctx, snap, span, func(k, itemKey []byte) bool {
+			entries++
+			if entries%256 == 0 && time.Now().After(deadline) {
+				groupFull = true
+				return false
+			}
+			lsn, err := entrySeq(k)
+			if err != nil {
+				failed = err
+				return false
+			}
+			if !g.holds(itemKey) {
+				g.pos = lsn // nothing of this scope up to here
+				return true
+			}
+			if len(p.Items) >= limit {
+				groupFull = true
+				return false
+			}
+			doc, err := snap.Get(itemKey)
+			if err != nil {
+				// The entry and the item come from one snapshot: a missing
+				// item is a damaged store (Check reports it).
+				if errors.Is(err, replica.ErrNotFound) {
+					g.pos = lsn
+					return true
+				}
+				failed = err
+				return false
+			}
+			props, err := document.Props(doc)
+			if err != nil {
+				failed = err
+				return false
+			}
+			if props.TS < since || e.expired(c, props) {
+				g.pos = lsn
+				return true
+			}
+			if len(p.Items) > 0 && size+len(doc) > e.cfg.MaxPageBytes {
+				groupFull = true
+				return false
+			}
+			p.Items = append(p.Items, withLSN(doc, lsn))
+			size += len(doc)
+			g.pos = lsn
 			return true
-		}
-		if len(p.Items) >= limit {
-			full = true
-			return false
-		}
-		doc, err := e.data.Get(itemKey)
-		if errors.Is(err, store.ErrNotFound) {
-			p.LSN = lsn // deleted since the entry was read
-			return true
+		})
+		if err == nil {
+			err = failed
 		}
 		if err != nil {
-			failed = err
-			return false
+			e.chargeFailed(c, 0, r.ranges...)
+			return ChangePage{}, translate(err)
 		}
-		props, err := document.Props(doc)
-		if err != nil {
-			failed = err
-			return false
-		}
-		if v, err := document.ETagSeq(props.ETag); err != nil || v != lsn {
-			// Rewritten since the entry was read: the newer version has a
-			// later entry, and is read there.
-			p.LSN = lsn
-			return true
-		}
-		if props.TS < since || e.expired(c, props) {
-			p.LSN = lsn
-			return true
-		}
-		if len(p.Items) > 0 && size+len(doc) > e.cfg.MaxPageBytes {
+		if groupFull {
 			full = true
-			return false
+			continue
 		}
-		p.Items = append(p.Items, withLSN(doc, lsn))
-		size += len(doc)
-		p.LSN = lsn
-		return true
-	})
-	if err == nil {
-		err = failed
-	}
-	if err != nil {
-		e.chargeFailed(c, 0, r.ranges...)
-		return ChangePage{}, translate(err)
-	}
-	if !full {
 		// Read to the stable mark: nothing of the scope lies between.
-		p.LSN = stable
+		g.pos = stable
 	}
-	p.RU = throughput.QueryWorkCost(throughput.QueryWork{Entries: entries, Items: len(p.Items), InBytes: size, OutBytes: size, Partitions: len(r.ranges)})
+	p.Position = positions(groups)
+	if len(p.Items) == 0 && entries == 0 {
+		p.RU = throughput.MinimumCost()
+	} else {
+		p.RU = throughput.QueryWorkCost(throughput.QueryWork{Entries: entries, Items: len(p.Items), InBytes: size, OutBytes: size, Partitions: len(r.ranges)})
+	}
 	e.charge(c, p.RU, r.ranges...)
 	return p, nil
+}
+
+// positions encodes the groups' positions: one LSN for one keyspace, else
+// "<range>:<lsn>" for every range, ";"-separated.
+func positions(groups []*feedGroup) string {
+	if len(groups) == 1 {
+		return strconv.FormatUint(groups[0].pos, 10)
+	}
+	var b strings.Builder
+	for _, g := range groups {
+		for _, r := range g.ranges {
+			if b.Len() > 0 {
+				b.WriteByte(';')
+			}
+			b.WriteString(r.ID)
+			b.WriteByte(':')
+			b.WriteString(strconv.FormatUint(g.pos, 10))
+		}
+	}
+	return b.String()
+}
+
+// setPositions sets each group's position from a previous page's Position.
+// A single LSN applies to every group (it was made for one keyspace, which
+// they all descend from). A per-range position applies to a range, or to
+// the children of a range that split since: a group starts at the lowest
+// position of its ranges.
+func setPositions(groups []*feedGroup, pos string) error {
+	bad := func() error {
+		return invalidContinuation(fmt.Sprintf("the change feed position %q is not a position this server made", pos))
+	}
+	if n, err := strconv.ParseUint(pos, 10, 64); err == nil {
+		for _, g := range groups {
+			g.pos = n
+		}
+		return nil
+	}
+	m := map[string]uint64{}
+	for _, part := range strings.Split(pos, ";") {
+		id, lsn, ok := strings.Cut(part, ":")
+		n, err := strconv.ParseUint(lsn, 10, 64)
+		if !ok || err != nil || id == "" {
+			return bad()
+		}
+		m[id] = n
+	}
+	for _, g := range groups {
+		first := true
+		for _, r := range g.ranges {
+			n, ok := m[r.ID]
+			for i := len(r.Parents) - 1; !ok && i >= 0; i-- {
+				n, ok = m[r.Parents[i]]
+			}
+			if !ok {
+				return invalidContinuation(fmt.Sprintf("the change feed position %q has no position for partition key range %s", pos, r.ID))
+			}
+			if first || n < g.pos {
+				g.pos, first = n, false
+			}
+		}
+	}
+	return nil
 }
 
 // withLSN returns doc, a stored JSON object, with "_lsn": lsn appended, as

@@ -65,10 +65,10 @@ func BenchmarkChangeFeed(b *testing.B) {
 							b.Fatal(err)
 						}
 						read += len(p.Items)
-						if len(p.Items) == 0 || p.LSN == req.After {
+						if len(p.Items) == 0 || p.Position == req.After {
 							break
 						}
-						req.After, req.HasAfter = p.LSN, true
+						req.After, req.HasAfter = p.Position, true
 					}
 				}
 			}

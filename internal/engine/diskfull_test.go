@@ -36,7 +36,7 @@ func TestDiskFull(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := New(ctx, st, Config{GatewayQueryFull: true}, nil, nil)
+		e, err := openOn(ctx, st, Config{GatewayQueryFull: true}, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -171,6 +171,6 @@ func changeCount(ctx context.Context, e *Engine, db, coll string) (int, error) {
 			return n, nil
 		}
 		n += len(p.Items)
-		req.After, req.HasAfter = p.LSN, true
+		req.After, req.HasAfter = p.Position, true
 	}
 }

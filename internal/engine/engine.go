@@ -9,22 +9,11 @@ import (
 	"time"
 
 	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/replica"
 	"github.com/partitadb/partita/internal/script"
 	"github.com/partitadb/partita/internal/status"
-	"github.com/partitadb/partita/internal/store"
 	"github.com/partitadb/partita/internal/throughput"
 )
-
-// partitions is how the engine reaches physical partitions' data (DESIGN
-// §5): point reads, ordered span scans and atomic write batches. The local
-// store implements it today; a replicated one will tomorrow.
-type partitions interface {
-	Get(key []byte) ([]byte, error)
-	Scan(ctx context.Context, span store.Span, after []byte, fn func(key, value []byte) bool) error
-	ScanReverse(ctx context.Context, span store.Span, fn func(key, value []byte) bool) error
-	NewBatch() *store.Batch
-	NewIndexedBatch() *store.Batch
-}
 
 // Config configures the engine.
 type Config struct {
@@ -157,12 +146,15 @@ func (c Config) withDefaults() Config {
 // Engine serves the data-plane and metadata operations. It is safe for
 // concurrent use.
 type Engine struct {
-	cfg   Config
-	log   *slog.Logger
-	now   func() time.Time
-	data  partitions
+	cfg Config
+	log *slog.Logger
+	now func() time.Time
+	// host holds the physical partitions' data, one keyspace each (shared
+	// by split siblings): the engine reaches it only through package
+	// replica (docs/storage-seams.md).
+	host  replica.Host
 	cat   *catalog.Catalog
-	seq   *sequencer
+	rids  ridAllocator
 	locks lockTable
 	colls containerLocks
 	limit *throughput.Limiter // nil: no rate limiting
@@ -173,24 +165,22 @@ type Engine struct {
 	scripts, queries *gate
 }
 
-// New returns an engine over st. now supplies timestamps (nil: time.Now);
-// log nil discards.
-func New(ctx context.Context, st *store.Store, cfg Config, now func() time.Time, log *slog.Logger) (*Engine, error) {
+// New returns an engine over the keyspaces of host, with its catalog
+// persisted in meta. now supplies timestamps (nil: time.Now); log nil
+// discards.
+func New(ctx context.Context, host replica.Host, meta catalog.Backend, cfg Config, now func() time.Time, log *slog.Logger) (*Engine, error) {
 	if now == nil {
 		now = time.Now
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	cat, err := catalog.Open(ctx, st, now)
+	cat, err := catalog.Open(ctx, meta, now)
 	if err != nil {
 		return nil, err
 	}
-	seq, err := newSequencer(st)
-	if err != nil {
-		return nil, err
-	}
-	e := &Engine{cfg: cfg.withDefaults(), log: log, now: now, data: st, cat: cat, seq: seq}
+	e := &Engine{cfg: cfg.withDefaults(), log: log, now: now, host: host, cat: cat}
+	e.rids.cat = cat
 	e.scripts, e.queries = newGate(e.cfg.ScriptSlots), newGate(e.cfg.QuerySlots)
 	if cfg.RateLimit {
 		var burst throughput.Burst
@@ -199,7 +189,10 @@ func New(ctx context.Context, st *store.Store, cfg Config, now func() time.Time,
 		}
 		e.limit = throughput.NewLimiter(now, burst)
 	}
-	if err := e.ensureIndexes(ctx, st); err != nil {
+	if err := e.dropOrphans(ctx); err != nil {
+		return nil, err
+	}
+	if err := e.ensureIndexes(ctx); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -247,7 +240,14 @@ func (e *Engine) ReadDatabase(id string) (Resource, error) {
 
 // DeleteDatabase deletes a database with all its containers and items, or 404.
 func (e *Engine) DeleteDatabase(id string) error {
-	return translate(e.cat.DeleteDatabase(id))
+	gone, err := e.cat.DeleteDatabase(id)
+	if err != nil {
+		return translate(err)
+	}
+	for _, c := range gone {
+		e.dropData(c)
+	}
+	return nil
 }
 
 // Databases returns every database resource, in creation order.
@@ -273,6 +273,9 @@ func (e *Engine) DatabaseRID(id string) (string, error) {
 func (e *Engine) CreateContainer(db string, body []byte, tp Throughput) (Resource, error) {
 	c, err := e.cat.CreateContainer(db, body, tp)
 	if err != nil {
+		return Resource{}, translate(err)
+	}
+	if err := e.initKeyspaces(c); err != nil {
 		return Resource{}, translate(err)
 	}
 	e.log.Info("container created", "db", db, "container", c.ID, "ranges", len(c.Ranges))
@@ -318,7 +321,12 @@ func (e *Engine) DeleteContainer(db, id string) error {
 	if _, err := e.container(db, id); err != nil {
 		return err
 	}
-	return translate(e.cat.DeleteContainer(db, id))
+	c, err := e.cat.DeleteContainer(db, id)
+	if err != nil {
+		return translate(err)
+	}
+	e.dropData(c)
+	return nil
 }
 
 // Containers returns database db's container resources, or 404.

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/replica"
 	"github.com/partitadb/partita/internal/status"
 	"github.com/partitadb/partita/internal/store"
 )
@@ -25,7 +29,7 @@ func testEngineWith(t testing.TB, cfg Config) *Engine {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	e, err := New(t.Context(), st, cfg, nil, nil)
+	e, err := openOn(t.Context(), st, cfg, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,5 +135,49 @@ func TestManyPartitionsInParallel(t *testing.T) {
 	}
 	if len(p.Items) != 400 {
 		t.Errorf("feed has %d items, want 400", len(p.Items))
+	}
+}
+
+// openOn opens an engine on st through the local replica host, as the
+// server does.
+func openOn(ctx context.Context, st *store.Store, cfg Config, now func() time.Time, log *slog.Logger) (*Engine, error) {
+	host, err := replica.OpenLocal(ctx, st, log)
+	if err != nil {
+		return nil, err
+	}
+	return New(ctx, host, host.Meta(), cfg, now, log)
+}
+
+// countSpan counts the keys of span in every keyspace of container c.
+func countSpan(t testing.TB, e *Engine, c *catalog.Container, sp replica.Span) int {
+	t.Helper()
+	n := 0
+	for _, ks := range c.Keyspaces() {
+		rep, err := e.host.Replica(ks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := replica.Scan(t.Context(), rep, sp, func(_, _ []byte) bool { n++; return true }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return n
+}
+
+// rewrite applies fn to a batch of every keyspace of container c, as a
+// store from an older release or a damaged one would hold them.
+func rewrite(t testing.TB, e *Engine, c *catalog.Container, fn func(b replica.Batch)) {
+	t.Helper()
+	for _, ks := range c.Keyspaces() {
+		rep, err := e.host.Replica(ks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := rep.NewBatch(false)
+		fn(b)
+		if err := rep.Commit(b); err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/partitadb/partita/internal/partition"
 	"github.com/partitadb/partita/internal/query/exec"
 	"github.com/partitadb/partita/internal/query/parse"
+	"github.com/partitadb/partita/internal/replica"
 	"github.com/partitadb/partita/internal/status"
-	"github.com/partitadb/partita/internal/store"
 )
 
 // translate turns a domain error into the *status.Error the client sees.
@@ -43,10 +43,10 @@ func translate(err error) error {
 	if e, ok := errors.AsType[*exec.Error](err); ok {
 		return status.New(http.StatusBadRequest, e.Error()).Wrap(err)
 	}
-	if e, ok := errors.AsType[*store.DiskFullError](err); ok {
+	if e, ok := errors.AsType[*replica.NoSpaceError](err); ok {
 		return status.InsufficientStorage(e.Free, e.ResumeAt).Wrap(err)
 	}
-	if errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrClosed) {
+	if errors.Is(err, replica.ErrUnavailable) {
 		return status.Unavailable("the store is recovering from a failed disk write or shutting down; retry shortly").Wrap(err)
 	}
 	if errors.Is(err, partition.ErrInvalidKey) {
@@ -73,6 +73,6 @@ func rangeGone(id string) *status.Error {
 // disk space or while it recovers: an expected condition that the store
 // logs once, which the engine's background work need not log again.
 func storeRefused(err error) bool {
-	_, full := errors.AsType[*store.DiskFullError](err)
-	return full || errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrClosed)
+	_, full := errors.AsType[*replica.NoSpaceError](err)
+	return full || errors.Is(err, replica.ErrUnavailable)
 }

@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/partitadb/partita/internal/catalog"
@@ -14,8 +14,8 @@ import (
 	"github.com/partitadb/partita/internal/partition"
 	"github.com/partitadb/partita/internal/query/exec"
 	"github.com/partitadb/partita/internal/query/parse"
+	"github.com/partitadb/partita/internal/replica"
 	"github.com/partitadb/partita/internal/status"
-	"github.com/partitadb/partita/internal/store"
 	"github.com/partitadb/partita/internal/throughput"
 )
 
@@ -63,7 +63,7 @@ type QueryMetrics struct {
 
 // resolved is a Scope turned into a key span and the ranges it touches.
 type resolved struct {
-	span   store.Span
+	span   replica.Span // item keys
 	ranges []partition.Range
 	cross  bool // the request spans logical partitions (no pk scope)
 }
@@ -77,15 +77,15 @@ func resolveScope(c *catalog.Container, s Scope) (resolved, error) {
 		if err != nil {
 			return resolved{}, err
 		}
-		r = resolved{span: store.LogicalSpan(c.Internal, loc.epk, loc.pkEnc), ranges: []partition.Range{loc.rng}}
+		r = resolved{span: logicalSpan(loc.epk, loc.pkEnc), ranges: []partition.Range{loc.rng}}
 	case s.PK != nil:
 		lo, hi, err := c.PK.Span(s.PK)
 		if err != nil {
 			return resolved{}, translate(err)
 		}
-		r = resolved{span: store.EPKSpan(c.Internal, lo, hi), ranges: m.Overlapping(lo, hi), cross: len(s.PK) == 0}
+		r = resolved{span: epkSpan(lo, hi), ranges: m.Overlapping(lo, hi), cross: len(s.PK) == 0}
 	default:
-		r = resolved{span: store.ContainerSpan(c.Internal), ranges: m.Ranges(), cross: true}
+		r = resolved{span: itemsSpan(), ranges: m.Ranges(), cross: true}
 	}
 	if s.RangeID == "" {
 		if s.MinEPK != "" || s.MaxEPK != "" {
@@ -108,23 +108,9 @@ func resolveScope(c *catalog.Container, s Scope) (resolved, error) {
 		}
 		lo, hi = min, max
 	}
-	rs := store.EPKSpan(c.Internal, lo, hi)
-	if bytes.Compare(rs.Lower, r.span.Lower) > 0 {
-		r.span.Lower = rs.Lower
-	}
-	if bytes.Compare(rs.Upper, r.span.Upper) < 0 {
-		r.span.Upper = rs.Upper
-	}
+	r.span = intersect(r.span, epkSpan(lo, hi))
 	r.ranges = []partition.Range{rng}
 	return r, nil
-}
-
-func (e *Engine) sessionFor(rs []partition.Range) string {
-	parts := make([]string, len(rs))
-	for i, r := range rs {
-		parts[i] = e.readSession(r.ID)
-	}
-	return strings.Join(parts, ",")
 }
 
 // pageLimit turns x-ms-max-item-count into a page size: -1 (or 0) means as
@@ -151,33 +137,40 @@ func (e *Engine) ReadFeed(ctx context.Context, db, coll string, scope Scope, max
 	if err != nil {
 		return Page{}, err
 	}
-	var after []byte
+	tok := feedToken{}
 	if continuation != "" {
-		after, err = base64.RawURLEncoding.DecodeString(continuation)
-		if err != nil || bytes.Compare(after, r.span.Lower) < 0 || bytes.Compare(after, r.span.Upper) >= 0 {
-			return Page{}, status.BadRequest("invalid continuation token for this feed")
+		raw, err := base64.RawURLEncoding.DecodeString(continuation)
+		if err != nil || json.Unmarshal(raw, &tok) != nil || tok.ScopeHi == nil {
+			return Page{}, invalidContinuation("it is not a continuation of a read feed")
 		}
+		sc := intersect(replica.Span{Lower: tok.ScopeLo, Upper: tok.ScopeHi}, r.span)
+		if sc.Empty() {
+			return Page{}, invalidContinuation("it was made for another partition key range or partition key")
+		}
+		r.span = sc
 	}
 	if err := e.admit(c, r.ranges...); err != nil {
 		return Page{}, err
 	}
 	limit := e.pageLimit(maxItems)
-	p := Page{ContainerRID: c.RID, Session: e.sessionFor(r.ranges)}
+	p := Page{ContainerRID: c.RID, Session: e.sessionFor(c, r.ranges)}
+	v := e.newView()
+	defer v.close()
+	src := docSource{e: e, c: c, r: r, v: v, byID: true, expired: e.expiredFilter(c)}
 	var last []byte
-	size := 0
+	size, loaded, entries := 0, 0, 0
 	more := false
-	expired := e.expiredFilter(c)
-	err = e.data.Scan(ctx, r.span, after, func(k, v []byte) bool {
-		if expired != nil && expired(v) {
-			last = bytes.Clone(k)
-			return true
-		}
-		if len(p.Items) >= limit || (len(p.Items) > 0 && size+len(v) > e.cfg.MaxPageBytes) {
+	var from []byte
+	if tok.Key != nil {
+		from = append(tok.Key, 0) // the first key after the last one read
+	}
+	err = src.read(ctx, queryToken{Key: from}, &loaded, &entries, func(_, _, k, doc []byte) bool {
+		if len(p.Items) >= limit || (len(p.Items) > 0 && size+len(doc) > e.cfg.MaxPageBytes) {
 			more = true
 			return false
 		}
-		p.Items = append(p.Items, bytes.Clone(v))
-		size += len(v)
+		p.Items = append(p.Items, bytes.Clone(doc))
+		size += len(doc)
 		last = bytes.Clone(k)
 		return true
 	})
@@ -186,12 +179,22 @@ func (e *Engine) ReadFeed(ctx context.Context, db, coll string, scope Scope, max
 		return Page{}, translate(err)
 	}
 	if more {
-		p.Continuation = base64.RawURLEncoding.EncodeToString(last)
+		raw, _ := json.Marshal(feedToken{ScopeLo: r.span.Lower, ScopeHi: r.span.Upper, Key: last})
+		p.Continuation = base64.RawURLEncoding.EncodeToString(raw)
 	}
 	p.Loaded = len(p.Items)
 	p.RU = throughput.QueryCost(p.Loaded, size, len(r.ranges))
 	e.charge(c, p.RU, r.ranges...)
 	return p, nil
+}
+
+// feedToken is a read feed's continuation: the last item key read, and the
+// span of item keys the feed reads (a child range continuing its parent's
+// token reads its own part of it; see queryToken).
+type feedToken struct {
+	ScopeLo []byte `json:"a"`
+	ScopeHi []byte `json:"b"`
+	Key     []byte `json:"k"`
 }
 
 // Query is a SQL query request.
@@ -246,9 +249,9 @@ func (e *Engine) QueryResources(ctx context.Context, resources [][]byte, q Query
 	if err != nil {
 		return Page{}, translate(err)
 	}
-	tok, err := q.token()
+	tok, err := q.token(0)
 	if err != nil || tok.Key != nil {
-		return Page{}, status.BadRequest("invalid continuation token for this query")
+		return Page{}, invalidContinuation("it does not belong to this query")
 	}
 	p := e.page(rows, tok, q.MaxItems, false)
 	p.Loaded = len(resources)

@@ -10,28 +10,26 @@ import (
 
 	"github.com/partitadb/partita/internal/catalog"
 	"github.com/partitadb/partita/internal/document"
-	"github.com/partitadb/partita/internal/store"
+	"github.com/partitadb/partita/internal/replica"
 )
 
 // Secondary entries. Besides the item itself, every item has a change entry
-// (store.ChangeKey by the sequence number of its last write: the change
-// feed's order), an order entry
-// (store.OrderKey by the sequence number in its _rid: a container's items in
-// creation order, the order Cosmos DB returns a partition's documents in),
-// and an index entry (store.IndexKey) for every term (path and scalar value)
-// its container's indexing policy indexes, and a unique key entry
-// (store.UniqueKey, unique.go) per unique key. They are written in the same
-// store batch as the item, so they are exactly as durable as it is
-// (docs/query-engine.md). Entries are not keyed by physical partition: a
-// split moves no entry, and a partition's readers filter entries by the EPK
-// in the item key they hold.
+// (changeKey by the LSN of its last write: the change feed's order), an
+// order entry (orderKey by the sequence number in its _rid: creation order,
+// the order Cosmos DB returns a partition's documents in), an index entry
+// (indexKey) for every term (path and scalar value) its container's
+// indexing policy indexes, and a unique key entry (uniqueKey, unique.go)
+// per unique key; its logical partition has statistics (statsKey). They
+// live in the item's keyspace and are written in the same batch as the
+// item, so they are exactly as durable as it is (docs/query-engine.md).
+// Split siblings share a keyspace, so their readers filter entries by the
+// EPK in the item key they hold.
 
-// indexFormat is the version of the secondary entries' layout. A store
-// written with another version has them rebuilt when the engine opens it.
-const indexFormat = 6 // 6: unique key entries
-
-// formatKey is the meta key holding indexFormat of the stored entries.
-var formatKey = store.MetaKey([]byte("engine/index-format"))
+// indexFormat is the version of the secondary entries' layout, recorded in
+// each keyspace (formatKey). A keyspace holding another version, or none
+// (converted from an older release), has them rebuilt when the engine
+// opens.
+const indexFormat = 7 // 7: keyspaces (docs/storage-seams.md)
 
 // ridSeq returns the sequence number in an item's _rid: its last 8 bytes.
 func ridSeq(rid string) (uint64, error) {
@@ -50,8 +48,7 @@ func ridSeq(rid string) (uint64, error) {
 // the sequence number of its _rid, which does not change while it exists.
 // It returns how many index entries it wrote or removed.
 func (t *lpTxn) indexItem(key []byte, seq uint64, old, new []byte) (int, error) {
-	c := t.c.Internal
-	ok := store.OrderKey(c, seq)
+	ok := orderKey(seq)
 	switch {
 	case old == nil && new != nil:
 		t.b.Set(ok, key)
@@ -74,21 +71,21 @@ func (t *lpTxn) indexItem(key []byte, seq uint64, old, new []byte) (int, error) 
 	if new != nil {
 		if err := pol.Terms(new, func(term []byte) {
 			for i < len(was) && bytes.Compare(was[i], term) < 0 {
-				t.b.Delete(store.IndexKey(c, was[i], seq))
+				t.b.Delete(indexKey(was[i], seq))
 				i, n = i+1, n+1
 			}
 			if i < len(was) && bytes.Equal(was[i], term) {
 				i++
 				return
 			}
-			t.b.Set(store.IndexKey(c, term, seq), key)
+			t.b.Set(indexKey(term, seq), key)
 			n++
 		}); err != nil {
 			return 0, translate(fmt.Errorf("index the item: %w", err))
 		}
 	}
 	for ; i < len(was); i++ {
-		t.b.Delete(store.IndexKey(c, was[i], seq))
+		t.b.Delete(indexKey(was[i], seq))
 		n++
 	}
 	return n, nil
@@ -103,120 +100,135 @@ func (t *lpTxn) moveChange(key []byte, etag string, lsn uint64) error {
 		if err != nil {
 			return translate(fmt.Errorf("stored item: %w", err))
 		}
-		t.b.Delete(store.ChangeKey(t.c.Internal, old))
+		t.b.Delete(changeKey(old))
 	}
 	if lsn != 0 {
-		t.b.Set(store.ChangeKey(t.c.Internal, lsn), key)
+		t.b.Set(changeKey(lsn), key)
 	}
 	return nil
 }
 
-// ensureIndexes rebuilds every container's secondary entries when the store
-// holds them in another format (or, written before they existed, not at
-// all), then records the current format. It runs before the engine serves.
+// ensureIndexes rebuilds the secondary entries of every keyspace that holds
+// them in another format (or, converted from an older release, none), then
+// records the current format. It runs before the engine serves.
 //
 // Containers whose index entries do not reflect their current indexing
 // policy (a replace interrupted by a crash) have them rebuilt too.
-func (e *Engine) ensureIndexes(ctx context.Context, st *store.Store) error {
-	v, err := st.Get(formatKey)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	formatOK := err == nil && string(v) == strconv.Itoa(indexFormat)
+func (e *Engine) ensureIndexes(ctx context.Context) error {
 	for _, db := range e.cat.Databases() {
 		colls, err := e.cat.Containers(db.ID)
 		if err != nil {
 			return err
 		}
 		for _, c := range colls {
-			if !formatOK {
-				if err := e.rebuild(ctx, c, store.OrderSpan(c.Internal), e.orderEntries(c)); err != nil {
-					return fmt.Errorf("engine: rebuild the order entries of %s: %w", c.Link(), err)
+			for _, ks := range c.Keyspaces() {
+				rep, err := e.host.Replica(ks)
+				if err != nil {
+					return err
 				}
-				if err := e.rebuild(ctx, c, store.ChangeSpan(c.Internal, 0), e.changeEntries(c)); err != nil {
-					return fmt.Errorf("engine: rebuild the change entries of %s: %w", c.Link(), err)
+				v, err := rep.Get(formatKey)
+				if err != nil && !errors.Is(err, replica.ErrNotFound) {
+					return err
 				}
-				if err := e.rebuildStats(ctx, c); err != nil {
-					return fmt.Errorf("engine: rebuild the logical partition statistics of %s: %w", c.Link(), err)
+				if err == nil && string(v) == strconv.Itoa(indexFormat) {
+					continue
 				}
-				// Unique key policies were kept verbatim but not enforced
-				// before format 6: their entries start here.
-				if len(c.UniqueKeys()) > 0 {
-					if err := e.rebuild(ctx, c, store.UniqueSpan(c.Internal), e.uniqueEntries(c)); err != nil {
-						return fmt.Errorf("engine: rebuild the unique key entries of %s: %w", c.Link(), err)
-					}
+				e.log.Info("rebuilding derived entries", "container", c.Link(), "keyspace", ks)
+				if err := e.rebuildKeyspace(ctx, c, rep); err != nil {
+					return fmt.Errorf("engine: rebuild the entries of %s in keyspace %d: %w", c.Link(), ks, err)
 				}
 			}
-			if !formatOK || !c.IndexCurrent() {
+			if !c.IndexCurrent() {
 				if err := e.rebuildTerms(ctx, c); err != nil {
 					return fmt.Errorf("engine: rebuild the index of %s: %w", c.Link(), err)
 				}
 			}
 		}
 	}
-	if formatOK {
-		return nil
+	return nil
+}
+
+// rebuildKeyspace replaces every derived entry of keyspace rep (order,
+// change, statistics, unique and index entries) with ones derived from its
+// items, then records the current format.
+func (e *Engine) rebuildKeyspace(ctx context.Context, c *catalog.Container, rep replica.Replica) error {
+	steps := []struct {
+		span replica.Span
+		set  entryFunc
+	}{
+		{kindSpan(kindOrder), orderEntries},
+		{kindSpan(kindChange), changeEntries},
+		{kindSpan(kindUnique), e.uniqueEntries(c)},
+		{kindSpan(kindIndex), termEntries(c)},
 	}
-	b := st.NewBatch()
-	defer b.Close()
-	b.Set(formatKey, []byte(strconv.Itoa(indexFormat)))
-	return b.Commit()
+	for _, st := range steps {
+		if err := e.rebuild(ctx, rep, st.span, st.set); err != nil {
+			return err
+		}
+	}
+	if err := e.rebuildStats(ctx, c, rep); err != nil {
+		return err
+	}
+	return e.setFormat(rep.ID())
 }
 
 // rebuildTerms replaces container c's index entries with ones for its
 // current indexing policy and records that they reflect it. No item
 // transaction may run on c meanwhile.
 func (e *Engine) rebuildTerms(ctx context.Context, c *catalog.Container) error {
-	if err := e.rebuild(ctx, c, store.IndexSpan(c.Internal, nil, nil), e.termEntries(c)); err != nil {
-		return err
+	for _, ks := range c.Keyspaces() {
+		rep, err := e.host.Replica(ks)
+		if err != nil {
+			return err
+		}
+		if err := e.rebuild(ctx, rep, kindSpan(kindIndex), termEntries(c)); err != nil {
+			return err
+		}
 	}
 	return e.cat.MarkIndexed(c.DB, c.ID, c.Internal, c.PolicyJSON())
 }
 
 // entryFunc sets the secondary entries of one stored item in b.
-type entryFunc func(b *store.Batch, key []byte, seq uint64, item []byte) error
+type entryFunc func(b replica.Batch, key []byte, seq uint64, item []byte) error
 
-func (e *Engine) orderEntries(c *catalog.Container) entryFunc {
-	return func(b *store.Batch, key []byte, seq uint64, _ []byte) error {
-		b.Set(store.OrderKey(c.Internal, seq), key)
-		return nil
-	}
+func orderEntries(b replica.Batch, key []byte, seq uint64, _ []byte) error {
+	b.Set(orderKey(seq), key)
+	return nil
 }
 
-func (e *Engine) changeEntries(c *catalog.Container) entryFunc {
-	return func(b *store.Batch, key []byte, _ uint64, item []byte) error {
-		props, err := document.Props(item)
-		if err != nil {
-			return err
-		}
-		lsn, err := document.ETagSeq(props.ETag)
-		if err != nil {
-			return err
-		}
-		b.Set(store.ChangeKey(c.Internal, lsn), key)
-		return nil
+func changeEntries(b replica.Batch, key []byte, _ uint64, item []byte) error {
+	props, err := document.Props(item)
+	if err != nil {
+		return err
 	}
+	lsn, err := document.ETagSeq(props.ETag)
+	if err != nil {
+		return err
+	}
+	b.Set(changeKey(lsn), key)
+	return nil
 }
 
-func (e *Engine) termEntries(c *catalog.Container) entryFunc {
+func termEntries(c *catalog.Container) entryFunc {
 	pol := c.Policy()
-	return func(b *store.Batch, key []byte, seq uint64, item []byte) error {
+	return func(b replica.Batch, key []byte, seq uint64, item []byte) error {
 		if pol.None() {
 			return nil
 		}
-		return pol.Terms(item, func(term []byte) { b.Set(store.IndexKey(c.Internal, term, seq), key) })
+		return pol.Terms(item, func(term []byte) { b.Set(indexKey(term, seq), key) })
 	}
 }
 
-// rebuild replaces the entries in span with the ones set derives from each
-// of container c's items, committing every rebuildBatch items.
-func (e *Engine) rebuild(ctx context.Context, c *catalog.Container, span store.Span, set entryFunc) error {
+// rebuild replaces the entries in span of keyspace rep with the ones set
+// derives from each of its items, committing every rebuildBatch items.
+func (e *Engine) rebuild(ctx context.Context, rep replica.Replica, span replica.Span, set entryFunc) error {
 	const rebuildBatch = 1024
-	b := e.data.NewBatch()
+	b := rep.NewBatch(false)
+	defer func() { b.Close() }()
 	b.DeleteSpan(span)
 	n := 0
 	var failed error
-	err := e.data.Scan(ctx, store.ContainerSpan(c.Internal), nil, func(k, v []byte) bool {
+	err := replica.Scan(ctx, rep, itemsSpan(), func(k, v []byte) bool {
 		props, err := document.Props(v)
 		if err == nil {
 			var seq uint64
@@ -229,10 +241,11 @@ func (e *Engine) rebuild(ctx context.Context, c *catalog.Container, span store.S
 			return false
 		}
 		if n++; n%rebuildBatch == 0 {
-			if failed = b.Commit(); failed != nil {
+			if failed = rep.Commit(b); failed != nil {
 				return false
 			}
-			b = e.data.NewBatch()
+			b.Close()
+			b = rep.NewBatch(false)
 		}
 		return true
 	})
@@ -240,31 +253,30 @@ func (e *Engine) rebuild(ctx context.Context, c *catalog.Container, span store.S
 		err = failed
 	}
 	if err != nil {
-		b.Close()
 		return err
 	}
-	return b.Commit()
+	return rep.Commit(b)
 }
 
-// rebuildStats recomputes container c's logical partition statistics from
-// its items (stored in key order, so each logical partition's are
+// rebuildStats recomputes the logical partition statistics of keyspace rep
+// from its items (stored in key order, so each logical partition's are
 // contiguous).
-func (e *Engine) rebuildStats(ctx context.Context, c *catalog.Container) error {
-	b := e.data.NewBatch()
+func (e *Engine) rebuildStats(ctx context.Context, c *catalog.Container, rep replica.Replica) error {
+	b := rep.NewBatch(false)
 	defer func() { b.Close() }()
-	b.DeleteSpan(store.StatsSpan(c.Internal))
-	var cur store.ItemKey
+	b.DeleteSpan(kindSpan(kindStats))
+	var cur itemKey
 	var st lpStats
 	n := 0
 	flush := func() {
 		if st.items > 0 {
-			b.Set(store.StatsKey(c.Internal, cur.EPK, cur.PK), st.encode())
+			b.Set(statsKey(cur.EPK, cur.PK), st.encode())
 			n++
 		}
 	}
 	var failed error
-	err := e.data.Scan(ctx, store.ContainerSpan(c.Internal), nil, func(k, v []byte) bool {
-		ik, err := store.DecodeItemKey(k)
+	err := replica.Scan(ctx, rep, itemsSpan(), func(k, v []byte) bool {
+		ik, err := decodeItemKey(k)
 		if err != nil {
 			failed = err
 			return false
@@ -273,10 +285,11 @@ func (e *Engine) rebuildStats(ctx context.Context, c *catalog.Container) error {
 			flush()
 			cur, st = ik, lpStats{}
 			if n >= 1024 {
-				if failed = b.Commit(); failed != nil {
+				if failed = rep.Commit(b); failed != nil {
 					return false
 				}
-				b, n = e.data.NewBatch(), 0
+				b.Close()
+				b, n = rep.NewBatch(false), 0
 			}
 		}
 		if st.items == 0 {
@@ -295,5 +308,5 @@ func (e *Engine) rebuildStats(ctx context.Context, c *catalog.Container) error {
 		return err
 	}
 	flush()
-	return b.Commit()
+	return rep.Commit(b)
 }

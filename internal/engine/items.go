@@ -10,8 +10,8 @@ import (
 	"github.com/partitadb/partita/internal/catalog"
 	"github.com/partitadb/partita/internal/document"
 	"github.com/partitadb/partita/internal/partition"
+	"github.com/partitadb/partita/internal/replica"
 	"github.com/partitadb/partita/internal/status"
-	"github.com/partitadb/partita/internal/store"
 	"github.com/partitadb/partita/internal/throughput"
 )
 
@@ -93,23 +93,12 @@ func locate(c *catalog.Container, pk document.PartitionKey, id string) (located,
 		return located{}, translate(err)
 	}
 	l := located{c: c, pk: pk, epk: epk, rng: c.Map().Locate(epk), pkEnc: pk.AppendEncoded(nil)}
-	l.key = store.ItemKey{Container: c.Internal, EPK: epk, PK: l.pkEnc, ID: id}.Encode()
+	l.key = itemKey{EPK: epk, PK: l.pkEnc, ID: id}.encode()
 	return l, nil
 }
 
 func (e *Engine) session(rangeID string, lsn uint64) string {
 	return fmt.Sprintf("%s:-1#%d", rangeID, lsn)
-}
-
-// SessionAvailable reports whether this node has reached sequence number
-// lsn, the position a session token names: every write a session saw is
-// readable here.
-func (e *Engine) SessionAvailable(lsn uint64) bool { return lsn <= e.seq.last() }
-
-// Session returns a session token for reads of a range, reflecting every
-// write acknowledged so far.
-func (e *Engine) readSession(rangeID string) string {
-	return e.session(rangeID, e.seq.last())
 }
 
 // WriteItem creates, upserts or replaces an item, in a transaction of its
@@ -189,11 +178,15 @@ func (e *Engine) ReadItem(ctx context.Context, ref ItemRef, pk document.Partitio
 	if err := e.admitLP(c, loc.rng, pk); err != nil {
 		return Result{}, err
 	}
-	v, err := e.data.Get(loc.key)
+	rep, err := e.replicaOf(c, loc.rng)
+	if err != nil {
+		return Result{}, err
+	}
+	v, err := rep.Get(loc.key)
 	if err != nil {
 		e.chargeFailed(c, 0, loc.rng)
 	}
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, replica.ErrNotFound) {
 		return Result{}, status.NotFound()
 	}
 	if err != nil {
@@ -207,7 +200,7 @@ func (e *Engine) ReadItem(ctx context.Context, ref ItemRef, pk document.Partitio
 		e.chargeFailed(c, 0, loc.rng)
 		return Result{}, status.NotFound()
 	}
-	r := Result{Body: v, ETag: props.ETag, RU: throughput.ReadCost(len(v)), Session: e.readSession(loc.rng.ID)}
+	r := Result{Body: v, ETag: props.ETag, RU: throughput.ReadCost(len(v)), Session: e.session(loc.rng.ID, rep.LastLSN())}
 	e.chargeLP(c, loc.rng, pk.String(), r.RU)
 	if ifNoneMatch != "" && (ifNoneMatch == "*" || ifNoneMatch == props.ETag) {
 		r.Body = nil

@@ -118,7 +118,7 @@ func TestPowerLoss(t *testing.T) {
 		if err != nil {
 			t.Fatalf("cycle %d: open the crash clone: %v (seed %d)", cycle, err, seed)
 		}
-		e, err := New(ctx, st, Config{GatewayQueryFull: true}, nil, nil)
+		e, err := openOn(ctx, st, Config{GatewayQueryFull: true}, nil, nil)
 		if err != nil {
 			t.Fatalf("cycle %d: open the engine on the crash clone: %v (seed %d)", cycle, err, seed)
 		}

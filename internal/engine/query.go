@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -22,19 +21,27 @@ import (
 	"github.com/partitadb/partita/internal/query/exec"
 	"github.com/partitadb/partita/internal/query/parse"
 	"github.com/partitadb/partita/internal/query/plan"
+	"github.com/partitadb/partita/internal/replica"
 	"github.com/partitadb/partita/internal/status"
-	"github.com/partitadb/partita/internal/store"
 	"github.com/partitadb/partita/internal/throughput"
 )
 
 // queryToken is the continuation of a query, and the position a page
 // starts at. A streamed query (exec.Program.Streamable) resumes at a
-// document: Key in the span [Lo, Hi) of item keys, after the first Rows rows
+// document: Key in the unit [Lo, Hi) of item keys, after the first Rows rows
 // of that document. Any other query is evaluated whole and resumes after
 // Skip result rows.
+//
+// A token is bound to its scope: Hash covers the query and the container,
+// and [ScopeLo, ScopeHi) is the span of item keys the query read. A request
+// resumes only the part of its own scope inside that span, so a child range
+// continuing its parent's token reads exactly its own remaining rows, and a
+// token from another range or partition key is refused.
 type queryToken struct {
-	Hash uint64 `json:"h"`
-	Skip int    `json:"s,omitempty"`
+	Hash    uint64 `json:"h"`
+	ScopeLo []byte `json:"a,omitempty"`
+	ScopeHi []byte `json:"b,omitempty"`
+	Skip    int    `json:"s,omitempty"`
 
 	Lo   []byte `json:"l,omitempty"`
 	Hi   []byte `json:"u,omitempty"`
@@ -50,8 +57,9 @@ type queryToken struct {
 	Sort *exec.Cursor `json:"c,omitempty"`
 }
 
-func (q Query) hash() uint64 {
+func (q Query) hash(container uint64) uint64 {
 	h := fnv.New64a()
+	h.Write(binary.BigEndian.AppendUint64(nil, container))
 	h.Write([]byte(q.Text))
 	for _, k := range slices.Sorted(maps.Keys(q.Params)) {
 		h.Write([]byte{0})
@@ -62,18 +70,49 @@ func (q Query) hash() uint64 {
 	return h.Sum64()
 }
 
-// token decodes q's continuation (the zero token for none).
-func (q Query) token() (queryToken, error) {
-	tok := queryToken{Hash: q.hash()}
+// token decodes q's continuation (the zero token for none) for a query of
+// container (0 for metadata resources).
+func (q Query) token(container uint64) (queryToken, error) {
+	tok := queryToken{Hash: q.hash(container)}
 	if q.Continuation == "" {
 		return tok, nil
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(q.Continuation)
 	var got queryToken
-	if err != nil || json.Unmarshal(raw, &got) != nil || got.Hash != tok.Hash || got.Skip < 0 || got.Rows < 0 || got.Done < 0 {
-		return queryToken{}, status.BadRequest("invalid continuation token for this query")
+	switch {
+	case err != nil || json.Unmarshal(raw, &got) != nil || got.Skip < 0 || got.Rows < 0 || got.Done < 0:
+		return queryToken{}, invalidContinuation("it is not a continuation this server made")
+	case got.Hash != tok.Hash:
+		return queryToken{}, invalidContinuation("it belongs to another query or container")
 	}
 	return got, nil
+}
+
+// invalidContinuation is the answer to a continuation token that does not
+// fit its request; the SDKs and their tests look for the phrase.
+func invalidContinuation(why string) *status.Error {
+	return status.BadRequest("Invalid Continuation Token: %s", why)
+}
+
+// bind narrows r to the scope of a continuation token, and stamps a fresh
+// token with r's. A token whose scope does not meet r's is refused; so is a
+// token of a query evaluated whole (exact) unless the scopes are equal, as
+// its Skip counts rows of its own scope.
+func (t *queryToken) bind(r *resolved, exact bool) error {
+	if t.ScopeHi == nil {
+		t.ScopeLo, t.ScopeHi = r.span.Lower, r.span.Upper
+		return nil
+	}
+	sc := intersect(replica.Span{Lower: t.ScopeLo, Upper: t.ScopeHi}, r.span)
+	if sc.Empty() {
+		return invalidContinuation("it was made for another partition key range or partition key")
+	}
+	if exact && (!bytes.Equal(sc.Lower, t.ScopeLo) || !bytes.Equal(sc.Upper, t.ScopeHi) || !bytes.Equal(sc.Lower, r.span.Lower) || !bytes.Equal(sc.Upper, r.span.Upper)) {
+		return invalidContinuation("the query's partition key range changed (a split) since the previous page, and a query evaluated whole cannot resume in part of it; restart the query")
+	}
+	r.span = sc
+	t.ScopeLo, t.ScopeHi = sc.Lower, sc.Upper
+	return nil
 }
 
 func (t queryToken) encode() string {
@@ -158,12 +197,14 @@ func (e *Engine) runQuery(ctx context.Context, c *catalog.Container, ast *parse.
 		refused.Extra = string(info)
 		return Page{}, refused
 	}
-	tok, err := q.token()
+	tok, err := q.token(c.Internal)
 	if err != nil {
 		return Page{}, err
 	}
 	lp := scope.PK != nil && len(scope.PK) == len(c.PK.Paths)
-	src := docSource{e: e, c: c, r: r, byID: lp, expired: e.expiredFilter(c)}
+	v := e.newView()
+	defer v.close()
+	src := docSource{e: e, c: c, r: r, v: v, byID: lp, expired: e.expiredFilter(c)}
 	if c.IndexCurrent() {
 		// One logical partition is read in id order, unless an equality or
 		// IN lookup narrows it: a large logical partition (all of a day's
@@ -187,11 +228,15 @@ func (e *Engine) runQuery(ctx context.Context, c *catalog.Container, ast *parse.
 			}
 		}
 	}
+	streamed, sorted := prog.Streamable() || run.ordered != nil, prog.Sortable()
+	if err := tok.bind(&run.src.r, !streamed && !sorted); err != nil {
+		return Page{}, err
+	}
 	var p Page
 	switch {
-	case prog.Streamable() || run.ordered != nil:
+	case streamed:
 		p, err = run.streamed(ctx, tok)
-	case prog.Sortable():
+	case sorted:
 		p, err = run.sortedPage(ctx, tok)
 	default:
 		p, err = run.whole(ctx, tok)
@@ -203,7 +248,7 @@ func (e *Engine) runQuery(ctx context.Context, c *catalog.Container, ast *parse.
 	for _, it := range p.Items {
 		size += len(it)
 	}
-	p.ContainerRID, p.Session, p.Loaded, p.Elapsed = c.RID, e.sessionFor(r.ranges), run.loaded, time.Since(start)
+	p.ContainerRID, p.Session, p.Loaded, p.Elapsed = c.RID, e.sessionFor(c, r.ranges), run.loaded, time.Since(start)
 	p.Metrics = QueryMetrics{Entries: run.entries, LoadedBytes: run.loadedBytes, Compile: compiled.Sub(start), Load: run.loadTime}
 	switch {
 	case run.ordered != nil:
@@ -215,26 +260,6 @@ func (e *Engine) runQuery(ctx context.Context, c *catalog.Container, ast *parse.
 		OutBytes: size, Partitions: len(r.ranges)})
 	return p, nil
 }
-
-// docSource reads the documents of a query's scope in order.
-type docSource struct {
-	e    *Engine
-	c    *catalog.Container
-	r    resolved
-	byID bool            // read the scope in key order (for one logical partition: id order)
-	scan *plan.IndexScan // nil: no index lookup narrows the scope
-	// expired, unless nil, reports documents past their time to live,
-	// which the source skips.
-	expired func(doc []byte) bool
-}
-
-// gone reports whether doc has expired (and must not be seen).
-func (s docSource) gone(doc []byte) bool { return s.expired != nil && s.expired(doc) }
-
-// docFunc receives a document, the span of item keys it was read from, and
-// its key there (an item key, or an order key for creation order); it
-// returns false to stop. All slices are valid only during the call.
-type docFunc func(lo, hi, key, doc []byte) bool
 
 // narrowScope restricts a container-wide scope r to the physical partitions
 // owning keys (full keys, or one hierarchical prefix); the result is still
@@ -261,267 +286,6 @@ func narrowScope(c *catalog.Container, r resolved, keys []document.PartitionKey)
 	slices.SortFunc(owners, func(a, b partition.Range) int { return bytes.Compare(a.Min, b.Min) })
 	r.ranges = owners
 	return r, nil
-}
-
-// spans returns the item-key spans of the scope that start at or after from,
-// in order: one per physical partition the scope touches.
-func (s docSource) spans(from []byte) []store.Span {
-	var out []store.Span
-	for _, rng := range s.r.ranges {
-		sp := intersect(store.EPKSpan(s.c.Internal, rng.Min, rng.Max), s.r.span)
-		if from != nil {
-			sp = intersect(sp, store.Span{Lower: from, Upper: sp.Upper})
-		}
-		if bytes.Compare(sp.Lower, sp.Upper) < 0 {
-			out = append(out, sp)
-		}
-	}
-	return out
-}
-
-func intersect(a, b store.Span) store.Span {
-	if bytes.Compare(b.Lower, a.Lower) > 0 {
-		a.Lower = b.Lower
-	}
-	if bytes.Compare(b.Upper, a.Upper) < 0 {
-		a.Upper = b.Upper
-	}
-	return a
-}
-
-// maxGather bounds how many index entries a multi-term index lookup (IN, a
-// range, a prefix) collects per physical partition to put them in creation
-// order; a lookup finding more reads the partition in order instead, which
-// is then the cheaper plan anyway.
-const maxGather = 1 << 16
-
-// read calls fn with every document of the scope from position at (the zero
-// token: the start), counting the documents it loads in *loaded and the
-// index entries it reads in *entries.
-//
-// In creation order (all scopes but one logical partition) a document's
-// key is its sequence number, 8 bytes big-endian, whether it was found by
-// an order scan or an index lookup: both give the same order, and a
-// continuation made by one resumes the other.
-func (s docSource) read(ctx context.Context, at queryToken, loaded, entries *int, fn docFunc) error {
-	if s.byID {
-		sp := s.r.span
-		if at.Key != nil {
-			sp = intersect(sp, store.Span{Lower: at.Key, Upper: sp.Upper})
-		}
-		return s.e.data.Scan(ctx, sp, nil, func(k, v []byte) bool {
-			*loaded++
-			return s.gone(v) || fn(sp.Lower, sp.Upper, k, v)
-		})
-	}
-	var spans []store.Span
-	if at.Hi != nil {
-		// Resume inside the span the token names (whatever the ranges are
-		// now: a split or merge since does not move items), then go on with
-		// today's ranges after it.
-		spans = append([]store.Span{{Lower: at.Lo, Upper: at.Hi}}, s.spans(at.Hi)...)
-	} else {
-		spans = s.spans(nil)
-	}
-	var from uint64
-	if len(at.Key) == 8 {
-		from = binary.BigEndian.Uint64(at.Key)
-	}
-	for i, sp := range spans {
-		if i > 0 {
-			from = 0
-		}
-		if stopped, err := s.readSpan(ctx, sp, from, loaded, entries, fn); err != nil || stopped {
-			return err
-		}
-	}
-	return nil
-}
-
-// readSpan calls fn with the documents of one physical partition's span sp,
-// in creation order from sequence number from on (in key order for a
-// key-order source, then from is ignored), until fn returns false.
-func (s docSource) readSpan(ctx context.Context, sp store.Span, from uint64, loaded, entries *int, fn docFunc) (stopped bool, err error) {
-	if s.byID {
-		err := s.e.data.Scan(ctx, sp, nil, func(k, v []byte) bool {
-			*loaded++
-			if !s.gone(v) && !fn(sp.Lower, sp.Upper, k, v) {
-				stopped = true
-				return false
-			}
-			return true
-		})
-		return stopped, err
-	}
-	var r spanReader = s.orderScan
-	if s.scan != nil {
-		r = s.indexScan
-	}
-	return r(ctx, sp, from, entries, func(seq uint64, itemKey []byte) (bool, error) {
-		doc, err := s.e.data.Get(itemKey)
-		if errors.Is(err, store.ErrNotFound) {
-			return true, nil // deleted since the entry was read
-		}
-		if err != nil {
-			return false, err
-		}
-		*loaded++
-		if s.gone(doc) {
-			return true, nil
-		}
-		var key [8]byte
-		binary.BigEndian.PutUint64(key[:], seq)
-		return fn(sp.Lower, sp.Upper, key[:], doc), nil
-	})
-}
-
-// readOrdered calls fn with the scope's documents that index scan finds,
-// in the order of its terms (then of sequence numbers), backwards when desc,
-// from position at: a document's key is its index entry's key.
-func (s docSource) readOrdered(ctx context.Context, scan *plan.IndexScan, desc bool, at queryToken, loaded, entries *int, fn docFunc) error {
-	spans := make([]store.Span, 0, len(scan.Spans))
-	for _, ts := range scan.Spans {
-		sp := store.IndexSpan(s.c.Internal, ts.Lower, ts.Upper)
-		switch {
-		case at.Key == nil:
-		case desc:
-			sp = intersect(sp, store.Span{Lower: sp.Lower, Upper: append(bytes.Clone(at.Key), 0)})
-		default:
-			sp = intersect(sp, store.Span{Lower: at.Key, Upper: sp.Upper})
-		}
-		if bytes.Compare(sp.Lower, sp.Upper) < 0 {
-			spans = append(spans, sp)
-		}
-	}
-	scanFn := func(sp store.Span, f func(k, v []byte) bool) error { return s.e.data.Scan(ctx, sp, nil, f) }
-	if desc {
-		slices.Reverse(spans)
-		scanFn = func(sp store.Span, f func(k, v []byte) bool) error { return s.e.data.ScanReverse(ctx, sp, f) }
-	}
-	for _, sp := range spans {
-		stopped := false
-		var failed error
-		err := scanFn(sp, func(k, itemKey []byte) bool {
-			*entries++
-			if !s.r.span.Contains(itemKey) {
-				return true
-			}
-			doc, err := s.e.data.Get(itemKey)
-			if errors.Is(err, store.ErrNotFound) {
-				return true
-			}
-			if err != nil {
-				failed = err
-				return false
-			}
-			*loaded++
-			if s.gone(doc) {
-				return true
-			}
-			if !fn(nil, nil, k, doc) {
-				stopped = true
-				return false
-			}
-			return true
-		})
-		if err == nil {
-			err = failed
-		}
-		if err != nil || stopped {
-			return err
-		}
-	}
-	return nil
-}
-
-// spanReader calls emit, in sequence-number order, with the key of every
-// item in span sp whose sequence number is from or later, until emit
-// returns false (then stopped is true) or an error.
-type spanReader func(ctx context.Context, sp store.Span, from uint64, entries *int, emit func(seq uint64, itemKey []byte) (bool, error)) (stopped bool, err error)
-
-// orderScan reads a span's items through the container's order entries.
-func (s docSource) orderScan(ctx context.Context, sp store.Span, from uint64, entries *int, emit func(uint64, []byte) (bool, error)) (bool, error) {
-	os := store.OrderSpan(s.c.Internal)
-	if from > 0 {
-		os.Lower = store.OrderKey(s.c.Internal, from)
-	}
-	stopped := false
-	var failed error
-	err := s.e.data.Scan(ctx, os, nil, func(k, itemKey []byte) bool {
-		*entries++
-		if !sp.Contains(itemKey) {
-			return true
-		}
-		seq, err := store.EntrySeq(k)
-		if err == nil {
-			var more bool
-			if more, err = emit(seq, itemKey); err == nil && !more {
-				stopped = true
-				return false
-			}
-		}
-		failed = err
-		return err == nil
-	})
-	if err == nil {
-		err = failed
-	}
-	return stopped, err
-}
-
-// indexScan reads a span's items that the query's index lookup finds. A
-// single-term lookup streams its entries, already in sequence order; others
-// gather and sort them, up to maxGather, beyond which it reads the span in
-// order instead.
-func (s docSource) indexScan(ctx context.Context, sp store.Span, from uint64, entries *int, emit func(uint64, []byte) (bool, error)) (bool, error) {
-	type hit struct {
-		seq uint64
-		key []byte
-	}
-	var hits []hit
-	stopped, tooMany := false, false
-	var failed error
-	for _, ts := range s.scan.Spans {
-		err := s.e.data.Scan(ctx, store.IndexSpan(s.c.Internal, ts.Lower, ts.Upper), nil, func(k, itemKey []byte) bool {
-			*entries++
-			seq, err := store.EntrySeq(k)
-			if err != nil {
-				failed = err
-				return false
-			}
-			if seq < from || !sp.Contains(itemKey) {
-				return true
-			}
-			if s.scan.Point() {
-				more, err := emit(seq, itemKey)
-				failed, stopped = err, err == nil && !more
-				return more && err == nil
-			}
-			if len(hits) == maxGather {
-				tooMany = true
-				return false
-			}
-			hits = append(hits, hit{seq, bytes.Clone(itemKey)})
-			return true
-		})
-		if err == nil {
-			err = failed
-		}
-		if err != nil || stopped || tooMany {
-			if tooMany {
-				return s.orderScan(ctx, sp, from, entries, emit)
-			}
-			return stopped, err
-		}
-	}
-	slices.SortFunc(hits, func(a, b hit) int { return cmp.Compare(a.seq, b.seq) })
-	for _, h := range hits {
-		more, err := emit(h.seq, h.key)
-		if err != nil || !more {
-			return !more, err
-		}
-	}
-	return false, nil
 }
 
 // queryRun is one page of one query.
@@ -602,7 +366,7 @@ func indexPathSpec(path []string) string {
 func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error) {
 	if (tok.Key != nil && tok.Ordered != (run.ordered != nil)) || tok.Sort != nil || tok.Skip != 0 {
 		// The plan changed under the continuation (the indexing policy did).
-		return Page{}, status.BadRequest("the continuation token is no longer valid for this query: the container's indexing policy changed; restart the query")
+		return Page{}, invalidContinuation("the container's indexing policy changed since the previous page; restart the query")
 	}
 	skip, take := run.prog.Window()
 	limit := run.e.pageLimit(run.q.MaxItems)
@@ -614,7 +378,7 @@ func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error)
 	rowIdx, skipRows, docs := 0, 0, 0
 	finished := take >= 0 && done >= skip+take
 	here := func(rows int) *queryToken {
-		return &queryToken{Hash: tok.Hash, Lo: bytes.Clone(lo), Hi: bytes.Clone(hi), Key: bytes.Clone(key), Rows: rows, Done: done, Ordered: run.ordered != nil}
+		return &queryToken{Hash: tok.Hash, ScopeLo: tok.ScopeLo, ScopeHi: tok.ScopeHi, Lo: bytes.Clone(lo), Hi: bytes.Clone(hi), Key: bytes.Clone(key), Rows: rows, Done: done, Ordered: run.ordered != nil}
 	}
 	feed := func(yield func([]byte) bool) error {
 		return run.read(ctx, tok, func(l, h, k, doc []byte) bool {
@@ -693,7 +457,7 @@ const maxSortedPage = 10000
 // are passed over in chunks of maxSortedPage.
 func (run *queryRun) sortedPage(ctx context.Context, tok queryToken) (Page, error) {
 	if tok.Key != nil || tok.Ordered || tok.Skip != 0 {
-		return Page{}, status.BadRequest("the continuation token is no longer valid for this query: the container's indexing policy changed; restart the query")
+		return Page{}, invalidContinuation("the container's indexing policy changed since the previous page; restart the query")
 	}
 	ctx, cancel := context.WithTimeout(ctx, run.e.cfg.QueryMaxTime)
 	defer cancel()
@@ -749,7 +513,7 @@ func (run *queryRun) sortedPage(ctx context.Context, tok queryToken) (Page, erro
 	finished := take >= 0 && done >= skip+take
 	full := len(p.Items) == run.e.pageLimit(run.q.MaxItems)
 	if !finished && (used < len(rows) || (run.cross && full && run.q.MaxItems > 0)) {
-		p.Continuation = queryToken{Hash: tok.Hash, Sort: after, Done: done}.encode()
+		p.Continuation = queryToken{Hash: tok.Hash, ScopeLo: tok.ScopeLo, ScopeHi: tok.ScopeHi, Sort: after, Done: done}.encode()
 	}
 	return p, nil
 }
@@ -762,7 +526,7 @@ func (run *queryRun) timedOut() *status.Error {
 // results after tok.Skip rows.
 func (run *queryRun) whole(ctx context.Context, tok queryToken) (Page, error) {
 	if tok.Key != nil || tok.Sort != nil {
-		return Page{}, status.BadRequest("invalid continuation token for this query")
+		return Page{}, invalidContinuation("it was made by another kind of query")
 	}
 	ctx, cancel := context.WithTimeout(ctx, run.e.cfg.QueryMaxTime)
 	defer cancel()
@@ -779,8 +543,8 @@ func (run *queryRun) whole(ctx context.Context, tok queryToken) (Page, error) {
 	}
 	var rows [][]byte
 	var err error
-	if spans := run.src.spans(nil); run.prog.Parallel() && len(spans) > 1 {
-		rows, err = run.parallel(ctx, spans)
+	if units := run.src.units(nil); run.prog.Parallel() && len(units) > 1 {
+		rows, err = run.parallel(ctx, units)
 	} else {
 		rows, err = run.prog.Run(ctx, feed)
 	}
@@ -795,17 +559,17 @@ func (run *queryRun) whole(ctx context.Context, tok queryToken) (Page, error) {
 	return run.e.page(rows, tok, run.q.MaxItems, run.cross), nil
 }
 
-// parallel evaluates a grouped query (exec.Program.Parallel) over spans,
-// one physical partition each, reading and folding up to QueryWorkers of
+// parallel evaluates a grouped query (exec.Program.Parallel) over units,
+// one keyspace each, reading and folding up to QueryWorkers of
 // them at a time; the partial groups are merged into the result.
-func (run *queryRun) parallel(ctx context.Context, spans []store.Span) ([][]byte, error) {
+func (run *queryRun) parallel(ctx context.Context, units []unit) ([][]byte, error) {
 	type counts struct {
 		loaded, entries, bytes int
 		load                   time.Duration
 	}
-	cs := make([]counts, len(spans))
-	sources := make([]func(func([]byte) bool) error, len(spans))
-	for i, sp := range spans {
+	cs := make([]counts, len(units))
+	sources := make([]func(func([]byte) bool) error, len(units))
+	for i, u := range units {
 		sources[i] = func(yield func([]byte) bool) error {
 			c := &cs[i]
 			t0 := time.Now()
@@ -813,7 +577,7 @@ func (run *queryRun) parallel(ctx context.Context, spans []store.Span) ([][]byte
 			tn := turn{g: run.e.queries} // each worker takes its own turns
 			defer tn.end()
 			var waitErr error
-			_, err := run.src.readSpan(ctx, sp, 0, &c.loaded, &c.entries, func(_, _, _, doc []byte) bool {
+			_, err := run.src.readUnit(ctx, u, 0, nil, &c.loaded, &c.entries, func(_, _, _, doc []byte) bool {
 				if waitErr = tn.take(ctx); waitErr != nil {
 					return false
 				}

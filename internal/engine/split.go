@@ -12,14 +12,14 @@ import (
 	"github.com/partitadb/partita/internal/catalog"
 	"github.com/partitadb/partita/internal/document"
 	"github.com/partitadb/partita/internal/partition"
+	"github.com/partitadb/partita/internal/replica"
 	"github.com/partitadb/partita/internal/status"
-	"github.com/partitadb/partita/internal/store"
 	"github.com/partitadb/partita/internal/throughput"
 )
 
-// Splits (docs/partitions.md). Nothing in storage is keyed by physical
-// partition, so a split only replaces the parent's record in the catalog by
-// its children's, in one batch.
+// Splits (docs/partitions.md). The children of a split share their
+// parent's keyspace (docs/storage-seams.md), so a split only replaces the
+// parent's record in the catalog by its children's, in one batch.
 
 // rangeStorage is what a physical partition holds: its logical partitions'
 // EPKs in order with their item bytes.
@@ -33,9 +33,13 @@ type rangeStorage struct {
 
 func (e *Engine) rangeStorage(ctx context.Context, c *catalog.Container, r partition.Range) (rangeStorage, error) {
 	var rs rangeStorage
+	rep, err := e.replicaOf(c, r)
+	if err != nil {
+		return rs, err
+	}
 	var failed error
-	err := e.data.Scan(ctx, store.StatsEPKSpan(c.Internal, r.Min, r.Max), nil, func(k, v []byte) bool {
-		epk, _, err := store.DecodeStatsKey(k)
+	err = replica.Scan(ctx, rep, statsEPKSpan(r.Min, r.Max), func(k, v []byte) bool {
+		epk, _, err := decodeStatsKey(k)
 		if err == nil {
 			var st lpStats
 			if st, err = decodeStats(v); err == nil {

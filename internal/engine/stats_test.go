@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/partitadb/partita/internal/replica"
 	"github.com/partitadb/partita/internal/status"
 	"github.com/partitadb/partita/internal/store"
 )
@@ -22,7 +23,7 @@ func TestLogicalPartitionCap(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := New(t.Context(), st, Config{LogicalPartitionMaxBytes: 4000}, nil, nil)
+		e, err := openOn(t.Context(), st, Config{LogicalPartitionMaxBytes: 4000}, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,12 +94,10 @@ func TestLogicalPartitionCap(t *testing.T) {
 	}
 	// ...and rebuilt for a store that lost it.
 	c, _ := e.container("db", "k")
-	b := st.NewBatch()
-	b.DeleteSpan(store.StatsSpan(c.Internal))
-	b.Delete(formatKey)
-	if err := b.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	rewrite(t, e, c, func(b replica.Batch) {
+		b.DeleteSpan(kindSpan(kindStats))
+		b.Delete(formatKey)
+	})
 	st.Close()
 	e, st = open()
 	defer st.Close()

@@ -1,13 +1,13 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"time"
 
 	"github.com/partitadb/partita/internal/catalog"
 	"github.com/partitadb/partita/internal/document"
-	"github.com/partitadb/partita/internal/store"
 )
 
 // Time to live (docs/change-feed.md): an item of a container with a
@@ -90,9 +90,16 @@ func (e *Engine) purgeContainer(ctx context.Context, c *catalog.Container, curso
 	}
 	var victims []victim
 	read := 0
-	span := store.ContainerSpan(c.Internal)
+	v := e.newView()
+	defer v.close()
+	src := docSource{e: e, c: c, r: resolved{span: itemsSpan(), ranges: c.Map().Ranges()}, v: v, byID: true}
 	var failed error
-	err = e.data.Scan(ctx, span, cursor, func(k, v []byte) bool {
+	loaded, entries := 0, 0
+	var from []byte
+	if cursor != nil {
+		from = append(bytes.Clone(cursor), 0) // the first key after the cursor
+	}
+	err = src.read(ctx, queryToken{Key: from}, &loaded, &entries, func(_, _, k, v []byte) bool {
 		read++
 		next = append(next[:0], k...)
 		props, err := document.Props(v)

@@ -40,7 +40,7 @@ func ttlEngine(t *testing.T) (*Engine, *fakeClock) {
 	}
 	t.Cleanup(func() { st.Close() })
 	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
-	e, err := New(t.Context(), st, Config{RateLimit: true}, clock.now, nil)
+	e, err := openOn(t.Context(), st, Config{RateLimit: true}, clock.now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func TestTimeToLive(t *testing.T) {
 			items += r.Items
 		}
 		c, _ := e.container("db", coll)
-		_ = e.data.Scan(ctx, store.ContainerSpan(c.Internal), nil, func(_, _ []byte) bool { keys++; return true })
+		keys = countSpan(t, e, c, itemsSpan())
 		if items != want || int64(keys) != want {
 			t.Errorf("%s after purging: statistics count %d items, storage holds %d; want %d", coll, items, keys, want)
 		}

@@ -13,8 +13,8 @@ import (
 	"github.com/partitadb/partita/internal/partition"
 	"github.com/partitadb/partita/internal/query/exec"
 	"github.com/partitadb/partita/internal/query/parse"
+	"github.com/partitadb/partita/internal/replica"
 	"github.com/partitadb/partita/internal/status"
-	"github.com/partitadb/partita/internal/store"
 	"github.com/partitadb/partita/internal/throughput"
 )
 
@@ -32,11 +32,12 @@ type lpTxn struct {
 	epk    partition.EPK
 	rng    partition.Range
 	pkEnc  []byte
-	b      *store.Batch
+	rep    replica.Replica // the keyspace of rng
+	b      replica.Batch   // indexed: reads see the transaction's writes
 	unlock func()
 	rule   document.IDRule
-	lsn    uint64  // the last sequence number this transaction issued
-	first  uint64  // the first one (it holds the sequencer's stable mark)
+	lsn    uint64  // the last LSN this transaction took from rep
+	first  uint64  // the first one (it holds rep's stable mark)
 	ru     float64 // work done so far
 	done   bool
 	system bool // the engine's own work: not admitted, not charged
@@ -88,13 +89,18 @@ func (e *Engine) beginTxn(c *catalog.Container, pk document.PartitionKey, system
 	if e.cfg.LenientIDs {
 		rule = document.LenientIDs
 	}
-	t := &lpTxn{e: e, c: c, pk: pk, epk: loc.epk, rng: loc.rng, pkEnc: loc.pkEnc, rule: rule, system: system}
+	rep, err := e.replicaOf(c, loc.rng)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	t := &lpTxn{e: e, c: c, pk: pk, epk: loc.epk, rng: loc.rng, pkEnc: loc.pkEnc, rep: rep, rule: rule, system: system}
 	unlock := e.locks.lock(loc.lockKey())
 	t.unlock = func() {
 		unlock()
 		release()
 	}
-	t.b = e.data.NewIndexedBatch()
+	t.b = rep.NewBatch(true)
 	return t, nil
 }
 
@@ -105,7 +111,7 @@ func (t *lpTxn) close() {
 	}
 	t.done = true
 	t.b.Close()
-	t.e.seq.release(t.first)
+	t.rep.ReleaseLSN(t.first)
 	t.unlock()
 	if !t.system {
 		t.e.chargeLP(t.c, t.rng, t.pk.String(), max(t.ru, throughput.MinimumCost()))
@@ -119,7 +125,7 @@ func (t *lpTxn) commit() error {
 	}
 	if t.statsDirty {
 		t.stats.key = t.pk.String()
-		k := store.StatsKey(t.c.Internal, t.epk, t.pkEnc)
+		k := statsKey(t.epk, t.pkEnc)
 		if t.stats.items <= 0 {
 			t.b.Delete(k)
 		} else {
@@ -128,11 +134,11 @@ func (t *lpTxn) commit() error {
 	}
 	var err error
 	if !t.b.Empty() {
-		err = t.b.Commit()
+		err = t.rep.Commit(t.b)
 	}
 	t.done = true
 	t.b.Close()
-	t.e.seq.release(t.first)
+	t.rep.ReleaseLSN(t.first)
 	t.unlock()
 	if err == nil && t.statsDirty {
 		t.e.grown.mark(t.c.Internal)
@@ -148,12 +154,12 @@ func (t *lpTxn) commit() error {
 }
 
 func (t *lpTxn) key(id string) []byte {
-	return store.ItemKey{Container: t.c.Internal, EPK: t.epk, PK: t.pkEnc, ID: id}.Encode()
+	return itemKey{EPK: t.epk, PK: t.pkEnc, ID: id}.encode()
 }
 
 func (t *lpTxn) session() string {
 	if t.lsn == 0 {
-		return t.e.readSession(t.rng.ID)
+		return t.e.session(t.rng.ID, t.rep.LastLSN())
 	}
 	return t.e.session(t.rng.ID, t.lsn)
 }
@@ -164,7 +170,7 @@ func (t *lpTxn) session() string {
 // transaction goes on as if it had been purged before.
 func (t *lpTxn) load(id string) (stored []byte, props document.SystemProps, exists bool, err error) {
 	stored, err = t.b.Get(t.key(id))
-	if err == store.ErrNotFound {
+	if errors.Is(err, replica.ErrNotFound) {
 		return nil, document.SystemProps{}, false, nil
 	}
 	if err != nil {
@@ -201,7 +207,7 @@ func ifMatchFails(ifMatch, etag string) bool {
 // existing item keeps its _rid. A write that would break one of the
 // container's unique keys gets 409 (checkUnique) and writes nothing.
 func (t *lpTxn) put(item *document.Item, old []byte, props document.SystemProps) (Result, error) {
-	lsn, err := t.e.seq.next(&t.first)
+	lsn, err := t.rep.NextLSN(&t.first)
 	if err != nil {
 		return Result{}, translate(err)
 	}
@@ -209,8 +215,12 @@ func (t *lpTxn) put(item *document.Item, old []byte, props document.SystemProps)
 	exists := old != nil
 	rid := props.RID
 	if !exists {
+		n, err := t.e.rids.next(t.c)
+		if err != nil {
+			return Result{}, translate(err)
+		}
 		collRID, _ := document.DecodeRID(t.c.RID)
-		rid = document.EncodeRID(binary.BigEndian.AppendUint64(collRID, lsn))
+		rid = document.EncodeRID(binary.BigEndian.AppendUint64(collRID, n))
 	}
 	seq, err := ridSeq(rid)
 	if err != nil {
@@ -336,7 +346,7 @@ func (t *lpTxn) remove(id, ifMatch string) (Result, error) {
 // and returns how many index terms it removed. It charges nothing: remove
 // charges a delete, and an expired item's purge is free.
 func (t *lpTxn) erase(id string, old []byte, props document.SystemProps) (terms int, err error) {
-	lsn, err := t.e.seq.next(&t.first)
+	lsn, err := t.rep.NextLSN(&t.first)
 	if err != nil {
 		return 0, translate(err)
 	}
@@ -404,10 +414,10 @@ func (t *lpTxn) patch(id string, req document.PatchRequest, ifMatch string) (Res
 // scan calls fn with every item of the logical partition as the transaction
 // sees it, in id order; fn returns false to stop.
 func (t *lpTxn) scan(ctx context.Context, fn func(stored []byte) bool) error {
-	span := store.LogicalSpan(t.c.Internal, t.epk, t.pkEnc)
+	span := logicalSpan(t.epk, t.pkEnc)
 	loaded := 0
 	expired := t.e.expiredFilter(t.c)
-	err := t.b.Scan(ctx, span, nil, func(_, v []byte) bool {
+	err := replica.Scan(ctx, t.b, span, func(_, v []byte) bool {
 		loaded++
 		return (expired != nil && expired(v)) || fn(v)
 	})
@@ -429,7 +439,7 @@ func compileCondition(cond string) (*exec.Program, error) {
 }
 
 // lpStats are a logical partition's statistics, kept exact by every
-// transaction on it (store.StatsKey).
+// transaction on it (statsKey).
 type lpStats struct {
 	bytes, items int64  // stored item bytes and item count
 	key          string // the partition key as JSON, for reports
@@ -452,13 +462,13 @@ func decodeStats(v []byte) (lpStats, error) {
 // (before anything is written).
 func (t *lpTxn) grow(bytes, items int64) error {
 	if !t.statsLoaded {
-		v, err := t.b.Get(store.StatsKey(t.c.Internal, t.epk, t.pkEnc))
+		v, err := t.b.Get(statsKey(t.epk, t.pkEnc))
 		switch {
 		case err == nil:
 			if t.stats, err = decodeStats(v); err != nil {
 				return translate(err)
 			}
-		case err != store.ErrNotFound:
+		case !errors.Is(err, replica.ErrNotFound):
 			return translate(err)
 		}
 		t.statsLoaded = true

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -12,13 +13,13 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/replica"
 	"github.com/partitadb/partita/internal/status"
-	"github.com/partitadb/partita/internal/store"
 )
 
 // Unique keys (Cosmos DB's uniqueKeyPolicy). For each unique key of its
 // container and each item, a logical partition holds one entry
-// (store.UniqueKey) keyed by the tuple of the item's values at the key's
+// (uniqueKey) keyed by the tuple of the item's values at the key's
 // paths and holding the item's id; the partition key is part of the entry
 // key, so uniqueness is per logical partition, as in Cosmos DB. Entries are
 // written in the transaction's batch with the item, so a create, upsert,
@@ -77,10 +78,10 @@ func (t *lpTxn) checkUnique(id string, old, new []byte) error {
 		}
 		var u uniqueCheck
 		if ov != nil {
-			u.drop = store.UniqueKey(t.c.Internal, uint16(i), t.epk, t.pkEnc, was)
+			u.drop = uniqueKey(uint16(i), t.epk, t.pkEnc, was)
 		}
 		if nv != nil {
-			u.set = store.UniqueKey(t.c.Internal, uint16(i), t.epk, t.pkEnc, is)
+			u.set = uniqueKey(uint16(i), t.epk, t.pkEnc, is)
 			holder, err := t.entryHolder(u.set)
 			if err != nil {
 				return err
@@ -119,7 +120,7 @@ func (t *lpTxn) checkUnique(id string, old, new []byte) error {
 func (t *lpTxn) entryHolder(key []byte) (string, error) {
 	v, err := t.b.Get(key)
 	switch {
-	case err == store.ErrNotFound:
+	case errors.Is(err, replica.ErrNotFound):
 		return "", nil
 	case err != nil:
 		return "", translate(err)
@@ -156,8 +157,8 @@ func uniqueConflict(paths []string) *status.Error {
 // refuses a new item with that tuple (holds).
 func (e *Engine) uniqueEntries(c *catalog.Container) entryFunc {
 	keys := c.UniqueKeySegments()
-	return func(b *store.Batch, key []byte, _ uint64, item []byte) error {
-		ik, err := store.DecodeItemKey(key)
+	return func(b replica.Batch, key []byte, _ uint64, item []byte) error {
+		ik, err := decodeItemKey(key)
 		if err != nil {
 			return err
 		}
@@ -167,7 +168,7 @@ func (e *Engine) uniqueEntries(c *catalog.Container) entryFunc {
 			return err
 		}
 		for i, segs := range keys {
-			b.Set(store.UniqueKey(c.Internal, uint16(i), ik.EPK, ik.PK, appendTuple(nil, v, segs)), []byte(ik.ID))
+			b.Set(uniqueKey(uint16(i), ik.EPK, ik.PK, appendTuple(nil, v, segs)), []byte(ik.ID))
 		}
 		return nil
 	}

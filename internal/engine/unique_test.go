@@ -15,6 +15,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/partitadb/partita/internal/document"
+	"github.com/partitadb/partita/internal/replica"
 	"github.com/partitadb/partita/internal/status"
 	"github.com/partitadb/partita/internal/store"
 )
@@ -377,28 +378,19 @@ func TestUniqueEntriesDropped(t *testing.T) {
 	if err := (uniqueStep{"create", "p0", "1", `{"email":"a"}`, 0}).run(ctx, e); err != nil {
 		t.Fatal(err)
 	}
-	if n := countSpan(t, e, store.UniqueSpan(c.Internal)); n != 1 {
+	if n := countSpan(t, e, c, kindSpan(kindUnique)); n != 1 {
 		t.Fatalf("unique entries after one create = %d, want 1", n)
 	}
 	if err := e.DeleteContainer("db", "u"); err != nil {
 		t.Fatal(err)
 	}
-	if n := countSpan(t, e, store.UniqueSpan(c.Internal)); n != 0 {
+	if n := countSpan(t, e, c, kindSpan(kindUnique)); n != 0 {
 		t.Errorf("unique entries after the container's delete = %d, want 0", n)
 	}
 	createUnique(t, e, "u", []string{"/email"})
 	if err := (uniqueStep{"create", "p0", "2", `{"email":"a"}`, 0}).run(ctx, e); err != nil {
 		t.Errorf("create in the re-created container: %v", err)
 	}
-}
-
-func countSpan(t *testing.T, e *Engine, sp store.Span) int {
-	t.Helper()
-	n := 0
-	if err := e.data.Scan(t.Context(), sp, nil, func(_, _ []byte) bool { n++; return true }); err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 // TestUniqueRebuild: a store written in an older entry format gets unique key
@@ -410,7 +402,7 @@ func TestUniqueRebuild(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := New(t.Context(), st, Config{}, nil, nil)
+		e, err := openOn(t.Context(), st, Config{}, nil, nil)
 		if err != nil {
 			st.Close()
 			t.Fatal(err)
@@ -435,16 +427,14 @@ func TestUniqueRebuild(t *testing.T) {
 		}
 	}
 	// Pretend the store predates unique key entries.
-	b := e.data.NewBatch()
-	b.DeleteSpan(store.UniqueSpan(c.Internal))
-	b.Set(formatKey, []byte("5"))
-	if err := b.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	rewrite(t, e, c, func(b replica.Batch) {
+		b.DeleteSpan(kindSpan(kindUnique))
+		b.Set(formatKey, []byte("5"))
+	})
 	closeStore()
 	e, closeStore = open()
 	defer closeStore()
-	if n := countSpan(t, e, store.UniqueSpan(c.Internal)); n != 2 {
+	if n := countSpan(t, e, c, kindSpan(kindUnique)); n != 2 {
 		t.Errorf("unique entries after the rebuild = %d, want 2", n)
 	}
 	if err := (uniqueStep{"create", "p0", "2", `{"email":"a"}`, 0}).run(t.Context(), e); code(err) != http.StatusConflict {
@@ -466,15 +456,7 @@ func TestUniqueStaleEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Drop item 1 without the engine (as an expired item leaves it).
-	var key []byte
-	if err := e.data.Scan(ctx, store.ContainerSpan(c.Internal), nil, func(k, _ []byte) bool { key = k; return false }); err != nil {
-		t.Fatal(err)
-	}
-	b := e.data.NewBatch()
-	b.Delete(key)
-	if err := b.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	rewrite(t, e, c, func(b replica.Batch) { b.DeleteSpan(itemsSpan()) })
 	if err := (uniqueStep{"create", "p0", "2", `{"email":"a"}`, 0}).run(ctx, e); err != nil {
 		t.Errorf("create over a stale entry: %v", err)
 	}

@@ -20,15 +20,16 @@ var allowed = map[string][]string{
 	"internal/cli":             {"internal/advise", "internal/bench", "internal/config", "internal/server"},
 	"internal/advise":          {}, // partition key analysis; talks to servers only through the SDK
 	"internal/bench":           {"synthkey"},
-	"internal/server":          {"internal/api", "internal/auth", "internal/config", "internal/engine", "internal/metrics", "internal/store"},
+	"internal/server":          {"internal/api", "internal/auth", "internal/config", "internal/engine", "internal/metrics", "internal/replica", "internal/store"},
 	"internal/metrics":         {"internal/engine"},
 	"internal/config":          {},
 	"internal/api":             {"internal/auth", "internal/document", "internal/engine", "internal/status", "internal/throughput"},
 	"internal/auth":            {},
-	"internal/auth/authtest":   {}, // test tokens and JWKS; imported by tests only
-	"internal/engine":          {"internal/catalog", "internal/document", "internal/index", "internal/partition", "internal/query/exec", "internal/query/parse", "internal/query/plan", "internal/script", "internal/status", "internal/store", "internal/throughput"},
+	"internal/auth/authtest":   {},                                                                                                                                                                                                                                       // test tokens and JWKS; imported by tests only
+	"internal/engine":          {"internal/catalog", "internal/document", "internal/index", "internal/partition", "internal/query/exec", "internal/query/parse", "internal/query/plan", "internal/replica", "internal/script", "internal/status", "internal/throughput"}, // never store: it reaches data through the replica seam
 	"internal/script":          {},
-	"internal/catalog":         {"internal/document", "internal/index", "internal/partition", "internal/store"},
+	"internal/catalog":         {"internal/document", "internal/index", "internal/partition"}, // persists through its Backend interface
+	"internal/replica":         {"internal/store"},                                            // the seam's types, and its implementation on the node's store
 	"internal/index":           {},
 	"internal/document":        {},
 	"internal/partition":       {"internal/document"},

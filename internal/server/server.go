@@ -22,6 +22,7 @@ import (
 	"github.com/partitadb/partita/internal/config"
 	"github.com/partitadb/partita/internal/engine"
 	"github.com/partitadb/partita/internal/metrics"
+	"github.com/partitadb/partita/internal/replica"
 	"github.com/partitadb/partita/internal/store"
 )
 
@@ -114,7 +115,12 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 	}
 	s.st = st
 	compat := cfg.API.EmulatorCompat
-	eng, err := engine.New(ctx, st, engine.Config{GatewayQueryFull: cfg.Engine.GatewayQuery == "full", LenientIDs: compat, RateLimit: cfg.RateLimited(),
+	host, err := replica.OpenLocal(ctx, st, log)
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	eng, err := engine.New(ctx, host, host.Meta(), engine.Config{GatewayQueryFull: cfg.Engine.GatewayQuery == "full", LenientIDs: compat, RateLimit: cfg.RateLimited(),
 		LogicalPartitionMaxBytes: cfg.Engine.LogicalPartitionMaxBytes, PartitionMaxBytes: cfg.Engine.PartitionMaxBytes,
 		PartitionMaxRU: cfg.Engine.PartitionMaxRU, AdaptiveCapacity: cfg.Engine.AdaptiveCapacity, LoadSplits: cfg.Engine.LoadSplits,
 		BurstCapacity: cfg.Engine.BurstCapacity}, now, log)

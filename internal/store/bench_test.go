@@ -25,7 +25,7 @@ func benchStoreWith(b *testing.B, opts Options) *Store {
 }
 
 func key(i int) []byte {
-	return ItemKey{Container: 1, EPK: []byte(fmt.Sprintf("%016x", uint64(i)*0x9E3779B97F4A7C15)), PK: []byte{1}, ID: fmt.Sprint(i)}.Encode()
+	return fmt.Appendf([]byte{0x02}, "%016x/%d", uint64(i)*0x9E3779B97F4A7C15, i)
 }
 
 // BenchmarkStoreGet1KB is a point read of a 1 KB item at the storage layer.

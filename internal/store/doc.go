@@ -1,18 +1,10 @@
-// Package store is the only importer of Pebble. It owns the on-disk key
-// layout, write batches (atomic, durably synced when the store is opened
-// with Sync), point reads and ordered span scans. It knows bytes only: no
-// HTTP, no JSON semantics.
-//
-// Key layout (all keys start with a one-byte kind):
-//
-//	0x01 meta-key                                   catalog and bookkeeping
-//	0x02 container(8) esc(epk) esc(pk) esc(id)      items
-//
-// esc is an order-preserving, self-delimiting escape of a byte string
-// (0x00 → 0x00 0xFF, terminated by 0x00 0x01), so a container's items sort
-// by effective partition key first. A physical partition, an EPK range
-// [min, max), is therefore one contiguous key span, and splitting it is a
-// metadata change only.
+// Package store is the only importer of Pebble. It owns the database's
+// lifecycle, write batches (atomic, durably synced when the store is opened
+// with Sync), point reads, ordered span scans and iterators, and
+// snapshots. It knows bytes only: no HTTP, no JSON semantics, no key
+// layout: package replica lays out
+// keyspaces (0x10 <id> …) and the catalog's records (0x01 …) on it
+// (docs/storage-seams.md).
 //
 // A full or failing disk (disk.go, fs.go): Commit refuses writes with a
 // *DiskFullError while free space is under Options.MinFreeBytes; a ballast

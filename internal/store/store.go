@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -612,8 +613,9 @@ func (b *Batch) DeleteSpan(span Span) {
 }
 
 // Empty reports whether the batch holds no writes. A batch the store
-// refused is not empty: its Commit reports the refusal.
-func (b *Batch) Empty() bool { return b.err == nil && b.b.Empty() }
+// refused is not empty: its Commit reports the refusal. A committed or
+// closed batch is empty.
+func (b *Batch) Empty() bool { return b.err == nil && (b.b == nil || b.b.Empty()) }
 
 // Commit applies the batch atomically and, for a store opened with Sync,
 // returns only once it is durable. The batch is closed afterwards.
@@ -622,10 +624,14 @@ func (b *Batch) Empty() bool { return b.err == nil && b.b.Empty() }
 // written; Options.MinFreeBytes), ErrUnavailable after a failed write to
 // the write-ahead log (this batch is not acknowledged and never becomes
 // visible: the store refuses everything until it has reopened the
-// database), ErrClosed.
+// database), ErrClosed; an error too if the batch was already committed or
+// closed.
 func (b *Batch) Commit() error {
-	if b.err != nil {
+	switch {
+	case b.err != nil:
 		return b.err
+	case b.b == nil:
+		return errBatchDone
 	}
 	defer b.Close()
 	if err := b.s.admit(b.g, int64(b.b.Len())); err != nil {
@@ -719,4 +725,15 @@ func (r *rateLimit) allow(now time.Time) (bool, int64) {
 		return false, 0
 	}
 	return true, r.dropped.Swap(0)
+}
+
+// Span is a half-open key span [Lower, Upper); a nil Upper means no upper
+// bound.
+type Span struct {
+	Lower, Upper []byte
+}
+
+// Contains reports whether key lies in s.
+func (s Span) Contains(key []byte) bool {
+	return bytes.Compare(key, s.Lower) >= 0 && (s.Upper == nil || bytes.Compare(key, s.Upper) < 0)
 }

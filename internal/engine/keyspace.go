@@ -1,0 +1,196 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/partition"
+	"github.com/partitadb/partita/internal/replica"
+)
+
+// Keyspaces (docs/storage-seams.md): every range's data lives in one
+// keyspace of the replica host, which split siblings share.
+
+// replicaOf returns the replica holding range r of container c, or 410/1002
+// when c no longer has r.
+func (e *Engine) replicaOf(c *catalog.Container, r partition.Range) (replica.Replica, error) {
+	ks, ok := c.Keyspace(r.ID)
+	if !ok {
+		return nil, rangeGone(r.ID)
+	}
+	rep, err := e.host.Replica(ks)
+	if err != nil {
+		return nil, translate(err)
+	}
+	return rep, nil
+}
+
+// initKeyspaces marks the keyspaces of a new container as holding derived
+// entries in the current format, so that ensureIndexes does not rebuild
+// them at the next start.
+func (e *Engine) initKeyspaces(c *catalog.Container) error {
+	for _, ks := range c.Keyspaces() {
+		if err := e.setFormat(ks); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *Engine) setFormat(ks uint64) error {
+	rep, err := e.host.Replica(ks)
+	if err != nil {
+		return err
+	}
+	b := rep.NewBatch(false)
+	defer b.Close()
+	b.Set(formatKey, []byte(strconv.Itoa(indexFormat)))
+	return rep.Commit(b)
+}
+
+// dropData drops the keyspaces of a deleted container. A failure is only
+// logged: the keyspaces are orphans then, dropped at the next start.
+func (e *Engine) dropData(c *catalog.Container) {
+	e.rids.forget(c.Internal)
+	for _, ks := range c.Keyspaces() {
+		if err := e.host.Drop(ks); err != nil {
+			e.log.Warn("drop the data of a deleted container", "container", c.Link(), "keyspace", ks, "err", err)
+		}
+	}
+}
+
+// referenced returns every keyspace some container's range maps to.
+func (e *Engine) referenced() map[uint64]*catalog.Container {
+	out := map[uint64]*catalog.Container{}
+	for _, d := range e.cat.Databases() {
+		colls, _ := e.cat.Containers(d.ID)
+		for _, c := range colls {
+			for _, ks := range c.Keyspaces() {
+				out[ks] = c
+			}
+		}
+	}
+	return out
+}
+
+// dropOrphans drops the keyspaces no container refers to: the data of
+// containers deleted just before a crash.
+func (e *Engine) dropOrphans(ctx context.Context) error {
+	present, err := e.host.Keyspaces(ctx)
+	if err != nil {
+		return err
+	}
+	ref := e.referenced()
+	for _, ks := range present {
+		if ref[ks] != nil {
+			continue
+		}
+		e.log.Warn("dropping the data of a deleted container", "keyspace", ks)
+		if err := e.host.Drop(ks); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ridAllocator hands out the _rid sequence numbers of new items, per
+// container, from blocks the catalog reserves (catalog.ReserveRIDs).
+type ridAllocator struct {
+	cat *catalog.Catalog
+	mu  sync.Mutex
+	m   map[uint64]*ridBlock // by container internal id
+}
+
+type ridBlock struct{ next, limit uint64 }
+
+// next returns a fresh _rid sequence number for an item of c.
+func (a *ridAllocator) next(c *catalog.Container) (uint64, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	b := a.m[c.Internal]
+	if b == nil || b.next >= b.limit {
+		first, limit, err := a.cat.ReserveRIDs(c.DB, c.ID, c.Internal, 1)
+		if err != nil {
+			return 0, fmt.Errorf("reserve _rids: %w", err)
+		}
+		if a.m == nil {
+			a.m = map[uint64]*ridBlock{}
+		}
+		b = &ridBlock{next: first, limit: limit}
+		a.m[c.Internal] = b
+	}
+	n := b.next
+	b.next++
+	return n, nil
+}
+
+func (a *ridAllocator) forget(container uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.m, container)
+}
+
+// SessionToken is one entry of a session token: the LSN a session has seen
+// in a partition key range.
+type SessionToken struct {
+	RangeID string
+	LSN     uint64
+}
+
+// SessionAvailable reports whether every position of tokens is readable
+// here: the range's keyspace has reached the token's LSN. A split range's
+// token applies to its children (they share its keyspace, hence its LSNs);
+// a range the container never had is compared with its most advanced
+// keyspace.
+func (e *Engine) SessionAvailable(db, coll string, tokens []SessionToken) bool {
+	c, err := e.container(db, coll)
+	if err != nil {
+		return true // the request itself gets the 404
+	}
+	for _, tok := range tokens {
+		var kss []uint64
+		if ks, ok := c.Keyspace(tok.RangeID); ok {
+			kss = []uint64{ks}
+		} else {
+			for _, r := range c.Map().Ranges() {
+				if slices.Contains(r.Parents, tok.RangeID) {
+					ks, _ := c.Keyspace(r.ID)
+					kss = append(kss, ks)
+				}
+			}
+			if len(kss) == 0 {
+				kss = c.Keyspaces()
+			}
+		}
+		reached := false
+		for _, ks := range kss {
+			if rep, err := e.host.Replica(ks); err == nil && tok.LSN <= rep.LastLSN() {
+				reached = true
+				break
+			}
+		}
+		if !reached {
+			return false
+		}
+	}
+	return true
+}
+
+// sessionFor returns the session token of a read of ranges rs of c: each
+// range's keyspace's last LSN.
+func (e *Engine) sessionFor(c *catalog.Container, rs []partition.Range) string {
+	parts := make([]string, 0, len(rs))
+	for _, r := range rs {
+		var lsn uint64
+		if rep, err := e.replicaOf(c, r); err == nil {
+			lsn = rep.LastLSN()
+		}
+		parts = append(parts, e.session(r.ID, lsn))
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,608 @@
+package engine
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/binary"
+	"errors"
+	"slices"
+	"sync"
+
+	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/query/plan"
+	"github.com/partitadb/partita/internal/replica"
+)
+
+// view is one page's reads: a snapshot of each keyspace it reads, taken on
+// first use, so that every entry and document the page sees comes from one
+// consistent state of that keyspace (docs/storage-seams.md).
+//
+// A view is safe for concurrent use (parallel reads of one page share it).
+type view struct {
+	e     *Engine
+	mu    sync.Mutex
+	snaps map[uint64]replica.Snapshot
+}
+
+func (e *Engine) newView() *view { return &view{e: e, snaps: map[uint64]replica.Snapshot{}} }
+
+// reader returns the snapshot of keyspace ks.
+func (v *view) reader(ks uint64) (replica.Reader, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if s, ok := v.snaps[ks]; ok {
+		return s, nil
+	}
+	rep, err := v.e.host.Replica(ks)
+	if err != nil {
+		return nil, err
+	}
+	s, err := rep.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	v.snaps[ks] = s
+	return s, nil
+}
+
+func (v *view) close() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, s := range v.snaps {
+		s.Close()
+	}
+	v.snaps = nil
+}
+
+// A unit is a part of a scope read as one: the scope's ranges that share a
+// keyspace, consecutive in EPK order, whose entries are read once for all
+// of them. A unit resumed from a continuation may span several keyspaces
+// (parts), read together in sequence order.
+type unit struct {
+	hull  replica.Span // from the first item key of the unit to past its last
+	parts []part
+}
+
+// part is what a unit reads of one keyspace: the item-key spans of its
+// ranges there.
+type part struct {
+	ks    uint64
+	spans []replica.Span
+}
+
+// holds reports whether key lies in one of p's spans.
+func (p part) holds(key []byte) bool {
+	for _, s := range p.spans {
+		if s.Contains(key) {
+			return true
+		}
+	}
+	return false
+}
+
+// units returns the scope's units in EPK order, restricted to item keys at
+// or after from (nil: all).
+func (s docSource) units(from []byte) []unit {
+	var out []unit
+	for _, rng := range s.r.ranges {
+		sp := intersect(epkSpan(rng.Min, rng.Max), s.r.span)
+		if from != nil {
+			sp = intersect(sp, replica.Span{Lower: from, Upper: sp.Upper})
+		}
+		if sp.Empty() {
+			continue
+		}
+		ks, _ := s.c.Keyspace(rng.ID)
+		if n := len(out); n > 0 && out[n-1].parts[0].ks == ks {
+			u := &out[n-1]
+			u.hull.Upper = sp.Upper
+			u.parts[0].spans = append(u.parts[0].spans, sp)
+			continue
+		}
+		out = append(out, unit{hull: sp, parts: []part{{ks: ks, spans: []replica.Span{sp}}}})
+	}
+	return out
+}
+
+// resumed returns the unit reading the item keys of hull that the scope
+// holds, from whichever keyspaces hold them now (a split since the
+// continuation moves no data; a separation would put them in two).
+func (s docSource) resumed(hull replica.Span) unit {
+	hull = intersect(hull, s.r.span)
+	u := unit{hull: hull}
+	for _, rng := range s.r.ranges {
+		sp := intersect(epkSpan(rng.Min, rng.Max), hull)
+		if sp.Empty() {
+			continue
+		}
+		ks, _ := s.c.Keyspace(rng.ID)
+		i := slices.IndexFunc(u.parts, func(p part) bool { return p.ks == ks })
+		if i < 0 {
+			u.parts = append(u.parts, part{ks: ks})
+			i = len(u.parts) - 1
+		}
+		u.parts[i].spans = append(u.parts[i].spans, sp)
+	}
+	return u
+}
+
+// docSource reads the documents of a query's scope in order, from one view.
+type docSource struct {
+	e    *Engine
+	c    *catalog.Container
+	r    resolved
+	v    *view
+	byID bool            // read the scope in key order (for one logical partition: id order)
+	scan *plan.IndexScan // nil: no index lookup narrows the scope
+	// expired, unless nil, reports documents past their time to live,
+	// which the source skips.
+	expired func(doc []byte) bool
+}
+
+// gone reports whether doc has expired (and must not be seen).
+func (s docSource) gone(doc []byte) bool { return s.expired != nil && s.expired(doc) }
+
+// docFunc receives a document, the span of item keys it was read from (its
+// unit), and its key there (an item key in key order, its _rid sequence
+// number as 8 bytes in creation order, its index entry's key in ORDER BY
+// order); it returns false to stop. All slices are valid only during the
+// call.
+type docFunc func(lo, hi, key, doc []byte) bool
+
+// maxGather bounds how many index entries a multi-term index lookup (IN, a
+// range, a prefix) collects per keyspace to put them in creation order; a
+// lookup finding more reads the unit in order instead, which is then the
+// cheaper plan anyway.
+const maxGather = 1 << 16
+
+// read calls fn with every document of the scope from position at (the zero
+// token: the start), counting the documents it loads in *loaded and the
+// index and order entries it reads in *entries.
+//
+// In creation order (all scopes but one logical partition) a document's
+// key is its sequence number, 8 bytes big-endian, whether it was found by
+// an order scan or an index lookup: both give the same order, and a
+// continuation made by one resumes the other.
+func (s docSource) read(ctx context.Context, at queryToken, loaded, entries *int, fn docFunc) error {
+	if s.byID {
+		for _, u := range s.units(at.Key) {
+			if stopped, err := s.readUnit(ctx, u, 0, at.Key, loaded, entries, fn); err != nil || stopped {
+				return err
+			}
+		}
+		return nil
+	}
+	var units []unit
+	if at.Hi != nil {
+		// Resume inside the unit the token names, whatever the ranges are
+		// now, then go on with today's units after it.
+		units = append([]unit{s.resumed(replica.Span{Lower: at.Lo, Upper: at.Hi})}, s.units(at.Hi)...)
+	} else {
+		units = s.units(nil)
+	}
+	var from uint64
+	if len(at.Key) == 8 {
+		from = binary.BigEndian.Uint64(at.Key)
+	}
+	for i, u := range units {
+		if i > 0 {
+			from = 0
+		}
+		if stopped, err := s.readUnit(ctx, u, from, nil, loaded, entries, fn); err != nil || stopped {
+			return err
+		}
+	}
+	return nil
+}
+
+// readUnit calls fn with the documents of unit u: in key order from item
+// key after on (inclusive) for a key-order source, else in creation order
+// from sequence number from on, until fn returns false.
+func (s docSource) readUnit(ctx context.Context, u unit, from uint64, after []byte, loaded, entries *int, fn docFunc) (stopped bool, err error) {
+	if s.byID {
+		return s.readByKey(ctx, u, after, loaded, fn)
+	}
+	streams := make([]seqStream, 0, len(u.parts))
+	defer func() {
+		for _, st := range streams {
+			st.close()
+		}
+	}()
+	for _, p := range u.parts {
+		r, err := s.v.reader(p.ks)
+		if err != nil {
+			return false, err
+		}
+		var st seqStream
+		if s.scan != nil {
+			st, err = s.indexStream(ctx, r, p, from, entries)
+		} else {
+			st = newOrderStream(r, p, from, entries)
+		}
+		if err != nil {
+			return false, err
+		}
+		streams = append(streams, st)
+	}
+	var key [8]byte
+	for {
+		i := -1
+		for j, st := range streams {
+			if !st.valid() {
+				continue
+			}
+			if i < 0 || st.head().seq < streams[i].head().seq {
+				i = j
+			}
+		}
+		if i < 0 {
+			break
+		}
+		h := streams[i].head()
+		doc, err := h.r.Get(h.itemKey)
+		switch {
+		case errors.Is(err, replica.ErrNotFound):
+			// The entry and the item come from one snapshot, so this
+			// means a damaged store: skip it (Check reports it).
+		case err != nil:
+			return false, err
+		default:
+			*loaded++
+			if !s.gone(doc) {
+				binary.BigEndian.PutUint64(key[:], h.seq)
+				if !fn(u.hull.Lower, u.hull.Upper, key[:], doc) {
+					return true, nil
+				}
+			}
+		}
+		streams[i].advance()
+		if n := *loaded; n%256 == 255 {
+			if err := ctx.Err(); err != nil {
+				return false, err
+			}
+		}
+	}
+	for _, st := range streams {
+		if err := st.err(); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// readByKey reads unit u's items in key order, from item key after on.
+func (s docSource) readByKey(ctx context.Context, u unit, after []byte, loaded *int, fn docFunc) (stopped bool, err error) {
+	type piece struct {
+		ks   uint64
+		span replica.Span
+	}
+	var pieces []piece
+	for _, p := range u.parts {
+		for _, sp := range p.spans {
+			if after != nil {
+				sp = intersect(sp, replica.Span{Lower: after, Upper: sp.Upper})
+			}
+			if !sp.Empty() {
+				pieces = append(pieces, piece{p.ks, sp})
+			}
+		}
+	}
+	slices.SortFunc(pieces, func(a, b piece) int { return bytes.Compare(a.span.Lower, b.span.Lower) })
+	for _, pc := range pieces {
+		r, err := s.v.reader(pc.ks)
+		if err != nil {
+			return false, err
+		}
+		err = replica.Scan(ctx, r, pc.span, func(k, v []byte) bool {
+			*loaded++
+			if !s.gone(v) && !fn(u.hull.Lower, u.hull.Upper, k, v) {
+				stopped = true
+				return false
+			}
+			return true
+		})
+		if err != nil || stopped {
+			return stopped, err
+		}
+	}
+	return false, nil
+}
+
+// seqEntry is an item found through an order or index entry: its _rid
+// sequence number, its key and the snapshot holding it.
+type seqEntry struct {
+	seq     uint64
+	itemKey []byte
+	r       replica.Reader
+}
+
+// seqStream yields a part's items in sequence-number order.
+type seqStream interface {
+	valid() bool
+	head() seqEntry
+	advance()
+	err() error
+	close()
+}
+
+// orderStream reads a part's items through its keyspace's order entries,
+// skipping those of other ranges sharing the keyspace.
+type orderStream struct {
+	p       part
+	r       replica.Reader
+	it      replica.Iter
+	cur     seqEntry
+	ok      bool
+	entries *int
+	failed  error
+}
+
+func newOrderStream(r replica.Reader, p part, from uint64, entries *int) *orderStream {
+	st := &orderStream{p: p, r: r, it: r.NewIter(orderSpan(from), false), entries: entries}
+	st.advance()
+	return st
+}
+
+func (st *orderStream) valid() bool    { return st.ok }
+func (st *orderStream) head() seqEntry { return st.cur }
+func (st *orderStream) err() error {
+	if st.failed != nil {
+		return st.failed
+	}
+	return st.it.Err()
+}
+func (st *orderStream) close() { _ = st.it.Close() }
+
+func (st *orderStream) advance() {
+	st.ok = false
+	for st.it.Next() {
+		*st.entries++
+		v := st.it.Value()
+		if !st.p.holds(v) {
+			continue
+		}
+		seq, err := entrySeq(st.it.Key())
+		if err != nil {
+			st.failed = err
+			return
+		}
+		st.cur, st.ok = seqEntry{seq: seq, itemKey: v, r: st.r}, true
+		return
+	}
+}
+
+// sliceStream yields gathered entries, sorted by sequence number.
+type sliceStream struct {
+	hits []seqEntry
+}
+
+func (st *sliceStream) valid() bool    { return len(st.hits) > 0 }
+func (st *sliceStream) head() seqEntry { return st.hits[0] }
+func (st *sliceStream) advance()       { st.hits = st.hits[1:] }
+func (st *sliceStream) err() error     { return nil }
+func (st *sliceStream) close()         {}
+
+// indexStream reads a part's items that the query's index lookup finds. A
+// single-term lookup streams its entries, already in sequence order; others
+// gather and sort them, up to maxGather, beyond which it reads the part in
+// order instead.
+func (s docSource) indexStream(ctx context.Context, r replica.Reader, p part, from uint64, entries *int) (seqStream, error) {
+	if s.scan.Point() {
+		ts := s.scan.Spans[0]
+		return &indexPointStream{orderStream: orderStream{p: p, r: r, it: r.NewIter(indexSpan(ts.Lower, ts.Upper), false), entries: entries}, from: from}, nil
+	}
+	var hits []seqEntry
+	for _, ts := range s.scan.Spans {
+		tooMany := false
+		var failed error
+		err := replica.Scan(ctx, r, indexSpan(ts.Lower, ts.Upper), func(k, itemKey []byte) bool {
+			*entries++
+			seq, err := entrySeq(k)
+			if err != nil {
+				failed = err
+				return false
+			}
+			if seq < from || !p.holds(itemKey) {
+				return true
+			}
+			if len(hits) == maxGather {
+				tooMany = true
+				return false
+			}
+			hits = append(hits, seqEntry{seq: seq, itemKey: bytes.Clone(itemKey), r: r})
+			return true
+		})
+		if err == nil {
+			err = failed
+		}
+		if err != nil {
+			return nil, err
+		}
+		if tooMany {
+			return newOrderStream(r, p, from, entries), nil
+		}
+	}
+	slices.SortFunc(hits, func(a, b seqEntry) int { return cmp.Compare(a.seq, b.seq) })
+	return &sliceStream{hits: hits}, nil
+}
+
+// indexPointStream streams one term's index entries (in sequence order)
+// from sequence number from on.
+type indexPointStream struct {
+	orderStream
+	from    uint64
+	started bool
+}
+
+func (st *indexPointStream) valid() bool {
+	if !st.started {
+		st.started = true
+		st.advance()
+	}
+	return st.ok
+}
+
+func (st *indexPointStream) advance() {
+	st.ok = false
+	for st.it.Next() {
+		*st.entries++
+		seq, err := entrySeq(st.it.Key())
+		if err != nil {
+			st.failed = err
+			return
+		}
+		if seq < st.from || !st.p.holds(st.it.Value()) {
+			continue
+		}
+		st.cur, st.ok = seqEntry{seq: seq, itemKey: st.it.Value(), r: st.r}, true
+		return
+	}
+}
+
+// readOrdered calls fn with the scope's documents that index scan finds,
+// in the order of its terms (then of sequence numbers), backwards when desc,
+// from position at: a document's key is its index entry's key. The
+// keyspaces of the scope are read at once and merged by index key.
+func (s docSource) readOrdered(ctx context.Context, scan *plan.IndexScan, desc bool, at queryToken, loaded, entries *int, fn docFunc) error {
+	var spans []replica.Span
+	for _, ts := range scan.Spans {
+		sp := indexSpan(ts.Lower, ts.Upper)
+		switch {
+		case at.Key == nil:
+		case desc:
+			sp = intersect(sp, replica.Span{Lower: sp.Lower, Upper: append(bytes.Clone(at.Key), 0)})
+		default:
+			sp = intersect(sp, replica.Span{Lower: at.Key, Upper: sp.Upper})
+		}
+		if !sp.Empty() {
+			spans = append(spans, sp)
+		}
+	}
+	if desc {
+		slices.Reverse(spans)
+	}
+	var streams []*orderedStream
+	defer func() {
+		for _, st := range streams {
+			st.close()
+		}
+	}()
+	for _, u := range s.units(nil) {
+		for _, p := range u.parts {
+			r, err := s.v.reader(p.ks)
+			if err != nil {
+				return err
+			}
+			i := slices.IndexFunc(streams, func(st *orderedStream) bool { return st.ks == p.ks })
+			if i >= 0 {
+				streams[i].p.spans = append(streams[i].p.spans, p.spans...)
+				continue
+			}
+			streams = append(streams, &orderedStream{ks: p.ks, p: p, r: r, spans: spans, desc: desc, entries: entries})
+		}
+	}
+	for _, st := range streams {
+		st.advance()
+	}
+	for n := 0; ; n++ {
+		i := -1
+		for j, st := range streams {
+			if !st.ok {
+				continue
+			}
+			if i < 0 {
+				i = j
+				continue
+			}
+			c := bytes.Compare(st.key, streams[i].key)
+			if (!desc && c < 0) || (desc && c > 0) {
+				i = j
+			}
+		}
+		if i < 0 {
+			break
+		}
+		st := streams[i]
+		if testHookOrderedEntry != nil {
+			testHookOrderedEntry()
+		}
+		doc, err := st.r.Get(st.item)
+		switch {
+		case errors.Is(err, replica.ErrNotFound):
+		case err != nil:
+			return err
+		default:
+			*loaded++
+			if !s.gone(doc) && !fn(nil, nil, st.key, doc) {
+				return nil
+			}
+		}
+		st.advance()
+		if n%256 == 255 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+	}
+	for _, st := range streams {
+		if st.failed != nil {
+			return st.failed
+		}
+	}
+	return nil
+}
+
+// testHookOrderedEntry, when set (by tests), runs after an ordered read
+// found an index entry and before it loads the document.
+var testHookOrderedEntry func()
+
+// orderedStream walks one keyspace's index spans in order (or backwards),
+// yielding the entries of the items its part holds.
+type orderedStream struct {
+	ks      uint64
+	p       part
+	r       replica.Reader
+	spans   []replica.Span
+	desc    bool
+	it      replica.Iter
+	next    int // the next span to open
+	key     []byte
+	item    []byte
+	ok      bool
+	entries *int
+	failed  error
+}
+
+func (st *orderedStream) advance() {
+	st.ok = false
+	for {
+		if st.it == nil {
+			if st.next >= len(st.spans) {
+				return
+			}
+			st.it = st.r.NewIter(st.spans[st.next], st.desc)
+			st.next++
+		}
+		for st.it.Next() {
+			*st.entries++
+			if st.p.holds(st.it.Value()) {
+				st.key, st.item, st.ok = st.it.Key(), st.it.Value(), true
+				return
+			}
+		}
+		if err := st.it.Err(); err != nil {
+			st.failed = err
+			return
+		}
+		_ = st.it.Close()
+		st.it = nil
+	}
+}
+
+func (st *orderedStream) close() {
+	if st.it != nil {
+		_ = st.it.Close()
+		st.it = nil
+	}
+}

@@ -1,0 +1,203 @@
+// Package replica is the seam between the engine and the storage of
+// physical partitions (docs/storage-seams.md). A physical partition's data
+// lives in a keyspace: one contiguous span of the node's store holding its
+// items, every entry derived from them and its sequence (LSN). The engine
+// reaches keyspaces only through Host and Replica, with keys relative to the
+// keyspace; it never imports the store.
+//
+// Local implements the seam on the node's Pebble store (package store), and
+// Meta the catalog's backend on the same store; a replicated implementation
+// (Raft groups) will implement the same interfaces.
+//
+// Invariants:
+//   - Every key of a keyspace lies in its span; dropping a keyspace removes
+//     its data and nothing else.
+//   - Relative keys starting with 0x00 belong to the replica itself (its LSN
+//     reservation); a Batch refuses them, and readers see them only in spans
+//     that start below 0x01.
+//   - LSNs issued by a Replica strictly increase and are never reused, across
+//     restarts too; StableLSN never passes an LSN held by an open
+//     transaction.
+package replica
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+)
+
+// ErrNotFound is returned by Get when a key has no value.
+var ErrNotFound = errors.New("replica: not found")
+
+// ErrUnavailable is returned while a replica cannot serve (its store
+// recovers from a failed disk write, or is shutting down). Nothing the
+// failed operation carried was applied; retrying later is safe.
+var ErrUnavailable = errors.New("replica: unavailable")
+
+// NoSpaceError is returned by Commit when the store refuses writes for
+// lack of disk space; reads go on.
+type NoSpaceError struct {
+	Free     int64 // bytes free when the write was refused
+	ResumeAt int64 // free bytes above which writes resume
+	Err      error // the underlying error
+}
+
+// Error says how much space is free and when writes resume.
+func (e *NoSpaceError) Error() string {
+	return fmt.Sprintf("replica: disk full: %d bytes free, writes resume above %d", e.Free, e.ResumeAt)
+}
+
+// Unwrap returns the store's refusal.
+func (e *NoSpaceError) Unwrap() error { return e.Err }
+
+// Span is a half-open span [Lower, Upper) of keys relative to a keyspace. A
+// nil Upper means the end of the keyspace.
+type Span struct {
+	Lower, Upper []byte
+}
+
+// Contains reports whether key lies in s.
+func (s Span) Contains(key []byte) bool {
+	return bytes.Compare(key, s.Lower) >= 0 && (s.Upper == nil || bytes.Compare(key, s.Upper) < 0)
+}
+
+// Empty reports whether s holds no key.
+func (s Span) Empty() bool {
+	return s.Upper != nil && bytes.Compare(s.Lower, s.Upper) >= 0
+}
+
+// PrefixSpan is the span of the keys that start with p.
+func PrefixSpan(p []byte) Span {
+	end := bytes.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xFF {
+			end[i]++
+			return Span{Lower: p, Upper: end[:i+1]}
+		}
+	}
+	return Span{Lower: p} // p is all 0xFF: no upper bound
+}
+
+// Iter walks a span in key order (or in reverse). It starts before the
+// first key: call Next first. Key and Value are valid until the next call
+// of Next or Close.
+type Iter interface {
+	// Next moves to the next key and reports whether there is one.
+	Next() bool
+	// Key is the current key.
+	Key() []byte
+	// Value is the current value.
+	Value() []byte
+	// Err is the error that ended the walk, if any.
+	Err() error
+	// Close releases the iterator; it is safe to call twice.
+	Close() error
+}
+
+// Reader reads a keyspace.
+type Reader interface {
+	// Get returns a copy of key's value, or ErrNotFound.
+	Get(key []byte) ([]byte, error)
+	// NewIter returns an iterator over span, in reverse key order when
+	// reverse is set. The caller must close it.
+	NewIter(span Span, reverse bool) Iter
+}
+
+// Snapshot is a consistent view of a keyspace's applied state: every read
+// sees the same writes. It must be closed.
+type Snapshot interface {
+	Reader
+	Close()
+}
+
+// Batch collects writes to one keyspace, applied atomically by
+// Replica.Commit. An indexed batch also reads: its reads see the latest
+// applied state with the batch's own writes on top. A batch must be closed
+// (after Commit too).
+type Batch interface {
+	Reader
+	Set(key, value []byte)
+	Delete(key []byte)
+	DeleteSpan(span Span)
+	// Empty reports whether the batch holds no write.
+	Empty() bool
+	Close()
+}
+
+// Replica is one keyspace: the data of one physical partition, or of
+// sibling partitions split from one parent that still share it.
+type Replica interface {
+	// ID is the keyspace's id.
+	ID() uint64
+	// Reader reads the latest applied state, one key or iterator at a
+	// time (a point read needs no snapshot).
+	Reader
+	// Snapshot returns a consistent view of the applied state.
+	Snapshot() (Snapshot, error)
+	// NewBatch returns a batch for this keyspace; indexed batches read.
+	NewBatch(indexed bool) Batch
+	// Commit applies b atomically (durably, if the store syncs). When it
+	// fails nothing was applied: ErrUnavailable, *NoSpaceError, or the
+	// refusal of a batch that wrote an empty or reserved (0x00) key or
+	// belongs to another keyspace.
+	Commit(b Batch) error
+
+	// NextLSN issues the next LSN to a transaction. If *first is 0, the
+	// LSN becomes *first and holds StableLSN below it until
+	// ReleaseLSN(*first).
+	NextLSN(first *uint64) (uint64, error)
+	// ReleaseLSN ends the hold of a transaction whose first LSN was first
+	// (after its commit, or when it is abandoned); 0 is a no-op.
+	ReleaseLSN(first uint64)
+	// StableLSN is the largest LSN at or below which every LSN issued is
+	// committed or abandoned.
+	StableLSN() uint64
+	// LastLSN is the most recently issued LSN; before the first, the one
+	// below the keyspace's first LSN (which starts above every LSN an older
+	// release issued, so old session tokens stay valid).
+	LastLSN() uint64
+}
+
+// Host is a node's set of keyspaces.
+type Host interface {
+	// Replica returns keyspace id's replica (an empty keyspace if it holds
+	// nothing yet).
+	Replica(id uint64) (Replica, error)
+	// Keyspaces lists the ids of the keyspaces holding at least one key
+	// (an LSN reservation counts), in order.
+	Keyspaces(ctx context.Context) ([]uint64, error)
+	// Drop deletes everything keyspace id holds, its LSN too.
+	Drop(id uint64) error
+}
+
+// Scan calls fn with every key and value of span in r, in key order, until
+// fn returns false; it checks ctx every few hundred keys. Key and value are
+// valid only during the call.
+func Scan(ctx context.Context, r Reader, span Span, fn func(key, value []byte) bool) error {
+	return scan(ctx, r.NewIter(span, false), fn)
+}
+
+// ScanReverse is Scan in reverse key order.
+func ScanReverse(ctx context.Context, r Reader, span Span, fn func(key, value []byte) bool) error {
+	return scan(ctx, r.NewIter(span, true), fn)
+}
+
+func scan(ctx context.Context, it Iter, fn func(key, value []byte) bool) (err error) {
+	defer func() {
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	for n := 0; it.Next(); n++ {
+		if n%256 == 255 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if !fn(it.Key(), it.Value()) {
+			return nil
+		}
+	}
+	return it.Err()
+}
