@@ -8,7 +8,7 @@ CONFORMANCE ?= .
 # Power-loss cycles of make powerloss (seeded by the clock unless POWERLOSS_SEED is set).
 POWERLOSS_CYCLES ?= 1000
 
-.PHONY: run build test test-go test-node lint conformance fuzz crashloop bench powerloss diskfull clean
+.PHONY: run build test test-go test-node invariants lint conformance fuzz crashloop bench powerloss diskfull clean
 
 run:
 	$(GO) run ./cmd/partita serve
@@ -31,6 +31,11 @@ test-go:
 test-node: build
 	cd test/node && { [ -d node_modules ] || npm ci --no-audit --no-fund; }
 	cd test/node && PARTITA_BIN=$(CURDIR)/$(BIN) node --test
+
+# The engine's tests with its invariants checked: every engine a test
+# opens is checked (engine.Check) when the test ends.
+invariants:
+	$(GO) test -race -tags invariants ./internal/engine/...
 
 lint:
 	test -z "$$(gofmt -l .)" || { gofmt -l .; exit 1; }

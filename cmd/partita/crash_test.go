@@ -10,11 +10,13 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -89,7 +91,8 @@ func crashCycles(t *testing.T) int {
 // transactional batches and stored procedures write and partitions split,
 // restarts it, and after every cycle checks that every transaction is
 // wholly present or wholly absent and that every acknowledged one is
-// present (durability=sync). PARTITA_CRASH_CYCLES cycles of about 1.5 s of
+// present (durability=sync), then stops the server and runs partita check
+// on the data directory. PARTITA_CRASH_CYCLES cycles of about 1.5 s of
 // load each (default 2; make crashloop runs more).
 func TestCrashAtomicity(t *testing.T) {
 	if testing.Short() {
@@ -192,6 +195,14 @@ func TestCrashAtomicity(t *testing.T) {
 		if t.Failed() {
 			t.Fatalf("cycle %d of %d failed", cycle+1, cycles)
 		}
+		// With the server stopped, the data directory checks clean.
+		stopServer(t, cmd)
+		checkData(t, bin, data, fmt.Sprintf("cycle %d of %d", cycle+1, cycles))
+		if cycle+1 < cycles {
+			endpoint, cmd = start(t, bin, addr, data)
+			c = client(t, endpoint, data)
+			hc = trustingClient(t, data)
+		}
 	}
 	nAcked := 0
 	acked.Range(func(_, _ any) bool { nAcked++; return true })
@@ -199,6 +210,29 @@ func TestCrashAtomicity(t *testing.T) {
 		t.Errorf("only %d transactions were acknowledged: the load did not run", nAcked)
 	}
 	t.Logf("%d cycles: %d transactions acknowledged, %d present, %d splits, no violation", cycles, nAcked, total, splits.Load())
+}
+
+// stopServer stops a server with SIGTERM and waits for it to exit 0.
+func stopServer(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("partita serve after SIGTERM: %v, want exit status 0", err)
+	}
+}
+
+// checkData runs the binary's `partita check` on the data directory of a
+// stopped server and fails the test, printing its report, unless it finds
+// nothing (exit 0).
+func checkData(t *testing.T, bin, data, when string) {
+	t.Helper()
+	out, err := exec.Command(bin, "check", "--data", data).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: partita check --data %s: %v\n%s", when, data, err, out)
+	}
+	t.Logf("%s: partita check: %s", when, bytes.TrimSpace(out))
 }
 
 // rangeIDs returns the ids of container k's current ranges (none on error).

@@ -132,6 +132,10 @@ type RangeRecord struct {
 	// (docs/storage-seams.md): its own from creation, its parent's after a
 	// split (siblings share it).
 	Keyspace uint64 `json:"keyspace"`
+	// From is the keyspace the range's data was copied from when it got a
+	// keyspace of its own (MoveRange), until the engine has deleted what it
+	// left there (Collected); 0 when none.
+	From uint64 `json:"from,omitempty"`
 }
 
 // Container is a container's catalog entry.
@@ -411,6 +415,76 @@ func (c *Catalog) newKeyspaceLocked(ch *changes) (uint64, error) {
 	c.mu.keyspace++
 	ch.put(keyKeyspace, binary.BigEndian.AppendUint64(nil, c.mu.keyspace))
 	return c.mu.keyspace, nil
+}
+
+// NewKeyspace allocates a keyspace id for a range the engine is about to
+// move (MoveRange). An id never used by a move is harmless: no container
+// refers to its keyspace, which the engine drops at start.
+func (c *Catalog) NewKeyspace() (uint64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := newChanges()
+	ks, err := c.newKeyspaceLocked(ch)
+	if err != nil {
+		return 0, err
+	}
+	if err := ch.apply(c.be); err != nil {
+		c.mu.keyspace--
+		return 0, err
+	}
+	return ks, nil
+}
+
+// MoveRange records that range rangeID of container db/id (internal id
+// internal) now lives in keyspace to, having been copied from keyspace
+// from, whose leftovers the engine must then collect. It returns
+// ErrNotFound when the container or the range is gone (a split since), and
+// an *InvalidError when the range does not live in from.
+func (c *Catalog) MoveRange(db, id string, internal uint64, rangeID string, from, to uint64) (*Container, error) {
+	return c.updateRange(db, id, internal, rangeID, func(r *RangeRecord) error {
+		if r.Keyspace != from || r.From != 0 {
+			return invalid(fmt.Sprintf("range %s lives in keyspace %d (from %d), not %d", rangeID, r.Keyspace, r.From, from))
+		}
+		r.Keyspace, r.From = to, from
+		return nil
+	})
+}
+
+// Collected records that the engine deleted what range rangeID left in the
+// keyspace it moved from.
+func (c *Catalog) Collected(db, id string, internal uint64, rangeID string) (*Container, error) {
+	return c.updateRange(db, id, internal, rangeID, func(r *RangeRecord) error {
+		r.From = 0
+		return nil
+	})
+}
+
+func (c *Catalog) updateRange(db, id string, internal uint64, rangeID string, fn func(*RangeRecord) error) (*Container, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old, ok := c.mu.colls[db][id]
+	if !ok || old.Internal != internal {
+		return nil, ErrNotFound
+	}
+	k := *old
+	k.Ranges = slices.Clone(old.Ranges)
+	i := slices.IndexFunc(k.Ranges, func(r RangeRecord) bool { return r.ID == rangeID })
+	if i < 0 {
+		return nil, ErrNotFound
+	}
+	if err := fn(&k.Ranges[i]); err != nil {
+		return nil, err
+	}
+	if err := k.buildMap(); err != nil {
+		return nil, err
+	}
+	ch := newChanges()
+	putJSON(ch, collKey(db, id), &k)
+	if err := ch.apply(c.be); err != nil {
+		return nil, err
+	}
+	c.mu.colls[db][id] = &k
+	return &k, nil
 }
 
 // ReserveRIDs reserves at least n _rid sequence numbers of container db/id
@@ -766,9 +840,10 @@ func (c *Catalog) SplitRange(db, id, rangeID string, at partition.EPK) (*Contain
 	}
 	k := *old
 	parents := append(slices.Clone(parent.Parents), parent.ID)
-	ks, _ := old.Keyspace(rangeID)
-	lo := RangeRecord{ID: strconv.Itoa(k.NextRangeID), Min: parent.Min.String(), Max: at.String(), Parents: parents, Keyspace: ks}
-	hi := RangeRecord{ID: strconv.Itoa(k.NextRangeID + 1), Min: at.String(), Max: parent.Max.String(), Parents: parents, Keyspace: ks}
+	i := slices.IndexFunc(old.Ranges, func(r RangeRecord) bool { return r.ID == rangeID })
+	ks, from := old.Ranges[i].Keyspace, old.Ranges[i].From
+	lo := RangeRecord{ID: strconv.Itoa(k.NextRangeID), Min: parent.Min.String(), Max: at.String(), Parents: parents, Keyspace: ks, From: from}
+	hi := RangeRecord{ID: strconv.Itoa(k.NextRangeID + 1), Min: at.String(), Max: parent.Max.String(), Parents: parents, Keyspace: ks, From: from}
 	k.Ranges = nil
 	for _, r := range old.Ranges {
 		if r.ID == rangeID {

@@ -1,5 +1,5 @@
 // Package cli implements the partita command: its subcommands (serve,
-// advise, bench, version), flags, and PARTITA_* environment variables. It is the only
+// check, advise, bench, version), flags, and PARTITA_* environment variables. It is the only
 // reader of flags and the environment, and the only place that picks log
 // handlers.
 package cli
@@ -28,6 +28,7 @@ const usage = `partita — a Cosmos DB-compatible partitioned document database
 
 Usage:
   partita serve [flags]    run the server (partita serve -h for flags)
+  partita check --data DIR check a stopped server's data directory for inconsistencies (exit 1 if any)
   partita advise [flags]   recommend a partition key from a sample of items (and a workload)
   partita bench [flags]    generate load against a Cosmos DB endpoint and report throughput, RU/s, 429s, latency
   partita version          print the version
@@ -45,6 +46,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return serve(ctx, args[1:], stdout, stderr)
+	case "check":
+		return checkCmd(ctx, args[1:], stdout, stderr)
 	case "advise":
 		return adviseCmd(ctx, args[1:], stdout, stderr)
 	case "bench":

@@ -18,7 +18,7 @@ func benchEngine(b *testing.B, sync bool) *Engine {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
-	e, err := openOn(context.Background(), st, Config{}, nil, nil)
+	e, err := openOn(b, context.Background(), st, Config{}, nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -50,7 +50,9 @@ type ChangePage struct {
 	// Position is where to continue from (the response's etag): the LSN of
 	// the scope's keyspace, or for a scope over several keyspaces one
 	// "<range>:<lsn>" per range, ";"-separated.
-	Position     string
+	Position string
+	// Entries is how many change entries the page read.
+	Entries      int
 	RU           float64
 	Session      string
 	ContainerRID string
@@ -87,10 +89,11 @@ func (g feedGroup) holds(key []byte) bool {
 // reads one snapshot of each keyspace. Errors: 404; 410/1002 for a range id
 // that no longer exists; 400 for a bad sub-range or position.
 func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFeed) (ChangePage, error) {
-	c, err := e.container(db, coll)
+	c, release, err := e.readContainer(db, coll)
 	if err != nil {
 		return ChangePage{}, err
 	}
+	defer release()
 	r, err := resolveScope(c, req.Scope)
 	if err != nil {
 		return ChangePage{}, err
@@ -216,7 +219,7 @@ func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFee
 		// Read to the stable mark: nothing of the scope lies between.
 		g.pos = stable
 	}
-	p.Position = positions(groups)
+	p.Position, p.Entries = positions(groups), entries
 	if len(p.Items) == 0 && entries == 0 {
 		p.RU = throughput.MinimumCost()
 	} else {

@@ -36,7 +36,7 @@ func TestDiskFull(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := openOn(ctx, st, Config{GatewayQueryFull: true}, nil, nil)
+		e, err := openOn(t, ctx, st, Config{GatewayQueryFull: true}, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -156,11 +156,16 @@ type Engine struct {
 	cat   *catalog.Catalog
 	rids  ridAllocator
 	locks lockTable
-	colls containerLocks
-	limit *throughput.Limiter // nil: no rate limiting
-	grown grown               // containers to check for splits
-	hot   hotKeys             // request units per logical partition, per range
-	progs programs
+	// colls: item transactions hold their container's shared, work that
+	// must see no writes (an index rebuild, a separation's cut-over)
+	// exclusively. maps: reads hold it shared from resolving a container's
+	// ranges to keyspaces until they are done, a separation's cut-over
+	// exclusively, so no read uses a mapping whose data is being collected.
+	colls, maps containerLocks
+	limit       *throughput.Limiter // nil: no rate limiting
+	grown       grown               // containers to check for splits
+	hot         hotKeys             // request units per logical partition, per range
+	progs       programs
 	// scripts and queries bound the heavy work running at once (gate).
 	scripts, queries *gate
 }

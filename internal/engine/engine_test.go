@@ -29,7 +29,7 @@ func testEngineWith(t testing.TB, cfg Config) *Engine {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	e, err := openOn(t.Context(), st, cfg, nil, nil)
+	e, err := openOn(t, t.Context(), st, cfg, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,13 +139,19 @@ func TestManyPartitionsInParallel(t *testing.T) {
 }
 
 // openOn opens an engine on st through the local replica host, as the
-// server does.
-func openOn(ctx context.Context, st *store.Store, cfg Config, now func() time.Time, log *slog.Logger) (*Engine, error) {
+// server does. Built with -tags invariants, a test's engine is checked
+// (Check) when the test ends, before the cleanups registered earlier (its
+// store's Close) run; see checkAtCleanup.
+func openOn(t testing.TB, ctx context.Context, st *store.Store, cfg Config, now func() time.Time, log *slog.Logger) (*Engine, error) {
 	host, err := replica.OpenLocal(ctx, st, log)
 	if err != nil {
 		return nil, err
 	}
-	return New(ctx, host, host.Meta(), cfg, now, log)
+	e, err := New(ctx, host, host.Meta(), cfg, now, log)
+	if err == nil && checkOnCleanup {
+		checkAtCleanup(t, e)
+	}
+	return e, err
 }
 
 // countSpan counts the keys of span in every keyspace of container c.

@@ -129,10 +129,11 @@ func (e *Engine) pageLimit(maxItems int) int {
 // restricted to scope, resuming after continuation. Errors: 404, 410/1002
 // for a range id that no longer exists, 400 for a bad continuation.
 func (e *Engine) ReadFeed(ctx context.Context, db, coll string, scope Scope, maxItems int, continuation string) (Page, error) {
-	c, err := e.container(db, coll)
+	c, release, err := e.readContainer(db, coll)
 	if err != nil {
 		return Page{}, err
 	}
+	defer release()
 	r, err := resolveScope(c, scope)
 	if err != nil {
 		return Page{}, err

@@ -167,10 +167,11 @@ func (e *Engine) PatchItem(ctx context.Context, ref ItemRef, pk document.Partiti
 // missing or malformed partition key. Reads take no lock: they see the last
 // committed version.
 func (e *Engine) ReadItem(ctx context.Context, ref ItemRef, pk document.PartitionKey, ifNoneMatch string) (Result, error) {
-	c, err := e.container(ref.DB, ref.Container)
+	c, release, err := e.readContainer(ref.DB, ref.Container)
 	if err != nil {
 		return Result{}, err
 	}
+	defer release()
 	loc, err := locate(c, pk, ref.ID)
 	if err != nil {
 		return Result{}, err

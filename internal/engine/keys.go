@@ -258,3 +258,18 @@ func intersect(a, b replica.Span) replica.Span {
 	}
 	return a
 }
+
+// uniqueEPKSpan is the span of the entries of unique key number key for the
+// logical partitions whose EPK lies in [min, max) (an empty min: from the
+// start; nil max: to the end).
+func uniqueEPKSpan(key uint16, min, max []byte) replica.Span {
+	prefix := binary.BigEndian.AppendUint16([]byte{kindUnique}, key)
+	s := replica.PrefixSpan(prefix)
+	if len(min) > 0 {
+		s.Lower = appendEscaped(bytes.Clone(prefix), min)
+	}
+	if max != nil {
+		s.Upper = appendEscaped(bytes.Clone(prefix), max)
+	}
+	return s
+}

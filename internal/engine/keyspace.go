@@ -30,6 +30,21 @@ func (e *Engine) replicaOf(c *catalog.Container, r partition.Range) (replica.Rep
 	return rep, nil
 }
 
+// readContainer resolves db/coll for a read and holds its mapping of ranges
+// to keyspaces until release: a separation cannot collect data the read may
+// still look for.
+func (e *Engine) readContainer(db, coll string) (c *catalog.Container, release func(), err error) {
+	c, err = e.container(db, coll)
+	if err != nil {
+		return nil, nil, err
+	}
+	release = e.maps.shared(c.Internal)
+	if cur, err := e.cat.Container(db, coll); err == nil && cur.Internal == c.Internal {
+		c = cur // the mapping as of now, held
+	}
+	return c, release, nil
+}
+
 // initKeyspaces marks the keyspaces of a new container as holding derived
 // entries in the current format, so that ensureIndexes does not rebuild
 // them at the next start.

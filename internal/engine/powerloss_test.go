@@ -118,7 +118,7 @@ func TestPowerLoss(t *testing.T) {
 		if err != nil {
 			t.Fatalf("cycle %d: open the crash clone: %v (seed %d)", cycle, err, seed)
 		}
-		e, err := openOn(ctx, st, Config{GatewayQueryFull: true}, nil, nil)
+		e, err := openOn(t, ctx, st, Config{GatewayQueryFull: true}, nil, nil)
 		if err != nil {
 			t.Fatalf("cycle %d: open the engine on the crash clone: %v (seed %d)", cycle, err, seed)
 		}
@@ -338,6 +338,12 @@ type plDoc struct {
 func plCheck(ctx context.Context, e *Engine, live map[string]*plLive, known map[string]*plTxn, run *plRun, acked map[string]bool) (map[string]*plLive, []string) {
 	var bad []string
 	fail := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
+	// Every derived entry matches the items, and no entry is left over.
+	if report, err := e.Check(ctx); err != nil {
+		fail("check: %v", err)
+	} else if !report.OK() {
+		fail("check:\n%s", report)
+	}
 	var docs []plDoc
 	for cont := ""; ; {
 		p, err := e.ReadFeed(ctx, "db", "k", Scope{}, 1000, cont)

@@ -134,10 +134,11 @@ func (t queryToken) encode() string {
 // resumes where it stopped; others are evaluated whole for each page.
 func (e *Engine) QueryItems(ctx context.Context, db, coll string, scope Scope, q Query) (Page, error) {
 	start := time.Now()
-	c, err := e.container(db, coll)
+	c, release, err := e.readContainer(db, coll)
 	if err != nil {
 		return Page{}, err
 	}
+	defer release()
 	ast, prog, err := compile(q, exec.WithUDFs(e.udfLookup(c)))
 	if err != nil {
 		return Page{}, err

@@ -145,7 +145,7 @@ func (d *queryBenchData) build(b *testing.B) error {
 	// 2-core machine: the default QueryMaxTime (1 minute) would turn a
 	// slower run into a 408 and abort the benchmark.
 	cfg := Config{GatewayQueryFull: true, QueryMaxTime: 10 * time.Minute}
-	if d.e, err = openOn(context.Background(), d.st, cfg, nil, nil); err != nil {
+	if d.e, err = openOn(b, context.Background(), d.st, cfg, nil, nil); err != nil {
 		return err
 	}
 	if _, err := d.e.CreateDatabase("db", Throughput{}); err != nil {

@@ -227,7 +227,7 @@ func newGoldenLayout(t *testing.T, ranges int, items []json.RawMessage) goldenLa
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	e, err := openOn(t.Context(), st, Config{GatewayQueryFull: true}, nil, nil)
+	e, err := openOn(t, t.Context(), st, Config{GatewayQueryFull: true}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

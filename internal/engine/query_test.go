@@ -251,7 +251,7 @@ func TestOrderEntriesRebuiltOnOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := openOn(t.Context(), st, Config{}, nil, nil)
+	e, err := openOn(t, t.Context(), st, Config{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +277,7 @@ func TestOrderEntriesRebuiltOnOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if e, err = openOn(t.Context(), st, Config{}, nil, nil); err != nil {
+	if e, err = openOn(t, t.Context(), st, Config{}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	got := queryAll(t, e, Scope{}, q)

@@ -23,7 +23,7 @@ func planEngine(t *testing.T) *Engine {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	e, err := openOn(t.Context(), st, Config{}, nil, nil)
+	e, err := openOn(t, t.Context(), st, Config{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -170,6 +170,7 @@ func (e *Engine) Run(ctx context.Context) {
 			return
 		case <-t.C:
 			e.checkSplits(ctx)
+			e.checkSeparations(ctx)
 		}
 	}
 }

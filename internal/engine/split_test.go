@@ -19,7 +19,7 @@ func loadEngine(t *testing.T) *Engine {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	e, err := openOn(t.Context(), st, Config{RateLimit: true, LoadSplits: true}, nil, nil)
+	e, err := openOn(t, t.Context(), st, Config{RateLimit: true, LoadSplits: true}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func TestLogicalPartitionCap(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := openOn(t.Context(), st, Config{LogicalPartitionMaxBytes: 4000}, nil, nil)
+		e, err := openOn(t, t.Context(), st, Config{LogicalPartitionMaxBytes: 4000}, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

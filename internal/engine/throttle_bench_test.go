@@ -36,7 +36,7 @@ func BenchmarkHotVsSpreadKeys(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer st.Close()
-			e, err := openOn(context.Background(), st, Config{RateLimit: true, AdaptiveCapacity: tc.adaptive}, nil, nil)
+			e, err := openOn(b, context.Background(), st, Config{RateLimit: true, AdaptiveCapacity: tc.adaptive}, nil, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

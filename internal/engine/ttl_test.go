@@ -40,7 +40,7 @@ func ttlEngine(t *testing.T) (*Engine, *fakeClock) {
 	}
 	t.Cleanup(func() { st.Close() })
 	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
-	e, err := openOn(t.Context(), st, Config{RateLimit: true}, clock.now, nil)
+	e, err := openOn(t, t.Context(), st, Config{RateLimit: true}, clock.now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

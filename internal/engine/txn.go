@@ -123,15 +123,7 @@ func (t *lpTxn) commit() error {
 	if t.done {
 		return fmt.Errorf("engine: commit of a finished transaction")
 	}
-	if t.statsDirty {
-		t.stats.key = t.pk.String()
-		k := statsKey(t.epk, t.pkEnc)
-		if t.stats.items <= 0 {
-			t.b.Delete(k)
-		} else {
-			t.b.Set(k, t.stats.encode())
-		}
-	}
+	t.writeStats()
 	var err error
 	if !t.b.Empty() {
 		err = t.rep.Commit(t.b)
@@ -151,6 +143,21 @@ func (t *lpTxn) commit() error {
 		t.e.chargeLP(t.c, t.rng, t.pk.String(), ru)
 	}
 	return translate(err)
+}
+
+// writeStats puts the logical partition's statistics in the batch, if the
+// transaction changed them.
+func (t *lpTxn) writeStats() {
+	if !t.statsDirty {
+		return
+	}
+	t.stats.key = t.pk.String()
+	k := statsKey(t.epk, t.pkEnc)
+	if t.stats.items <= 0 {
+		t.b.Delete(k)
+	} else {
+		t.b.Set(k, t.stats.encode())
+	}
 }
 
 func (t *lpTxn) key(id string) []byte {
@@ -351,6 +358,13 @@ func (t *lpTxn) erase(id string, old []byte, props document.SystemProps) (terms 
 		return 0, translate(err)
 	}
 	t.lsn = lsn
+	return t.drop(id, old, props)
+}
+
+// drop deletes item id, stored as old with system properties props, with
+// its derived entries and its share of the statistics, and returns how many
+// index terms it removed: erase without taking an LSN.
+func (t *lpTxn) drop(id string, old []byte, props document.SystemProps) (terms int, err error) {
 	seq, err := ridSeq(props.RID)
 	if err != nil {
 		return 0, translate(fmt.Errorf("stored item %q: %w", id, err))

@@ -402,7 +402,7 @@ func TestUniqueRebuild(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := openOn(t.Context(), st, Config{}, nil, nil)
+		e, err := openOn(t, t.Context(), st, Config{}, nil, nil)
 		if err != nil {
 			st.Close()
 			t.Fatal(err)
@@ -447,6 +447,7 @@ func TestUniqueRebuild(t *testing.T) {
 // still has them does.
 func TestUniqueStaleEntry(t *testing.T) {
 	e := uniqueEngine(t, []string{"/email"})
+	skipCheck(e, "drops an item without the engine, leaving its entries behind")
 	ctx := t.Context()
 	c, err := e.container("db", "u")
 	if err != nil {

@@ -436,6 +436,14 @@ func (r *localReplica) StableLSN() uint64 { return r.seq.stable() }
 // below where the keyspace's LSNs start.
 func (r *localReplica) LastLSN() uint64 { return r.seq.last() }
 
+// AdvanceLSN makes every later LSN greater than lsn (see Replica).
+func (r *localReplica) AdvanceLSN(lsn uint64) error {
+	if err := r.seq.advance(lsn); err != nil {
+		return fmt.Errorf("replica: keyspace %d: %w", r.id, err)
+	}
+	return nil
+}
+
 // sequencer issues a keyspace's LSNs: strictly increasing, never reused
 // across restarts. It reserves them durably in blocks of lsnBlock (the
 // reservation's limit is stored at the keyspace's lsnKey), and starts
@@ -484,6 +492,27 @@ func (s *sequencer) next(first *uint64) (uint64, error) {
 		s.mu.open[n]++
 	}
 	return n, nil
+}
+
+// advance moves the next number past lsn, durably, if it is not already.
+func (s *sequencer) advance(lsn uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.next > lsn {
+		return nil
+	}
+	if limit := lsn + 1 + lsnBlock; s.mu.limit < limit {
+		b := s.st.NewBatch()
+		b.Set(s.key, binary.BigEndian.AppendUint64(nil, limit))
+		err := b.Commit()
+		b.Close()
+		if err != nil {
+			return fmt.Errorf("reserve LSNs: %w", mapErr(err))
+		}
+		s.mu.limit = limit
+	}
+	s.mu.next = lsn + 1
+	return nil
 }
 
 // release ends the hold of a transaction whose first number was first;

@@ -153,6 +153,10 @@ type Replica interface {
 	// StableLSN is the largest LSN at or below which every LSN issued is
 	// committed or abandoned.
 	StableLSN() uint64
+	// AdvanceLSN makes every LSN issued from now on, across restarts too,
+	// greater than lsn: a keyspace taking over a range from another
+	// continues its sequence.
+	AdvanceLSN(lsn uint64) error
 	// LastLSN is the most recently issued LSN; before the first, the one
 	// below the keyspace's first LSN (which starts above every LSN an older
 	// release issued, so old session tokens stay valid).

@@ -1,0 +1,513 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/document"
+	"github.com/partitadb/partita/internal/partition"
+	"github.com/partitadb/partita/internal/replica"
+)
+
+// Separation (docs/storage-seams.md): a split leaves its children sharing
+// their parent's keyspace; separation gives one of them a keyspace of its
+// own, so that each physical partition is again one span and a range's
+// reads do not pass over its siblings' entries.
+//
+//  1. Copy: the range's items are copied, with their derived entries, from
+//     a snapshot of the shared keyspace into a new one, through the same
+//     functions the write path uses (lpTxn.place, lpTxn.drop), no lock
+//     held. A crash leaves a keyspace nothing refers to: dropped at start.
+//  2. Catch up: the change entries written since (in the range's span) are
+//     copied again at their latest version; logical partitions whose
+//     statistics differ may have lost items, which are dropped (before the
+//     copies, so a copy never meets a stale holder of its unique values,
+//     and after them, when equal statistics mean equal items). Rounds
+//     repeat while writes keep coming, up to maxCatchUpRounds. The first
+//     round, from position 0, is the copy.
+//  3. Cut over: with the container's writers and readers held off (colls
+//     and maps exclusive), a last round, the new keyspace's LSNs are
+//     advanced past the old one's, and the catalog records the move.
+//  4. Collect: what the range left in the old keyspace is deleted; the
+//     catalog's RangeRecord.From remembers it until then, so a crash
+//     resumes it (Run).
+//
+// Every item keeps its _rid, _etag and _ts, and its change entry its LSN,
+// so continuations, change-feed positions and session tokens taken before
+// stay valid.
+
+// maxCatchUpRounds bounds the catch-up rounds before the cut-over, which
+// then copies whatever the last round left under the lock.
+const maxCatchUpRounds = 8
+
+// SeparateRange gives range rangeID of db/coll a keyspace of its own if it
+// shares one with a sibling (a no-op otherwise), and deletes what it left
+// in the shared one. Errors: 404 for an unknown container or range.
+func (e *Engine) SeparateRange(ctx context.Context, db, coll, rangeID string) error {
+	c, err := e.container(db, coll)
+	if err != nil {
+		return err
+	}
+	r, ok := c.Map().ByID(rangeID)
+	if !ok {
+		return rangeGone(rangeID)
+	}
+	if err := e.separate(ctx, c, r); err != nil {
+		return translate(err)
+	}
+	c, err = e.container(db, coll)
+	if err != nil {
+		return err
+	}
+	return translate(e.collect(ctx, c, rangeID))
+}
+
+// shared reports whether range r of c shares its keyspace with another.
+func shared(c *catalog.Container, r partition.Range) bool {
+	ks, _ := c.Keyspace(r.ID)
+	for _, o := range c.Map().Ranges() {
+		if o.ID != r.ID {
+			if k, _ := c.Keyspace(o.ID); k == ks {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// errMoved aborts a separation whose range changed under it (it split, its
+// container went, or its indexing policy changed); the next check tries
+// again.
+var errMoved = errors.New("engine: the range changed during its separation")
+
+// separate moves range r of c into a new keyspace (steps 1–3 above).
+func (e *Engine) separate(ctx context.Context, c *catalog.Container, r partition.Range) (err error) {
+	if !shared(c, r) {
+		return nil
+	}
+	from, _ := c.Keyspace(r.ID)
+	src, err := e.host.Replica(from)
+	if err != nil {
+		return err
+	}
+	to, err := e.cat.NewKeyspace()
+	if err != nil {
+		return err
+	}
+	dst, err := e.host.Replica(to)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			// Nothing refers to the new keyspace yet.
+			if derr := e.host.Drop(to); derr != nil {
+				e.log.Warn("drop an abandoned keyspace", "keyspace", to, "err", derr)
+			}
+		}
+	}()
+	e.log.Info("separating a partition", "container", c.Link(), "range", r.ID, "from", from, "to", to)
+	cp := copier{e: e, c: c, dst: dst, span: epkSpan(r.Min, r.Max), stats: statsEPKSpan(r.Min, r.Max)}
+	var after uint64
+	for round := 0; round < maxCatchUpRounds; round++ {
+		n, next, err := cp.round(ctx, src, after)
+		if err != nil {
+			return err
+		}
+		after = next
+		if n < 64 {
+			break
+		}
+	}
+	release := e.colls.exclusive(c.Internal)
+	defer release()
+	releaseMaps := e.maps.exclusive(c.Internal)
+	defer releaseMaps()
+	cur, err := e.cat.Container(c.DB, c.ID)
+	if err != nil || cur.Internal != c.Internal {
+		return errMoved
+	}
+	if ks, ok := cur.Keyspace(r.ID); !ok || ks != from {
+		return errMoved
+	}
+	if cur.PolicyJSON() != c.PolicyJSON() || cur.Indexed != c.Indexed {
+		// The index was rebuilt for another policy during the copy: the
+		// copied entries follow the old one.
+		return errMoved
+	}
+	cp.c = cur
+	if _, _, err := cp.round(ctx, src, after); err != nil {
+		return err
+	}
+	if err := dst.AdvanceLSN(src.LastLSN()); err != nil {
+		return err
+	}
+	if err := e.setFormat(to); err != nil {
+		return err
+	}
+	if _, err := e.cat.MoveRange(c.DB, c.ID, c.Internal, r.ID, from, to); err != nil {
+		return err
+	}
+	e.log.Info("separated a partition", "container", c.Link(), "range", r.ID, "keyspace", to)
+	return nil
+}
+
+// copier copies one range's items into a new keyspace in batches, each
+// holding the items of many logical partitions.
+type copier struct {
+	e     *Engine
+	c     *catalog.Container
+	dst   replica.Replica
+	span  replica.Span // the range's items
+	stats replica.Span // the range's statistics
+	b     replica.Batch
+	lps   map[string]*lpTxn // by logical partition, for the open batch
+	n     int
+}
+
+const copyBatch = 1024
+
+// round copies the range's items whose change entries in src lie after
+// after, drops the items src no longer has, and returns how many items it
+// copied or dropped and the position the next round starts after.
+func (cp *copier) round(ctx context.Context, src replica.Replica, after uint64) (n int, next uint64, err error) {
+	next = src.StableLSN() // every LSN up to it is in the snapshot
+	snap, err := src.Snapshot()
+	if err != nil {
+		return 0, 0, err
+	}
+	defer snap.Close()
+	defer cp.discard()
+	// Items gone from src are dropped before the copies too, so that a
+	// copied item never meets the stale holder of its unique values.
+	dropped, err := cp.dropGone(ctx, snap)
+	if err != nil {
+		return 0, 0, err
+	}
+	var failed error
+	err = replica.Scan(ctx, snap, changeSpan(after), func(_, itemKey []byte) bool {
+		if !cp.span.Contains(itemKey) {
+			return true
+		}
+		doc, err := snap.Get(itemKey)
+		if err == nil {
+			err = cp.place(itemKey, doc)
+		}
+		if err != nil {
+			failed = err
+			return false
+		}
+		n++
+		return true
+	})
+	if err == nil {
+		err = failed
+	}
+	if err == nil {
+		err = cp.flush()
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	more, err := cp.dropGone(ctx, snap)
+	if err != nil {
+		return 0, 0, err
+	}
+	return n + dropped + more, next, nil
+}
+
+// dropGone drops the copied items src's snapshot no longer has: in the
+// logical partitions whose statistics differ between src and the copy (the
+// copy holds every item of src after a round's copies, so equal statistics
+// mean equal items).
+func (cp *copier) dropGone(ctx context.Context, snap replica.Snapshot) (int, error) {
+	want := map[string][]byte{}
+	if err := replica.Scan(ctx, snap, cp.stats, func(k, v []byte) bool {
+		want[string(k)] = bytes.Clone(v)
+		return true
+	}); err != nil {
+		return 0, err
+	}
+	var differ [][]byte
+	if err := replica.Scan(ctx, cp.dst, cp.stats, func(k, v []byte) bool {
+		if !bytes.Equal(want[string(k)], v) {
+			differ = append(differ, bytes.Clone(k))
+		}
+		return true
+	}); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, sk := range differ {
+		epk, pk, err := decodeStatsKey(sk)
+		if err != nil {
+			return n, err
+		}
+		var gone [][]byte
+		if err := replica.Scan(ctx, cp.dst, logicalSpan(epk, pk), func(k, _ []byte) bool {
+			if _, err := snap.Get(k); errors.Is(err, replica.ErrNotFound) {
+				gone = append(gone, bytes.Clone(k))
+			}
+			return true
+		}); err != nil {
+			return n, err
+		}
+		for _, k := range gone {
+			if err := cp.drop(k); err != nil {
+				return n, err
+			}
+			n++
+		}
+	}
+	return n, cp.flush()
+}
+
+// txn returns the transaction of the open batch on itemKey's logical
+// partition, and the item's id.
+func (cp *copier) txn(itemKey, doc []byte) (*lpTxn, string, error) {
+	ik, err := decodeItemKey(itemKey)
+	if err != nil {
+		return nil, "", err
+	}
+	if cp.b == nil {
+		cp.b, cp.lps = cp.dst.NewBatch(true), map[string]*lpTxn{}
+	}
+	lp := string(appendEscaped(appendEscaped(nil, ik.EPK), ik.PK))
+	t := cp.lps[lp]
+	if t == nil {
+		pk, _, err := document.DecodePartitionKey(ik.PK)
+		if err != nil {
+			return nil, "", fmt.Errorf("item key %x: %w", itemKey, err)
+		}
+		t = &lpTxn{e: cp.e, c: cp.c, pk: pk, epk: ik.EPK, pkEnc: ik.PK, rep: cp.dst, b: cp.b, unlock: func() {}, system: true}
+		cp.lps[lp] = t
+	}
+	return t, ik.ID, nil
+}
+
+// place copies doc, src's latest version of the item at itemKey.
+func (cp *copier) place(itemKey, doc []byte) error {
+	t, id, err := cp.txn(itemKey, doc)
+	if err != nil {
+		return err
+	}
+	if err := t.place(id, doc); err != nil {
+		return err
+	}
+	return cp.count()
+}
+
+// drop deletes the copy of the item at itemKey.
+func (cp *copier) drop(itemKey []byte) error {
+	t, id, err := cp.txn(itemKey, nil)
+	if err != nil {
+		return err
+	}
+	old, err := t.b.Get(itemKey)
+	if err != nil {
+		return err
+	}
+	props, err := document.Props(old)
+	if err != nil {
+		return err
+	}
+	if _, err := t.drop(id, old, props); err != nil {
+		return err
+	}
+	return cp.count()
+}
+
+func (cp *copier) count() error {
+	if cp.n++; cp.n%copyBatch == 0 {
+		return cp.flush()
+	}
+	return nil
+}
+
+// flush writes the open batch's statistics and commits it.
+func (cp *copier) flush() error {
+	if cp.b == nil {
+		return nil
+	}
+	for _, t := range cp.lps {
+		t.writeStats()
+	}
+	err := cp.dst.Commit(cp.b)
+	cp.discard()
+	return err
+}
+
+func (cp *copier) discard() {
+	if cp.b != nil {
+		cp.b.Close()
+		cp.b, cp.lps = nil, nil
+	}
+}
+
+// place stores doc, a stored version of item id copied from another
+// keyspace, over the version the transaction sees (if any), with its
+// derived entries and its share of the statistics.
+func (t *lpTxn) place(id string, doc []byte) error {
+	props, err := document.Props(doc)
+	if err != nil {
+		return err
+	}
+	seq, err := ridSeq(props.RID)
+	if err != nil {
+		return err
+	}
+	lsn, err := document.ETagSeq(props.ETag)
+	if err != nil {
+		return err
+	}
+	key := t.key(id)
+	old, err := t.b.Get(key)
+	switch {
+	case errors.Is(err, replica.ErrNotFound):
+		old = nil
+	case err != nil:
+		return err
+	}
+	var oldETag string
+	if old != nil {
+		op, err := document.Props(old)
+		if err != nil {
+			return err
+		}
+		switch {
+		case op.ETag == props.ETag:
+			return nil // this version is here already
+		case op.RID != props.RID:
+			// Deleted and created again since: a new item.
+			if _, err := t.drop(id, old, op); err != nil {
+				return err
+			}
+			old = nil
+		default:
+			oldETag = op.ETag
+		}
+	}
+	if err := t.checkUnique(id, old, doc); err != nil {
+		return err
+	}
+	created := int64(0)
+	if old == nil {
+		created = 1
+	}
+	if err := t.grow(int64(len(doc))-int64(len(old)), created); err != nil {
+		return err
+	}
+	if _, err := t.indexItem(key, seq, old, doc); err != nil {
+		return err
+	}
+	if err := t.moveChange(key, oldETag, lsn); err != nil {
+		return err
+	}
+	t.b.Set(key, doc)
+	return nil
+}
+
+// collect deletes what range rangeID of c left in the keyspace it was
+// separated from (RangeRecord.From), then clears the record. Readers of the
+// old keyspace's other ranges filter the leftovers meanwhile.
+func (e *Engine) collect(ctx context.Context, c *catalog.Container, rangeID string) error {
+	var from uint64
+	for _, rec := range c.Ranges {
+		if rec.ID == rangeID {
+			from = rec.From
+		}
+	}
+	r, ok := c.Map().ByID(rangeID)
+	if !ok || from == 0 {
+		return nil
+	}
+	rep, err := e.host.Replica(from)
+	if err != nil {
+		return err
+	}
+	items := epkSpan(r.Min, r.Max)
+	b := rep.NewBatch(false)
+	defer func() { b.Close() }()
+	b.DeleteSpan(items)
+	b.DeleteSpan(statsEPKSpan(r.Min, r.Max))
+	for i := range c.UniqueKeys() {
+		b.DeleteSpan(uniqueEPKSpan(uint16(i), r.Min, r.Max))
+	}
+	if err := rep.Commit(b); err != nil {
+		return err
+	}
+	// Order, index and change entries are keyed by sequence numbers: find
+	// the range's by the item keys they hold.
+	snap, err := rep.Snapshot()
+	if err != nil {
+		return err
+	}
+	defer snap.Close()
+	for _, kind := range []byte{kindOrder, kindIndex, kindChange} {
+		b.Close()
+		b = rep.NewBatch(false)
+		n := 0
+		var failed error
+		err := replica.Scan(ctx, snap, kindSpan(kind), func(k, v []byte) bool {
+			if !items.Contains(v) {
+				return true
+			}
+			b.Delete(k)
+			if n++; n%copyBatch == 0 {
+				if failed = rep.Commit(b); failed != nil {
+					return false
+				}
+				b.Close()
+				b = rep.NewBatch(false)
+			}
+			return true
+		})
+		if err == nil {
+			err = failed
+		}
+		if err == nil {
+			err = rep.Commit(b)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if _, err := e.cat.Collected(c.DB, c.ID, c.Internal, rangeID); err != nil && !errors.Is(err, catalog.ErrNotFound) {
+		return err
+	}
+	e.log.Info("collected a separated partition's leftovers", "container", c.Link(), "range", rangeID, "keyspace", from)
+	return nil
+}
+
+// checkSeparations separates, once per call, a range sharing its keyspace
+// with a sibling in each container, and collects what earlier separations
+// left behind.
+func (e *Engine) checkSeparations(ctx context.Context) {
+	for _, d := range e.cat.Databases() {
+		colls, err := e.cat.Containers(d.ID)
+		if err != nil {
+			continue
+		}
+		for _, c := range colls {
+			for _, rec := range c.Ranges {
+				if rec.From != 0 {
+					if err := e.collect(ctx, c, rec.ID); err != nil && !storeRefused(err) {
+						e.log.Warn("collect a separated partition's leftovers", "container", c.Link(), "range", rec.ID, "err", err)
+					}
+				}
+			}
+			for _, r := range c.Map().Ranges() {
+				if !shared(c, r) {
+					continue
+				}
+				if err := e.separate(ctx, c, r); err != nil && !errors.Is(err, errMoved) && !storeRefused(err) && ctx.Err() == nil {
+					e.log.Warn("separate a partition", "container", c.Link(), "range", r.ID, "err", err)
+				}
+				break // one per container per check
+			}
+		}
+	}
+}
