@@ -475,6 +475,12 @@ func (e *Engine) collect(ctx context.Context, c *catalog.Container, rangeID stri
 			return err
 		}
 	}
+	// The range's entries were interleaved with its siblings', so they went
+	// as point deletions: compact them away rather than leave the siblings'
+	// reads to pass over them until Pebble's own compactions come by.
+	if err := e.host.Compact(ctx, from); err != nil {
+		return err
+	}
 	if _, err := e.cat.Collected(c.DB, c.ID, c.Internal, rangeID); err != nil && !errors.Is(err, catalog.ErrNotFound) {
 		return err
 	}

@@ -194,6 +194,14 @@ func (l *Local) newReplica(id uint64) (*localReplica, error) {
 	return r, nil
 }
 
+// Compact rewrites keyspace id's storage (see Host).
+func (l *Local) Compact(ctx context.Context, id uint64) error {
+	if err := l.st.Compact(ctx, keyspaceSpan(id)); err != nil {
+		return fmt.Errorf("replica: compact keyspace %d: %w", id, mapErr(err))
+	}
+	return nil
+}
+
 // Keyspaces returns the ids of the keyspaces that hold at least one key
 // (data or an LSN reservation), in ascending order. It seeks from one
 // keyspace to the next, reading one key of each. Errors: ErrUnavailable,

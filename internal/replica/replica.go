@@ -173,6 +173,9 @@ type Host interface {
 	Keyspaces(ctx context.Context) ([]uint64, error)
 	// Drop deletes everything keyspace id holds, its LSN too.
 	Drop(id uint64) error
+	// Compact rewrites keyspace id's storage, dropping what deletions left
+	// behind, so that reads need not pass over their tombstones.
+	Compact(ctx context.Context, id uint64) error
 }
 
 // Scan calls fn with every key and value of span in r, in key order, until

@@ -737,3 +737,22 @@ type Span struct {
 func (s Span) Contains(key []byte) bool {
 	return bytes.Compare(key, s.Lower) >= 0 && (s.Upper == nil || bytes.Compare(key, s.Upper) < 0)
 }
+
+// Compact rewrites the data of span, dropping what deletions left (after a
+// large deletion whose tombstones would slow reads of the span until the
+// background compactions reach it). It blocks until done or ctx ends.
+func (s *Store) Compact(ctx context.Context, span Span) error {
+	g, err := s.acquire(true)
+	if err != nil {
+		return err
+	}
+	defer s.release(g)
+	upper := span.Upper
+	if upper == nil {
+		upper = []byte{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}
+	}
+	if err := g.db.Compact(ctx, span.Lower, upper, true); err != nil {
+		return errors.Join(err, s.failed())
+	}
+	return nil
+}
