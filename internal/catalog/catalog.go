@@ -478,13 +478,21 @@ func (c *Catalog) updateRange(db, id string, internal uint64, rangeID string, fn
 	if err := k.buildMap(); err != nil {
 		return nil, err
 	}
-	ch := newChanges()
-	putJSON(ch, collKey(db, id), &k)
-	if err := ch.apply(c.be); err != nil {
+	if err := c.saveLocked(&k); err != nil {
 		return nil, err
 	}
-	c.mu.colls[db][id] = &k
 	return &k, nil
+}
+
+// saveLocked persists container record k and makes it the current one.
+func (c *Catalog) saveLocked(k *Container) error {
+	ch := newChanges()
+	putJSON(ch, collKey(k.DB, k.ID), k)
+	if err := ch.apply(c.be); err != nil {
+		return err
+	}
+	c.mu.colls[k.DB][k.ID] = k
+	return nil
 }
 
 // ReserveRIDs reserves at least n _rid sequence numbers of container db/id
@@ -502,12 +510,9 @@ func (c *Catalog) ReserveRIDs(db, id string, internal uint64, n uint64) (first, 
 	k := *old
 	first = max(k.RIDLimit, 1)
 	k.RIDLimit = first + max(n, ridBlock)
-	ch := newChanges()
-	putJSON(ch, collKey(db, id), &k)
-	if err := ch.apply(c.be); err != nil {
+	if err := c.saveLocked(&k); err != nil {
 		return 0, 0, err
 	}
-	c.mu.colls[db][id] = &k
 	return first, k.RIDLimit, nil
 }
 
@@ -808,13 +813,7 @@ func (c *Catalog) MarkIndexed(db, id string, internal uint64, policy string) err
 	}
 	k := *old
 	k.Indexed = policy
-	ch := newChanges()
-	putJSON(ch, collKey(db, id), &k)
-	if err := ch.apply(c.be); err != nil {
-		return err
-	}
-	c.mu.colls[db][id] = &k
-	return nil
+	return c.saveLocked(&k)
 }
 
 // SplitRange replaces physical partition rangeID of container db/id by two
@@ -857,12 +856,9 @@ func (c *Catalog) SplitRange(db, id, rangeID string, at partition.EPK) (*Contain
 	if err := k.buildMap(); err != nil {
 		return nil, err
 	}
-	ch := newChanges()
-	putJSON(ch, collKey(db, id), &k)
-	if err := ch.apply(c.be); err != nil {
+	if err := c.saveLocked(&k); err != nil {
 		return nil, err
 	}
-	c.mu.colls[db][id] = &k
 	return &k, nil
 }
 

@@ -219,35 +219,59 @@ func termEntries(c *catalog.Container) entryFunc {
 	}
 }
 
+// batcher writes to a keyspace in batches of batchSize writes, so that
+// work over a whole keyspace (rebuilds, collections) commits as it goes.
+type batcher struct {
+	rep replica.Replica
+	b   replica.Batch // the open batch
+	n   int
+}
+
+const batchSize = 1024
+
+func newBatcher(rep replica.Replica) *batcher {
+	return &batcher{rep: rep, b: rep.NewBatch(false)}
+}
+
+// wrote counts one write to the open batch, committing it at batchSize.
+func (w *batcher) wrote() error {
+	if w.n++; w.n%batchSize != 0 {
+		return nil
+	}
+	return w.flush()
+}
+
+// flush commits the open batch and opens another.
+func (w *batcher) flush() error {
+	err := w.rep.Commit(w.b)
+	w.b.Close()
+	w.b = w.rep.NewBatch(false)
+	return err
+}
+
+// close discards what was not flushed.
+func (w *batcher) close() { w.b.Close() }
+
 // rebuild replaces the entries in span of keyspace rep with the ones set
-// derives from each of its items, committing every rebuildBatch items.
+// derives from each of its items.
 func (e *Engine) rebuild(ctx context.Context, rep replica.Replica, span replica.Span, set entryFunc) error {
-	const rebuildBatch = 1024
-	b := rep.NewBatch(false)
-	defer func() { b.Close() }()
-	b.DeleteSpan(span)
-	n := 0
+	w := newBatcher(rep)
+	defer w.close()
+	w.b.DeleteSpan(span)
 	var failed error
 	err := replica.Scan(ctx, rep, itemsSpan(), func(k, v []byte) bool {
 		props, err := document.Props(v)
 		if err == nil {
 			var seq uint64
 			if seq, err = ridSeq(props.RID); err == nil {
-				err = set(b, k, seq, v)
+				err = set(w.b, k, seq, v)
 			}
 		}
-		if err != nil {
-			failed = err
-			return false
+		if err == nil {
+			err = w.wrote()
 		}
-		if n++; n%rebuildBatch == 0 {
-			if failed = rep.Commit(b); failed != nil {
-				return false
-			}
-			b.Close()
-			b = rep.NewBatch(false)
-		}
-		return true
+		failed = err
+		return err == nil
 	})
 	if err == nil {
 		err = failed
@@ -255,24 +279,24 @@ func (e *Engine) rebuild(ctx context.Context, rep replica.Replica, span replica.
 	if err != nil {
 		return err
 	}
-	return rep.Commit(b)
+	return w.flush()
 }
 
 // rebuildStats recomputes the logical partition statistics of keyspace rep
 // from its items (stored in key order, so each logical partition's are
 // contiguous).
 func (e *Engine) rebuildStats(ctx context.Context, c *catalog.Container, rep replica.Replica) error {
-	b := rep.NewBatch(false)
-	defer func() { b.Close() }()
-	b.DeleteSpan(kindSpan(kindStats))
+	w := newBatcher(rep)
+	defer w.close()
+	w.b.DeleteSpan(kindSpan(kindStats))
 	var cur itemKey
 	var st lpStats
-	n := 0
-	flush := func() {
-		if st.items > 0 {
-			b.Set(statsKey(cur.EPK, cur.PK), st.encode())
-			n++
+	flush := func() error {
+		if st.items == 0 {
+			return nil
 		}
+		w.b.Set(statsKey(cur.EPK, cur.PK), st.encode())
+		return w.wrote()
 	}
 	var failed error
 	err := replica.Scan(ctx, rep, itemsSpan(), func(k, v []byte) bool {
@@ -282,15 +306,10 @@ func (e *Engine) rebuildStats(ctx context.Context, c *catalog.Container, rep rep
 			return false
 		}
 		if !bytes.Equal(ik.EPK, cur.EPK) || !bytes.Equal(ik.PK, cur.PK) {
-			flush()
-			cur, st = ik, lpStats{}
-			if n >= 1024 {
-				if failed = rep.Commit(b); failed != nil {
-					return false
-				}
-				b.Close()
-				b, n = rep.NewBatch(false), 0
+			if failed = flush(); failed != nil {
+				return false
 			}
+			cur, st = ik, lpStats{}
 		}
 		if st.items == 0 {
 			if item, err := document.ParseStoredItem(v, c.PK.Paths); err == nil {
@@ -304,9 +323,11 @@ func (e *Engine) rebuildStats(ctx context.Context, c *catalog.Container, rep rep
 	if err == nil {
 		err = failed
 	}
+	if err == nil {
+		err = flush()
+	}
 	if err != nil {
 		return err
 	}
-	flush()
-	return rep.Commit(b)
+	return w.flush()
 }

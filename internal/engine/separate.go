@@ -168,8 +168,6 @@ type copier struct {
 	n     int
 }
 
-const copyBatch = 1024
-
 // round copies the range's items whose change entries in src lie after
 // after, drops the items src no longer has, and returns how many items it
 // copied or dropped and the position the next round starts after.
@@ -321,7 +319,7 @@ func (cp *copier) drop(itemKey []byte) error {
 }
 
 func (cp *copier) count() error {
-	if cp.n++; cp.n%copyBatch == 0 {
+	if cp.n++; cp.n%batchSize == 0 {
 		return cp.flush()
 	}
 	return nil
@@ -430,7 +428,7 @@ func (e *Engine) collect(ctx context.Context, c *catalog.Container, rangeID stri
 	}
 	items := epkSpan(r.Min, r.Max)
 	b := rep.NewBatch(false)
-	defer func() { b.Close() }()
+	defer b.Close()
 	b.DeleteSpan(items)
 	b.DeleteSpan(statsEPKSpan(r.Min, r.Max))
 	for i := range c.UniqueKeys() {
@@ -446,34 +444,27 @@ func (e *Engine) collect(ctx context.Context, c *catalog.Container, rangeID stri
 		return err
 	}
 	defer snap.Close()
+	w := newBatcher(rep)
+	defer w.close()
 	for _, kind := range []byte{kindOrder, kindIndex, kindChange} {
-		b.Close()
-		b = rep.NewBatch(false)
-		n := 0
 		var failed error
 		err := replica.Scan(ctx, snap, kindSpan(kind), func(k, v []byte) bool {
 			if !items.Contains(v) {
 				return true
 			}
-			b.Delete(k)
-			if n++; n%copyBatch == 0 {
-				if failed = rep.Commit(b); failed != nil {
-					return false
-				}
-				b.Close()
-				b = rep.NewBatch(false)
-			}
-			return true
+			w.b.Delete(k)
+			failed = w.wrote()
+			return failed == nil
 		})
 		if err == nil {
 			err = failed
 		}
-		if err == nil {
-			err = rep.Commit(b)
-		}
 		if err != nil {
 			return err
 		}
+	}
+	if err := w.flush(); err != nil {
+		return err
 	}
 	// The range's entries were interleaved with its siblings', so they went
 	// as point deletions: compact them away rather than leave the siblings'
