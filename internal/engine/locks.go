@@ -42,22 +42,15 @@ func (t *lockTable) lock(key string) (unlock func()) {
 // transactions hold it shared, and work that must see no writes at all (an
 // index rebuild after an indexing policy change) holds it exclusively.
 type containerLocks struct {
-	mu    sync.Mutex // guards locks
-	locks map[uint64]*sync.RWMutex
+	locks sync.Map // uint64 → *sync.RWMutex; entries are never removed
 }
 
 func (t *containerLocks) get(c uint64) *sync.RWMutex {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.locks == nil {
-		t.locks = map[uint64]*sync.RWMutex{}
+	if l, ok := t.locks.Load(c); ok {
+		return l.(*sync.RWMutex) // the hot path: no lock of its own
 	}
-	l := t.locks[c]
-	if l == nil {
-		l = &sync.RWMutex{}
-		t.locks[c] = l
-	}
-	return l
+	l, _ := t.locks.LoadOrStore(c, &sync.RWMutex{})
+	return l.(*sync.RWMutex)
 }
 
 // shared locks container c for an item transaction and returns the release.
