@@ -155,6 +155,9 @@ func (h *Handler) createContainer(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
+	if nonPartitionedVersion(r) {
+		body = withSystemKey(body)
+	}
 	res, err := h.eng.CreateContainer(db, body, tp)
 	if err != nil {
 		return err
@@ -188,11 +191,55 @@ func (h *Handler) replaceContainer(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
+	if nonPartitionedVersion(r) {
+		body = withSystemKey(body) // a client of this version knows no partition key to send
+	}
 	res, err := h.eng.ReplaceContainer(r.PathValue("db"), r.PathValue("coll"), body, r.Header.Get("If-Match"))
 	if err != nil {
 		return err
 	}
 	return writeResource(w, http.StatusOK, res)
+}
+
+// partitionedOnlyVersion is the first API version on which Cosmos DB requires
+// a partition key in a container definition (400 "A Partition key
+// definition is not specified in the request." otherwise). Earlier versions
+// create non-partitioned containers, which Cosmos DB has since migrated to
+// the system key /_partitionKey (docs: "Migrate non-partitioned containers
+// to partitioned containers"); the .NET SDK's own tests create them with
+// version 2018-08-31.
+const partitionedOnlyVersion = "2018-12-31"
+
+// nonPartitionedVersion reports whether the request's x-ms-version
+// ("YYYY-MM-DD", perhaps with a suffix) predates partitionedOnlyVersion.
+func nonPartitionedVersion(r *http.Request) bool {
+	v := strings.TrimSpace(r.Header.Get(hdrVersion))
+	return len(v) >= len(partitionedOnlyVersion) && v[:len(partitionedOnlyVersion)] < partitionedOnlyVersion
+}
+
+// systemKeyDefinition is the partition key Cosmos DB gives a container
+// created without one by an old API version: Hash on /_partitionKey,
+// version 1 (the catalog's default for a system key), systemKey true.
+const systemKeyDefinition = `{"paths":["/_partitionKey"],"kind":"Hash","systemKey":true}`
+
+// withSystemKey returns the container definition body with the system
+// partition key when it has no partitionKey (or a null one), and body
+// unchanged otherwise, or when it is not a JSON object (the catalog then
+// reports what is wrong).
+func withSystemKey(body []byte) []byte {
+	var def map[string]json.RawMessage
+	if err := json.Unmarshal(body, &def); err != nil || def == nil {
+		return body
+	}
+	if pk, ok := def["partitionKey"]; ok && string(bytes.TrimSpace(pk)) != "null" {
+		return body
+	}
+	def["partitionKey"] = json.RawMessage(systemKeyDefinition)
+	out, err := json.Marshal(def)
+	if err != nil {
+		return body
+	}
+	return out
 }
 
 func (h *Handler) deleteContainer(w http.ResponseWriter, r *http.Request) error {

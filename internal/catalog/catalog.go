@@ -691,7 +691,7 @@ func (c *Catalog) Containers(db string) ([]*Container, error) {
 // container starts with as many physical partitions as Cosmos DB would give
 // it (partition.InitialRangeCount).
 func (c *Catalog) CreateContainer(db string, body []byte, tp Throughput) (*Container, error) {
-	def, err := parseDefinition(body)
+	def, err := parseDefinition(body, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -762,23 +762,24 @@ func (c *Catalog) CreateContainer(db string, body []byte, tp Throughput) (*Conta
 
 // ReplaceContainer replaces container id's definition with body. The
 // partition key definition and the unique key policy cannot change
-// (*InvalidError; an absent policy equals an empty one). It returns
-// ErrNotFound when the container does not exist.
+// (*InvalidError; an absent policy equals an empty one); body may omit the
+// partition key's kind, version and systemKey, which keep their values. It
+// returns ErrNotFound when the container does not exist.
 func (c *Catalog) ReplaceContainer(db, id string, body []byte) (*Container, error) {
-	def, err := parseDefinition(body)
-	if err != nil {
-		return nil, err
-	}
-	if def.id != id {
-		return nil, invalid(fmt.Sprintf("container id %q in the body does not match %q in the URL", def.id, id))
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old, ok := c.mu.colls[db][id]
 	if !ok {
 		return nil, ErrNotFound
 	}
-	if !slices.Equal(old.PK.Paths, def.pk.Paths) || old.PK.Kind != def.pk.Kind || old.PK.Version != def.pk.Version {
+	def, err := parseDefinition(body, &old.PK)
+	if err != nil {
+		return nil, err
+	}
+	if def.id != id {
+		return nil, invalid(fmt.Sprintf("container id %q in the body does not match %q in the URL", def.id, id))
+	}
+	if !old.PK.Equal(def.pk) {
 		return nil, invalid("the partition key definition of a container cannot be changed")
 	}
 	k := *old

@@ -2,8 +2,10 @@ package catalog
 
 import (
 	"errors"
-	"fmt"
 	"math"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/valyala/fastjson"
 
@@ -28,12 +30,23 @@ type definition struct {
 	body []byte // normalised definition JSON without system properties
 }
 
+// etagPath is the excluded path Cosmos DB adds to every indexing policy
+// (except in mode none): the system property _etag is never indexed.
+const etagPath = `/"_etag"/?`
+
 // parseDefinition validates a container definition and normalises it: the
 // partition key gets explicit kind and version (version 2 when absent, see
-// protocol doc §4.2), and the policies Cosmos DB defaults are filled in. All
-// other properties are kept verbatim, so vector, full-text and other policies
-// round-trip.
-func parseDefinition(body []byte) (definition, error) {
+// protocol doc §4.2; 1 for a system key), the policies Cosmos DB defaults are
+// filled in, and the indexing policy is completed as Cosmos DB returns it
+// (normalizePolicy). All other properties are kept verbatim, so vector,
+// full-text and other policies round-trip.
+//
+// current is the container's partition key when body replaces its
+// definition (nil on create): a replace may then omit the key's kind,
+// version and systemKey (they keep their values), and paths equal to the
+// current ones are not checked again (containers created before a rule
+// was tightened stay replaceable).
+func parseDefinition(body []byte, current *partition.Definition) (definition, error) {
 	var p fastjson.Parser
 	v, err := p.ParseBytes(body)
 	if err != nil {
@@ -58,49 +71,9 @@ func parseDefinition(body []byte) (definition, error) {
 		}
 		return definition{}, err
 	}
-	pkv := obj.Get("partitionKey")
-	if pkv == nil || pkv.Type() == fastjson.TypeNull {
-		return definition{}, invalid("container definition has no partitionKey; Partita containers are always partitioned")
-	}
-	var pk partition.Definition
-	if pkv.Type() != fastjson.TypeObject {
-		return definition{}, invalid("partitionKey must be an object")
-	}
-	for _, pv := range pkv.GetArray("paths") {
-		s, err := pv.StringBytes()
-		if err != nil {
-			return definition{}, invalid("partitionKey.paths must be strings")
-		}
-		pk.Paths = append(pk.Paths, string(s))
-	}
-	if k := pkv.Get("kind"); k != nil {
-		s, err := k.StringBytes()
-		if err != nil {
-			return definition{}, invalid("partitionKey.kind must be a string")
-		}
-		pk.Kind = partition.Kind(s)
-	}
-	if ver := pkv.Get("version"); ver != nil && ver.Type() != fastjson.TypeNull {
-		n, err := ver.Int()
-		if err != nil {
-			return definition{}, invalid("partitionKey.version must be an integer")
-		}
-		pk.Version = n
-	}
-	if sk := pkv.Get("systemKey"); sk != nil && sk.Type() == fastjson.TypeTrue {
-		return definition{}, invalid("partition keys with systemKey are not supported by Partita")
-	}
-	pk, err = pk.Normalize()
+	pk, err := parsePKDefinition(obj.Get("partitionKey"), current)
 	if err != nil {
-		if de, ok := errors.AsType[*partition.DefinitionError](err); ok {
-			return definition{}, invalid("partitionKey: " + de.Msg)
-		}
 		return definition{}, err
-	}
-	for _, p := range pk.Paths {
-		if err := document.ValidatePKPath(p); err != nil {
-			return definition{}, invalid(fmt.Sprintf("partitionKey path %q is invalid", p))
-		}
 	}
 	var a fastjson.Arena
 	norm := a.NewObject()
@@ -111,6 +84,9 @@ func parseDefinition(body []byte) (definition, error) {
 	norm.Set("paths", paths)
 	norm.Set("kind", a.NewString(string(pk.Kind)))
 	norm.Set("version", a.NewNumberInt(pk.Version))
+	if pk.SystemKey {
+		norm.Set("systemKey", a.NewTrue())
+	}
 	obj.Set("partitionKey", norm)
 	for _, name := range systemProps {
 		obj.Del(name)
@@ -119,6 +95,9 @@ func parseDefinition(body []byte) (definition, error) {
 		if obj.Get(name) == nil {
 			obj.Set(name, fastjson.MustParse(raw))
 		}
+	}
+	if ip := obj.Get("indexingPolicy"); ip != nil && ip.Type() == fastjson.TypeNull {
+		obj.Del("indexingPolicy") // null is the default policy, and is returned as it
 	}
 	setDefault("indexingPolicy", defaultIndexingPolicy)
 	setDefault("conflictResolutionPolicy", defaultConflictPolicy)
@@ -129,6 +108,7 @@ func parseDefinition(body []byte) (definition, error) {
 		}
 		return definition{}, err
 	}
+	normalizePolicy(&a, obj.Get("indexingPolicy"))
 	if ttl := obj.Get("defaultTtl"); ttl != nil && ttl.Type() != fastjson.TypeNull {
 		n, err := ttl.Int()
 		if err != nil || n == 0 || n < -1 || n > math.MaxInt32 {
@@ -139,4 +119,129 @@ func parseDefinition(body []byte) (definition, error) {
 		return definition{}, err
 	}
 	return definition{id: id, pk: pk, body: v.MarshalTo(nil)}, nil
+}
+
+// parsePKDefinition reads and normalises a definition's partitionKey member
+// pkv (nil when absent); current is as for parseDefinition. Paths are
+// checked with Cosmos DB's rules and messages (document.ValidatePKPath).
+func parsePKDefinition(pkv *fastjson.Value, current *partition.Definition) (partition.Definition, error) {
+	if pkv == nil || pkv.Type() == fastjson.TypeNull {
+		// Cosmos DB's answer to a container without a partition key on API
+		// versions from 2018-12-31 on; the api layer gives older versions
+		// the system key (partition.SystemKeyPath) before this point.
+		return partition.Definition{}, invalid("A Partition key definition is not specified in the request.")
+	}
+	var pk partition.Definition
+	if pkv.Type() != fastjson.TypeObject {
+		return partition.Definition{}, invalid("partitionKey must be an object")
+	}
+	for _, pv := range pkv.GetArray("paths") {
+		s, err := pv.StringBytes()
+		if err != nil {
+			return partition.Definition{}, invalid("partitionKey.paths must be strings")
+		}
+		pk.Paths = append(pk.Paths, string(s))
+	}
+	samePaths := current != nil && slices.Equal(pk.Paths, current.Paths)
+	if k := pkv.Get("kind"); k != nil && k.Type() != fastjson.TypeNull {
+		s, err := k.StringBytes()
+		if err != nil {
+			return partition.Definition{}, invalid("partitionKey.kind must be a string")
+		}
+		pk.Kind = partition.Kind(s)
+	} else if samePaths {
+		pk.Kind = current.Kind
+	}
+	if ver := pkv.Get("version"); ver != nil && ver.Type() != fastjson.TypeNull {
+		n, err := ver.Int()
+		if err != nil {
+			return partition.Definition{}, invalid("partitionKey.version must be an integer")
+		}
+		pk.Version = n
+	} else if samePaths {
+		pk.Version = current.Version
+	}
+	switch sk := pkv.Get("systemKey"); {
+	case sk == nil || sk.Type() == fastjson.TypeNull:
+		pk.SystemKey = samePaths && current.SystemKey
+	case sk.Type() == fastjson.TypeTrue:
+		pk.SystemKey = true
+	case sk.Type() != fastjson.TypeFalse:
+		return partition.Definition{}, invalid("partitionKey.systemKey must be a boolean")
+	}
+	if !samePaths {
+		for _, p := range pk.Paths {
+			if err := document.ValidatePKPath(p); err != nil {
+				if ie, ok := errors.AsType[*document.InvalidError](err); ok {
+					return partition.Definition{}, invalid(ie.Msg)
+				}
+				return partition.Definition{}, err
+			}
+		}
+	}
+	pk, err := pk.Normalize()
+	if err != nil {
+		if de, ok := errors.AsType[*partition.DefinitionError](err); ok {
+			return partition.Definition{}, invalid("partitionKey: " + de.Msg)
+		}
+		return partition.Definition{}, err
+	}
+	return pk, nil
+}
+
+// normalizePolicy completes a valid indexing policy object the way Cosmos
+// DB returns it, so a container read shows the policy in force:
+// indexingMode (lower case; "consistent" when absent) and automatic (true)
+// are explicit; includedPaths defaults to [{"path":"/*"}] (to [] in mode
+// none, or when the root is excluded) and excludedPaths to []; and outside
+// mode none the system path /"_etag"/? is appended to excludedPaths unless
+// one of the lists names it. An {} policy thus becomes the default policy;
+// legacy "indexes" arrays and every other member are kept as sent.
+func normalizePolicy(a *fastjson.Arena, pol *fastjson.Value) {
+	if pol == nil || pol.Type() != fastjson.TypeObject {
+		return
+	}
+	present := func(name string) *fastjson.Value {
+		if m := pol.Get(name); m != nil && m.Type() != fastjson.TypeNull {
+			return m
+		}
+		return nil
+	}
+	mode := "consistent"
+	if m := present("indexingMode"); m != nil {
+		mode = strings.ToLower(string(m.GetStringBytes()))
+	}
+	pol.Set("indexingMode", a.NewString(mode))
+	if present("automatic") == nil {
+		pol.Set("automatic", a.NewTrue())
+	}
+	names := func(list string) []string {
+		var out []string
+		for _, it := range pol.GetArray(list) {
+			out = append(out, string(it.GetStringBytes("path")))
+		}
+		return out
+	}
+	if present("includedPaths") == nil {
+		inc := a.NewArray()
+		if ex := names("excludedPaths"); mode != "none" && !slices.Contains(ex, "/*") && !slices.Contains(ex, "/") {
+			inc.SetArrayItem(0, fastjson.MustParse(`{"path":"/*"}`))
+		}
+		pol.Set("includedPaths", inc)
+	}
+	if present("excludedPaths") == nil {
+		pol.Set("excludedPaths", a.NewArray())
+	}
+	if mode == "none" {
+		return
+	}
+	for _, list := range []string{"includedPaths", "excludedPaths"} {
+		for _, p := range names(list) {
+			if p == etagPath || p == "/_etag/?" {
+				return
+			}
+		}
+	}
+	ex := pol.Get("excludedPaths")
+	ex.SetArrayItem(len(ex.GetArray()), fastjson.MustParse(`{"path":`+strconv.Quote(etagPath)+`}`))
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -63,14 +64,17 @@ type Item struct {
 // DuplicateNameError): readers disagree on which one counts.
 //
 // PK has one component per path: the value there, Null for a JSON null, and
-// Undefined if the property is absent or a value on the way is not an object.
+// Undefined if the property is absent, a value on the way is not an object,
+// or the value is an object or an array ({} included). Cosmos DB's service
+// extracts partition key values leniently (PartitionKeyInternal.FromObjectArray
+// with strict=false): a value that is not a string, number, boolean or null
+// becomes the Undefined component, and the @azure/cosmos SDK sends {} for it.
 // Numbers are decoded as doubles; a literal beyond the double range is
 // refused. Strings decode lone UTF-16 surrogate escapes to U+FFFD.
 //
 // Errors are *InvalidError, e.g. "request body is not valid JSON: ...", "item
 // must be a JSON object", "item has no id", "id must be a string", the
-// ValidateID errors, "partition key value at /pk must be a string, number,
-// boolean or null", or a malformed path. The returned Item retains body.
+// ValidateID errors, or a malformed path. The returned Item retains body.
 func ParseItem(body []byte, pkPaths []string) (*Item, error) {
 	return ParseItemWith(body, pkPaths, StrictIDs)
 }
@@ -245,7 +249,7 @@ func valueAt(b []byte, root int, ms []member, path string) (PKValue, error) {
 	case c == 'f':
 		return PKValue{Kind: Bool}, nil
 	case c == '{' || c == '[':
-		return PKValue{}, &InvalidError{Msg: "partition key value at " + path + " must be a string, number, boolean or null"}
+		return PKValue{Kind: Undefined}, nil
 	default:
 		f, ok := parseNumber(b[vs:ve])
 		if !ok {
@@ -292,26 +296,64 @@ func pathErr(path, why string) error {
 	return &InvalidError{Msg: fmt.Sprintf("invalid partition key path %q: %s", path, why)}
 }
 
-// ValidatePKPath checks a partition key path of a container definition:
-// '/'-separated non-empty segments, each a plain name without '"' or a JSON
-// string literal (/"my-field"), whose first segment is not a system property
-// the server overwrites (_rid, _self, _etag, _ts, _attachments). It returns
-// nil or an *InvalidError.
+// ValidatePKPath checks a partition key path of a container definition, as
+// Cosmos DB does: "/" followed by '/'-separated segments, each a name of
+// letters, digits and '_' or a JSON string literal (/"my-field"), with no
+// trailing slash and no wildcard. Its first segment may not be a system
+// property the server overwrites (_rid, _self, _etag, _ts, _attachments).
+// It returns nil or an *InvalidError with Cosmos DB's message, which names
+// the path and the position (in bytes) where it stopped being valid:
+//
+//	The partition key component definition path '/a/*' could not be
+//	accepted, failed near position '3'. Partition key paths must contain only
+//	valid characters and not contain a trailing slash or wildcard character.
+//
+// Whitespace never belongs to a name; the position given is that of the
+// first character after it, as the service reports it (for
+// '/asdwqr31 @#$#$WRadf' it names position 10).
 func ValidatePKPath(path string) error {
-	if path == "" {
-		return pathErr(path, "it is empty")
-	}
-	for i, first := 0, true; i < len(path); first = false {
-		seg, next, err := nextSegment(path, i)
-		if err != nil {
-			return err
+	for i, first := 0, true; ; first = false {
+		if i >= len(path) || path[i] != '/' {
+			return pkPathErr(path, skipWS([]byte(path), i))
+		}
+		i++
+		start := i
+		var seg string
+		if i < len(path) && path[i] == '"' {
+			b := []byte(path)
+			end, esc, err := scanString(b, i, false)
+			if err != nil {
+				return pkPathErr(path, len(path))
+			}
+			seg, i = decodeString(b[i+1:end-1], esc), end
+		} else {
+			for i < len(path) {
+				r, n := utf8.DecodeRuneInString(path[i:])
+				if r != '_' && !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+					break
+				}
+				i += n
+			}
+			seg = path[start:i]
+		}
+		if i == start {
+			return pkPathErr(path, skipWS([]byte(path), i))
 		}
 		if first && isSystemName(seg) {
 			return pathErr(path, "it names system property "+seg)
 		}
-		i = next
+		if i == len(path) {
+			return nil
+		}
 	}
-	return nil
+}
+
+// pkPathErr is Cosmos DB's error for a partition key path that fails near
+// byte pos.
+func pkPathErr(path string, pos int) error {
+	return &InvalidError{Msg: fmt.Sprintf("The partition key component definition path '%s' could not be accepted, "+
+		"failed near position '%d'. Partition key paths must contain only valid characters and not contain a "+
+		"trailing slash or wildcard character.", path, pos)}
 }
 
 // systemNames are the properties the server owns on an item, in the order

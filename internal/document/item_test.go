@@ -147,9 +147,6 @@ func TestParseItemErrors(t *testing.T) {
 		{`{"id":"a?"}`, nil, "contains '?'"},
 		{`{"id":"#"}`, nil, "contains '#'"},
 		{`{"id":"` + strings.Repeat("x", 256) + `"}`, nil, "longer than 255"},
-		{`{"id":"1","pk":[1]}`, []string{"/pk"}, "must be a string, number, boolean or null"},
-		{`{"id":"1","pk":{}}`, []string{"/pk"}, "must be a string, number, boolean or null"},
-		{`{"id":"1","a":{"b":{"c":1}}}`, []string{"/a/b"}, "must be a string, number, boolean or null"},
 		{`{"id":"1","pk":1e400}`, []string{"/pk"}, "out of the range"},
 		{`{"id":"1"}`, []string{""}, "invalid partition key path"},
 		{`{"id":"1"}`, []string{"pk"}, "invalid partition key path"},
@@ -184,18 +181,92 @@ func TestParseItemDepthLimit(t *testing.T) {
 func TestValidatePKPath(t *testing.T) {
 	tests := []struct {
 		path string
-		ok   bool
+		pos  int // -1: valid; -2: refused as a system property
 	}{
-		{"/pk", true}, {"/a/b/c", true}, {`/"my-field"`, true}, {`/"a/b"/c`, true}, {"/id", true},
-		{"/_partitionKey", true}, {"/a/_ts", true},
-		{"", false}, {"pk", false}, {"/", false}, {"//a", false}, {"/a/", false}, {`/"a`, false},
-		{`/a"`, false}, {"/_ts", false}, {"/_rid", false}, {"/_etag/x", false}, {`/"_self"`, false},
-		{"/_attachments", false},
+		{"/pk", -1}, {"/a/b/c", -1}, {`/"my-field"`, -1}, {`/"a/b"/c`, -1}, {"/id", -1},
+		{"/_partitionKey", -1}, {"/a/_ts", -1}, {"/ÜnÏ9_x", -1}, {`/"a b"`, -1},
+		{"", 0}, {"pk", 0}, {"id", 0}, {" /pk", 1}, {"/", 1}, {"//a", 1}, {"/a/", 3}, {"/*", 1},
+		{"/a/*", 3}, {"/a/?", 3}, {"/id ds", 4}, {"/asdwqr31 @#$#$WRadf", 10}, {"/id ", 4},
+		{"/my-field", 3}, {"/a.b", 2}, {"/a+b", 2}, {`/"a`, 3}, {`/a"`, 2}, {`/"a"b`, 4},
+		{"/_ts", -2}, {"/_rid", -2}, {"/_etag/x", -2}, {`/"_self"`, -2}, {"/_attachments", -2},
 	}
 	for _, tt := range tests {
 		err := ValidatePKPath(tt.path)
-		if _, isInvalid := errors.AsType[*InvalidError](err); tt.ok != (err == nil) || err != nil && !isInvalid {
-			t.Errorf("ValidatePKPath(%q) = %v, want ok=%v", tt.path, err, tt.ok)
+		ie, isInvalid := errors.AsType[*InvalidError](err)
+		switch {
+		case tt.pos == -1:
+			if err != nil {
+				t.Errorf("ValidatePKPath(%q) = %v, want nil", tt.path, err)
+			}
+		case !isInvalid:
+			t.Errorf("ValidatePKPath(%q) = %v, want an *InvalidError", tt.path, err)
+		case tt.pos == -2:
+			if !strings.Contains(ie.Msg, "system property") {
+				t.Errorf("ValidatePKPath(%q) = %q, want a system property error", tt.path, ie.Msg)
+			}
+		default:
+			want := fmt.Sprintf("The partition key component definition path '%s' could not be accepted, failed near position '%d'. "+
+				"Partition key paths must contain only valid characters and not contain a trailing slash or wildcard character.", tt.path, tt.pos)
+			if ie.Msg != want {
+				t.Errorf("ValidatePKPath(%q) = %q, want %q", tt.path, ie.Msg, want)
+			}
+		}
+	}
+}
+
+// TestParseItemNonPrimitivePK checks that an object or array at a partition
+// key path is the Undefined component, as Cosmos DB extracts it.
+func TestParseItemNonPrimitivePK(t *testing.T) {
+	tests := []struct {
+		body  string
+		paths []string
+		want  PartitionKey
+	}{
+		{`{"id":"1","pk":{}}`, []string{"/pk"}, PartitionKey{{Kind: Undefined}}},
+		{`{"id":"1","pk":[1]}`, []string{"/pk"}, PartitionKey{{Kind: Undefined}}},
+		{`{"id":"1","a":{"b":{"c":1}}}`, []string{"/a/b"}, PartitionKey{{Kind: Undefined}}},
+		{`{"id":"1","t":"acme","u":{}}`, []string{"/t", "/u"}, PartitionKey{{Kind: String, String: "acme"}, {Kind: Undefined}}},
+		{`{"id":"1","t":"acme"}`, []string{"/t", "/u", "/v"}, PartitionKey{{Kind: String, String: "acme"}, {Kind: Undefined}, {Kind: Undefined}}},
+	}
+	for _, tt := range tests {
+		it, err := ParseItem([]byte(tt.body), tt.paths)
+		if err != nil || !it.PK.Equal(tt.want) {
+			t.Errorf("ParseItem(%s, %q).PK = %v, %v; want %v", tt.body, tt.paths, it, err, tt.want)
+		}
+	}
+}
+
+// TestTTLValidation checks the item ttl rule and Cosmos DB's message.
+func TestTTLValidation(t *testing.T) {
+	tests := []struct {
+		body    string
+		ttl     int64
+		present bool
+		bad     string // the quoted value in the error; "" when valid
+	}{
+		{`{"id":"1"}`, 0, false, ""},
+		{`{"id":"1","ttl":-1}`, -1, true, ""},
+		{`{"id":"1","ttl":1}`, 1, true, ""},
+		{`{"id":"1","ttl":2147483647}`, 2147483647, true, ""},
+		{`{"id":"1","ttl":null}`, 0, false, "null"},
+		{`{"id":"1","ttl":0}`, 0, false, "0"},
+		{`{"id":"1","ttl":-2}`, 0, false, "-2"},
+		{`{"id":"1","ttl":1.5}`, 0, false, "1.5"},
+		{`{"id":"1","ttl":"10"}`, 0, false, `"10"`},
+		{`{"id":"1","ttl":2147483648}`, 0, false, "2147483648"},
+		{`{"id":"1","ttl":true}`, 0, false, "true"},
+	}
+	for _, tt := range tests {
+		ttl, present, err := TTL([]byte(tt.body))
+		if tt.bad == "" {
+			if err != nil || ttl != tt.ttl || present != tt.present {
+				t.Errorf("TTL(%s) = %d, %v, %v; want %d, %v, nil", tt.body, ttl, present, err, tt.ttl, tt.present)
+			}
+			continue
+		}
+		want := "The input ttl '" + tt.bad + "' is invalid. Ensure to provide a nonzero positive integer less than or equal to '2147483647', or '-1' which means never expire."
+		if ie, ok := errors.AsType[*InvalidError](err); !ok || ie.Msg != want {
+			t.Errorf("TTL(%s) error = %v, want %q", tt.body, err, want)
 		}
 	}
 }
@@ -318,7 +389,7 @@ func TestExtractPKFromStored(t *testing.T) {
 	if err != nil || !pk.Equal(it.PK) {
 		t.Errorf("ExtractPK(%s) = %v, %v; want %v", stored, pk, err, it.PK)
 	}
-	for _, in := range []string{`[]`, `{`, `{"pk":[1]}`} {
+	for _, in := range []string{`[]`, `{`} {
 		if pk, err := ExtractPK([]byte(in), []string{"/pk"}); err == nil {
 			t.Errorf("ExtractPK(%s) = %v, want an error", in, pk)
 		} else if _, ok := errors.AsType[*InvalidError](err); !ok {

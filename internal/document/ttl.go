@@ -7,22 +7,27 @@ import (
 )
 
 // TTL reads an item's own time to live, its top-level "ttl" member, from
-// item JSON: present is false when there is none or it is null. A ttl must
-// be -1 (the item never expires) or a whole number of seconds from 1 to
-// 2^31-1; anything else is an *InvalidError. Whether it applies depends on
-// the container's default time to live.
+// item JSON: present is false when there is none. A ttl must be -1 (the item
+// never expires) or a whole number of seconds from 1 to 2^31-1; anything
+// else, null included, is an *InvalidError with Cosmos DB's message, e.g.
+// "The input ttl 'null' is invalid. Ensure to provide a nonzero positive
+// integer less than or equal to '2147483647', or '-1' which means never
+// expire." (the value is quoted as written, at most 40 bytes of it). Whether
+// it applies, and so whether the engine checks it, depends on the
+// container's default time to live.
 func TTL(item []byte) (ttl int64, present bool, err error) {
 	root, err := scanRoot(item, nil, false)
 	if err != nil {
 		return 0, false, &InvalidError{Msg: fmt.Sprintf("invalid JSON: %v", err)}
 	}
 	vs, ve, ok := findMember(item, root, "ttl")
-	if !ok || string(item[vs:ve]) == "null" {
+	if !ok {
 		return 0, false, nil
 	}
 	n, perr := strconv.ParseInt(string(item[vs:ve]), 10, 64)
 	if perr != nil || n == 0 || n < -1 || n > math.MaxInt32 {
-		return 0, false, &InvalidError{Msg: fmt.Sprintf("the item's ttl %.40s is invalid: it must be -1 (never expire) or a whole number of seconds from 1 to 2147483647", item[vs:ve])}
+		return 0, false, &InvalidError{Msg: fmt.Sprintf("The input ttl '%.40s' is invalid. Ensure to provide a nonzero positive "+
+			"integer less than or equal to '2147483647', or '-1' which means never expire.", item[vs:ve])}
 	}
 	return n, true, nil
 }

@@ -64,7 +64,7 @@ func (e *Engine) ExecuteBatch(ctx context.Context, db, coll string, pk document.
 	if err != nil {
 		return BatchResponse{}, err
 	}
-	if pk == nil {
+	if pk = pointKey(c, pk); pk == nil {
 		return BatchResponse{}, status.BadRequest("a transactional batch needs the x-ms-documentdb-partitionkey header")
 	}
 	t, err := e.begin(c, pk)
@@ -78,7 +78,7 @@ func (e *Engine) ExecuteBatch(ctx context.Context, db, coll string, pk document.
 			return BatchResponse{}, err
 		}
 		var r BatchResult
-		if op.PK != nil && !op.PK.Equal(pk) {
+		if op.PK != nil && !pointKey(c, op.PK).Equal(pk) {
 			err = status.BadRequest("operation %d names partition key %s; a transactional batch is scoped to %s", i, op.PK, pk)
 		} else {
 			r, err = t.apply(op)
@@ -138,7 +138,7 @@ func (e *Engine) ExecuteBulk(ctx context.Context, db, coll string, ops []BatchOp
 
 // bulkOne runs one bulk operation in a transaction of its own.
 func (e *Engine) bulkOne(c *catalog.Container, op BatchOp) (BatchResult, string, error) {
-	if op.PK == nil {
+	if op.PK = pointKey(c, op.PK); op.PK == nil {
 		return BatchResult{}, "", status.BadRequest("a bulk operation needs its partitionKey")
 	}
 	t, err := e.begin(c, op.PK)

@@ -94,6 +94,7 @@ func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFee
 		return ChangePage{}, err
 	}
 	defer release()
+	req.Scope.PK = scopeKey(c, req.Scope.PK)
 	r, err := resolveScope(c, req.Scope)
 	if err != nil {
 		return ChangePage{}, err

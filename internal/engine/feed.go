@@ -134,6 +134,7 @@ func (e *Engine) ReadFeed(ctx context.Context, db, coll string, scope Scope, max
 		return Page{}, err
 	}
 	defer release()
+	scope.PK = scopeKey(c, scope.PK)
 	r, err := resolveScope(c, scope)
 	if err != nil {
 		return Page{}, err

@@ -78,6 +78,39 @@ func (l located) lockKey() string {
 	return strconv.FormatUint(l.c.Internal, 16) + "/" + string(l.pkEnc)
 }
 
+// noneKey is the partition key of a system key's "none" partition: the items
+// of a non-partitioned container that have no _partitionKey. It is one
+// Undefined component, at the empty EPK (partition.Definition.IsNone).
+func noneKey() document.PartitionKey {
+	return document.PartitionKey{{Kind: document.Undefined}}
+}
+
+// pointKey returns the partition key a point operation (a read, write,
+// batch or stored procedure) on c addresses, given the request's header
+// value pk (nil when absent). On a container with a system key (created
+// non-partitioned) no header, or the empty key [], addresses the none
+// partition: that is how the SDKs send PartitionKey.None there (.NET and
+// @azure/cosmos send [], ContainerProperties.GetNoneValue's
+// PartitionKeyInternal.Empty; azcosmos omits the header for
+// NewPartitionKey()), and how clients of non-partitioned containers, which
+// send no header, reach their items.
+func pointKey(c *catalog.Container, pk document.PartitionKey) document.PartitionKey {
+	if c.PK.SystemKey && len(pk) == 0 {
+		return noneKey()
+	}
+	return pk
+}
+
+// scopeKey is pointKey for the partition key of a query or feed scope, where
+// an absent header means the whole container: only [] is the none
+// partition of a system key.
+func scopeKey(c *catalog.Container, pk document.PartitionKey) document.PartitionKey {
+	if c.PK.SystemKey && pk != nil && len(pk) == 0 {
+		return noneKey()
+	}
+	return pk
+}
+
 // locate finds where the item with partition key pk and id lives. pk must be
 // a full key of c's definition.
 func locate(c *catalog.Container, pk document.PartitionKey, id string) (located, error) {
@@ -116,6 +149,7 @@ func (e *Engine) WriteItem(ctx context.Context, w Write) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	w.PK = pointKey(c, w.PK)
 	if w.PK == nil {
 		return Result{}, status.BadRequest("PartitionKey value must be supplied for this operation (x-ms-documentdb-partitionkey header)")
 	}
@@ -150,7 +184,7 @@ func (e *Engine) PatchItem(ctx context.Context, ref ItemRef, pk document.Partiti
 	if err != nil {
 		return Result{}, translate(err)
 	}
-	t, err := e.begin(c, pk)
+	t, err := e.begin(c, pointKey(c, pk))
 	if err != nil {
 		return Result{}, err
 	}
@@ -172,6 +206,7 @@ func (e *Engine) ReadItem(ctx context.Context, ref ItemRef, pk document.Partitio
 		return Result{}, err
 	}
 	defer release()
+	pk = pointKey(c, pk)
 	loc, err := locate(c, pk, ref.ID)
 	if err != nil {
 		return Result{}, err
@@ -215,7 +250,7 @@ func (e *Engine) DeleteItem(ctx context.Context, ref ItemRef, pk document.Partit
 	if err != nil {
 		return Result{}, err
 	}
-	t, err := e.begin(c, pk)
+	t, err := e.begin(c, pointKey(c, pk))
 	if err != nil {
 		return Result{}, err
 	}

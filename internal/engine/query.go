@@ -139,6 +139,7 @@ func (e *Engine) QueryItems(ctx context.Context, db, coll string, scope Scope, q
 		return Page{}, err
 	}
 	defer release()
+	scope.PK = scopeKey(c, scope.PK)
 	ast, prog, err := compile(q, exec.WithUDFs(e.udfLookup(c)))
 	if err != nil {
 		return Page{}, err

@@ -159,7 +159,7 @@ func (e *Engine) ExecuteStoredProcedure(ctx context.Context, db, coll, id string
 	if err != nil {
 		return SprocResult{}, err
 	}
-	if pk == nil {
+	if pk = pointKey(c, pk); pk == nil {
 		return SprocResult{}, status.BadRequest("executing a stored procedure needs the x-ms-documentdb-partitionkey header")
 	}
 	// Wait for a slot before taking the logical partition's lock, for at

@@ -85,12 +85,18 @@ func (p *Policy) Automatic() bool { return p.automatic }
 //     case-insensitive; default "consistent". With "none" the paths are
 //     still syntax-checked but otherwise ignored.
 //   - automatic: a boolean, default true.
-//   - includedPaths / excludedPaths: arrays of {"path": …} objects (a legacy
-//     "indexes" array on included paths is accepted and ignored). A path is
-//     "/" followed by segments separated by "/", ending in "?" (the scalar
-//     at exactly that path) or "*" (that path and everything below it). A
-//     segment is a property name, a double-quoted name ("/\"a b\"/?", with
-//     \" and \\ escapes), or "[]" (any array element). "/*" is the root.
+//   - includedPaths / excludedPaths: arrays of {"path": …} objects. A path
+//     is "/" followed by segments separated by "/", ending in "?" (the
+//     scalar at exactly that path) or "*" (that path and everything below
+//     it). A segment is a property name, a double-quoted name ("/\"a b\"/?",
+//     with \" and \\ escapes), or "[]" (any array element). "/*" is the
+//     root; so is "/", its name in the legacy policy form.
+//   - the legacy per-path "indexes" array ([{"kind": "Hash"|"Range"|"Spatial",
+//     "dataType": …, "precision": n}]): checked (kind and dataType known,
+//     case-insensitive, and matching: Spatial takes Point, Polygon,
+//     LineString or MultiPolygon, Hash and Range take String or Number;
+//     precision an integer) and otherwise ignored, as Cosmos DB now builds a
+//     range index at full precision on every included path.
 //     When includedPaths is non-empty, "/*" must be in one of the two lists
 //     (Cosmos DB: "the special mandatory indexing path \"/\" is not
 //     provided"). When neither list is given, "/*" is included.
@@ -161,8 +167,8 @@ func ParsePolicy(raw []byte) (*Policy, error) {
 			if err != nil {
 				return nil, policyErrorf("%s[%d].path must be a string", list.name, i)
 			}
-			if idx := member(it, "indexes"); idx != nil && idx.Type() != fastjson.TypeArray {
-				return nil, policyErrorf("%s[%d].indexes must be an array", list.name, i)
+			if err := checkLegacyIndexes(it, fmt.Sprintf("%s[%d]", list.name, i)); err != nil {
+				return nil, err
 			}
 			pat, err := parsePattern(string(s))
 			if err != nil {
@@ -237,6 +243,57 @@ func ParsePolicy(raw []byte) (*Policy, error) {
 		}
 	}
 	return p, nil
+}
+
+// legacyKinds maps the index kinds of the legacy "indexes" array
+// (lower-cased) to whether they index spatial data types.
+var legacyKinds = map[string]bool{"hash": false, "range": false, "spatial": true}
+
+// legacyDataTypes maps the data types of the legacy "indexes" array
+// (lower-cased) to whether they are spatial.
+var legacyDataTypes = map[string]bool{
+	"string": false, "number": false, "point": true, "polygon": true, "linestring": true, "multipolygon": true,
+}
+
+// checkLegacyIndexes checks the legacy "indexes" array of an included or
+// excluded path it, named where in errors.
+func checkLegacyIndexes(it *fastjson.Value, where string) error {
+	idx, err := arrayMember(it, "indexes")
+	if err != nil {
+		return policyErrorf("%s.indexes must be an array", where)
+	}
+	for j, ix := range idx {
+		at := fmt.Sprintf("%s.indexes[%d]", where, j)
+		if ix.Type() != fastjson.TypeObject {
+			return policyErrorf("%s must be an object", at)
+		}
+		kv, dv := member(ix, "kind"), member(ix, "dataType")
+		if kv == nil || dv == nil {
+			return policyErrorf("%s needs a kind and a dataType", at)
+		}
+		kind, kerr := kv.StringBytes()
+		dataType, derr := dv.StringBytes()
+		if kerr != nil || derr != nil {
+			return policyErrorf("%s: kind and dataType must be strings", at)
+		}
+		spatialKind, ok := legacyKinds[strings.ToLower(string(kind))]
+		if !ok {
+			return policyErrorf("%s: unknown index kind %q (want Hash, Range or Spatial)", at, kind)
+		}
+		spatialType, ok := legacyDataTypes[strings.ToLower(string(dataType))]
+		if !ok {
+			return policyErrorf("%s: unknown dataType %q (want String, Number, Point, Polygon, LineString or MultiPolygon)", at, dataType)
+		}
+		if spatialKind != spatialType {
+			return policyErrorf("%s: an index of kind %s cannot have dataType %s", at, kind, dataType)
+		}
+		if pv := member(ix, "precision"); pv != nil {
+			if _, err := pv.Int(); err != nil {
+				return policyErrorf("%s.precision must be an integer", at)
+			}
+		}
+	}
+	return nil
 }
 
 // member returns the member key of object v, or nil when it is absent or
@@ -375,6 +432,9 @@ func splitPath(s string) ([]rawSeg, error) {
 
 // parsePattern parses an included or excluded path.
 func parsePattern(s string) (pattern, error) {
+	if s == "/" {
+		return pattern{}, nil // the root, as the legacy form names it: same as "/*"
+	}
 	raw, err := splitPath(s)
 	if err != nil {
 		return pattern{}, err

@@ -59,6 +59,10 @@ func TestIndexed(t *testing.T) {
 		{"null policy", `null`, "name", true},
 		{"null members", `{"indexingMode":null,"includedPaths":null,"excludedPaths":null,"compositeIndexes":null}`, "name", true},
 		{"legacy indexes", `{"includedPaths":[{"path":"/*","indexes":[{"kind":"Range","dataType":"Number","precision":-1}]}]}`, "n", true},
+		{"legacy hash and spatial indexes", `{"includedPaths":[{"path":"/*","indexes":[{"kind":"Hash","dataType":"String","precision":3},{"kind":"range","dataType":"number"},{"kind":"Spatial","dataType":"Point"}]}]}`, "n", true},
+		{"legacy root path", `{"includedPaths":[{"path":"/","indexes":[{"kind":"Hash","dataType":"String","precision":3}]}],"excludedPaths":[{"path":"/\"secret\"/*"}]}`, "n", true},
+		{"legacy root path excludes", `{"includedPaths":[{"path":"/","indexes":[]}],"excludedPaths":[{"path":"/\"secret\"/*"}]}`, "secret/x", false},
+		{"legacy root path excluded", `{"includedPaths":[{"path":"/a/?"}],"excludedPaths":[{"path":"/"}]}`, "b", false},
 		{"extras ignored", `{"spatialIndexes":[{"path":"/loc/*","types":["Point"]}],"vectorIndexes":[],"fullTextIndexes":[],"x":1}`, "loc", true},
 	}
 	for _, tt := range tests {
@@ -106,7 +110,14 @@ func TestParsePolicyInvalid(t *testing.T) {
 		`{"includedPaths":[{"path":"/*","indexes":{}}]}`,
 		`{"includedPaths":[{"path":"/name/?"}]}`, // no root
 		`{"includedPaths":[{"path":"*"}]}`,
-		`{"includedPaths":[{"path":"/"}]}`,
+		`{"includedPaths":[{"path":"/*","indexes":[5]}]}`,
+		`{"includedPaths":[{"path":"/*","indexes":[{"kind":"Range"}]}]}`,
+		`{"includedPaths":[{"path":"/*","indexes":[{"kind":"BTree","dataType":"String"}]}]}`,
+		`{"includedPaths":[{"path":"/*","indexes":[{"kind":"Range","dataType":"Date"}]}]}`,
+		`{"includedPaths":[{"path":"/*","indexes":[{"kind":"Spatial","dataType":"String"}]}]}`,
+		`{"includedPaths":[{"path":"/*","indexes":[{"kind":"Hash","dataType":"Point"}]}]}`,
+		`{"includedPaths":[{"path":"/*","indexes":[{"kind":"Hash","dataType":"String","precision":"3"}]}]}`,
+		`{"includedPaths":[{"path":"/*","indexes":[{"kind":1,"dataType":"String"}]}]}`,
 		`{"includedPaths":[{"path":"/a"}]}`,
 		`{"includedPaths":[{"path":"/a/"}]}`,
 		`{"includedPaths":[{"path":"/*"},{"path":"//?"}]}`,

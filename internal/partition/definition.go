@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/partitadb/partita/internal/document"
 )
 
 // Kind is the kind of a partition key definition.
@@ -21,6 +23,11 @@ const (
 // maxPaths is the most paths a hierarchical partition key may have.
 const maxPaths = 3
 
+// SystemKeyPath is the path of the system partition key Cosmos DB gives a
+// non-partitioned container (one created by an API version before
+// 2018-12-31 without a partition key): Hash, version 1, systemKey true.
+const SystemKeyPath = "/_partitionKey"
+
 // Definition is a container's partition key definition, as in the container's
 // "partitionKey" property. Call [Definition.Normalize] before using a
 // definition that came from a client.
@@ -28,6 +35,11 @@ type Definition struct {
 	Paths   []string // JSON paths, e.g. ["/pk"]; up to 3 for MultiHash
 	Kind    Kind     // Hash or MultiHash
 	Version int      // hash version, 1 or 2 (MultiHash is always 2)
+	// SystemKey marks the system key of a non-partitioned container
+	// (Paths is [SystemKeyPath], Kind Hash). Its items without a
+	// _partitionKey form the "none" partition, whose EPK is the empty EPK
+	// (see [Definition.Hash]).
+	SystemKey bool `json:",omitempty"`
 }
 
 // DefinitionError reports an invalid partition key definition.
@@ -44,11 +56,13 @@ func (e *DefinitionError) Error() string {
 // (protocol doc §4.2): Kind Hash for one path and MultiHash for several when
 // Kind is empty, and Version 2 when Version is 0. It then validates the
 // result: 1 to 3 paths, each starting with "/" and without empty segments;
-// Hash has exactly one path; Version is 1 or 2; MultiHash has Version 2. An
-// invalid definition yields a *DefinitionError. The returned definition does
-// not share d's Paths slice.
+// Hash has exactly one path; Version is 1 or 2; MultiHash has Version 2. A
+// system key has Version 1 when Version is 0 (it predates version 2) and
+// must be the Hash definition of [SystemKeyPath]. An invalid definition
+// yields a *DefinitionError. The returned definition does not share d's
+// Paths slice.
 func (d Definition) Normalize() (Definition, error) {
-	n := Definition{Paths: slices.Clone(d.Paths), Kind: d.Kind, Version: d.Version}
+	n := Definition{Paths: slices.Clone(d.Paths), Kind: d.Kind, Version: d.Version, SystemKey: d.SystemKey}
 	if len(n.Paths) == 0 {
 		return Definition{}, &DefinitionError{Msg: "no paths"}
 	}
@@ -71,6 +85,9 @@ func (d Definition) Normalize() (Definition, error) {
 	}
 	if n.Version == 0 {
 		n.Version = 2
+		if n.SystemKey {
+			n.Version = 1
+		}
 	}
 	if n.Version != 1 && n.Version != 2 {
 		return Definition{}, &DefinitionError{Msg: "version must be 1 or 2"}
@@ -87,7 +104,24 @@ func (d Definition) Normalize() (Definition, error) {
 	default:
 		return Definition{}, &DefinitionError{Msg: "unknown kind " + strconv.Quote(string(n.Kind))}
 	}
+	if n.SystemKey && (n.Kind != Hash || n.Paths[0] != SystemKeyPath) {
+		return Definition{}, &DefinitionError{Msg: "systemKey is only valid on the Hash definition of " + strconv.Quote(SystemKeyPath)}
+	}
 	return n, nil
+}
+
+// Equal reports whether d and o are the same definition: paths, kind,
+// version and system key.
+func (d Definition) Equal(o Definition) bool {
+	return slices.Equal(d.Paths, o.Paths) && d.Kind == o.Kind && d.Version == o.Version && d.SystemKey == o.SystemKey
+}
+
+// IsNone reports whether pk is the "none" value of a system key: the single
+// Undefined component an item without a _partitionKey has. Cosmos DB keeps
+// those items at the empty EPK (PartitionKeyInternal.Empty), and the SDKs
+// address them with the header [] (or none at all).
+func (d Definition) IsNone(pk document.PartitionKey) bool {
+	return d.SystemKey && len(pk) == 1 && pk[0].Kind == document.Undefined
 }
 
 // scheme is the hashing scheme a definition selects.

@@ -85,7 +85,9 @@ const (
 //
 // The result is 16 bytes for V2, 16 bytes per component for MultiHash, and
 // the variable-length V1 encoding (at most 109 bytes) for V1. Number -0 hashes
-// as 0, so values that compare equal as float64 share an EPK.
+// as 0, so values that compare equal as float64 share an EPK. The "none" value
+// of a system key ([Definition.IsNone]) is the empty EPK, as Cosmos DB
+// computes it for PartitionKeyInternal.Empty (MinimumInclusiveEffectivePartitionKey).
 func (d Definition) Hash(pk document.PartitionKey) (EPK, error) {
 	s := d.scheme()
 	if s == schemeInvalid {
@@ -97,6 +99,9 @@ func (d Definition) Hash(pk document.PartitionKey) (EPK, error) {
 	if err := checkKinds(pk); err != nil {
 		return nil, err
 	}
+	if d.IsNone(pk) {
+		return EPK{}, nil
+	}
 	return hashKey(s, pk), nil
 }
 
@@ -106,7 +111,8 @@ func (d Definition) Hash(pk document.PartitionKey) (EPK, error) {
 //   - A full key (len(pk) == len(d.Paths)) is a point: min is its EPK and max
 //     is min followed by a 0x00 byte, the least EPK greater than min, so the
 //     interval holds exactly that EPK and [Map.Overlapping](min, max) returns
-//     the one range that holds it.
+//     the one range that holds it. The none value of a system key is the
+//     point at the empty EPK, ["", 00).
 //   - A strict prefix of a MultiHash key (0 < len(pk) < len(d.Paths)) is
 //     [prefixEPK, prefixEPK+FF), as Cosmos addresses hierarchical prefixes.
 //   - An empty pk is the whole space ["", FF).
@@ -126,6 +132,9 @@ func (d Definition) Span(pk document.PartitionKey) (min, max EPK, err error) {
 	}
 	if err := checkKinds(pk); err != nil {
 		return nil, nil, err
+	}
+	if d.IsNone(pk) {
+		return EPK{}, EPK{0x00}, nil
 	}
 	min = hashKey(s, pk)
 	max = make(EPK, len(min)+1)
