@@ -76,6 +76,10 @@ func TestErrorResponses(t *testing.T) {
 	srv := newTestHandler(t, Config{})
 	do(t, srv, http.MethodPost, "/dbs", nil, `{"id":"db"}`)
 	do(t, srv, http.MethodPost, "/dbs/db/colls", nil, `{"id":"k","partitionKey":{"paths":["/pk"]}}`)
+	do(t, srv, http.MethodPost, "/dbs/db/users", nil, `{"id":"u"}`)
+	perm := func(mode, resource string) string {
+		return `{"id":"p","permissionMode":"` + mode + `","resource":"` + resource + `"}`
+	}
 	tests := []struct {
 		name         string
 		method, path string
@@ -91,7 +95,20 @@ func TestErrorResponses(t *testing.T) {
 		{"malformed pk header", http.MethodGet, "/dbs/db/colls/k/docs/x", map[string]string{"x-ms-documentdb-partitionkey": `["a"`}, "", 400, "", "x-ms-documentdb-partitionkey"},
 		{"pk mismatch", http.MethodPost, "/dbs/db/colls/k/docs", map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}, `{"id":"1","pk":"b"}`, 400, "1001", "doesn't match"},
 		{"bad json", http.MethodPost, "/dbs/db/colls/k/docs", map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}, `{"id":`, 400, "", "JSON"},
-		{"users", http.MethodPost, "/dbs/db/users", nil, `{"id":"u"}`, 400, "", "not supported"},
+		{"conflicts", http.MethodGet, "/dbs/db/colls/k/conflicts", nil, "", 400, "", "not supported"},
+		{"user without id", http.MethodPost, "/dbs/db/users", nil, `{}`, 400, "", "string id"},
+		{"user exists", http.MethodPost, "/dbs/db/users", nil, `{"id":"u"}`, 409, "", "already exists"},
+		{"user of unknown db", http.MethodPost, "/dbs/nope/users", nil, `{"id":"u"}`, 404, "", ""},
+		{"permission without resource", http.MethodPost, "/dbs/db/users/u/permissions", nil, `{"id":"p","permissionMode":"All"}`, 400, "", "resource"},
+		{"permission mode", http.MethodPost, "/dbs/db/users/u/permissions", nil, perm("Write", "dbs/db/colls/k"), 400, "", "want All or Read"},
+		{"permission on a sproc", http.MethodPost, "/dbs/db/users/u/permissions", nil, perm("All", "dbs/db/colls/k/sprocs/s"), 400, "", "not supported"},
+		{"permission on unknown container", http.MethodPost, "/dbs/db/users/u/permissions", nil, perm("All", "dbs/db/colls/nope"), 400, "", "names no container"},
+		{"permission in another db", http.MethodPost, "/dbs/db/users/u/permissions", nil, perm("All", "dbs/other/colls/k"), 400, "", "user's database"},
+		{"permission pk of wrong shape", http.MethodPost, "/dbs/db/users/u/permissions", nil, `{"id":"p","permissionMode":"All","resource":"dbs/db/colls/k","resourcePartitionKey":["a","b"]}`, 400, "", "components"},
+		{"token validity too long", http.MethodPost, "/dbs/db/users/u/permissions", map[string]string{"x-ms-documentdb-expiry-seconds": "18001"}, perm("All", "dbs/db/colls/k"), 400, "", "five hours"},
+		{"permission of unknown user", http.MethodPost, "/dbs/db/users/nope/permissions", nil, perm("All", "dbs/db/colls/k"), 404, "", ""},
+		{"partition key delete without pk", http.MethodPost, "/dbs/db/colls/k/operations/partitionkeydelete", nil, "", 400, "", "PartitionKey value must be supplied"},
+		{"partition key delete of unknown container", http.MethodPost, "/dbs/db/colls/nope/operations/partitionkeydelete", map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}, "", 404, "", ""},
 		{"sproc without body", http.MethodPost, "/dbs/db/colls/k/sprocs", nil, `{"id":"s"}`, 400, "", "body"},
 		{"sproc syntax error", http.MethodPost, "/dbs/db/colls/k/sprocs", nil, `{"id":"s","body":"function( {"}`, 400, "", "Javascript"},
 		{"missing sproc", http.MethodPost, "/dbs/db/colls/k/sprocs/nope", map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}, `[]`, 404, "", ""},

@@ -84,6 +84,13 @@ func (h *Handler) batch(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	} else {
+		pks := make([]document.PartitionKey, len(ops))
+		for i, op := range ops {
+			pks[i] = op.PK
+		}
+		if err := checkOpsPK(r, pks); err != nil {
+			return err
+		}
 		resp, err = h.eng.ExecuteBulk(r.Context(), r.PathValue("db"), r.PathValue("coll"), ops)
 		if err != nil {
 			return err

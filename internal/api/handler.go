@@ -105,33 +105,58 @@ func (h *Handler) handlePost(pattern string, query, write handlerFunc) {
 	})
 }
 
+// route registers fn for pattern. A request authorised by a resource token
+// reaches fn only when the token covers it (checkGrant: the routes of
+// tokenRoutes, within the token's scope).
 func (h *Handler) route(pattern string, fn handlerFunc) {
 	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		if err := fn(w, r); err != nil {
+		err := error(nil)
+		if g := grantFrom(r.Context()); g != nil {
+			err = h.checkGrant(g, pattern, r)
+		}
+		if err == nil {
+			err = fn(w, r)
+		}
+		if err != nil {
 			h.writeError(w, r, err)
 		}
 	})
 }
 
-// writes wraps fn so that it runs only for a principal with write access.
+// writes wraps fn so that it runs only for a principal with write access:
+// the master key, a read-write AAD identity, or a resource token of
+// permissionMode All (whose scope route has checked).
 func writes(fn handlerFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		if accessFrom(r.Context()) != auth.ReadWrite {
+		switch p := principalFrom(r.Context()); {
+		case p.Access == auth.ReadWrite:
+		case p.Access == auth.Scoped && p.Grant.Mode == auth.ModeAll:
+		case p.Access == auth.Scoped:
+			return insufficient("The resource token's permission (" + p.Grant.Permission + ") has permissionMode Read: it cannot modify " + grantScope(p.Grant) + ".")
+		default:
 			return status.New(http.StatusForbidden, "read-only access (the read-only key or a read-only AAD role) cannot modify resources")
 		}
 		return fn(w, r)
 	}
 }
 
-// accessKey is the context key of the request's authenticated access.
-type accessKey struct{}
+// principalKey is the context key of the request's authenticated principal.
+type principalKey struct{}
+
+// principalFrom returns what the request authenticated as; the zero
+// Principal (no access) when it did not authenticate.
+func principalFrom(ctx context.Context) auth.Principal {
+	p, _ := ctx.Value(principalKey{}).(auth.Principal)
+	return p
+}
 
 // accessFrom returns the access the request authenticated with; zero (no
 // access) when it did not authenticate.
-func accessFrom(ctx context.Context) auth.Access {
-	a, _ := ctx.Value(accessKey{}).(auth.Access)
-	return a
-}
+func accessFrom(ctx context.Context) auth.Access { return principalFrom(ctx).Access }
+
+// grantFrom returns the grant of the request's resource token; nil when it
+// was not authorised by one.
+func grantFrom(ctx context.Context) *auth.Grant { return principalFrom(ctx).Grant }
 
 func (h *Handler) routes() {
 	h.handle("GET /{$}", h.account)
@@ -156,6 +181,8 @@ func (h *Handler) routes() {
 	h.handle("PATCH /dbs/{db}/colls/{coll}/docs/{id}", h.patchItem)
 
 	h.scriptRoutes()
+	h.handle("POST /dbs/{db}/colls/{coll}/operations/partitionkeydelete", h.deletePartition)
+	h.userRoutes()
 
 	h.handle("GET /offers", h.listOffers)
 	h.handlePost("/offers", h.listOffers, h.postOffers)
@@ -176,7 +203,7 @@ func (h *Handler) unsupported(_ http.ResponseWriter, r *http.Request) error {
 		return status.Newf(http.StatusNotFound, "no resource at %s %s", r.Method, r.URL.Path)
 	}
 	switch typ {
-	case "users", "permissions", "conflicts", "attachments", "clientencryptionkeys":
+	case "conflicts", "attachments", "clientencryptionkeys":
 		return status.NotSupported("the " + typ + " resource")
 	}
 	return status.Newf(http.StatusMethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path)
@@ -201,12 +228,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	r.Body = http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes)
-	access, err := h.authenticate(r)
+	p, err := h.authenticate(r)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	r = r.WithContext(context.WithValue(r.Context(), accessKey{}, access))
+	r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
 	// Go's SDK addresses offers with a trailing slash; every resource
 	// tolerates one.
 	if p := r.URL.Path; len(p) > 1 && strings.HasSuffix(p, "/") {
@@ -236,14 +263,16 @@ func (s *statusWriter) WriteHeader(code int) {
 }
 
 // authenticate verifies the request's signature or token and returns the
-// access it grants. What the request may do with that access is decided by
-// its route (handle, handlePost).
-func (h *Handler) authenticate(r *http.Request) (auth.Access, error) {
+// principal it authenticates. What the request may do as that principal is
+// decided by its route (handle, handlePost, route). A resource token must
+// still be backed by its permission: one deleted (with its user or
+// database) or replaced since revokes it.
+func (h *Handler) authenticate(r *http.Request) (auth.Principal, error) {
 	date := r.Header.Get("x-ms-date")
 	if date == "" {
 		date = r.Header.Get("Date")
 	}
-	access, err := h.verify.Verify(auth.Request{
+	p, err := h.verify.Authenticate(auth.Request{
 		Method: r.Method, RawPath: r.URL.EscapedPath(), Authorization: r.Header.Get("Authorization"), Date: date,
 	}, h.now())
 	if err != nil {
@@ -251,22 +280,33 @@ func (h *Handler) authenticate(r *http.Request) (auth.Access, error) {
 		if errors.As(err, &ae) {
 			switch ae.Reason {
 			case auth.BadPath:
-				return 0, status.New(http.StatusBadRequest, ae.Msg).Wrap(err)
-			case auth.NoRole:
-				// The token is authentic but grants nothing here: retrying with the same
-				// identity cannot help, so 403 (as Cosmos DB answers RBAC denials), not 401.
-				return 0, status.New(http.StatusForbidden, ae.Msg).Wrap(err)
+				return auth.Principal{}, status.New(http.StatusBadRequest, ae.Msg).Wrap(err)
+			case auth.NoRole, auth.ResourceExpired:
+				// The token is authentic but grants nothing here (now): retrying with the
+				// same one cannot help, so 403, as Cosmos DB answers RBAC denials and
+				// expired resource tokens, not 401.
+				return auth.Principal{}, status.New(http.StatusForbidden, ae.Msg).Wrap(err)
 			}
-			return 0, status.New(http.StatusUnauthorized, ae.Msg).Wrap(err)
+			return auth.Principal{}, status.New(http.StatusUnauthorized, ae.Msg).Wrap(err)
 		}
-		return 0, err
+		return auth.Principal{}, err
+	}
+	if g := p.Grant; g != nil {
+		ok, err := h.eng.PermissionCurrent(g.DB, g.User, g.Permission, g.RID, g.ETag)
+		if err != nil {
+			return auth.Principal{}, err
+		}
+		if !ok {
+			return auth.Principal{}, status.New(http.StatusUnauthorized, "The resource token is no longer valid: its permission "+
+				g.Permission+" was deleted or replaced after the token was issued. Read the permission again for a new token.")
+		}
 	}
 	if h.cfg.EmulatorIDQuirks {
 		if err := emulatorPathCheck(r.URL.EscapedPath()); err != nil {
-			return 0, err
+			return auth.Principal{}, err
 		}
 	}
-	return access, nil
+	return p, nil
 }
 
 // errorBody is the body of every error response; the JS SDK needs "message".

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/partitadb/partita/internal/engine"
+	"github.com/partitadb/partita/internal/throughput"
 )
 
 // preferMinimal reports whether the client asked for no body on writes.
@@ -235,4 +236,33 @@ func indexUtilization(path string) []byte {
 	b, _ := json.Marshal(map[string]any{"UtilizedSingleIndexes": used, "PotentialSingleIndexes": []any{},
 		"UtilizedCompositeIndexes": []any{}, "PotentialCompositeIndexes": []any{}})
 	return b
+}
+
+// deletePartition serves POST …/colls/{coll}/operations/partitionkeydelete:
+// delete every item of the logical partition the partition key header
+// names (the SDKs' deleteAllItemsForPartitionKey). It answers 200 when the
+// request deleted them all, 202 when a large partition's rest is being
+// deleted in the background; either way its items are gone from reads and
+// queries when the response arrives (engine.DeletePartition).
+func (h *Handler) deletePartition(w http.ResponseWriter, r *http.Request) error {
+	pk, err := partitionKey(r)
+	if err != nil {
+		return err
+	}
+	res, err := h.eng.DeletePartition(r.Context(), r.PathValue("db"), r.PathValue("coll"), pk)
+	if err != nil {
+		return err
+	}
+	hd := w.Header()
+	if res.Session != "" {
+		hd.Set("x-ms-session-token", res.Session)
+	}
+	setCharge(w, max(res.RU, throughput.MinimumCost()))
+	code := http.StatusOK
+	if !res.Done {
+		code = http.StatusAccepted
+	}
+	hd.Set("Content-Length", "0")
+	w.WriteHeader(code)
+	return nil
 }

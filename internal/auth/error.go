@@ -1,19 +1,22 @@
 package auth
 
 // Reason is the kind of an authentication failure. The api layer maps every Reason to
-// 401 Unauthorized, except BadPath (a malformed URL: 400) and NoRole (an authentic identity
-// without permission: 403 Forbidden).
+// 401 Unauthorized, except BadPath (a malformed URL: 400), and NoRole (an authentic identity
+// without permission) and ResourceExpired (an authentic resource token used outside its
+// validity, as Cosmos DB answers it): 403 Forbidden.
 type Reason int
 
 const (
 	// Missing: the request has no Authorization header.
 	Missing Reason = iota + 1
-	// Malformed: the Authorization header (or the AAD JWT in it) cannot be parsed.
+	// Malformed: the Authorization header (or the AAD JWT or resource token in it) cannot be
+	// parsed.
 	Malformed
 	// BadPath: the URL path has an invalid percent escape, so the signed link is unknown.
 	BadPath
-	// BadSignature: the master-token signature matches no configured key, or a verified AAD
-	// token's signature does not verify or uses an algorithm that is not accepted.
+	// BadSignature: the master-token signature matches no configured key, a verified AAD
+	// token's signature does not verify or uses an algorithm that is not accepted, or a
+	// resource token was not issued by this server or was altered.
 	BadSignature
 	// DateMissing: a master-token request has no x-ms-date.
 	DateMissing
@@ -23,8 +26,8 @@ const (
 	DateSkew
 	// TokenExpired: the AAD token's exp claim has passed.
 	TokenExpired
-	// Unsupported: a token type this server does not accept (resource, SAS, unknown, or
-	// AAD when AAD is not configured).
+	// Unsupported: a token type this server does not accept (SAS, unknown, or AAD when AAD
+	// is not configured).
 	Unsupported
 	// Unsigned: an AAD token without a signature (alg "none" or absent, or an empty
 	// signature) when AAD tokens must be verified.
@@ -39,8 +42,11 @@ const (
 	BadAudience
 	// NoRole: a verified AAD token carries no role or scope mapped to an access level.
 	NoRole
+	// ResourceExpired: a resource token (issued by this server, unaltered) is used after
+	// its expiry.
+	ResourceExpired
 
-	lastReason = NoRole
+	lastReason = ResourceExpired
 )
 
 // String returns the Reason's name, e.g. "BadSignature".
@@ -76,6 +82,8 @@ func (r Reason) String() string {
 		return "BadAudience"
 	case NoRole:
 		return "NoRole"
+	case ResourceExpired:
+		return "ResourceExpired"
 	}
 	return "Reason(?)"
 }

@@ -20,6 +20,8 @@ func FuzzVerify(f *testing.F) {
 	f.Add("POST", "/dbs", "type=aad&ver=1.0&sig="+emulatorJWT(f, mustTime(f, docDate).Add(time.Hour)), docDate)
 	f.Add("POST", "/dbs", "type=aad&ver=1.0&sig=e30.eyJleHAiOjF9.", "")
 	f.Add("GET", "/", "type=resource&ver=1.0&sig=x", "Thu, 27 Apr 2017 00:51:12 UTC")
+	f.Add("GET", "/", "type=resource&ver=1.0&sig=e30.AAAA", "")
+	f.Add("POST", "/dbs/d/colls/c/operations/partitionkeydelete", url.QueryEscape(rawToken(Sign(key, "POST", "colls", "dbs/d/colls/c", docDate))), docDate)
 	f.Add("GET", "/", "%", "thu, 27 apr 2017 00:51:12 gmt")
 	f.Add("GET", "//", "type=master&type=master", "Thu, 27 Apr 2017 02:51:12 +0200")
 
@@ -29,7 +31,7 @@ func FuzzVerify(f *testing.F) {
 		r := Request{Method: method, RawPath: path, Authorization: auth, Date: date}
 		got, err := v.Verify(r, now)
 		if err == nil {
-			if got != ReadWrite && got != ReadOnly {
+			if got != ReadWrite && got != ReadOnly && got != Scoped {
 				t.Fatalf("Verify(%+v) = %v, nil, want an access level", r, got)
 			}
 			return

@@ -23,17 +23,29 @@ const (
 	// ReadWrite allows everything: the request was signed with the master key, or carried an
 	// AAD token accepted in emulator mode or verified with a read-write role.
 	ReadWrite
+	// Scoped allows what a resource token's Grant allows (Principal.Grant), and nothing
+	// else: the caller checks the request against it.
+	Scoped
 )
 
-// String returns "read-only", "read-write", or "none".
+// String returns "read-only", "read-write", "resource-scoped", or "none".
 func (a Access) String() string {
 	switch a {
 	case ReadOnly:
 		return "read-only"
 	case ReadWrite:
 		return "read-write"
+	case Scoped:
+		return "resource-scoped"
 	}
 	return "none"
+}
+
+// Principal is what a verified request may do: its Access, and for a resource token
+// (Access Scoped) the token's Grant.
+type Principal struct {
+	Access Access
+	Grant  *Grant // non-nil exactly when Access is Scoped
 }
 
 // DefaultMaxSkew is the allowed |x-ms-date - now| when Config.MaxSkew is zero; the service
@@ -58,6 +70,7 @@ type Config struct {
 // usable. A *Verifier is safe for concurrent use.
 type Verifier struct {
 	masterKey   []byte
+	tokenKey    []byte // signs resource tokens; derived from masterKey (resource.go)
 	readOnlyKey []byte // nil when there is none
 	maxSkew     time.Duration
 	aad         AADConfig
@@ -94,6 +107,7 @@ func NewVerifier(c Config) (*Verifier, error) {
 	}
 	v := &Verifier{
 		masterKey: bytes.Clone(c.MasterKey),
+		tokenKey:  tokenKey(c.MasterKey),
 		maxSkew:   c.MaxSkew,
 		aad:       c.AAD.clone(),
 	}
@@ -121,19 +135,28 @@ type Request struct {
 	Date          string // x-ms-date header (falling back to Date is the caller's job)
 }
 
-// Verify returns the access r carries at time now, or 0 and an *Error whose Reason says why
-// it carries none:
+// Verify returns the access r carries at time now: Authenticate's Principal.Access.
+func (v *Verifier) Verify(r Request, now time.Time) (Access, error) {
+	p, err := v.Authenticate(r, now)
+	return p.Access, err
+}
+
+// Authenticate returns what r may do at time now, or the zero Principal and an *Error whose
+// Reason says why it may do nothing:
 //
 //   - Missing: no Authorization header.
 //   - Malformed: the header is not type=…&ver=1.0&sig=… (or, for AAD, not a JWT, or a
-//     verified token without an exp claim).
-//   - Unsupported: resource tokens, unknown token types, and AAD tokens under AADOff.
+//     verified token without an exp claim; for a resource token, not one this server issues).
+//   - Unsupported: SAS tokens, unknown token types, and AAD tokens under AADOff.
 //   - DateMissing, DateInvalid, DateSkew: x-ms-date absent (master tokens only), not RFC 1123,
-//     or further than MaxSkew from now. An AAD token's date is checked only when present.
+//     or further than MaxSkew from now. An AAD token's date is checked only when present; a
+//     resource token's never (its own validity bounds it).
 //   - BadPath: RawPath has an invalid percent escape (the *Error wraps ErrBadPath).
 //   - BadSignature: the master-token signature matches neither key; a verified AAD token's
-//     signature does not verify, or its algorithm is not accepted.
+//     signature does not verify, or its algorithm is not accepted; a resource token's MAC
+//     does not match (not issued by this server, or altered).
 //   - TokenExpired: the AAD token's exp claim is not after now (AADLeeway after, verified).
+//   - ResourceExpired: the resource token's validity has ended.
 //   - Unsigned, UnknownKey, NotYetValid, BadIssuer, BadAudience, NoRole: a verified AAD
 //     token (AADVerified) is unsigned, signed by an unknown key, not valid yet, from another
 //     issuer, for another audience, or authentic but without a mapped role or scope.
@@ -141,10 +164,12 @@ type Request struct {
 // A master token signed with the master key gives ReadWrite, with the read-only key ReadOnly.
 // An AAD token gives ReadWrite under AADEmulator, where only its shape and exp are checked
 // (the emulator's test credential sends an unsigned token); under AADVerified it gives the
-// access its roles map to.
-func (v *Verifier) Verify(r Request, now time.Time) (Access, error) {
+// access its roles map to. A resource token (ResourceToken) gives Scoped with its Grant:
+// whether the grant covers the request, and whether its permission still exists unchanged,
+// is the caller's to check.
+func (v *Verifier) Authenticate(r Request, now time.Time) (Principal, error) {
 	if r.Authorization == "" {
-		return 0, newError(Missing, "Required Header authorization is missing. Ensure a valid Authorization token is passed.")
+		return Principal{}, newError(Missing, "Required Header authorization is missing. Ensure a valid Authorization token is passed.")
 	}
 	st := v.states.Get().(*state)
 	defer v.put(st)
@@ -152,17 +177,27 @@ func (v *Verifier) Verify(r Request, now time.Time) (Access, error) {
 	tok, err := parseToken(st.auth[:0], r.Authorization)
 	st.auth = tok.buf
 	if err != nil {
-		return 0, err
+		return Principal{}, err
 	}
+	var a Access
 	switch {
 	case bytes.EqualFold(tok.typ, []byte("master")):
-		return v.verifyMaster(st, r, tok.sig, now)
+		a, err = v.verifyMaster(st, r, tok.sig, now)
 	case bytes.EqualFold(tok.typ, []byte("aad")):
-		return v.verifyAAD(string(tok.sig), r.Date, now)
+		a, err = v.verifyAAD(string(tok.sig), r.Date, now)
 	case bytes.EqualFold(tok.typ, []byte("resource")):
-		return 0, newError(Unsupported, "Resource tokens are not supported by this server; use the account key.")
+		g, err := v.verifyResource(tok.sig, now)
+		if err != nil {
+			return Principal{}, err
+		}
+		return Principal{Access: Scoped, Grant: g}, nil
+	default:
+		return Principal{}, newError(Unsupported, fmt.Sprintf("Authorization token type %q is not supported.", clip(string(tok.typ))))
 	}
-	return 0, newError(Unsupported, fmt.Sprintf("Authorization token type %q is not supported.", clip(string(tok.typ))))
+	if err != nil {
+		return Principal{}, err
+	}
+	return Principal{Access: a}, nil
 }
 
 // put returns st to the pool unless it has grown too large to keep.
@@ -186,26 +221,77 @@ func (v *Verifier) verifyMaster(st *state, r Request, sig []byte, now time.Time)
 	if err != nil {
 		return 0, &Error{Reason: BadPath, Msg: "The request path is not a valid percent-encoded resource path.", cause: err}
 	}
-	st.payload = appendPayload(st.payload[:0], r.Method, typ, link, r.Date)
-
 	// A valid sig is the standard base64 of a 32-byte MAC: 44 characters. Its length is
 	// public, so rejecting other lengths early leaks nothing.
+	var got []byte
 	if len(sig) <= 64 {
-		n, err := base64.StdEncoding.Decode(st.dec[:], sig)
-		if err == nil && n == sha256.Size {
-			got := st.dec[:n]
-			if macEqual(st.master, st.payload, st.sum[:0], got) {
-				return ReadWrite, nil
-			}
-			if st.readOnly != nil && macEqual(st.readOnly, st.payload, st.sum[:0], got) {
-				return ReadOnly, nil
-			}
+		if n, err := base64.StdEncoding.Decode(st.dec[:], sig); err == nil && n == sha256.Size {
+			got = st.dec[:n]
 		}
 	}
+	// The SDKs disagree on what they sign for a few operations (alternates); the first
+	// form is the one an error message quotes.
+	forms, n := alternates(typ, link)
+	for _, f := range forms[:n] {
+		if got == nil {
+			break
+		}
+		st.payload = appendPayload(st.payload[:0], r.Method, f.typ, f.link, r.Date)
+		if macEqual(st.master, st.payload, st.sum[:0], got) {
+			return ReadWrite, nil
+		}
+		if st.readOnly != nil && macEqual(st.readOnly, st.payload, st.sum[:0], got) {
+			return ReadOnly, nil
+		}
+	}
+	st.payload = appendPayload(st.payload[:0], r.Method, forms[0].typ, forms[0].link, r.Date)
 	return 0, newError(BadSignature, "The input authorization token can't serve the request. "+
 		"The wrong key is being used or the expected payload is not built as per the protocol. "+
 		"For more info: https://aka.ms/cosmosdb-tsg-401. Server used the following payload to sign: '"+
 		strings.ReplaceAll(string(st.payload), "\n", `\n`)+"'")
+}
+
+// signed is a resource type and link a client may have signed.
+type signed struct{ typ, link string }
+
+// pkDeleteSuffix ends the path of "delete all items of a partition key",
+// POST /dbs/{db}/colls/{coll}/operations/partitionkeydelete.
+const pkDeleteSuffix = "/operations/partitionkeydelete"
+
+// alternates returns the (type, link) pairs a request for (typ, link), as Resource derives
+// them, may be signed with: that pair, and for the partition key delete operation, whose
+// path names no resource of the usual kind, the container's link with type "colls" (what
+// @azure/cosmos 4.9.3's Container.deleteAllItemsForPartitionKey signs) or "partitionkey"
+// (what azure-cosmos for Python signs). No other request signs either extra form (no route
+// takes a POST on a container's own path), so accepting them lets no signature serve another
+// request.
+//
+// It returns the forms in an array and how many of it are used, so the common case costs
+// no allocation.
+func alternates(typ, link string) (forms [3]signed, n int) {
+	forms[0] = signed{typ, link}
+	if typ == "operations" && strings.HasSuffix(link, pkDeleteSuffix) {
+		coll := strings.TrimSuffix(link, pkDeleteSuffix)
+		if isContainerLink(coll) {
+			forms[0], forms[1], forms[2] = signed{"colls", coll}, signed{"partitionkey", coll}, signed{typ, link}
+			return forms, 3
+		}
+	}
+	return forms, 1
+}
+
+// isContainerLink reports whether link is dbs/{db}/colls/{coll} with non-empty ids.
+func isContainerLink(link string) bool {
+	rest, ok := strings.CutPrefix(link, "dbs/")
+	if !ok {
+		return false
+	}
+	db, rest, ok := strings.Cut(rest, "/")
+	if !ok || db == "" {
+		return false
+	}
+	coll, ok := strings.CutPrefix(rest, "colls/")
+	return ok && coll != "" && !strings.Contains(coll, "/")
 }
 
 // macEqual reports whether the HMAC m of payload equals got, in constant time.

@@ -180,7 +180,7 @@ func TestVerifyFailures(t *testing.T) {
 		{name: "duplicate sig", auth: url.QueryEscape(rawToken(goodSig) + "&sig=" + goodSig), date: docDate, want: Malformed},
 		{name: "no equals", auth: "garbage", date: docDate, want: Malformed},
 
-		{name: "resource token", auth: url.QueryEscape("type=resource&ver=1.0&sig=abc"), date: docDate, want: Unsupported},
+		{name: "resource token not issued here", auth: url.QueryEscape("type=resource&ver=1.0&sig=abc"), date: docDate, want: Malformed},
 		{name: "sas token", auth: url.QueryEscape("type=sas&ver=1.0&sig=abc"), date: docDate, want: Unsupported},
 		{name: "unknown type", auth: url.QueryEscape("type=bearer&ver=1.0&sig=abc"), date: docDate, want: Unsupported},
 		{name: "aad not allowed", v: noAAD, auth: "type=aad&ver=1.0&sig=" + emulatorJWT(t, now.Add(time.Hour)), date: docDate, want: Unsupported},

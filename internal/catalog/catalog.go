@@ -605,8 +605,9 @@ func (c *Catalog) newOfferLocked(tp Throughput, self, rid, db, coll string) *Off
 }
 
 // DeleteDatabase removes database id with all its containers (their
-// scripts and offers), atomically, and returns the containers: their data
-// is the caller's to drop. It returns ErrNotFound.
+// scripts and offers) and users (their permissions), atomically, and
+// returns the containers: their data is the caller's to drop. It returns
+// ErrNotFound.
 func (c *Catalog) DeleteDatabase(id string) ([]*Container, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -621,6 +622,11 @@ func (c *Catalog) DeleteDatabase(id string) ([]*Container, error) {
 			return nil, err
 		}
 		gone = append(gone, k)
+	}
+	for _, prefix := range []string{keyUser + dbKey(d) + "/", keyPerm + dbKey(d) + "/"} {
+		if err := c.deletePrefixLocked(ch, prefix); err != nil {
+			return nil, err
+		}
 	}
 	if d.OfferID != "" {
 		ch.delete(keyOffer + d.OfferID)
@@ -639,13 +645,13 @@ func (c *Catalog) DeleteDatabase(id string) ([]*Container, error) {
 }
 
 // deleteContainerLocked records in ch the deletion of container k's record,
-// scripts and offer. Its data is the engine's to drop (its keyspaces).
+// scripts, pending partition key deletes and offer. Its data is the
+// engine's to drop (its keyspaces).
 func (c *Catalog) deleteContainerLocked(ch *changes, k *Container) error {
-	if err := c.be.Load(context.Background(), scriptPrefix(k.Internal), func(key string, _ []byte) error {
-		ch.delete(key)
-		return nil
-	}); err != nil {
-		return fmt.Errorf("catalog: %w", err)
+	for _, prefix := range []string{scriptPrefix(k.Internal), pkDeletePrefix(k.Internal)} {
+		if err := c.deletePrefixLocked(ch, prefix); err != nil {
+			return err
+		}
 	}
 	if k.OfferID != "" {
 		ch.delete(keyOffer + k.OfferID)

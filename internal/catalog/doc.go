@@ -1,6 +1,7 @@
 // Package catalog owns the engine's metadata: databases, containers (with
 // their partition key definitions, partition maps and the keyspace holding
-// each range's data), scripts and offers (provisioned throughput), with
+// each range's data), scripts, offers (provisioned throughput), users and
+// their permissions, and pending partition key deletes, with
 // their resource ids (_rid, including the per-container reservation of
 // items' _rid sequence numbers) and the JSON resources the wire protocol
 // returns. It persists every change as one atomic change of a Backend (the

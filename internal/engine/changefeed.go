@@ -193,7 +193,7 @@ func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFee
 				failed = err
 				return false
 			}
-			if props.TS < since || e.expired(c, props) {
+			if props.TS < since || e.invisible(c, itemKey, props) {
 				g.pos = lsn
 				return true
 			}

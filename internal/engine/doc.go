@@ -1,8 +1,9 @@
 // Package engine ties the catalog, partitioning, queries and storage into the
-// operations the API serves: database, container and offer management; item
-// create/read/replace/upsert/delete with optimistic concurrency; read feeds
-// and queries scoped to a logical partition, a physical partition (pk range)
-// or the whole container.
+// operations the API serves: database, container, offer, user and permission
+// management; item create/read/replace/upsert/delete with optimistic
+// concurrency; read feeds and queries scoped to a logical partition, a
+// physical partition (pk range) or the whole container; and the deletion of
+// a whole logical partition (pkdelete.go).
 //
 // Invariants:
 //   - An item lives at the key (container, EPK, pk, id), so every physical

@@ -95,6 +95,10 @@ type Config struct {
 	// once; pages take turns of a few milliseconds. Default half the
 	// processors, at least 1.
 	QuerySlots int
+	// PKDeleteSyncItems is how many items a partition key delete deletes
+	// before it answers; Run deletes the rest of a larger logical partition
+	// in the background (hidden from reads meanwhile). Default 1000.
+	PKDeleteSyncItems int
 }
 
 func (c Config) withDefaults() Config {
@@ -140,6 +144,9 @@ func (c Config) withDefaults() Config {
 	if c.QueryMaxSortBytes <= 0 {
 		c.QueryMaxSortBytes = 256 << 20
 	}
+	if c.PKDeleteSyncItems <= 0 {
+		c.PKDeleteSyncItems = 1000
+	}
 	return c
 }
 
@@ -168,6 +175,8 @@ type Engine struct {
 	progs       programs
 	// scripts and queries bound the heavy work running at once (gate).
 	scripts, queries *gate
+	// pkdel holds the pending partition key deletes (pkdelete.go).
+	pkdel pkDeletes
 }
 
 // New returns an engine over the keyspaces of host, with its catalog
@@ -187,6 +196,7 @@ func New(ctx context.Context, host replica.Host, meta catalog.Backend, cfg Confi
 	e := &Engine{cfg: cfg.withDefaults(), log: log, now: now, host: host, cat: cat}
 	e.rids.cat = cat
 	e.scripts, e.queries = newGate(e.cfg.ScriptSlots), newGate(e.cfg.QuerySlots)
+	e.pkdel.wake = make(chan struct{}, 1)
 	if cfg.RateLimit {
 		var burst throughput.Burst
 		if cfg.BurstCapacity {
@@ -198,6 +208,9 @@ func New(ctx context.Context, host replica.Host, meta catalog.Backend, cfg Confi
 		return nil, err
 	}
 	if err := e.ensureIndexes(ctx); err != nil {
+		return nil, err
+	}
+	if err := e.loadPKDeletes(ctx); err != nil {
 		return nil, err
 	}
 	return e, nil

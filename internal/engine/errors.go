@@ -22,6 +22,9 @@ func translate(err error) error {
 	if _, ok := errors.AsType[*status.Error](err); ok {
 		return err
 	}
+	if e, ok := errors.AsType[*catalog.ExistsError](err); ok {
+		return status.New(http.StatusConflict, e.Msg).Wrap(err)
+	}
 	switch {
 	case errors.Is(err, catalog.ErrNotFound):
 		return status.NotFound().Wrap(err)

@@ -158,7 +158,7 @@ func (e *Engine) ReadFeed(ctx context.Context, db, coll string, scope Scope, max
 	p := Page{ContainerRID: c.RID, Session: e.sessionFor(c, r.ranges)}
 	v := e.newView()
 	defer v.close()
-	src := docSource{e: e, c: c, r: r, v: v, byID: true, expired: e.expiredFilter(c)}
+	src := docSource{e: e, c: c, r: r, v: v, byID: true, hidden: e.goneFilter(c)}
 	var last []byte
 	size, loaded, entries := 0, 0, 0
 	more := false

@@ -232,7 +232,7 @@ func (e *Engine) ReadItem(ctx context.Context, ref ItemRef, pk document.Partitio
 	if err != nil {
 		return Result{}, translate(err)
 	}
-	if e.expired(c, props) {
+	if e.invisible(c, loc.key, props) {
 		e.chargeFailed(c, 0, loc.rng)
 		return Result{}, status.NotFound()
 	}

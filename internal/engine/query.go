@@ -206,7 +206,7 @@ func (e *Engine) runQuery(ctx context.Context, c *catalog.Container, ast *parse.
 	lp := scope.PK != nil && len(scope.PK) == len(c.PK.Paths)
 	v := e.newView()
 	defer v.close()
-	src := docSource{e: e, c: c, r: r, v: v, byID: lp, expired: e.expiredFilter(c)}
+	src := docSource{e: e, c: c, r: r, v: v, byID: lp, hidden: e.goneFilter(c)}
 	if c.IndexCurrent() {
 		// One logical partition is read in id order, unless an equality or
 		// IN lookup narrows it: a large logical partition (all of a day's

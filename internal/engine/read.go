@@ -135,13 +135,14 @@ type docSource struct {
 	v    *view
 	byID bool            // read the scope in key order (for one logical partition: id order)
 	scan *plan.IndexScan // nil: no index lookup narrows the scope
-	// expired, unless nil, reports documents past their time to live,
-	// which the source skips.
-	expired func(doc []byte) bool
+	// hidden, unless nil, reports documents that must not be seen (past
+	// their time to live, or hidden by a partition key delete), which the
+	// source skips (Engine.goneFilter).
+	hidden func(key, doc []byte) bool
 }
 
-// gone reports whether doc has expired (and must not be seen).
-func (s docSource) gone(doc []byte) bool { return s.expired != nil && s.expired(doc) }
+// gone reports whether doc, stored under item key key, must not be seen.
+func (s docSource) gone(key, doc []byte) bool { return s.hidden != nil && s.hidden(key, doc) }
 
 // docFunc receives a document, the span of item keys it was read from (its
 // unit), and its key there (an item key in key order, its _rid sequence
@@ -249,7 +250,7 @@ func (s docSource) readUnit(ctx context.Context, u unit, from uint64, after []by
 			return false, err
 		default:
 			*loaded++
-			if !s.gone(doc) {
+			if !s.gone(h.itemKey, doc) {
 				binary.BigEndian.PutUint64(key[:], h.seq)
 				if !fn(u.hull.Lower, u.hull.Upper, key[:], doc) {
 					return true, nil
@@ -296,7 +297,7 @@ func (s docSource) readByKey(ctx context.Context, u unit, after []byte, loaded *
 		}
 		err = replica.Scan(ctx, r, pc.span, func(k, v []byte) bool {
 			*loaded++
-			if !s.gone(v) && !fn(u.hull.Lower, u.hull.Upper, k, v) {
+			if !s.gone(k, v) && !fn(u.hull.Lower, u.hull.Upper, k, v) {
 				stopped = true
 				return false
 			}
@@ -534,7 +535,7 @@ func (s docSource) readOrdered(ctx context.Context, scan *plan.IndexScan, desc b
 			return err
 		default:
 			*loaded++
-			if !s.gone(doc) && !fn(nil, nil, st.key, doc) {
+			if !s.gone(st.item, doc) && !fn(nil, nil, st.key, doc) {
 				return nil
 			}
 		}

@@ -145,8 +145,9 @@ func (g *grown) take() map[uint64]bool {
 
 // Run does the engine's background work until ctx is done: every
 // SplitCheckInterval, it splits the physical partitions of recently written
-// containers whose item bytes exceed PartitionMaxBytes, and every
-// TTLPurgeInterval it deletes expired items (ttl.go).
+// containers whose item bytes exceed PartitionMaxBytes; every
+// TTLPurgeInterval it deletes expired items (ttl.go); and it finishes
+// partition key deletes (pkdelete.go).
 func (e *Engine) Run(ctx context.Context) {
 	// A restart may have interrupted the splits of containers written
 	// before it: look at every container once.
@@ -162,6 +163,12 @@ func (e *Engine) Run(ctx context.Context) {
 		e.runPurger(ctx, e.cfg.TTLPurgeInterval)
 	}()
 	defer func() { <-purger }()
+	pkDeleter := make(chan struct{})
+	go func() {
+		defer close(pkDeleter)
+		e.runPKDeletes(ctx)
+	}()
+	defer func() { <-pkDeleter }()
 	t := time.NewTicker(e.cfg.SplitCheckInterval)
 	defer t.Stop()
 	for {

@@ -173,10 +173,12 @@ func (t *lpTxn) session() string {
 
 // load reads item id as the transaction sees it: stored JSON, system
 // properties, and whether it exists (a missing item is not an error here).
-// An item past its time to live does not exist: load purges it, so the
-// transaction goes on as if it had been purged before.
+// An item past its time to live, or hidden by a partition key delete, does
+// not exist: load purges it, so the transaction goes on as if it had been
+// purged before.
 func (t *lpTxn) load(id string) (stored []byte, props document.SystemProps, exists bool, err error) {
-	stored, err = t.b.Get(t.key(id))
+	key := t.key(id)
+	stored, err = t.b.Get(key)
 	if errors.Is(err, replica.ErrNotFound) {
 		return nil, document.SystemProps{}, false, nil
 	}
@@ -186,7 +188,7 @@ func (t *lpTxn) load(id string) (stored []byte, props document.SystemProps, exis
 	if props, err = document.Props(stored); err != nil {
 		return nil, document.SystemProps{}, false, translate(fmt.Errorf("stored item %q: %w", id, err))
 	}
-	if t.e.expired(t.c, props) {
+	if t.e.invisible(t.c, key, props) {
 		if _, err := t.erase(id, stored, props); err != nil {
 			return nil, document.SystemProps{}, false, err
 		}
@@ -430,10 +432,10 @@ func (t *lpTxn) patch(id string, req document.PatchRequest, ifMatch string) (Res
 func (t *lpTxn) scan(ctx context.Context, fn func(stored []byte) bool) error {
 	span := logicalSpan(t.epk, t.pkEnc)
 	loaded := 0
-	expired := t.e.expiredFilter(t.c)
-	err := replica.Scan(ctx, t.b, span, func(_, v []byte) bool {
+	hidden := t.e.goneFilter(t.c)
+	err := replica.Scan(ctx, t.b, span, func(k, v []byte) bool {
 		loaded++
-		return (expired != nil && expired(v)) || fn(v)
+		return (hidden != nil && hidden(k, v)) || fn(v)
 	})
 	t.ru += throughput.QueryCost(loaded, 0, 1)
 	return translate(err)

@@ -1,0 +1,83 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// keyPKDelete + container internal id (16 hex) + "/" + partition key (canonical JSON).
+const keyPKDelete = "cat/pkdelete/"
+
+// PKDelete is a pending "delete all items of a logical partition" (the
+// partition key delete operation): the engine deletes, in the background,
+// the items of logical partition PK of the container whose last write came
+// before the operation, and hides them meanwhile.
+type PKDelete struct {
+	DB        string `json:"db"`
+	Container string `json:"container"`
+	Internal  uint64 `json:"internal"` // the container's internal id
+	PK        string `json:"pk"`       // canonical JSON array (document.PartitionKey.String)
+	// Cut is an LSN of the logical partition's keyspace taken under its
+	// lock: the items whose last write has a smaller LSN are the ones to
+	// delete.
+	Cut uint64 `json:"cut"`
+}
+
+func pkDeletePrefix(internal uint64) string { return fmt.Sprintf("%s%016x/", keyPKDelete, internal) }
+
+// AddPKDelete records d, replacing a pending delete of the same logical
+// partition (a later one has a larger Cut). It returns ErrNotFound when the
+// container is gone.
+func (c *Catalog) AddPKDelete(d PKDelete) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k, ok := c.mu.colls[d.DB][d.Container]
+	if !ok || k.Internal != d.Internal {
+		return ErrNotFound
+	}
+	ch := newChanges()
+	putJSON(ch, pkDeletePrefix(d.Internal)+d.PK, &d)
+	return ch.apply(c.be)
+}
+
+// RemovePKDelete removes the record of d once its work is done, unless a
+// later delete of the same logical partition replaced it.
+func (c *Catalog) RemovePKDelete(d PKDelete) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := pkDeletePrefix(d.Internal) + d.PK
+	v, ok, err := c.be.Get(key)
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	if !ok {
+		return nil
+	}
+	var cur PKDelete
+	if err := json.Unmarshal(v, &cur); err != nil {
+		return fmt.Errorf("catalog: partition key delete %s: %w", key, err)
+	}
+	if cur.Cut != d.Cut {
+		return nil
+	}
+	ch := newChanges()
+	ch.delete(key)
+	return ch.apply(c.be)
+}
+
+// PKDeletes returns every pending partition key delete, by container.
+func (c *Catalog) PKDeletes(ctx context.Context) ([]PKDelete, error) {
+	var out []PKDelete
+	if err := c.be.Load(ctx, keyPKDelete, func(key string, v []byte) error {
+		var d PKDelete
+		if err := json.Unmarshal(v, &d); err != nil {
+			return fmt.Errorf("partition key delete %s: %w", key, err)
+		}
+		out = append(out, d)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	return out, nil
+}
