@@ -1,0 +1,28 @@
+package engine
+
+import (
+	"github.com/partitadb/partita/internal/status"
+)
+
+// Conflicts returns a container's conflicts feed: always empty, since a
+// single-region account with one write region never has conflicting writes
+// to record (Cosmos DB's conflicts feed holds those of multi-region writes
+// that the container's resolution policy left to the application), and
+// the container's _rid for the feed envelope. Errors: 404 for a missing
+// database or container.
+func (e *Engine) Conflicts(db, coll string) ([][]byte, string, error) {
+	c, err := e.container(db, coll)
+	if err != nil {
+		return nil, "", err
+	}
+	return [][]byte{}, c.RID, nil
+}
+
+// Conflict returns a conflict by id: always 404, as there are none (see
+// Conflicts), also for a missing database or container.
+func (e *Engine) Conflict(db, coll, id string) (Resource, error) {
+	if _, err := e.container(db, coll); err != nil {
+		return Resource{}, err
+	}
+	return Resource{}, status.NotFound()
+}
