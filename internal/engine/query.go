@@ -299,10 +299,10 @@ func narrowScope(c *catalog.Container, r resolved, keys []document.PartitionKey)
 
 // queryRun is one page of one query.
 type queryRun struct {
-	e           *Engine
-	q           Query
-	prog        *exec.Program
-	src         docSource
+	e    *Engine
+	q    Query
+	prog *exec.Program
+	src  docSource
 	// passThrough marks a fan-out over one physical partition, whose full
 	// pages carry a continuation even when nothing follows.
 	passThrough bool
