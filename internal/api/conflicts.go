@@ -17,12 +17,8 @@ func (h *Handler) listConflicts(w http.ResponseWriter, r *http.Request) error {
 }
 
 // conflict serves GET and DELETE …/conflicts/{id}: 404, there being none.
-func (h *Handler) conflict(w http.ResponseWriter, r *http.Request) error {
-	res, err := h.eng.Conflict(r.PathValue("db"), r.PathValue("coll"), r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	return writeResource(w, http.StatusOK, res) // unreachable while there are no conflicts
+func (h *Handler) conflict(_ http.ResponseWriter, r *http.Request) error {
+	return h.eng.Conflict(r.PathValue("db"), r.PathValue("coll"), r.PathValue("id"))
 }
 
 // createConflict answers a POST to the conflicts feed that is not a query:

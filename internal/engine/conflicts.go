@@ -18,11 +18,12 @@ func (e *Engine) Conflicts(db, coll string) ([][]byte, string, error) {
 	return [][]byte{}, c.RID, nil
 }
 
-// Conflict returns a conflict by id: always 404, as there are none (see
-// Conflicts), also for a missing database or container.
-func (e *Engine) Conflict(db, coll, id string) (Resource, error) {
+// Conflict returns the error of reading or deleting conflict id: always a
+// 404, as there are no conflicts (see Conflicts), also for a missing
+// database or container.
+func (e *Engine) Conflict(db, coll, id string) error {
 	if _, err := e.container(db, coll); err != nil {
-		return Resource{}, err
+		return err
 	}
-	return Resource{}, status.NotFound()
+	return status.NotFound()
 }
