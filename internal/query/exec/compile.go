@@ -957,6 +957,9 @@ func (c *compiler) call(e *parse.Call, x ectx) (evalFn, error) {
 			return fn, err
 		}
 	}
+	if fn, ok := c.constSpatial(upper, e, args); ok {
+		return fn, nil
+	}
 	fn := b.fn
 	return func(e *env) value {
 		// Arguments go on env's stack to avoid a slice allocation per call; nested calls
