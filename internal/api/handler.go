@@ -184,6 +184,11 @@ func (h *Handler) routes() {
 	h.handle("POST /dbs/{db}/colls/{coll}/operations/partitionkeydelete", h.deletePartition)
 	h.userRoutes()
 
+	h.handlePost("/dbs/{db}/colls/{coll}/conflicts", h.listConflicts, h.createConflict)
+	h.handle("GET /dbs/{db}/colls/{coll}/conflicts", h.listConflicts)
+	h.handle("GET /dbs/{db}/colls/{coll}/conflicts/{id}", h.conflict)
+	h.handle("DELETE /dbs/{db}/colls/{coll}/conflicts/{id}", h.conflict)
+
 	h.handle("GET /offers", h.listOffers)
 	h.handlePost("/offers", h.listOffers, h.postOffers)
 	h.handle("GET /offers/{id}", h.readOffer)
@@ -203,7 +208,7 @@ func (h *Handler) unsupported(_ http.ResponseWriter, r *http.Request) error {
 		return status.Newf(http.StatusNotFound, "no resource at %s %s", r.Method, r.URL.Path)
 	}
 	switch typ {
-	case "conflicts", "attachments", "clientencryptionkeys":
+	case "attachments", "clientencryptionkeys":
 		return status.NotSupported("the " + typ + " resource")
 	}
 	return status.Newf(http.StatusMethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path)

@@ -103,9 +103,8 @@ func (h *Handler) executeSproc(w http.ResponseWriter, r *http.Request) error {
 	hd.Set("x-ms-session-token", res.Session)
 	if isTrue(r, hdrScriptLog) {
 		// Percent-encoded as encodeURIComponent does (%20 for spaces; the SDKs
-		// decode with decodeURIComponent / Uri.UnescapeDataString), without
-		// the last line's newline.
-		hd.Set(hdrScriptResult, strings.ReplaceAll(url.QueryEscape(strings.TrimSuffix(res.Log, "\n")), "+", "%20"))
+		// decode with decodeURIComponent / Uri.UnescapeDataString).
+		hd.Set(hdrScriptResult, strings.ReplaceAll(url.QueryEscape(res.Log), "+", "%20"))
 	}
 	setCharge(w, res.RU)
 	body := res.Body

@@ -220,7 +220,15 @@ func (e *Engine) runQuery(ctx context.Context, c *catalog.Container, ast *parse.
 		// key order rather than by point reads in creation order.
 		src.byID = true
 	}
-	run := queryRun{e: e, q: q, prog: prog, src: src, cross: cross, start: start}
+	// A fan-out over one physical partition is passed through to it, and a
+	// partition does not look ahead on a full page: the Go SDK's emulator test
+	// TestCrossPartitionQuery counts 5 pages for 20 results in pages of 5 in a
+	// one-partition container. Over several partitions the gateway merges
+	// the partitions' pages and ends the query with its last result: the
+	// JavaScript SDK's async iterator must yield nothing after it (its
+	// crossPartition.spec, validateAsyncIterator, 5 partitions).
+	passThrough := cross && len(r.ranges) == 1
+	run := queryRun{e: e, q: q, prog: prog, src: src, passThrough: passThrough, start: start}
 	if !src.byID && c.IndexCurrent() {
 		// An index that yields the ORDER BY order serves a query that
 		// needs only its first rows, or that it filters best anyway.
@@ -292,11 +300,13 @@ func narrowScope(c *catalog.Container, r resolved, keys []document.PartitionKey)
 
 // queryRun is one page of one query.
 type queryRun struct {
-	e           *Engine
-	q           Query
-	prog        *exec.Program
-	src         docSource
-	cross       bool
+	e    *Engine
+	q    Query
+	prog *exec.Program
+	src  docSource
+	// passThrough marks a fan-out over one physical partition, whose full
+	// pages carry a continuation even when nothing follows.
+	passThrough bool
 	start       time.Time
 	loaded      int // documents read
 	loadedBytes int // their size
@@ -361,8 +371,9 @@ func indexPathSpec(path []string) string {
 }
 
 // streamed returns the page of a streamable query that starts at tok. It
-// reads documents only until the page is full (one row more for a
-// partition-scoped query, to know whether a continuation is due), or until
+// reads documents only until the page is full (one row more, to know
+// whether a continuation is due, unless the query is a fan-out passed
+// through to one partition: see runQuery), or until
 // the page's time is up. A page holds at least one document's rows, so a
 // query always progresses.
 func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error) {
@@ -417,7 +428,7 @@ func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error)
 				return true
 			}
 			if len(p.Items) >= limit || (len(p.Items) > 0 && size+len(row) > maxBytes) {
-				next = here(rowIdx - 1) // a partition-scoped query's look-ahead row
+				next = here(rowIdx - 1) // the look-ahead row
 				return false
 			}
 			done++
@@ -427,10 +438,9 @@ func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error)
 				finished = true
 				return false
 			}
-			if run.cross && run.q.MaxItems > 0 && len(p.Items) >= limit {
-				// The gateway does not look ahead on a full page of a
-				// cross-partition query: the next page may be empty
-				// (protocol doc §6.2).
+			if run.passThrough && run.q.MaxItems > 0 && len(p.Items) >= limit {
+				// A partition does not look ahead on a full page: the
+				// next page may be empty (protocol doc §6.2).
 				next = here(rowIdx)
 				return false
 			}
@@ -514,7 +524,7 @@ func (run *queryRun) sortedPage(ctx context.Context, tok queryToken) (Page, erro
 	}
 	finished := take >= 0 && done >= skip+take
 	full := len(p.Items) == run.e.pageLimit(run.q.MaxItems)
-	if !finished && (used < len(rows) || (run.cross && full && run.q.MaxItems > 0)) {
+	if !finished && (used < len(rows) || (run.passThrough && full && run.q.MaxItems > 0)) {
 		p.Continuation = queryToken{Hash: tok.Hash, ScopeLo: tok.ScopeLo, ScopeHi: tok.ScopeHi, Sort: after, Done: done}.encode()
 	}
 	return p, nil
@@ -558,7 +568,7 @@ func (run *queryRun) whole(ctx context.Context, tok queryToken) (Page, error) {
 	case err != nil:
 		return Page{}, translate(err)
 	}
-	return run.e.page(rows, tok, run.q.MaxItems, run.cross), nil
+	return run.e.page(rows, tok, run.q.MaxItems, run.passThrough), nil
 }
 
 // parallel evaluates a grouped query (exec.Program.Parallel) over units,
@@ -606,11 +616,11 @@ func (run *queryRun) parallel(ctx context.Context, units []unit) ([][]byte, erro
 	return rows, err
 }
 
-// page cuts the page after tok.Skip rows out of a query's results.
-// Partition-scoped queries get a continuation only when results remain;
-// cross-partition ones whenever a page is full, as Cosmos DB's gateway does
-// (protocol doc §6.2).
-func (e *Engine) page(rows [][]byte, tok queryToken, maxItems int, cross bool) Page {
+// page cuts the page after tok.Skip rows out of a query's results. A page
+// gets a continuation when results remain, and a fan-out passed through to
+// one physical partition (passThrough) also whenever a page is full, as
+// Cosmos DB does (protocol doc §6.2; see runQuery).
+func (e *Engine) page(rows [][]byte, tok queryToken, maxItems int, passThrough bool) Page {
 	limit := e.pageLimit(maxItems)
 	start := min(tok.Skip, len(rows))
 	end := start
@@ -621,7 +631,7 @@ func (e *Engine) page(rows [][]byte, tok queryToken, maxItems int, cross bool) P
 	}
 	p := Page{Items: rows[start:end]}
 	full := end-start == limit
-	if end < len(rows) || (cross && full && maxItems > 0) {
+	if end < len(rows) || (passThrough && full && maxItems > 0) {
 		tok.Skip = end
 		p.Continuation = tok.encode()
 	}

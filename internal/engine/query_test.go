@@ -653,3 +653,61 @@ func TestQueryConfinedByKeys(t *testing.T) {
 		t.Errorf("IN query without enablecrosspartition: err %v, want 400", err)
 	}
 }
+
+// TestQueryFanOutLastPage: a fan-out's full page carries a continuation
+// even when nothing follows only when the query is passed through to one
+// physical partition (the Go SDK's emulator test counts 5 pages for 20
+// results in pages of 5 in a one-partition container); over several
+// partitions the last result ends the query (the JavaScript SDK's async
+// iterator must yield nothing after it). The same holds for every way a
+// page is made: streamed, sorted and evaluated whole.
+func TestQueryFanOutLastPage(t *testing.T) {
+	for _, tc := range []struct {
+		ranges, wantPages int
+		lastEmpty         bool
+	}{
+		{ranges: 1, wantPages: 5, lastEmpty: true},
+		{ranges: 4, wantPages: 4},
+	} {
+		for _, text := range []string{
+			"SELECT VALUE c.id FROM c",                    // streamed
+			"SELECT VALUE c.id FROM c WHERE c.n >= 0",     // streamed, filtered
+			"SELECT VALUE c.id FROM c ORDER BY c.n",       // a sorted page: no filter on n
+			"SELECT DISTINCT VALUE c.id FROM c",           // evaluated whole
+			"SELECT VALUE c.id FROM c ORDER BY c.id DESC", // ordered index scan
+		} {
+			t.Run(fmt.Sprintf("ranges=%d/%s", tc.ranges, text), func(t *testing.T) {
+				e := testEngineWith(t, Config{GatewayQueryFull: true})
+				if _, err := e.CreateContainer("db", []byte(`{"id":"x","partitionKey":{"paths":["/pk"]}}`), Throughput{Manual: 6000 * tc.ranges}); err != nil {
+					t.Fatal(err)
+				}
+				for i := range 20 {
+					body := fmt.Sprintf(`{"id":"i%02d","pk":"p%d","n":%d}`, i, i, i)
+					if _, err := e.WriteItem(t.Context(), Write{DB: "db", Container: "x", Kind: Create, PK: pkN(i), Body: []byte(body)}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				q := Query{Text: text, EnableCrossPartition: true, MaxItems: 5}
+				var sizes []int
+				for len(sizes) < 10 {
+					p, err := e.QueryItems(t.Context(), "db", "x", Scope{}, q)
+					if err != nil {
+						t.Fatal(err)
+					}
+					sizes = append(sizes, len(p.Items))
+					if p.Continuation == "" {
+						break
+					}
+					q.Continuation = p.Continuation
+				}
+				want := []int{5, 5, 5, 5}
+				if tc.lastEmpty {
+					want = append(want, 0)
+				}
+				if !slices.Equal(sizes, want) {
+					t.Errorf("page sizes = %v, want %v", sizes, want)
+				}
+			})
+		}
+	}
+}

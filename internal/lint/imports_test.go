@@ -34,7 +34,8 @@ var allowed = map[string][]string{
 	"internal/document":        {},
 	"internal/partition":       {"internal/document"},
 	"internal/query/parse":     {},
-	"internal/query/exec":      {"internal/query/parse"},
+	"internal/query/exec":      {"internal/geo", "internal/query/parse"},
+	"internal/geo":             {}, // GeoJSON geography for the spatial query functions
 	"internal/query/plan":      {"internal/document", "internal/index", "internal/query/parse"},
 	"internal/throughput":      {},
 	"internal/store":           {},

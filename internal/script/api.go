@@ -12,30 +12,38 @@ import (
 
 type nativeFunc = func(goja.FunctionCall) goja.Value
 
-// installConsole defines console.log (and its usual aliases), which appends one line per call
-// to the log while logging is on and the log is under MaxLogBytes.
+// installConsole defines console.log (and, a leniency, the aliases info, warn, error and
+// debug), which formats and appends to the log as Cosmos DB's script runtime does
+// (DocDbWrapperScript.js, the wrapper it runs scripts in, published as
+// Azure/azure-cosmosdb-js-server): a single argument is appended as JavaScript's "" + value
+// makes it a string; with more, the first must be a string, in which each %s takes the next
+// argument as a string and %% is a percent sign (no other placeholder is special: %d and %j
+// stay as they are), and arguments beyond its placeholders are dropped. Calls append one after
+// another with nothing between them. With logging off console.log does nothing; with it on, no
+// argument, or several whose first is not a string, throw an Error (number 400), as Cosmos DB
+// does. The log keeps at most MaxLogBytes.
 func (x *execution) installConsole() {
 	console := x.rt.NewObject()
 	log := func(call goja.FunctionCall) goja.Value {
-		if !x.logging || x.log.Len() >= x.lim.MaxLogBytes {
+		if !x.logging {
 			return goja.Undefined()
 		}
-		var b strings.Builder
-		for i, a := range call.Arguments {
-			if i > 0 {
-				b.WriteByte(' ')
-			}
-			b.WriteString(x.logString(a))
-			if b.Len() >= x.lim.MaxLogBytes {
-				break
-			}
+		args := call.Arguments
+		var s string
+		switch {
+		case len(args) == 0:
+			panic(x.newStatusError(http.StatusBadRequest, `The function "log" requires at least 1 argument(s) but was called with 0 argument(s).`))
+		case len(args) == 1:
+			s = x.plus(x.rt.ToValue(""), args[0]).String()
+		case !isString(args[0]):
+			panic(x.newStatusError(http.StatusBadRequest, "First argument to console.log should be a string containing zero or more substitution strings."))
+		default:
+			s = x.sprintf(args[0].String(), args[1:])
 		}
-		b.WriteByte('\n')
-		line := b.String()
-		if room := x.lim.MaxLogBytes - x.log.Len(); len(line) > room {
-			line = strings.ToValidUTF8(line[:room], "")
+		if room := x.lim.MaxLogBytes - x.log.Len(); len(s) > room {
+			s = strings.ToValidUTF8(s[:max(room, 0)], "")
 		}
-		x.log.WriteString(line)
+		x.log.WriteString(s)
 		return goja.Undefined()
 	}
 	for _, name := range []string{"log", "info", "warn", "error", "debug"} {
@@ -44,22 +52,61 @@ func (x *execution) installConsole() {
 	x.rt.Set("console", console)
 }
 
-// logString renders one console.log argument: strings as they are, objects as JSON where they
-// have it, anything else with String(v).
-func (x *execution) logString(v goja.Value) string {
-	if s, ok := v.(goja.String); ok {
-		return s.String()
-	}
-	if obj, ok := v.(*goja.Object); ok && obj.ClassName() != "Function" && obj.ClassName() != "Error" && obj.ClassName() != "String" {
-		if b, ok, err := x.stringify(v); err == nil && ok {
-			return string(b)
+// sprintf is the wrapper's sprintf: format with each %s replaced by the next of args (as
+// String(arg); "undefined" once they run out) and each %% by %, stopping early once the result
+// is longer than the log can keep.
+func (x *execution) sprintf(format string, args []goja.Value) string {
+	var b strings.Builder
+	next := 0
+	for i := 0; i < len(format) && b.Len() <= x.lim.MaxLogBytes; i++ {
+		c := format[i]
+		if c != '%' || i+1 == len(format) || (format[i+1] != '%' && format[i+1] != 's') {
+			b.WriteByte(c)
+			continue
 		}
+		i++
+		if format[i] == '%' {
+			b.WriteByte('%')
+			continue
+		}
+		arg := goja.Undefined()
+		if next < len(args) {
+			arg = args[next]
+		}
+		next++
+		s, err := x.toString(goja.Undefined(), arg)
+		if err != nil {
+			panic(err) // rethrow into the script: an interrupt, or a throwing toString
+		}
+		b.WriteString(s.String())
 	}
-	s, err := x.toString(goja.Undefined(), v)
-	if err != nil {
-		panic(err) // rethrow into the script: an interrupt, or a throwing toString
+	return b.String()
+}
+
+// plusProgram evaluates to a function returning a + b: JavaScript's + (string concatenation,
+// numeric addition, ToPrimitive on objects), which the wrapper's appendValue and console.log
+// rely on.
+var plusProgram = goja.MustCompile("plus", "(function (a, b) { return a + b; })", false)
+
+// plus returns a + b as JavaScript computes it, rethrowing into the script what a valueOf or
+// toString of theirs throws.
+func (x *execution) plus(a, b goja.Value) goja.Value {
+	if x.plusFn == nil {
+		v, err := x.rt.RunProgram(plusProgram)
+		if err != nil {
+			panic(err) // an interrupt
+		}
+		x.plusFn, _ = goja.AssertFunction(v)
 	}
-	return s.String()
+	return x.call(x.plusFn, goja.Undefined(), a, b)
+}
+
+// newStatusError makes the Error the wrapper throws with new Error(code, msg): message msg and
+// number code.
+func (x *execution) newStatusError(code int, msg string) *goja.Object {
+	obj := x.newJSError(msg)
+	obj.Set("number", code)
+	return obj
 }
 
 // set defines a native method on obj.
@@ -103,15 +150,9 @@ func (x *execution) installContext() {
 
 func (x *execution) newRequest() *goja.Object {
 	req := x.rt.NewObject()
-	get := func(goja.FunctionCall) goja.Value { return orUndefined(x.reqBody) }
-	set := func(call goja.FunctionCall) goja.Value {
-		x.reqBody, x.reqBodySet = call.Argument(0), true
-		return goja.Undefined()
-	}
-	x.set(req, "getBody", get)
-	x.set(req, "getValue", get)
-	x.set(req, "setBody", set)
-	x.set(req, "setValue", set)
+	x.installBody(req, func() goja.Value { return x.reqBody }, func(v goja.Value) {
+		x.reqBody, x.reqBodySet = v, true
+	})
 	x.set(req, "getOperationType", func(goja.FunctionCall) goja.Value {
 		if x.op == "" {
 			return goja.Undefined()
@@ -126,16 +167,82 @@ func (x *execution) newRequest() *goja.Object {
 
 func (x *execution) newResponse() *goja.Object {
 	resp := x.rt.NewObject()
-	get := func(goja.FunctionCall) goja.Value { return orUndefined(x.respBody) }
-	set := func(call goja.FunctionCall) goja.Value {
-		x.respBody = call.Argument(0)
+	x.installBody(resp, func() goja.Value { return x.respBody }, func(v goja.Value) { x.respBody = v })
+	return resp
+}
+
+// bodyName is the name of the body in the request and response maps of Cosmos DB's script
+// runtime, which the generic accessors take (getValue("Body"), appendValue("Body", v)).
+const bodyName = "Body"
+
+// installBody defines the body accessors of a request or response map, as Cosmos DB's wrapper
+// (DocDbWrapperScript.js, DocDbMap) defines them for each writable property: getBody,
+// setBody, appendBody, and the generic getValue(name), setValue(name, value) and
+// appendValue(name, value). The generic ones know only "Body" (headers are not passed to
+// scripts): getValue of another name is undefined, and setValue or appendValue of one throws
+// the wrapper's Error (number 400, "Cannot set new values: name"); an undefined name does
+// nothing. get returns nil while the script has set no body.
+func (x *execution) installBody(obj *goja.Object, get func() goja.Value, set func(goja.Value)) {
+	getBody := func(goja.FunctionCall) goja.Value { return orUndefined(get()) }
+	setBody := func(call goja.FunctionCall) goja.Value {
+		set(call.Argument(0))
 		return goja.Undefined()
 	}
-	x.set(resp, "getBody", get)
-	x.set(resp, "getValue", get)
-	x.set(resp, "setBody", set)
-	x.set(resp, "setValue", set)
-	return resp
+	appendBody := func(call goja.FunctionCall) goja.Value {
+		set(x.appendTo(get(), call.Argument(0)))
+		return goja.Undefined()
+	}
+	// named checks a generic accessor's name: false (do nothing) for undefined, true for Body.
+	named := func(name goja.Value, write bool) bool {
+		switch {
+		case goja.IsUndefined(name):
+			return false
+		case isString(name) && name.String() == bodyName:
+			return true
+		case write:
+			s, err := x.toString(goja.Undefined(), name)
+			if err != nil {
+				panic(err)
+			}
+			panic(x.newStatusError(http.StatusBadRequest, "Cannot set new values: "+s.String()))
+		}
+		return false
+	}
+	x.set(obj, "getBody", getBody)
+	x.set(obj, "setBody", setBody)
+	x.set(obj, "appendBody", appendBody)
+	x.set(obj, "getValue", func(call goja.FunctionCall) goja.Value {
+		if !named(call.Argument(0), false) {
+			return goja.Undefined()
+		}
+		return orUndefined(get())
+	})
+	x.set(obj, "setValue", func(call goja.FunctionCall) goja.Value {
+		if named(call.Argument(0), true) {
+			set(call.Argument(1))
+		}
+		return goja.Undefined()
+	})
+	x.set(obj, "appendValue", func(call goja.FunctionCall) goja.Value {
+		if named(call.Argument(0), true) {
+			set(x.appendTo(get(), call.Argument(1)))
+		}
+		return goja.Undefined()
+	})
+}
+
+// appendTo is the wrapper's appendValueInternal: the body cur with v appended by JavaScript's
+// +, or v itself when cur is undefined or null. A body the script never set (nil) is the
+// wrapper's initial empty string, so appends to it concatenate: the Python SDK's test appends
+// 0 to 9 to a stored procedure's response and reads back "0123456789".
+func (x *execution) appendTo(cur, v goja.Value) goja.Value {
+	switch {
+	case cur == nil:
+		return x.plus(x.rt.ToValue(""), v)
+	case goja.IsUndefined(cur) || goja.IsNull(cur):
+		return v
+	}
+	return x.plus(cur, v)
 }
 
 func orUndefined(v goja.Value) goja.Value {

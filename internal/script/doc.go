@@ -28,12 +28,21 @@
 //	collection.deleteDocument(docLink, [options], [cb])                cb(err, respOptions)
 //	collection.queryDocuments(collLink, query, [options], [cb])        cb(err, docs, respOptions)
 //	collection.readDocuments(collLink, [options], [cb])                cb(err, docs, respOptions)
-//	request.getBody() / getValue(), setBody(x) / setValue(x), getOperationType()
-//	response.getBody() / getValue(), setBody(x) / setValue(x)
+//	request.getBody(), setBody(x), appendBody(x), getOperationType()
+//	response.getBody(), setBody(x), appendBody(x)
+//	request/response.getValue("Body"), setValue("Body", x), appendValue("Body", x)
+//	                                the generic forms; appending uses JavaScript's + (to a
+//	                                response body not yet set, the empty string)
 //	__                              getContext().getCollection(), with the collection-link
 //	                                argument optional (__.createDocument(doc, options, cb))
-//	console.log(...)                appended to the log when logging is on
+//	console.log(s, ...)             appended to the log when logging is on: %s takes the
+//	                                next argument, %% is %, calls are concatenated
 //	ErrorCodes                      {BadRequest: 400, Forbidden: 403, NotFound: 404, ...}
+//
+// The request and response maps and console.log behave as in Cosmos DB's own wrapper script,
+// DocDbWrapperScript.js (published in Azure/azure-cosmosdb-js-server): see installBody and
+// installConsole. Triggers are compiled when they run, not when they are stored (the engine
+// stores any body, as Cosmos DB does).
 //
 // Every collection operation returns isAccepted: true, or false once Limits.MaxOperations
 // operations have been performed, in which case the operation is not performed and its callback

@@ -195,6 +195,9 @@ type execution struct {
 	objectKeysFn, reflectGetFn, reflectHasFn goja.Callable
 	errorCtor, rangeCtor                     goja.Value
 
+	// plusFn is JavaScript's + (see plus), made on first use.
+	plusFn goja.Callable
+
 	// protectFn runs protected, a Go function, as a native function (see protect).
 	protectFn goja.Callable
 	protected func()

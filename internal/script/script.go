@@ -279,7 +279,7 @@ type Result struct {
 	// Body is the JSON of the value the script passed to getContext().getResponse().setBody,
 	// or nil when it set none (or set undefined): Cosmos DB then answers 200 with an empty body.
 	Body []byte
-	// Log is the console.log output, one line per call, at most Limits.MaxLogBytes; empty
-	// unless logging was requested.
+	// Log is the console.log output, the calls' texts concatenated as Cosmos DB does (see
+	// installConsole), at most Limits.MaxLogBytes; empty unless logging was requested.
 	Log string
 }

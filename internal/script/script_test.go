@@ -362,13 +362,14 @@ func TestSetBodyRoundTrip(t *testing.T) {
 	if err != nil || res.Body != nil {
 		t.Errorf("no setBody: Execute = %q, %v; want nil body", res.Body, err)
 	}
-	// getBody returns what was set; setValue/getValue are aliases.
+	// getBody returns what was set; setValue("Body", v) and getValue("Body") are the generic
+	// forms of Cosmos DB's maps.
 	res, err = run(t, newFakeHost(), `function () {
 		var r = getContext().getResponse();
-		r.setValue({n: 1});
+		r.setValue("Body", {n: 1});
 		var b = r.getBody();
 		b.n++;
-		r.setBody([r.getValue().n, typeof getContext().getRequest().getOperationType()]);
+		r.setBody([r.getValue("Body").n, typeof getContext().getRequest().getOperationType()]);
 	}`, ``, Limits{})
 	if err != nil || string(res.Body) != `[2,"undefined"]` {
 		t.Errorf("getBody/getValue: Execute = %s, %v; want [2,\"undefined\"]", res.Body, err)
@@ -423,27 +424,88 @@ func TestOperationBudget(t *testing.T) {
 	}
 }
 
+// TestLogging: console.log formats and appends as Cosmos DB's script runtime does
+// (DocDbWrapperScript.js): one argument as "" + value, several through %s and %% (%d and %j
+// are not placeholders there; extra arguments are dropped), calls concatenated.
 func TestLogging(t *testing.T) {
-	body := `function () {
-		console.log("hello", 42, {a: 1}, [1, 2], null, undefined, true);
-		console.log("second");
-	}`
-	p := mustSproc(t, body)
-	res, err := p.Execute(context.Background(), newFakeHost(), nil, Limits{}, true)
-	if err != nil {
-		t.Fatal(err)
+	logOf := func(t *testing.T, body string, lim Limits) (string, error) {
+		t.Helper()
+		res, err := mustSproc(t, body).Execute(context.Background(), newFakeHost(), nil, lim, true)
+		return res.Log, err
 	}
-	if want := "hello 42 {\"a\":1} [1,2] null undefined true\nsecond\n"; res.Log != want {
-		t.Errorf("Log = %q, want %q", res.Log, want)
+	tests := []struct {
+		name, calls, want string
+	}{
+		{"the Java, Python and .NET SDKs' test", `var mytext = "x"; var myval = 1; console.log("The value of %s is %s.", mytext, myval);`, "The value of x is 1."},
+		{"one argument of each type", `console.log("s"); console.log(42); console.log(null); console.log(undefined); console.log(true); console.log([1, 2]); console.log({a: 1});`,
+			"s42nullundefinedtrue1,2[object Object]"},
+		{"one argument with placeholders", `console.log("100%s %%")`, "100%s %%"},
+		{"%% and missing arguments", `console.log("%s%% of %s", 50)`, "50% of undefined"},
+		{"%d and %j stay, extra arguments go", `console.log("%d %j %s", 1, {a: 1}, "dropped")`, "%d %j 1"},
+		{"objects through %s", `console.log("%s|%s|%s", {a: 1}, [1, [2, 3]], null)`, "[object Object]|1,2,3|null"},
+		{"valueOf and toString", `console.log({valueOf: function () { return 7; }}); console.log("%s", {toString: function () { return "t"; }})`, "7t"},
+		{"a lone percent", `console.log("50% %", 1)`, "50% %"},
 	}
-	res, err = p.Execute(context.Background(), newFakeHost(), nil, Limits{}, false)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := logOf(t, "function () { "+tt.calls+" }", Limits{})
+			if err != nil || got != tt.want {
+				t.Errorf("log of %s = %q, %v; want %q", tt.calls, got, err, tt.want)
+			}
+		})
+	}
+	for _, bad := range []string{`console.log()`, `console.log(1, 2)`, `console.log({}, "x")`} {
+		_, err := logOf(t, "function () { "+bad+" }", Limits{})
+		se, ok := errors.AsType[*Error](err)
+		if !ok || se.Kind != KindException || se.Status != 400 {
+			t.Errorf("%s: err = %v, want a 400 exception", bad, err)
+		}
+	}
+	// The Error it throws carries number 400, like the wrapper's.
+	got, err := logOf(t, `function () { try { console.log(); } catch (e) { console.log("%s %s", e.number, e.message); } }`, Limits{})
+	if want := `400 The function "log" requires at least 1 argument(s) but was called with 0 argument(s).`; err != nil || got != want {
+		t.Errorf("caught = %q, %v; want %q", got, err, want)
+	}
+	res, err := mustSproc(t, `function () { console.log(); console.log({}, 1); }`).Execute(context.Background(), newFakeHost(), nil, Limits{}, false)
 	if err != nil || res.Log != "" {
-		t.Errorf("logging off: Log = %q, %v; want empty", res.Log, err)
+		t.Errorf("logging off: Log = %q, %v; want empty and no error", res.Log, err)
 	}
-	res, err = mustSproc(t, `function () { for (var i = 0; i < 1000; i++) console.log("0123456789"); }`).
-		Execute(context.Background(), newFakeHost(), nil, Limits{MaxLogBytes: 100}, true)
-	if err != nil || len(res.Log) != 100 {
-		t.Errorf("bounded log: len(Log) = %d, %v; want 100", len(res.Log), err)
+	got, err = logOf(t, `function () { for (var i = 0; i < 1000; i++) console.log("0123456789"); }`, Limits{MaxLogBytes: 100})
+	if err != nil || len(got) != 100 {
+		t.Errorf("bounded log: len(Log) = %d, %v; want 100", len(got), err)
+	}
+}
+
+// TestAppendValue: response.appendValue("Body", v) and appendBody(v) append with
+// JavaScript's + as Cosmos DB's wrapper does: to the initial empty string, to a string, to a
+// number; setValue and appendValue know no other name.
+func TestAppendValue(t *testing.T) {
+	tests := []struct {
+		name, body, want string
+	}{
+		{"the Python SDK's test", `for (var i = 0; i < 10; i++) getContext().getResponse().appendValue("Body", i);`, `"0123456789"`},
+		{"appendBody", `var r = getContext().getResponse(); r.appendBody("a"); r.appendBody({b: 1});`, `"a[object Object]"`},
+		{"to a string body", `var r = getContext().getResponse(); r.setBody("x"); r.appendValue("Body", 1); r.appendBody(2);`, `"x12"`},
+		{"to a number body", `var r = getContext().getResponse(); r.setBody(1); r.appendValue("Body", 2);`, `3`},
+		{"to an array body", `var r = getContext().getResponse(); r.setBody([1, 2]); r.appendValue("Body", 3);`, `"1,23"`},
+		{"to null", `var r = getContext().getResponse(); r.setBody(null); r.appendValue("Body", {a: 1});`, `{"a":1}`},
+		{"an undefined name does nothing", `var r = getContext().getResponse(); r.setBody(1); r.appendValue(undefined, 2); r.setValue(undefined, 3);`, `1`},
+		{"getValue of other names", `var r = getContext().getResponse(); r.setBody(1); r.setBody([r.getValue("Body"), r.getValue("x-ms-foo"), r.getValue()]);`, `[1,null,null]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := run(t, newFakeHost(), "function () { "+tt.body+" }", ``, Limits{})
+			if err != nil || string(res.Body) != tt.want {
+				t.Errorf("Body = %s, %v; want %s", res.Body, err, tt.want)
+			}
+		})
+	}
+	for _, bad := range []string{`getContext().getResponse().appendValue("x")`, `getContext().getResponse().setValue("body", 1)`, `getContext().getRequest().appendValue(5, 1)`} {
+		_, err := run(t, newFakeHost(), "function () { "+bad+" }", ``, Limits{})
+		se, ok := errors.AsType[*Error](err)
+		if !ok || se.Status != 400 || !strings.Contains(se.Msg, "Cannot set new values") {
+			t.Errorf("%s: err = %v, want 400 Cannot set new values", bad, err)
+		}
 	}
 }
 

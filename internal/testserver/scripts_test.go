@@ -253,3 +253,29 @@ func TestTriggersAndUDFs(t *testing.T) {
 		t.Errorf("UDF query = %v, want [100]", got)
 	}
 }
+
+// TestTriggerCompiledWhenItRuns: a trigger's body is stored as it is and
+// compiled when an operation includes the trigger, as in Cosmos DB (the
+// JavaScript SDK's trigger test stores "serverScript() { var x = 10; }"):
+// the operation fails with 400 and writes nothing; replaced by a function,
+// the trigger runs.
+func TestTriggerCompiledWhenItRuns(t *testing.T) {
+	e := newScriptEnv(t)
+	ctx := t.Context()
+	e.create("triggers", map[string]any{"id": "raw", "triggerType": "Pre", "triggerOperation": "All", "body": "serverScript() { var x = 10; }"})
+	pk := azcosmos.NewPartitionKeyString("t")
+	opts := &azcosmos.ItemOptions{PreTriggers: []string{"raw"}}
+	_, err := e.k.CreateItem(ctx, pk, []byte(`{"id":"1","pk":"t"}`), opts)
+	wantStatus(t, "create with a trigger that does not compile", err, http.StatusBadRequest)
+	_, err = e.k.ReadItem(ctx, pk, "1", nil)
+	wantStatus(t, "item whose trigger did not compile", err, http.StatusNotFound)
+
+	resp, body, err := e.s.Do(ctx, "PUT", "/dbs/db/colls/k/triggers/raw", map[string]string{"Content-Type": "application/json"},
+		mustJSON(t, map[string]any{"id": "raw", "triggerType": "Pre", "triggerOperation": "All", "body": "function () { getContext().getRequest().getBody(); }"}))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("replace the trigger: %v %s %v", resp.Status, body, err)
+	}
+	if _, err := e.k.CreateItem(ctx, pk, []byte(`{"id":"1","pk":"t"}`), opts); err != nil {
+		t.Errorf("create with the replaced trigger: %v", err)
+	}
+}

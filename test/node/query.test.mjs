@@ -276,6 +276,43 @@ describe("cross-partition queries through the query plan", () => {
     await expectExact("SELECT COUNT(1) FROM c WHERE c.flag", [{ $1: items.filter((x) => x.flag).length }]);
   });
 
+  it("aggregates with an ORDER BY answer their one row (the SDK's own aggregate test queries)", async () => {
+    // @azure/cosmos's aggregateQuery.spec sends these with maxItemCount 1 and
+    // maxDegreeOfParallelism 2, and checks fetchAll, fetchNext and the async
+    // iterator; the ORDER BY cannot reorder a single aggregate row.
+    const ns = items.map((x) => x.n);
+    const names = items.map((x) => x.name).sort();
+    const cases = [
+      ["SELECT VALUE AVG(r.n) FROM r WHERE IS_NUMBER(r.n) ORDER BY r.n", [sum(ns) / ns.length]],
+      ["SELECT VALUE COUNT(r.n) FROM r ORDER BY r.n", [ns.length]],
+      ["SELECT VALUE MAX(r.name) FROM r ORDER BY r.name", [names[names.length - 1]]],
+      ["SELECT VALUE MIN(r.name) FROM r ORDER BY r.name DESC", [names[0]]],
+      ["SELECT VALUE SUM(r.n) FROM r WHERE IS_NUMBER(r.n) ORDER BY r.n", [sum(ns)]],
+      ["SELECT MAX(r.n) AS hi FROM r ORDER BY r.n", [{ hi: Math.max(...ns) }]],
+    ];
+    for (const [query, want] of cases) {
+      await expectExact(query, want, { maxItemCount: 1, maxDegreeOfParallelism: 2 });
+      for (const mode of modes) {
+        const seen = [];
+        let done = false;
+        for await (const { resources } of container.items
+          .query(query, { maxItemCount: 1, maxDegreeOfParallelism: 2, ...mode })
+          .getAsyncIterator()) {
+          assert.equal(done, false, `${query}: a page after the aggregate's row`);
+          seen.push(...resources);
+          done = seen.length === want.length;
+        }
+        assert.deepEqual(seen, want, `${query} through the async iterator (mode ${JSON.stringify(mode)})`);
+      }
+    }
+    // One logical partition: the server answers the whole query.
+    const inP3 = items.filter((x) => x.pk === "p3").map((x) => x.n);
+    const { resources } = await container.items
+      .query("SELECT VALUE AVG(r.n) FROM r ORDER BY r.n", { partitionKey: "p3" })
+      .fetchAll();
+    assert.deepEqual(resources, [sum(inP3) / inP3.length]);
+  });
+
   it("GROUP BY with aggregates", async () => {
     const groups = new Map();
     for (const x of items) {

@@ -94,7 +94,7 @@ func Compile(q *parse.Query, params Params, opts ...Option) (*Program, error) {
 		return nil, err
 	}
 	f := Features{
-		OrderBy:     len(q.OrderBy) > 0,
+		OrderBy:     len(cq.orderBy) > 0, // an aggregate's single row drops its ORDER BY
 		GroupBy:     len(q.GroupBy) > 0,
 		Aggregate:   cq.aggregates,
 		Distinct:    q.Distinct,
@@ -261,12 +261,23 @@ func (c *compiler) query(q *parse.Query, parent *scope, top bool) (*cquery, erro
 	if err := c.projection(q, cq, out); err != nil {
 		return nil, err
 	}
+	// Aggregates without GROUP BY fold every row into one, which no ORDER BY
+	// can reorder: Cosmos DB accepts SELECT VALUE AVG(c.n) FROM c ORDER BY c.n
+	// (the JavaScript SDK's aggregate tests send it) and answers the single
+	// row. The keys are still compiled, against the rows, so that a bad
+	// name is an error, then dropped.
+	single := cq.aggregates && len(q.GroupBy) == 0
 	for _, it := range q.OrderBy {
+		if single {
+			sc.grouped = false
+		}
 		fn, err := c.expr(it.Expr, out)
 		if err != nil {
 			return nil, err
 		}
-		cq.orderBy = append(cq.orderBy, corder{fn: fn, desc: it.Desc})
+		if !single {
+			cq.orderBy = append(cq.orderBy, corder{fn: fn, desc: it.Desc})
+		}
 	}
 	sc.grouped = false
 	if g != nil {
@@ -945,6 +956,9 @@ func (c *compiler) call(e *parse.Call, x ectx) (evalFn, error) {
 		if fn, ok, err := c.constRegex(e, args[0]); ok || err != nil {
 			return fn, err
 		}
+	}
+	if fn, ok := c.constSpatial(upper, e, args); ok {
+		return fn, nil
 	}
 	fn := b.fn
 	return func(e *env) value {

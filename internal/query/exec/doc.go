@@ -15,7 +15,9 @@
 // Errors a client caused (unknown function, missing parameter, bad TOP value, ...) are
 // *Error; anything else Run returns (a cancelled context, an unparsable document) is not.
 //
-// Not yet supported: user-defined functions (refused at Compile), date and time functions,
-// spatial and vector functions, ORDER BY RANK and FullTextScore, and ALL/FIRST/LAST
+// The spatial functions (ST_DISTANCE, ST_WITHIN, ST_INTERSECTS, ST_ISVALID,
+// ST_ISVALIDDETAILED) evaluate GeoJSON geography with package geo.
+//
+// Not yet supported: vector functions, ORDER BY RANK and FullTextScore, and ALL/FIRST/LAST
 // subqueries.
 package exec

@@ -584,3 +584,39 @@ func TestUDF(t *testing.T) {
 		t.Errorf("unknown UDF compiled")
 	}
 }
+
+// TestSpatial runs the spatial functions over documents' locations, with the reference shape
+// a literal, a parameter, another document field, or on either side.
+func TestSpatial(t *testing.T) {
+	docs := []string{
+		`{"id":"in","loc":{"type":"Point","coordinates":[5,5]}}`,
+		`{"id":"out","loc":{"type":"Point","coordinates":[15,5]}}`,
+		`{"id":"edge","loc":{"type":"Point","coordinates":[10,5]},"area":{"type":"Polygon","coordinates":[[[9,4],[11,4],[11,6],[9,6],[9,4]]]}}`,
+		`{"id":"bad","loc":{"type":"Point","coordinates":[5,95]}}`,
+		`{"id":"none","loc":"5,5"}`,
+		`{"id":"line","loc":{"type":"LineString","coordinates":[[1,1],[20,1]]}}`,
+	}
+	square := `{"type": "Polygon", "coordinates": [[[0, 0], [10, 0], [10, 10], [0, 10], [0, 0]]]}`
+	params := Params{"@sq": []byte(square), "@origin": []byte(`{"type":"Point","coordinates":[0,0]}`)}
+	tests := []struct{ query, want string }{
+		{`SELECT VALUE c.id FROM c WHERE ST_WITHIN(c.loc, ` + square + `)`, `["in"]`},
+		{`SELECT VALUE c.id FROM c WHERE ST_WITHIN(c.loc, @sq)`, `["in"]`},
+		{`SELECT VALUE c.id FROM c WHERE ST_INTERSECTS(@sq, c.loc)`, `["in","edge","line"]`},
+		{`SELECT VALUE c.id FROM c WHERE ST_INTERSECTS(c.loc, c.area)`, `["edge"]`},
+		{`SELECT VALUE c.id FROM c WHERE ST_DISTANCE(c.loc, @origin) < 800000`, `["in","line"]`},
+		{`SELECT VALUE [c.id, ST_ISVALID(c.loc)] FROM c`, `[["in",true],["out",true],["edge",true],["bad",false],["none"],["line",true]]`},
+		{`SELECT VALUE ST_ISVALIDDETAILED(c.loc) FROM c WHERE c.id = "bad"`, `[{"valid":false,"reason":"Latitude values must be between -90 and 90 degrees."}]`},
+		{`SELECT VALUE c.id FROM c WHERE NOT ST_WITHIN(c.loc, @sq)`, `["out","edge","line"]`},
+	}
+	for _, tt := range tests {
+		got, err := runQuery(t, tt.query, params, docs)
+		if err != nil || got != tt.want {
+			t.Errorf("%s = %s, %v; want %s", tt.query, got, err, tt.want)
+		}
+	}
+	for _, bad := range []string{`SELECT VALUE ST_DISTANCE(c.loc) FROM c`, `SELECT VALUE ST_ISVALID(c.loc, c.loc) FROM c`} {
+		if _, err := runQuery(t, bad, nil, docs); err == nil {
+			t.Errorf("%s: no error, want a wrong number of arguments", bad)
+		}
+	}
+}

@@ -440,6 +440,9 @@ func lookupBuiltin(upper string) (builtin, bool) {
 	case "FULLTEXTCONTAINSANY":
 		return builtin{2, -1, fullText(false)}, true
 	}
+	if b, ok := lookupSpatial(upper); ok {
+		return b, true
+	}
 	return lookupDateTime(upper)
 }
 
