@@ -189,8 +189,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if activity == "" {
 		activity = newUUID()
 	}
-	w.Header().Set("x-ms-activity-id", activity)
-	w.Header().Set("x-ms-gatewayversion", "version=2.14.0")
+	setHeader(w, "x-ms-activity-id", activity)
+	setHeader(w, "x-ms-gatewayversion", "version=2.14.0")
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -283,14 +283,13 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		err = status.Newf(http.StatusRequestEntityTooLarge, "Request size is too large: the body exceeds %d bytes", mbe.Limit)
 	}
 	se := status.From(err)
-	hd := w.Header()
-	hd.Set("Content-Type", "application/json")
+	setHeader(w, "Content-Type", "application/json")
 	setCharge(w, max(throughput.MinimumCost(), engine.Charge(err)))
 	if se.Sub != status.SubNone {
-		hd.Set("x-ms-substatus", strconv.Itoa(se.Sub))
+		setHeader(w, "x-ms-substatus", strconv.Itoa(se.Sub))
 	}
 	if se.RetryAfter > 0 {
-		hd.Set("x-ms-retry-after-ms", strconv.FormatInt(se.RetryAfter.Milliseconds(), 10))
+		setHeader(w, "x-ms-retry-after-ms", strconv.FormatInt(se.RetryAfter.Milliseconds(), 10))
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -304,21 +303,21 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		// The store logs a full disk once when it starts and once when it
 		// ends: a line per refused write would flood the log.
 		h.log.Debug("request refused: disk full", "method", r.Method, "path", r.URL.Path,
-			"activity_id", w.Header().Get("x-ms-activity-id"))
+			"activity_id", responseHeader(w, "x-ms-activity-id"))
 	case se.Code >= 500:
 		h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", se.Code, "sub", se.Sub,
-			"activity_id", w.Header().Get("x-ms-activity-id"), "err", errors.Unwrap(se))
+			"activity_id", responseHeader(w, "x-ms-activity-id"), "err", errors.Unwrap(se))
 	}
 }
 
 func setCharge(w http.ResponseWriter, ru float64) {
-	w.Header().Set("x-ms-request-charge", strconv.FormatFloat(ru, 'f', -1, 64))
+	setHeader(w, "x-ms-request-charge", strconv.FormatFloat(ru, 'f', -1, 64))
 }
 
 // writeJSON writes a JSON body (or none when body is nil) with status code.
 func writeJSON(w http.ResponseWriter, code int, body []byte) error {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	setHeader(w, "Content-Type", "application/json")
+	setHeader(w, "Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(code)
 	_, err := w.Write(body)
 	return err

@@ -157,3 +157,45 @@ func parseQuery(r *http.Request) (engine.Query, error) {
 	}
 	return q, nil
 }
+
+// setHeader sets response header name to v. Cosmos DB's own headers
+// (x-ms-*, etag, lsn) go out in lowercase, as the service sends them,
+// whatever the protocol: some clients read them case-sensitively (the Python
+// SDK copies the response headers into a plain dict and looks up
+// "x-ms-continuation"), and http.Header.Set would canonicalise the name to
+// "X-Ms-Continuation" on HTTP/1.1. Standard HTTP headers (Content-Type,
+// Content-Length) keep their canonical names, which net/http itself reads.
+//
+// Every response header of the API is written here (TestResponseHeadersOneWriter):
+// one name never ends up in the map under two spellings.
+func setHeader(w http.ResponseWriter, name, v string) {
+	h := w.Header()
+	key := strings.ToLower(name)
+	if !cosmosHeader(key) {
+		h.Set(name, v)
+		return
+	}
+	if c := http.CanonicalHeaderKey(key); c != key {
+		delete(h, c)
+	}
+	h[key] = []string{v}
+}
+
+// responseHeader returns the value of response header name set by
+// setHeader, "" when unset.
+func responseHeader(w http.ResponseWriter, name string) string {
+	key := strings.ToLower(name)
+	if !cosmosHeader(key) {
+		return w.Header().Get(name)
+	}
+	if v := w.Header()[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// cosmosHeader reports whether the lowercase header name is one of Cosmos
+// DB's own, sent in lowercase.
+func cosmosHeader(key string) bool {
+	return strings.HasPrefix(key, "x-ms-") || key == "etag" || key == "lsn"
+}

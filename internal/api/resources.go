@@ -45,7 +45,7 @@ func (h *Handler) account(w http.ResponseWriter, r *http.Request) error {
 
 // writeResource writes a single metadata resource.
 func writeResource(w http.ResponseWriter, code int, res engine.Resource) error {
-	w.Header().Set("etag", res.ETag)
+	setHeader(w, "etag", res.ETag)
 	setCharge(w, throughput.MinimumCost())
 	return writeJSON(w, code, res.Body)
 }
@@ -64,13 +64,12 @@ func writeFeed(w http.ResponseWriter, rid, key string, p engine.Page) error {
 		b.Write(it)
 	}
 	b.WriteString(`],"_count":` + strconv.Itoa(len(p.Items)) + `}`)
-	hd := w.Header()
-	hd.Set("x-ms-item-count", strconv.Itoa(len(p.Items)))
+	setHeader(w, "x-ms-item-count", strconv.Itoa(len(p.Items)))
 	if p.Continuation != "" {
-		hd.Set(hdrContinuation, p.Continuation)
+		setHeader(w, hdrContinuation, p.Continuation)
 	}
 	if p.Session != "" {
-		hd.Set("x-ms-session-token", p.Session)
+		setHeader(w, "x-ms-session-token", p.Session)
 	}
 	setCharge(w, p.RU)
 	return writeJSON(w, http.StatusOK, b.Bytes())
@@ -212,7 +211,7 @@ func (h *Handler) pkRanges(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	etag := `"` + strconv.Itoa(version) + `"`
-	w.Header().Set("etag", etag)
+	setHeader(w, "etag", etag)
 	setCharge(w, throughput.MinimumCost())
 	if inm := r.Header.Get("If-None-Match"); inm != "" && inm == etag {
 		w.WriteHeader(http.StatusNotModified)

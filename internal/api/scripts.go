@@ -99,13 +99,12 @@ func (h *Handler) executeSproc(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	hd := w.Header()
-	hd.Set("x-ms-session-token", res.Session)
+	setHeader(w, "x-ms-session-token", res.Session)
 	if isTrue(r, hdrScriptLog) {
 		// Percent-encoded as encodeURIComponent does (%20 for spaces; the SDKs
 		// decode with decodeURIComponent / Uri.UnescapeDataString), without
 		// the last line's newline.
-		hd.Set(hdrScriptResult, strings.ReplaceAll(url.QueryEscape(strings.TrimSuffix(res.Log, "\n")), "+", "%20"))
+		setHeader(w, hdrScriptResult, strings.ReplaceAll(url.QueryEscape(strings.TrimSuffix(res.Log, "\n")), "+", "%20"))
 	}
 	setCharge(w, res.RU)
 	body := res.Body

@@ -1,0 +1,129 @@
+package testserver_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/partitadb/partita/internal/auth"
+	"github.com/partitadb/partita/internal/testserver"
+)
+
+// wireLog records the bytes a connection reads: the response as sent.
+type wireLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+type loggedConn struct {
+	net.Conn
+	log *wireLog
+}
+
+func (c loggedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.log.mu.Lock()
+	c.log.buf.Write(p[:n])
+	c.log.mu.Unlock()
+	return n, err
+}
+
+// http1Do sends a request signed with the master key over HTTP/1.1 and TLS
+// (HTTP/2 is not offered) and returns the status and the response's header
+// block as it came over the wire.
+func http1Do(t *testing.T, s *testserver.Server, method, path string, hdr map[string]string, body string) (int, string) {
+	t.Helper()
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(s.CertPEM)
+	wl := &wireLog{}
+	tr := &http.Transport{
+		ForceAttemptHTTP2: false,
+		DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			d := tls.Dialer{Config: &tls.Config{RootCAs: pool, NextProtos: []string{"http/1.1"}}}
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return loggedConn{Conn: c, log: wl}, nil
+		},
+	}
+	defer tr.CloseIdleConnections()
+	u := strings.TrimSuffix(s.Endpoint, "/") + path
+	req, err := http.NewRequestWithContext(t.Context(), method, u, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, _ := url.Parse(u)
+	typ, link, err := auth.Resource(parsed.EscapedPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := auth.DecodeKey(s.Key)
+	date := time.Now().UTC().Format(http.TimeFormat)
+	req.Header.Set("x-ms-date", date)
+	req.Header.Set("x-ms-version", "2020-11-05")
+	req.Header.Set("Authorization", auth.MasterToken(key, method, typ, link, date))
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.ProtoMajor != 1 {
+		t.Fatalf("%s %s: protocol %s, want HTTP/1.1", method, path, resp.Proto)
+	}
+	wl.mu.Lock()
+	defer wl.mu.Unlock()
+	head, _, _ := strings.Cut(wl.buf.String(), "\r\n\r\n")
+	return resp.StatusCode, head
+}
+
+// TestResponseHeaderNamesLowercaseOnHTTP1 reads the response bytes of
+// HTTP/1.1 requests: Cosmos DB's headers go out in lowercase, as the
+// service sends them (clients such as the Python SDK look them up
+// case-sensitively), and the standard ones in their usual case.
+func TestResponseHeaderNamesLowercaseOnHTTP1(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	must := func(method, path string, hdr map[string]string, body string, want int, names ...string) {
+		t.Helper()
+		code, head := http1Do(t, s, method, path, hdr, body)
+		if code != want {
+			t.Fatalf("%s %s: %d, want %d\n%s", method, path, code, want, head)
+		}
+		for _, name := range names {
+			if !strings.Contains(head, "\r\n"+name+": ") {
+				t.Errorf("%s %s: no header line %q in\n%s", method, path, name, head)
+			}
+		}
+		for line := range strings.SplitSeq(head, "\r\n") {
+			if strings.HasPrefix(strings.ToLower(line), "x-ms-") && !strings.HasPrefix(line, "x-ms-") {
+				t.Errorf("%s %s: header line %q is not lowercase", method, path, line)
+			}
+		}
+	}
+	pk := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`, "Content-Type": "application/json"}
+	must("POST", "/dbs", nil, `{"id":"db"}`, 201, "etag", "x-ms-request-charge", "x-ms-activity-id", "Content-Type")
+	must("POST", "/dbs/db/colls", nil, `{"id":"k","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`, 201, "etag")
+	for _, id := range []string{"a", "b", "c"} {
+		must("POST", "/dbs/db/colls/k/docs", pk, `{"id":"`+id+`","pk":"p"}`, 201,
+			"etag", "x-ms-session-token", "x-ms-request-charge", "x-ms-activity-id", "x-ms-content-path", "x-ms-alt-content-path")
+	}
+	must("GET", "/dbs/db/colls/k/docs", map[string]string{"x-ms-max-item-count": "2"}, "", 200,
+		"x-ms-continuation", "x-ms-item-count", "x-ms-request-charge")
+	must("POST", "/dbs/db/colls/k/docs", map[string]string{"x-ms-documentdb-partitionkey": `["q"]`}, `{"id":"x","pk":"p"}`, 400,
+		"x-ms-substatus", "x-ms-request-charge", "x-ms-activity-id")
+	must("GET", "/dbs/db/colls/k/docs", map[string]string{"A-IM": "Incremental Feed", "x-ms-documentdb-partitionkeyrangeid": "0"}, "", 200,
+		"etag", "x-ms-item-count")
+}
