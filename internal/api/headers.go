@@ -31,6 +31,7 @@ const (
 	hdrAIM            = "A-IM"
 	hdrStartEPK       = "x-ms-start-epk"
 	hdrEndEPK         = "x-ms-end-epk"
+	hdrPopulateQuota  = "x-ms-documentdb-populatequotainfo"
 )
 
 func isTrue(r *http.Request, name string) bool {

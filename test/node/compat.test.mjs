@@ -1,0 +1,68 @@
+// Compatibility details current SDKs rely on (issue #16), through
+// @azure/cosmos: the quota and index-transformation headers of a container
+// read.
+
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+
+import { startPartita, statusOfFailure } from "./server.mjs";
+
+/** Parses a "name=value;name=value;" header into an object of numbers. */
+function parseQuota(v) {
+  assert.equal(typeof v, "string", `quota header ${v}`);
+  const out = {};
+  for (const part of v.split(";")) {
+    if (!part) continue;
+    const [k, n] = part.split("=");
+    out[k] = Number(n);
+  }
+  return out;
+}
+
+describe("compatibility details with @azure/cosmos", () => {
+  let env;
+  let database;
+
+  before(async () => {
+    env = await startPartita();
+    ({ database } = await env.client.databases.createIfNotExists({ id: "compatDb" }));
+  });
+
+  after(async () => {
+    await env?.stop();
+  });
+
+  it("reports quota, usage and index transformation progress on a container read", async () => {
+    const { container } = await database.containers.createIfNotExists(
+      { id: "quota", partitionKey: { paths: ["/pk"] } },
+      { offerThroughput: 12000 }, // two physical partitions: usage sums them
+    );
+    let bytes = 0;
+    for (let i = 0; i < 25; i++) {
+      const { resource } = await container.items.create({ id: `q${i}`, pk: `k${i % 6}`, pad: "x".repeat(100 * i) });
+      bytes += Buffer.byteLength(JSON.stringify(resource));
+    }
+    await container.scripts.storedProcedures.create({ id: "sp", body: "function sp() {}" });
+
+    const plain = await container.read();
+    assert.equal(plain.headers["x-ms-resource-usage"], undefined, "usage without populateQuotaInfo");
+
+    const read = await container.read({ populateQuotaInfo: true });
+    assert.equal(read.statusCode, 200);
+    const usage = parseQuota(read.headers["x-ms-resource-usage"]);
+    const quota = parseQuota(read.headers["x-ms-resource-quota"]);
+    assert.equal(usage.documentsCount, 25);
+    assert.equal(usage.storedProcedures, 1);
+    assert.equal(usage.triggers, 0);
+    assert.equal(usage.functions, 0);
+    // Stored bytes (in KB, rounded up) are about the items' JSON.
+    assert.ok(Math.abs(usage.documentsSize - bytes / 1024) <= 2, `documentsSize ${usage.documentsSize} KB for ${bytes} bytes`);
+    assert.equal(usage.collectionSize, usage.documentsSize);
+    assert.equal(usage.documentSize, Math.ceil(usage.documentsSize / 1024));
+    for (const k of ["documentsCount", "documentsSize", "collectionSize", "storedProcedures"]) {
+      assert.equal(quota[k], -1, `quota ${k}: Partita sets none`);
+    }
+    assert.equal(read.headers["x-ms-documentdb-collection-index-transformation-progress"], "100");
+  });
+
+});
