@@ -53,3 +53,17 @@ func TestSetHeader(t *testing.T) {
 		t.Errorf("responseHeader = %q, want tok", got)
 	}
 }
+
+func TestURIComponentEscape(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`{"a":"b c"}`, "%7B%22a%22%3A%22b%20c%22%7D"},
+		{"/x/?", "%2Fx%2F%3F"},
+		{"a-b_c.d~e", "a-b_c.d~e"},
+		{"é+", "%C3%A9%2B"},
+	}
+	for _, tt := range tests {
+		if got := uriComponentEscape(tt.in); got != tt.want {
+			t.Errorf("uriComponentEscape(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -199,4 +200,11 @@ func responseHeader(w http.ResponseWriter, name string) string {
 // DB's own, sent in lowercase.
 func cosmosHeader(key string) bool {
 	return strings.HasPrefix(key, "x-ms-") || key == "etag" || key == "lsn"
+}
+
+// uriComponentEscape percent-encodes s so that JavaScript's
+// decodeURIComponent (and .NET's Uri.UnescapeDataString) restore it: every
+// byte but A-Z a-z 0-9 and "-_.~" is escaped, spaces as %20.
+func uriComponentEscape(s string) string {
+	return strings.ReplaceAll(url.QueryEscape(s), "+", "%20")
 }

@@ -194,7 +194,13 @@ func (h *Handler) queryItems(w http.ResponseWriter, r *http.Request) error {
 	if isTrue(r, hdrQueryMetrics) {
 		setHeader(w, "x-ms-documentdb-query-metrics", queryMetrics(p))
 	}
-	if isTrue(r, hdrIndexMetrics) || isTrue(r, hdrIndexMetricsV2) {
+	switch {
+	case isTrue(r, hdrIndexMetricsV2):
+		// Current SDKs (JS 4.x, .NET, Java, Python 4.x) ask with -V2 and
+		// decode the JSON with decodeURIComponent; the Go SDK asks without
+		// and decodes base64.
+		setHeader(w, "x-ms-cosmos-index-utilization", uriComponentEscape(string(indexUtilization(p.Metrics.IndexPath))))
+	case isTrue(r, hdrIndexMetrics):
 		setHeader(w, "x-ms-cosmos-index-utilization", base64.StdEncoding.EncodeToString(indexUtilization(p.Metrics.IndexPath)))
 	}
 	return writeFeed(w, p.ContainerRID, "Documents", p)

@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/partitadb/partita/internal/engine"
@@ -101,10 +100,9 @@ func (h *Handler) executeSproc(w http.ResponseWriter, r *http.Request) error {
 	}
 	setHeader(w, "x-ms-session-token", res.Session)
 	if isTrue(r, hdrScriptLog) {
-		// Percent-encoded as encodeURIComponent does (%20 for spaces; the SDKs
-		// decode with decodeURIComponent / Uri.UnescapeDataString), without
-		// the last line's newline.
-		setHeader(w, hdrScriptResult, strings.ReplaceAll(url.QueryEscape(strings.TrimSuffix(res.Log, "\n")), "+", "%20"))
+		// Percent-encoded (the SDKs decode with decodeURIComponent /
+		// Uri.UnescapeDataString), without the last line's newline.
+		setHeader(w, hdrScriptResult, uriComponentEscape(strings.TrimSuffix(res.Log, "\n")))
 	}
 	setCharge(w, res.RU)
 	body := res.Body

@@ -1,6 +1,6 @@
 // Compatibility details current SDKs rely on (issue #16), through
-// @azure/cosmos: the quota and index-transformation headers of a container
-// read.
+// @azure/cosmos: quota and index-transformation headers of a container read,
+// and index metrics in the -V2 encoding.
 
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -63,6 +63,22 @@ describe("compatibility details with @azure/cosmos", () => {
       assert.equal(quota[k], -1, `quota ${k}: Partita sets none`);
     }
     assert.equal(read.headers["x-ms-documentdb-collection-index-transformation-progress"], "100");
+  });
+
+  it("answers index metrics in the -V2 encoding the SDK decodes", async () => {
+    const { container } = await database.containers.createIfNotExists({ id: "metrics", partitionKey: { paths: ["/pk"] } });
+    for (let i = 0; i < 5; i++) await container.items.create({ id: `m${i}`, pk: "p", n: i });
+    const res = await container.items
+      .query("SELECT * FROM c WHERE c.n = 3", { partitionKey: "p", populateIndexMetrics: true })
+      .fetchAll();
+    assert.equal(res.resources.length, 1);
+    const metrics = JSON.parse(res.indexMetrics); // "{}" when the header is missing or undecodable
+    assert.ok(Array.isArray(metrics.UtilizedSingleIndexes), `index metrics ${res.indexMetrics}`);
+    assert.equal(metrics.UtilizedSingleIndexes[0]?.IndexSpec, "/n/?");
+    assert.deepEqual(metrics.PotentialCompositeIndexes, []);
+
+    const none = await container.items.query("SELECT * FROM c", { partitionKey: "p" }).fetchAll();
+    assert.equal(none.headers["x-ms-cosmos-index-utilization"], undefined, "index metrics sent unasked");
   });
 
 });
