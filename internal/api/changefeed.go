@@ -31,6 +31,9 @@ func (h *Handler) changeFeed(w http.ResponseWriter, r *http.Request) error {
 	if p.Session != "" {
 		setHeader(w, "x-ms-session-token", p.Session)
 	}
+	if p.RangeID != "" {
+		setHeader(w, hdrPKRangeID, p.RangeID)
+	}
 	if len(p.Items) == 0 {
 		setCharge(w, p.RU)
 		setHeader(w, "x-ms-item-count", "0")

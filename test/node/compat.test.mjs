@@ -1,9 +1,12 @@
 // Compatibility details current SDKs rely on (issue #16), through
 // @azure/cosmos: quota and index-transformation headers of a container read,
-// and index metrics in the -V2 encoding.
+// index metrics in the -V2 encoding, and the partition key range id of a
+// change feed response.
 
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
+
+import { ChangeFeedStartFrom } from "@azure/cosmos";
 
 import { startPartita, statusOfFailure } from "./server.mjs";
 
@@ -79,6 +82,35 @@ describe("compatibility details with @azure/cosmos", () => {
 
     const none = await container.items.query("SELECT * FROM c", { partitionKey: "p" }).fetchAll();
     assert.equal(none.headers["x-ms-cosmos-index-utilization"], undefined, "index metrics sent unasked");
+  });
+
+  it("names the partition key range on change feed responses", async () => {
+    const { container } = await database.containers.createIfNotExists(
+      { id: "cfRange", partitionKey: { paths: ["/pk"] } },
+      { offerThroughput: 18000 },
+    );
+    for (let i = 0; i < 20; i++) await container.items.create({ id: `c${i}`, pk: `k${i}` });
+    const { resources: pkRanges } = await container.readPartitionKeyRanges().fetchAll();
+    assert.ok(pkRanges.length > 1, `${pkRanges.length} ranges`);
+    const seen = new Set();
+    for (const fr of await container.getFeedRanges()) {
+      const it = container.items.getChangeFeedIterator({ changeFeedStartFrom: ChangeFeedStartFrom.Beginning(fr) });
+      const res = await it.readNext();
+      assert.equal(res.statusCode, 200);
+      const id = res.headers["x-ms-documentdb-partitionkeyrangeid"];
+      const rng = pkRanges.find((r) => r.id === id);
+      assert.ok(rng, `range id header ${id} names no range of ${JSON.stringify(pkRanges.map((r) => r.id))}`);
+      // The range of the response holds every item it returned.
+      assert.equal(rng.minInclusive, fr.minInclusive);
+      seen.add(id);
+    }
+    assert.equal(seen.size, pkRanges.length);
+
+    // A logical partition's feed names the range holding it.
+    const one = container.items.getChangeFeedIterator({ changeFeedStartFrom: ChangeFeedStartFrom.Beginning("k3") });
+    const res = await one.readNext();
+    assert.equal(res.result.length, 1);
+    assert.ok(pkRanges.some((r) => r.id === res.headers["x-ms-documentdb-partitionkeyrangeid"]));
   });
 
 });
