@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/partitadb/partita/internal/catalog"
@@ -222,13 +223,28 @@ func compile(q Query, opts ...exec.Option) (*parse.Query, *exec.Program, error) 
 }
 
 // crossPartitionRefused is the gateway's answer to a cross-partition query
-// that needs merging across partitions (protocol doc §6.2).
-func crossPartitionRefused() *status.Error {
-	e := status.New(http.StatusBadRequest, "The provided cross partition query can not be directly served by the gateway. "+
-		"This is a first chance (internal) exception that all newer clients will know how to handle gracefully. "+
-		"This exception is traced, but unless you see it bubble up as an exception (which only happens on older SDK clients), "+
-		"then you can safely ignore this message.").WithSub(status.SubBadRequestCrossPartitionGateway)
-	return e
+// that needs merging across partitions (protocol doc §6.2), f naming what.
+// SDKs recognise it by status, substatus 1004 and the plan in
+// additionalErrorInfo (the JS SDK by additionalErrorInfo, the Python SDK by
+// the substatus); the Go SDK, which cannot follow a plan, shows the message,
+// whose first sentence is the service's (its tests look for "cross
+// partition query can not be directly served by the gateway"). The rest
+// tells a Go SDK user how to run the query after all.
+func crossPartitionRefused(f exec.Features) *status.Error {
+	var needs []string
+	for _, n := range []struct {
+		on   bool
+		name string
+	}{{f.OrderBy, "ORDER BY"}, {f.Aggregate, "aggregates"}, {f.GroupBy, "GROUP BY"}, {f.Distinct, "DISTINCT"}, {f.Top, "TOP"}, {f.OffsetLimit, "OFFSET/LIMIT"}} {
+		if n.on {
+			needs = append(needs, n.name)
+		}
+	}
+	return status.New(http.StatusBadRequest, "The provided cross partition query can not be directly served by the gateway: "+
+		"its "+strings.Join(needs, ", ")+" must be merged across partitions. "+
+		"SDKs that run cross-partition queries from the query plan in additionalErrorInfo (JavaScript, Python, .NET, Java) handle this themselves. "+
+		"The Go SDK cannot: run the query with a partition key, or start the server with --gateway-query=full to have it run such queries whole.").
+		WithSub(status.SubBadRequestCrossPartitionGateway)
 }
 
 // QueryResources runs a query over metadata resources (databases,

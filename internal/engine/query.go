@@ -194,7 +194,7 @@ func (e *Engine) runQuery(ctx context.Context, c *catalog.Container, ast *parse.
 		if err != nil {
 			return Page{}, err // a 400 naming what cannot be planned
 		}
-		refused := crossPartitionRefused()
+		refused := crossPartitionRefused(f)
 		refused.Extra = string(info)
 		return Page{}, refused
 	}

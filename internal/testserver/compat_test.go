@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
 	"github.com/partitadb/partita/internal/auth"
 	"github.com/partitadb/partita/internal/testserver"
 )
@@ -126,4 +128,24 @@ func TestResponseHeaderNamesLowercaseOnHTTP1(t *testing.T) {
 		"x-ms-substatus", "x-ms-request-charge", "x-ms-activity-id")
 	must("GET", "/dbs/db/colls/k/docs", map[string]string{"A-IM": "Incremental Feed", "x-ms-documentdb-partitionkeyrangeid": "0"}, "", 200,
 		"etag", "x-ms-documentdb-partitionkeyrangeid")
+}
+
+// TestCrossPartitionRefusalTellsGoUsers: the Go SDK, which cannot run a
+// query plan, shows the gateway's 400/1004 message; it keeps the service's
+// wording (which the Go SDK's own tests look for) and says how to run the
+// query after all.
+func TestCrossPartitionRefusalTellsGoUsers(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	k := newContainer(t, s.Client(t), "db", azcosmos.ContainerProperties{ID: "k", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil)
+	pager := k.NewQueryItemsPager("SELECT * FROM c ORDER BY c.n", azcosmos.NewPartitionKey(), nil)
+	_, err := pager.NextPage(t.Context())
+	code, sub := statusOf(err)
+	if code != http.StatusBadRequest || sub != "1004" {
+		t.Fatalf("cross-partition ORDER BY: %d/%s %v, want 400/1004", code, sub, err)
+	}
+	for _, want := range []string{"BadRequest", "cross partition query can not be directly served by the gateway", "ORDER BY", "--gateway-query=full", "partition key"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
 }
