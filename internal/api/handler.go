@@ -201,11 +201,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	r.Body = http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes)
-	access, err := h.authenticate(r)
+	folded, err := foldQuery(r)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
+	r = folded
+	access, authed, err := h.authenticate(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	r = authed
 	r = r.WithContext(context.WithValue(r.Context(), accessKey{}, access))
 	// Go's SDK addresses offers with a trailing slash; every resource
 	// tolerates one.
@@ -238,35 +245,46 @@ func (s *statusWriter) WriteHeader(code int) {
 // authenticate verifies the request's signature or token and returns the
 // access it grants. What the request may do with that access is decided by
 // its route (handle, handlePost).
-func (h *Handler) authenticate(r *http.Request) (auth.Access, error) {
+//
+// It returns the request to serve: r, or r addressing an id that ends in
+// '?' (signedQuestionMark).
+func (h *Handler) authenticate(r *http.Request) (auth.Access, *http.Request, error) {
 	date := r.Header.Get("x-ms-date")
 	if date == "" {
 		date = r.Header.Get("Date")
 	}
-	access, err := h.verify.Verify(auth.Request{
-		Method: r.Method, RawPath: r.URL.EscapedPath(), Authorization: r.Header.Get("Authorization"), Date: date,
-	}, h.now())
+	req := auth.Request{Method: r.Method, RawPath: r.URL.EscapedPath(), Authorization: r.Header.Get("Authorization"), Date: date}
+	now := h.now()
+	access, err := h.verify.Verify(req, now)
+	if ae, ok := errors.AsType[*auth.Error](err); ok && ae.Reason == auth.BadSignature {
+		if r2, ok := signedQuestionMark(r); ok {
+			req.RawPath = r2.URL.EscapedPath()
+			if a, err2 := h.verify.Verify(req, now); err2 == nil {
+				access, err, r = a, nil, r2
+			}
+		}
+	}
 	if err != nil {
 		var ae *auth.Error
 		if errors.As(err, &ae) {
 			switch ae.Reason {
 			case auth.BadPath:
-				return 0, status.New(http.StatusBadRequest, ae.Msg).Wrap(err)
+				return 0, nil, status.New(http.StatusBadRequest, ae.Msg).Wrap(err)
 			case auth.NoRole:
 				// The token is authentic but grants nothing here: retrying with the same
 				// identity cannot help, so 403 (as Cosmos DB answers RBAC denials), not 401.
-				return 0, status.New(http.StatusForbidden, ae.Msg).Wrap(err)
+				return 0, nil, status.New(http.StatusForbidden, ae.Msg).Wrap(err)
 			}
-			return 0, status.New(http.StatusUnauthorized, ae.Msg).Wrap(err)
+			return 0, nil, status.New(http.StatusUnauthorized, ae.Msg).Wrap(err)
 		}
-		return 0, err
+		return 0, nil, err
 	}
 	if h.cfg.EmulatorIDQuirks {
 		if err := emulatorPathCheck(r.URL.EscapedPath()); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 	}
-	return access, nil
+	return access, r, nil
 }
 
 // errorBody is the body of every error response; the JS SDK needs "message".
