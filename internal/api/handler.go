@@ -27,6 +27,10 @@ import (
 
 // Config configures the API.
 type Config struct {
+	// AccountID is the database account's id (and _rid) in GET /. Default
+	// "partita"; the Cosmos DB emulator's is "localhost" (which makes the JS
+	// SDK ignore the advertised locations and use its configured endpoint).
+	AccountID string
 	// AdvertiseEndpoint is the URL the database account advertises as its
 	// read and write location. Empty: the scheme and Host of each request,
 	// so whatever address a client used keeps working.
@@ -57,6 +61,9 @@ type Handler struct {
 
 // New returns the API handler over eng, authenticating with v.
 func New(cfg Config, eng *engine.Engine, v *auth.Verifier, now func() time.Time, log *slog.Logger) *Handler {
+	if cfg.AccountID == "" {
+		cfg.AccountID = "partita"
+	}
 	if cfg.Consistency == "" {
 		cfg.Consistency = "Session"
 	}

@@ -30,7 +30,7 @@ func (h *Handler) account(w http.ResponseWriter, r *http.Request) error {
 	}
 	loc := []map[string]string{{"name": "South Central US", "databaseAccountEndpoint": endpoint}}
 	body, _ := json.Marshal(map[string]any{
-		"_self": "", "id": "partita", "_rid": "partita",
+		"_self": "", "id": h.cfg.AccountID, "_rid": h.cfg.AccountID,
 		"media": "//media/", "addresses": "//addresses/", "_dbs": "//dbs/",
 		"writableLocations": loc, "readableLocations": loc,
 		"enableMultipleWriteLocations": false,

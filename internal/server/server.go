@@ -130,11 +130,15 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 	}
 	s.eng = eng
 	consistency := cfg.API.Consistency
-	if compat && consistency == "Session" {
-		consistency = "Strong" // the emulator the SDK suites run against is started with /consistency=Strong
+	accountID := ""
+	if compat {
+		if consistency == "Session" {
+			consistency = "Strong" // the emulator the SDK suites run against is started with /consistency=Strong
+		}
+		accountID = "localhost" // the emulator's account id
 	}
 	handler := api.New(api.Config{
-		AdvertiseEndpoint: cfg.API.AdvertiseEndpoint, Consistency: consistency,
+		AccountID: accountID, AdvertiseEndpoint: cfg.API.AdvertiseEndpoint, Consistency: consistency,
 		EmulatorIDQuirks: compat, TLS: cfg.Server.TLS,
 	}, eng, verifier, now, log)
 	ln, err := net.Listen("tcp", cfg.Server.Addr)
@@ -149,7 +153,7 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 			_ = s.Close()
 			return nil, fmt.Errorf("listen on %s: %w", addr, err)
 		}
-		compute := api.New(api.Config{Consistency: consistency, TLS: cfg.Server.TLS}, eng, verifier, now, log)
+		compute := api.New(api.Config{AccountID: accountID, Consistency: consistency, TLS: cfg.Server.TLS}, eng, verifier, now, log)
 		s.extraHTTP = newHTTPServer(compute, tlsConf, log)
 	}
 	if addr := cfg.Server.MetricsAddr; addr != "" {

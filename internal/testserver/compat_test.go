@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/partitadb/partita/internal/auth"
+	"github.com/partitadb/partita/internal/config"
 	"github.com/partitadb/partita/internal/testserver"
 )
 
@@ -128,6 +130,32 @@ func TestResponseHeaderNamesLowercaseOnHTTP1(t *testing.T) {
 		"x-ms-substatus", "x-ms-request-charge", "x-ms-activity-id")
 	must("GET", "/dbs/db/colls/k/docs", map[string]string{"A-IM": "Incremental Feed", "x-ms-documentdb-partitionkeyrangeid": "0"}, "", 200,
 		"etag", "x-ms-documentdb-partitionkeyrangeid")
+}
+
+// TestEmulatorCompatAccountID: under --emulator-compat the database account
+// has the emulator's id, "localhost"; otherwise "partita".
+func TestEmulatorCompatAccountID(t *testing.T) {
+	for _, compat := range []bool{false, true} {
+		s := testserver.Start(t, testserver.Options{Configure: func(c *config.Config) { c.API.EmulatorCompat = compat }})
+		resp, b, err := s.Do(t.Context(), "GET", "/", nil, nil)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET /: %v %v", resp, err)
+		}
+		var acct struct {
+			ID  string `json:"id"`
+			RID string `json:"_rid"`
+		}
+		if err := json.Unmarshal(b, &acct); err != nil {
+			t.Fatal(err)
+		}
+		want := "partita"
+		if compat {
+			want = "localhost"
+		}
+		if acct.ID != want || acct.RID != want {
+			t.Errorf("emulator compat %v: account id %q, _rid %q, want %q", compat, acct.ID, acct.RID, want)
+		}
+	}
 }
 
 // TestCrossPartitionRefusalTellsGoUsers: the Go SDK, which cannot run a

@@ -1,8 +1,8 @@
 // Compatibility details current SDKs rely on (issue #16), through
 // @azure/cosmos: quota and index-transformation headers of a container read,
 // index metrics in the -V2 encoding, the partition key range id of a change
-// feed response, and ids containing '?' (under --emulator-compat, which
-// accepts them as the emulator does).
+// feed response, ids containing '?' (under --emulator-compat, which accepts
+// them as the emulator does), and the emulator's account id.
 
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -156,5 +156,14 @@ describe("--emulator-compat with @azure/cosmos", () => {
       assert.equal(deleted.statusCode, 204, id);
       assert.equal((await container.item(id, "p").read()).statusCode, 404, id);
     }
+  });
+
+  it("works with the emulator's account id, localhost", async () => {
+    // With id "localhost" the SDK ignores the advertised locations and
+    // keeps using its configured endpoint, as against the emulator.
+    const { resource: account } = await env.client.getDatabaseAccount();
+    assert.ok(account.consistencyPolicy);
+    const { resources } = await container.items.readAll().fetchAll();
+    assert.ok(Array.isArray(resources));
   });
 });
