@@ -102,6 +102,28 @@ func TestFoldQuery(t *testing.T) {
 	}
 }
 
+func TestCheckPathIDs(t *testing.T) {
+	long := strings.Repeat("x", 256)
+	tests := []struct {
+		path string
+		bad  bool
+	}{
+		{"/dbs/db/colls/k/docs/" + strings.Repeat("x", 255), false},
+		{"/dbs/db/colls/k/docs/" + strings.Repeat("%C3%A9", 255), false}, // 255 characters, 510 bytes
+		{"/dbs/db/colls/k/docs/" + long, true},
+		{"/dbs/" + long, true},
+		{"/dbs/db/colls/" + long + "/docs", true},
+		{"/dbs/db/colls/k/docs/" + strings.Repeat("x", 100<<10), true},
+		{"/offers/" + long, false}, // offers are addressed by _rid, checked where read
+	}
+	for _, tt := range tests {
+		err := checkPathIDs(tt.path)
+		if bad := err != nil; bad != tt.bad {
+			t.Errorf("checkPathIDs(%.60q…) = %v, want refused %v", tt.path, err, tt.bad)
+		}
+	}
+}
+
 func TestURIComponentEscape(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{`{"a":"b c"}`, "%7B%22a%22%3A%22b%20c%22%7D"},

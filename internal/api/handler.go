@@ -15,11 +15,14 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/partitadb/partita/internal/auth"
+	"github.com/partitadb/partita/internal/document"
 	"github.com/partitadb/partita/internal/engine"
 	"github.com/partitadb/partita/internal/status"
 	"github.com/partitadb/partita/internal/throughput"
@@ -42,6 +45,9 @@ type Config struct {
 	// trailing whitespace) with 401, and ids with control characters with
 	// 400, as the Cosmos DB emulator does. Default false.
 	EmulatorIDQuirks bool
+	// CertPEM is the server's TLS certificate, served unauthenticated at
+	// /_explorer/emulator.pem as the emulator does; nil without TLS.
+	CertPEM []byte
 	// MaxBodyBytes bounds request bodies. Default 16 MiB.
 	MaxBodyBytes int64
 	// TLS reports whether the server is served over TLS (for the advertised
@@ -208,6 +214,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	r.Body = http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes)
+	if p := r.URL.Path; strings.HasPrefix(p, explorerPrefix) || p == strings.TrimSuffix(explorerPrefix, "/") {
+		if err := h.explorer(w, r); err != nil {
+			h.writeError(w, r, err)
+		}
+		return
+	}
 	folded, err := foldQuery(r)
 	if err != nil {
 		h.writeError(w, r, err)
@@ -220,6 +232,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r = authed
+	if err := checkPathIDs(r.URL.EscapedPath()); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
 	r = r.WithContext(context.WithValue(r.Context(), accessKey{}, access))
 	// Go's SDK addresses offers with a trailing slash; every resource
 	// tolerates one.
@@ -294,6 +310,48 @@ func (h *Handler) authenticate(r *http.Request) (auth.Access, *http.Request, err
 	return access, r, nil
 }
 
+// checkPathIDs refuses (400) a resource path naming an id longer than any
+// resource can have, as a create of such an id is refused: a read, replace
+// or delete of it would otherwise look for it (404) however long the URL.
+func checkPathIDs(rawPath string) error {
+	if !strings.HasPrefix(rawPath, "/dbs/") {
+		return nil
+	}
+	segs := strings.Split(strings.Trim(rawPath, "/"), "/")
+	for i := 1; i < len(segs); i += 2 {
+		if len(segs[i]) <= document.MaxIDLength {
+			continue // fewer bytes than the limit's characters: short enough
+		}
+		id, err := url.PathUnescape(segs[i])
+		if err != nil {
+			return nil // auth.Resource reports this
+		}
+		if n := utf8.RuneCountInString(id); n > document.MaxIDLength {
+			return status.BadRequest("the %s id in the request URL is longer than %d characters (%d)", resourceName(segs[i-1]), document.MaxIDLength, n)
+		}
+	}
+	return nil
+}
+
+// resourceName names the resource of a URL path segment in messages.
+func resourceName(seg string) string {
+	switch seg {
+	case "dbs":
+		return "database"
+	case "colls":
+		return "container"
+	case "docs":
+		return "item"
+	case "sprocs":
+		return "stored procedure"
+	case "triggers":
+		return "trigger"
+	case "udfs":
+		return "user-defined function"
+	}
+	return "resource"
+}
+
 // errorBody is the body of every error response; the JS SDK needs "message".
 type errorBody struct {
 	Code                string `json:"code"`
@@ -342,6 +400,11 @@ func setCharge(w http.ResponseWriter, ru float64) {
 // writeJSON writes a JSON body (or none when body is nil) with status code.
 func writeJSON(w http.ResponseWriter, code int, body []byte) error {
 	setHeader(w, "Content-Type", "application/json")
+	return writeBody(w, code, body)
+}
+
+// writeBody writes body, whose Content-Type is set, with status code.
+func writeBody(w http.ResponseWriter, code int, body []byte) error {
 	setHeader(w, "Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(code)
 	_, err := w.Write(body)

@@ -139,7 +139,7 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 	}
 	handler := api.New(api.Config{
 		AccountID: accountID, AdvertiseEndpoint: cfg.API.AdvertiseEndpoint, Consistency: consistency,
-		EmulatorIDQuirks: compat, TLS: cfg.Server.TLS,
+		EmulatorIDQuirks: compat, TLS: cfg.Server.TLS, CertPEM: s.certPEM,
 	}, eng, verifier, now, log)
 	ln, err := net.Listen("tcp", cfg.Server.Addr)
 	if err != nil {
@@ -153,7 +153,7 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 			_ = s.Close()
 			return nil, fmt.Errorf("listen on %s: %w", addr, err)
 		}
-		compute := api.New(api.Config{AccountID: accountID, Consistency: consistency, TLS: cfg.Server.TLS}, eng, verifier, now, log)
+		compute := api.New(api.Config{AccountID: accountID, Consistency: consistency, TLS: cfg.Server.TLS, CertPEM: s.certPEM}, eng, verifier, now, log)
 		s.extraHTTP = newHTTPServer(compute, tlsConf, log)
 	}
 	if addr := cfg.Server.MetricsAddr; addr != "" {
@@ -192,7 +192,8 @@ func aadConfig(cfg config.Config) (auth.AADConfig, error) {
 }
 
 // newHTTPServer returns the HTTP server of one API listener: every request,
-// whatever its path, goes through the API handler and its authentication.
+// whatever its path, goes through the API handler, which authenticates all
+// but the emulator's unauthenticated web paths (/_explorer/).
 func newHTTPServer(handler http.Handler, tlsConf *tls.Config, log *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           handler,

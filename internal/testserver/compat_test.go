@@ -132,6 +132,63 @@ func TestResponseHeaderNamesLowercaseOnHTTP1(t *testing.T) {
 		"etag", "x-ms-documentdb-partitionkeyrangeid")
 }
 
+// TestExplorerPaths: the emulator's unauthenticated web paths. The
+// certificate is the server's; the Data Explorer page says it is not
+// there; other paths under /_explorer/ are 404 with a JSON error.
+func TestExplorerPaths(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	get := func(path string) (*http.Response, []byte) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), "GET", strings.TrimSuffix(s.Endpoint, "/")+path, nil)
+		resp, err := s.HTTPClient().Do(req) // no Authorization header
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, b
+	}
+	resp, b := get("/_explorer/emulator.pem")
+	if resp.StatusCode != 200 || !bytes.Equal(b, s.CertPEM) {
+		t.Errorf("emulator.pem: %s %q, want 200 and the server's certificate", resp.Status, b)
+	}
+	resp, b = get("/_explorer/index.html")
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || !strings.Contains(string(b), "Data Explorer is not available") {
+		t.Errorf("index.html: %s %s %q, want 200 and an HTML page saying the explorer is not available", resp.Status, resp.Header.Get("Content-Type"), b)
+	}
+	resp, b = get("/_explorer/other.js")
+	if resp.StatusCode != 404 || !strings.Contains(string(b), `"message"`) {
+		t.Errorf("other.js: %s %q, want 404 with a JSON error", resp.Status, b)
+	}
+	if resp, _ := get("/dbs"); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET /dbs without a signature: %s, want 401 (only /_explorer/ is open)", resp.Status)
+	}
+}
+
+// TestLongIDInURL: a read, replace or delete naming an id far longer than
+// any id can be gets 400, as a create of such an id does, not 404 or a
+// refusal of the URL.
+func TestLongIDInURL(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	k := newContainer(t, s.Client(t), "db", azcosmos.ContainerProperties{ID: "k", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil)
+	ctx := t.Context()
+	pk := azcosmos.NewPartitionKeyString("p")
+	for _, n := range []int{256, 100 << 10} {
+		id := strings.Repeat("x", n)
+		_, err := k.CreateItem(ctx, pk, mustJSON(t, map[string]string{"id": id, "pk": "p"}), nil)
+		wantStatus(t, "create", err, http.StatusBadRequest)
+		_, err = k.ReadItem(ctx, pk, id, nil)
+		wantStatus(t, "read", err, http.StatusBadRequest)
+		_, err = k.ReplaceItem(ctx, pk, id, mustJSON(t, map[string]string{"id": id, "pk": "p"}), nil)
+		wantStatus(t, "replace", err, http.StatusBadRequest)
+		_, err = k.DeleteItem(ctx, pk, id, nil)
+		wantStatus(t, "delete", err, http.StatusBadRequest)
+	}
+	// 255 characters (of several bytes each) are fine: not found.
+	_, err := k.ReadItem(ctx, pk, strings.Repeat("é", 255), nil)
+	wantStatus(t, "read 255", err, http.StatusNotFound)
+}
+
 // TestEmulatorCompatAccountID: under --emulator-compat the database account
 // has the emulator's id, "localhost"; otherwise "partita".
 func TestEmulatorCompatAccountID(t *testing.T) {
