@@ -344,7 +344,8 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener, timeout time.
 	errc := make(chan error, 1) // one send: Serve's result
 	go func() {
 		if srv.TLSConfig != nil {
-			errc <- srv.ServeTLS(ln, "", "") // certificates come from TLSConfig; enables HTTP/2
+			// Certificates come from TLSConfig; ServeTLS enables HTTP/2.
+			errc <- srv.ServeTLS(plainHTTPListener{ln}, "", "")
 			return
 		}
 		errc <- srv.Serve(ln)

@@ -1,6 +1,7 @@
 package testserver_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -130,6 +131,44 @@ func TestResponseHeaderNamesLowercaseOnHTTP1(t *testing.T) {
 		"x-ms-substatus", "x-ms-request-charge", "x-ms-activity-id")
 	must("GET", "/dbs/db/colls/k/docs", map[string]string{"A-IM": "Incremental Feed", "x-ms-documentdb-partitionkeyrangeid": "0"}, "", 200,
 		"etag", "x-ms-documentdb-partitionkeyrangeid")
+}
+
+// TestPlainHTTPOnTLSPort: a client that speaks plain HTTP to the HTTPS port
+// gets a 400 with a Cosmos DB error body naming the https endpoint, which
+// the SDKs show, rather than net/http's text line.
+func TestPlainHTTPOnTLSPort(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	addr := strings.TrimSuffix(strings.TrimPrefix(s.Endpoint, "https://"), "/")
+	for _, req := range []string{
+		"GET / HTTP/1.1\r\nHost: " + addr + "\r\n\r\n",
+		"POST /dbs HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"id\":\"db\"}",
+	} {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(c, req); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("%q: %v", req, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		c.Close()
+		var e struct{ Code, Message string }
+		if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != "application/json" || json.Unmarshal(body, &e) != nil {
+			t.Fatalf("%q: %s %v %s, want 400 with a JSON body", req, resp.Status, resp.Header, body)
+		}
+		if e.Code != "BadRequest" || !strings.Contains(e.Message, "https://"+addr+"/") {
+			t.Errorf("%q: error %+v, want BadRequest naming https://%s/", req, e, addr)
+		}
+	}
+	// TLS still works after those connections.
+	if _, _, err := s.Do(t.Context(), "GET", "/", nil, nil); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestExplorerPaths: the emulator's unauthenticated web paths. The

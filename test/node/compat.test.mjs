@@ -7,9 +7,9 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 
-import { ChangeFeedStartFrom } from "@azure/cosmos";
+import { ChangeFeedStartFrom, CosmosClient } from "@azure/cosmos";
 
-import { startPartita, statusOfFailure } from "./server.mjs";
+import { EMULATOR_KEY, startPartita, statusOfFailure } from "./server.mjs";
 
 /** Parses a "name=value;name=value;" header into an object of numbers. */
 function parseQuota(v) {
@@ -112,6 +112,20 @@ describe("compatibility details with @azure/cosmos", () => {
     const res = await one.readNext();
     assert.equal(res.result.length, 1);
     assert.ok(pkRanges.some((r) => r.id === res.headers["x-ms-documentdb-partitionkeyrangeid"]));
+  });
+
+  it("answers a plain http:// endpoint with an error naming the https one", async () => {
+    const plain = new CosmosClient({ endpoint: env.endpoint.replace("https:", "http:"), key: EMULATOR_KEY });
+    try {
+      await assert.rejects(plain.databases.create({ id: "plain" }), (err) => {
+        assert.equal(err.code, 400);
+        assert.match(err.message, /serves HTTPS only/);
+        assert.ok(err.message.includes(env.endpoint), err.message);
+        return true;
+      });
+    } finally {
+      plain.dispose();
+    }
   });
 
   it("refuses ids containing '?' as Cosmos DB does, without --emulator-compat", async () => {
