@@ -95,3 +95,24 @@ func signedQuestionMark(r *http.Request) (*http.Request, bool) {
 	r2.RequestURI = u2.RequestURI()
 	return &r2, true
 }
+
+// leadingSlash returns r with the slashes its path starts with reduced to
+// one. The Python SDK (v3) joins the account's endpoint, which ends in '/'
+// as the service advertises it, and a path starting with '/', so every
+// request after the first reads "//dbs/...", which Cosmos DB serves as
+// "/dbs/..." (and signs as such).
+func leadingSlash(r *http.Request) *http.Request {
+	u := r.URL
+	if !strings.HasPrefix(u.Path, "//") {
+		return r
+	}
+	u2 := *u
+	u2.Path = "/" + strings.TrimLeft(u.Path, "/")
+	if u.RawPath != "" {
+		u2.RawPath = "/" + strings.TrimLeft(u.RawPath, "/")
+	}
+	r2 := *r
+	r2.URL = &u2
+	r2.RequestURI = u2.RequestURI()
+	return &r2
+}

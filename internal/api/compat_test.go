@@ -174,3 +174,26 @@ func TestSignedQuestionMark(t *testing.T) {
 		}
 	}
 }
+
+// TestLeadingSlashes: the Python SDK (v3) sends "//dbs/..." (the account's
+// endpoint ends in '/'); it is served and signed as "/dbs/...".
+func TestLeadingSlashes(t *testing.T) {
+	srv := newTestHandler(t, Config{})
+	do(t, srv, http.MethodPost, "/dbs", nil, `{"id":"db"}`)
+	key, _ := auth.DecodeKey(testKey)
+	for _, path := range []string{"//dbs/db", "///dbs/db", "/dbs/db"} {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		date := time.Now().UTC().Format(http.TimeFormat)
+		req.Header.Set("x-ms-date", date)
+		req.Header.Set("Authorization", auth.MasterToken(key, http.MethodGet, "dbs", "dbs/db", date))
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"id":"db"`) {
+			t.Errorf("GET %s: %s %s, want 200 with database db", path, resp.Status, b)
+		}
+	}
+}

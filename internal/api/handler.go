@@ -220,7 +220,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	folded, err := foldQuery(r)
+	folded, err := foldQuery(leadingSlash(r))
 	if err != nil {
 		h.writeError(w, r, err)
 		return
