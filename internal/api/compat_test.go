@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -194,6 +195,48 @@ func TestLeadingSlashes(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"id":"db"`) {
 			t.Errorf("GET %s: %s %s, want 200 with database db", path, resp.Status, b)
+		}
+	}
+}
+
+// TestCrossPartitionFeatures: the gateway's refusal of a cross-partition
+// query carries the plan either way; it has substatus 1004 (run the plan)
+// only when the client merges every feature the plan needs: the ones it
+// declares in x-ms-cosmos-supported-query-features, or without the header
+// ORDER BY, TOP and SELECT VALUE aggregates.
+func TestCrossPartitionFeatures(t *testing.T) {
+	srv := newTestHandler(t, Config{})
+	do(t, srv, http.MethodPost, "/dbs", nil, `{"id":"db"}`)
+	do(t, srv, http.MethodPost, "/dbs/db/colls", nil, `{"id":"k","partitionKey":{"paths":["/pk"]}}`)
+	tests := []struct {
+		query, features string
+		sub             string
+		msg             string
+	}{
+		{"SELECT * FROM c ORDER BY c.a", "", "1004", "can not be directly served by the gateway"},
+		{"SELECT VALUE COUNT(1) FROM c", "", "1004", "can not be directly served by the gateway"},
+		{"SELECT TOP 2 * FROM c ORDER BY c.a", "", "1004", "can not be directly served by the gateway"},
+		{"SELECT DISTINCT VALUE c.a FROM c", "", "", "Query contained Distinct, which the calling client does not support"},
+		{"SELECT c.g, COUNT(1) AS n FROM c GROUP BY c.g", "", "", "Query contained GroupBy, which the calling client does not support. Query contained NonValueAggregate"},
+		{"SELECT * FROM c ORDER BY c.a OFFSET 1 LIMIT 1", "OrderBy", "", "Query contained OffsetAndLimit"},
+		{"SELECT DISTINCT VALUE c.a FROM c", "Aggregate, Distinct,OrderBy", "1004", "can not be directly served by the gateway"},
+		{"SELECT * FROM c ORDER BY c.a", "Distinct", "", "Query contained OrderBy"},
+	}
+	for _, tt := range tests {
+		hdr := map[string]string{"Content-Type": "application/query+json", "x-ms-documentdb-query-enablecrosspartition": "true"}
+		if tt.features != "" {
+			hdr["x-ms-cosmos-supported-query-features"] = tt.features
+		}
+		body, _ := json.Marshal(map[string]string{"query": tt.query})
+		resp, b := do(t, srv, http.MethodPost, "/dbs/db/colls/k/docs", hdr, string(body))
+		var e struct{ Message, AdditionalErrorInfo string }
+		if resp.StatusCode != http.StatusBadRequest || json.Unmarshal(b, &e) != nil {
+			t.Errorf("%q (features %q): %d %s, want 400", tt.query, tt.features, resp.StatusCode, b)
+			continue
+		}
+		if got := resp.Header.Get("x-ms-substatus"); got != tt.sub || !strings.Contains(e.Message, tt.msg) || !strings.Contains(e.AdditionalErrorInfo, `"queryInfo"`) {
+			t.Errorf("%q (features %q): substatus %q, message %q, additionalErrorInfo %.40q; want substatus %q, a message with %q and the plan",
+				tt.query, tt.features, got, e.Message, e.AdditionalErrorInfo, tt.sub, tt.msg)
 		}
 	}
 }

@@ -27,6 +27,7 @@ const (
 	hdrIndexMetricsV2 = "x-ms-cosmos-populateindexmetrics-V2"
 	hdrIsBatch        = "x-ms-cosmos-is-batch-request"
 	hdrIsPlan         = "x-ms-cosmos-is-query-plan-request"
+	hdrQueryFeatures  = "x-ms-cosmos-supported-query-features"
 	hdrOfferTP        = "x-ms-offer-throughput"
 	hdrAutopilot      = "x-ms-cosmos-offer-autopilot-settings"
 	hdrAIM            = "A-IM"
@@ -156,6 +157,16 @@ func parseQuery(r *http.Request) (engine.Query, error) {
 	}
 	if q.MaxItems, err = maxItemCount(r); err != nil {
 		return engine.Query{}, err
+	}
+	if vals := r.Header.Values(hdrQueryFeatures); len(vals) > 0 {
+		q.SupportedFeatures = []string{}
+		for _, v := range vals {
+			for f := range strings.SplitSeq(v, ",") {
+				if f = strings.TrimSpace(f); f != "" {
+					q.SupportedFeatures = append(q.SupportedFeatures, f)
+				}
+			}
+		}
 	}
 	return q, nil
 }

@@ -223,6 +223,14 @@ class PythonSDKTest(unittest.TestCase):
         params = {"query": "SELECT * FROM c WHERE c.n >= @min ORDER BY c.id", "parameters": [{"name": "@min", "value": 30}]}
         self.assertEqual([d["id"] for d in query(params)], sorted(d["id"] for d in docs if d["n"] >= 30))
 
+        # The v3 SDK merges only ORDER BY, TOP and VALUE aggregates from a
+        # plan: queries needing more get a clear 400, not wrong results.
+        for q in ["SELECT DISTINCT VALUE c.s FROM c", "SELECT c.s, COUNT(1) AS n FROM c GROUP BY c.s",
+                  "SELECT * FROM c ORDER BY c.n OFFSET 2 LIMIT 3", "SELECT COUNT(1) AS n FROM c"]:
+            with self.assertRaises(errors.HTTPFailure, msg=q) as cm:
+                query(q)
+            self.assertEqual(cm.exception.status_code, 400, q)
+            self.assertIn("which the calling client does not support", str(cm.exception), q)
         # A filter without merging is served by the gateway directly, paged.
         self.assertEqual(len(query("SELECT * FROM c WHERE c.s = 'v2'", maxItemCount=3)), n // 5)
         # Without enableCrossPartitionQuery the service refuses a fan-out.
