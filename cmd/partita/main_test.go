@@ -130,3 +130,28 @@ func TestServeRejectsBadFlags(t *testing.T) {
 		t.Errorf("serve --durability=sometimes: %v, %s; want exit 2 naming durability", err, out)
 	}
 }
+
+// TestServeRefusesDataDirInUse: a second server on a data directory a
+// running one holds exits 1, saying so, and the first keeps serving.
+func TestServeRefusesDataDirInUse(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := build(t)
+	data := filepath.Join(t.TempDir(), "data")
+	endpoint, cmd := start(t, bin, freePort(t), data)
+	out, err := exec.Command(bin, "serve", "--addr", freePort(t), "--data", data).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "already in use by another process") {
+		t.Errorf("second serve on %s: %v, %s; want exit 1 saying the directory is already in use by another process", data, err, out)
+	}
+	if _, err := client(t, endpoint, data).CreateDatabase(context.Background(), azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
+		t.Errorf("the first server after the refused second: %v", err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("partita serve after SIGTERM: %v", err)
+	}
+}

@@ -95,7 +95,6 @@ func TestErrorResponses(t *testing.T) {
 		{"malformed pk header", http.MethodGet, "/dbs/db/colls/k/docs/x", map[string]string{"x-ms-documentdb-partitionkey": `["a"`}, "", 400, "", "x-ms-documentdb-partitionkey"},
 		{"pk mismatch", http.MethodPost, "/dbs/db/colls/k/docs", map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}, `{"id":"1","pk":"b"}`, 400, "1001", "doesn't match"},
 		{"bad json", http.MethodPost, "/dbs/db/colls/k/docs", map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}, `{"id":`, 400, "", "JSON"},
-		{"conflicts", http.MethodGet, "/dbs/db/colls/k/conflicts", nil, "", 400, "", "not supported"},
 		{"user without id", http.MethodPost, "/dbs/db/users", nil, `{}`, 400, "", "string id"},
 		{"user exists", http.MethodPost, "/dbs/db/users", nil, `{"id":"u"}`, 409, "", "already exists"},
 		{"user of unknown db", http.MethodPost, "/dbs/nope/users", nil, `{"id":"u"}`, 404, "", ""},

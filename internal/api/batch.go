@@ -110,10 +110,9 @@ func (h *Handler) batch(w http.ResponseWriter, r *http.Request) error {
 	if err := enc.Encode(out); err != nil {
 		return err
 	}
-	hd := w.Header()
 	setCharge(w, resp.RU)
-	hd.Set("x-ms-session-token", resp.Session)
-	hd.Set("x-ms-cosmos-batch-operation-count", strconv.Itoa(len(out)))
+	setHeader(w, "x-ms-session-token", resp.Session)
+	setHeader(w, "x-ms-cosmos-batch-operation-count", strconv.Itoa(len(out)))
 	code := http.StatusOK
 	if !resp.OK {
 		code = http.StatusMultiStatus

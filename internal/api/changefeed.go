@@ -26,15 +26,17 @@ func (h *Handler) changeFeed(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	hd := w.Header()
-	hd.Set("etag", changeFeedETag(p.Position))
-	hd.Set("x-ms-content-path", p.ContainerRID)
+	setHeader(w, "etag", changeFeedETag(p.Position))
+	setHeader(w, "x-ms-content-path", p.ContainerRID)
 	if p.Session != "" {
-		hd.Set("x-ms-session-token", p.Session)
+		setHeader(w, "x-ms-session-token", p.Session)
+	}
+	if p.RangeID != "" {
+		setHeader(w, hdrPKRangeID, p.RangeID)
 	}
 	if len(p.Items) == 0 {
 		setCharge(w, p.RU)
-		w.Header().Set("x-ms-item-count", "0")
+		setHeader(w, "x-ms-item-count", "0")
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}

@@ -15,11 +15,14 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/partitadb/partita/internal/auth"
+	"github.com/partitadb/partita/internal/document"
 	"github.com/partitadb/partita/internal/engine"
 	"github.com/partitadb/partita/internal/status"
 	"github.com/partitadb/partita/internal/throughput"
@@ -27,6 +30,10 @@ import (
 
 // Config configures the API.
 type Config struct {
+	// AccountID is the database account's id (and _rid) in GET /. Default
+	// "partita"; the Cosmos DB emulator's is "localhost" (which makes the JS
+	// SDK ignore the advertised locations and use its configured endpoint).
+	AccountID string
 	// AdvertiseEndpoint is the URL the database account advertises as its
 	// read and write location. Empty: the scheme and Host of each request,
 	// so whatever address a client used keeps working.
@@ -38,6 +45,9 @@ type Config struct {
 	// trailing whitespace) with 401, and ids with control characters with
 	// 400, as the Cosmos DB emulator does. Default false.
 	EmulatorIDQuirks bool
+	// CertPEM is the server's TLS certificate, served unauthenticated at
+	// /_explorer/emulator.pem as the emulator does; nil without TLS.
+	CertPEM []byte
 	// MaxBodyBytes bounds request bodies. Default 16 MiB.
 	MaxBodyBytes int64
 	// TLS reports whether the server is served over TLS (for the advertised
@@ -57,6 +67,9 @@ type Handler struct {
 
 // New returns the API handler over eng, authenticating with v.
 func New(cfg Config, eng *engine.Engine, v *auth.Verifier, now func() time.Time, log *slog.Logger) *Handler {
+	if cfg.AccountID == "" {
+		cfg.AccountID = "partita"
+	}
 	if cfg.Consistency == "" {
 		cfg.Consistency = "Session"
 	}
@@ -221,8 +234,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if activity == "" {
 		activity = newUUID()
 	}
-	w.Header().Set("x-ms-activity-id", activity)
-	w.Header().Set("x-ms-gatewayversion", "version=2.14.0")
+	setHeader(w, "x-ms-activity-id", activity)
+	setHeader(w, "x-ms-gatewayversion", "version=2.14.0")
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -233,8 +246,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	r.Body = http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes)
-	p, err := h.authenticate(r)
+	if p := r.URL.Path; strings.HasPrefix(p, explorerPrefix) || p == strings.TrimSuffix(explorerPrefix, "/") {
+		if err := h.explorer(w, r); err != nil {
+			h.writeError(w, r, err)
+		}
+		return
+	}
+	folded, err := foldQuery(leadingSlash(r))
 	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	r = folded
+	p, authed, err := h.authenticate(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	r = authed
+	if err := checkPathIDs(r.URL.EscapedPath()); err != nil {
 		h.writeError(w, r, err)
 		return
 	}
@@ -272,46 +302,99 @@ func (s *statusWriter) WriteHeader(code int) {
 // decided by its route (handle, handlePost, route). A resource token must
 // still be backed by its permission: one deleted (with its user or
 // database) or replaced since revokes it.
-func (h *Handler) authenticate(r *http.Request) (auth.Principal, error) {
+//
+// It returns the request to serve: r, or r addressing an id that ends in
+// '?' (signedQuestionMark).
+func (h *Handler) authenticate(r *http.Request) (auth.Principal, *http.Request, error) {
 	date := r.Header.Get("x-ms-date")
 	if date == "" {
 		date = r.Header.Get("Date")
 	}
-	p, err := h.verify.Authenticate(auth.Request{
-		Method: r.Method, RawPath: r.URL.EscapedPath(), Authorization: r.Header.Get("Authorization"), Date: date,
-	}, h.now())
+	req := auth.Request{Method: r.Method, RawPath: r.URL.EscapedPath(), Authorization: r.Header.Get("Authorization"), Date: date}
+	now := h.now()
+	p, err := h.verify.Authenticate(req, now)
+	if ae, ok := errors.AsType[*auth.Error](err); ok && ae.Reason == auth.BadSignature {
+		if r2, ok := signedQuestionMark(r); ok {
+			req.RawPath = r2.URL.EscapedPath()
+			if p2, err2 := h.verify.Authenticate(req, now); err2 == nil {
+				p, err, r = p2, nil, r2
+			}
+		}
+	}
 	if err != nil {
 		var ae *auth.Error
 		if errors.As(err, &ae) {
 			switch ae.Reason {
 			case auth.BadPath:
-				return auth.Principal{}, status.New(http.StatusBadRequest, ae.Msg).Wrap(err)
+				return auth.Principal{}, nil, status.New(http.StatusBadRequest, ae.Msg).Wrap(err)
 			case auth.NoRole, auth.ResourceExpired:
 				// The token is authentic but grants nothing here (now): retrying with the
 				// same one cannot help, so 403, as Cosmos DB answers RBAC denials and
 				// expired resource tokens, not 401.
-				return auth.Principal{}, status.New(http.StatusForbidden, ae.Msg).Wrap(err)
+				return auth.Principal{}, nil, status.New(http.StatusForbidden, ae.Msg).Wrap(err)
 			}
-			return auth.Principal{}, status.New(http.StatusUnauthorized, ae.Msg).Wrap(err)
+			return auth.Principal{}, nil, status.New(http.StatusUnauthorized, ae.Msg).Wrap(err)
 		}
-		return auth.Principal{}, err
+		return auth.Principal{}, nil, err
 	}
 	if g := p.Grant; g != nil {
 		ok, err := h.eng.PermissionCurrent(g.DB, g.User, g.Permission, g.RID, g.ETag)
 		if err != nil {
-			return auth.Principal{}, err
+			return auth.Principal{}, nil, err
 		}
 		if !ok {
-			return auth.Principal{}, status.New(http.StatusUnauthorized, "The resource token is no longer valid: its permission "+
+			return auth.Principal{}, nil, status.New(http.StatusUnauthorized, "The resource token is no longer valid: its permission "+
 				g.Permission+" was deleted or replaced after the token was issued. Read the permission again for a new token.")
 		}
 	}
 	if h.cfg.EmulatorIDQuirks {
 		if err := emulatorPathCheck(r.URL.EscapedPath()); err != nil {
-			return auth.Principal{}, err
+			return auth.Principal{}, nil, err
 		}
 	}
-	return p, nil
+	return p, r, nil
+}
+
+// checkPathIDs refuses (400) a resource path naming an id longer than any
+// resource can have, as a create of such an id is refused: a read, replace
+// or delete of it would otherwise look for it (404) however long the URL.
+func checkPathIDs(rawPath string) error {
+	if !strings.HasPrefix(rawPath, "/dbs/") {
+		return nil
+	}
+	segs := strings.Split(strings.Trim(rawPath, "/"), "/")
+	for i := 1; i < len(segs); i += 2 {
+		if len(segs[i]) <= document.MaxIDLength {
+			continue // fewer bytes than the limit's characters: short enough
+		}
+		id, err := url.PathUnescape(segs[i])
+		if err != nil {
+			return nil // auth.Resource reports this
+		}
+		if n := utf8.RuneCountInString(id); n > document.MaxIDLength {
+			return status.BadRequest("the %s id in the request URL is longer than %d characters (%d)", resourceName(segs[i-1]), document.MaxIDLength, n)
+		}
+	}
+	return nil
+}
+
+// resourceName names the resource of a URL path segment in messages.
+func resourceName(seg string) string {
+	switch seg {
+	case "dbs":
+		return "database"
+	case "colls":
+		return "container"
+	case "docs":
+		return "item"
+	case "sprocs":
+		return "stored procedure"
+	case "triggers":
+		return "trigger"
+	case "udfs":
+		return "user-defined function"
+	}
+	return "resource"
 }
 
 // errorBody is the body of every error response; the JS SDK needs "message".
@@ -328,14 +411,13 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		err = status.Newf(http.StatusRequestEntityTooLarge, "Request size is too large: the body exceeds %d bytes", mbe.Limit)
 	}
 	se := status.From(err)
-	hd := w.Header()
-	hd.Set("Content-Type", "application/json")
+	setHeader(w, "Content-Type", "application/json")
 	setCharge(w, max(throughput.MinimumCost(), engine.Charge(err)))
 	if se.Sub != status.SubNone {
-		hd.Set("x-ms-substatus", strconv.Itoa(se.Sub))
+		setHeader(w, "x-ms-substatus", strconv.Itoa(se.Sub))
 	}
 	if se.RetryAfter > 0 {
-		hd.Set("x-ms-retry-after-ms", strconv.FormatInt(se.RetryAfter.Milliseconds(), 10))
+		setHeader(w, "x-ms-retry-after-ms", strconv.FormatInt(se.RetryAfter.Milliseconds(), 10))
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -349,21 +431,26 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		// The store logs a full disk once when it starts and once when it
 		// ends: a line per refused write would flood the log.
 		h.log.Debug("request refused: disk full", "method", r.Method, "path", r.URL.Path,
-			"activity_id", w.Header().Get("x-ms-activity-id"))
+			"activity_id", responseHeader(w, "x-ms-activity-id"))
 	case se.Code >= 500:
 		h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", se.Code, "sub", se.Sub,
-			"activity_id", w.Header().Get("x-ms-activity-id"), "err", errors.Unwrap(se))
+			"activity_id", responseHeader(w, "x-ms-activity-id"), "err", errors.Unwrap(se))
 	}
 }
 
 func setCharge(w http.ResponseWriter, ru float64) {
-	w.Header().Set("x-ms-request-charge", strconv.FormatFloat(ru, 'f', -1, 64))
+	setHeader(w, "x-ms-request-charge", strconv.FormatFloat(ru, 'f', -1, 64))
 }
 
 // writeJSON writes a JSON body (or none when body is nil) with status code.
 func writeJSON(w http.ResponseWriter, code int, body []byte) error {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	setHeader(w, "Content-Type", "application/json")
+	return writeBody(w, code, body)
+}
+
+// writeBody writes body, whose Content-Type is set, with status code.
+func writeBody(w http.ResponseWriter, code int, body []byte) error {
+	setHeader(w, "Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(code)
 	_, err := w.Write(body)
 	return err

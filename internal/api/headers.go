@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -26,12 +27,14 @@ const (
 	hdrIndexMetricsV2 = "x-ms-cosmos-populateindexmetrics-V2"
 	hdrIsBatch        = "x-ms-cosmos-is-batch-request"
 	hdrIsPlan         = "x-ms-cosmos-is-query-plan-request"
+	hdrQueryFeatures  = "x-ms-cosmos-supported-query-features"
 	hdrOfferTP        = "x-ms-offer-throughput"
 	hdrAutopilot      = "x-ms-cosmos-offer-autopilot-settings"
 	hdrAIM            = "A-IM"
 	hdrStartEPK       = "x-ms-start-epk"
 	hdrEndEPK         = "x-ms-end-epk"
 	hdrVersion        = "x-ms-version"
+	hdrPopulateQuota  = "x-ms-documentdb-populatequotainfo"
 )
 
 func isTrue(r *http.Request, name string) bool {
@@ -156,5 +159,64 @@ func parseQuery(r *http.Request) (engine.Query, error) {
 	if q.MaxItems, err = maxItemCount(r); err != nil {
 		return engine.Query{}, err
 	}
+	if vals := r.Header.Values(hdrQueryFeatures); len(vals) > 0 {
+		q.SupportedFeatures = []string{}
+		for _, v := range vals {
+			for f := range strings.SplitSeq(v, ",") {
+				if f = strings.TrimSpace(f); f != "" {
+					q.SupportedFeatures = append(q.SupportedFeatures, f)
+				}
+			}
+		}
+	}
 	return q, nil
+}
+
+// setHeader sets response header name to v. Cosmos DB's own headers
+// (x-ms-*, etag, lsn) go out in lowercase, as the service sends them,
+// whatever the protocol: some clients read them case-sensitively (the Python
+// SDK copies the response headers into a plain dict and looks up
+// "x-ms-continuation"), and http.Header.Set would canonicalise the name to
+// "X-Ms-Continuation" on HTTP/1.1. Standard HTTP headers (Content-Type,
+// Content-Length) keep their canonical names, which net/http itself reads.
+//
+// Every response header of the API is written here (TestResponseHeadersOneWriter):
+// one name never ends up in the map under two spellings.
+func setHeader(w http.ResponseWriter, name, v string) {
+	h := w.Header()
+	key := strings.ToLower(name)
+	if !cosmosHeader(key) {
+		h.Set(name, v)
+		return
+	}
+	if c := http.CanonicalHeaderKey(key); c != key {
+		delete(h, c)
+	}
+	h[key] = []string{v}
+}
+
+// responseHeader returns the value of response header name set by
+// setHeader, "" when unset.
+func responseHeader(w http.ResponseWriter, name string) string {
+	key := strings.ToLower(name)
+	if !cosmosHeader(key) {
+		return w.Header().Get(name)
+	}
+	if v := w.Header()[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// cosmosHeader reports whether the lowercase header name is one of Cosmos
+// DB's own, sent in lowercase.
+func cosmosHeader(key string) bool {
+	return strings.HasPrefix(key, "x-ms-") || key == "etag" || key == "lsn"
+}
+
+// uriComponentEscape percent-encodes s so that JavaScript's
+// decodeURIComponent (and .NET's Uri.UnescapeDataString) restore it: every
+// byte but A-Z a-z 0-9 and "-_.~" is escaped, spaces as %20.
+func uriComponentEscape(s string) string {
+	return strings.ReplaceAll(url.QueryEscape(s), "+", "%20")
 }

@@ -23,14 +23,13 @@ func itemRef(r *http.Request) engine.ItemRef {
 
 // writeItem writes an item operation's result.
 func (h *Handler) writeItem(w http.ResponseWriter, r *http.Request, code int, res engine.Result) error {
-	hd := w.Header()
 	if res.ETag != "" {
-		hd.Set("etag", res.ETag)
+		setHeader(w, "etag", res.ETag)
 	}
-	hd.Set("x-ms-session-token", res.Session)
+	setHeader(w, "x-ms-session-token", res.Session)
 	if rid, err := h.eng.ContainerRID(r.PathValue("db"), r.PathValue("coll")); err == nil {
-		hd.Set("x-ms-content-path", rid)
-		hd.Set("x-ms-alt-content-path", "dbs/"+r.PathValue("db")+"/colls/"+r.PathValue("coll"))
+		setHeader(w, "x-ms-content-path", rid)
+		setHeader(w, "x-ms-alt-content-path", "dbs/"+r.PathValue("db")+"/colls/"+r.PathValue("coll"))
 	}
 	setCharge(w, res.RU)
 	body := res.Body
@@ -38,7 +37,7 @@ func (h *Handler) writeItem(w http.ResponseWriter, r *http.Request, code int, re
 		body = nil
 	}
 	if body == nil {
-		hd.Set("Content-Length", "0")
+		setHeader(w, "Content-Length", "0")
 		w.WriteHeader(code)
 		return nil
 	}
@@ -172,7 +171,7 @@ func (h *Handler) readFeed(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	w.Header().Set("x-ms-content-path", p.ContainerRID)
+	setHeader(w, "x-ms-content-path", p.ContainerRID)
 	return writeFeed(w, p.ContainerRID, "Documents", p)
 }
 
@@ -192,13 +191,18 @@ func (h *Handler) queryItems(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	hd := w.Header()
-	hd.Set("x-ms-content-path", p.ContainerRID)
+	setHeader(w, "x-ms-content-path", p.ContainerRID)
 	if isTrue(r, hdrQueryMetrics) {
-		hd.Set("x-ms-documentdb-query-metrics", queryMetrics(p))
+		setHeader(w, "x-ms-documentdb-query-metrics", queryMetrics(p))
 	}
-	if isTrue(r, hdrIndexMetrics) || isTrue(r, hdrIndexMetricsV2) {
-		hd.Set("x-ms-cosmos-index-utilization", base64.StdEncoding.EncodeToString(indexUtilization(p.Metrics.IndexPath)))
+	switch {
+	case isTrue(r, hdrIndexMetricsV2):
+		// Current SDKs (JS 4.x, .NET, Java, Python 4.x) ask with -V2 and
+		// decode the JSON with decodeURIComponent; the Go SDK asks without
+		// and decodes base64.
+		setHeader(w, "x-ms-cosmos-index-utilization", uriComponentEscape(string(indexUtilization(p.Metrics.IndexPath))))
+	case isTrue(r, hdrIndexMetrics):
+		setHeader(w, "x-ms-cosmos-index-utilization", base64.StdEncoding.EncodeToString(indexUtilization(p.Metrics.IndexPath)))
 	}
 	return writeFeed(w, p.ContainerRID, "Documents", p)
 }
@@ -253,16 +257,15 @@ func (h *Handler) deletePartition(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	hd := w.Header()
 	if res.Session != "" {
-		hd.Set("x-ms-session-token", res.Session)
+		setHeader(w, "x-ms-session-token", res.Session)
 	}
 	setCharge(w, max(res.RU, throughput.MinimumCost()))
 	code := http.StatusOK
 	if !res.Done {
 		code = http.StatusAccepted
 	}
-	hd.Set("Content-Length", "0")
+	setHeader(w, "Content-Length", "0")
 	w.WriteHeader(code)
 	return nil
 }

@@ -21,8 +21,8 @@ func (h *Handler) queryPlan(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if rid, err := h.eng.ContainerRID(db, coll); err == nil {
-		w.Header().Set("x-ms-content-path", rid)
-		w.Header().Set("x-ms-alt-content-path", "dbs/"+db+"/colls/"+coll)
+		setHeader(w, "x-ms-content-path", rid)
+		setHeader(w, "x-ms-alt-content-path", "dbs/"+db+"/colls/"+coll)
 	}
 	setCharge(w, throughput.MinimumCost())
 	return writeJSON(w, http.StatusOK, body)

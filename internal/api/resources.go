@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -29,7 +30,7 @@ func (h *Handler) account(w http.ResponseWriter, r *http.Request) error {
 	}
 	loc := []map[string]string{{"name": "South Central US", "databaseAccountEndpoint": endpoint}}
 	body, _ := json.Marshal(map[string]any{
-		"_self": "", "id": "partita", "_rid": "partita",
+		"_self": "", "id": h.cfg.AccountID, "_rid": h.cfg.AccountID,
 		"media": "//media/", "addresses": "//addresses/", "_dbs": "//dbs/",
 		"writableLocations": loc, "readableLocations": loc,
 		"enableMultipleWriteLocations": false,
@@ -45,7 +46,7 @@ func (h *Handler) account(w http.ResponseWriter, r *http.Request) error {
 
 // writeResource writes a single metadata resource.
 func writeResource(w http.ResponseWriter, code int, res engine.Resource) error {
-	w.Header().Set("etag", res.ETag)
+	setHeader(w, "etag", res.ETag)
 	setCharge(w, throughput.MinimumCost())
 	return writeJSON(w, code, res.Body)
 }
@@ -64,13 +65,12 @@ func writeFeed(w http.ResponseWriter, rid, key string, p engine.Page) error {
 		b.Write(it)
 	}
 	b.WriteString(`],"_count":` + strconv.Itoa(len(p.Items)) + `}`)
-	hd := w.Header()
-	hd.Set("x-ms-item-count", strconv.Itoa(len(p.Items)))
+	setHeader(w, "x-ms-item-count", strconv.Itoa(len(p.Items)))
 	if p.Continuation != "" {
-		hd.Set(hdrContinuation, p.Continuation)
+		setHeader(w, hdrContinuation, p.Continuation)
 	}
 	if p.Session != "" {
-		hd.Set("x-ms-session-token", p.Session)
+		setHeader(w, "x-ms-session-token", p.Session)
 	}
 	setCharge(w, p.RU)
 	return writeJSON(w, http.StatusOK, b.Bytes())
@@ -179,11 +179,35 @@ func (h *Handler) listContainers(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) readContainer(w http.ResponseWriter, r *http.Request) error {
-	res, err := h.eng.ReadContainer(r.PathValue("db"), r.PathValue("coll"))
+	db, coll := r.PathValue("db"), r.PathValue("coll")
+	res, err := h.eng.ReadContainer(db, coll)
 	if err != nil {
 		return err
 	}
+	if isTrue(r, hdrPopulateQuota) {
+		u, err := h.eng.ContainerUsage(r.Context(), db, coll)
+		if err != nil {
+			return err
+		}
+		setQuotaHeaders(w, u)
+	}
 	return writeResource(w, http.StatusOK, res)
+}
+
+// setQuotaHeaders writes a container's quota and usage in Cosmos DB's
+// "name=value;" form (sizes: documentSize in MB, documentsSize and
+// collectionSize in KB, rounded up) and its index transformation progress
+// (percent). Partita sets no quota on scripts, sizes or item counts (a
+// container grows by splitting its partitions), so every quota is -1, the
+// service's value for "unlimited"; collectionSize counts item bytes, as
+// Partita does not measure its index entries separately.
+func setQuotaHeaders(w http.ResponseWriter, u engine.ContainerUsage) {
+	kb := (u.ItemBytes + 1<<10 - 1) >> 10
+	mb := (u.ItemBytes + 1<<20 - 1) >> 20
+	setHeader(w, "x-ms-resource-quota", "functions=-1;storedProcedures=-1;triggers=-1;documentSize=-1;documentsSize=-1;documentsCount=-1;collectionSize=-1;")
+	setHeader(w, "x-ms-resource-usage", fmt.Sprintf("functions=%d;storedProcedures=%d;triggers=%d;documentSize=%d;documentsSize=%d;documentsCount=%d;collectionSize=%d;",
+		u.UDFs, u.StoredProcedures, u.Triggers, mb, kb, u.Items, kb))
+	setHeader(w, "x-ms-documentdb-collection-index-transformation-progress", strconv.Itoa(u.IndexProgress))
 }
 
 func (h *Handler) replaceContainer(w http.ResponseWriter, r *http.Request) error {
@@ -259,7 +283,7 @@ func (h *Handler) pkRanges(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	etag := `"` + strconv.Itoa(version) + `"`
-	w.Header().Set("etag", etag)
+	setHeader(w, "etag", etag)
 	setCharge(w, throughput.MinimumCost())
 	if inm := r.Header.Get("If-None-Match"); inm != "" && inm == etag {
 		w.WriteHeader(http.StatusNotModified)

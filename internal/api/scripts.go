@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/partitadb/partita/internal/engine"
@@ -99,12 +98,11 @@ func (h *Handler) executeSproc(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	hd := w.Header()
-	hd.Set("x-ms-session-token", res.Session)
+	setHeader(w, "x-ms-session-token", res.Session)
 	if isTrue(r, hdrScriptLog) {
-		// Percent-encoded as encodeURIComponent does (%20 for spaces; the SDKs
-		// decode with decodeURIComponent / Uri.UnescapeDataString).
-		hd.Set(hdrScriptResult, strings.ReplaceAll(url.QueryEscape(res.Log), "+", "%20"))
+		// Percent-encoded (the SDKs decode with decodeURIComponent /
+		// Uri.UnescapeDataString), without the last line's newline.
+		setHeader(w, hdrScriptResult, uriComponentEscape(strings.TrimSuffix(res.Log, "\n")))
 	}
 	setCharge(w, res.RU)
 	body := res.Body

@@ -18,6 +18,7 @@ import (
 
 	"github.com/partitadb/partita/internal/config"
 	"github.com/partitadb/partita/internal/server"
+	"github.com/partitadb/partita/internal/store"
 )
 
 // Version is the release version, set at link time
@@ -177,6 +178,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	log := newLogger(cfg.Logging, stderr)
 	start := time.Now()
 	srv, err := server.Open(ctx, cfg, log)
+	if errors.Is(err, store.ErrInUse) {
+		fmt.Fprintf(stderr, "partita serve: the data directory %s is already in use by another process (another partita serve?): stop it, or pass another --data\n", cfg.Store.Dir)
+		return 1
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "partita serve: %v\n", err)
 		return 1

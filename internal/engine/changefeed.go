@@ -56,6 +56,10 @@ type ChangePage struct {
 	RU           float64
 	Session      string
 	ContainerRID string
+	// RangeID is the partition key range the scope lies in (the range the
+	// request named, or the one holding its logical partition); empty when
+	// the scope spans several ranges.
+	RangeID string
 }
 
 // feedGroup is the part of a change feed's scope in one keyspace: its
@@ -139,6 +143,9 @@ func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFee
 		since = req.Start.Since.Unix()
 	}
 	p := ChangePage{Items: [][]byte{}, Session: e.sessionFor(c, r.ranges), ContainerRID: c.RID}
+	if len(r.ranges) == 1 {
+		p.RangeID = r.ranges[0].ID
+	}
 	v := e.newView()
 	defer v.close()
 	limit := e.pageLimit(req.MaxItems)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/partitadb/partita/internal/catalog"
@@ -173,6 +174,9 @@ type Engine struct {
 	grown       grown               // containers to check for splits
 	hot         hotKeys             // request units per logical partition, per range
 	progs       programs
+	// reindex holds the progress of each running index rebuild
+	// (rebuildTerms), by container Internal id: uint64 → *reindexProgress.
+	reindex sync.Map
 	// scripts and queries bound the heavy work running at once (gate).
 	scripts, queries *gate
 	// pkdel holds the pending partition key deletes (pkdelete.go).

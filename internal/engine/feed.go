@@ -7,6 +7,8 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/partitadb/partita/internal/catalog"
@@ -14,6 +16,7 @@ import (
 	"github.com/partitadb/partita/internal/partition"
 	"github.com/partitadb/partita/internal/query/exec"
 	"github.com/partitadb/partita/internal/query/parse"
+	"github.com/partitadb/partita/internal/query/plan"
 	"github.com/partitadb/partita/internal/replica"
 	"github.com/partitadb/partita/internal/status"
 	"github.com/partitadb/partita/internal/throughput"
@@ -208,6 +211,12 @@ type Query struct {
 	EnableCrossPartition bool
 	MaxItems             int
 	Continuation         string
+	// SupportedFeatures are the query features the client merges itself
+	// across partitions (x-ms-cosmos-supported-query-features, e.g.
+	// "OrderBy", "Distinct"); nil when it declared none, which stands for
+	// plan.LegacyFeatures. A cross-partition query needing more is refused
+	// without the substatus that makes a client run the plan.
+	SupportedFeatures []string
 }
 
 func compile(q Query, opts ...exec.Option) (*parse.Query, *exec.Program, error) {
@@ -223,13 +232,63 @@ func compile(q Query, opts ...exec.Option) (*parse.Query, *exec.Program, error) 
 }
 
 // crossPartitionRefused is the gateway's answer to a cross-partition query
-// that needs merging across partitions (protocol doc §6.2).
-func crossPartitionRefused() *status.Error {
-	e := status.New(http.StatusBadRequest, "The provided cross partition query can not be directly served by the gateway. "+
-		"This is a first chance (internal) exception that all newer clients will know how to handle gracefully. "+
-		"This exception is traced, but unless you see it bubble up as an exception (which only happens on older SDK clients), "+
-		"then you can safely ignore this message.").WithSub(status.SubBadRequestCrossPartitionGateway)
-	return e
+// that needs merging across partitions (protocol doc §6.2), f naming what.
+// SDKs recognise it by status, substatus 1004 and the plan in
+// additionalErrorInfo (the JS SDK by additionalErrorInfo, the Python SDK by
+// the substatus); the Go SDK, which cannot follow a plan, shows the message,
+// whose first sentence is the service's (its tests look for "cross
+// partition query can not be directly served by the gateway"). The rest
+// tells a Go SDK user how to run the query after all.
+func crossPartitionRefused(f exec.Features) *status.Error {
+	var needs []string
+	for _, n := range []struct {
+		on   bool
+		name string
+	}{{f.OrderBy, "ORDER BY"}, {f.Aggregate, "aggregates"}, {f.GroupBy, "GROUP BY"}, {f.Distinct, "DISTINCT"}, {f.Top, "TOP"}, {f.OffsetLimit, "OFFSET/LIMIT"}} {
+		if n.on {
+			needs = append(needs, n.name)
+		}
+	}
+	return status.New(http.StatusBadRequest, "The provided cross partition query can not be directly served by the gateway: "+
+		"its "+strings.Join(needs, ", ")+" must be merged across partitions. "+
+		"SDKs that run cross-partition queries from the query plan in additionalErrorInfo (JavaScript, Python, .NET, Java) handle this themselves. "+
+		"The Go SDK cannot: run the query with a partition key, or start the server with --gateway-query=full to have it run such queries whole.").
+		WithSub(status.SubBadRequestCrossPartitionGateway)
+}
+
+// unsupportedFeatures returns those of needed that supported (nil:
+// plan.LegacyFeatures) lacks.
+func unsupportedFeatures(needed, supported []string) []string {
+	if supported == nil {
+		supported = plan.LegacyFeatures()
+	}
+	var missing []string
+	for _, f := range needed {
+		if !slices.ContainsFunc(supported, func(s string) bool { return strings.EqualFold(s, f) }) {
+			missing = append(missing, f)
+		}
+	}
+	return missing
+}
+
+// featuresRefused refuses a cross-partition query whose merging needs the
+// features missing, which the client did not declare it supports: the
+// plan in additionalErrorInfo stays (the JS SDK, which runs a plan it
+// fetched itself, only looks for it), but without substatus 1004 a client
+// that would run this plan (the Python SDK v3 ignores DISTINCT, GROUP BY
+// and OFFSET/LIMIT in it, and would return wrong results) reports the
+// error instead. The first sentences are the service's.
+func featuresRefused(missing []string) *status.Error {
+	var b strings.Builder
+	b.WriteString("Query contains 1 or more unsupported features. Upgrade your SDK to a version that does support the requested features:")
+	for _, f := range missing {
+		b.WriteString(" Query contained " + f + ", which the calling client does not support.")
+	}
+	b.WriteString(" The provided cross partition query can not be directly served by the gateway, and this client has not declared " +
+		"(in x-ms-cosmos-supported-query-features) that it can merge these across partitions; clients that declare nothing are " +
+		"assumed to merge ORDER BY, TOP and SELECT VALUE aggregates only. Run the query with a partition key, through an SDK that " +
+		"supports these features, or start the server with --gateway-query=full to have it run such queries whole.")
+	return status.New(http.StatusBadRequest, b.String())
 }
 
 // QueryResources runs a query over metadata resources (databases,

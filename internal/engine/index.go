@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/partitadb/partita/internal/catalog"
 	"github.com/partitadb/partita/internal/document"
@@ -176,16 +177,65 @@ func (e *Engine) rebuildKeyspace(ctx context.Context, c *catalog.Container, rep 
 // current indexing policy and records that they reflect it. No item
 // transaction may run on c meanwhile.
 func (e *Engine) rebuildTerms(ctx context.Context, c *catalog.Container) error {
+	// The progress a container read reports meanwhile
+	// (x-ms-documentdb-collection-index-transformation-progress): items
+	// indexed out of the items the statistics count.
+	p := &reindexProgress{}
+	for _, r := range c.Map().Ranges() {
+		if rs, err := e.rangeStorage(ctx, c, r); err == nil {
+			p.total += rs.items
+		}
+	}
+	e.reindex.Store(c.Internal, p)
+	defer e.reindex.Delete(c.Internal)
+	terms := termEntries(c)
+	counted := func(b replica.Batch, key []byte, seq uint64, item []byte) error {
+		p.done.Add(1)
+		return terms(b, key, seq, item)
+	}
 	for _, ks := range c.Keyspaces() {
 		rep, err := e.host.Replica(ks)
 		if err != nil {
 			return err
 		}
-		if err := e.rebuild(ctx, rep, kindSpan(kindIndex), termEntries(c)); err != nil {
+		if err := e.rebuild(ctx, rep, kindSpan(kindIndex), counted); err != nil {
 			return err
 		}
 	}
 	return e.cat.MarkIndexed(c.DB, c.ID, c.Internal, c.PolicyJSON())
+}
+
+// reindexProgress is how far a running rebuildTerms is: done of total
+// items (total from the statistics when it started; they may change
+// meanwhile only through writes, which the rebuild holds off).
+type reindexProgress struct {
+	total int64
+	done  atomic.Int64
+}
+
+// indexProgress returns the percentage of container c's index built for
+// its current indexing policy: 100 when current, else the running
+// rebuild's progress (at most 99 until it is recorded as done), 0 when
+// none runs yet.
+func (e *Engine) indexProgress(c *catalog.Container) int {
+	if c.IndexCurrent() {
+		return 100
+	}
+	v, ok := e.reindex.Load(c.Internal)
+	if !ok {
+		return 0
+	}
+	p := v.(*reindexProgress)
+	return progressPercent(p.done.Load(), p.total)
+}
+
+// progressPercent is done out of total as a whole percentage below 100:
+// the last percent is the rebuild's being recorded.
+func progressPercent(done, total int64) int {
+	if total <= 0 || done <= 0 {
+		return 0
+	}
+	return int(min(99, done*100/total))
 }
 
 // entryFunc sets the secondary entries of one stored item in b.

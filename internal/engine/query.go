@@ -125,8 +125,9 @@ func (t queryToken) encode() string {
 // A query not scoped to one logical partition needs EnableCrossPartition
 // (else 400); if it also needs merging across partitions (ORDER BY,
 // aggregates, GROUP BY, DISTINCT, TOP, OFFSET/LIMIT) it is refused with
-// 400/1004 as Cosmos DB's gateway does, unless the engine runs with
-// GatewayQueryFull.
+// 400/1004 and the query plan as Cosmos DB's gateway does (a plain 400 when
+// the plan needs merges q.SupportedFeatures lacks), unless the engine runs
+// with GatewayQueryFull.
 //
 // Documents are read in Cosmos DB's order: a physical partition's in
 // creation (_rid) order, partitions in EPK order; one logical partition's in
@@ -189,13 +190,20 @@ func (e *Engine) runQuery(ctx context.Context, c *catalog.Container, ast *parse.
 	}
 	f := prog.Features()
 	if cross && !e.cfg.GatewayQueryFull && (f.OrderBy || f.Aggregate || f.GroupBy || f.Distinct || f.Top || f.OffsetLimit) {
-		// The refusal carries the query plan, which the JS SDK then runs
-		// range by range (protocol doc §6.3).
-		info, err := queryPlanJSON(c, ast, q.Params)
+		// The refusal carries the query plan, which the JS and Python SDKs
+		// then run range by range (protocol doc §6.3).
+		p, err := queryPlan(c, ast, q.Params)
 		if err != nil {
 			return Page{}, err // a 400 naming what cannot be planned
 		}
-		refused := crossPartitionRefused()
+		info, err := marshalPlan(p)
+		if err != nil {
+			return Page{}, err
+		}
+		refused := crossPartitionRefused(f)
+		if missing := unsupportedFeatures(p.QueryInfo.Features(), q.SupportedFeatures); len(missing) > 0 {
+			refused = featuresRefused(missing)
+		}
 		refused.Extra = string(info)
 		return Page{}, refused
 	}

@@ -37,19 +37,23 @@ func (e *Engine) QueryPlan(ctx context.Context, db, coll string, q Query) ([]byt
 	if _, err := exec.Compile(ast, q.Params, exec.WithUDFs(e.udfLookup(c))); err != nil {
 		return nil, translate(err)
 	}
-	return queryPlanJSON(c, ast, q.Params)
+	p, err := queryPlan(c, ast, q.Params)
+	if err != nil {
+		return nil, err
+	}
+	return marshalPlan(p)
 }
 
-// queryPlanJSON builds the plan of the parsed (and compiled) query ast over
-// container c, as JSON. QueryItems puts it, as a string, in the
-// additionalErrorInfo of its 400/1004 refusal, where the JS SDK looks for
-// it; its errors are *status.Error.
-func queryPlanJSON(c *catalog.Container, ast *parse.Query, params exec.Params) ([]byte, error) {
+// queryPlan builds the plan of the parsed (and compiled) query ast over
+// container c. QueryItems puts it, as a string, in the additionalErrorInfo
+// of its 400/1004 refusal, where the JS and Python SDKs look for it; its
+// errors are *status.Error.
+func queryPlan(c *catalog.Container, ast *parse.Query, params exec.Params) (plan.Plan, error) {
 	p := plan.Plan{Version: 2}
 	if pk, ok := plan.PartitionKey(ast, c.PK.Paths, params); ok {
 		epk, err := c.PK.Hash(pk)
 		if err != nil {
-			return nil, translate(err)
+			return plan.Plan{}, translate(err)
 		}
 		// One range executes the whole query: nothing to merge.
 		p.QueryInfo = plan.Neutral(ast)
@@ -57,11 +61,16 @@ func queryPlanJSON(c *catalog.Container, ast *parse.Query, params exec.Params) (
 	} else {
 		info, err := plan.Build(ast, params)
 		if err != nil {
-			return nil, planError(err)
+			return plan.Plan{}, planError(err)
 		}
 		p.QueryInfo = info
 		p.QueryRanges = []plan.EPKRange{plan.FullRange()}
 	}
+	return p, nil
+}
+
+// marshalPlan is p as JSON; its errors are *status.Error.
+func marshalPlan(p plan.Plan) ([]byte, error) {
 	b, err := p.Marshal()
 	if err != nil {
 		return nil, status.From(err)

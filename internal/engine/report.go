@@ -109,3 +109,45 @@ func (e *Engine) AllPartitions(ctx context.Context) ([]ContainerPartitions, erro
 	}
 	return out, nil
 }
+
+// ContainerUsage is what a container holds, for the quota headers of a
+// container read (x-ms-documentdb-populatequotainfo).
+type ContainerUsage struct {
+	// Items and ItemBytes total the container's logical partition
+	// statistics: its live items and their stored bytes.
+	Items, ItemBytes int64
+	// StoredProcedures, Triggers and UDFs count its scripts.
+	StoredProcedures, Triggers, UDFs int
+	// IndexProgress is the percentage of the index built for the current
+	// indexing policy: 100 unless a rebuild after a policy change is
+	// running (see rebuildTerms).
+	IndexProgress int
+}
+
+// ContainerUsage reports db/coll's usage from the statistics of its
+// physical partitions (the entries Partitions reports from) and its
+// scripts. It reads one statistics entry per logical partition. Errors:
+// 404.
+func (e *Engine) ContainerUsage(ctx context.Context, db, coll string) (ContainerUsage, error) {
+	c, err := e.container(db, coll)
+	if err != nil {
+		return ContainerUsage{}, err
+	}
+	u := ContainerUsage{IndexProgress: e.indexProgress(c)}
+	for _, r := range c.Map().Ranges() {
+		rs, err := e.rangeStorage(ctx, c, r)
+		if err != nil {
+			return ContainerUsage{}, translate(err)
+		}
+		u.Items += rs.items
+		u.ItemBytes += rs.total
+	}
+	for kind, n := range map[ScriptKind]*int{StoredProcedures: &u.StoredProcedures, Triggers: &u.Triggers, UDFs: &u.UDFs} {
+		scs, err := e.cat.Scripts(ctx, db, coll, kind)
+		if err != nil {
+			return ContainerUsage{}, translate(err)
+		}
+		*n = len(scs)
+	}
+	return u, nil
+}

@@ -130,12 +130,16 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 	}
 	s.eng = eng
 	consistency := cfg.API.Consistency
-	if compat && consistency == "Session" {
-		consistency = "Strong" // the emulator the SDK suites run against is started with /consistency=Strong
+	accountID := ""
+	if compat {
+		if consistency == "Session" {
+			consistency = "Strong" // the emulator the SDK suites run against is started with /consistency=Strong
+		}
+		accountID = "localhost" // the emulator's account id
 	}
 	handler := api.New(api.Config{
-		AdvertiseEndpoint: cfg.API.AdvertiseEndpoint, Consistency: consistency,
-		EmulatorIDQuirks: compat, TLS: cfg.Server.TLS,
+		AccountID: accountID, AdvertiseEndpoint: cfg.API.AdvertiseEndpoint, Consistency: consistency,
+		EmulatorIDQuirks: compat, TLS: cfg.Server.TLS, CertPEM: s.certPEM,
 	}, eng, verifier, now, log)
 	ln, err := net.Listen("tcp", cfg.Server.Addr)
 	if err != nil {
@@ -149,7 +153,7 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 			_ = s.Close()
 			return nil, fmt.Errorf("listen on %s: %w", addr, err)
 		}
-		compute := api.New(api.Config{Consistency: consistency, TLS: cfg.Server.TLS}, eng, verifier, now, log)
+		compute := api.New(api.Config{AccountID: accountID, Consistency: consistency, TLS: cfg.Server.TLS, CertPEM: s.certPEM}, eng, verifier, now, log)
 		s.extraHTTP = newHTTPServer(compute, tlsConf, log)
 	}
 	if addr := cfg.Server.MetricsAddr; addr != "" {
@@ -188,7 +192,8 @@ func aadConfig(cfg config.Config) (auth.AADConfig, error) {
 }
 
 // newHTTPServer returns the HTTP server of one API listener: every request,
-// whatever its path, goes through the API handler and its authentication.
+// whatever its path, goes through the API handler, which authenticates all
+// but the emulator's unauthenticated web paths (/_explorer/).
 func newHTTPServer(handler http.Handler, tlsConf *tls.Config, log *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           handler,
@@ -339,7 +344,8 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener, timeout time.
 	errc := make(chan error, 1) // one send: Serve's result
 	go func() {
 		if srv.TLSConfig != nil {
-			errc <- srv.ServeTLS(ln, "", "") // certificates come from TLSConfig; enables HTTP/2
+			// Certificates come from TLSConfig; ServeTLS enables HTTP/2.
+			errc <- srv.ServeTLS(plainHTTPListener{ln}, "", "")
 			return
 		}
 		errc <- srv.Serve(ln)

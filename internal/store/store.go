@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -25,6 +26,10 @@ var ErrUnavailable = errors.New("store: unavailable after a failed disk write")
 
 // ErrClosed is returned by operations on a closed store.
 var ErrClosed = errors.New("store: closed")
+
+// ErrInUse is returned by Open when another process holds the data
+// directory's lock: a server is already running on it.
+var ErrInUse = errors.New("store: the data directory is already in use by another process")
 
 // Options configure a Store.
 type Options struct {
@@ -154,6 +159,11 @@ func Open(opts Options) (*Store, error) {
 	}
 	lock, err := pebble.LockDirectory(opts.Dir, opts.FS)
 	if err != nil {
+		// Pebble's lock is an fcntl write lock: another process holding it
+		// makes F_SETLK fail with EAGAIN or EACCES.
+		if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) {
+			return nil, fmt.Errorf("open store in %s: %w (%v)", opts.Dir, ErrInUse, err)
+		}
 		return nil, fmt.Errorf("open store in %s: %w", opts.Dir, err)
 	}
 	s.lock = lock

@@ -513,3 +513,55 @@ func count(e parse.Expr, clause string, params map[string][]byte) (*int64, error
 	n := int64(f)
 	return &n, nil
 }
+
+// Query features, as clients name what they can merge in x-ms-cosmos-supported-query-features.
+const (
+	FeatureAggregate           = "Aggregate"
+	FeatureDistinct            = "Distinct"
+	FeatureGroupBy             = "GroupBy"
+	FeatureMultipleAggregates  = "MultipleAggregates"
+	FeatureMultipleOrderBy     = "MultipleOrderBy"
+	FeatureNonStreamingOrderBy = "NonStreamingOrderBy"
+	FeatureNonValueAggregate   = "NonValueAggregate"
+	FeatureOffsetAndLimit      = "OffsetAndLimit"
+	FeatureOrderBy             = "OrderBy"
+	FeatureTop                 = "Top"
+)
+
+// Features returns the query features a client must support to merge the per-range results
+// of qi, in the vocabulary of x-ms-cosmos-supported-query-features, sorted: OrderBy for an
+// ORDER BY (and MultipleOrderBy for several keys), Top, OffsetAndLimit, Distinct, GroupBy,
+// Aggregate for one SELECT VALUE aggregate, NonValueAggregate for aggregates in a projection
+// (and MultipleAggregates for several), NonStreamingOrderBy. The Neutral QueryInfo needs none.
+func (qi *QueryInfo) Features() []string {
+	var fs []string
+	add := func(on bool, f string) {
+		if on {
+			fs = append(fs, f)
+		}
+	}
+	aggs := 0
+	for _, k := range qi.GroupByAliasToAggregateType {
+		if k != nil {
+			aggs++
+		}
+	}
+	add(len(qi.Aggregates) > 0, FeatureAggregate)
+	add(qi.DistinctType != "" && qi.DistinctType != DistinctNone, FeatureDistinct)
+	add(len(qi.GroupByExpressions) > 0, FeatureGroupBy)
+	add(aggs > 1, FeatureMultipleAggregates)
+	add(len(qi.OrderBy) > 1, FeatureMultipleOrderBy)
+	add(qi.HasNonStreamingOrderBy, FeatureNonStreamingOrderBy)
+	add(aggs > 0, FeatureNonValueAggregate)
+	add(qi.Offset != nil || qi.Limit != nil, FeatureOffsetAndLimit)
+	add(len(qi.OrderBy) > 0, FeatureOrderBy)
+	add(qi.Top != nil, FeatureTop)
+	return fs
+}
+
+// LegacyFeatures are the features a client that declares none merges: ORDER BY (on several
+// keys too), TOP and one SELECT VALUE aggregate, what the SDKs predating
+// x-ms-cosmos-supported-query-features (such as the Python SDK v3) run from a plan.
+func LegacyFeatures() []string {
+	return []string{FeatureAggregate, FeatureMultipleOrderBy, FeatureOrderBy, FeatureTop}
+}

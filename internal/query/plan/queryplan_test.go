@@ -318,3 +318,36 @@ func BenchmarkBuild(b *testing.B) {
 		})
 	}
 }
+
+// TestFeatures: the features a client must merge, named as in
+// x-ms-cosmos-supported-query-features.
+func TestFeatures(t *testing.T) {
+	tests := []struct {
+		query string
+		want  []string
+	}{
+		{"SELECT * FROM c WHERE c.a = 1", nil},
+		{"SELECT * FROM c ORDER BY c.a", []string{"OrderBy"}},
+		{"SELECT * FROM c ORDER BY c.a, c.b DESC", []string{"MultipleOrderBy", "OrderBy"}},
+		{"SELECT TOP 3 * FROM c ORDER BY c.a", []string{"OrderBy", "Top"}},
+		{"SELECT VALUE COUNT(1) FROM c", []string{"Aggregate"}},
+		{"SELECT COUNT(1) AS n FROM c", []string{"NonValueAggregate"}},
+		{"SELECT COUNT(1) AS n, SUM(c.a) AS s FROM c", []string{"MultipleAggregates", "NonValueAggregate"}},
+		{"SELECT c.g, COUNT(1) AS n FROM c GROUP BY c.g", []string{"GroupBy", "NonValueAggregate"}},
+		{"SELECT DISTINCT VALUE c.a FROM c", []string{"Distinct"}},
+		{"SELECT * FROM c ORDER BY c.a OFFSET 1 LIMIT 2", []string{"OffsetAndLimit", "OrderBy"}},
+	}
+	for _, tt := range tests {
+		q, err := parse.Parse(tt.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qi, err := Build(q, nil)
+		if err != nil {
+			t.Fatalf("Build(%q): %v", tt.query, err)
+		}
+		if got := qi.Features(); !cmp.Equal(got, tt.want) {
+			t.Errorf("Features of %q = %v, want %v", tt.query, got, tt.want)
+		}
+	}
+}
