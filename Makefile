@@ -12,7 +12,7 @@ PYTHON    ?= $(if $(wildcard /usr/bin/python3),/usr/bin/python3,python3)
 # Power-loss cycles of make powerloss (seeded by the clock unless POWERLOSS_SEED is set).
 POWERLOSS_CYCLES ?= 1000
 
-.PHONY: run build test test-go test-node test-python invariants lint conformance fuzz crashloop bench powerloss diskfull clean
+.PHONY: run build test test-go test-node test-python invariants lint conformance fuzz crashloop bench powerloss diskfull sim clean
 
 run:
 	$(GO) run ./cmd/partita serve
@@ -69,6 +69,13 @@ crashloop:
 # filesystem, POWERLOSS_CYCLES crash clones; make test runs a few.
 powerloss:
 	POWERLOSS_CYCLES=$(POWERLOSS_CYCLES) POWERLOSS_SEED=$(POWERLOSS_SEED) $(GO) test -run '^TestPowerLoss$$' -count=1 -timeout 0 -v ./internal/engine
+
+# Long deterministic simulation of Raft replication, opt-in: SIM_RUNS seeds
+# of SIM_STEPS steps each (make test runs a few); SIM_SEED=<seed> replays one.
+SIM_RUNS  ?= 200
+SIM_STEPS ?= 5000
+sim:
+	SIM_RUNS=$(SIM_RUNS) SIM_STEPS=$(SIM_STEPS) SIM_SEED=$(SIM_SEED) $(GO) test -run '^TestSimulation$$' -count=1 -timeout 0 -v ./internal/replication
 
 # A real full disk, opt-in and root only: mounts a 256 MiB tmpfs at
 # DISKFULL_DIR, fills it under the built binary, unmounts it.

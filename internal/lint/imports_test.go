@@ -30,6 +30,7 @@ var allowed = map[string][]string{
 	"internal/script":          {},
 	"internal/catalog":         {"internal/document", "internal/index", "internal/partition"}, // persists through its Backend interface
 	"internal/replica":         {"internal/store"},                                            // the seam's types, and its implementation on the node's store
+	"internal/replication":     {"internal/replica", "internal/store"},                        // Raft groups of keyspaces: logs and applied state in the node's store
 	"internal/index":           {},
 	"internal/document":        {},
 	"internal/partition":       {"internal/document"},

@@ -208,3 +208,8 @@ func scan(ctx context.Context, it Iter, fn func(key, value []byte) bool) (err er
 	}
 	return it.Err()
 }
+
+// KeyspacePrefix returns the prefix of keyspace id's keys in a node's
+// store, 0x10 <id:8>: the span a replicated keyspace ships, applies and
+// drops.
+func KeyspacePrefix(id uint64) []byte { return keyspacePrefix(id) }

@@ -1,0 +1,551 @@
+package replication
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+
+	"github.com/partitadb/partita/internal/replica"
+	"github.com/partitadb/partita/internal/store"
+)
+
+// Errors of proposals and reads.
+var (
+	// ErrNotLeader: this node does not lead the group (or leads it but has
+	// not yet applied an entry of its term); nothing was proposed.
+	ErrNotLeader = errors.New("replication: not the group's settled leader")
+	// ErrNotApplied: the proposal was refused or dropped and will never
+	// apply; retrying is safe.
+	ErrNotApplied = errors.New("replication: proposal not applied")
+	// ErrIndeterminate: leadership was lost while the proposal waited; it
+	// may or may not apply.
+	ErrIndeterminate = errors.New("replication: proposal outcome unknown")
+	// ErrNoGroup: the node has no replica of the group.
+	ErrNoGroup = errors.New("replication: no such group on this node")
+)
+
+// Message is a Raft message of one group, as the transport carries it.
+type Message struct {
+	Group uint64
+	Raft  *pb.Message
+}
+
+// Transport sends messages to other nodes. Send must not block; it may drop
+// (Raft retries).
+type Transport interface {
+	Send(to uint64, m Message)
+}
+
+// Config configures a Host.
+type Config struct {
+	// ElectionTicks and HeartbeatTicks are Raft's election timeout and
+	// heartbeat interval in ticks (defaults 10 and 1).
+	ElectionTicks, HeartbeatTicks int
+	// LogKeep is how many applied entries a group keeps before it
+	// truncates its log (a replica further behind gets a snapshot);
+	// default 4096.
+	LogKeep uint64
+	// Logger receives the host's messages; nil discards them.
+	Logger *slog.Logger
+}
+
+func (c *Config) defaults() {
+	if c.ElectionTicks == 0 {
+		c.ElectionTicks = 10
+	}
+	if c.HeartbeatTicks == 0 {
+		c.HeartbeatTicks = 1
+	}
+	if c.LogKeep == 0 {
+		c.LogKeep = 4096
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Host is one node's replicas of Raft groups, in its store. Its core is
+// synchronous: Tick, Step and Process drive it, from one goroutine (a
+// driver, or the simulator), while Propose and ReadIndex may be called from
+// any goroutine. Host is safe for concurrent use.
+type Host struct {
+	id  uint64
+	st  *store.Store
+	tr  Transport
+	cfg Config
+
+	mu     sync.Mutex
+	groups map[uint64]*group
+	ids    []uint64 // the groups' ids, sorted: Process visits them in order
+	nextID uint64   // proposal and read ids
+}
+
+// group is one Raft group's replica on this node.
+type group struct {
+	id      uint64
+	rn      *raft.RawNode
+	ls      *logStore
+	prefix  []byte // the keyspace's prefix
+	applied applied
+	soft    raft.SoftState
+	term    uint64
+	// settled: this node leads term and has applied an entry of it.
+	settled bool
+	pending map[uint64]*Waiter // proposals of this node, by id
+	reads   map[uint64]*Waiter // read index requests, by id
+	// readable are reads whose index is known, waiting for applied to
+	// reach it.
+	readable []readWait
+}
+
+type readWait struct {
+	index uint64
+	w     *Waiter
+}
+
+// Waiter reports the outcome of a proposal or a read index request once,
+// on Done.
+type Waiter struct {
+	done chan error
+}
+
+func newWaiter() *Waiter { return &Waiter{done: make(chan error, 1)} }
+
+// Done delivers the outcome: nil when the proposal applied (or the read
+// may be served at the replica's applied state), or ErrNotApplied,
+// ErrIndeterminate.
+func (w *Waiter) Done() <-chan error { return w.done }
+
+func (w *Waiter) finish(err error) {
+	select {
+	case w.done <- err:
+	default:
+	}
+}
+
+// discard is raft's logger when the host's is not wanted.
+var discard = &raft.DefaultLogger{Logger: log.New(io.Discard, "", 0)}
+
+// Open returns node id's host over st, with every group st holds.
+func Open(st *store.Store, id uint64, tr Transport, cfg Config) (*Host, error) {
+	cfg.defaults()
+	h := &Host{id: id, st: st, tr: tr, cfg: cfg, groups: map[uint64]*group{}}
+	var ids []uint64
+	err := st.Scan(context.Background(), store.Span{Lower: []byte{kindRaft}, Upper: []byte{kindRaft + 1}}, nil, func(k, _ []byte) bool {
+		if len(k) == raftPrefixLen+1 && k[raftPrefixLen] == raftBounds {
+			ids = append(ids, binary.BigEndian.Uint64(k[1:]))
+		}
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range ids {
+		if err := h.load(g); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// Create makes this node a replica of group with the given voters (node
+// ids, this one among them), unless it is one already. Every voter must be
+// created with the same set.
+func (h *Host) Create(group uint64, voters []uint64) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.groups[group]; ok {
+		return nil
+	}
+	ls := &logStore{st: h.st, group: group}
+	b := h.st.NewBatch()
+	defer b.Close()
+	if err := ls.setBounds(b, bounds{conf: pb.EnsureConfState(&pb.ConfState{Voters: slices.Clone(voters)})}); err != nil {
+		return err
+	}
+	b.Set(appliedKey(group), applied{}.encode())
+	if err := b.Commit(); err != nil {
+		return err
+	}
+	return h.load(group)
+}
+
+// appliedKey is where group's applied state lives: inside its keyspace,
+// under the relative key 0x00 "applied" that only the replica writes.
+func appliedKey(group uint64) []byte {
+	return append(replica.KeyspacePrefix(group), appliedRel...)
+}
+
+// keyspaceSpan is group's keyspace.
+func keyspaceSpan(group uint64) store.Span {
+	return store.Span{Lower: replica.KeyspacePrefix(group), Upper: replica.KeyspacePrefix(group + 1)}
+}
+
+// load starts group's RawNode from the store.
+func (h *Host) load(id uint64) error {
+	ls, ok, err := loadLog(h.st, id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("replication: group %d: no log", id)
+	}
+	g := &group{id: id, ls: ls, prefix: replica.KeyspacePrefix(id), pending: map[uint64]*Waiter{}, reads: map[uint64]*Waiter{}}
+	v, err := h.st.Get(appliedKey(id))
+	if err != nil {
+		return fmt.Errorf("replication: group %d: applied state: %w", id, err)
+	}
+	if g.applied, err = decodeApplied(v); err != nil {
+		return err
+	}
+	ls.snapshot = func() (*pb.Snapshot, error) { return h.snapshot(g) }
+	rn, err := raft.NewRawNode(&raft.Config{
+		ID:                        h.id,
+		ElectionTick:              h.cfg.ElectionTicks,
+		HeartbeatTick:             h.cfg.HeartbeatTicks,
+		Storage:                   ls,
+		Applied:                   g.applied.Index,
+		MaxSizePerMsg:             1 << 20,
+		MaxInflightMsgs:           256,
+		CheckQuorum:               true,
+		PreVote:                   true,
+		DisableProposalForwarding: true,
+		Logger:                    discard,
+	})
+	if err != nil {
+		return fmt.Errorf("replication: group %d: %w", id, err)
+	}
+	g.rn = rn
+	h.groups[id] = g
+	i, _ := slices.BinarySearch(h.ids, id)
+	h.ids = slices.Insert(h.ids, i, id)
+	return nil
+}
+
+// Tick advances every group's logical clock by one tick.
+func (h *Host) Tick() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, id := range h.ids {
+		h.groups[id].rn.Tick()
+	}
+}
+
+// Step hands a message from a peer to its group. Messages of groups this
+// node does not have are dropped.
+func (h *Host) Step(m Message) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	g, ok := h.groups[m.Group]
+	if !ok {
+		return
+	}
+	_ = g.rn.Step(m.Raft) // a message of an old term or from a removed node: dropped
+}
+
+// Campaign makes this node campaign to lead group (tests, and leader
+// placement).
+func (h *Host) Campaign(group uint64) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	g, ok := h.groups[group]
+	if !ok {
+		return ErrNoGroup
+	}
+	return g.rn.Campaign()
+}
+
+// Leader describes this node's view of group's leadership.
+type Leader struct {
+	ID      uint64 // the leader's node id; 0 when unknown
+	Term    uint64
+	Settled bool   // this node leads Term and has applied an entry of it
+	LSN     uint64 // the largest LSN applied here
+	Stable  uint64 // the stable LSN applied here
+	Applied uint64 // the last log index applied here
+}
+
+// Leader returns this node's view of group's leadership and applied state.
+func (h *Host) Leader(group uint64) (Leader, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	g, ok := h.groups[group]
+	if !ok {
+		return Leader{}, ErrNoGroup
+	}
+	return Leader{ID: g.soft.Lead, Term: g.term, Settled: g.settled, LSN: g.applied.LSN, Stable: g.applied.Stable, Applied: g.applied.Index}, nil
+}
+
+// Propose proposes p to group, whose settled leader this node must be in
+// p.Term. The Waiter reports when it has applied here (nil), or that it
+// never will (ErrNotApplied), or that leadership was lost before it applied
+// (ErrIndeterminate).
+func (h *Host) Propose(group uint64, p Proposal) (*Waiter, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	g, ok := h.groups[group]
+	if !ok {
+		return nil, ErrNoGroup
+	}
+	if !g.settled || g.term != p.Term {
+		return nil, ErrNotLeader
+	}
+	h.nextID++
+	e := envelope{Proposal: p, node: h.id, id: h.nextID}
+	if err := g.rn.Propose(e.encode()); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotApplied, err)
+	}
+	w := newWaiter()
+	g.pending[e.id] = w
+	return w, nil
+}
+
+// ReadIndex asks group for a linearizable read: the Waiter reports nil once
+// this replica has applied every entry committed when the request was made,
+// so a read of its applied state then is linearizable.
+func (h *Host) ReadIndex(group uint64) (*Waiter, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	g, ok := h.groups[group]
+	if !ok {
+		return nil, ErrNoGroup
+	}
+	h.nextID++
+	w := newWaiter()
+	g.reads[h.nextID] = w
+	g.rn.ReadIndex(binary.BigEndian.AppendUint64(nil, h.nextID))
+	return w, nil
+}
+
+// Process handles every group's pending work: it persists new log entries
+// and hard state (one synced store batch for all groups), sends messages,
+// applies committed entries and answers the waiters. The driver calls it
+// after Tick and Step. An error means the store failed: the host must stop
+// (a restart resumes from what is durable).
+func (h *Host) Process() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	type ready struct {
+		g  *group
+		rd raft.Ready
+	}
+	var rds []ready
+	for _, id := range h.ids {
+		g := h.groups[id]
+		if g.rn.HasReady() {
+			rds = append(rds, ready{g, g.rn.Ready()})
+		}
+	}
+	if len(rds) == 0 {
+		return nil
+	}
+	// Persist: snapshots, entries and hard states of every group, synced
+	// together.
+	b := h.st.NewBatch()
+	lasts := make([]uint64, len(rds))
+	for i, r := range rds {
+		g, rd := r.g, r.rd
+		lasts[i] = g.ls.last
+		if rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot) {
+			if err := h.installSnapshot(b, g, rd.Snapshot); err != nil {
+				b.Close()
+				return err
+			}
+			lasts[i] = rd.Snapshot.GetMetadata().GetIndex()
+		}
+		if len(rd.Entries) > 0 {
+			g.ls.last = lasts[i] // append replaces from the first new entry on
+			last, err := g.ls.append(b, rd.Entries)
+			if err != nil {
+				b.Close()
+				return err
+			}
+			lasts[i] = last
+		}
+		if rd.HardState != nil && !raft.IsEmptyHardState(rd.HardState) {
+			if err := g.ls.setHard(b, rd.HardState); err != nil {
+				b.Close()
+				return err
+			}
+		}
+	}
+	if err := b.Commit(); err != nil {
+		return fmt.Errorf("replication: persist: %w", err)
+	}
+	for i, r := range rds {
+		g, rd := r.g, r.rd
+		g.ls.last = lasts[i]
+		if rd.HardState != nil && !raft.IsEmptyHardState(rd.HardState) {
+			g.ls.hard = rd.HardState
+		}
+		if rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot) {
+			md := rd.Snapshot.GetMetadata()
+			g.ls.trunc = bounds{index: md.GetIndex(), term: md.GetTerm(), conf: md.GetConfState()}
+			a, err := snapshotApplied(rd.Snapshot.GetData())
+			if err != nil {
+				return err
+			}
+			g.applied = a
+		}
+		h.noteSoft(g, rd.SoftState, rd.HardState)
+		for _, m := range rd.Messages {
+			h.tr.Send(m.GetTo(), Message{Group: g.id, Raft: m})
+		}
+		for _, rs := range rd.ReadStates {
+			if len(rs.RequestCtx) != 8 {
+				continue
+			}
+			id := binary.BigEndian.Uint64(rs.RequestCtx)
+			if w, ok := g.reads[id]; ok {
+				delete(g.reads, id)
+				g.readable = append(g.readable, readWait{rs.Index, w})
+			}
+		}
+	}
+	// Apply what is committed, then fail what a lost leadership leaves
+	// pending.
+	for _, r := range rds {
+		if err := h.apply(r.g, r.rd.CommittedEntries); err != nil {
+			return err
+		}
+		if r.g.soft.RaftState != raft.StateLeader {
+			r.g.settled = false
+			for id, w := range r.g.pending {
+				w.finish(ErrIndeterminate)
+				delete(r.g.pending, id)
+			}
+		}
+	}
+	for _, r := range rds {
+		r.g.rn.Advance(r.rd)
+		h.serveReads(r.g)
+		if err := h.truncate(r.g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// noteSoft follows a group's term and leadership; a new term is not
+// settled until an entry of it applies.
+func (h *Host) noteSoft(g *group, soft *raft.SoftState, hard *pb.HardState) {
+	if hard != nil && hard.GetTerm() > g.term {
+		g.term = hard.GetTerm()
+		g.settled = false
+	}
+	if soft != nil {
+		g.soft = *soft
+	}
+}
+
+// apply applies committed entries to g's keyspace, one store batch for
+// them all, and answers their proposers.
+func (h *Host) apply(g *group, ents []*pb.Entry) error {
+	if len(ents) == 0 {
+		return nil
+	}
+	b := h.st.NewBatch()
+	defer b.Close()
+	a := g.applied
+	type outcome struct {
+		id  uint64
+		err error
+	}
+	var outs []outcome
+	for _, e := range ents {
+		if e.GetIndex() <= a.Index {
+			continue // applied already (a snapshot covered it)
+		}
+		a.Index = e.GetIndex()
+		switch e.GetType() {
+		case pb.EntryConfChange, pb.EntryConfChangeV2:
+			// Membership is static in this stage: every group keeps the
+			// voters it was created with, and none proposes a change.
+			return fmt.Errorf("replication: group %d: configuration change at index %d not supported", g.id, e.GetIndex())
+		}
+		if len(e.GetData()) == 0 {
+			continue // a new leader's empty entry
+		}
+		env, err := decodeEnvelope(e.GetData())
+		if err != nil {
+			return fmt.Errorf("replication: group %d: entry %d: %w", g.id, e.GetIndex(), err)
+		}
+		var outcomeErr error
+		if env.Term != e.GetTerm() {
+			outcomeErr = ErrNotApplied // evaluated under another leadership
+		} else {
+			if env.Kind == KindBatch {
+				if err := b.ApplyRepr(env.Repr); err != nil {
+					return fmt.Errorf("replication: group %d: entry %d: %w", g.id, e.GetIndex(), err)
+				}
+			}
+			a.LSN = max(a.LSN, env.LSN)
+			a.Stable = max(a.Stable, env.Stable)
+		}
+		if env.node == h.id {
+			outs = append(outs, outcome{env.id, outcomeErr})
+		}
+	}
+	b.Set(appliedKey(g.id), a.encode())
+	if err := b.Commit(); err != nil {
+		return fmt.Errorf("replication: group %d: apply: %w", g.id, err)
+	}
+	g.applied = a
+	last := ents[len(ents)-1]
+	if g.soft.RaftState == raft.StateLeader && last.GetTerm() == g.term {
+		g.settled = true
+	}
+	for _, o := range outs {
+		if w, ok := g.pending[o.id]; ok {
+			delete(g.pending, o.id)
+			w.finish(o.err)
+		}
+	}
+	return nil
+}
+
+// serveReads answers the reads whose index g has applied.
+func (h *Host) serveReads(g *group) {
+	keep := g.readable[:0]
+	for _, r := range g.readable {
+		if r.index <= g.applied.Index {
+			r.w.finish(nil)
+		} else {
+			keep = append(keep, r)
+		}
+	}
+	g.readable = keep
+}
+
+// truncate drops applied entries beyond the LogKeep most recent.
+func (h *Host) truncate(g *group) error {
+	if g.applied.Index < g.ls.trunc.index+2*h.cfg.LogKeep {
+		return nil
+	}
+	to := g.applied.Index - h.cfg.LogKeep
+	term, err := g.ls.Term(to)
+	if err != nil {
+		return err
+	}
+	t := bounds{index: to, term: term, conf: g.ls.trunc.conf}
+	b := h.st.NewBatch()
+	defer b.Close()
+	b.DeleteSpan(entrySpan(g.id, g.ls.trunc.index+1, to+1))
+	if err := g.ls.setBounds(b, t); err != nil {
+		return err
+	}
+	if err := b.Commit(); err != nil {
+		return fmt.Errorf("replication: group %d: truncate: %w", g.id, err)
+	}
+	g.ls.trunc = t
+	return nil
+}

@@ -1,0 +1,242 @@
+package replication
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/partitadb/partita/internal/store"
+)
+
+// A group's Raft state lives in the node's store beside the keyspaces,
+// under 0x11 <group:8>:
+//
+//	0x11 <group:8> 0x01               hard state (term, vote, commit)
+//	0x11 <group:8> 0x02               log bounds: truncated index and term, conf state
+//	0x11 <group:8> 0x03 <index:8>     log entry
+//
+// The group's applied state is inside its keyspace (appliedKey), written in
+// the same batch as the entry it records, so data and applied index never
+// disagree.
+const (
+	kindRaft      = 0x11
+	raftHardState = 0x01
+	raftBounds    = 0x02
+	raftEntry     = 0x03
+	raftPrefixLen = 9
+)
+
+// raftPrefix returns 0x11 <group:8>.
+func raftPrefix(group uint64) []byte {
+	return binary.BigEndian.AppendUint64(append(make([]byte, 0, raftPrefixLen+9), kindRaft), group)
+}
+
+func raftKey(group uint64, kind byte) []byte { return append(raftPrefix(group), kind) }
+
+func entryKey(group, index uint64) []byte {
+	return binary.BigEndian.AppendUint64(raftKey(group, raftEntry), index)
+}
+
+// entrySpan is the span of group's entries with index in [lo, hi).
+func entrySpan(group, lo, hi uint64) store.Span {
+	return store.Span{Lower: entryKey(group, lo), Upper: entryKey(group, hi)}
+}
+
+// bounds is what a log knows of its truncated prefix: the index and term
+// of the last entry removed (or of the snapshot the log starts after) and
+// the configuration at that point.
+type bounds struct {
+	index, term uint64
+	conf        *pb.ConfState
+}
+
+func (b bounds) encode() ([]byte, error) {
+	cs, err := proto.Marshal(b.conf)
+	if err != nil {
+		return nil, err
+	}
+	out := binary.BigEndian.AppendUint64(nil, b.index)
+	out = binary.BigEndian.AppendUint64(out, b.term)
+	return append(out, cs...), nil
+}
+
+func decodeBounds(v []byte) (bounds, error) {
+	if len(v) < 16 {
+		return bounds{}, fmt.Errorf("replication: log bounds of %d bytes", len(v))
+	}
+	b := bounds{index: binary.BigEndian.Uint64(v), term: binary.BigEndian.Uint64(v[8:]), conf: &pb.ConfState{}}
+	if err := proto.Unmarshal(v[16:], b.conf); err != nil {
+		return bounds{}, fmt.Errorf("replication: log bounds: %w", err)
+	}
+	pb.EnsureConfState(b.conf)
+	return b, nil
+}
+
+// logStore is one group's Raft log and hard state in the node's store: the
+// raft.Storage of its RawNode. It is used only by the host's goroutine that
+// drives the group (raft.Storage's contract), so it keeps the log's bounds
+// in memory and reads entries from the store.
+type logStore struct {
+	st    *store.Store
+	group uint64
+	hard  *pb.HardState
+	trunc bounds
+	last  uint64 // the index of the last entry; trunc.index when there is none
+	// snapshot returns the group's current snapshot (its applied keyspace
+	// state); set by the host.
+	snapshot func() (*pb.Snapshot, error)
+}
+
+var _ raft.Storage = (*logStore)(nil)
+
+// loadLog reads group's log state from st. ok is false when the store holds
+// nothing of the group.
+func loadLog(st *store.Store, group uint64) (ls *logStore, ok bool, err error) {
+	ls = &logStore{st: st, group: group, hard: &pb.HardState{}}
+	v, err := st.Get(raftKey(group, raftBounds))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if ls.trunc, err = decodeBounds(v); err != nil {
+		return nil, false, err
+	}
+	if v, err := st.Get(raftKey(group, raftHardState)); err == nil {
+		if err := proto.Unmarshal(v, ls.hard); err != nil {
+			return nil, false, fmt.Errorf("replication: group %d: hard state: %w", group, err)
+		}
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return nil, false, err
+	}
+	ls.last = ls.trunc.index
+	err = st.ScanReverse(context.Background(), entrySpan(group, ls.trunc.index+1, ^uint64(0)), func(k, _ []byte) bool {
+		ls.last = binary.BigEndian.Uint64(k[len(k)-8:])
+		return false
+	})
+	return ls, true, err
+}
+
+// InitialState returns the hard state and configuration saved.
+func (ls *logStore) InitialState() (*pb.HardState, *pb.ConfState, error) {
+	return proto.Clone(ls.hard).(*pb.HardState), proto.Clone(ls.trunc.conf).(*pb.ConfState), nil
+}
+
+// Entries returns the entries in [lo, hi), at most maxSize bytes of them
+// but at least one.
+func (ls *logStore) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
+	if lo <= ls.trunc.index {
+		return nil, raft.ErrCompacted
+	}
+	if hi > ls.last+1 {
+		return nil, raft.ErrUnavailable
+	}
+	var (
+		out    []*pb.Entry
+		size   uint64
+		failed error
+	)
+	err := ls.st.Scan(context.Background(), entrySpan(ls.group, lo, hi), nil, func(_, v []byte) bool {
+		e := &pb.Entry{}
+		if err := proto.Unmarshal(v, e); err != nil {
+			failed = err
+			return false
+		}
+		size += uint64(proto.Size(e))
+		if len(out) > 0 && size > maxSize {
+			return false
+		}
+		out = append(out, e)
+		return true
+	})
+	if err == nil {
+		err = failed
+	}
+	if err != nil {
+		return nil, fmt.Errorf("replication: group %d: entries [%d, %d): %w", ls.group, lo, hi, err)
+	}
+	if len(out) == 0 || out[0].GetIndex() != lo {
+		return nil, raft.ErrUnavailable
+	}
+	return out, nil
+}
+
+// Term returns the term of entry i, in [FirstIndex()-1, LastIndex()].
+func (ls *logStore) Term(i uint64) (uint64, error) {
+	switch {
+	case i == ls.trunc.index:
+		return ls.trunc.term, nil
+	case i < ls.trunc.index:
+		return 0, raft.ErrCompacted
+	case i > ls.last:
+		return 0, raft.ErrUnavailable
+	}
+	v, err := ls.st.Get(entryKey(ls.group, i))
+	if errors.Is(err, store.ErrNotFound) {
+		return 0, raft.ErrUnavailable
+	}
+	if err != nil {
+		return 0, err
+	}
+	e := &pb.Entry{}
+	if err := proto.Unmarshal(v, e); err != nil {
+		return 0, fmt.Errorf("replication: group %d: entry %d: %w", ls.group, i, err)
+	}
+	return e.GetTerm(), nil
+}
+
+// LastIndex returns the index of the last entry.
+func (ls *logStore) LastIndex() (uint64, error) { return ls.last, nil }
+
+// FirstIndex returns the index of the first entry kept.
+func (ls *logStore) FirstIndex() (uint64, error) { return ls.trunc.index + 1, nil }
+
+// Snapshot returns a snapshot of the group's applied state.
+func (ls *logStore) Snapshot() (*pb.Snapshot, error) { return ls.snapshot() }
+
+// append adds entries to b, replacing the log from the first one's index on
+// (Raft overwrites a conflicting suffix), and returns the log's new last
+// index, which the caller sets once b is committed.
+func (ls *logStore) append(b *store.Batch, ents []*pb.Entry) (newLast uint64, err error) {
+	if len(ents) == 0 {
+		return ls.last, nil
+	}
+	for _, e := range ents {
+		v, err := proto.Marshal(e)
+		if err != nil {
+			return 0, err
+		}
+		b.Set(entryKey(ls.group, e.GetIndex()), v)
+	}
+	newLast = ents[len(ents)-1].GetIndex()
+	if ls.last > newLast {
+		b.DeleteSpan(entrySpan(ls.group, newLast+1, ls.last+1))
+	}
+	return newLast, nil
+}
+
+// setHard adds hard state h to b.
+func (ls *logStore) setHard(b *store.Batch, h *pb.HardState) error {
+	v, err := proto.Marshal(h)
+	if err != nil {
+		return err
+	}
+	b.Set(raftKey(ls.group, raftHardState), v)
+	return nil
+}
+
+// setBounds adds bounds t to b.
+func (ls *logStore) setBounds(b *store.Batch, t bounds) error {
+	v, err := t.encode()
+	if err != nil {
+		return err
+	}
+	b.Set(raftKey(ls.group, raftBounds), v)
+	return nil
+}

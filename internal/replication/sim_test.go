@@ -1,0 +1,488 @@
+package replication
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/cryptotest"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/partitadb/partita/internal/replica"
+	"github.com/partitadb/partita/internal/store"
+)
+
+// The deterministic simulation (docs/cluster.md, "How it is proven"): three
+// hosts in one goroutine, a seeded network that drops, delays, duplicates
+// and reorders messages and cuts nodes off, crashes that keep only what was
+// synced (Pebble's crash-simulating filesystem), and clients writing and
+// reading logical partitions. Every history is checked with porcupine
+// (linearizable per logical partition, a multi-key write as one operation)
+// and the replicas must converge. The simulator owns every source of
+// nondeterminism, so a seed replays a run exactly:
+//
+//	SIM_SEED=<seed> go test -run TestSimulation ./internal/replication
+//
+// make sim runs many seeds (SIM_RUNS) of more steps (SIM_STEPS).
+
+const (
+	simNodes  = 3
+	simGroups = 2
+	simLPs    = 4 // logical partitions; lp belongs to group lp%simGroups+1
+	simKeys   = 3 // keys per logical partition
+)
+
+func TestSimulation(t *testing.T) {
+	runs, steps := envInt(t, "SIM_RUNS", 3), envInt(t, "SIM_STEPS", 1500)
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("SIM_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("SIM_SEED: %v", err)
+		}
+		seed, runs = v, 1
+	}
+	for i := range runs {
+		s := seed + uint64(i)
+		t.Run(fmt.Sprint(s), func(t *testing.T) {
+			// Raft draws its election timeouts from crypto/rand.
+			cryptotest.SetGlobalRandom(t, s)
+			if err := runSim(t, s, steps); err != nil {
+				t.Fatalf("seed %d: %v\nreplay: SIM_SEED=%d SIM_STEPS=%d go test -run TestSimulation ./internal/replication", s, err, s, steps)
+			}
+		})
+	}
+}
+
+func envInt(t *testing.T, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return v
+}
+
+type inflight struct {
+	at, seq int64
+	to      uint64
+	m       Message
+}
+
+type simNode struct {
+	id   uint64
+	fs   *vfs.MemFS
+	st   *store.Store
+	h    *Host
+	down int64 // the step it comes back at; 0 when up
+}
+
+// simOp is a client operation in flight.
+type simOp struct {
+	client int
+	node   *simNode
+	lp     int
+	write  bool
+	vals   [simKeys]string // a write's values ("" leaves the key alone)
+	// appended: the write read key 0 at the leader and wrote it back with
+	// this suffix (a read-modify-write, evaluated like a transaction).
+	appended string
+	call     int64
+	w        *Waiter
+}
+
+type lpState [simKeys]string
+
+type sim struct {
+	rng     *rand.Rand
+	now     int64
+	seq     int64
+	nodes   []*simNode
+	queue   []inflight
+	cut     map[uint64]int64 // node → step its links heal at
+	ops     []*simOp
+	history []porcupine.Operation
+	nextVal int
+	stats   struct{ writes, reads, indeterminate, crashes, cuts int }
+}
+
+type simTransport struct {
+	s    *sim
+	from uint64
+}
+
+func (tr simTransport) Send(to uint64, m Message) {
+	s := tr.s
+	if s.cut[tr.from] > s.now || s.cut[to] > s.now || s.rng.IntN(100) < 3 {
+		return // cut off, or dropped
+	}
+	copies := 1
+	if s.rng.IntN(100) < 2 {
+		copies = 2 // duplicated
+	}
+	for range copies {
+		s.seq++
+		s.queue = append(s.queue, inflight{at: s.now + 1 + int64(s.rng.IntN(4)), seq: s.seq, to: to,
+			m: Message{Group: m.Group, Raft: proto.Clone(m.Raft).(*pb.Message)}})
+	}
+}
+
+func (s *sim) open(n *simNode) error {
+	st, err := store.Open(store.Options{Dir: "data", FS: n.fs, Sync: true})
+	if err != nil {
+		return err
+	}
+	h, err := Open(st, n.id, simTransport{s, n.id}, Config{LogKeep: 50})
+	if err != nil {
+		st.Close()
+		return err
+	}
+	n.st, n.h = st, h
+	return nil
+}
+
+func lpKey(group uint64, lp, k int) []byte {
+	return append(replica.KeyspacePrefix(group), fmt.Sprintf("\x02lp%d/k%d", lp, k)...)
+}
+
+func groupOf(lp int) uint64 { return uint64(lp%simGroups + 1) }
+
+func runSim(t *testing.T, seed uint64, steps int) error {
+	s := &sim{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), cut: map[uint64]int64{}}
+	voters := []uint64{1, 2, 3}
+	for i := range simNodes {
+		n := &simNode{id: uint64(i + 1), fs: vfs.NewCrashableMem()}
+		if err := s.open(n); err != nil {
+			return err
+		}
+		for g := uint64(1); g <= simGroups; g++ {
+			if err := n.h.Create(g, voters); err != nil {
+				return err
+			}
+		}
+		s.nodes = append(s.nodes, n)
+	}
+	defer func() {
+		for _, n := range s.nodes {
+			if n.st != nil {
+				n.st.Close()
+			}
+		}
+	}()
+	for step := 0; step < steps; step++ {
+		faults := step < steps-300 // the last steps heal and settle
+		if err := s.step(faults, faults); err != nil {
+			return err
+		}
+	}
+	for _, op := range s.ops { // still pending: unknown outcome
+		if op.write {
+			s.finishWrite(op, ErrIndeterminate)
+		}
+	}
+	s.ops = nil
+	t.Logf("seed %d: %d steps, %d writes, %d reads (%d indeterminate), %d crashes, %d cuts",
+		seed, steps, s.stats.writes, s.stats.reads, s.stats.indeterminate, s.stats.crashes, s.stats.cuts)
+	if err := s.converged(); err != nil {
+		return err
+	}
+	return s.linearizable()
+}
+
+// step runs one tick: deliveries, ticks, processing, outcomes, new
+// operations and (when faults) new failures.
+func (s *sim) step(ops, faults bool) error {
+	s.now++
+	for _, n := range s.nodes {
+		if n.down != 0 && n.down <= s.now {
+			if err := s.open(n); err != nil {
+				return fmt.Errorf("restart node %d: %w", n.id, err)
+			}
+			n.down = 0
+		}
+	}
+	slices.SortFunc(s.queue, func(a, b inflight) int {
+		if a.at != b.at {
+			return int(a.at - b.at)
+		}
+		return int(a.seq - b.seq)
+	})
+	i := 0
+	for ; i < len(s.queue) && s.queue[i].at <= s.now; i++ {
+		f := s.queue[i]
+		if n := s.nodes[f.to-1]; n.down == 0 && s.cut[f.to] <= s.now {
+			n.h.Step(f.m)
+		}
+	}
+	s.queue = s.queue[i:]
+	for _, n := range s.nodes {
+		if n.down == 0 {
+			n.h.Tick()
+			if err := n.h.Process(); err != nil {
+				return fmt.Errorf("node %d: %w", n.id, err)
+			}
+		}
+	}
+	s.outcomes()
+	if ops {
+		for range 2 {
+			if s.rng.IntN(100) < 60 {
+				if err := s.startOp(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if faults {
+		if err := s.fault(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// outcomes records the operations whose waiters answered.
+func (s *sim) outcomes() {
+	keep := s.ops[:0]
+	for _, op := range s.ops {
+		select {
+		case err := <-op.w.Done():
+			if op.write {
+				s.finishWrite(op, err)
+			} else if err == nil {
+				s.finishRead(op)
+			}
+		default:
+			keep = append(keep, op)
+		}
+	}
+	s.ops = keep
+}
+
+func (s *sim) finishWrite(op *simOp, err error) {
+	switch {
+	case err == nil:
+		s.stats.writes++
+		s.history = append(s.history, porcupine.Operation{ClientId: op.client, Input: op, Call: op.call, Output: nil, Return: s.now*2 + 1})
+	case err == ErrIndeterminate:
+		s.stats.indeterminate++
+		s.history = append(s.history, porcupine.Operation{ClientId: op.client, Input: op, Call: op.call, Output: nil, Return: math.MaxInt64})
+	}
+	// ErrNotApplied: never applied, not part of the history.
+}
+
+func (s *sim) finishRead(op *simOp) {
+	var got lpState
+	g := groupOf(op.lp)
+	for k := range simKeys {
+		v, err := op.node.st.Get(lpKey(g, op.lp, k))
+		if err == nil {
+			got[k] = string(v)
+		}
+	}
+	s.stats.reads++
+	s.history = append(s.history, porcupine.Operation{ClientId: op.client, Input: op, Call: op.call, Output: got, Return: s.now*2 + 1})
+}
+
+func (s *sim) startOp() error {
+	lp := s.rng.IntN(simLPs)
+	g := groupOf(lp)
+	op := &simOp{client: s.rng.IntN(8), lp: lp, call: s.now * 2}
+	if s.rng.IntN(2) == 0 {
+		// A read, at any replica.
+		n := s.nodes[s.rng.IntN(simNodes)]
+		if n.down != 0 {
+			return nil
+		}
+		w, err := n.h.ReadIndex(g)
+		if err != nil {
+			return err
+		}
+		op.node, op.w = n, w
+		s.ops = append(s.ops, op)
+		return nil
+	}
+	// A write, at a node that believes it leads (more than one may).
+	var leaders []*simNode
+	for _, n := range s.nodes {
+		if n.down != 0 {
+			continue
+		}
+		if l, err := n.h.Leader(g); err == nil && l.Settled {
+			leaders = append(leaders, n)
+		}
+	}
+	if len(leaders) == 0 {
+		return nil
+	}
+	n := leaders[s.rng.IntN(len(leaders))]
+	for _, o := range s.ops {
+		if o.write && o.node == n && o.lp == lp {
+			return nil // the logical partition's lock is held until it applies
+		}
+	}
+	l, _ := n.h.Leader(g)
+	b := n.st.NewBatch()
+	defer b.Close()
+	if s.rng.IntN(3) == 0 {
+		old, err := n.st.Get(lpKey(g, lp, 0))
+		if err != nil && err != store.ErrNotFound {
+			return err
+		}
+		s.nextVal++
+		op.appended = fmt.Sprintf("|a%d", s.nextVal)
+		b.Set(lpKey(g, lp, 0), append(old, op.appended...))
+	} else {
+		for k := range simKeys {
+			if k == 0 || s.rng.IntN(2) == 0 {
+				s.nextVal++
+				op.vals[k] = fmt.Sprintf("v%d", s.nextVal)
+				b.Set(lpKey(g, lp, k), []byte(op.vals[k]))
+			}
+		}
+	}
+	repr, err := b.Repr()
+	if err != nil {
+		return err
+	}
+	w, err := n.h.Propose(g, Proposal{Kind: KindBatch, Term: l.Term, Repr: repr})
+	if err != nil {
+		return nil // refused: no effect
+	}
+	op.node, op.write, op.w = n, true, w
+	s.ops = append(s.ops, op)
+	return nil
+}
+
+// fault injects, now and then, a crash (keeping only synced data) or a
+// node cut off from the others; at most one node is down or cut at a time
+// most of the time, and now and then two.
+func (s *sim) fault() error {
+	if s.rng.IntN(1000) >= 8 {
+		return nil
+	}
+	down := 0
+	for _, n := range s.nodes {
+		if n.down != 0 || s.cut[n.id] > s.now {
+			down++
+		}
+	}
+	if down >= 2 || (down == 1 && s.rng.IntN(4) != 0) {
+		return nil
+	}
+	n := s.nodes[s.rng.IntN(simNodes)]
+	if n.down != 0 {
+		return nil
+	}
+	if s.rng.IntN(2) == 0 {
+		s.stats.cuts++
+		s.cut[n.id] = s.now + 20 + int64(s.rng.IntN(60))
+		return nil
+	}
+	s.stats.crashes++
+	clone := n.fs.CrashClone(vfs.CrashCloneCfg{})
+	n.st.Close()
+	n.fs, n.st, n.h = clone, nil, nil
+	n.down = s.now + 10 + int64(s.rng.IntN(50))
+	keep := s.ops[:0]
+	for _, op := range s.ops {
+		switch {
+		case op.node != n:
+			keep = append(keep, op)
+		case op.write:
+			s.finishWrite(op, ErrIndeterminate)
+		}
+	}
+	s.ops = keep
+	return nil
+}
+
+// converged checks that every group's replicas hold the same keyspace.
+func (s *sim) converged() error {
+	for g := uint64(1); g <= simGroups; g++ {
+		var first []byte
+		for _, n := range s.nodes {
+			sn, err := n.h.snapshot(n.h.groups[g])
+			if err != nil {
+				return err
+			}
+			if first == nil {
+				first = sn.GetData()
+			} else if !bytes.Equal(first, sn.GetData()) {
+				l0, _ := s.nodes[0].h.Leader(g)
+				l, _ := n.h.Leader(g)
+				return fmt.Errorf("group %d: node %d's keyspace differs from node 1's (applied %d vs %d)", g, n.id, l.Applied, l0.Applied)
+			}
+		}
+	}
+	return nil
+}
+
+// linearizable checks the history with porcupine, per logical partition.
+func (s *sim) linearizable() error {
+	model := porcupine.Model{
+		Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
+			parts := make([][]porcupine.Operation, simLPs)
+			for _, op := range h {
+				lp := op.Input.(*simOp).lp
+				parts[lp] = append(parts[lp], op)
+			}
+			return parts
+		},
+		Init: func() any { return lpState{} },
+		Step: func(state, input, output any) (bool, any) {
+			st, op := state.(lpState), input.(*simOp)
+			if op.appended != "" {
+				st[0] += op.appended
+				return true, st
+			}
+			if op.write {
+				for k, v := range op.vals {
+					if v != "" {
+						st[k] = v
+					}
+				}
+				return true, st
+			}
+			return output.(lpState) == st, st
+		},
+		DescribeOperation: func(input, output any) string {
+			op := input.(*simOp)
+			switch {
+			case op.appended != "":
+				return fmt.Sprintf("lp%d append %s", op.lp, op.appended)
+			case op.write:
+				return fmt.Sprintf("lp%d write %v", op.lp, op.vals)
+			}
+			return fmt.Sprintf("lp%d read → %v", op.lp, output)
+		},
+	}
+	res, info := porcupine.CheckOperationsVerbose(model, s.history, time.Minute)
+	switch res {
+	case porcupine.Ok:
+		return nil
+	case porcupine.Unknown:
+		return fmt.Errorf("porcupine timed out on %d operations", len(s.history))
+	}
+	path := fmt.Sprintf("%s/sim-%d.html", os.TempDir(), s.rng.Uint64())
+	if f, err := os.Create(path); err == nil {
+		_ = porcupine.Visualize(model, info, f)
+		f.Close()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "history of %d operations is not linearizable (visualization: %s)", len(s.history), path)
+	return fmt.Errorf("%s", b.String())
+}
