@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/partitadb/partita/internal/catalog"
@@ -51,6 +52,13 @@ func translate(err error) error {
 	}
 	if errors.Is(err, replica.ErrUnavailable) {
 		return status.Unavailable("the store is recovering from a failed disk write or shutting down; retry shortly").Wrap(err)
+	}
+	if e, ok := errors.AsType[*replica.NotLeaderError](err); ok {
+		return status.Unavailable(fmt.Sprintf("this node does not lead the replicas of the partition (keyspace %d); retry", e.Keyspace)).Wrap(err)
+	}
+	if errors.Is(err, replica.ErrIndeterminate) {
+		return status.New(http.StatusRequestTimeout, "The write's outcome is unknown: the partition's leader changed before it was confirmed. "+
+			"Read the item to learn whether it was applied.").Wrap(err)
 	}
 	if errors.Is(err, partition.ErrInvalidKey) {
 		return status.BadRequest("partition key does not match the container's partition key definition").Wrap(err)

@@ -213,3 +213,20 @@ func scan(ctx context.Context, it Iter, fn func(key, value []byte) bool) (err er
 // store, 0x10 <id:8>: the span a replicated keyspace ships, applies and
 // drops.
 func KeyspacePrefix(id uint64) []byte { return keyspacePrefix(id) }
+
+// NotLeaderError is returned by the writes of a replicated keyspace's
+// replica that does not lead its group: nothing was proposed; the write
+// belongs on the leader (Leader, a node id; 0 when unknown).
+type NotLeaderError struct {
+	Keyspace uint64
+	Leader   uint64
+}
+
+func (e *NotLeaderError) Error() string {
+	return fmt.Sprintf("replica: keyspace %d: this node does not lead its group (leader: node %d)", e.Keyspace, e.Leader)
+}
+
+// ErrIndeterminate is returned by Commit of a replicated keyspace when the
+// batch was proposed but leadership was lost (or the wait timed out)
+// before it applied: it may or may not take effect.
+var ErrIndeterminate = errors.New("replica: the write's outcome is unknown (leadership changed before it applied)")

@@ -83,6 +83,9 @@ type Host struct {
 	tr  Transport
 	cfg Config
 
+	// wake tells the driver that a proposal or read waits (buffer 1).
+	wake chan struct{}
+
 	mu     sync.Mutex
 	groups map[uint64]*group
 	ids    []uint64 // the groups' ids, sorted: Process visits them in order
@@ -138,7 +141,7 @@ var discard = &raft.DefaultLogger{Logger: log.New(io.Discard, "", 0)}
 // Open returns node id's host over st, with every group st holds.
 func Open(st *store.Store, id uint64, tr Transport, cfg Config) (*Host, error) {
 	cfg.defaults()
-	h := &Host{id: id, st: st, tr: tr, cfg: cfg, groups: map[uint64]*group{}}
+	h := &Host{id: id, st: st, tr: tr, cfg: cfg, groups: map[uint64]*group{}, wake: make(chan struct{}, 1)}
 	var ids []uint64
 	err := st.Scan(context.Background(), store.Span{Lower: []byte{kindRaft}, Upper: []byte{kindRaft + 1}}, nil, func(k, _ []byte) bool {
 		if len(k) == raftPrefixLen+1 && k[raftPrefixLen] == raftBounds {
@@ -306,6 +309,7 @@ func (h *Host) Propose(group uint64, p Proposal) (*Waiter, error) {
 	}
 	w := newWaiter()
 	g.pending[e.id] = w
+	h.nudge()
 	return w, nil
 }
 
@@ -323,7 +327,16 @@ func (h *Host) ReadIndex(group uint64) (*Waiter, error) {
 	w := newWaiter()
 	g.reads[h.nextID] = w
 	g.rn.ReadIndex(binary.BigEndian.AppendUint64(nil, h.nextID))
+	h.nudge()
 	return w, nil
+}
+
+// nudge wakes the driver.
+func (h *Host) nudge() {
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
 }
 
 // Process handles every group's pending work: it persists new log entries

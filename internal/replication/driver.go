@@ -1,0 +1,42 @@
+package replication
+
+import (
+	"context"
+	"time"
+)
+
+// maxSteps bounds how many queued messages the driver steps before it
+// processes them, so a flood of messages cannot delay the tick.
+const maxSteps = 256
+
+// Run drives h until ctx ends: it ticks every tick, steps the messages that
+// arrive on inbox, and processes the groups' work after each. It returns
+// nil when ctx ends, or Process's error: the store failed, and the host
+// must not be used any more (a restart resumes from what is durable).
+func (h *Host) Run(ctx context.Context, tick time.Duration, inbox <-chan Message) error {
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			h.Tick()
+		case m := <-inbox:
+			h.Step(m)
+		drain:
+			for range maxSteps {
+				select {
+				case m := <-inbox:
+					h.Step(m)
+				default:
+					break drain
+				}
+			}
+		case <-h.wake:
+		}
+		if err := h.Process(); err != nil {
+			return err
+		}
+	}
+}

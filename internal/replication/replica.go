@@ -1,0 +1,233 @@
+package replication
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/partitadb/partita/internal/replica"
+)
+
+// Replica is the engine's view of one replicated keyspace on this node
+// (replica.Replica): reads see this node's applied state; writes are
+// evaluated here and proposed to the group, which this node must lead.
+//
+// Batches are tagged with the term in which they were created: Commit
+// proposes only in that term, so a write whose reads began under one
+// leadership cannot be applied under another (docs/cluster.md, invariants
+// 1–2). LSNs are issued by the leader above every LSN applied, and travel
+// with the proposals (the LSN and the stable mark), so followers know them.
+type Replica struct {
+	h     *Host
+	id    uint64
+	local replica.Replica // reads and batches over this node's store
+	// wait bounds how long Commit waits for its proposal to apply before
+	// answering ErrIndeterminate.
+	wait time.Duration
+
+	mu struct {
+		sync.Mutex
+		term uint64              // the term the sequence below was started in
+		next uint64              // the next LSN to issue
+		open map[uint64]struct{} // first LSNs of open transactions
+	}
+}
+
+var _ replica.Replica = (*Replica)(nil)
+
+// NewReplica returns the replica of group id, reading and building batches
+// through local (this node's replica.Local keyspace of the same id).
+func NewReplica(h *Host, id uint64, local replica.Replica, wait time.Duration) *Replica {
+	r := &Replica{h: h, id: id, local: local, wait: wait}
+	r.mu.open = map[uint64]struct{}{}
+	return r
+}
+
+// ID returns the keyspace's id.
+func (r *Replica) ID() uint64 { return r.id }
+
+// Get reads key from this node's applied state.
+func (r *Replica) Get(key []byte) ([]byte, error) { return r.local.Get(key) }
+
+// NewIter iterates span of this node's applied state.
+func (r *Replica) NewIter(span replica.Span, reverse bool) replica.Iter {
+	return r.local.NewIter(span, reverse)
+}
+
+// Snapshot returns a snapshot of this node's applied state.
+func (r *Replica) Snapshot() (replica.Snapshot, error) { return r.local.Snapshot() }
+
+// batch is a Batch tagged with the term it was created in (0: this node
+// was not the group's settled leader then, and Commit refuses it).
+type batch struct {
+	replica.Batch
+	term uint64
+}
+
+// NewBatch returns a batch tagged with the current term if this node is
+// the group's settled leader.
+func (r *Replica) NewBatch(indexed bool) replica.Batch {
+	b := &batch{Batch: r.local.NewBatch(indexed)}
+	if l, err := r.h.Leader(r.id); err == nil && l.Settled {
+		b.term = l.Term
+	}
+	return b
+}
+
+// notLeader returns the error of a write on a replica that does not lead.
+func (r *Replica) notLeader() error {
+	l, _ := r.h.Leader(r.id)
+	return &replica.NotLeaderError{Keyspace: r.id, Leader: l.ID}
+}
+
+// Commit proposes b and waits until it has applied on this node. Errors:
+// *replica.NotLeaderError (nothing proposed), replica.ErrUnavailable (it
+// will never apply: safe to retry), replica.ErrIndeterminate (it may yet
+// apply), or the batch's own refusal.
+func (r *Replica) Commit(b replica.Batch) error {
+	tb, ok := b.(*batch)
+	if !ok {
+		return fmt.Errorf("replication: keyspace %d: commit of a %T", r.id, b)
+	}
+	if tb.term == 0 {
+		return r.notLeader()
+	}
+	repr, err := replica.BatchRepr(tb.Batch)
+	if err != nil {
+		return err
+	}
+	tb.Batch.Close()
+	r.mu.Lock()
+	lsn, stable := r.mu.next-1, r.stableLocked()
+	r.mu.Unlock()
+	w, err := r.h.Propose(r.id, Proposal{Kind: KindBatch, Term: tb.term, LSN: lsn, Stable: stable, Repr: repr})
+	if err != nil {
+		return r.proposeErr(err)
+	}
+	return r.await(w)
+}
+
+func (r *Replica) proposeErr(err error) error {
+	if errors.Is(err, ErrNotLeader) {
+		return r.notLeader()
+	}
+	return fmt.Errorf("replication: keyspace %d: %w: %w", r.id, replica.ErrUnavailable, err)
+}
+
+// await waits for w's outcome, at most r.wait.
+func (r *Replica) await(w *Waiter) error {
+	t := time.NewTimer(r.wait)
+	defer t.Stop()
+	select {
+	case err := <-w.Done():
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, ErrIndeterminate):
+			return fmt.Errorf("replication: keyspace %d: %w", r.id, replica.ErrIndeterminate)
+		}
+		return fmt.Errorf("replication: keyspace %d: %w: %w", r.id, replica.ErrUnavailable, err)
+	case <-t.C:
+		return fmt.Errorf("replication: keyspace %d: no outcome after %v: %w", r.id, r.wait, replica.ErrIndeterminate)
+	}
+}
+
+// NextLSN issues the next LSN, if this node is the group's settled leader.
+// A new term's sequence starts above every LSN applied (and every LSN this
+// node issued before).
+func (r *Replica) NextLSN(first *uint64) (uint64, error) {
+	l, err := r.h.Leader(r.id)
+	if err != nil {
+		return 0, err
+	}
+	if !l.Settled {
+		return 0, r.notLeader()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.startLocked(l)
+	n := r.mu.next
+	r.mu.next++
+	if *first == 0 {
+		*first = n
+		r.mu.open[n] = struct{}{}
+	}
+	return n, nil
+}
+
+// startLocked starts the sequence of leader l's term, unless it has: above
+// every LSN applied and every LSN this node issued before.
+func (r *Replica) startLocked(l Leader) {
+	if r.mu.term != l.Term {
+		r.mu.term = l.Term
+		r.mu.next = max(r.mu.next, l.LSN+1)
+		clear(r.mu.open)
+	}
+}
+
+// ReleaseLSN ends the hold of the transaction whose first LSN was first.
+func (r *Replica) ReleaseLSN(first uint64) {
+	r.mu.Lock()
+	delete(r.mu.open, first)
+	r.mu.Unlock()
+}
+
+// stableLocked is the leader's stable LSN: below every open transaction's
+// first LSN, else the last issued.
+func (r *Replica) stableLocked() uint64 {
+	s := r.mu.next - 1
+	for f := range r.mu.open {
+		s = min(s, f-1)
+	}
+	return s
+}
+
+// StableLSN is the largest LSN at or below which every LSN is applied here
+// or abandoned: the leader's own mark while it leads, else the mark the
+// last applied proposal carried.
+func (r *Replica) StableLSN() uint64 {
+	l, err := r.h.Leader(r.id)
+	if err != nil {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if l.Settled && r.mu.term == l.Term {
+		return r.stableLocked()
+	}
+	return l.Stable
+}
+
+// LastLSN is the last LSN issued here while leading, or applied.
+func (r *Replica) LastLSN() uint64 {
+	l, _ := r.h.Leader(r.id)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if l.Settled && r.mu.term == l.Term {
+		return r.mu.next - 1
+	}
+	return l.LSN
+}
+
+// AdvanceLSN makes every LSN issued from now on, by any leader, greater
+// than lsn: it proposes the mark and waits until it applies.
+func (r *Replica) AdvanceLSN(lsn uint64) error {
+	l, err := r.h.Leader(r.id)
+	if err != nil {
+		return err
+	}
+	if !l.Settled {
+		return r.notLeader()
+	}
+	r.mu.Lock()
+	r.startLocked(l)
+	r.mu.next = max(r.mu.next, lsn+1)
+	stable := r.stableLocked()
+	r.mu.Unlock()
+	w, err := r.h.Propose(r.id, Proposal{Kind: KindMark, Term: l.Term, LSN: lsn, Stable: min(stable, lsn)})
+	if err != nil {
+		return r.proposeErr(err)
+	}
+	return r.await(w)
+}
