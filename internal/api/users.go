@@ -29,19 +29,171 @@ const (
 )
 
 func (h *Handler) userRoutes() {
-	h.handlePost("/dbs/{db}/users", h.listUsers, h.postUser)
-	h.handle("GET /dbs/{db}/users", h.listUsers)
-	h.handle("GET /dbs/{db}/users/{user}", h.readUser)
-	h.handle("PUT /dbs/{db}/users/{user}", h.replaceUser)
-	h.handle("DELETE /dbs/{db}/users/{user}", h.deleteUser)
+	db := func(r *http.Request) string { return r.PathValue("db") }
+	subresource[engine.Resource]{
+		base: "/dbs/{db}/users", name: "user", feed: "Users",
+		encoder: asIs,
+		create:  func(r *http.Request, body []byte) (engine.Resource, error) { return h.eng.CreateUser(db(r), body) },
+		upsert: func(r *http.Request, body []byte) (engine.Resource, bool, error) {
+			return h.eng.UpsertUser(db(r), body)
+		},
+		read: func(r *http.Request, id string) (engine.Resource, error) { return h.eng.ReadUser(db(r), id) },
+		list: func(r *http.Request) ([]engine.Resource, string, error) { return h.eng.Users(r.Context(), db(r)) },
+		replace: func(r *http.Request, id string, body []byte) (engine.Resource, error) {
+			return h.eng.ReplaceUser(db(r), id, body)
+		},
+		delete: func(r *http.Request, id string) error { return h.eng.DeleteUser(db(r), id) },
+	}.routes(h)
 
-	// Reading a permission issues a token for it, a credential: permissions
-	// are read with write access only (issues).
-	h.handlePost("/dbs/{db}/users/{user}/permissions", issues(h.listPermissions), h.postPermission)
-	h.handle("GET /dbs/{db}/users/{user}/permissions", issues(h.listPermissions))
-	h.handle("GET /dbs/{db}/users/{user}/permissions/{perm}", issues(h.readPermission))
-	h.handle("PUT /dbs/{db}/users/{user}/permissions/{perm}", h.replacePermission)
-	h.handle("DELETE /dbs/{db}/users/{user}/permissions/{perm}", h.deletePermission)
+	user := func(r *http.Request) string { return r.PathValue("user") }
+	subresource[engine.Permission]{
+		base: "/dbs/{db}/users/{user}/permissions", name: "perm", feed: "Permissions",
+		// Reading a permission issues a token for it, a credential:
+		// permissions are read with write access only (issues).
+		guardReads: issues,
+		encoder:    h.tokens,
+		create: func(r *http.Request, body []byte) (engine.Permission, error) {
+			return h.eng.CreatePermission(db(r), user(r), body)
+		},
+		upsert: func(r *http.Request, body []byte) (engine.Permission, bool, error) {
+			return h.eng.UpsertPermission(db(r), user(r), body)
+		},
+		read: func(r *http.Request, id string) (engine.Permission, error) {
+			return h.eng.ReadPermission(db(r), user(r), id)
+		},
+		list: func(r *http.Request) ([]engine.Permission, string, error) {
+			return h.eng.Permissions(r.Context(), db(r), user(r))
+		},
+		replace: func(r *http.Request, id string, body []byte) (engine.Permission, error) {
+			return h.eng.ReplacePermission(db(r), user(r), id, body)
+		},
+		delete: func(r *http.Request, id string) error { return h.eng.DeletePermission(db(r), user(r), id) },
+	}.routes(h)
+}
+
+// subresource is a kind of resource under a database (users) or under one
+// of its resources (permissions), served as a feed at base and one by one
+// at base/{name}. Its handlers are shared; the kind says which engine calls
+// serve them and how a response encodes a resource (R, as the engine
+// returns it). The engine calls find the parent in the request's path.
+type subresource[R any] struct {
+	base string // the feed's path pattern
+	name string // the path wildcard that names one resource
+	feed string // the feed envelope's key
+	// guardReads, if not nil, wraps the handlers of reads and queries.
+	guardReads func(handlerFunc) handlerFunc
+	// encoder returns how the responses to r encode a resource; its error,
+	// for a malformed request, is the response.
+	encoder func(r *http.Request) (func(R) engine.Resource, error)
+	create  func(r *http.Request, body []byte) (R, error)
+	upsert  func(r *http.Request, body []byte) (res R, created bool, err error)
+	read    func(r *http.Request, id string) (R, error)
+	list    func(r *http.Request) (all []R, parentRID string, err error)
+	replace func(r *http.Request, id string, body []byte) (R, error)
+	delete  func(r *http.Request, id string) error
+}
+
+// routes registers k's routes with h.
+func (k subresource[R]) routes(h *Handler) {
+	reads := k.guardReads
+	if reads == nil {
+		reads = func(fn handlerFunc) handlerFunc { return fn }
+	}
+	one := k.base + "/{" + k.name + "}"
+	feed := reads(func(w http.ResponseWriter, r *http.Request) error { return k.serveFeed(h, w, r) })
+	h.handlePost(k.base, feed, k.servePost)
+	h.handle("GET "+k.base, feed)
+	h.handle("GET "+one, reads(k.serveRead))
+	h.handle("PUT "+one, k.serveReplace)
+	h.handle("DELETE "+one, k.serveDelete)
+}
+
+// servePost serves the writes of a POST to the feed: create, or upsert
+// with x-ms-documentdb-is-upsert.
+func (k subresource[R]) servePost(w http.ResponseWriter, r *http.Request) error {
+	return k.write(w, r, func(body []byte) (R, int, error) {
+		if isTrue(r, hdrIsUpsert) {
+			res, created, err := k.upsert(r, body)
+			return res, createdOr200(created), err
+		}
+		res, err := k.create(r, body)
+		return res, http.StatusCreated, err
+	})
+}
+
+func (k subresource[R]) serveReplace(w http.ResponseWriter, r *http.Request) error {
+	return k.write(w, r, func(body []byte) (R, int, error) {
+		res, err := k.replace(r, r.PathValue(k.name), body)
+		return res, http.StatusOK, err
+	})
+}
+
+// write serves a write: op, given the request's body, returns the resource
+// written and the response's status code.
+func (k subresource[R]) write(w http.ResponseWriter, r *http.Request, op func(body []byte) (R, int, error)) error {
+	enc, err := k.encoder(r)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	res, code, err := op(body)
+	if err != nil {
+		return err
+	}
+	return writeResource(w, code, enc(res))
+}
+
+func createdOr200(created bool) int {
+	if created {
+		return http.StatusCreated
+	}
+	return http.StatusOK
+}
+
+// serveFeed serves a GET of the feed, or a query of it.
+func (k subresource[R]) serveFeed(h *Handler, w http.ResponseWriter, r *http.Request) error {
+	enc, err := k.encoder(r)
+	if err != nil {
+		return err
+	}
+	all, rid, err := k.list(r)
+	if err != nil {
+		return err
+	}
+	bodies := make([][]byte, len(all))
+	for i, res := range all {
+		bodies[i] = enc(res).Body
+	}
+	return h.listOrQuery(w, r, rid, k.feed, bodies)
+}
+
+func (k subresource[R]) serveRead(w http.ResponseWriter, r *http.Request) error {
+	enc, err := k.encoder(r)
+	if err != nil {
+		return err
+	}
+	res, err := k.read(r, r.PathValue(k.name))
+	if err != nil {
+		return err
+	}
+	return writeResource(w, http.StatusOK, enc(res))
+}
+
+func (k subresource[R]) serveDelete(w http.ResponseWriter, r *http.Request) error {
+	if err := k.delete(r, r.PathValue(k.name)); err != nil {
+		return err
+	}
+	setCharge(w, throughput.MinimumCost())
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// asIs is the encoder of resources the engine returns ready to send.
+func asIs(*http.Request) (func(engine.Resource) engine.Resource, error) {
+	return func(res engine.Resource) engine.Resource { return res }, nil
 }
 
 // issues wraps fn, which reads permissions and so issues resource tokens,
@@ -58,69 +210,17 @@ func issues(fn handlerFunc) handlerFunc {
 	}
 }
 
-// postUser serves the writes of POST /dbs/{db}/users: create, or upsert
-// with x-ms-documentdb-is-upsert.
-func (h *Handler) postUser(w http.ResponseWriter, r *http.Request) error {
-	body, err := readBody(r)
+// tokens is the encoder of permissions: each response carries a _token
+// issued as it is written, valid for what the request's
+// x-ms-documentdb-expiry-seconds asks (tokenTTL).
+func (h *Handler) tokens(r *http.Request) (func(engine.Permission) engine.Resource, error) {
+	ttl, err := tokenTTL(r)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if isTrue(r, hdrIsUpsert) {
-		res, created, err := h.eng.UpsertUser(r.PathValue("db"), body)
-		if err != nil {
-			return err
-		}
-		return writeResource(w, createdOr200(created), res)
-	}
-	res, err := h.eng.CreateUser(r.PathValue("db"), body)
-	if err != nil {
-		return err
-	}
-	return writeResource(w, http.StatusCreated, res)
-}
-
-func createdOr200(created bool) int {
-	if created {
-		return http.StatusCreated
-	}
-	return http.StatusOK
-}
-
-func (h *Handler) listUsers(w http.ResponseWriter, r *http.Request) error {
-	users, rid, err := h.eng.Users(r.Context(), r.PathValue("db"))
-	if err != nil {
-		return err
-	}
-	return h.listOrQuery(w, r, rid, "Users", users)
-}
-
-func (h *Handler) readUser(w http.ResponseWriter, r *http.Request) error {
-	res, err := h.eng.ReadUser(r.PathValue("db"), r.PathValue("user"))
-	if err != nil {
-		return err
-	}
-	return writeResource(w, http.StatusOK, res)
-}
-
-func (h *Handler) replaceUser(w http.ResponseWriter, r *http.Request) error {
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	res, err := h.eng.ReplaceUser(r.PathValue("db"), r.PathValue("user"), body)
-	if err != nil {
-		return err
-	}
-	return writeResource(w, http.StatusOK, res)
-}
-
-func (h *Handler) deleteUser(w http.ResponseWriter, r *http.Request) error {
-	if err := h.eng.DeleteUser(r.PathValue("db"), r.PathValue("user")); err != nil {
-		return err
-	}
-	setCharge(w, throughput.MinimumCost())
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return func(p engine.Permission) engine.Resource {
+		return engine.Resource{Body: h.withToken(p, ttl), ETag: p.ETag}
+	}, nil
 }
 
 // tokenTTL reads x-ms-documentdb-expiry-seconds: the validity of the tokens
@@ -158,88 +258,4 @@ func (h *Handler) withToken(p engine.Permission, ttl time.Duration) []byte {
 	out = append(out, `,"_token":"`...)
 	out = append(out, tok...)
 	return append(out, '"', '}')
-}
-
-// writePermission writes one permission resource with a fresh token.
-func (h *Handler) writePermission(w http.ResponseWriter, code int, p engine.Permission, ttl time.Duration) error {
-	return writeResource(w, code, engine.Resource{Body: h.withToken(p, ttl), ETag: p.ETag})
-}
-
-// postPermission serves the writes of POST …/permissions: create, or upsert
-// with x-ms-documentdb-is-upsert.
-func (h *Handler) postPermission(w http.ResponseWriter, r *http.Request) error {
-	ttl, err := tokenTTL(r)
-	if err != nil {
-		return err
-	}
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	db, user := r.PathValue("db"), r.PathValue("user")
-	if isTrue(r, hdrIsUpsert) {
-		p, created, err := h.eng.UpsertPermission(db, user, body)
-		if err != nil {
-			return err
-		}
-		return h.writePermission(w, createdOr200(created), p, ttl)
-	}
-	p, err := h.eng.CreatePermission(db, user, body)
-	if err != nil {
-		return err
-	}
-	return h.writePermission(w, http.StatusCreated, p, ttl)
-}
-
-func (h *Handler) listPermissions(w http.ResponseWriter, r *http.Request) error {
-	ttl, err := tokenTTL(r)
-	if err != nil {
-		return err
-	}
-	ps, rid, err := h.eng.Permissions(r.Context(), r.PathValue("db"), r.PathValue("user"))
-	if err != nil {
-		return err
-	}
-	items := make([][]byte, len(ps))
-	for i, p := range ps {
-		items[i] = h.withToken(p, ttl)
-	}
-	return h.listOrQuery(w, r, rid, "Permissions", items)
-}
-
-func (h *Handler) readPermission(w http.ResponseWriter, r *http.Request) error {
-	ttl, err := tokenTTL(r)
-	if err != nil {
-		return err
-	}
-	p, err := h.eng.ReadPermission(r.PathValue("db"), r.PathValue("user"), r.PathValue("perm"))
-	if err != nil {
-		return err
-	}
-	return h.writePermission(w, http.StatusOK, p, ttl)
-}
-
-func (h *Handler) replacePermission(w http.ResponseWriter, r *http.Request) error {
-	ttl, err := tokenTTL(r)
-	if err != nil {
-		return err
-	}
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	p, err := h.eng.ReplacePermission(r.PathValue("db"), r.PathValue("user"), r.PathValue("perm"), body)
-	if err != nil {
-		return err
-	}
-	return h.writePermission(w, http.StatusOK, p, ttl)
-}
-
-func (h *Handler) deletePermission(w http.ResponseWriter, r *http.Request) error {
-	if err := h.eng.DeletePermission(r.PathValue("db"), r.PathValue("user"), r.PathValue("perm")); err != nil {
-		return err
-	}
-	setCharge(w, throughput.MinimumCost())
-	w.WriteHeader(http.StatusNoContent)
-	return nil
 }

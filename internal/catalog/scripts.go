@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -48,20 +47,21 @@ type Script struct {
 
 // JSON returns the script resource as the wire protocol returns it.
 func (s *Script) JSON() []byte {
-	body := strings.TrimSpace(string(s.Def))
-	sys := fmt.Sprintf(`"_rid":%q,"_self":%q,"_etag":%s,"_ts":%d`, s.RID, s.Self, jsonString(s.ETag), s.TS)
-	if body == "{}" {
-		return []byte("{" + sys + "}")
-	}
-	return []byte(body[:len(body)-1] + "," + sys + "}")
+	return withSystem(s.Def, fmt.Sprintf(`"_rid":%q,"_self":%q,"_etag":%s,"_ts":%d`, s.RID, s.Self, jsonString(s.ETag), s.TS))
 }
 
 func scriptPrefix(container uint64) string {
 	return fmt.Sprintf("%s%016x/", keyScript, container)
 }
 
+// scriptKindPrefix is the prefix of the keys of a container's scripts of
+// one kind.
+func scriptKindPrefix(container uint64, kind ScriptKind) string {
+	return scriptPrefix(container) + string(kind) + "/"
+}
+
 func scriptKey(container uint64, kind ScriptKind, id string) string {
-	return scriptPrefix(container) + string(kind) + "/" + id
+	return scriptKindPrefix(container, kind) + id
 }
 
 // parseScript validates a script definition: an object with a string id and
@@ -82,10 +82,7 @@ func parseScript(kind ScriptKind, body []byte) (*Script, error) {
 		return nil, invalid(fmt.Sprintf("%s definition needs a string id", kind))
 	}
 	sc.ID = string(id.GetStringBytes())
-	if err := document.ValidateID(sc.ID); err != nil {
-		if ie, ok := errors.AsType[*document.InvalidError](err); ok {
-			return nil, invalid(ie.Msg)
-		}
+	if err := validID(sc.ID); err != nil {
 		return nil, err
 	}
 	b := obj.Get("body")
@@ -163,18 +160,7 @@ func (c *Catalog) Script(db, coll string, kind ScriptKind, id string) (*Script, 
 	if err != nil {
 		return nil, err
 	}
-	v, ok, err := c.be.Get(scriptKey(k.Internal, kind, id))
-	if err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
-	}
-	if !ok {
-		return nil, ErrNotFound
-	}
-	var sc Script
-	if err := json.Unmarshal(v, &sc); err != nil {
-		return nil, fmt.Errorf("catalog: script %s: %w", id, err)
-	}
-	return &sc, nil
+	return getRecord[Script](c.be, "script", scriptKindPrefix(k.Internal, kind), id)
 }
 
 // Scripts returns a container's scripts of one kind, in id order.
@@ -183,16 +169,9 @@ func (c *Catalog) Scripts(ctx context.Context, db, coll string, kind ScriptKind)
 	if err != nil {
 		return nil, err
 	}
-	var out []*Script
-	if err := c.be.Load(ctx, scriptPrefix(k.Internal)+string(kind)+"/", func(_ string, v []byte) error {
-		var sc Script
-		if err := json.Unmarshal(v, &sc); err != nil {
-			return err
-		}
-		out = append(out, &sc)
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
+	out, err := loadRecords[Script](ctx, c.be, scriptKindPrefix(k.Internal, kind))
+	if err != nil {
+		return nil, err
 	}
 	slices.SortFunc(out, func(a, b *Script) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil

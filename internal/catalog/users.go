@@ -1,13 +1,10 @@
 package catalog
 
 import (
-	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/valyala/fastjson"
@@ -58,6 +55,9 @@ func (u *User) JSON() []byte {
 	return b
 }
 
+func (u *User) recordID() string  { return u.ID }
+func (u *User) recordSeq() uint64 { return u.Seq }
+
 // The permission modes, as canonical names.
 const (
 	ModeAll  = "All"
@@ -91,13 +91,11 @@ type Permission struct {
 // JSON returns the permission resource as the wire protocol returns it,
 // without _token (which the API layer issues per response).
 func (p *Permission) JSON() []byte {
-	body := strings.TrimSpace(string(p.Def))
-	sys := fmt.Sprintf(`"_rid":%q,"_ts":%d,"_self":%q,"_etag":%s`, p.RID, p.TS, p.Self, jsonString(p.ETag))
-	if body == "{}" {
-		return []byte("{" + sys + "}")
-	}
-	return []byte(body[:len(body)-1] + "," + sys + "}")
+	return withSystem(p.Def, fmt.Sprintf(`"_rid":%q,"_ts":%d,"_self":%q,"_etag":%s`, p.RID, p.TS, p.Self, jsonString(p.ETag)))
 }
+
+func (p *Permission) recordID() string  { return p.ID }
+func (p *Permission) recordSeq() uint64 { return p.Seq }
 
 // dbKey is the part of user and permission keys that names database d.
 func dbKey(d *Database) string {
@@ -105,7 +103,8 @@ func dbKey(d *Database) string {
 	return fmt.Sprintf("%08x", rid)
 }
 
-func userKey(d *Database, id string) string { return keyUser + dbKey(d) + "/" + id }
+// userPrefix is the prefix of the keys of database d's users.
+func userPrefix(d *Database) string { return keyUser + dbKey(d) + "/" }
 
 // permPrefix is the prefix of the keys of the permissions of user userRID.
 func permPrefix(d *Database, userRID string) string {
@@ -132,136 +131,65 @@ func parseUser(body []byte) (string, error) {
 	return s, nil
 }
 
-// validID returns an *InvalidError for an id Cosmos DB refuses.
-func validID(id string) error {
-	if err := document.ValidateID(id); err != nil {
-		if ie, ok := errors.AsType[*document.InvalidError](err); ok {
-			return invalid(ie.Msg)
-		}
-		return err
-	}
-	return nil
+// users are the records of users (records.go), under their database. A
+// user's definition is its id, the only property a replace changes (so a
+// replace renames it); its permissions go with it when it is deleted.
+var users = recordKind[*Database, string, User, *User]{
+	what:         "user",
+	parentLocked: func(c *Catalog, at parentID) (*Database, error) { return c.databaseLocked(at.db) },
+	prefix:       userPrefix,
+	parse:        parseUser,
+	defID:        func(id string) string { return id },
+	renames:      true,
+	buildLocked:  buildUserLocked,
+	cascadeLocked: func(c *Catalog, ch *changes, d *Database, u *User) error {
+		return c.deletePrefixLocked(ch, permPrefix(d, u.RID))
+	},
 }
 
-// databaseLocked returns database db, or ErrNotFound.
-func (c *Catalog) databaseLocked(db string) (*Database, error) {
-	d, ok := c.mu.dbs[db]
-	if !ok {
-		return nil, ErrNotFound
+// buildUserLocked returns user id of database d: a new one (old nil), or
+// old, renamed to id, with a new _etag and _ts.
+func buildUserLocked(c *Catalog, d *Database, id string, old *User) (*User, error) {
+	seq := c.nextLocked()
+	if old == nil {
+		dbRID, _ := document.DecodeRID(d.RID)
+		return &User{
+			DB: d.ID, ID: id, DBRID: d.RID, RID: document.EncodeRID(binary.BigEndian.AppendUint32(dbRID, uint32(seq))),
+			Seq: seq, TS: c.now().Unix(), ETag: document.ETag(seq),
+		}, nil
 	}
-	return d, nil
-}
-
-// userLocked returns user id of database d, or ErrNotFound.
-func (c *Catalog) userLocked(d *Database, id string) (*User, error) {
-	v, ok, err := c.be.Get(userKey(d, id))
-	if err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
-	}
-	if !ok {
-		return nil, ErrNotFound
-	}
-	var u User
-	if err := json.Unmarshal(v, &u); err != nil {
-		return nil, fmt.Errorf("catalog: user %s: %w", id, err)
-	}
+	u := *old
+	u.ID, u.TS, u.ETag = id, c.now().Unix(), document.ETag(seq)
 	return &u, nil
 }
 
 // CreateUser creates a user of database db from its definition. It returns
 // ErrNotFound (no database), ErrExists, or an *InvalidError.
 func (c *Catalog) CreateUser(db string, body []byte) (*User, error) {
-	id, err := parseUser(body)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	d, err := c.databaseLocked(db)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := c.userLocked(d, id); err == nil {
-		return nil, ErrExists
-	} else if !errors.Is(err, ErrNotFound) {
-		return nil, err
-	}
-	return c.createUserLocked(d, id)
-}
-
-// createUserLocked stores a new user id of database d.
-func (c *Catalog) createUserLocked(d *Database, id string) (*User, error) {
-	seq := c.nextLocked()
-	dbRID, _ := document.DecodeRID(d.RID)
-	u := &User{
-		DB: d.ID, ID: id, DBRID: d.RID, RID: document.EncodeRID(binary.BigEndian.AppendUint32(dbRID, uint32(seq))),
-		Seq: seq, TS: c.now().Unix(), ETag: document.ETag(seq),
-	}
-	ch := newChanges()
-	putJSON(ch, userKey(d, id), u)
-	c.putSeqLocked(ch)
-	if err := ch.apply(c.be); err != nil {
-		return nil, err
-	}
-	return u, nil
+	return users.create(c, parentID{db: db}, body)
 }
 
 // UpsertUser creates the user body defines, or replaces it when it exists
 // (which changes only its _etag and _ts); created reports which. Errors as
 // CreateUser.
 func (c *Catalog) UpsertUser(db string, body []byte) (u *User, created bool, err error) {
-	id, err := parseUser(body)
-	if err != nil {
-		return nil, false, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	d, err := c.databaseLocked(db)
-	if err != nil {
-		return nil, false, err
-	}
-	old, err := c.userLocked(d, id)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		u, err := c.createUserLocked(d, id)
-		return u, true, err
-	case err != nil:
-		return nil, false, err
-	}
-	u, err = c.replaceUserLocked(d, old, id)
-	return u, false, err
+	return users.upsert(c, parentID{db: db}, body)
 }
 
 // User returns user id of database db, or ErrNotFound.
 func (c *Catalog) User(db, id string) (*User, error) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	d, err := c.databaseLocked(db)
-	if err != nil {
-		return nil, err
-	}
-	return c.userLocked(d, id)
+	return users.read(c, parentID{db: db}, id)
 }
 
 // Users returns database db's users in creation order, or ErrNotFound.
 func (c *Catalog) Users(ctx context.Context, db string) ([]*User, error) {
+	// NB: unlike Permissions, the scan runs without c.mu (Database takes it
+	// only to find the database).
 	d, err := c.Database(db)
 	if err != nil {
 		return nil, err
 	}
-	var out []*User
-	if err := c.be.Load(ctx, keyUser+dbKey(d)+"/", func(_ string, v []byte) error {
-		var u User
-		if err := json.Unmarshal(v, &u); err != nil {
-			return err
-		}
-		out = append(out, &u)
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
-	}
-	slices.SortFunc(out, func(a, b *User) int { return cmp.Compare(a.Seq, b.Seq) })
-	return out, nil
+	return users.list(ctx, c, d)
 }
 
 // ReplaceUser replaces user id of database db: the body's id is the user's
@@ -269,78 +197,13 @@ func (c *Catalog) Users(ctx context.Context, db string) ([]*User, error) {
 // stay with it. It returns ErrNotFound, ErrExists (the new id is taken), or
 // an *InvalidError.
 func (c *Catalog) ReplaceUser(db, id string, body []byte) (*User, error) {
-	newID, err := parseUser(body)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	d, err := c.databaseLocked(db)
-	if err != nil {
-		return nil, err
-	}
-	old, err := c.userLocked(d, id)
-	if err != nil {
-		return nil, err
-	}
-	if newID != id {
-		if _, err := c.userLocked(d, newID); err == nil {
-			return nil, ErrExists
-		} else if !errors.Is(err, ErrNotFound) {
-			return nil, err
-		}
-	}
-	return c.replaceUserLocked(d, old, newID)
-}
-
-// replaceUserLocked stores user old of database d under id newID (its
-// own, or a free one) with a new _etag and _ts.
-func (c *Catalog) replaceUserLocked(d *Database, old *User, newID string) (*User, error) {
-	ch := newChanges()
-	if newID != old.ID {
-		ch.delete(userKey(d, old.ID))
-	}
-	u := *old
-	seq := c.nextLocked()
-	u.ID, u.TS, u.ETag = newID, c.now().Unix(), document.ETag(seq)
-	putJSON(ch, userKey(d, newID), &u)
-	c.putSeqLocked(ch)
-	if err := ch.apply(c.be); err != nil {
-		return nil, err
-	}
-	return &u, nil
+	return users.replace(c, parentID{db: db}, id, body)
 }
 
 // DeleteUser deletes user id of database db with all its permissions, or
 // returns ErrNotFound.
 func (c *Catalog) DeleteUser(db, id string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	d, err := c.databaseLocked(db)
-	if err != nil {
-		return err
-	}
-	u, err := c.userLocked(d, id)
-	if err != nil {
-		return err
-	}
-	ch := newChanges()
-	if err := c.deletePrefixLocked(ch, permPrefix(d, u.RID)); err != nil {
-		return err
-	}
-	ch.delete(userKey(d, id))
-	return ch.apply(c.be)
-}
-
-// deletePrefixLocked records in ch the deletion of every key with prefix.
-func (c *Catalog) deletePrefixLocked(ch *changes, prefix string) error {
-	if err := c.be.Load(context.Background(), prefix, func(key string, _ []byte) error {
-		ch.delete(key)
-		return nil
-	}); err != nil {
-		return fmt.Errorf("catalog: %w", err)
-	}
-	return nil
+	return users.delete(c, parentID{db: db}, id)
 }
 
 // ExistsError is ErrExists with a message that says which constraint the
@@ -472,58 +335,50 @@ func (c *Catalog) resolveLocked(d *Database, def permDef, p *Permission) error {
 	return nil
 }
 
-// permissionLocked returns permission id of the user with _rid userRID of
-// database d, or ErrNotFound.
-func (c *Catalog) permissionLocked(d *Database, userRID, id string) (*Permission, error) {
-	v, ok, err := c.be.Get(permPrefix(d, userRID) + id)
-	if err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
-	}
-	if !ok {
-		return nil, ErrNotFound
-	}
-	var p Permission
-	if err := json.Unmarshal(v, &p); err != nil {
-		return nil, fmt.Errorf("catalog: permission %s: %w", id, err)
-	}
-	return &p, nil
+// owner is a permission's parent: its user and the user's database.
+type owner struct {
+	d *Database
+	u *User
 }
 
-// permissionsLocked returns the permissions of the user with _rid userRID
-// of database d, in creation order.
-func (c *Catalog) permissionsLocked(ctx context.Context, d *Database, userRID string) ([]*Permission, error) {
-	var out []*Permission
-	if err := c.be.Load(ctx, permPrefix(d, userRID), func(_ string, v []byte) error {
-		var p Permission
-		if err := json.Unmarshal(v, &p); err != nil {
-			return err
+// permissions are the records of permissions (records.go), under their
+// user. A replace keeps a permission's id and _rid.
+var permissions = recordKind[owner, permDef, Permission, *Permission]{
+	what: "permission",
+	parentLocked: func(c *Catalog, at parentID) (owner, error) {
+		d, err := c.databaseLocked(at.db)
+		if err != nil {
+			return owner{}, err
 		}
-		out = append(out, &p)
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
-	}
-	slices.SortFunc(out, func(a, b *Permission) int { return cmp.Compare(a.Seq, b.Seq) })
-	return out, nil
+		u, err := users.getLocked(c, d, at.user)
+		return owner{d: d, u: u}, err
+	},
+	prefix:      func(o owner) string { return permPrefix(o.d, o.u.RID) },
+	parse:       parsePermission,
+	defID:       func(def permDef) string { return def.id },
+	buildLocked: buildPermissionLocked,
 }
 
-// writePermissionLocked validates def for user u of database d and stores it
-// as a new permission (old nil) or as old's replacement. A user has at most
-// one permission per resource (Cosmos DB's rule): another permission on the
-// same container or item is an *ExistsError.
-func (c *Catalog) writePermissionLocked(d *Database, u *User, def permDef, old *Permission) (*Permission, error) {
+// buildPermissionLocked validates def for user o.u of database o.d and
+// returns it as a new permission (old nil) or as old's replacement. A user
+// has at most one permission per resource (Cosmos DB's rule): another
+// permission on the same container or item is an *ExistsError.
+func buildPermissionLocked(c *Catalog, o owner, def permDef, old *Permission) (*Permission, error) {
+	d, u := o.d, o.u
 	p := &Permission{DB: d.ID, UserRID: u.RID, ID: def.id, Def: def.def, Mode: def.mode}
 	if err := c.resolveLocked(d, def, p); err != nil {
 		return nil, err
 	}
-	others, err := c.permissionsLocked(context.Background(), d, u.RID)
+	// NB: not permissions.list, which would make the initialisation of
+	// permissions refer to itself.
+	others, err := inCreationOrder[Permission](context.Background(), c.be, permPrefix(d, u.RID))
 	if err != nil {
 		return nil, err
 	}
-	for _, o := range others {
-		if o.ID != def.id && o.ContainerRID == p.ContainerRID && o.Item == p.Item {
+	for _, other := range others {
+		if other.ID != def.id && other.ContainerRID == p.ContainerRID && other.Item == p.Item {
 			return nil, &ExistsError{Msg: fmt.Sprintf("user %s already has permission %s on resource %s: a user has at most one permission per resource",
-				u.ID, o.ID, def.resource)}
+				u.ID, other.ID, def.resource)}
 		}
 	}
 	seq := c.nextLocked()
@@ -536,12 +391,6 @@ func (c *Catalog) writePermissionLocked(d *Database, u *User, def permDef, old *
 		p.Seq = seq
 	}
 	p.TS, p.ETag = c.now().Unix(), document.ETag(seq)
-	ch := newChanges()
-	putJSON(ch, permPrefix(d, u.RID)+p.ID, p)
-	c.putSeqLocked(ch)
-	if err := ch.apply(c.be); err != nil {
-		return nil, err
-	}
 	return p, nil
 }
 
@@ -550,67 +399,19 @@ func (c *Catalog) writePermissionLocked(d *Database, u *User, def permDef, old *
 // (the id is taken, or an *ExistsError: the user has a permission on the
 // resource), or an *InvalidError.
 func (c *Catalog) CreatePermission(db, user string, body []byte) (*Permission, error) {
-	def, err := parsePermission(body)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	d, err := c.databaseLocked(db)
-	if err != nil {
-		return nil, err
-	}
-	u, err := c.userLocked(d, user)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := c.permissionLocked(d, u.RID, def.id); err == nil {
-		return nil, ErrExists
-	} else if !errors.Is(err, ErrNotFound) {
-		return nil, err
-	}
-	return c.writePermissionLocked(d, u, def, nil)
+	return permissions.create(c, parentID{db: db, user: user}, body)
 }
 
 // UpsertPermission creates or replaces the permission body defines; created
 // reports which. Errors as CreatePermission.
 func (c *Catalog) UpsertPermission(db, user string, body []byte) (p *Permission, created bool, err error) {
-	def, err := parsePermission(body)
-	if err != nil {
-		return nil, false, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	d, err := c.databaseLocked(db)
-	if err != nil {
-		return nil, false, err
-	}
-	u, err := c.userLocked(d, user)
-	if err != nil {
-		return nil, false, err
-	}
-	old, err := c.permissionLocked(d, u.RID, def.id)
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return nil, false, err
-	}
-	p, err = c.writePermissionLocked(d, u, def, old)
-	return p, old == nil, err
+	return permissions.upsert(c, parentID{db: db, user: user}, body)
 }
 
 // Permission returns permission id of user user of database db, or
 // ErrNotFound.
 func (c *Catalog) Permission(db, user, id string) (*Permission, error) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	d, err := c.databaseLocked(db)
-	if err != nil {
-		return nil, err
-	}
-	u, err := c.userLocked(d, user)
-	if err != nil {
-		return nil, err
-	}
-	return c.permissionLocked(d, u.RID, id)
+	return permissions.read(c, parentID{db: db, user: user}, id)
 }
 
 // PermissionOf returns permission id of the user with _rid userRID of
@@ -625,7 +426,7 @@ func (c *Catalog) PermissionOf(db, userRID, id string) (*Permission, error) {
 	if _, err := document.DecodeRID(userRID); err != nil {
 		return nil, ErrNotFound
 	}
-	return c.permissionLocked(d, userRID, id)
+	return getRecord[Permission](c.be, permissions.what, permPrefix(d, userRID), id)
 }
 
 // Permissions returns user user's permissions in creation order, with the
@@ -633,16 +434,12 @@ func (c *Catalog) PermissionOf(db, userRID, id string) (*Permission, error) {
 func (c *Catalog) Permissions(ctx context.Context, db, user string) ([]*Permission, *User, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	d, err := c.databaseLocked(db)
+	o, err := permissions.parentLocked(c, parentID{db: db, user: user})
 	if err != nil {
 		return nil, nil, err
 	}
-	u, err := c.userLocked(d, user)
-	if err != nil {
-		return nil, nil, err
-	}
-	ps, err := c.permissionsLocked(ctx, d, u.RID)
-	return ps, u, err
+	ps, err := permissions.list(ctx, c, o)
+	return ps, o.u, err
 }
 
 // ReplacePermission replaces permission id of user user; the body's id must
@@ -650,47 +447,11 @@ func (c *Catalog) Permissions(ctx context.Context, db, user string) ([]*Permissi
 // issued for it before. Errors as CreatePermission, and ErrNotFound when the
 // permission does not exist.
 func (c *Catalog) ReplacePermission(db, user, id string, body []byte) (*Permission, error) {
-	def, err := parsePermission(body)
-	if err != nil {
-		return nil, err
-	}
-	if def.id != id {
-		return nil, invalid(fmt.Sprintf("the id %q in the body does not match %q in the URL", def.id, id))
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	d, err := c.databaseLocked(db)
-	if err != nil {
-		return nil, err
-	}
-	u, err := c.userLocked(d, user)
-	if err != nil {
-		return nil, err
-	}
-	old, err := c.permissionLocked(d, u.RID, id)
-	if err != nil {
-		return nil, err
-	}
-	return c.writePermissionLocked(d, u, def, old)
+	return permissions.replace(c, parentID{db: db, user: user}, id, body)
 }
 
 // DeletePermission deletes permission id of user user, or returns
 // ErrNotFound.
 func (c *Catalog) DeletePermission(db, user, id string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	d, err := c.databaseLocked(db)
-	if err != nil {
-		return err
-	}
-	u, err := c.userLocked(d, user)
-	if err != nil {
-		return err
-	}
-	if _, err := c.permissionLocked(d, u.RID, id); err != nil {
-		return err
-	}
-	ch := newChanges()
-	ch.delete(permPrefix(d, u.RID) + id)
-	return ch.apply(c.be)
+	return permissions.delete(c, parentID{db: db, user: user}, id)
 }

@@ -10,6 +10,8 @@ import (
 // Users and permissions (catalog/users.go). The engine stores them; the API
 // layer issues and checks the resource tokens of permissions.
 
+func userResource(u *catalog.User) Resource { return Resource{Body: u.JSON(), ETag: u.ETag} }
+
 // CreateUser creates a user of database db. Errors: 404 (no database), 409,
 // 400 for an invalid definition.
 func (e *Engine) CreateUser(db string, body []byte) (Resource, error) {
@@ -17,7 +19,7 @@ func (e *Engine) CreateUser(db string, body []byte) (Resource, error) {
 	if err != nil {
 		return Resource{}, translate(err)
 	}
-	return Resource{Body: u.JSON(), ETag: u.ETag}, nil
+	return userResource(u), nil
 }
 
 // UpsertUser creates the user body defines or replaces it; created reports
@@ -27,7 +29,7 @@ func (e *Engine) UpsertUser(db string, body []byte) (res Resource, created bool,
 	if err != nil {
 		return Resource{}, false, translate(err)
 	}
-	return Resource{Body: u.JSON(), ETag: u.ETag}, created, nil
+	return userResource(u), created, nil
 }
 
 // ReadUser returns user id of database db, or 404.
@@ -36,7 +38,7 @@ func (e *Engine) ReadUser(db, id string) (Resource, error) {
 	if err != nil {
 		return Resource{}, translate(err)
 	}
-	return Resource{Body: u.JSON(), ETag: u.ETag}, nil
+	return userResource(u), nil
 }
 
 // ReplaceUser replaces user id: the body's id is its new id. Errors: 404,
@@ -46,7 +48,7 @@ func (e *Engine) ReplaceUser(db, id string, body []byte) (Resource, error) {
 	if err != nil {
 		return Resource{}, translate(err)
 	}
-	return Resource{Body: u.JSON(), ETag: u.ETag}, nil
+	return userResource(u), nil
 }
 
 // DeleteUser deletes user id with its permissions (revoking their tokens),
@@ -57,7 +59,7 @@ func (e *Engine) DeleteUser(db, id string) error {
 
 // Users returns database db's user resources and the database's _rid, or
 // 404.
-func (e *Engine) Users(ctx context.Context, db string) (users [][]byte, dbRID string, err error) {
+func (e *Engine) Users(ctx context.Context, db string) (users []Resource, dbRID string, err error) {
 	d, err := e.cat.Database(db)
 	if err != nil {
 		return nil, "", translate(err)
@@ -67,7 +69,7 @@ func (e *Engine) Users(ctx context.Context, db string) (users [][]byte, dbRID st
 		return nil, "", translate(err)
 	}
 	for _, u := range us {
-		users = append(users, u.JSON())
+		users = append(users, userResource(u))
 	}
 	return users, d.RID, nil
 }
