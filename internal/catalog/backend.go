@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Backend persists the catalog's records: a map from string keys to byte
@@ -40,4 +41,41 @@ func (ch *changes) apply(b Backend) error {
 		return fmt.Errorf("catalog: %w", err)
 	}
 	return nil
+}
+
+// Shared is a Backend that the catalogs of other nodes write too (etcd, in
+// a cluster: docs/cluster.md, "The catalog in a cluster"). The catalog
+// takes its cluster-wide write lock around every write, and the owner of
+// the backend passes it the records other nodes change (Catalog.Observe).
+type Shared interface {
+	Backend
+	// Lock blocks until this node holds the catalog's cluster-wide write
+	// lock and has passed to Observe every change made before the lock was
+	// granted, and returns the lock's release. Apply is fenced by the lock:
+	// it fails once the lock is lost.
+	Lock(ctx context.Context) (unlock func(), err error)
+}
+
+// lockTimeout bounds how long a write waits for a shared backend's lock.
+const lockTimeout = 10 * time.Second
+
+// lockWrite takes the catalog's write locks, the cluster-wide one first
+// (a shared backend), then the local mutex; the caller calls the release.
+// Errors: the shared backend's, when its lock cannot be had in time.
+func (c *Catalog) lockWrite() (func(), error) {
+	if c.shared == nil {
+		c.mu.Lock()
+		return c.mu.Unlock, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), lockTimeout)
+	defer cancel()
+	unlock, err := c.shared.Lock(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: the cluster-wide write lock: %w", err)
+	}
+	c.mu.Lock()
+	return func() {
+		c.mu.Unlock()
+		unlock()
+	}, nil
 }

@@ -277,8 +277,9 @@ func (c *Container) buildMap() error {
 // Catalog holds all metadata. It is safe for concurrent use; mutations are
 // serialised (they are rare), lookups take a read lock only.
 type Catalog struct {
-	be  Backend
-	now func() time.Time
+	be     Backend
+	shared Shared // be, when other nodes write it too; else nil
+	now    func() time.Time
 
 	mu struct {
 		sync.RWMutex
@@ -298,6 +299,7 @@ type Catalog struct {
 // _rid sequence numbers from the old node-wide reservation on.
 func Open(ctx context.Context, be Backend, now func() time.Time) (*Catalog, error) {
 	c := &Catalog{be: be, now: now}
+	c.shared, _ = be.(Shared)
 	c.mu.dbs = map[string]*Database{}
 	c.mu.colls = map[string]map[string]*Container{}
 	c.mu.offers = map[string]*Offer{}
@@ -421,8 +423,11 @@ func (c *Catalog) newKeyspaceLocked(ch *changes) (uint64, error) {
 // move (MoveRange). An id never used by a move is harmless: no container
 // refers to its keyspace, which the engine drops at start.
 func (c *Catalog) NewKeyspace() (uint64, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	unlock, err := c.lockWrite()
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
 	ch := newChanges()
 	ks, err := c.newKeyspaceLocked(ch)
 	if err != nil {
@@ -460,8 +465,11 @@ func (c *Catalog) Collected(db, id string, internal uint64, rangeID string) (*Co
 }
 
 func (c *Catalog) updateRange(db, id string, internal uint64, rangeID string, fn func(*RangeRecord) error) (*Container, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	unlock, err := c.lockWrite()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	old, ok := c.mu.colls[db][id]
 	if !ok || old.Internal != internal {
 		return nil, ErrNotFound
@@ -501,8 +509,11 @@ func (c *Catalog) saveLocked(k *Container) error {
 // increase with each reservation. It returns ErrNotFound when the container
 // is gone.
 func (c *Catalog) ReserveRIDs(db, id string, internal uint64, n uint64) (first, limit uint64, err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	unlock, err := c.lockWrite()
+	if err != nil {
+		return 0, 0, err
+	}
+	defer unlock()
 	old, ok := c.mu.colls[db][id]
 	if !ok || old.Internal != internal {
 		return 0, 0, ErrNotFound
@@ -568,8 +579,11 @@ func (c *Catalog) CreateDatabase(id string, tp Throughput) (*Database, error) {
 	if err := tp.validate(); err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	unlock, err := c.lockWrite()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if _, ok := c.mu.dbs[id]; ok {
 		return nil, ErrExists
 	}
@@ -609,8 +623,11 @@ func (c *Catalog) newOfferLocked(tp Throughput, self, rid, db, coll string) *Off
 // returns the containers: their data is the caller's to drop. It returns
 // ErrNotFound.
 func (c *Catalog) DeleteDatabase(id string) ([]*Container, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	unlock, err := c.lockWrite()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	d, ok := c.mu.dbs[id]
 	if !ok {
 		return nil, ErrNotFound
@@ -704,8 +721,11 @@ func (c *Catalog) CreateContainer(db string, body []byte, tp Throughput) (*Conta
 	if err := tp.validate(); err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	unlock, err := c.lockWrite()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	d, ok := c.mu.dbs[db]
 	if !ok {
 		return nil, ErrNotFound
@@ -772,8 +792,11 @@ func (c *Catalog) CreateContainer(db string, body []byte, tp Throughput) (*Conta
 // partition key's kind, version and systemKey, which keep their values. It
 // returns ErrNotFound when the container does not exist.
 func (c *Catalog) ReplaceContainer(db, id string, body []byte) (*Container, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	unlock, err := c.lockWrite()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	old, ok := c.mu.colls[db][id]
 	if !ok {
 		return nil, ErrNotFound
@@ -812,8 +835,11 @@ func (c *Catalog) ReplaceContainer(db, id string, body []byte) (*Container, erro
 // indexing policy policy (Container.PolicyJSON). It does nothing if the
 // container is gone or its policy changed since.
 func (c *Catalog) MarkIndexed(db, id string, internal uint64, policy string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	unlock, err := c.lockWrite()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	old, ok := c.mu.colls[db][id]
 	if !ok || old.Internal != internal || old.policyRaw != policy || old.Indexed == policy {
 		return nil
@@ -831,8 +857,11 @@ func (c *Catalog) MarkIndexed(db, id string, internal uint64, policy string) err
 // ErrNotFound for an unknown container or range, and an *InvalidError when
 // at does not lie strictly inside the range.
 func (c *Catalog) SplitRange(db, id, rangeID string, at partition.EPK) (*Container, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	unlock, err := c.lockWrite()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	old, ok := c.mu.colls[db][id]
 	if !ok {
 		return nil, ErrNotFound
@@ -873,8 +902,11 @@ func (c *Catalog) SplitRange(db, id, rangeID string, at partition.EPK) (*Contain
 // atomically, and returns it: its data is the caller's to drop. It returns
 // ErrNotFound.
 func (c *Catalog) DeleteContainer(db, id string) (*Container, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	unlock, err := c.lockWrite()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	k, ok := c.mu.colls[db][id]
 	if !ok {
 		return nil, ErrNotFound
@@ -924,8 +956,11 @@ func (c *Catalog) ReplaceOffer(id string, tp Throughput) (*Offer, error) {
 	if err := tp.validate(); err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	unlock, err := c.lockWrite()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	old, ok := c.mu.offers[strings.ToLower(id)]
 	if !ok {
 		return nil, ErrNotFound

@@ -30,8 +30,11 @@ func pkDeletePrefix(internal uint64) string { return fmt.Sprintf("%s%016x/", key
 // partition (a later one has a larger Cut). It returns ErrNotFound when the
 // container is gone.
 func (c *Catalog) AddPKDelete(d PKDelete) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	unlock, err := c.lockWrite()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	k, ok := c.mu.colls[d.DB][d.Container]
 	if !ok || k.Internal != d.Internal {
 		return ErrNotFound
@@ -44,8 +47,11 @@ func (c *Catalog) AddPKDelete(d PKDelete) error {
 // RemovePKDelete removes the record of d once its work is done, unless a
 // later delete of the same logical partition replaced it.
 func (c *Catalog) RemovePKDelete(d PKDelete) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	unlock, err := c.lockWrite()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	key := pkDeletePrefix(d.Internal) + d.PK
 	v, ok, err := c.be.Get(key)
 	if err != nil {

@@ -172,8 +172,11 @@ func (k *recordKind[P, D, R, PR]) create(c *Catalog, at parentID, body []byte) (
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	unlock, err := c.lockWrite()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	p, err := k.parentLocked(c, at)
 	if err != nil {
 		return nil, err
@@ -191,8 +194,11 @@ func (k *recordKind[P, D, R, PR]) upsert(c *Catalog, at parentID, body []byte) (
 	if err != nil {
 		return nil, false, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	unlock, err := c.lockWrite()
+	if err != nil {
+		return nil, false, err
+	}
+	defer unlock()
 	p, err := k.parentLocked(c, at)
 	if err != nil {
 		return nil, false, err
@@ -230,8 +236,11 @@ func (k *recordKind[P, D, R, PR]) replace(c *Catalog, at parentID, id string, bo
 	if !k.renames && newID != id {
 		return nil, invalid(fmt.Sprintf("the id %q in the body does not match %q in the URL", newID, id))
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	unlock, err := c.lockWrite()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	p, err := k.parentLocked(c, at)
 	if err != nil {
 		return nil, err
@@ -251,8 +260,11 @@ func (k *recordKind[P, D, R, PR]) replace(c *Catalog, at parentID, id string, bo
 // delete deletes record id of the parent at, with what goes with it
 // (cascadeLocked), or returns ErrNotFound.
 func (k *recordKind[P, D, R, PR]) delete(c *Catalog, at parentID, id string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	unlock, err := c.lockWrite()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	p, err := k.parentLocked(c, at)
 	if err != nil {
 		return err

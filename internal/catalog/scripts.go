@@ -126,8 +126,11 @@ func (c *Catalog) CreateScript(db, coll string, kind ScriptKind, body []byte) (*
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	unlock, err := c.lockWrite()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	k, ok := c.mu.colls[db][coll]
 	if !ok {
 		return nil, ErrNotFound
@@ -190,8 +193,11 @@ func (c *Catalog) ReplaceScript(db, coll string, kind ScriptKind, id string, bod
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	unlock, err := c.lockWrite()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	seq := c.nextLocked()
 	sc.Container, sc.RID, sc.Self = old.Container, old.RID, old.Self
 	sc.TS, sc.ETag = c.now().Unix(), document.ETag(seq)
@@ -204,8 +210,11 @@ func (c *Catalog) DeleteScript(db, coll string, kind ScriptKind, id string) erro
 	if err != nil {
 		return err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	unlock, err := c.lockWrite()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	ch := newChanges()
 	ch.delete(scriptKey(old.Container, kind, id))
 	return ch.apply(c.be)
