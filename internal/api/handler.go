@@ -230,6 +230,13 @@ func (h *Handler) unsupported(_ http.ResponseWriter, r *http.Request) error {
 // ServeHTTP authenticates the request and dispatches it. It never lets a
 // panic escape: a handler bug becomes a 500.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// A small frame of its own, so that the goroutine's stack grows once,
+	// in growStack, rather than here too.
+	growStack(true)
+	h.serve(w, r)
+}
+
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	activity := r.Header.Get("x-ms-activity-id")
 	if activity == "" {
 		activity = newUUID()

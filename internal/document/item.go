@@ -434,9 +434,184 @@ func (it *Item) Marshal(sp SystemProps) []byte {
 }
 
 // Props reads the system properties back out of stored item JSON, as Marshal
-// produced it. Errors wrap ErrCorrupt: the JSON is invalid, or _rid, _self or
-// _etag is missing or not a string, or _ts is missing or not an integer.
+// produced it. Errors wrap ErrCorrupt: the top-level value is not a
+// well-formed object, or _rid, _self or _etag is missing or not a string, or
+// _ts is missing or not an integer.
+//
+// Props runs on every point read and write of a stored item, so it trusts
+// what Marshal wrote (every item was validated on the way in, and Pebble
+// checksums what it stores): it walks the top-level members once, checking
+// their structure and the system properties' values, and skips the other
+// values without validating them. Input it cannot take that way (a key with
+// an escape, say) goes through a full validating scan. On valid JSON both
+// give the same result (FuzzProps).
 func Props(stored []byte) (SystemProps, error) {
+	if sp, ok := propsFast(stored); ok {
+		return sp, nil
+	}
+	return propsScan(stored)
+}
+
+// propsFast is Props in one pass over the top-level members of stored. ok is
+// false when stored is malformed, a key has an escape, or a system property
+// is not as Marshal writes it: propsScan then decides (and names the error).
+// It never reads out of bounds, whatever stored holds.
+func propsFast(b []byte) (sp SystemProps, ok bool) {
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return SystemProps{}, false
+	}
+	type span struct{ s, e int }
+	var rid, self, etag, ts, ttl span // value spans; the last member of a name wins, as in findMember
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return SystemProps{}, false // no _rid: propsScan names it
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return SystemProps{}, false
+		}
+		ks := i
+		ke, ok := endString(b, i)
+		if !ok {
+			return SystemProps{}, false
+		}
+		key := b[ks+1 : ke-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return SystemProps{}, false
+		}
+		i = skipWS(b, ke)
+		if i >= len(b) || b[i] != ':' {
+			return SystemProps{}, false
+		}
+		vs := skipWS(b, i+1)
+		ve, ok := endValue(b, vs)
+		if !ok {
+			return SystemProps{}, false
+		}
+		switch string(key) {
+		case propRID:
+			rid = span{vs, ve}
+		case propSelf:
+			self = span{vs, ve}
+		case propETag:
+			etag = span{vs, ve}
+		case propTS:
+			ts = span{vs, ve}
+		case "ttl":
+			ttl = span{vs, ve}
+		}
+		i = skipWS(b, ve)
+		if i < len(b) && b[i] == ',' {
+			i = skipWS(b, i+1)
+			continue
+		}
+		if i < len(b) && b[i] == '}' {
+			break
+		}
+		return SystemProps{}, false
+	}
+	if skipWS(b, i+1) != len(b) {
+		return SystemProps{}, false
+	}
+	for _, p := range []struct {
+		v   span
+		dst *string
+	}{{rid, &sp.RID}, {self, &sp.Self}, {etag, &sp.ETag}} {
+		if p.v.e == 0 || b[p.v.s] != '"' {
+			return SystemProps{}, false
+		}
+		// A system property's string is validated: decodeString expects
+		// a valid literal.
+		end, esc, err := scanString(b, p.v.s, false)
+		if err != nil || end != p.v.e {
+			return SystemProps{}, false
+		}
+		*p.dst = decodeString(b[p.v.s+1:p.v.e-1], esc)
+	}
+	if ts.e == 0 {
+		return SystemProps{}, false
+	}
+	n, err := strconv.ParseInt(string(b[ts.s:ts.e]), 10, 64)
+	if err != nil {
+		return SystemProps{}, false
+	}
+	sp.TS = n
+	if ttl.e != 0 {
+		if n, err := strconv.ParseInt(string(b[ttl.s:ttl.e]), 10, 64); err == nil && (n == -1 || (n > 0 && n <= math.MaxInt32)) {
+			sp.TTL, sp.HasTTL = n, true
+		}
+	}
+	return sp, true
+}
+
+// endString returns the offset just past the string literal at b[i] == '"',
+// without validating it; ok is false when it is unterminated.
+func endString(b []byte, i int) (int, bool) {
+	i++
+	for {
+		k := bytes.IndexByte(b[i:], '"')
+		if k < 0 {
+			return 0, false
+		}
+		k += i
+		n := 0 // backslashes before the quote: odd means it is escaped
+		for m := k - 1; m >= i && b[m] == '\\'; m-- {
+			n++
+		}
+		if n%2 == 0 {
+			return k + 1, true
+		}
+		i = k + 1
+	}
+}
+
+// endValue returns the offset just past the JSON value at b[i], without
+// validating it beyond its extent: strings end at their closing quote,
+// objects and arrays at the bracket that balances theirs, and other values
+// at the next whitespace, ',', '}' or ']'. ok is false when the value is
+// empty or unterminated.
+func endValue(b []byte, i int) (int, bool) {
+	if i >= len(b) {
+		return 0, false
+	}
+	switch b[i] {
+	case '"':
+		return endString(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				end, ok := endString(b, i)
+				if !ok {
+					return 0, false
+				}
+				i = end
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1, true
+				}
+			}
+			i++
+		}
+		return 0, false
+	case '}', ']', ',', ':':
+		return 0, false
+	}
+	j := i
+	for j < len(b) && !isWS(b[j]) && b[j] != ',' && b[j] != '}' && b[j] != ']' {
+		j++
+	}
+	return j, j > i
+}
+
+// propsScan is Props by a validating scan of the whole document and a
+// search of its members for each property.
+func propsScan(stored []byte) (SystemProps, error) {
 	root, err := scanRoot(stored, nil, false)
 	if err != nil {
 		return SystemProps{}, fmt.Errorf("%w: %v", ErrCorrupt, err)

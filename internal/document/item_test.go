@@ -540,3 +540,55 @@ func TestParseItemLenientIDs(t *testing.T) {
 		t.Errorf("ParseItemWith(empty id, LenientIDs) succeeded")
 	}
 }
+
+// FuzzProps checks Props against its validating form, propsScan: on any
+// input that is valid JSON they agree (result, or an ErrCorrupt each); on
+// any other input Props neither panics nor returns another error.
+func FuzzProps(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"1","_rid":"r","_self":"s","_etag":"\"e\"","_ts":1,"_attachments":"attachments/"}`,
+		`{"id":"1","ttl":5,"a":{"_rid":"x"},"_rid":"r","_self":"s","_etag":"e","_ts":12}`,
+		`{"_rid":"r","_rid":"q","_self":"s\u0041","_etag":"e","_ts":-3,"ttl":-1}`,
+		`{"\u005frid":"r","_self":"s","_etag":"e","_ts":1}`, `{"_rid":"r","_self":"s","_etag":"e","_ts":1.5}`,
+		`{"a":[1,{"b":"]"}],"_rid":"r","_self":"s","_etag":"e","_ts":1}`, `{"_rid":"r"`, `[]`, `{}`, ` {"_rid" : "r" , "_self":"s","_etag":"e","_ts":1 } `,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		got, err := Props(in)
+		if err != nil && !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("Props(%q) error %v, want ErrCorrupt", in, err)
+		}
+		if _, verr := scanRoot(in, nil, false); verr != nil {
+			return
+		}
+		want, werr := propsScan(in)
+		if (err == nil) != (werr == nil) || got != want {
+			t.Fatalf("Props(%q) = %+v, %v; propsScan = %+v, %v", in, got, err, want, werr)
+		}
+	})
+}
+
+// BenchmarkProps1KB reads the system properties of a stored 1 KB item: Props
+// (one pass) and propsScan (the validating scan it falls back to).
+func BenchmarkProps1KB(b *testing.B) {
+	it, err := ParseItem(item1KB(), []string{"/pk"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	stored := it.Marshal(testProps())
+	for _, f := range []struct {
+		name string
+		fn   func([]byte) (SystemProps, error)
+	}{{"fast", Props}, {"scan", propsScan}} {
+		b.Run(f.name, func(b *testing.B) {
+			b.SetBytes(int64(len(stored)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := f.fn(stored); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -36,20 +36,41 @@ func DecodeRID(s string) ([]byte, error) {
 // ETag(0x5ee81d9a3bc801db) = `"00000000-0000-0000-5ee8-1d9a3bc801db"`, quotes
 // included. Distinct seqs give distinct etags.
 func ETag(seq uint64) string {
-	return fmt.Sprintf(`"00000000-0000-0000-%04x-%012x"`, seq>>48, seq&(1<<48-1))
+	b := []byte(etagPrefix + "0000-000000000000\"")
+	for i, shift := len(b)-2, 0; i >= len(etagPrefix); i-- {
+		if b[i] == '-' {
+			continue
+		}
+		b[i] = hexDigits[seq>>shift&0xf]
+		shift += 4
+	}
+	return string(b)
 }
+
+// etagPrefix is the fixed start of every ETag.
+const etagPrefix = `"00000000-0000-0000-`
 
 // ETagSeq returns the sequence number an ETag was made from, or an error
 // for an ETag ETag did not make.
 func ETagSeq(etag string) (uint64, error) {
-	var hi, lo uint64
-	if len(etag) != 38 {
+	if len(etag) != 38 || etag[:len(etagPrefix)] != etagPrefix || etag[24] != '-' || etag[37] != '"' {
 		return 0, &InvalidError{Msg: fmt.Sprintf("etag %q was not made by this server", etag)}
 	}
-	if n, err := fmt.Sscanf(etag, `"00000000-0000-0000-%04x-%012x"`, &hi, &lo); err != nil || n != 2 || ETag(hi<<48|lo) != etag {
-		return 0, &InvalidError{Msg: fmt.Sprintf("etag %q was not made by this server", etag)}
+	var seq uint64
+	for i := len(etagPrefix); i < 37; i++ {
+		c := etag[i]
+		switch {
+		case i == 24:
+			continue
+		case '0' <= c && c <= '9':
+			seq = seq<<4 | uint64(c-'0')
+		case 'a' <= c && c <= 'f':
+			seq = seq<<4 | uint64(c-'a'+10)
+		default: // ETag writes lowercase hex only
+			return 0, &InvalidError{Msg: fmt.Sprintf("etag %q was not made by this server", etag)}
+		}
 	}
-	return hi<<48 | lo, nil
+	return seq, nil
 }
 
 // ItemSelf returns an item's _self link, "dbs/{dbRID}/colls/{collRID}/docs/{docRID}/",

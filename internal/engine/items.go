@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"strconv"
 
 	"github.com/partitadb/partita/internal/catalog"
@@ -130,8 +129,12 @@ func locate(c *catalog.Container, pk document.PartitionKey, id string) (located,
 	return l, nil
 }
 
+// session returns the session token of a write or read at lsn of range
+// rangeID: "<range>:-1#<lsn>".
 func (e *Engine) session(rangeID string, lsn uint64) string {
-	return fmt.Sprintf("%s:-1#%d", rangeID, lsn)
+	b := make([]byte, 0, len(rangeID)+24)
+	b = append(append(b, rangeID...), ":-1#"...)
+	return string(strconv.AppendUint(b, lsn, 10))
 }
 
 // WriteItem creates, upserts or replaces an item, in a transaction of its

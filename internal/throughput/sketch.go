@@ -15,11 +15,21 @@ type Sketch struct {
 	mu    sync.Mutex
 	k     int
 	total float64
-	w     map[string]*entry
+	// The tracked keys form a min-heap by (weight, key), so the key a new
+	// one replaces is at the root: found in O(1) and replaced in O(log k),
+	// where a scan of every tracked key cost O(k) on each add of an
+	// untracked key (every add, when keys are many, as with point
+	// operations over many logical partitions). The order is total (keys are
+	// unique), so the key replaced is the one a scan would pick: the
+	// lightest, the smallest key among equals.
+	heap []*entry
+	keys map[string]*entry
 }
 
 type entry struct {
+	key         string
 	weight, err float64
+	i           int // index in Sketch.heap
 }
 
 // Heavy is a tracked key and its estimated weight: the true weight lies in
@@ -32,7 +42,8 @@ type Heavy struct {
 
 // NewSketch returns a sketch tracking at most k keys (k < 1 means 1).
 func NewSketch(k int) *Sketch {
-	return &Sketch{k: max(k, 1), w: map[string]*entry{}}
+	k = max(k, 1)
+	return &Sketch{k: k, heap: make([]*entry, 0, min(k, 1024)), keys: make(map[string]*entry, min(k, 1024))}
 }
 
 // Add counts weight for key.
@@ -43,23 +54,65 @@ func (s *Sketch) Add(key string, weight float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.total += weight
-	if e := s.w[key]; e != nil {
+	if e := s.keys[key]; e != nil {
 		e.weight += weight
+		s.down(e.i)
 		return
 	}
-	if len(s.w) < s.k {
-		s.w[key] = &entry{weight: weight}
+	if len(s.heap) < s.k {
+		e := &entry{key: key, weight: weight, i: len(s.heap)}
+		s.heap = append(s.heap, e)
+		s.keys[key] = e
+		s.up(e.i)
 		return
 	}
-	var minKey string
-	var minE *entry
-	for k, e := range s.w {
-		if minE == nil || e.weight < minE.weight || (e.weight == minE.weight && k < minKey) {
-			minKey, minE = k, e
+	// The lightest key's entry takes the new key, with its weight as the
+	// new key's overestimate.
+	e := s.heap[0]
+	delete(s.keys, e.key)
+	e.key, e.err, e.weight = key, e.weight, e.weight+weight
+	s.keys[key] = e
+	s.down(0)
+}
+
+// less orders the heap: lighter first, then by key.
+func (s *Sketch) less(i, j int) bool {
+	a, b := s.heap[i], s.heap[j]
+	return a.weight < b.weight || (a.weight == b.weight && a.key < b.key)
+}
+
+func (s *Sketch) swap(i, j int) {
+	s.heap[i], s.heap[j] = s.heap[j], s.heap[i]
+	s.heap[i].i, s.heap[j].i = i, j
+}
+
+func (s *Sketch) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !s.less(i, p) {
+			return
 		}
+		s.swap(i, p)
+		i = p
 	}
-	delete(s.w, minKey)
-	s.w[key] = &entry{weight: minE.weight + weight, err: minE.weight}
+}
+
+func (s *Sketch) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(s.heap) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(s.heap) && s.less(r, l) {
+			m = r
+		}
+		if !s.less(m, i) {
+			return
+		}
+		s.swap(i, m)
+		i = m
+	}
 }
 
 // Top returns the n heaviest tracked keys, heaviest first, and the total
@@ -67,9 +120,9 @@ func (s *Sketch) Add(key string, weight float64) {
 func (s *Sketch) Top(n int) ([]Heavy, float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]Heavy, 0, len(s.w))
-	for k, e := range s.w {
-		out = append(out, Heavy{Key: k, Weight: e.weight, Err: e.err})
+	out := make([]Heavy, 0, len(s.heap))
+	for _, e := range s.heap {
+		out = append(out, Heavy{Key: e.key, Weight: e.weight, Err: e.err})
 	}
 	slices.SortFunc(out, func(a, b Heavy) int {
 		switch {
