@@ -154,3 +154,43 @@ func TestExplainQuery(t *testing.T) {
 		t.Errorf("Explain of a syntax error succeeded")
 	}
 }
+
+// TestQueryMergeBounded: a continuation whose statistics say a range has
+// few terms when it has many (stale or forged) makes the merge give way to
+// an order scan, with the same rows.
+func TestQueryMergeBounded(t *testing.T) {
+	e := pagedItems(t)
+	q := Query{Text: "SELECT VALUE c.id FROM c WHERE c.m >= 10", EnableCrossPartition: true, MaxItems: 7}
+	want := queryAllIn(t, e, "scan", q)
+	p, err := e.QueryItems(t.Context(), "db", "paged", Scope{}, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := e.container("db", "paged")
+	tok, err := Query{Text: q.Text, Continuation: p.Continuation}.token(c.Internal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok.Stats = &plan.Stats{Terms: 1}
+	got := []string{}
+	for _, it := range p.Items {
+		got = append(got, string(it))
+	}
+	q.Continuation = tok.encode()
+	for q.Continuation != "" {
+		p, err := e.QueryItems(t.Context(), "db", "paged", Scope{}, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Metrics.Plan.Access != plan.IndexMerge {
+			t.Fatalf("ran\n%s\nwant the merge the forged statistics choose", p.Metrics.Plan)
+		}
+		for _, it := range p.Items {
+			got = append(got, string(it))
+		}
+		q.Continuation = p.Continuation
+	}
+	if diff := cmp.Diff(want, got, cmpEmpty); diff != "" {
+		t.Errorf("results differ from an unindexed container's (-scan +indexed):\n%s", diff)
+	}
+}

@@ -469,6 +469,13 @@ func (s docSource) mergeStream(ctx context.Context, r replica.Reader, p part, fr
 				break
 			}
 			*entries++
+			if len(m.all) == maxMergeStreams {
+				// The plan's statistics (from a continuation) are out of
+				// date: read the part in order instead, which yields the
+				// same documents in the same order.
+				m.close()
+				return newOrderStream(r, p, from, entries), nil
+			}
 			end := replica.PrefixSpan(term).Upper
 			add(term, end)
 			if lo = end; len(m.all)%64 == 0 {
@@ -482,6 +489,12 @@ func (s docSource) mergeStream(ctx context.Context, r replica.Reader, p part, fr
 	heap.Init(&m.h)
 	return m, nil
 }
+
+// maxMergeStreams bounds the iterators a merge opens per part: plan.Choose
+// merges at most plan.MaxMergeTerms terms per keyspace, but the terms may
+// have grown since the first page measured them, or a continuation may
+// carry forged statistics.
+const maxMergeStreams = 16 * plan.MaxMergeTerms
 
 // firstTerm returns the term (with the index kind byte) of the first index
 // entry in span, if any.
