@@ -194,6 +194,7 @@ func (h *Handler) queryItems(w http.ResponseWriter, r *http.Request) error {
 	setHeader(w, "x-ms-content-path", p.ContainerRID)
 	if isTrue(r, hdrQueryMetrics) {
 		setHeader(w, "x-ms-documentdb-query-metrics", queryMetrics(p))
+		setQueryPlan(w, p)
 	}
 	switch {
 	case isTrue(r, hdrIndexMetricsV2):

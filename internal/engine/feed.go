@@ -62,6 +62,9 @@ type QueryMetrics struct {
 	// Compile and Load are the time spent parsing and planning, and reading
 	// documents and index entries from storage.
 	Compile, Load time.Duration
+	// Plan is the physical plan the page ran (EXPLAIN: its String, or
+	// its JSON).
+	Plan plan.Physical
 }
 
 // resolved is a Scope turned into a key span and the ranges it touches.

@@ -55,6 +55,11 @@ type queryToken struct {
 	Ordered bool `json:"o,omitempty"`
 	// Sort is the position of a sorted query's last row (see sortedPage).
 	Sort *exec.Cursor `json:"c,omitempty"`
+	// Stats are the measurements the first page chose its plan from
+	// (plan.Stats), so that every page runs the same plan without
+	// measuring again. Forged ones can only choose another plan with the
+	// same results.
+	Stats *plan.Stats `json:"x,omitempty"`
 }
 
 func (q Query) hash(container uint64) uint64 {
@@ -149,26 +154,9 @@ func (e *Engine) QueryItems(ctx context.Context, db, coll string, scope Scope, q
 		return Page{}, status.BadRequest("%v", err)
 	}
 	compiled := time.Now()
-	// A filter that pins the partition key routes the query to that logical
-	// partition, as the gateway does (protocol doc §6.2).
-	if scope.PK == nil && scope.RangeID == "" {
-		if pk, ok := plan.PartitionKey(ast, c.PK.Paths, q.Params); ok {
-			scope.PK = pk
-		}
-	}
-	r, err := resolveScope(c, scope)
+	r, scope, err := routeQuery(c, ast, scope, q)
 	if err != nil {
 		return Page{}, err
-	}
-	if scope.PK == nil && scope.RangeID == "" {
-		// A filter that confines the query to a key prefix or a list of
-		// keys leaves it cross-partition, but only the physical partitions
-		// owning those keys need reading.
-		if keys, ok := plan.PartitionKeys(ast, c.PK.Paths, q.Params); ok {
-			if r, err = narrowScope(c, r, keys); err != nil {
-				return Page{}, err
-			}
-		}
 	}
 	if err := e.admit(c, r.ranges...); err != nil {
 		return Page{}, err
@@ -182,79 +170,43 @@ func (e *Engine) QueryItems(ctx context.Context, db, coll string, scope Scope, q
 	return p, nil
 }
 
-// runQuery is QueryItems once the query is compiled and its scope resolved.
-func (e *Engine) runQuery(ctx context.Context, c *catalog.Container, ast *parse.Query, prog *exec.Program, r resolved, scope Scope, q Query, start, compiled time.Time) (Page, error) {
-	cross := r.cross && scope.RangeID == ""
-	if cross && !q.EnableCrossPartition {
-		return Page{}, status.BadRequest("Cross partition query is required but disabled. Please set x-ms-documentdb-query-enablecrosspartition to true, specify x-ms-documentdb-partitionkey, or revise your query to avoid this exception.")
+// routeQuery resolves a query's scope: a filter that pins the partition
+// key routes it to that logical partition, as the gateway does (protocol
+// doc §6.2), and one that confines it to a key prefix or a list of keys
+// leaves it cross-partition but narrows it to the physical partitions
+// owning those keys.
+func routeQuery(c *catalog.Container, ast *parse.Query, scope Scope, q Query) (resolved, Scope, error) {
+	if scope.PK == nil && scope.RangeID == "" {
+		if pk, ok := plan.PartitionKey(ast, c.PK.Paths, q.Params); ok {
+			scope.PK = pk
+		}
 	}
-	f := prog.Features()
-	if cross && !e.cfg.GatewayQueryFull && (f.OrderBy || f.Aggregate || f.GroupBy || f.Distinct || f.Top || f.OffsetLimit) {
-		// The refusal carries the query plan, which the JS and Python SDKs
-		// then run range by range (protocol doc §6.3).
-		p, err := queryPlan(c, ast, q.Params)
-		if err != nil {
-			return Page{}, err // a 400 naming what cannot be planned
-		}
-		info, err := marshalPlan(p)
-		if err != nil {
-			return Page{}, err
-		}
-		refused := crossPartitionRefused(f)
-		if missing := unsupportedFeatures(p.QueryInfo.Features(), q.SupportedFeatures); len(missing) > 0 {
-			refused = featuresRefused(missing)
-		}
-		refused.Extra = string(info)
-		return Page{}, refused
-	}
-	tok, err := q.token(c.Internal)
+	r, err := resolveScope(c, scope)
 	if err != nil {
-		return Page{}, err
+		return resolved{}, scope, err
 	}
-	lp := scope.PK != nil && len(scope.PK) == len(c.PK.Paths)
-	v := e.newView()
-	defer v.close()
-	src := docSource{e: e, c: c, r: r, v: v, byID: lp, hidden: e.goneFilter(c)}
-	if c.IndexCurrent() {
-		// One logical partition is read in id order, unless an equality or
-		// IN lookup narrows it: a large logical partition (all of a day's
-		// readings) is then not scanned for a few items.
-		if scan, ok := plan.Index(ast, q.Params, c.Policy()); ok && (!lp || scan.Kind == "equality" || scan.Kind == "in") {
-			src.scan, src.byID = scan, false
-		}
-	}
-	if src.scan == nil && prog.OrderFree() {
-		// An aggregate over the whole scope: read the items sequentially in
-		// key order rather than by point reads in creation order.
-		src.byID = true
-	}
-	// A fan-out over one physical partition is passed through to it, and a
-	// partition does not look ahead on a full page: the Go SDK's emulator test
-	// TestCrossPartitionQuery counts 5 pages for 20 results in pages of 5 in a
-	// one-partition container. Over several partitions the gateway merges
-	// the partitions' pages and ends the query with its last result: the
-	// JavaScript SDK's async iterator must yield nothing after it (its
-	// crossPartition.spec, validateAsyncIterator, 5 partitions).
-	passThrough := cross && len(r.ranges) == 1
-	run := queryRun{e: e, q: q, prog: prog, src: src, passThrough: passThrough, start: start}
-	if !src.byID && c.IndexCurrent() {
-		// An index that yields the ORDER BY order serves a query that
-		// needs only its first rows, or that it filters best anyway.
-		if o, desc, ok := plan.OrderedIndex(ast, q.Params, c.Policy()); ok && !f.GroupBy && !f.Aggregate && !f.Distinct {
-			if _, take := prog.Window(); take >= 0 || src.scan == nil || src.scan.Kind == o.Kind {
-				run.ordered, run.desc = o, desc
+	if scope.PK == nil && scope.RangeID == "" {
+		if keys, ok := plan.PartitionKeys(ast, c.PK.Paths, q.Params); ok {
+			if r, err = narrowScope(c, r, keys); err != nil {
+				return resolved{}, scope, err
 			}
 		}
 	}
-	streamed, sorted := prog.Streamable() || run.ordered != nil, prog.Sortable()
-	if err := tok.bind(&run.src.r, !streamed && !sorted); err != nil {
+	return r, scope, nil
+}
+
+// runQuery is QueryItems once the query is compiled and its scope resolved.
+func (e *Engine) runQuery(ctx context.Context, c *catalog.Container, ast *parse.Query, prog *exec.Program, r resolved, scope Scope, q Query, start, compiled time.Time) (Page, error) {
+	run, tok, err := e.prepareQuery(ctx, c, ast, prog, r, scope, q, start)
+	if err != nil {
 		return Page{}, err
 	}
+	defer run.src.v.close()
 	var p Page
-	switch {
-	case streamed:
+	switch run.plan.Executor {
+	case plan.Streamed:
 		p, err = run.streamed(ctx, tok)
-	case sorted:
+	case plan.Sorted:
 		p, err = run.sortedPage(ctx, tok)
 	default:
 		p, err = run.whole(ctx, tok)
@@ -267,16 +219,88 @@ func (e *Engine) runQuery(ctx context.Context, c *catalog.Container, ast *parse.
 		size += len(it)
 	}
 	p.ContainerRID, p.Session, p.Loaded, p.Elapsed = c.RID, e.sessionFor(c, r.ranges), run.loaded, time.Since(start)
-	p.Metrics = QueryMetrics{Entries: run.entries, LoadedBytes: run.loadedBytes, Compile: compiled.Sub(start), Load: run.loadTime}
-	switch {
-	case run.ordered != nil:
-		p.Metrics.IndexPath = indexPathSpec(run.ordered.Path)
-	case src.scan != nil:
-		p.Metrics.IndexPath = indexPathSpec(src.scan.Path)
+	p.Metrics = QueryMetrics{Entries: run.entries, LoadedBytes: run.loadedBytes, Compile: compiled.Sub(start), Load: run.loadTime, Plan: run.plan}
+	if l := run.plan.Lookup; l != nil {
+		p.Metrics.IndexPath = indexPathSpec(l.Path)
 	}
 	p.RU = throughput.QueryWorkCost(throughput.QueryWork{Entries: run.entries, Items: run.loaded, InBytes: run.loadedBytes,
 		OutBytes: size, Partitions: len(r.ranges)})
 	return p, nil
+}
+
+// prepareQuery refuses what the gateway refuses, decodes and binds the
+// continuation, and chooses the physical plan (plan.Choose), measuring the
+// scope first when the plan needs statistics (counted in run.entries). The
+// caller must close run.src.v.
+func (e *Engine) prepareQuery(ctx context.Context, c *catalog.Container, ast *parse.Query, prog *exec.Program, r resolved, scope Scope, q Query, start time.Time) (*queryRun, queryToken, error) {
+	cross := r.cross && scope.RangeID == ""
+	if cross && !q.EnableCrossPartition {
+		return nil, queryToken{}, status.BadRequest("Cross partition query is required but disabled. Please set x-ms-documentdb-query-enablecrosspartition to true, specify x-ms-documentdb-partitionkey, or revise your query to avoid this exception.")
+	}
+	f := prog.Features()
+	if cross && !e.cfg.GatewayQueryFull && (f.OrderBy || f.Aggregate || f.GroupBy || f.Distinct || f.Top || f.OffsetLimit) {
+		// The refusal carries the query plan, which the JS and Python SDKs
+		// then run range by range (protocol doc §6.3).
+		p, err := queryPlan(c, ast, q.Params)
+		if err != nil {
+			return nil, queryToken{}, err // a 400 naming what cannot be planned
+		}
+		info, err := marshalPlan(p)
+		if err != nil {
+			return nil, queryToken{}, err
+		}
+		refused := crossPartitionRefused(f)
+		if missing := unsupportedFeatures(p.QueryInfo.Features(), q.SupportedFeatures); len(missing) > 0 {
+			refused = featuresRefused(missing)
+		}
+		refused.Extra = string(info)
+		return nil, queryToken{}, refused
+	}
+	tok, err := q.token(c.Internal)
+	if err != nil {
+		return nil, queryToken{}, err
+	}
+	lp := scope.PK != nil && len(scope.PK) == len(c.PK.Paths)
+	src := docSource{e: e, c: c, r: r, v: e.newView(), hidden: e.goneFilter(c)}
+	_, take := prog.Window()
+	in := plan.Input{Query: ast, Params: q.Params, Policy: c.Policy(),
+		Program: plan.Program{Streamable: prog.Streamable(), Sortable: prog.Sortable(), OrderFree: prog.OrderFree(),
+			Parallel: prog.Parallel(), Grouped: f.GroupBy || f.Aggregate || f.Distinct, Take: take},
+		// A fan-out over one physical partition is passed through to it, and
+		// a partition does not look ahead on a full page: the Go SDK's
+		// emulator test TestCrossPartitionQuery counts 5 pages for 20 results
+		// in pages of 5 in a one-partition container. Over several partitions
+		// the gateway merges the partitions' pages and ends the query with its
+		// last result: the JavaScript SDK's async iterator must yield nothing
+		// after it (its crossPartition.spec, validateAsyncIterator, 5
+		// partitions).
+		Scope: plan.Scope{Logical: lp, Ranges: len(r.ranges), Units: len(src.units(nil)), Cross: cross, IndexCurrent: c.IndexCurrent()},
+		Stats: tok.Stats, PageSize: e.pageLimit(q.MaxItems)}
+	pp := plan.Choose(in)
+	run := &queryRun{e: e, q: q, prog: prog, start: start}
+	if err := tok.bind(&src.r, pp.Executor == plan.Whole || pp.Executor == plan.Folded); err != nil {
+		src.v.close()
+		return nil, queryToken{}, err
+	}
+	if pp.NeedStats {
+		st, err := src.measure(ctx, pp.Lookup, in.PageSize, &run.entries)
+		if err != nil {
+			src.v.close()
+			return nil, queryToken{}, translate(err)
+		}
+		in.Stats = &st
+		pp = plan.Choose(in)
+	}
+	tok.Stats = pp.Stats // every page of the query runs this plan
+	src.access, src.byID = pp.Access, pp.Access == plan.KeyRange
+	switch pp.Access {
+	case plan.IndexPoint, plan.IndexMerge, plan.IndexGather:
+		src.scan = pp.Lookup
+	case plan.IndexOrdered:
+		run.ordered, run.desc = pp.Lookup, pp.Desc
+	}
+	run.src, run.plan, run.passThrough = src, pp, pp.PassThrough
+	return run, tok, nil
 }
 
 // narrowScope restricts a container-wide scope r to the physical partitions
@@ -326,6 +350,8 @@ type queryRun struct {
 	// query's ORDER BY order (descending when desc).
 	ordered *plan.IndexScan
 	desc    bool
+	// plan is the physical plan the page runs.
+	plan plan.Physical
 }
 
 // read reads the query's documents from position at. The time spent in fn
@@ -399,7 +425,7 @@ func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error)
 	rowIdx, skipRows, docs := 0, 0, 0
 	finished := take >= 0 && done >= skip+take
 	here := func(rows int) *queryToken {
-		return &queryToken{Hash: tok.Hash, ScopeLo: tok.ScopeLo, ScopeHi: tok.ScopeHi, Lo: bytes.Clone(lo), Hi: bytes.Clone(hi), Key: bytes.Clone(key), Rows: rows, Done: done, Ordered: run.ordered != nil}
+		return &queryToken{Hash: tok.Hash, ScopeLo: tok.ScopeLo, ScopeHi: tok.ScopeHi, Lo: bytes.Clone(lo), Hi: bytes.Clone(hi), Key: bytes.Clone(key), Rows: rows, Done: done, Ordered: run.ordered != nil, Stats: tok.Stats}
 	}
 	feed := func(yield func([]byte) bool) error {
 		return run.read(ctx, tok, func(l, h, k, doc []byte) bool {
@@ -533,7 +559,7 @@ func (run *queryRun) sortedPage(ctx context.Context, tok queryToken) (Page, erro
 	finished := take >= 0 && done >= skip+take
 	full := len(p.Items) == run.e.pageLimit(run.q.MaxItems)
 	if !finished && (used < len(rows) || (run.passThrough && full && run.q.MaxItems > 0)) {
-		p.Continuation = queryToken{Hash: tok.Hash, ScopeLo: tok.ScopeLo, ScopeHi: tok.ScopeHi, Sort: after, Done: done}.encode()
+		p.Continuation = queryToken{Hash: tok.Hash, ScopeLo: tok.ScopeLo, ScopeHi: tok.ScopeHi, Sort: after, Done: done, Stats: tok.Stats}.encode()
 	}
 	return p, nil
 }
@@ -563,8 +589,8 @@ func (run *queryRun) whole(ctx context.Context, tok queryToken) (Page, error) {
 	}
 	var rows [][]byte
 	var err error
-	if units := run.src.units(nil); run.prog.Parallel() && len(units) > 1 {
-		rows, err = run.parallel(ctx, units)
+	if run.plan.Executor == plan.Folded {
+		rows, err = run.parallel(ctx, run.src.units(nil))
 	} else {
 		rows, err = run.prog.Run(ctx, feed)
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/partitadb/partita/internal/catalog"
 	"github.com/partitadb/partita/internal/query/exec"
@@ -42,6 +43,39 @@ func (e *Engine) QueryPlan(ctx context.Context, db, coll string, q Query) ([]byt
 		return nil, err
 	}
 	return marshalPlan(p)
+}
+
+// ExplainQuery returns the physical plan that a page of q over scope would
+// run (plan.Physical; docs/query-plan.md), continuation included, without
+// running it. The statistics a range lookup needs are measured as a page
+// would measure them. Errors are QueryItems': 404 for a missing database or
+// container, 400 for an invalid query or continuation, and the gateway's
+// refusal of a cross-partition query that needs merging.
+func (e *Engine) ExplainQuery(ctx context.Context, db, coll string, scope Scope, q Query) (plan.Physical, error) {
+	start := time.Now()
+	c, release, err := e.readContainer(db, coll)
+	if err != nil {
+		return plan.Physical{}, err
+	}
+	defer release()
+	scope.PK = scopeKey(c, scope.PK)
+	ast, prog, err := compile(q, exec.WithUDFs(e.udfLookup(c)))
+	if err != nil {
+		return plan.Physical{}, err
+	}
+	if err := plan.CheckOrderBy(ast, c.Policy()); err != nil {
+		return plan.Physical{}, status.BadRequest("%v", err)
+	}
+	r, scope, err := routeQuery(c, ast, scope, q)
+	if err != nil {
+		return plan.Physical{}, err
+	}
+	run, _, err := e.prepareQuery(ctx, c, ast, prog, r, scope, q, start)
+	if err != nil {
+		return plan.Physical{}, err
+	}
+	run.src.v.close()
+	return run.plan, nil
 }
 
 // queryPlan builds the plan of the parsed (and compiled) query ast over

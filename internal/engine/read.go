@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"cmp"
+	"container/heap"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -135,6 +136,9 @@ type docSource struct {
 	v    *view
 	byID bool            // read the scope in key order (for one logical partition: id order)
 	scan *plan.IndexScan // nil: no index lookup narrows the scope
+	// access says how scan's entries are read: plan.IndexPoint,
+	// IndexMerge or IndexGather.
+	access plan.Access
 	// hidden, unless nil, reports documents that must not be seen (past
 	// their time to live, or hidden by a partition key delete), which the
 	// source skips (Engine.goneFilter).
@@ -151,10 +155,10 @@ func (s docSource) gone(key, doc []byte) bool { return s.hidden != nil && s.hidd
 // call.
 type docFunc func(lo, hi, key, doc []byte) bool
 
-// maxGather bounds how many index entries a multi-term index lookup (IN, a
-// range, a prefix) collects per keyspace to put them in creation order; a
-// lookup finding more reads the unit in order instead, which is then the
-// cheaper plan anyway.
+// maxGather bounds how many index entries a gathering lookup
+// (plan.IndexGather) collects per keyspace to put them in creation order; a
+// lookup finding more (the plan's statistics are out of date) reads the
+// unit in order instead, which is then the cheaper plan anyway.
 const maxGather = 1 << 16
 
 // read calls fn with every document of the scope from position at (the zero
@@ -384,14 +388,14 @@ func (st *sliceStream) advance()       { st.hits = st.hits[1:] }
 func (st *sliceStream) err() error     { return nil }
 func (st *sliceStream) close()         {}
 
-// indexStream reads a part's items that the query's index lookup finds. A
-// single-term lookup streams its entries, already in sequence order; others
-// gather and sort them, up to maxGather, beyond which it reads the part in
-// order instead.
+// indexStream reads a part's items that the query's index lookup finds,
+// from sequence number from on, as the plan says: one term streamed or
+// several merged (each term's entries read from from on), or the entries gathered and sorted (up to maxGather, beyond
+// which it reads the part in order instead).
 func (s docSource) indexStream(ctx context.Context, r replica.Reader, p part, from uint64, entries *int) (seqStream, error) {
-	if s.scan.Point() {
-		ts := s.scan.Spans[0]
-		return &indexPointStream{orderStream: orderStream{p: p, r: r, it: r.NewIter(indexSpan(ts.Lower, ts.Upper), false), entries: entries}, from: from}, nil
+	switch s.access {
+	case plan.IndexPoint, plan.IndexMerge:
+		return s.mergeStream(ctx, r, p, from, entries)
 	}
 	var hits []seqEntry
 	for _, ts := range s.scan.Spans {
@@ -428,37 +432,261 @@ func (s docSource) indexStream(ctx context.Context, r replica.Reader, p part, fr
 	return &sliceStream{hits: hits}, nil
 }
 
-// indexPointStream streams one term's index entries (in sequence order)
-// from sequence number from on.
-type indexPointStream struct {
-	orderStream
-	from    uint64
-	started bool
-}
-
-func (st *indexPointStream) valid() bool {
-	if !st.started {
-		st.started = true
-		st.advance()
+// mergeStream streams a part's entries of the lookup's terms from sequence
+// number from on, merged by sequence number: each term's entries are in
+// sequence order already (index keys are term, seq), so a heap of one
+// iterator per term, each positioned at its first entry at or after from,
+// yields them in creation order with no sort, reading only as far as the
+// page needs. A point lookup is the merge of one term; an IN lookup's
+// spans are one term each; a range's or a
+// prefix's terms are found by seeking from one term to the next (plan.Choose
+// merges them only when a keyspace holds few).
+func (s docSource) mergeStream(ctx context.Context, r replica.Reader, p part, from uint64, entries *int) (seqStream, error) {
+	m := &mergeStream{}
+	at := binary.BigEndian.AppendUint64(nil, from)
+	add := func(term, end []byte) {
+		st := &termStream{orderStream: orderStream{p: p, r: r, entries: entries}}
+		st.it = r.NewIter(replica.Span{Lower: append(bytes.Clone(term), at...), Upper: end}, false)
+		m.all = append(m.all, st)
+		if st.advance(); st.ok {
+			m.h = append(m.h, st)
+		}
 	}
-	return st.ok
+	oneTerm := s.access == plan.IndexPoint || s.scan.Kind == "in"
+	for _, ts := range s.scan.Spans {
+		sp := indexSpan(ts.Lower, ts.Upper)
+		if oneTerm {
+			add(sp.Lower, sp.Upper)
+			continue
+		}
+		for lo := sp.Lower; ; {
+			term, ok, err := firstTerm(r, replica.Span{Lower: lo, Upper: sp.Upper})
+			if err != nil {
+				m.close()
+				return nil, err
+			}
+			if !ok {
+				break
+			}
+			*entries++
+			if len(m.all) == maxMergeStreams {
+				// The plan's statistics (from a continuation) are out of
+				// date: read the part in order instead, which yields the
+				// same documents in the same order.
+				m.close()
+				return newOrderStream(r, p, from, entries), nil
+			}
+			end := replica.PrefixSpan(term).Upper
+			add(term, end)
+			if lo = end; len(m.all)%64 == 0 {
+				if err := ctx.Err(); err != nil {
+					m.close()
+					return nil, err
+				}
+			}
+		}
+	}
+	heap.Init(&m.h)
+	return m, nil
 }
 
-func (st *indexPointStream) advance() {
+// maxMergeStreams bounds the iterators a merge opens per part: plan.Choose
+// merges at most plan.MaxMergeTerms terms per keyspace, but the terms may
+// have grown since the first page measured them, or a continuation may
+// carry forged statistics.
+const maxMergeStreams = 16 * plan.MaxMergeTerms
+
+// firstTerm returns the term (with the index kind byte) of the first index
+// entry in span, if any.
+func firstTerm(r replica.Reader, span replica.Span) (term []byte, ok bool, err error) {
+	it := r.NewIter(span, false)
+	defer it.Close()
+	if !it.Next() {
+		return nil, false, it.Err()
+	}
+	k := it.Key()
+	if len(k) < 9 || k[0] != kindIndex {
+		return nil, false, errBadKey
+	}
+	return bytes.Clone(k[:len(k)-8]), true, nil
+}
+
+// termStream is one term's entries held by a part, in sequence order.
+type termStream struct{ orderStream }
+
+func (st *termStream) advance() {
 	st.ok = false
 	for st.it.Next() {
 		*st.entries++
+		if !st.p.holds(st.it.Value()) {
+			continue
+		}
 		seq, err := entrySeq(st.it.Key())
 		if err != nil {
 			st.failed = err
 			return
 		}
-		if seq < st.from || !st.p.holds(st.it.Value()) {
-			continue
-		}
 		st.cur, st.ok = seqEntry{seq: seq, itemKey: st.it.Value(), r: st.r}, true
 		return
 	}
+}
+
+// termHeap orders term streams by their head's sequence number.
+type termHeap []*termStream
+
+func (h termHeap) Len() int           { return len(h) }
+func (h termHeap) Less(i, j int) bool { return h[i].cur.seq < h[j].cur.seq }
+func (h termHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *termHeap) Push(x any)        { *h = append(*h, x.(*termStream)) }
+func (h *termHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// mergeStream is the k-way merge of term streams (docSource.mergeStream).
+type mergeStream struct {
+	h   termHeap      // the streams with entries left
+	all []*termStream // every stream, for errors and closing
+}
+
+func (m *mergeStream) valid() bool    { return len(m.h) > 0 }
+func (m *mergeStream) head() seqEntry { return m.h[0].cur }
+
+func (m *mergeStream) advance() {
+	top := m.h[0]
+	if top.advance(); top.ok {
+		heap.Fix(&m.h, 0)
+	} else {
+		heap.Pop(&m.h)
+	}
+}
+
+func (m *mergeStream) err() error {
+	for _, st := range m.all {
+		if err := st.err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *mergeStream) close() {
+	for _, st := range m.all {
+		st.close()
+	}
+}
+
+// measure counts what plan.Choose needs to choose how to read lookup's
+// entries over the scope in pages of page rows (plan.Stats): the most
+// distinct terms in one keyspace, up to plan.MaxMergeTerms+1, found by
+// seeking from term to term (and no further once a keyspace has more); then, only if there are more, each keyspace's
+// items (its logical partitions' statistics entries) and the lookup's
+// entries there, up to plan.GatherLimit+1. The entries it reads are counted
+// in *entries (they are charged). Terms and entries of sibling ranges
+// sharing a keyspace are counted too: the estimate is an upper bound.
+func (s docSource) measure(ctx context.Context, lookup *plan.IndexScan, page int, entries *int) (plan.Stats, error) {
+	var st plan.Stats
+	parts := map[uint64][]replica.Span{}
+	var order []uint64
+	for _, u := range s.units(nil) {
+		for _, p := range u.parts {
+			if _, ok := parts[p.ks]; !ok {
+				order = append(order, p.ks)
+			}
+			parts[p.ks] = append(parts[p.ks], p.spans...)
+		}
+	}
+	readers := make([]replica.Reader, len(order))
+	for i, ks := range order {
+		r, err := s.v.reader(ks)
+		if err != nil {
+			return plan.Stats{}, err
+		}
+		readers[i] = r
+		if st.Terms > plan.MaxMergeTerms {
+			continue // known already: Terms is the most of any keyspace
+		}
+		terms := 0
+		for _, ts := range lookup.Spans {
+			sp := indexSpan(ts.Lower, ts.Upper)
+			for lo := sp.Lower; terms <= plan.MaxMergeTerms; {
+				term, ok, err := firstTerm(r, replica.Span{Lower: lo, Upper: sp.Upper})
+				if err != nil {
+					return plan.Stats{}, err
+				}
+				if !ok {
+					break
+				}
+				*entries++
+				terms++
+				lo = replica.PrefixSpan(term).Upper
+			}
+		}
+		st.Terms = max(st.Terms, terms)
+	}
+	if st.Terms <= plan.MaxMergeTerms {
+		return st, nil
+	}
+	for i, ks := range order {
+		var items int64
+		for _, sp := range parts[ks] {
+			var failed error
+			err := replica.Scan(ctx, readers[i], statsSpanOf(sp), func(_, v []byte) bool {
+				ls, err := decodeStats(v)
+				if err != nil {
+					failed = err
+					return false
+				}
+				items += ls.items
+				return true
+			})
+			if err == nil {
+				err = failed
+			}
+			if err != nil {
+				return plan.Stats{}, err
+			}
+		}
+		limit, n := plan.GatherLimit(items, page), 0
+		for _, ts := range lookup.Spans {
+			if n > limit {
+				break
+			}
+			err := replica.Scan(ctx, readers[i], indexSpan(ts.Lower, ts.Upper), func(_, _ []byte) bool {
+				*entries++
+				n++
+				return n <= limit
+			})
+			if err != nil {
+				return plan.Stats{}, err
+			}
+		}
+		if n > limit {
+			// This keyspace is scanned, so the query is.
+			st.Entries, st.Items = n, items
+			return st, nil
+		}
+		if i == 0 || n > st.Entries {
+			st.Entries, st.Items = n, items
+		}
+	}
+	return st, nil
+}
+
+// statsSpanOf returns the span of the statistics entries of the logical
+// partitions whose items lie in sp, a span of item keys: statistics keys
+// are item keys' EPK and partition key under another kind.
+func statsSpanOf(sp replica.Span) replica.Span {
+	lo, hi := []byte{kindStats}, []byte{kindStats + 1}
+	if len(sp.Lower) > 0 && sp.Lower[0] == kindItem {
+		lo = append(lo, sp.Lower[1:]...)
+	}
+	if len(sp.Upper) > 0 && sp.Upper[0] == kindItem {
+		hi = append([]byte{kindStats}, sp.Upper[1:]...)
+	}
+	return replica.Span{Lower: lo, Upper: hi}
 }
 
 // readOrdered calls fn with the scope's documents that index scan finds,

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -22,40 +23,13 @@ type IndexScan struct {
 	// Kind says what the predicate was: "equality", "in", "prefix" or
 	// "range", best first; "path" for an ordered scan of a whole path.
 	Kind string
+	// Pred is the predicate, printed: "n >= 500", "cat IN (\"a\", \"b\")".
+	Pred string
 }
 
 // Point reports whether the scan reads a single term: its entries then come
 // in sequence-number order.
 func (s *IndexScan) Point() bool { return s.Kind == "equality" }
-
-// Index chooses an index lookup for the query's WHERE clause under policy
-// pol, or returns false when the query must scan. It considers top-level
-// AND conjuncts on a property path of the FROM alias that pol indexes:
-// `path = v`, `path <, <=, >, >= v` (either side), `path BETWEEN lo AND
-// hi`, `path IN (v, ...)` and `STARTSWITH(path, "s")` (case-sensitive),
-// where each v is a scalar literal or a parameter holding one. Of several,
-// it prefers equality, then IN, then a prefix, then a range.
-func Index(q *parse.Query, params map[string][]byte, pol *index.Policy) (*IndexScan, bool) {
-	if q == nil || q.From == nil || q.From.In || q.From.Subquery != nil || q.Where == nil || pol == nil || pol.None() {
-		return nil, false
-	}
-	if _, ok := q.From.Expr.(*parse.Ident); !ok {
-		return nil, false
-	}
-	alias := q.From.Alias
-	rank := map[string]int{"equality": 4, "in": 3, "prefix": 2, "range": 1}
-	var best *IndexScan
-	for _, c := range conjuncts(q.Where, nil) {
-		s := lookup(c, alias, params)
-		if s == nil || !pol.Indexed(s.Path) {
-			continue
-		}
-		if best == nil || rank[s.Kind] > rank[best.Kind] {
-			best = s
-		}
-	}
-	return best, best != nil
-}
 
 // lookup returns the index lookup for one conjunct, or nil.
 func lookup(e parse.Expr, alias string, params map[string][]byte) *IndexScan {
@@ -77,17 +51,18 @@ func lookup(e parse.Expr, alias string, params map[string][]byte) *IndexScan {
 			}
 			op = mirror(op)
 		}
+		pred := predPath(path) + " " + opText[op] + " " + valueText(v)
 		switch op {
 		case parse.OpEq:
-			return &IndexScan{Path: path, Spans: []index.Span{index.Eq(path, v)}, Kind: "equality"}
+			return &IndexScan{Path: path, Spans: []index.Span{index.Eq(path, v)}, Kind: "equality", Pred: pred}
 		case parse.OpLt:
-			return rangeScan(path, nil, &index.Bound{V: v})
+			return rangeScan(path, nil, &index.Bound{V: v}, pred)
 		case parse.OpLe:
-			return rangeScan(path, nil, &index.Bound{V: v, Inclusive: true})
+			return rangeScan(path, nil, &index.Bound{V: v, Inclusive: true}, pred)
 		case parse.OpGt:
-			return rangeScan(path, &index.Bound{V: v}, nil)
+			return rangeScan(path, &index.Bound{V: v}, nil, pred)
 		case parse.OpGe:
-			return rangeScan(path, &index.Bound{V: v, Inclusive: true}, nil)
+			return rangeScan(path, &index.Bound{V: v, Inclusive: true}, nil, pred)
 		}
 	case *parse.Between:
 		path, ok := indexPath(x.X, alias)
@@ -96,7 +71,8 @@ func lookup(e parse.Expr, alias string, params map[string][]byte) *IndexScan {
 		if x.Not || !ok || !lok || !hok {
 			return nil
 		}
-		return rangeScan(path, &index.Bound{V: lo, Inclusive: true}, &index.Bound{V: hi, Inclusive: true})
+		return rangeScan(path, &index.Bound{V: lo, Inclusive: true}, &index.Bound{V: hi, Inclusive: true},
+			predPath(path)+" BETWEEN "+valueText(lo)+" AND "+valueText(hi))
 	case *parse.In:
 		path, ok := indexPath(x.X, alias)
 		if x.Not || !ok {
@@ -110,7 +86,7 @@ func lookup(e parse.Expr, alias string, params map[string][]byte) *IndexScan {
 			}
 			vs = append(vs, v)
 		}
-		return &IndexScan{Path: path, Spans: index.In(path, vs), Kind: "in"}
+		return &IndexScan{Path: path, Spans: index.In(path, vs), Kind: "in", Pred: inText(path, vs)}
 	case *parse.Call:
 		if x.UDF || !strings.EqualFold(x.Name, "STARTSWITH") || len(x.Args) < 2 || len(x.Args) > 3 {
 			return nil
@@ -126,7 +102,7 @@ func lookup(e parse.Expr, alias string, params map[string][]byte) *IndexScan {
 				return nil // case-insensitive: the index cannot narrow it
 			}
 		}
-		return &IndexScan{Path: path, Spans: []index.Span{index.Prefix(path, v.Str)}, Kind: "prefix"}
+		return &IndexScan{Path: path, Spans: []index.Span{index.Prefix(path, v.Str)}, Kind: "prefix", Pred: "STARTSWITH(" + predPath(path) + ", " + valueText(v) + ")"}
 	}
 	return nil
 }
@@ -195,7 +171,7 @@ func unionLookup(e *parse.Binary, alias string, params map[string][]byte) *Index
 		switch {
 		case best != nil && bestKey == "id":
 		case best == nil, k == "id", len(spans) > len(best.Spans), len(spans) == len(best.Spans) && k < bestKey:
-			best, bestKey = &IndexScan{Path: paths[k], Spans: spans, Kind: "in"}, k
+			best, bestKey = &IndexScan{Path: paths[k], Spans: spans, Kind: "in", Pred: inText(paths[k], vs)}, k
 		}
 	}
 	return best
@@ -209,8 +185,46 @@ func disjuncts(e parse.Expr, out []parse.Expr) []parse.Expr {
 	return append(out, e)
 }
 
-func rangeScan(path []string, lo, hi *index.Bound) *IndexScan {
-	return &IndexScan{Path: path, Spans: []index.Span{index.Range(path, lo, hi)}, Kind: "range"}
+func rangeScan(path []string, lo, hi *index.Bound, pred string) *IndexScan {
+	return &IndexScan{Path: path, Spans: []index.Span{index.Range(path, lo, hi)}, Kind: "range", Pred: pred}
+}
+
+var opText = map[parse.Op]string{parse.OpEq: "=", parse.OpLt: "<", parse.OpLe: "<=", parse.OpGt: ">", parse.OpGe: ">="}
+
+// predPath prints an index path as a predicate names it: a.b.0.
+func predPath(path []string) string { return strings.Join(path, ".") }
+
+// valueText prints a scalar as a query literal.
+func valueText(v index.Value) string {
+	switch v.Kind {
+	case index.Null:
+		return "null"
+	case index.Bool:
+		return strconv.FormatBool(v.Bool)
+	case index.Number:
+		return strconv.FormatFloat(v.Num, 'g', -1, 64)
+	case index.String:
+		return strconv.Quote(v.Str)
+	}
+	return "undefined"
+}
+
+// inText prints path IN (vs...), at most 8 values.
+func inText(path []string, vs []index.Value) string {
+	var b strings.Builder
+	b.WriteString(predPath(path) + " IN (")
+	for i, v := range vs {
+		if i == 8 {
+			fmt.Fprintf(&b, ", … %d more", len(vs)-8)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(valueText(v))
+	}
+	b.WriteString(")")
+	return b.String()
 }
 
 // mirror turns `v op path` into `path op' v`.
@@ -291,45 +305,6 @@ func scalar(e parse.Expr, params map[string][]byte) (index.Value, bool) {
 		}
 	}
 	return index.Value{}, false
-}
-
-// OrderedIndex chooses an index scan that reads documents in the order of
-// the query's ORDER BY, so that it need not sort and can stop at its TOP or
-// LIMIT. It needs a single ORDER BY key that is a property path of the FROM
-// alias indexed by pol, and a top-level conjunct that Index could use on
-// that same path: every document the filter matches then has a scalar
-// there, hence an index entry (the index has none for undefined, arrays or
-// objects, which ORDER BY would otherwise return too). Without such a
-// filter, it scans the whole path when every document has a scalar there:
-// the system properties id (a string) and _ts (a number). The scan's spans
-// are ascending; desc says to read them backwards.
-func OrderedIndex(q *parse.Query, params map[string][]byte, pol *index.Policy) (scan *IndexScan, desc, ok bool) {
-	if q == nil || len(q.OrderBy) != 1 || q.From == nil || q.From.In || q.From.Subquery != nil || pol == nil || pol.None() {
-		return nil, false, false
-	}
-	if _, ok := q.From.Expr.(*parse.Ident); !ok {
-		return nil, false, false
-	}
-	path, ok := indexPath(q.OrderBy[0].Expr, q.From.Alias)
-	if !ok || !pol.Indexed(path) {
-		return nil, false, false
-	}
-	rank := map[string]int{"equality": 4, "in": 3, "prefix": 2, "range": 1}
-	if q.Where != nil {
-		for _, c := range conjuncts(q.Where, nil) {
-			s := lookup(c, q.From.Alias, params)
-			if s == nil || !slices.Equal(s.Path, path) {
-				continue
-			}
-			if scan == nil || rank[s.Kind] > rank[scan.Kind] {
-				scan = s
-			}
-		}
-	}
-	if scan == nil && len(path) == 1 && (path[0] == "id" || path[0] == "_ts") {
-		scan = &IndexScan{Path: path, Spans: []index.Span{index.PathSpan(path)}, Kind: "path"}
-	}
-	return scan, q.OrderBy[0].Desc, scan != nil
 }
 
 // OrderByError says an ORDER BY has no index to be served from.

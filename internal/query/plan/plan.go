@@ -1,8 +1,12 @@
-// Package plan decides where a query runs. Today it finds the logical
+// Package plan decides where and how a query runs. It finds the logical
 // partition a query's filter pins, so that a query naming its partition key
 // in WHERE is routed to one partition, as Cosmos DB's gateway routes it,
-// instead of fanning out. Index selection and the cross-partition merge
-// strategy (issue #3) will live here too.
+// instead of fanning out (PartitionKey, PartitionKeys); it builds the
+// gateway's query plan that SDKs run across partitions (Build); and Choose
+// turns a parsed query, its parameters, the indexing policy, the scope and
+// its statistics into the physical plan the engine executes (Physical:
+// access path, executor, continuation kind; docs/query-plan.md). Everything
+// here is pure: no I/O, no clock.
 package plan
 
 import (

@@ -1,0 +1,196 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/partitadb/partita/internal/document"
+	"github.com/partitadb/partita/internal/query/plan"
+)
+
+// pagedItems returns an engine with container "paged" for TestQueryPageCost: 6,000 items over 4
+// physical partitions in 100 logical partitions, item i
+// {"id":"i<i>","pk":"p<i%100>","n":i%10,"m":i}: c.n has 10 values, c.m is
+// unique. Container "scan" holds the same items and indexes nothing.
+func pagedItems(t *testing.T) *Engine {
+	t.Helper()
+	e := testEngine(t)
+	ctx := t.Context()
+	for _, body := range []string{
+		`{"id":"paged","partitionKey":{"paths":["/pk"]}}`,
+		`{"id":"scan","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"indexingMode":"none","automatic":false}}`,
+	} {
+		if _, err := e.CreateContainer("db", []byte(body), Throughput{Manual: 24000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, coll := range []string{"paged", "scan"} {
+		for lp := range 100 {
+			pk := fmt.Sprintf("p%d", lp)
+			var ops []BatchOp
+			for i := lp; i < 6000; i += 100 {
+				ops = append(ops, BatchOp{Type: "Create", Body: fmt.Appendf(nil, `{"id":"i%d","pk":%q,"n":%d,"m":%d}`, i, pk, i%10, i)})
+			}
+			resp, err := e.ExecuteBatch(ctx, "db", coll, document.PartitionKey{{Kind: document.String, String: pk}}, ops)
+			if err != nil || !resp.OK {
+				t.Fatalf("batch %s/%s: %v %+v", coll, pk, err, resp)
+			}
+		}
+	}
+	return e
+}
+
+// TestQueryPageCost drains index lookups page by page and checks that each
+// page reads index and order entries in proportion to the page, not to the
+// result (issue #15): a merged range (few terms) and a range read as a
+// filtered scan (many terms, half the items) read at most a few entries per
+// row on every page, where gathering read the whole result's entries on
+// every page. A range with many terms and few entries is gathered. Every
+// plan returns what a container without an index returns, in the same
+// order, paged or not.
+func TestQueryPageCost(t *testing.T) {
+	e := pagedItems(t)
+	const page = 20
+	for _, tc := range []struct {
+		text   string
+		access plan.Access
+		// perPage bounds the entries each page after the first reads.
+		perPage int
+	}{
+		// 5 terms × 4 keyspaces: each page seeks to every term once.
+		{"SELECT VALUE c.id FROM c WHERE c.n >= 5", plan.IndexMerge, page + 4*5*2 + 8},
+		{"SELECT VALUE c.id FROM c WHERE c.n IN (1, 3, 7)", plan.IndexMerge, page + 4*3 + 8},
+		// About 1,250 terms and entries in each keyspace of 1,500 items,
+		// past the gather limit for pages of 20 (551): a scan reads 6
+		// order entries for 5 rows.
+		{"SELECT VALUE c.id FROM c WHERE c.m >= 1000", plan.OrderScan, 2*page + 8},
+		// About 250 terms and entries per keyspace: gathered for every
+		// page.
+		{"SELECT VALUE c.id FROM c WHERE c.m >= 5000", plan.IndexGather, -1},
+		{"SELECT VALUE c.id FROM c WHERE c.n = 4", plan.IndexPoint, page + 8},
+	} {
+		t.Run(tc.text, func(t *testing.T) {
+			q := Query{Text: tc.text, EnableCrossPartition: true, MaxItems: page}
+			want := queryAllIn(t, e, "scan", Query{Text: tc.text, EnableCrossPartition: true, MaxItems: -1})
+			var got []string
+			for n := 0; ; n++ {
+				p, err := e.QueryItems(t.Context(), "db", "paged", Scope{}, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if p.Metrics.Plan.Access != tc.access {
+					t.Fatalf("page %d ran\n%s\nwant access %s", n, p.Metrics.Plan, tc.access)
+				}
+				if n > 0 && tc.perPage >= 0 && p.Metrics.Entries > tc.perPage {
+					t.Errorf("page %d read %d entries for %d rows, want at most %d", n, p.Metrics.Entries, len(p.Items), tc.perPage)
+				}
+				for _, it := range p.Items {
+					got = append(got, string(it))
+				}
+				if q.Continuation = p.Continuation; q.Continuation == "" {
+					break
+				}
+			}
+			if diff := cmp.Diff(want, got, cmpEmpty); diff != "" {
+				t.Errorf("paged results differ from an unindexed container's (-scan +indexed):\n%s", diff)
+			}
+			whole := queryAllIn(t, e, "paged", Query{Text: tc.text, EnableCrossPartition: true, MaxItems: -1})
+			if diff := cmp.Diff(want, whole, cmpEmpty); diff != "" {
+				t.Errorf("results differ from an unindexed container's (-scan +indexed):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestQueryPlanKeptAcrossPages: the statistics a first page measured ride
+// in its continuation, so later pages run the same plan without measuring
+// again, even after the data changed so that a new measure would choose
+// otherwise.
+func TestQueryPlanKeptAcrossPages(t *testing.T) {
+	e := pagedItems(t)
+	q := Query{Text: "SELECT * FROM c WHERE c.m >= 1000", EnableCrossPartition: true, MaxItems: 10}
+	p, err := e.QueryItems(t.Context(), "db", "paged", Scope{}, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := p.Metrics.Plan
+	if first.Access != plan.OrderScan || first.Stats == nil {
+		t.Fatalf("first page ran\n%s\nwant an order scan chosen from statistics", first)
+	}
+	q.Continuation = p.Continuation
+	p, err = e.QueryItems(t.Context(), "db", "paged", Scope{}, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Metrics.Plan; got.String() != first.String() || p.Metrics.Entries > 2*10+8 {
+		t.Errorf("second page ran\n%s\n(%d entries), want the first page's plan\n%s", got, p.Metrics.Entries, first)
+	}
+}
+
+// TestExplainQuery: Explain prints the plan a page would run, with the
+// statistics it measured, and runs nothing.
+func TestExplainQuery(t *testing.T) {
+	e := pagedItems(t)
+	for _, tc := range []struct {
+		text, want string
+	}{
+		{"SELECT * FROM c WHERE c.n >= 5", "access: index-merge on /n"},
+		{"SELECT * FROM c WHERE c.m >= 1000", "access: order-scan"},
+		{"SELECT * FROM c WHERE c.pk = 'p1'", "scope: one logical partition"},
+	} {
+		p, err := e.ExplainQuery(context.Background(), "db", "paged", Scope{}, Query{Text: tc.text, EnableCrossPartition: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(p.String(), tc.want) {
+			t.Errorf("Explain(%q) =\n%s\nwant %q in it", tc.text, p, tc.want)
+		}
+	}
+	if _, err := e.ExplainQuery(context.Background(), "db", "paged", Scope{}, Query{Text: "SELECT * FROM c WHERE"}); err == nil {
+		t.Errorf("Explain of a syntax error succeeded")
+	}
+}
+
+// TestQueryMergeBounded: a continuation whose statistics say a range has
+// few terms when it has many (stale or forged) makes the merge give way to
+// an order scan, with the same rows.
+func TestQueryMergeBounded(t *testing.T) {
+	e := pagedItems(t)
+	q := Query{Text: "SELECT VALUE c.id FROM c WHERE c.m >= 10", EnableCrossPartition: true, MaxItems: 7}
+	want := queryAllIn(t, e, "scan", q)
+	p, err := e.QueryItems(t.Context(), "db", "paged", Scope{}, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := e.container("db", "paged")
+	tok, err := Query{Text: q.Text, Continuation: p.Continuation}.token(c.Internal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok.Stats = &plan.Stats{Terms: 1}
+	got := []string{}
+	for _, it := range p.Items {
+		got = append(got, string(it))
+	}
+	q.Continuation = tok.encode()
+	for q.Continuation != "" {
+		p, err := e.QueryItems(t.Context(), "db", "paged", Scope{}, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Metrics.Plan.Access != plan.IndexMerge {
+			t.Fatalf("ran\n%s\nwant the merge the forged statistics choose", p.Metrics.Plan)
+		}
+		for _, it := range p.Items {
+			got = append(got, string(it))
+		}
+		q.Continuation = p.Continuation
+	}
+	if diff := cmp.Diff(want, got, cmpEmpty); diff != "" {
+		t.Errorf("results differ from an unindexed container's (-scan +indexed):\n%s", diff)
+	}
+}

@@ -1,0 +1,458 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/partitadb/partita/internal/index"
+	"github.com/partitadb/partita/internal/query/parse"
+)
+
+// Access is how a physical plan reads the documents of its scope
+// (docs/query-plan.md).
+type Access int
+
+const (
+	// KeyRange reads the scope's items in key order: one logical
+	// partition in id order, or an order-free aggregate sequentially.
+	KeyRange Access = iota
+	// OrderScan reads every document of the scope in creation order
+	// through the order entries; the filter is evaluated on each.
+	OrderScan
+	// IndexPoint streams one term's index entries, already in creation
+	// order.
+	IndexPoint
+	// IndexMerge streams the entries of a lookup's terms merged by
+	// sequence number (a k-way merge), each term's entries being in
+	// creation order already.
+	IndexMerge
+	// IndexGather collects a lookup's entries after the position and
+	// sorts them by sequence number; for lookups with many terms and few
+	// entries.
+	IndexGather
+	// IndexOrdered reads a path's index entries in term order, serving a
+	// single-key ORDER BY (backwards for DESC).
+	IndexOrdered
+)
+
+var accessNames = [...]string{"key-range", "order-scan", "index-point", "index-merge", "index-gather", "index-ordered"}
+
+func (a Access) String() string { return accessNames[a] }
+
+// Executor is how a physical plan turns documents into pages.
+type Executor int
+
+const (
+	// Streamed evaluates documents as they are read and stops when the
+	// page is full (exec.Program.Stream, StreamOrdered).
+	Streamed Executor = iota
+	// Sorted reads the whole scope and keeps the page's rows after the
+	// previous page's sort position (exec.Program.RunSortedPage).
+	Sorted
+	// Whole evaluates the query over the whole scope for every page and
+	// pages by row offset (exec.Program.Run).
+	Whole
+	// Folded is Whole with the scope's keyspaces read and folded in
+	// parallel and their groups merged (exec.Program.RunParallel).
+	Folded
+)
+
+var executorNames = [...]string{"streamed", "sorted", "whole", "folded"}
+
+func (x Executor) String() string { return executorNames[x] }
+
+// Token is the kind of continuation a plan's pages carry.
+type Token int
+
+const (
+	// TokenItemKey resumes after an item key (key-range access).
+	TokenItemKey Token = iota
+	// TokenSeq resumes at a _rid sequence number (creation order: order
+	// scans and index lookups alike, so either resumes the other).
+	TokenSeq
+	// TokenIndexKey resumes at an index entry's key (index-ordered).
+	TokenIndexKey
+	// TokenSort resumes after the sort keys of the previous page's last
+	// row (sorted).
+	TokenSort
+	// TokenOffset resumes after a number of result rows (whole, folded).
+	TokenOffset
+)
+
+var tokenNames = [...]string{"item-key", "seq", "index-key", "sort-position", "row-offset"}
+
+func (t Token) String() string { return tokenNames[t] }
+
+// Program is what planning needs of the compiled query (exec.Program's
+// reports), passed in as a value so that plan does not depend on exec.
+type Program struct {
+	// Streamable, Sortable, OrderFree and Parallel are exec.Program's.
+	Streamable, Sortable, OrderFree, Parallel bool
+	// Grouped: the outermost query has GROUP BY, aggregates or DISTINCT.
+	Grouped bool
+	// Take is the TOP or LIMIT of the outermost query; negative: none.
+	Take int
+}
+
+// Scope is what planning needs of the part of the container a query
+// reads, resolved by the engine.
+type Scope struct {
+	// Logical: the scope is one logical partition (a full partition key).
+	Logical bool
+	// Ranges is the number of physical partitions the scope touches, and
+	// Units the number of keyspaces they are read from as one.
+	Ranges, Units int
+	// Cross: the query spans logical partitions.
+	Cross bool
+	// IndexCurrent: the container's index entries reflect its policy; a
+	// stale index is never used.
+	IndexCurrent bool
+}
+
+// Stats are the measurements a multi-term lookup's choice needs, taken by
+// the engine over the scope (Plan.NeedStats) and carried by continuations,
+// so that every page of a query runs the same plan without measuring again.
+type Stats struct {
+	// Terms is the most distinct terms the lookup's spans hold in one
+	// keyspace of the scope, counted up to MaxMergeTerms+1.
+	Terms int `json:"t"`
+	// Entries and Items are the lookup's index entries and the documents
+	// of one keyspace of the scope: the first whose entries exceed
+	// GatherLimit of its items, else the one with the most entries.
+	// Entries are counted up to GatherLimit+1.
+	Entries int   `json:"e"`
+	Items   int64 `json:"n"`
+}
+
+// MaxMergeTerms is the most terms per keyspace a lookup merges: each is an
+// open iterator for the page, and a page costs that many seeks besides its
+// rows.
+const MaxMergeTerms = 64
+
+// loadCost is what loading and filtering a document costs, in index
+// entries read and sorted by a gather (measured: about 6 µs against 0.4 µs,
+// docs/query-plan.md).
+const loadCost = 16
+
+// maxGather is the most entries a keyspace gathers for a page (the
+// engine's bound too).
+const maxGather = 1 << 16
+
+// GatherLimit is the most index entries of a keyspace of items documents
+// that a lookup gathers and sorts for every page of page rows rather than
+// scanning the keyspace with the filter. A gather reads its E entries and
+// loads page documents; a scan loads page·items/E documents (it loads
+// items/E per match). With a load costing loadCost entries, gathering is
+// cheaper while E² + loadCost·page·E ≤ loadCost·page·items. At most
+// 65,536.
+func GatherLimit(items int64, page int) int {
+	if items <= 0 || page <= 0 {
+		return 0
+	}
+	rp := float64(loadCost) * float64(page)
+	e := (math.Sqrt(rp*rp+4*rp*float64(items)) - rp) / 2
+	return int(min(e, maxGather))
+}
+
+// Input is everything Choose decides from.
+type Input struct {
+	Query   *parse.Query
+	Params  map[string][]byte
+	Policy  *index.Policy
+	Program Program
+	Scope   Scope
+	// Stats, when not nil, are the scope's measurements for the lookup
+	// that a plan made without them needed (NeedStats).
+	Stats *Stats
+	// PageSize is the most rows a page holds (x-ms-max-item-count, or
+	// the default; a large number when unbounded).
+	PageSize int
+}
+
+// Physical is a query's physical plan: how the engine reads the scope,
+// evaluates it and resumes. It is a value: the engine executes it as it
+// is, and String prints it (EXPLAIN).
+type Physical struct {
+	Access   Access
+	Executor Executor
+	Token    Token
+	// Lookup is the index lookup of an index-* access: the path, the term
+	// spans (sorted, not overlapping) and the predicate. The filter is
+	// still evaluated on every document it finds.
+	Lookup *IndexScan
+	// Desc: an index-ordered access reads its spans backwards.
+	Desc bool
+	// Cross, Ranges: the scope spans logical partitions, over that many
+	// physical partitions. PassThrough: a fan-out over one physical
+	// partition, whose full pages carry a continuation.
+	Cross       bool
+	Ranges      int
+	PassThrough bool
+	// NeedStats: the choice between merge, gather and scan for Lookup
+	// needs Stats; the engine measures them and chooses again.
+	NeedStats bool
+	// Stats are the measurements the choice was made from, if any.
+	Stats *Stats
+	// Why says why Access was chosen.
+	Why string
+}
+
+// Choose returns the physical plan of a parsed and compiled query. It is a
+// pure function of its input: the same query, parameters, policy, scope and
+// statistics give the same plan. It walks the WHERE clause's top-level
+// conjuncts once for both the lookup and the ordered scan.
+//
+// The rules (docs/query-plan.md):
+//   - with a current index, the best top-level conjunct on an indexed path
+//     (= > IN > STARTSWITH > range) is the lookup; one logical partition
+//     uses only = and IN lookups, and is otherwise read by key;
+//   - an ORDER BY on one indexed path that a conjunct filters (or id, _ts)
+//     is read in index order when the query is not grouped and has a TOP
+//     or LIMIT, or no other lookup, or a lookup on that path;
+//   - one term is streamed; several are merged when a keyspace holds at
+//     most MaxMergeTerms of them; else gathered when their entries are at
+//     most GatherLimit of the scope's items; else the scope is scanned in
+//     creation order with the filter;
+//   - without a lookup, an order-free aggregate reads the scope by key,
+//     anything else in creation order.
+func Choose(in Input) Physical {
+	p := Physical{Cross: in.Scope.Cross, Ranges: in.Scope.Ranges, PassThrough: in.Scope.Cross && in.Scope.Ranges == 1}
+	prog := in.Program
+	var hits []*IndexScan // the lookup of each top-level conjunct, nil where none
+	usable := in.Scope.IndexCurrent && in.Policy != nil && !in.Policy.None() && plainFrom(in.Query)
+	if usable && in.Query.Where != nil {
+		for _, c := range conjuncts(in.Query.Where, nil) {
+			hits = append(hits, lookup(c, in.Query.From.Alias, in.Params))
+		}
+	}
+	var scan *IndexScan
+	if usable {
+		scan = bestLookup(hits, in.Policy)
+		if scan != nil && in.Scope.Logical && scan.Kind != "equality" && scan.Kind != "in" {
+			scan = nil // a logical partition is read by key rather than by a range of the index
+		}
+	}
+	byKey := in.Scope.Logical && scan == nil
+	switch {
+	case byKey:
+		p.Access, p.Why = KeyRange, "one logical partition: its items in id order"
+	case scan == nil && prog.OrderFree:
+		p.Access, p.Why, byKey = KeyRange, "an aggregate over the whole scope: items read sequentially in key order", true
+	case scan == nil:
+		p.Access, p.Why = OrderScan, noLookupWhy(in, usable)
+	default:
+		p.Lookup = scan
+		p.Access, p.Why = lookupAccess(scan, in.Stats, in.PageSize, &p.NeedStats)
+		if in.Stats != nil && needsStats(scan) {
+			p.Stats = in.Stats
+		}
+		if p.Access == OrderScan {
+			p.Lookup = nil // rejected: Why names it
+		}
+	}
+	if usable && !byKey && !prog.Grouped {
+		if o, desc, ok := orderedScan(in.Query, hits, in.Policy); ok && (prog.Take >= 0 || scan == nil || scan.Kind == o.Kind) {
+			p.Access, p.Lookup, p.Desc, p.NeedStats, p.Stats = IndexOrdered, o, desc, false, nil
+			p.Why = "ORDER BY " + strings.Join(o.Path, ".") + " read in index order"
+		}
+	}
+	switch {
+	case prog.Streamable || p.Access == IndexOrdered:
+		p.Executor = Streamed
+		switch {
+		case p.Access == IndexOrdered:
+			p.Token = TokenIndexKey
+		case byKey:
+			p.Token = TokenItemKey
+		default:
+			p.Token = TokenSeq
+		}
+	case prog.Sortable:
+		p.Executor, p.Token = Sorted, TokenSort
+	case prog.Parallel && in.Scope.Units > 1:
+		p.Executor, p.Token = Folded, TokenOffset
+	default:
+		p.Executor, p.Token = Whole, TokenOffset
+	}
+	return p
+}
+
+// plainFrom reports whether q reads documents directly (FROM c, not FROM
+// x IN c.list nor a subquery): only then can the index find them.
+func plainFrom(q *parse.Query) bool {
+	if q == nil || q.From == nil || q.From.In || q.From.Subquery != nil {
+		return false
+	}
+	_, ok := q.From.Expr.(*parse.Ident)
+	return ok
+}
+
+func noLookupWhy(in Input, usable bool) string {
+	switch {
+	case !in.Scope.IndexCurrent:
+		return "the index is being rebuilt: creation order, filter on every document"
+	case in.Policy == nil || in.Policy.None():
+		return "the container indexes nothing: creation order, filter on every document"
+	case !usable:
+		return "FROM is not a plain alias: creation order"
+	case in.Query.Where == nil:
+		return "no filter: creation order"
+	}
+	return "no conjunct on an indexed path: creation order, filter on every document"
+}
+
+// lookupAccess chooses how to read a lookup's entries (docs/query-plan.md,
+// "Choosing between merge, gather and scan").
+func lookupAccess(scan *IndexScan, st *Stats, page int, needStats *bool) (Access, string) {
+	switch {
+	case scan.Point():
+		return IndexPoint, "one term: its entries are in creation order"
+	case !needsStats(scan):
+		return IndexMerge, fmt.Sprintf("%d terms: merged by sequence number", len(scan.Spans))
+	case st == nil:
+		*needStats = true
+		return IndexMerge, "terms not yet counted"
+	case st.Terms <= MaxMergeTerms:
+		return IndexMerge, fmt.Sprintf("%d terms at most per keyspace: merged by sequence number", st.Terms)
+	}
+	limit := GatherLimit(st.Items, page)
+	if st.Entries <= limit {
+		return IndexGather, fmt.Sprintf("over %d terms, %d entries of %d items in a keyspace (at most %d for pages of %d): gathered and sorted", MaxMergeTerms, st.Entries, st.Items, limit, page)
+	}
+	return OrderScan, fmt.Sprintf("%s: over %d terms, over %d entries of %d items in a keyspace for pages of %d: creation order, filter on every document", scan.Pred, MaxMergeTerms, limit, st.Items, page)
+}
+
+// needsStats reports whether choosing how to read scan's entries needs
+// Stats: a range or a prefix (its terms are unknown), or more terms than
+// MaxMergeTerms.
+func needsStats(scan *IndexScan) bool {
+	return !scan.Point() && (scan.Kind == "range" || scan.Kind == "prefix" || len(scan.Spans) > MaxMergeTerms)
+}
+
+// bestLookup returns the best lookup among the conjuncts' on an indexed
+// path: equality, then IN, then a prefix, then a range; the first of
+// equals.
+func bestLookup(hits []*IndexScan, pol *index.Policy) *IndexScan {
+	var best *IndexScan
+	for _, s := range hits {
+		if s == nil || !pol.Indexed(s.Path) {
+			continue
+		}
+		if best == nil || lookupRank(s.Kind) > lookupRank(best.Kind) {
+			best = s
+		}
+	}
+	return best
+}
+
+func lookupRank(kind string) int {
+	switch kind {
+	case "equality":
+		return 4
+	case "in":
+		return 3
+	case "prefix":
+		return 2
+	case "range":
+		return 1
+	}
+	return 0
+}
+
+// orderedScan returns an index scan that reads documents in the order of
+// the query's ORDER BY, so that it need not sort and can stop at its TOP or
+// LIMIT. It needs a single ORDER BY key that is a property path of the FROM
+// alias indexed by pol, and a top-level conjunct with a lookup on that same
+// path: every document the filter matches then has a scalar there, hence
+// an index entry (the index has none for undefined, arrays or objects,
+// which ORDER BY would otherwise return too). Without such a filter, it
+// scans the whole path when every document has a scalar there: the system
+// properties id (a string) and _ts (a number). The scan's spans are
+// ascending; desc says to read them backwards.
+func orderedScan(q *parse.Query, hits []*IndexScan, pol *index.Policy) (scan *IndexScan, desc, ok bool) {
+	if len(q.OrderBy) != 1 {
+		return nil, false, false
+	}
+	path, ok := indexPath(q.OrderBy[0].Expr, q.From.Alias)
+	if !ok || !pol.Indexed(path) {
+		return nil, false, false
+	}
+	for _, s := range hits {
+		if s == nil || !slices.Equal(s.Path, path) {
+			continue
+		}
+		if scan == nil || lookupRank(s.Kind) > lookupRank(scan.Kind) {
+			scan = s
+		}
+	}
+	if scan == nil && len(path) == 1 && (path[0] == "id" || path[0] == "_ts") {
+		scan = &IndexScan{Path: path, Spans: []index.Span{index.PathSpan(path)}, Kind: "path", Pred: "every " + path[0]}
+	}
+	return scan, q.OrderBy[0].Desc, scan != nil
+}
+
+// String prints the plan, one property per line, as EXPLAIN does.
+func (p Physical) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "access: %s", p.Access)
+	if p.Lookup != nil {
+		fmt.Fprintf(&b, " on /%s", strings.Join(p.Lookup.Path, "/"))
+		if p.Desc {
+			b.WriteString(" backwards")
+		}
+	}
+	fmt.Fprintf(&b, "\nwhy: %s", p.Why)
+	if p.Lookup != nil {
+		fmt.Fprintf(&b, "\nlookup: %s %s (%d span", p.Lookup.Kind, p.Lookup.Pred, len(p.Lookup.Spans))
+		if len(p.Lookup.Spans) != 1 {
+			b.WriteString("s")
+		}
+		b.WriteString(")")
+	}
+	if p.Stats != nil {
+		fmt.Fprintf(&b, "\nstats: terms=%d entries=%d items=%d", p.Stats.Terms, p.Stats.Entries, p.Stats.Items)
+	}
+	if p.NeedStats {
+		b.WriteString("\nneeds stats")
+	}
+	fmt.Fprintf(&b, "\nexecutor: %s\ntoken: %s", p.Executor, p.Token)
+	switch {
+	case p.PassThrough:
+		b.WriteString("\nscope: cross-partition, passed through to 1 physical partition")
+	case p.Cross:
+		fmt.Fprintf(&b, "\nscope: cross-partition over %d physical partitions", p.Ranges)
+	default:
+		b.WriteString("\nscope: one logical partition")
+	}
+	return b.String()
+}
+
+// MarshalJSON encodes the plan for query metrics and the explain endpoint:
+// {"access":"index-merge","path":"/n","why":…,"executor":…,"token":…}.
+func (p Physical) MarshalJSON() ([]byte, error) {
+	type lookup struct {
+		Kind  string `json:"kind"`
+		Pred  string `json:"predicate"`
+		Spans int    `json:"spans"`
+	}
+	out := struct {
+		Access   string  `json:"access"`
+		Path     string  `json:"path,omitempty"`
+		Desc     bool    `json:"descending,omitempty"`
+		Lookup   *lookup `json:"lookup,omitempty"`
+		Why      string  `json:"why"`
+		Stats    *Stats  `json:"stats,omitempty"`
+		Executor string  `json:"executor"`
+		Token    string  `json:"token"`
+		Cross    bool    `json:"crossPartition"`
+		Ranges   int     `json:"physicalPartitions"`
+	}{Access: p.Access.String(), Desc: p.Desc, Why: p.Why, Stats: p.Stats, Executor: p.Executor.String(), Token: p.Token.String(), Cross: p.Cross, Ranges: p.Ranges}
+	if p.Lookup != nil {
+		out.Path = "/" + strings.Join(p.Lookup.Path, "/")
+		out.Lookup = &lookup{Kind: p.Lookup.Kind, Pred: p.Lookup.Pred, Spans: len(p.Lookup.Spans)}
+	}
+	return json.Marshal(out)
+}
