@@ -31,6 +31,7 @@ var allowed = map[string][]string{
 	"internal/catalog":         {"internal/document", "internal/index", "internal/partition"}, // persists through its Backend interface
 	"internal/replica":         {"internal/store"},                                            // the seam's types, and its implementation on the node's store
 	"internal/replication":     {"internal/replica", "internal/store"},                        // Raft groups of keyspaces: logs and applied state in the node's store
+	"internal/cluster":         {"internal/catalog", "internal/replication"},                  // etcd, credentials, transport: implements catalog.Backend over etcd and replication.Transport between nodes
 	"internal/index":           {},
 	"internal/document":        {},
 	"internal/partition":       {"internal/document"},

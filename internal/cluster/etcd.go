@@ -1,0 +1,241 @@
+package cluster
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap/zapcore"
+)
+
+// Paths inside a node's data directory.
+const (
+	etcdDir    = "etcd"    // the etcd member's data
+	clusterDir = "cluster" // mode 0700: the PEM files and the client socket
+	socketName = "etcd.sock"
+)
+
+// maxSocketPath is the longest Unix socket path Linux accepts (sun_path
+// holds 108 bytes with the terminating NUL).
+const maxSocketPath = 107
+
+// Limits of the embedded member, which the catalog backend's changes must
+// fit: one catalog change is one transaction (deleting a database deletes
+// all its records in one), so etcd's defaults (128 operations, 1.5 MiB)
+// are raised.
+const (
+	etcdMaxTxnOps      = 16384
+	etcdMaxRequestSize = 8 << 20 // bytes
+)
+
+// EtcdConfig configures a node's etcd member.
+type EtcdConfig struct {
+	// DataDir is the node's data directory: the member keeps its data in
+	// DataDir/etcd, and its TLS files and client socket in DataDir/cluster.
+	DataDir string
+	// Self is this node's member; it must be one of Members.
+	Self Member
+	// Members is the --join list (Members): the cluster's initial members.
+	Members []Member
+	// Cert is the node's certificate: the member's peer TLS, both ways,
+	// and the only certificates it accepts from peers are the CA's.
+	Cert *Cert
+	// StartTimeout bounds how long StartEtcd waits for the member to be
+	// ready, which needs a majority of Members up (at a restart too: the
+	// member publishes itself through the cluster); default 1 minute.
+	StartTimeout time.Duration
+	// Logger receives etcd's messages at warn and above; nil discards
+	// them.
+	Logger *slog.Logger
+}
+
+// Etcd is a running etcd member embedded in this process, and a client
+// connected to it over its Unix socket.
+type Etcd struct {
+	e   *embed.Etcd
+	cli *clientv3.Client
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// StartEtcd starts the node's etcd member and waits until it is ready (it
+// has joined the cluster and serves), until ctx ends, or StartTimeout
+// passes, whichever comes first; on failure it stops the member.
+//
+// A data directory without an etcd member directory starts a new cluster
+// with Members as its initial members; one with a member directory
+// restarts the member, which rejoins the cluster it was part of (the join
+// list is then only checked by etcd against what it recorded).
+//
+// The member listens for peers on Self.PeerURL with mutual TLS (Cert,
+// TLS 1.3, peers' certificates must chain to the CA) and for clients on a
+// Unix socket in DataDir/cluster, reachable only through the file system.
+func StartEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
+	if cfg.Cert == nil {
+		return nil, errors.New("cluster: etcd: no node certificate")
+	}
+	if m, ok := Find(cfg.Members, cfg.Self.Addr); !ok || m != cfg.Self {
+		return nil, fmt.Errorf("cluster: etcd: %s is not in the join list", cfg.Self.Addr)
+	}
+	if cfg.StartTimeout == 0 {
+		cfg.StartTimeout = time.Minute
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	data, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: etcd: %w", err)
+	}
+	sock := filepath.Join(data, clusterDir, socketName)
+	if len(sock) > maxSocketPath {
+		return nil, fmt.Errorf("cluster: etcd: socket path %s is %d bytes, longer than the %d a Unix socket allows: use a shorter data directory path",
+			sock, len(sock), maxSocketPath)
+	}
+	files, err := cfg.Cert.WriteFiles(filepath.Join(data, clusterDir))
+	if err != nil {
+		return nil, err
+	}
+	ec, err := embedConfig(cfg, data, sock, files, log)
+	if err != nil {
+		return nil, err
+	}
+	e, err := embed.StartEtcd(ec)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: etcd: start: %w", err)
+	}
+	// NB: embed.Etcd.Close waits for its client servers, which wait for
+	// the member to be ready or stopping: a member that is not ready must
+	// be stopped first, or Close hangs.
+	abort := func() {
+		e.Server.HardStop()
+		e.Close()
+	}
+	timer := time.NewTimer(cfg.StartTimeout)
+	defer timer.Stop()
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		abort()
+		return nil, fmt.Errorf("cluster: etcd: start: %w", err)
+	case <-ctx.Done():
+		abort()
+		return nil, fmt.Errorf("cluster: etcd: start: %w", ctx.Err())
+	case <-timer.C:
+		abort()
+		return nil, fmt.Errorf("cluster: etcd: member %s not ready after %v (it needs a majority of the %d members up)",
+			cfg.Self.Addr, cfg.StartTimeout, len(cfg.Members))
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   []string{"unix://" + sock},
+		DialTimeout: 5 * time.Second,
+		// Room for the largest request the member accepts.
+		MaxCallSendMsgSize: etcdMaxRequestSize + 64<<10,
+		Logger:             zapLogger(log, zapcore.WarnLevel),
+	})
+	if err != nil {
+		e.Close()
+		return nil, fmt.Errorf("cluster: etcd: client: %w", err)
+	}
+	return &Etcd{e: e, cli: cli}, nil
+}
+
+// embedConfig returns the embedded member's configuration.
+func embedConfig(cfg EtcdConfig, data, sock string, files CertFiles, log *slog.Logger) (*embed.Config, error) {
+	ec := embed.NewConfig()
+	ec.Name = cfg.Self.Addr
+	ec.Dir = filepath.Join(data, etcdDir)
+	peer, err := url.Parse(cfg.Self.PeerURL)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: etcd: peer URL: %w", err)
+	}
+	ec.ListenPeerUrls = []url.URL{*peer}
+	ec.AdvertisePeerUrls = []url.URL{*peer}
+	client := url.URL{Scheme: "unix", Path: sock}
+	ec.ListenClientUrls = []url.URL{client}
+	ec.AdvertiseClientUrls = []url.URL{client}
+	var ic []string
+	for _, m := range cfg.Members {
+		ic = append(ic, m.Addr+"="+m.PeerURL)
+	}
+	ec.InitialCluster = strings.Join(ic, ",")
+	ec.InitialClusterToken = clusterToken(cfg.Members)
+	// NB: etcd ignores the initial cluster when it restarts from its WAL;
+	// "existing" says so explicitly.
+	ec.ClusterState = embed.ClusterStateFlagNew
+	switch _, err := os.Stat(filepath.Join(ec.Dir, "member")); {
+	case err == nil:
+		ec.ClusterState = embed.ClusterStateFlagExisting
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("cluster: etcd: %w", err)
+	}
+	ec.PeerTLSInfo = transport.TLSInfo{
+		CertFile:       files.Cert,
+		KeyFile:        files.Key,
+		TrustedCAFile:  files.CA,
+		ClientCertAuth: true,
+		// The CA chain is the authentication: every holder of the
+		// secret can issue any name, so checking a peer's source
+		// address against its certificate's names adds no security,
+		// and it would refuse a node whose connections leave from
+		// another of its addresses.
+		SkipClientSANVerify: true,
+	}
+	ec.TlsMinVersion = "TLS1.3"
+	ec.MaxTxnOps = etcdMaxTxnOps
+	ec.MaxRequestBytes = etcdMaxRequestSize
+	ec.EnableGRPCGateway = false
+	// Revisions of the catalog and elections are kept an hour, then
+	// compacted; the catalog reads only the newest.
+	ec.AutoCompactionMode = "periodic"
+	ec.AutoCompactionRetention = "1h"
+	ec.LogLevel = "warn"
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zapLogger(log, zapcore.WarnLevel))
+	return ec, nil
+}
+
+// clusterToken names the etcd cluster after its initial members, so that
+// members started with different join lists refuse each other instead of
+// forming two clusters that believe they are one.
+func clusterToken(ms []Member) string {
+	h := sha256.New()
+	for _, m := range ms {
+		h.Write([]byte(m.Addr + "\x00"))
+	}
+	return "partita-" + hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// Client returns the client connected to this member. It is safe for
+// concurrent use and valid until Close.
+func (e *Etcd) Client() *clientv3.Client { return e.cli }
+
+// Err reports the member's fatal errors (it stops serving); the channel is
+// closed by Close. A node whose member fails must stop (docs/cluster.md).
+func (e *Etcd) Err() <-chan error { return e.e.Err() }
+
+// Close closes the client, then stops the member and waits for it. Later
+// calls return the first's result.
+func (e *Etcd) Close() error {
+	e.closeOnce.Do(func() {
+		err := e.cli.Close()
+		e.e.Close()
+		if err != nil && !errors.Is(err, context.Canceled) {
+			e.closeErr = fmt.Errorf("cluster: etcd: close client: %w", err)
+		}
+	})
+	return e.closeErr
+}

@@ -1,0 +1,263 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// freeClusterAddr returns a loopback cluster address whose port and the
+// next (the etcd peer port) were both free a moment ago.
+func freeClusterAddr(t *testing.T) string {
+	t.Helper()
+	for range 50 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		next, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+1))
+		ln.Close()
+		if err == nil {
+			next.Close()
+			return ln.Addr().String()
+		}
+	}
+	t.Fatal("no free pair of loopback ports")
+	return ""
+}
+
+// testMembers returns n members on free loopback ports.
+func testMembers(t *testing.T, n int) []Member {
+	t.Helper()
+	var join []string
+	for range n {
+		join = append(join, freeClusterAddr(t))
+	}
+	ms, err := Members(join)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms
+}
+
+// etcdConfig returns the configuration of member self of ms, with data in
+// dir.
+func etcdConfig(t *testing.T, dir string, self Member, ms []Member) EtcdConfig {
+	t.Helper()
+	cert, err := mustCA(t, secretA).NodeCert(self.Addr, []string{self.Host()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return EtcdConfig{DataDir: dir, Self: self, Members: ms, Cert: cert, StartTimeout: 30 * time.Second}
+}
+
+// opCtx bounds one etcd operation in a test.
+func opCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func mustGet(t *testing.T, cli *clientv3.Client, key string) string {
+	t.Helper()
+	resp, err := cli.Get(opCtx(t), key)
+	if err != nil {
+		t.Fatalf("get %s: %v", key, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return ""
+	}
+	return string(resp.Kvs[0].Value)
+}
+
+// startSingle starts a one-member cluster with data in dir and stops it
+// when the test ends (or earlier, by Close).
+func startSingle(t *testing.T, dir string) *Etcd {
+	t.Helper()
+	ms := testMembers(t, 1)
+	e, err := StartEtcd(t.Context(), etcdConfig(t, dir, ms[0], ms))
+	if err != nil {
+		t.Fatalf("StartEtcd: %v", err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+func TestEtcdSingleRestart(t *testing.T) {
+	dir := t.TempDir()
+	ms := testMembers(t, 1)
+	cfg := etcdConfig(t, dir, ms[0], ms)
+	e, err := StartEtcd(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("StartEtcd: %v", err)
+	}
+	if _, err := e.Client().Put(opCtx(t), "k", "v1"); err != nil {
+		t.Fatalf("put: %v", err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if _, open := <-e.Err(); open {
+		t.Errorf("Err() is still open after Close")
+	}
+
+	// A restart on the same directory finds the member and its data. A
+	// new node certificate each start is how nodes run.
+	cfg = etcdConfig(t, dir, ms[0], ms)
+	e, err = StartEtcd(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("StartEtcd again: %v", err)
+	}
+	defer e.Close()
+	if got := mustGet(t, e.Client(), "k"); got != "v1" {
+		t.Errorf("after restart, k = %q, want v1", got)
+	}
+}
+
+// TestEtcdNotInJoinList: a member must be one of the join list's.
+func TestEtcdNotInJoinList(t *testing.T) {
+	ms := testMembers(t, 2)
+	cfg := etcdConfig(t, t.TempDir(), ms[0], ms[1:])
+	if e, err := StartEtcd(t.Context(), cfg); err == nil {
+		e.Close()
+		t.Fatalf("StartEtcd with a self outside the join list succeeded")
+	}
+}
+
+// TestEtcdStartTimeout: a new member without a majority gives up clearly.
+func TestEtcdStartTimeout(t *testing.T) {
+	ms := testMembers(t, 3)
+	cfg := etcdConfig(t, t.TempDir(), ms[0], ms)
+	cfg.StartTimeout = 500 * time.Millisecond
+	if e, err := StartEtcd(t.Context(), cfg); err == nil {
+		e.Close()
+		t.Fatalf("one member of three started alone")
+	}
+}
+
+// startMembers starts the members start of the cluster ms, each with its
+// own data directory, and stops them when the test ends.
+func startMembers(t *testing.T, start, ms []Member) []*Etcd {
+	t.Helper()
+	es := make([]*Etcd, len(start))
+	errs := make([]error, len(start))
+	// A new cluster's members are ready only once a majority has started:
+	// start them together.
+	var wg sync.WaitGroup
+	for i, m := range start {
+		cfg := etcdConfig(t, t.TempDir(), m, ms)
+		wg.Go(func() { es[i], errs[i] = StartEtcd(t.Context(), cfg) })
+	}
+	wg.Wait()
+	for i, e := range es {
+		if e != nil {
+			t.Cleanup(func() { e.Close() })
+		}
+		if errs[i] != nil {
+			t.Fatalf("member %s: %v", start[i].Addr, errs[i])
+		}
+	}
+	return es
+}
+
+func TestEtcdThreeMembers(t *testing.T) {
+	ms := testMembers(t, 3)
+	es := startMembers(t, ms, ms)
+	resp, err := es[0].Client().MemberList(opCtx(t))
+	if err != nil {
+		t.Fatalf("member list: %v", err)
+	}
+	names := map[string]bool{}
+	for _, m := range resp.Members {
+		names[m.Name] = true
+	}
+	for _, m := range ms {
+		if !names[m.Addr] {
+			t.Errorf("member list %v lacks %s", names, m.Addr)
+		}
+	}
+
+	if _, err := es[0].Client().Put(opCtx(t), "k", "v1"); err != nil {
+		t.Fatalf("put: %v", err)
+	}
+	for i, e := range es {
+		if got := mustGet(t, e.Client(), "k"); got != "v1" {
+			t.Errorf("member %d: k = %q, want v1", i, got)
+		}
+	}
+
+	// Stop one member (perhaps the leader): the other two go on.
+	if err := es[2].Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	es[2] = nil
+	putUntil(t, es[0].Client(), "k", "v2")
+	if got := mustGet(t, es[1].Client(), "k"); got != "v2" {
+		t.Errorf("after a member stopped, k = %q on another, want v2", got)
+	}
+}
+
+// putUntil puts key=val through cli, retrying while the cluster elects a
+// leader, for at most 20 s.
+func putUntil(t *testing.T, cli *clientv3.Client, key, val string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	var errs []error
+	for ctx.Err() == nil {
+		octx, ocancel := context.WithTimeout(ctx, 3*time.Second)
+		_, err := cli.Put(octx, key, val)
+		ocancel()
+		if err == nil {
+			return
+		}
+		errs = append(errs, err)
+	}
+	t.Fatalf("put %s never succeeded in 20 s: %v", key, errors.Join(errs...))
+}
+
+// ExampleMembers shows the members of a join list.
+func ExampleMembers() {
+	ms, _ := Members([]string{"127.0.0.1:7002", "127.0.0.1:7001"})
+	for _, m := range ms {
+		fmt.Printf("%016x %s %s\n", m.ID, m.Addr, m.PeerURL)
+	}
+	// Output:
+	// 4c45975e173488e0 127.0.0.1:7001 https://127.0.0.1:7002
+	// 6abaeb5811e296d4 127.0.0.1:7002 https://127.0.0.1:7003
+}
+
+// TestEtcdForeignMember: a member whose certificate comes from another
+// secret cannot join: the other two form the cluster without it.
+func TestEtcdForeignMember(t *testing.T) {
+	ms := testMembers(t, 3)
+	es := startMembers(t, ms[:2], ms) // a majority
+	cert, err := mustCA(t, secretB).NodeCert(ms[2].Addr, []string{ms[2].Host()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := EtcdConfig{DataDir: t.TempDir(), Self: ms[2], Members: ms, Cert: cert, StartTimeout: 3 * time.Second}
+	if e, err := StartEtcd(t.Context(), cfg); err == nil {
+		e.Close()
+		t.Fatalf("a member with a certificate of another CA joined")
+	}
+	resp, err := es[0].Client().MemberList(opCtx(t))
+	if err != nil {
+		t.Fatalf("member list: %v", err)
+	}
+	for _, m := range resp.Members {
+		// An initial member is listed from the start; a started one has
+		// published its client URLs.
+		if m.Name == ms[2].Addr && len(m.ClientURLs) > 0 {
+			t.Errorf("the foreign member %s published itself: %v", ms[2].Addr, m)
+		}
+	}
+}

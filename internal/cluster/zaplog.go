@@ -1,0 +1,74 @@
+package cluster
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"slices"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// zapLogger returns a zap logger, for etcd's server and client (which log
+// through zap only), that passes records at min or above to l, with the
+// attribute component=etcd.
+func zapLogger(l *slog.Logger, min zapcore.Level) *zap.Logger {
+	return zap.New(&slogCore{l: l.With("component", "etcd"), min: min})
+}
+
+// slogCore is a zapcore.Core writing to a *slog.Logger.
+type slogCore struct {
+	l      *slog.Logger
+	min    zapcore.Level
+	fields []zapcore.Field // from With
+}
+
+func slogLevel(l zapcore.Level) slog.Level {
+	switch {
+	case l <= zapcore.DebugLevel:
+		return slog.LevelDebug
+	case l == zapcore.InfoLevel:
+		return slog.LevelInfo
+	case l == zapcore.WarnLevel:
+		return slog.LevelWarn
+	default: // error, and the panic and fatal levels, which zap acts on itself
+		return slog.LevelError
+	}
+}
+
+func (c *slogCore) Enabled(l zapcore.Level) bool {
+	return l >= c.min && c.l.Enabled(context.Background(), slogLevel(l))
+}
+
+func (c *slogCore) With(fs []zapcore.Field) zapcore.Core {
+	return &slogCore{l: c.l, min: c.min, fields: append(slices.Clip(c.fields), fs...)}
+}
+
+func (c *slogCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if c.Enabled(e.Level) {
+		return ce.AddCore(e, c)
+	}
+	return ce
+}
+
+func (c *slogCore) Write(e zapcore.Entry, fs []zapcore.Field) error {
+	enc := zapcore.NewMapObjectEncoder()
+	for _, f := range c.fields {
+		f.AddTo(enc)
+	}
+	for _, f := range fs {
+		f.AddTo(enc)
+	}
+	attrs := make([]slog.Attr, 0, len(enc.Fields)+1)
+	if e.LoggerName != "" {
+		attrs = append(attrs, slog.String("logger", e.LoggerName))
+	}
+	for _, k := range slices.Sorted(maps.Keys(enc.Fields)) {
+		attrs = append(attrs, slog.Any(k, enc.Fields[k]))
+	}
+	c.l.LogAttrs(context.Background(), slogLevel(e.Level), e.Message, attrs...)
+	return nil
+}
+
+func (c *slogCore) Sync() error { return nil }
