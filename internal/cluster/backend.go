@@ -151,6 +151,13 @@ func (b *Backend) page(ctx context.Context, start, end string, rev int64) (*clie
 // deleted and then written again. The embedded member accepts up to 16384
 // keys and 8 MiB per transaction.
 func (b *Backend) Apply(set map[string][]byte, del []string) error {
+	_, err := b.apply(set, del)
+	return err
+}
+
+// apply is Apply, returning the revision of the write (0 when there was
+// nothing to write).
+func (b *Backend) apply(set map[string][]byte, del []string) (int64, error) {
 	ops := make([]clientv3.Op, 0, len(set)+len(del))
 	// NB: etcd refuses a transaction naming a key twice.
 	for _, k := range slices.Compact(slices.Sorted(slices.Values(del))) {
@@ -162,7 +169,7 @@ func (b *Backend) Apply(set map[string][]byte, del []string) error {
 		ops = append(ops, clientv3.OpPut(b.prefix+k, string(set[k])))
 	}
 	if len(ops) == 0 {
-		return nil
+		return 0, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
 	defer cancel()
@@ -172,10 +179,10 @@ func (b *Backend) Apply(set map[string][]byte, del []string) error {
 	}
 	resp, err := txn.Then(ops...).Commit()
 	if err != nil {
-		return fmt.Errorf("etcd apply: %w", err)
+		return 0, fmt.Errorf("etcd apply: %w", err)
 	}
 	if !resp.Succeeded {
-		return ErrFenced
+		return 0, ErrFenced
 	}
-	return nil
+	return resp.Header.Revision, nil
 }

@@ -1,0 +1,274 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/partitadb/partita/internal/catalog"
+)
+
+// CatalogLockKey is the etcd prefix of the catalog's cluster-wide write
+// lock (a concurrency.Mutex).
+const CatalogLockKey = "/partita/locks/catalog"
+
+// SharedCatalog makes etcd the catalog of several nodes (docs/cluster.md,
+// "The catalog in a cluster"). It is a catalog.Shared:
+//
+//   - Lock takes the cluster-wide write lock (a concurrency.Mutex on this
+//     node's session), then waits until this node has passed to its catalog
+//     every change made before the lock was granted;
+//   - Apply writes only under the lock, fenced by the lock's key (ErrFenced
+//     once the session that holds it has expired);
+//   - a watch on the catalog's prefix passes the other nodes' changes to
+//     the catalog (Follow), in revision order, skipping this node's own
+//     writes and anything older than them, which the catalog has already.
+//
+// Reads are the base backend's (linearizable).
+type SharedCatalog struct {
+	base *Backend
+	cli  *clientv3.Client
+	sess *concurrency.Session
+	mx   *concurrency.Mutex
+	lock sync.Mutex // one holder of mx on this node at a time
+
+	mu struct {
+		sync.Mutex
+		fenced  *Backend         // the fenced backend while the lock is held
+		granted int64            // the revision the lock was granted at
+		applied int64            // every change up to this revision is passed on
+		own     map[string]int64 // catalog key → revision of this node's last write of it
+		observe func(key string, value []byte, deleted bool) error
+		queue   []*clientv3.Event // changes seen before Follow
+		err     error             // the watch or the catalog failed: the node must restart
+	}
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+var _ catalog.Shared = (*SharedCatalog)(nil)
+
+// NewSharedCatalog starts following the catalog in etcd through cli, on a
+// session of ttl seconds (default 10): the node's lock, if it holds it,
+// goes when the session does. Open the node's catalog on it, then call
+// Follow. Close stops it.
+func NewSharedCatalog(ctx context.Context, cli *clientv3.Client, cfg BackendConfig, ttl int) (*SharedCatalog, error) {
+	if ttl <= 0 {
+		ttl = 10
+	}
+	base := NewBackend(cli, cfg)
+	sess, err := concurrency.NewSession(cli, concurrency.WithTTL(ttl))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: catalog session: %w", err)
+	}
+	s := &SharedCatalog{base: base, cli: cli, sess: sess, mx: concurrency.NewMutex(sess, CatalogLockKey), done: make(chan struct{})}
+	s.mu.own = map[string]int64{}
+	// The watch starts after the revision now, before the catalog reads
+	// anything, so no change falls between its reads and the watch.
+	resp, err := cli.Get(ctx, base.prefix, clientv3.WithPrefix(), clientv3.WithLimit(1), clientv3.WithKeysOnly())
+	if err != nil {
+		sess.Close()
+		return nil, fmt.Errorf("cluster: catalog revision: %w", err)
+	}
+	s.mu.applied = resp.Header.Revision
+	wctx, stop := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
+	s.stop = stop
+	wch := cli.Watch(wctx, base.prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1), clientv3.WithProgressNotify())
+	go s.watch(wch)
+	return s, nil
+}
+
+// watch passes the watch's events on until it ends.
+func (s *SharedCatalog) watch(wch clientv3.WatchChan) {
+	defer close(s.done)
+	for resp := range wch {
+		if err := resp.Err(); err != nil {
+			s.fail(fmt.Errorf("cluster: catalog watch: %w", err))
+			return
+		}
+		s.mu.Lock()
+		for _, ev := range resp.Events {
+			if err := s.passLocked(ev); err != nil {
+				s.mu.Unlock()
+				s.fail(err)
+				return
+			}
+		}
+		s.mu.applied = max(s.mu.applied, resp.Header.Revision)
+		for k, rev := range s.mu.own {
+			if rev <= s.mu.applied {
+				delete(s.mu.own, k)
+			}
+		}
+		s.mu.Unlock()
+	}
+	s.fail(errors.New("cluster: catalog watch ended"))
+}
+
+// passLocked passes ev to the catalog, or queues it before Follow.
+func (s *SharedCatalog) passLocked(ev *clientv3.Event) error {
+	if s.mu.observe == nil {
+		s.mu.queue = append(s.mu.queue, ev)
+		return nil
+	}
+	if s.mu.fenced != nil && ev.Kv.ModRevision > s.mu.granted {
+		// While this node holds the lock, nobody else writes: the change
+		// is this node's own, which its catalog has (and whose mutex its
+		// writer holds, so observing it here would deadlock).
+		return nil
+	}
+	key := string(ev.Kv.Key[len(s.base.prefix):])
+	if s.mu.own[key] >= ev.Kv.ModRevision {
+		return nil // this node wrote it, or later wrote over it
+	}
+	return s.mu.observe(key, ev.Kv.Value, ev.Type == clientv3.EventTypeDelete)
+}
+
+func (s *SharedCatalog) fail(err error) {
+	s.mu.Lock()
+	if s.mu.err == nil {
+		s.mu.err = err
+	}
+	s.mu.Unlock()
+}
+
+// Follow passes the changes seen since NewSharedCatalog, and from then on
+// every change another node makes, to observe (the node's
+// catalog.Observe). The catalog must have been opened on s.
+func (s *SharedCatalog) Follow(observe func(key string, value []byte, deleted bool) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.observe = observe
+	queue := s.mu.queue
+	s.mu.queue = nil
+	for _, ev := range queue {
+		if err := s.passLocked(ev); err != nil {
+			s.mu.err = err
+			return err
+		}
+	}
+	return nil
+}
+
+// Err reports why following failed, if it did: the node's catalog no
+// longer follows etcd, and the node must restart.
+func (s *SharedCatalog) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.err
+}
+
+// Get reads key (linearizable).
+func (s *SharedCatalog) Get(key string) ([]byte, bool, error) { return s.base.Get(key) }
+
+// Load reads the keys with prefix (linearizable, one revision).
+func (s *SharedCatalog) Load(ctx context.Context, prefix string, fn func(key string, value []byte) error) error {
+	return s.base.Load(ctx, prefix, fn)
+}
+
+// errUnlocked is Apply's error outside Lock: a catalog bug.
+var errUnlocked = errors.New("cluster: catalog write without the cluster-wide lock")
+
+// Apply writes set and del atomically, fenced by the lock this node must
+// hold: ErrFenced (nothing written) once its session has expired.
+func (s *SharedCatalog) Apply(set map[string][]byte, del []string) error {
+	s.mu.Lock()
+	fb := s.mu.fenced
+	s.mu.Unlock()
+	if fb == nil {
+		return errUnlocked
+	}
+	rev, err := fb.apply(set, del)
+	if err != nil || rev == 0 {
+		return err
+	}
+	s.mu.Lock()
+	for k := range set {
+		s.mu.own[k] = rev
+	}
+	for _, k := range del {
+		s.mu.own[k] = rev
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// Lock takes the cluster-wide write lock, and returns once every change
+// made before it was granted has been passed to the catalog.
+func (s *SharedCatalog) Lock(ctx context.Context) (func(), error) {
+	if err := s.Err(); err != nil {
+		return nil, err
+	}
+	s.lock.Lock()
+	if err := s.mx.Lock(ctx); err != nil {
+		s.lock.Unlock()
+		return nil, fmt.Errorf("cluster: catalog lock: %w", err)
+	}
+	release := func() {
+		s.mu.Lock()
+		s.mu.fenced = nil
+		s.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), s.base.timeout)
+		_ = s.mx.Unlock(ctx) // if it fails, the session's expiry releases it
+		cancel()
+		s.lock.Unlock()
+	}
+	granted := s.mx.Header().Revision
+	key, err := s.cli.Get(ctx, s.mx.Key())
+	switch {
+	case err != nil:
+		release()
+		return nil, fmt.Errorf("cluster: catalog lock: %w", err)
+	case len(key.Kvs) == 0:
+		release()
+		return nil, fmt.Errorf("cluster: catalog lock lost at once (session expired?)")
+	}
+	if err := s.caughtUp(ctx, granted); err != nil {
+		release()
+		return nil, err
+	}
+	s.mu.Lock()
+	s.mu.fenced = s.base.Fenced(Fence{Key: s.mx.Key(), Rev: key.Kvs[0].CreateRevision})
+	s.mu.granted = granted
+	s.mu.Unlock()
+	return release, nil
+}
+
+// caughtUp waits until every change up to revision rev is passed on, asking
+// etcd for a progress notification so that an idle watch reports it.
+func (s *SharedCatalog) caughtUp(ctx context.Context, rev int64) error {
+	for {
+		s.mu.Lock()
+		applied, err := s.mu.applied, s.mu.err
+		s.mu.Unlock()
+		switch {
+		case err != nil:
+			return err
+		case applied >= rev:
+			return nil
+		}
+		if err := s.cli.RequestProgress(clientv3.WithRequireLeader(ctx)); err != nil {
+			return fmt.Errorf("cluster: catalog watch progress: %w", err)
+		}
+		t := time.NewTimer(10 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("cluster: catalog not caught up with revision %d: %w", rev, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// Close stops following and ends the session (releasing the lock if this
+// node holds it).
+func (s *SharedCatalog) Close() error {
+	s.stop()
+	<-s.done
+	return s.sess.Close()
+}

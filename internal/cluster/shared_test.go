@@ -1,0 +1,119 @@
+package cluster
+
+import (
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/partitadb/partita/internal/catalog"
+)
+
+// sharedNode opens one node's catalog on a SharedCatalog over e and makes
+// it follow the others.
+func sharedNode(t *testing.T, e *Etcd) (*catalog.Catalog, *SharedCatalog) {
+	t.Helper()
+	s, err := NewSharedCatalog(t.Context(), e.Client(), BackendConfig{}, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	c, err := catalog.Open(t.Context(), s, func() time.Time { return time.Unix(1700000000, 0) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Follow(c.Observe); err != nil {
+		t.Fatal(err)
+	}
+	return c, s
+}
+
+// eventually waits, at most 20 s, until ok holds.
+func eventually(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 20 s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestSharedCatalogEtcd: two nodes' catalogs on one etcd. Each sees what
+// the other creates, changes and deletes; their writes are ordered by the
+// cluster-wide lock, so _rid blocks reserved from both at once never
+// overlap; and a node whose session expired can write nothing.
+func TestSharedCatalogEtcd(t *testing.T) {
+	e := startSingle(t, t.TempDir())
+	a, _ := sharedNode(t, e)
+	// A database created before b starts is in b's catalog when it opens.
+	if _, err := a.CreateDatabase("db", catalog.Throughput{}); err != nil {
+		t.Fatal(err)
+	}
+	b, sb := sharedNode(t, e)
+	if _, err := b.Database("db"); err != nil {
+		t.Fatalf("node b opened without node a's database: %v", err)
+	}
+	k, err := a.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), catalog.Throughput{Manual: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "node b sees node a's container", func() bool {
+		kb, err := b.Container("db", "c")
+		return err == nil && kb.RID == k.RID
+	})
+
+	type block struct{ first, limit uint64 }
+	var (
+		mu     sync.Mutex
+		blocks []block
+		wg     sync.WaitGroup
+	)
+	for _, c := range []*catalog.Catalog{a, b} {
+		for range 10 {
+			wg.Go(func() {
+				first, limit, err := c.ReserveRIDs("db", "c", k.Internal, 1)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				blocks = append(blocks, block{first, limit})
+				mu.Unlock()
+			})
+		}
+	}
+	wg.Wait()
+	slices.SortFunc(blocks, func(x, y block) int { return int(x.first) - int(y.first) })
+	for i := 1; i < len(blocks); i++ {
+		if blocks[i].first < blocks[i-1].limit {
+			t.Fatalf("reserved blocks overlap: %v and %v", blocks[i-1], blocks[i])
+		}
+	}
+	if _, err := b.DeleteContainer("db", "c"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "node a sees node b's deletion", func() bool {
+		_, err := a.Container("db", "c")
+		return errors.Is(err, catalog.ErrNotFound)
+	})
+
+	// Node b's session ends (as when its lease expires): its lock is gone,
+	// and a write it had under that lock is fenced off.
+	unlock, err := sb.Lock(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.sess.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Apply(map[string][]byte{"cat/x": []byte("1")}, nil); !errors.Is(err, ErrFenced) {
+		t.Fatalf("a write under an expired session's lock: %v, want ErrFenced", err)
+	}
+	unlock()
+	if _, err := a.CreateDatabase("db2", catalog.Throughput{}); err != nil {
+		t.Fatalf("node a after node b's session ended: %v", err)
+	}
+}
