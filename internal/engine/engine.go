@@ -172,6 +172,7 @@ type Engine struct {
 	colls, maps containerLocks
 	limit       *throughput.Limiter // nil: no rate limiting
 	grown       grown               // containers to check for splits
+	sizes       rangeSizes          // ranges' size estimates, so the split check scans few
 	hot         hotKeys             // request units per logical partition, per range
 	progs       programs
 	// reindex holds the progress of each running index rebuild

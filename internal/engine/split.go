@@ -114,10 +114,71 @@ func (e *Engine) split(c *catalog.Container, r partition.Range, at partition.EPK
 		e.limit.Forget(rangeKey(c, r))
 	}
 	e.hot.forget(rangeKey(c, r))
+	e.sizes.forget(rangeKey(c, r))
 	e.log.Info("partition split", "db", c.DB, "container", c.ID, "range", r.ID, "at", at.String(), "ranges", k.Map().Len())
 	ranges, _, _, err := e.PKRanges(c.DB, c.ID)
 	return ranges, err
 }
+
+// sizeRescan is how old a range's size estimate may get before the split
+// check scans its statistics again, whatever the estimate says.
+const sizeRescan = time.Minute
+
+// rangeSizes estimates the item bytes of each range between split checks:
+// the total its last statistics scan found, plus what committed
+// transactions added since. The split check scans a range (all its logical
+// partitions' statistics: linear in them) only when the estimate is
+// unknown, past the size limit, or older than sizeRescan, instead of every
+// check for every range written to. An estimate is a hint: a split always
+// follows a scan.
+type rangeSizes struct {
+	mu sync.Mutex
+	m  map[string]*rangeSize // rangeKey → estimate
+}
+
+type rangeSize struct {
+	bytes   int64
+	scanned time.Time
+}
+
+// add adds delta bytes to the range's estimate, if it has one.
+func (s *rangeSizes) add(key string, delta int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rs := s.m[key]; rs != nil {
+		rs.bytes += delta
+	}
+}
+
+// fresh reports whether the range's estimate is known, at most limit, and
+// from a scan less than sizeRescan before now.
+func (s *rangeSizes) fresh(key string, limit int64, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rs := s.m[key]
+	return rs != nil && rs.bytes <= limit && now.Sub(rs.scanned) < sizeRescan
+}
+
+// set records a scan's total.
+func (s *rangeSizes) set(key string, total int64, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string]*rangeSize{}
+	}
+	s.m[key] = &rangeSize{bytes: total, scanned: now}
+}
+
+// forget drops the estimate of a range that split.
+func (s *rangeSizes) forget(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, key)
+}
+
+// testHookRangeScan, if set, is called when the split check scans a
+// range's statistics.
+var testHookRangeScan func(rangeID string)
 
 // grown is the set of containers whose logical partitions grew since the
 // split check last looked.
@@ -213,6 +274,13 @@ func (e *Engine) checkSplits(ctx context.Context) {
 					e.grown.mark(c.Internal)
 					continue
 				}
+				key := rangeKey(c, r)
+				if e.sizes.fresh(key, e.cfg.PartitionMaxBytes, e.now()) {
+					continue
+				}
+				if testHookRangeScan != nil {
+					testHookRangeScan(r.ID)
+				}
 				rs, err := e.rangeStorage(ctx, c, r)
 				if err != nil {
 					if !storeRefused(err) {
@@ -220,6 +288,7 @@ func (e *Engine) checkSplits(ctx context.Context) {
 					}
 					continue
 				}
+				e.sizes.set(key, rs.total, e.now())
 				if rs.total <= e.cfg.PartitionMaxBytes {
 					continue
 				}

@@ -99,3 +99,61 @@ func (e *Engine) mustContainer(t *testing.T) *catalog.Container {
 	}
 	return c
 }
+
+// TestSplitCheckScansNearLimit: the split check scans a range's
+// statistics (linear in its logical partitions) when it knows nothing of
+// the range, and then only once writes have brought the range's estimated
+// size past the limit, where it splits it; not on every check.
+func TestSplitCheckScansNearLimit(t *testing.T) {
+	st, err := store.Open(store.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	e, err := openOn(t, t.Context(), st, Config{PartitionMaxBytes: 40_000}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateDatabase("db", Throughput{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateContainer("db", []byte(`{"id":"k","partitionKey":{"paths":["/pk"]}}`), Throughput{Manual: 400}); err != nil {
+		t.Fatal(err)
+	}
+	scans := 0
+	testHookRangeScan = func(string) { scans++ }
+	t.Cleanup(func() { testHookRangeScan = nil })
+	pad := bytes.Repeat([]byte("x"), 400)
+	write := func(i int) {
+		t.Helper()
+		if _, err := e.WriteItem(t.Context(), Write{DB: "db", Container: "k", Kind: Upsert, PK: pkN(i),
+			Body: fmt.Appendf(nil, `{"id":"i%d","pk":"p%d","pad":"%s"}`, i, i, pad)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Under 700 bytes an item: 20 checks of 2 items each stay under
+	// 40,000 bytes; the check scans once, to learn the range's size.
+	for i := range 40 {
+		write(i)
+		if i%2 == 1 {
+			e.checkSplits(t.Context())
+		}
+	}
+	if scans != 1 {
+		t.Fatalf("the split check scanned %d times for 20 checks of a range under its limit, want 1", scans)
+	}
+	if n := e.mustContainer(t).Map().Len(); n != 1 {
+		t.Fatalf("%d ranges under the limit, want 1", n)
+	}
+	// Past the limit, the estimate makes it scan, and it splits.
+	for i := 40; i < 80; i++ {
+		write(i)
+	}
+	e.checkSplits(t.Context())
+	if scans != 2 {
+		t.Fatalf("the split check scanned %d times in all, want 2 (the first, then the one past the limit)", scans)
+	}
+	if n := e.mustContainer(t).Map().Len(); n != 2 {
+		t.Fatalf("%d ranges past the limit, want 2", n)
+	}
+}

@@ -45,6 +45,9 @@ type lpTxn struct {
 	// leaves them; loaded on first use, written at commit when dirty.
 	stats                   lpStats
 	statsLoaded, statsDirty bool
+	// grew is how many bytes the transaction added to the logical
+	// partition (negative: removed), for the range's size estimate.
+	grew int64
 }
 
 // begin locks logical partition pk of container c and starts a transaction
@@ -133,6 +136,7 @@ func (t *lpTxn) commit() error {
 	t.rep.ReleaseLSN(t.first)
 	t.unlock()
 	if err == nil && t.statsDirty {
+		t.e.sizes.add(rangeKey(t.c, t.rng), t.grew)
 		t.e.grown.mark(t.c.Internal)
 	}
 	ru := t.ru
@@ -495,6 +499,7 @@ func (t *lpTxn) grow(bytes, items int64) error {
 			formatBytes(limit), t.pk, t.stats.bytes, next).WithSub(status.SubForbiddenPKQuotaOverLimit)
 	}
 	t.stats.bytes, t.stats.items, t.statsDirty = next, t.stats.items+items, true
+	t.grew += bytes
 	return nil
 }
 
