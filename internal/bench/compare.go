@@ -129,6 +129,17 @@ func (p *Prepared) loadFor(ctx context.Context, d time.Duration) *Result {
 	return r.load(ctx, info, nil)
 }
 
+// LoadN runs the prepared load until n operations completed (no warmup,
+// no time limit) and returns their statistics: what a Go benchmark runs
+// for b.N. Loads of one Prepared must not run concurrently.
+func (p *Prepared) LoadN(ctx context.Context, n int64) *Result {
+	r := *p.r
+	r.cfg.Warmup, r.cfg.Duration, r.cfg.Ops = 0, 24*time.Hour, n
+	info := p.info
+	info.Warmup, info.Duration, info.Ops = "0s", "", n
+	return r.load(ctx, info, nil)
+}
+
 // measure runs one round against one side.
 func measure(ctx context.Context, p *Prepared, s Side, d time.Duration) (RoundResult, error) {
 	var before time.Duration
