@@ -98,6 +98,10 @@ type Config struct {
 	Retries     int     // SDK retries of throttled requests; 0 counts every 429
 
 	Records int // preloaded records for ycsb-* and query (default 1,000), query-pk and query-filter (default 20,000)
+	// NoPreload skips the preload of ycsb-*, query, query-pk and
+	// query-filter, for a container an earlier run (or another tool)
+	// filled with the same Records.
+	NoPreload bool
 	// Keys is how ycsb-* and query-pk pick a record or key: KeysZipfian
 	// (default) or KeysUniform.
 	Keys string

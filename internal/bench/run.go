@@ -114,8 +114,10 @@ func (p *Prepared) prepare(ctx context.Context, cfg Config, client *azcosmos.Cli
 			info.Keys = cfg.Keys
 		}
 		r.pad = padding(cfg.ItemBytes, 200)
-		if err := r.preload(ctx); err != nil {
-			return err
+		if !cfg.NoPreload {
+			if err := r.preload(ctx); err != nil {
+				return err
+			}
 		}
 	}
 	p.r, p.info = r, info

@@ -50,6 +50,7 @@ func benchFlags(fs *flag.FlagSet, cfg *bench.Config, o *benchOptions, mix *strin
 	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "target operations per second over all workers (0: as fast as possible)")
 	fs.IntVar(&cfg.Retries, "retries", cfg.Retries, "SDK retries of a throttled request (0: count every 429, and the worker waits its x-ms-retry-after-ms)")
 	fs.IntVar(&cfg.Records, "records", cfg.Records, "records preloaded for ycsb-* and query (default 1000), query-pk and query-filter (default 20000)")
+	fs.BoolVar(&cfg.NoPreload, "no-preload", cfg.NoPreload, "do not preload the records of ycsb-*, query, query-pk and query-filter (an earlier run did, with the same --records and --item-bytes)")
 	fs.StringVar(&cfg.Keys, "keys", cfg.Keys, "how ycsb-* and query-pk pick records or keys: zipfian (default) or uniform")
 	fs.IntVar(&cfg.PageSize, "page-size", cfg.PageSize, "x-ms-max-item-count of queries (0: the service's default, 100; -1: unbounded)")
 	fs.BoolVar(&o.floor, "floor", o.floor, "compare with the floor server: start `partita floor` and (unless --endpoint is given) `partita serve` as child processes, run --rounds interleaved rounds of --duration on each, and report medians, ratios and the servers' CPU per operation")
