@@ -184,13 +184,27 @@ func (r *runner) recordPK(i int) string {
 	return recordID(i)
 }
 
-// record returns record i's JSON body, padded to about ItemBytes.
+// record returns record i's JSON body, padded to about ItemBytes with
+// filler drawn from i and version: incompressible, as real data is, so
+// that a preloaded container takes its real size on disk.
 func (r *runner) record(i int, version int64) ([]byte, error) {
 	id := recordID(i)
+	data := filler(len(r.pad), uint64(i), uint64(version))
 	if isRows(r.cfg.Workload) {
-		return json.Marshal(map[string]any{"id": id, "pk": r.recordPK(i), "half": i % 2, "n": i, "v": version, "data": r.pad})
+		return json.Marshal(map[string]any{"id": id, "pk": r.recordPK(i), "half": i % 2, "n": i, "v": version, "data": data})
 	}
-	return json.Marshal(map[string]any{"id": id, "pk": id, "grp": i % ycsbGroups, "n": i, "v": version, "data": r.pad})
+	return json.Marshal(map[string]any{"id": id, "pk": id, "grp": i % ycsbGroups, "n": i, "v": version, "data": data})
+}
+
+// filler returns n pseudo-random letters and digits seeded by (a, b).
+func filler(n int, a, b uint64) string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	rng := rand.New(rand.NewPCG(a, b))
+	buf := make([]byte, n)
+	for j := range buf {
+		buf[j] = alphabet[rng.IntN(len(alphabet))]
+	}
+	return string(buf)
 }
 
 // vin returns the i'th vehicle identification number (17 characters).
