@@ -83,7 +83,8 @@ bench:
 	$(GO) test -run=NONE -bench=. -benchmem ./internal/store ./internal/engine ./internal/api ./internal/partition ./internal/document
 
 # The issue #15 operations against Partita and the floor server (a null
-# server on the same stack), 5 runs each, for benchstat; long.
+# server on the same stack), 5 runs each; long. Compare the two with
+# benchstat -col /server bench-floor-point.txt (golang.org/x/perf/cmd/benchstat).
 bench-floor:
 	$(GO) test -run=NONE -bench=PointOps -benchtime=5000x -count=5 -timeout 0 ./internal/bench | tee bench-floor-point.txt
 	$(GO) test -run=NONE -bench=Queries -benchtime=20x -count=5 -timeout 0 ./internal/bench | tee bench-floor-queries.txt

@@ -59,21 +59,24 @@ func runSide(b *testing.B, name string, side Side, cfg Config) {
 // BenchmarkPointOps runs the issue #15 point operations on 1 KB items
 // through the official Go SDK with 16 workers, rate limiting off, against
 // Partita (synced and relaxed durability) and the floor server, as
-// sub-benchmarks <op>/<server> whose ns/op (wall time per operation: the
-// inverse of throughput) compare as ratios:
+// sub-benchmarks op=<op>/server=<server> whose ns/op (wall time per
+// operation: the inverse of throughput) benchstat puts side by side with
+// the ratio:
 //
 //	go test -run=NONE -bench=PointOps -benchtime=5000x -count=5 ./internal/bench | tee point.txt
+//	benchstat -col /server point.txt
 //
-// The floor has no durability: upsert/floor is the floor of both upserts.
+// The floor has no durability: it runs once under each upsert's name.
 func BenchmarkPointOps(b *testing.B) {
 	sides := benchSides(b, "sync", "relaxed")
 	cfg := Config{Workload: YCSBC, Records: 10000, Keys: KeysUniform, Concurrency: 16}
-	runSide(b, "read/partita", sides["partita-sync"], cfg)
-	runSide(b, "read/floor", sides["floor"], cfg)
+	runSide(b, "op=read/server=partita", sides["partita-sync"], cfg)
+	runSide(b, "op=read/server=floor", sides["floor"], cfg)
 	cfg.Mix = &Mix{Write: 100}
-	runSide(b, "upsert-sync/partita", sides["partita-sync"], cfg)
-	runSide(b, "upsert-relaxed/partita", sides["partita-relaxed"], cfg)
-	runSide(b, "upsert/floor", sides["floor"], cfg)
+	for _, d := range []string{"sync", "relaxed"} {
+		runSide(b, "op=upsert-"+d+"/server=partita", sides["partita-"+d], cfg)
+		runSide(b, "op=upsert-"+d+"/server=floor", sides["floor"], cfg)
+	}
 }
 
 // BenchmarkQueries runs the issue #15 queries over 20,000 preloaded 1 KB
@@ -83,6 +86,7 @@ func BenchmarkPointOps(b *testing.B) {
 // pages of 100 and of 1,000; one operation is one whole query.
 //
 //	go test -run=NONE -bench=Queries -benchtime=20x -count=5 ./internal/bench | tee queries.txt
+//	benchstat -col /server queries.txt
 func BenchmarkQueries(b *testing.B) {
 	sides := benchSides(b, "relaxed") // reads only: durability does not matter
 	for _, q := range []struct {
@@ -90,9 +94,9 @@ func BenchmarkQueries(b *testing.B) {
 		workload string
 		pageSize int
 	}{
-		{"pk-20-rows", QueryPK, 0},
-		{"filter-10k-rows/page=100", QueryFilter, 100},
-		{"filter-10k-rows/page=1000", QueryFilter, 1000},
+		{"q=pk-20-rows", QueryPK, 0},
+		{"q=filter-10k-rows/page=100", QueryFilter, 100},
+		{"q=filter-10k-rows/page=1000", QueryFilter, 1000},
 	} {
 		cfg := Config{Workload: q.workload, Records: 20000, Keys: KeysUniform, Concurrency: 16, PageSize: q.pageSize}
 		for _, side := range []string{"partita", "floor"} {
@@ -100,7 +104,7 @@ func BenchmarkQueries(b *testing.B) {
 			if side == "partita" {
 				s = sides["partita-relaxed"]
 			}
-			runSide(b, fmt.Sprintf("%s/%s", q.name, side), s, cfg)
+			runSide(b, fmt.Sprintf("%s/server=%s", q.name, side), s, cfg)
 		}
 	}
 }
