@@ -94,6 +94,15 @@ func TestPointOperations(t *testing.T) {
 	if err != nil || len(ranges) != 1 {
 		t.Fatalf("feed ranges = %v, %v; want one", ranges, err)
 	}
+	if _, err := c.Delete(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Read(ctx, nil); statusOf(err) != http.StatusNotFound {
+		t.Fatalf("read of a deleted container: %v, want 404", err)
+	}
+	if _, err := c.Delete(ctx, nil); statusOf(err) != http.StatusNotFound {
+		t.Fatalf("second delete of the container: %v, want 404", err)
+	}
 }
 
 // drain runs a query to its end with page size n and returns the ids and

@@ -86,13 +86,24 @@ func (h *Handler) readDatabase(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) deleteDatabase(w http.ResponseWriter, r *http.Request) error {
-	a := h.acct
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.dbs[r.PathValue("db")] == nil {
-		return status.NotFound()
+	return h.remove(w, func(a *account) error {
+		if a.dbs[r.PathValue("db")] == nil {
+			return status.NotFound()
+		}
+		delete(a.dbs, r.PathValue("db"))
+		return nil
+	})
+}
+
+// remove runs del under the account's write lock and answers 204 when it
+// succeeds.
+func (h *Handler) remove(w http.ResponseWriter, del func(a *account) error) error {
+	h.acct.mu.Lock()
+	err := del(h.acct)
+	h.acct.mu.Unlock()
+	if err != nil {
+		return err
 	}
-	delete(a.dbs, r.PathValue("db"))
 	setHeader(w, "x-ms-request-charge", charge)
 	return writeEmpty(w, http.StatusNoContent)
 }
@@ -168,19 +179,17 @@ func (h *Handler) readContainer(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) deleteContainer(w http.ResponseWriter, r *http.Request) error {
-	a := h.acct
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	d := a.dbs[r.PathValue("db")]
-	if d == nil {
-		return status.NotFound().WithSub(status.SubNotFoundOwnerResource)
-	}
-	if d.colls[r.PathValue("coll")] == nil {
-		return status.NotFound()
-	}
-	delete(d.colls, r.PathValue("coll"))
-	setHeader(w, "x-ms-request-charge", charge)
-	return writeEmpty(w, http.StatusNoContent)
+	return h.remove(w, func(a *account) error {
+		d := a.dbs[r.PathValue("db")]
+		if d == nil {
+			return status.NotFound().WithSub(status.SubNotFoundOwnerResource)
+		}
+		if d.colls[r.PathValue("coll")] == nil {
+			return status.NotFound()
+		}
+		delete(d.colls, r.PathValue("coll"))
+		return nil
+	})
 }
 
 // pkRanges serves the partition key ranges feed: one range over the whole
