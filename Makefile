@@ -12,7 +12,7 @@ PYTHON    ?= $(if $(wildcard /usr/bin/python3),/usr/bin/python3,python3)
 # Power-loss cycles of make powerloss (seeded by the clock unless POWERLOSS_SEED is set).
 POWERLOSS_CYCLES ?= 1000
 
-.PHONY: run build test test-go test-node test-python invariants lint conformance fuzz crashloop bench powerloss diskfull sim clean
+.PHONY: run build test test-go test-node test-python invariants lint conformance fuzz crashloop bench bench-floor powerloss diskfull sim clean
 
 run:
 	$(GO) run ./cmd/partita serve
@@ -88,6 +88,13 @@ diskfull:
 
 bench:
 	$(GO) test -run=NONE -bench=. -benchmem ./internal/store ./internal/engine ./internal/api ./internal/partition ./internal/document
+
+# The issue #15 operations against Partita and the floor server (a null
+# server on the same stack), 5 runs each; long. Compare the two with
+# benchstat -col /server bench-floor-point.txt (golang.org/x/perf/cmd/benchstat).
+bench-floor:
+	$(GO) test -run=NONE -bench=PointOps -benchtime=5000x -count=5 -timeout 0 ./internal/bench | tee bench-floor-point.txt
+	$(GO) test -run=NONE -bench=Queries -benchtime=20x -count=5 -timeout 0 ./internal/bench | tee bench-floor-queries.txt
 
 clean:
 	rm -rf bin

@@ -17,12 +17,23 @@ const (
 	VehiclesDate   = "vehicles-date"   // readings keyed by date: one hot key
 	VehiclesRandom = "vehicles-random" // date + random suffix 1..Buckets
 	VehiclesHash   = "vehicles-hash"   // date + hash(VIN) suffix 1..Buckets
+	// QueryPK queries one logical partition of RowsPerKey preloaded
+	// records by its key: SELECT * FROM c WHERE c.pk = @pk.
+	QueryPK = "query-pk"
+	// QueryFilter drains a cross-partition filter that matches half of the
+	// preloaded records (SELECT * FROM c WHERE c.half = @h) in pages of
+	// PageSize.
+	QueryFilter = "query-filter"
 )
+
+// RowsPerKey is how many preloaded records share a partition key in the
+// query-pk and query-filter workloads.
+const RowsPerKey = 20
 
 // Workloads returns the workload names in the order the help text gives
 // them. The caller owns the slice.
 func Workloads() []string {
-	return []string{YCSBA, YCSBB, YCSBC, Query, VehiclesDate, VehiclesRandom, VehiclesHash}
+	return []string{YCSBA, YCSBB, YCSBC, Query, QueryPK, QueryFilter, VehiclesDate, VehiclesRandom, VehiclesHash}
 }
 
 // Fan-out modes for reads that cannot name one partition key (the
@@ -34,6 +45,12 @@ const (
 	// FanOutKeys runs one single-partition request per candidate key
 	// (synthkey.ReadItem and synthkey.Query over all Buckets keys).
 	FanOutKeys = "keys"
+)
+
+// Key choice of the ycsb-* and query-pk workloads.
+const (
+	KeysZipfian = "zipfian" // YCSB's skew: a few records take most operations
+	KeysUniform = "uniform" // every record (key) equally likely
 )
 
 // ErrInvalidConfig is wrapped by every error Validate returns.
@@ -80,7 +97,17 @@ type Config struct {
 	Rate        float64 // target operations per second over all workers; 0 = unpaced
 	Retries     int     // SDK retries of throttled requests; 0 counts every 429
 
-	Records   int   // preloaded records for ycsb-* and query; default 1,000
+	Records int // preloaded records for ycsb-* and query (default 1,000), query-pk and query-filter (default 20,000)
+	// NoPreload skips the preload of ycsb-*, query, query-pk and
+	// query-filter, for a container an earlier run (or another tool)
+	// filled with the same Records.
+	NoPreload bool
+	// Keys is how ycsb-* and query-pk pick a record or key: KeysZipfian
+	// (default) or KeysUniform.
+	Keys string
+	// PageSize is the x-ms-max-item-count of queries; 0 leaves it to the
+	// service (100 on Cosmos DB and Partita).
+	PageSize  int
 	ItemBytes int   // approximate item size in bytes; default 1,000 (ycsb) or 300 (vehicles)
 	Buckets   int   // suffix buckets for vehicles-random/-hash; default 400
 	Vehicles  int   // distinct VINs; default 10,000
@@ -123,7 +150,7 @@ func DefaultMix(workload string) (Mix, bool) {
 		return Mix{Write: 5, Read: 95}, true
 	case YCSBC:
 		return Mix{Read: 100}, true
-	case Query:
+	case Query, QueryPK, QueryFilter:
 		return Mix{Query: 100}, true
 	case VehiclesDate, VehiclesRandom, VehiclesHash:
 		return Mix{Write: 80, Read: 10, Query: 10}, true
@@ -132,6 +159,10 @@ func DefaultMix(workload string) (Mix, bool) {
 }
 
 func isVehicles(w string) bool { return strings.HasPrefix(w, "vehicles-") }
+
+// isRows reports whether workload w runs on the "rows" layout: RowsPerKey
+// records per partition key, half of them with half = 1.
+func isRows(w string) bool { return w == QueryPK || w == QueryFilter }
 
 // withDefaults returns c with defaults filled in, or an error wrapping
 // ErrInvalidConfig that lists every problem.
@@ -162,8 +193,12 @@ func (c Config) withDefaults() (Config, error) {
 		c.Database = "bench"
 	}
 	if c.Container == "" {
-		c.Container = c.Workload
-		if !isVehicles(c.Workload) {
+		switch {
+		case isVehicles(c.Workload):
+			c.Container = c.Workload
+		case isRows(c.Workload):
+			c.Container = "rows"
+		default:
 			c.Container = "ycsb"
 		}
 	}
@@ -186,7 +221,21 @@ func (c Config) withDefaults() (Config, error) {
 		bad("partitions %d: want 0 or more", c.Partitions)
 	}
 	def(&c.Concurrency, 16, "concurrency")
-	def(&c.Records, 1000, "records")
+	records := 1000
+	if isRows(c.Workload) {
+		records = 20000
+	}
+	def(&c.Records, records, "records")
+	switch c.Keys {
+	case "":
+		c.Keys = KeysZipfian
+	case KeysZipfian, KeysUniform:
+	default:
+		bad("keys %q: want %s or %s", c.Keys, KeysZipfian, KeysUniform)
+	}
+	if c.PageSize < -1 {
+		bad("page-size %d: want -1 (unbounded), 0 (the service's default) or more", c.PageSize)
+	}
 	itemBytes := 1000
 	if isVehicles(c.Workload) {
 		itemBytes = 300

@@ -66,12 +66,15 @@ func TestWithDefaults(t *testing.T) {
 	}
 	want := Config{Endpoint: "https://x/", Key: "k", Workload: VehiclesHash, Reset: true, Create: true,
 		Database: "bench", Container: VehiclesHash, Throughput: 24000, Mix: &Mix{80, 10, 10}, FanOut: FanOutCross,
-		Duration: 30 * time.Second, Concurrency: 16, Records: 1000, ItemBytes: 300, Buckets: 400, Vehicles: 10000, Seed: 1}
+		Duration: 30 * time.Second, Concurrency: 16, Records: 1000, Keys: KeysZipfian, ItemBytes: 300, Buckets: 400, Vehicles: 10000, Seed: 1}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("withDefaults (-want +got):\n%s", diff)
 	}
 	if got, _ := (Config{Endpoint: "e", Key: "k", Workload: YCSBB}).withDefaults(); got.Container != "ycsb" || *got.Mix != (Mix{5, 95, 0}) || got.ItemBytes != 1000 {
 		t.Errorf("withDefaults(ycsb-b) = container %q, mix %v, item bytes %d; want ycsb, 5,95,0, 1000", got.Container, *got.Mix, got.ItemBytes)
+	}
+	if got, _ := (Config{Endpoint: "e", Key: "k", Workload: QueryFilter}).withDefaults(); got.Container != "rows" || *got.Mix != (Mix{0, 0, 100}) || got.Records != 20000 {
+		t.Errorf("withDefaults(query-filter) = container %q, mix %v, records %d; want rows, 0,0,100, 20000", got.Container, *got.Mix, got.Records)
 	}
 
 	bad := []Config{

@@ -17,6 +17,10 @@
 //   - query: the preloaded records queried by partition key (single
 //     partition, "query") and by a property (cross-partition,
 //     "query-cross").
+//   - query-pk, query-filter: Records records (default 20,000), RowsPerKey
+//     (20) to a partition key; query-pk reads one key's 20 with a
+//     single-partition query, query-filter drains a cross-partition filter
+//     that matches half of them, in pages of PageSize.
 //   - vehicles-date, vehicles-random, vehicles-hash: the synthetic-key
 //     scenario of the Cosmos DB documentation. Vehicles report readings
 //     (write), a recent reading is read back knowing its id, VIN and date
@@ -40,4 +44,15 @@
 // all workers; Warmup discards the first moments (each partition starts
 // with one second of throughput banked). The operation mix and key choice
 // are drawn from Seed, per worker, so a seed repeats the same sequence.
+//
+// # Comparing servers
+//
+// Compare runs one workload against several servers (Sides) in one run:
+// each is prepared once (Prepare), then rounds of the load alternate
+// between them, and the result (Comparison) gives per side the median over
+// rounds and, for each side, its ratio to the last one: `partita bench
+// --floor` compares Partita with the floor server (package floor) this
+// way. A Side's CPU function, when set, gives the server's CPU per
+// operation. Prepared.LoadN runs a fixed number of operations, for Go
+// benchmarks.
 package bench

@@ -34,12 +34,12 @@ type runner struct {
 }
 
 // Run sets up the container (creating or resetting it as cfg says, and
-// preloading records for ycsb-* and query), then runs cfg.Workload with
-// cfg.Concurrency workers for cfg.Warmup and then cfg.Duration, until
-// cfg.Ops operations completed or ctx is done, and returns the statistics
-// of the operations begun after the warmup. When ctx ends the
-// load early, Run returns what was measured so far with Interrupted set
-// and a nil error.
+// preloading records for ycsb-*, query, query-pk and query-filter), then
+// runs cfg.Workload with cfg.Concurrency workers for cfg.Warmup and then
+// cfg.Duration, until cfg.Ops operations completed or ctx is done, and
+// returns the statistics of the operations begun after the warmup. When ctx
+// ends the load early, Run returns what was measured so far with
+// Interrupted set and a nil error.
 //
 // If progress is not nil, a one-line progress report is rewritten on it
 // (with carriage returns) twice a second and ended with a newline.
@@ -48,6 +48,27 @@ type runner struct {
 // authentication, a missing container without Create) are returned as
 // they come. Operation failures are not errors of Run: they are counted.
 func Run(ctx context.Context, cfg Config, progress io.Writer) (*Result, error) {
+	p, err := Prepare(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	return p.Load(ctx, progress), nil
+}
+
+// Prepared is a workload set up against one endpoint (Prepare): its
+// container created, reset and preloaded as the Config says, ready to run
+// the load once (Run) or in rounds (Compare). Close releases its
+// connections.
+type Prepared struct {
+	r         *runner
+	info      RunInfo
+	transport *http.Transport
+}
+
+// Prepare does Run's setup: it checks cfg, connects, sets up the
+// container and preloads it. Errors are Run's.
+func Prepare(ctx context.Context, cfg Config) (*Prepared, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -56,16 +77,26 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer transport.CloseIdleConnections()
+	p := &Prepared{transport: transport}
+	if err := p.prepare(ctx, cfg, client); err != nil {
+		transport.CloseIdleConnections()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Prepared) prepare(ctx context.Context, cfg Config, client *azcosmos.Client) error {
 	now := time.Now()
 	r := &runner{cfg: cfg, date: now.UTC().Format(time.DateOnly), run: strconv.FormatInt(now.UnixNano(), 36)}
 	info := RunInfo{
 		Endpoint: cfg.Endpoint, Database: cfg.Database, Container: cfg.Container, Workload: cfg.Workload,
 		Mix: cfg.Mix.String(), FanOut: cfg.FanOut, Concurrency: cfg.Concurrency, Rate: cfg.Rate,
 		Retries: cfg.Retries, Duration: cfg.Duration.String(), Warmup: cfg.Warmup.String(), Ops: cfg.Ops, ItemBytes: cfg.ItemBytes, Seed: cfg.Seed,
+		PageSize: cfg.PageSize,
 	}
+	var err error
 	if info.Throughput, err = r.setup(ctx, client); err != nil {
-		return nil, err
+		return err
 	}
 	info.Partitions = r.partitions
 	if isVehicles(cfg.Workload) {
@@ -74,18 +105,33 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Result, error) {
 			info.Buckets = 0
 		}
 		if r.key, err = newKey(cfg.Workload, cfg.Buckets); err != nil {
-			return nil, err
+			return err
 		}
 		r.pad = padding(cfg.ItemBytes, 230) // the other properties, system properties included
 	} else {
 		info.Records = cfg.Records
+		if r.choices() > 0 {
+			info.Keys = cfg.Keys
+		}
 		r.pad = padding(cfg.ItemBytes, 200)
-		if err := r.preload(ctx); err != nil {
-			return nil, err
+		if !cfg.NoPreload {
+			if err := r.preload(ctx); err != nil {
+				return err
+			}
 		}
 	}
-	return r.load(ctx, info, progress), nil
+	p.r, p.info = r, info
+	return nil
 }
+
+// Load runs the prepared workload once, as Run does after its setup.
+// Loads of one Prepared must not run concurrently.
+func (p *Prepared) Load(ctx context.Context, progress io.Writer) *Result {
+	return p.r.load(ctx, p.info, progress)
+}
+
+// Close releases the connections of p.
+func (p *Prepared) Close() { p.transport.CloseIdleConnections() }
 
 // newClient returns an azcosmos client for cfg and its transport.
 func newClient(cfg Config) (*azcosmos.Client, *http.Transport, error) {
@@ -228,7 +274,7 @@ func (r *runner) preload(ctx context.Context) error {
 					return
 				}
 				for {
-					_, err = r.container.UpsertItem(ctx, azcosmos.NewPartitionKeyString(recordID(i)), body, nil)
+					_, err = r.container.UpsertItem(ctx, azcosmos.NewPartitionKeyString(r.recordPK(i)), body, nil)
 					d, throttled := retryAfter(err)
 					if !throttled {
 						break

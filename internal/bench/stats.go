@@ -141,6 +141,8 @@ type RunInfo struct {
 	Warmup      string  `json:"warmup"`
 	Ops         int64   `json:"ops"` // as configured, 0 = no limit
 	Records     int     `json:"records,omitempty"`
+	Keys        string  `json:"keys,omitempty"`      // how records or keys are picked: zipfian or uniform
+	PageSize    int     `json:"page_size,omitempty"` // x-ms-max-item-count of queries, 0 = the service's
 	ItemBytes   int     `json:"item_bytes"`
 	Buckets     int     `json:"buckets,omitempty"`
 	Vehicles    int     `json:"vehicles,omitempty"`
@@ -182,10 +184,15 @@ func newResult(info RunInfo, per *[numKinds]counters, elapsed time.Duration, int
 }
 
 // WriteJSON writes r as one indented JSON document.
-func (r *Result) WriteJSON(w io.Writer) error {
+func (r *Result) WriteJSON(w io.Writer) error { return writeJSON(w, r) }
+
+// WriteJSON writes c as one indented JSON document.
+func (c *Comparison) WriteJSON(w io.Writer) error { return writeJSON(w, c) }
+
+func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	return enc.Encode(v)
 }
 
 // WriteText writes r as a header line and a table, one row per kind and a

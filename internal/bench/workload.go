@@ -52,12 +52,24 @@ type worker struct {
 func newWorker(r *runner, id int, start time.Time) *worker {
 	rng := rand.New(rand.NewPCG(uint64(r.cfg.Seed), uint64(id)))
 	w := &worker{id: id, r: r, rng: rng, start: start}
-	if !isVehicles(r.cfg.Workload) && r.cfg.Records > 1 {
+	if n := r.choices(); n > 1 && r.cfg.Keys != KeysUniform {
 		// Zipf with s slightly above 1 approximates YCSB's zipfian request
 		// distribution (constant 0.99); math/rand needs s > 1.
-		w.zipf = rand.NewZipf(rng, 1.01, 1, uint64(r.cfg.Records-1))
+		w.zipf = rand.NewZipf(rng, 1.01, 1, uint64(n-1))
 	}
 	return w
+}
+
+// choices is how many records (ycsb-*, query) or keys (query-pk) an
+// operation picks from; 0 for the workloads that pick otherwise.
+func (r *runner) choices() int {
+	switch {
+	case isVehicles(r.cfg.Workload) || r.cfg.Workload == QueryFilter:
+		return 0
+	case r.cfg.Workload == QueryPK:
+		return max(1, r.cfg.Records/RowsPerKey)
+	}
+	return r.cfg.Records
 }
 
 // next draws the next operation.
@@ -76,11 +88,20 @@ func (w *worker) next() op {
 		o.pick = w.rng.Uint32()
 		return o
 	}
-	if o.kind == KindQuery && w.rng.IntN(2) == 1 {
-		o.kind = KindQueryCross
+	switch w.r.cfg.Workload {
+	case QueryFilter:
+		o.kind, o.rec = KindQueryCross, w.rng.IntN(2)
+		return o
+	case Query:
+		if o.kind == KindQuery && w.rng.IntN(2) == 1 {
+			o.kind = KindQueryCross
+		}
 	}
-	if w.zipf != nil {
+	switch {
+	case w.zipf != nil:
 		o.rec = int(w.zipf.Uint64())
+	case w.r.choices() > 0:
+		o.rec = w.rng.IntN(w.r.choices())
 	}
 	return o
 }
@@ -105,6 +126,19 @@ func (w *worker) exec(ctx context.Context, o op) (Kind, outcome, error) {
 		}
 	}
 	c := w.r.container
+	switch w.r.cfg.Workload {
+	case QueryPK: // o.rec is a key
+		k := rowKey(o.rec)
+		res, err := query(ctx, c, "SELECT * FROM c WHERE c.pk = @pk", azcosmos.NewPartitionKeyString(k),
+			[]azcosmos.QueryParameter{{Name: "@pk", Value: k}}, w.r.cfg.PageSize)
+		res.partitions = 1
+		return KindQuery, res, err
+	case QueryFilter: // o.rec is the half
+		res, err := query(ctx, c, "SELECT * FROM c WHERE c.half = @h", azcosmos.NewPartitionKey(),
+			[]azcosmos.QueryParameter{{Name: "@h", Value: o.rec}}, w.r.cfg.PageSize)
+		res.partitions = w.r.partitions
+		return KindQueryCross, res, err
+	}
 	id := recordID(o.rec)
 	pk := azcosmos.NewPartitionKeyString(id)
 	switch o.kind {
@@ -120,12 +154,12 @@ func (w *worker) exec(ctx context.Context, o op) (Kind, outcome, error) {
 		return o.kind, outcome{ru: float64(resp.RequestCharge), requests: 1, partitions: 1}, err
 	case KindQuery:
 		res, err := query(ctx, c, "SELECT * FROM c WHERE c.pk = @pk", pk,
-			[]azcosmos.QueryParameter{{Name: "@pk", Value: id}})
+			[]azcosmos.QueryParameter{{Name: "@pk", Value: id}}, w.r.cfg.PageSize)
 		res.partitions = 1
 		return o.kind, res, err
 	default:
 		res, err := query(ctx, c, "SELECT c.id, c.n FROM c WHERE c.grp = @grp", azcosmos.NewPartitionKey(),
-			[]azcosmos.QueryParameter{{Name: "@grp", Value: o.rec % ycsbGroups}})
+			[]azcosmos.QueryParameter{{Name: "@grp", Value: o.rec % ycsbGroups}}, w.r.cfg.PageSize)
 		res.partitions = w.r.partitions
 		return o.kind, res, err
 	}
@@ -137,10 +171,40 @@ const ycsbGroups = 100
 
 func recordID(i int) string { return fmt.Sprintf("user%010d", i) }
 
-// record returns record i's JSON body, padded to about ItemBytes.
+// rowKey is the partition key of the k'th group of RowsPerKey records in
+// the query-pk and query-filter workloads.
+func rowKey(k int) string { return fmt.Sprintf("key%07d", k) }
+
+// recordPK returns record i's partition key: its id, or on the rows layout
+// its group's key.
+func (r *runner) recordPK(i int) string {
+	if isRows(r.cfg.Workload) {
+		return rowKey(i / RowsPerKey)
+	}
+	return recordID(i)
+}
+
+// record returns record i's JSON body, padded to about ItemBytes with
+// filler drawn from i and version: incompressible, as real data is, so
+// that a preloaded container takes its real size on disk.
 func (r *runner) record(i int, version int64) ([]byte, error) {
 	id := recordID(i)
-	return json.Marshal(map[string]any{"id": id, "pk": id, "grp": i % ycsbGroups, "n": i, "v": version, "data": r.pad})
+	data := filler(len(r.pad), uint64(i), uint64(version))
+	if isRows(r.cfg.Workload) {
+		return json.Marshal(map[string]any{"id": id, "pk": r.recordPK(i), "half": i % 2, "n": i, "v": version, "data": data})
+	}
+	return json.Marshal(map[string]any{"id": id, "pk": id, "grp": i % ycsbGroups, "n": i, "v": version, "data": data})
+}
+
+// filler returns n pseudo-random letters and digits seeded by (a, b).
+func filler(n int, a, b uint64) string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	rng := rand.New(rand.NewPCG(a, b))
+	buf := make([]byte, n)
+	for j := range buf {
+		buf[j] = alphabet[rng.IntN(len(alphabet))]
+	}
+	return string(buf)
 }
 
 // vin returns the i'th vehicle identification number (17 characters).
@@ -188,7 +252,7 @@ func (w *worker) readReading(ctx context.Context, rd reading) (outcome, error) {
 	}
 	if r.cfg.FanOut == FanOutCross {
 		res, err := query(ctx, r.container, "SELECT * FROM c WHERE c.id = @id AND c.vin = @vin AND c.date = @date",
-			azcosmos.NewPartitionKey(), []azcosmos.QueryParameter{{Name: "@id", Value: rd.id}, {Name: "@vin", Value: rd.vin}, {Name: "@date", Value: r.date}})
+			azcosmos.NewPartitionKey(), []azcosmos.QueryParameter{{Name: "@id", Value: rd.id}, {Name: "@vin", Value: rd.vin}, {Name: "@date", Value: r.date}}, r.cfg.PageSize)
 		res.partitions = r.partitions
 		if err == nil && res.rows == 0 {
 			err = fmt.Errorf("reading %q: %w", rd.id, synthkey.ErrNotFound)
@@ -216,12 +280,12 @@ func (w *worker) queryVIN(ctx context.Context, v string) (outcome, error) {
 		if err != nil {
 			return outcome{}, err
 		}
-		res, err := query(ctx, r.container, text, azcosmos.NewPartitionKeyString(k), params)
+		res, err := query(ctx, r.container, text, azcosmos.NewPartitionKeyString(k), params, r.cfg.PageSize)
 		res.partitions = 1
 		return res, err
 	}
 	if r.cfg.FanOut == FanOutCross {
-		res, err := query(ctx, r.container, text, azcosmos.NewPartitionKey(), params)
+		res, err := query(ctx, r.container, text, azcosmos.NewPartitionKey(), params, r.cfg.PageSize)
 		res.partitions = r.partitions
 		return res, err
 	}
@@ -235,9 +299,9 @@ func (w *worker) queryVIN(ctx context.Context, v string) (outcome, error) {
 
 // query runs a query to its last page; pk may be NewPartitionKey() for a
 // cross-partition query.
-func query(ctx context.Context, c *azcosmos.ContainerClient, text string, pk azcosmos.PartitionKey, params []azcosmos.QueryParameter) (outcome, error) {
+func query(ctx context.Context, c *azcosmos.ContainerClient, text string, pk azcosmos.PartitionKey, params []azcosmos.QueryParameter, pageSize int) (outcome, error) {
 	var res outcome
-	pager := c.NewQueryItemsPager(text, pk, &azcosmos.QueryOptions{QueryParameters: params})
+	pager := c.NewQueryItemsPager(text, pk, &azcosmos.QueryOptions{QueryParameters: params, PageSizeHint: int32(pageSize)})
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {

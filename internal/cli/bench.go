@@ -18,6 +18,14 @@ import (
 type benchOptions struct {
 	json       bool // print the result as JSON instead of a table
 	noProgress bool
+
+	// --floor: compare with the floor server (benchfloor.go).
+	floor       bool
+	rounds      int
+	durability  string // of the partita serve child
+	serveData   string // its data directory; "" for a temporary one
+	serveFlags  string // more flags for it, space-separated
+	endpointSet bool   // --endpoint given: measure it instead of a child
 }
 
 // benchFlags binds the bench flags to cfg and o.
@@ -41,7 +49,15 @@ func benchFlags(fs *flag.FlagSet, cfg *bench.Config, o *benchOptions, mix *strin
 	fs.IntVar(&cfg.Concurrency, "concurrency", 16, "workers, each with one operation in flight")
 	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "target operations per second over all workers (0: as fast as possible)")
 	fs.IntVar(&cfg.Retries, "retries", cfg.Retries, "SDK retries of a throttled request (0: count every 429, and the worker waits its x-ms-retry-after-ms)")
-	fs.IntVar(&cfg.Records, "records", 1000, "records preloaded for ycsb-* and query")
+	fs.IntVar(&cfg.Records, "records", cfg.Records, "records preloaded for ycsb-* and query (default 1000), query-pk and query-filter (default 20000)")
+	fs.BoolVar(&cfg.NoPreload, "no-preload", cfg.NoPreload, "do not preload the records of ycsb-*, query, query-pk and query-filter (an earlier run did, with the same --records and --item-bytes)")
+	fs.StringVar(&cfg.Keys, "keys", cfg.Keys, "how ycsb-* and query-pk pick records or keys: zipfian (default) or uniform")
+	fs.IntVar(&cfg.PageSize, "page-size", cfg.PageSize, "x-ms-max-item-count of queries (0: the service's default, 100; -1: unbounded)")
+	fs.BoolVar(&o.floor, "floor", o.floor, "compare with the floor server: start `partita floor` and (unless --endpoint is given) `partita serve` as child processes, run --rounds interleaved rounds of --duration on each, and report medians, ratios and the servers' CPU per operation")
+	fs.IntVar(&o.rounds, "rounds", 5, "with --floor: rounds per side")
+	fs.StringVar(&o.durability, "durability", "sync", "with --floor: the durability of the partita serve child (sync or relaxed)")
+	fs.StringVar(&o.serveData, "serve-data", "", "with --floor: data directory of the partita serve child (default: a temporary directory, removed afterwards)")
+	fs.StringVar(&o.serveFlags, "serve-flags", "", "with --floor: more flags for the partita serve child, space-separated, e.g. \"--pprof-addr 127.0.0.1:6060\"")
 	fs.IntVar(&cfg.ItemBytes, "item-bytes", cfg.ItemBytes, "approximate item size (default 1000 for ycsb-* and query, 300 for vehicles)")
 	fs.IntVar(&cfg.Buckets, "buckets", 400, "suffix buckets of vehicles-random and vehicles-hash")
 	fs.IntVar(&cfg.Vehicles, "vehicles", 10000, "distinct VINs")
@@ -67,6 +83,11 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 	}
 	if fs.NArg() > 0 {
 		return cfg, o, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	fs.Visit(func(f *flag.Flag) { o.endpointSet = o.endpointSet || f.Name == "endpoint" })
+	o.endpointSet = o.endpointSet || getenv("PARTITA_ENDPOINT") != ""
+	if o.floor && o.rounds < 1 {
+		return cfg, o, fmt.Errorf("%w: rounds %d: want at least 1", bench.ErrInvalidConfig, o.rounds)
 	}
 	if mix != "" {
 		m, err := bench.ParseMix(mix)
@@ -103,6 +124,9 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var progress io.Writer
 	if !o.noProgress && isTerminal(stderr) {
 		progress = stderr
+	}
+	if o.floor {
+		return benchFloor(ctx, cfg, o, stdout, stderr)
 	}
 	res, err := bench.Run(ctx, cfg, progress)
 	if err != nil {

@@ -1,5 +1,5 @@
 // Package cli implements the partita command: its subcommands (serve,
-// check, advise, bench, version), flags, and PARTITA_* environment variables. It is the only
+// check, advise, bench, floor, version), flags, and PARTITA_* environment variables. It is the only
 // reader of flags and the environment, and the only place that picks log
 // handlers.
 package cli
@@ -32,6 +32,8 @@ Usage:
   partita check --data DIR check a stopped server's data directory for inconsistencies (exit 1 if any)
   partita advise [flags]   recommend a partition key from a sample of items (and a workload)
   partita bench [flags]    generate load against a Cosmos DB endpoint and report throughput, RU/s, 429s, latency
+                           (--floor: against partita serve and the floor server in one run, as ratios)
+  partita floor [flags]    run the floor server: a null Cosmos DB server on serve's stack, with no storage (benchmarks only)
   partita version          print the version
 
 Every flag can also be set as an environment variable: --log-level is PARTITA_LOG_LEVEL.
@@ -53,6 +55,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return adviseCmd(ctx, args[1:], stdout, stderr)
 	case "bench":
 		return benchCmd(ctx, args[1:], stdout, stderr)
+	case "floor":
+		return floorCmd(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		v := Version
 		if bi, ok := debug.ReadBuildInfo(); ok && v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
@@ -143,17 +147,32 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) err
 
 // parseServe parses args over defaults and PARTITA_* variables (flags win).
 func parseServe(args []string, getenv func(string) string, stderr io.Writer) (config.Config, error) {
+	cfg, _, err := parseServeAs("partita serve", args, getenv, stderr)
+	return cfg, err
+}
+
+// parseServeAs is parseServe for the command name, with the flags that are
+// not the config's.
+func parseServeAs(name string, args []string, getenv func(string) string, stderr io.Writer) (config.Config, serveOptions, error) {
 	cfg := config.Default()
-	fs := flag.NewFlagSet("partita serve", flag.ContinueOnError)
+	var o serveOptions
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	serveFlags(fs, &cfg)
+	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "plain-HTTP listen address serving Go's net/http/pprof profiles (/debug/pprof/), without authentication, for measuring; default none")
 	if err := parseFlags(fs, args, getenv); err != nil {
-		return cfg, err
+		return cfg, o, err
 	}
 	if fs.NArg() > 0 {
-		return cfg, fmt.Errorf("unexpected arguments: %q", fs.Args())
+		return cfg, o, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
-	return cfg, cfg.Validate()
+	return cfg, o, cfg.Validate()
+}
+
+// serveOptions are the flags of serve (and floor) that are not the
+// config's.
+type serveOptions struct {
+	pprofAddr string // net/http/pprof listener; "" for none
 }
 
 func newLogger(c config.Logging, w io.Writer) *slog.Logger {
@@ -166,16 +185,34 @@ func newLogger(c config.Logging, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cfg, err := parseServe(args, os.Getenv, stderr)
+// startServing does what serve and floor do first: parse the flags of
+// command name, make the logger and start the pprof listener. When it
+// returns a non-negative code, the command exits with it; otherwise the
+// caller must call stop when it is done.
+func startServing(name string, args []string, stdout, stderr io.Writer) (cfg config.Config, log *slog.Logger, stop func(), code int) {
+	cfg, o, err := parseServeAs(name, args, os.Getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
-		return 0
+		return cfg, nil, nil, 0
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "partita serve: %v\n", err)
-		return 2
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return cfg, nil, nil, 2
 	}
-	log := newLogger(cfg.Logging, stderr)
+	log = newLogger(cfg.Logging, stderr)
+	stop, err = startPprof(o.pprofAddr, stdout, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return cfg, nil, nil, 1
+	}
+	return cfg, log, stop, -1
+}
+
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, log, stop, code := startServing("partita serve", args, stdout, stderr)
+	if code >= 0 {
+		return code
+	}
+	defer stop()
 	start := time.Now()
 	srv, err := server.Open(ctx, cfg, log)
 	if errors.Is(err, store.ErrInUse) {

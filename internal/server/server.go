@@ -2,7 +2,10 @@
 // their lifecycle: it opens the store and engine, binds the listeners (the
 // API, TLS with a generated self-signed certificate by default; optionally
 // the compute gateway; optionally plain-HTTP Prometheus metrics), serves
-// them, and on shutdown drains requests and closes the store.
+// them, and on shutdown drains requests and closes the store. OpenFloor
+// runs the floor server (package floor) on the same listener, TLS and
+// authentication instead, with no store: the measuring stick of the
+// benchmarks.
 package server
 
 import (
@@ -21,6 +24,7 @@ import (
 	"github.com/partitadb/partita/internal/auth"
 	"github.com/partitadb/partita/internal/config"
 	"github.com/partitadb/partita/internal/engine"
+	"github.com/partitadb/partita/internal/floor"
 	"github.com/partitadb/partita/internal/metrics"
 	"github.com/partitadb/partita/internal/replica"
 	"github.com/partitadb/partita/internal/store"
@@ -65,45 +69,15 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, er
 
 // OpenWith is Open with hooks.
 func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) (*Server, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("invalid configuration: %w", err)
-	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	now := hooks.Now
 	if now == nil {
 		now = time.Now
 	}
-	master, err := auth.DecodeKey(cfg.Auth.Key)
-	if err != nil {
-		return nil, fmt.Errorf("key: %w", err)
-	}
-	var readOnly []byte
-	if cfg.Auth.ReadOnlyKey != "" {
-		if readOnly, err = auth.DecodeKey(cfg.Auth.ReadOnlyKey); err != nil {
-			return nil, fmt.Errorf("read-only key: %w", err)
-		}
-	}
-	aad, err := aadConfig(cfg)
+	s, verifier, tlsConf, err := begin(cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	verifier, err := auth.NewVerifier(auth.Config{MasterKey: master, ReadOnlyKey: readOnly, MaxSkew: cfg.Auth.MaxClockSkew, AAD: aad})
-	if err != nil {
-		return nil, err
-	}
-	log.Info("aad tokens", "mode", aad.Mode.String())
-	s := &Server{cfg: cfg, log: log}
-	var tlsConf *tls.Config
-	if cfg.Server.TLS {
-		cert, pem, err := loadOrCreateCert(cfg.Server, cfg.Store.Dir)
-		if err != nil {
-			return nil, err
-		}
-		s.certPEM = pem
-		tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
-	}
+	log = s.log
 	so := store.Options{Dir: cfg.Store.Dir, Sync: cfg.Store.Durability == "sync", Logger: log, CacheBytes: int64(cfg.Store.CacheMB) << 20,
 		MinFreeBytes: cfg.Store.MinFreeBytes, BallastBytes: cfg.Store.BallastBytes, CloseTimeout: cfg.Server.ShutdownTimeout}
 	if hooks.Store != nil {
@@ -163,6 +137,83 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 		}
 		s.metricsHTTP = newMetricsServer(eng, log)
 	}
+	return s, nil
+}
+
+// begin is what Open and OpenFloor do first: validate cfg, and build the
+// Server, its authenticator and its TLS configuration (nil without TLS).
+// A nil log discards.
+func begin(cfg config.Config, log *slog.Logger) (*Server, *auth.Verifier, *tls.Config, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, nil, fmt.Errorf("invalid configuration: %w", err)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	verifier, err := newVerifier(cfg, log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	s := &Server{cfg: cfg, log: log}
+	tlsConf, err := s.loadTLS()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return s, verifier, tlsConf, nil
+}
+
+// newVerifier returns the request authenticator cfg.Auth describes.
+func newVerifier(cfg config.Config, log *slog.Logger) (*auth.Verifier, error) {
+	master, err := auth.DecodeKey(cfg.Auth.Key)
+	if err != nil {
+		return nil, fmt.Errorf("key: %w", err)
+	}
+	var readOnly []byte
+	if cfg.Auth.ReadOnlyKey != "" {
+		if readOnly, err = auth.DecodeKey(cfg.Auth.ReadOnlyKey); err != nil {
+			return nil, fmt.Errorf("read-only key: %w", err)
+		}
+	}
+	aad, err := aadConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("aad tokens", "mode", aad.Mode.String())
+	return auth.NewVerifier(auth.Config{MasterKey: master, ReadOnlyKey: readOnly, MaxSkew: cfg.Auth.MaxClockSkew, AAD: aad})
+}
+
+// loadTLS returns the TLS configuration of the API listeners (nil without
+// TLS), loading or generating the certificate (kept in s.certPEM).
+func (s *Server) loadTLS() (*tls.Config, error) {
+	if !s.cfg.Server.TLS {
+		return nil, nil
+	}
+	cert, pem, err := loadOrCreateCert(s.cfg.Server, s.cfg.Store.Dir)
+	if err != nil {
+		return nil, err
+	}
+	s.certPEM = pem
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}, nil
+}
+
+// OpenFloor validates cfg and binds a floor server (package floor): a null
+// Cosmos DB server on the same listener, TLS, HTTP/2 server settings and
+// authentication as Open's, answering from memory with no store or engine.
+// cfg.Store.Dir holds only its generated TLS certificate; the compute
+// gateway and metrics listeners are not opened. The caller must call Run
+// or Close.
+func OpenFloor(cfg config.Config, log *slog.Logger) (*Server, error) {
+	s, verifier, tlsConf, err := begin(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	log = s.log
+	handler := floor.New(floor.Config{AdvertiseEndpoint: cfg.API.AdvertiseEndpoint, Consistency: cfg.API.Consistency, TLS: cfg.Server.TLS},
+		verifier, time.Now, log)
+	if s.ln, err = net.Listen("tcp", cfg.Server.Addr); err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", cfg.Server.Addr, err)
+	}
+	s.http = newHTTPServer(handler, tlsConf, log)
 	return s, nil
 }
 
@@ -271,6 +322,9 @@ func (s *Server) CertPEM() []byte { return s.certPEM }
 // disk write it cannot recover from in-process (store.Store.Done): only a
 // restart helps then, and a supervisor restarts the process.
 func (s *Server) Run(ctx context.Context) error {
+	if s.st == nil { // a floor server: one listener, nothing else to stop
+		return serve(ctx, s.http, s.ln, s.cfg.Server.ShutdownTimeout)
+	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	watchDone := make(chan struct{})
@@ -380,6 +434,9 @@ func (s *Server) Close() error {
 	}
 	if s.metricsLn != nil {
 		err = errors.Join(err, s.metricsLn.Close())
+	}
+	if s.st == nil {
+		return err
 	}
 	return errors.Join(err, s.st.Close())
 }

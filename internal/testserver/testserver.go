@@ -1,7 +1,8 @@
 // Package testserver runs the real Partita server (the same server.Open and
 // Run as `partita serve`) in-process on 127.0.0.1:0 with TLS, for tests, and
 // hands out clients of the official Go SDK (azcosmos) that trust its
-// certificate. Import it from tests only.
+// certificate. StartFloor runs the floor server (package floor) the same
+// way, for benchmarks that compare with it. Import it from tests only.
 package testserver
 
 import (
@@ -63,6 +64,21 @@ type Server struct {
 // Start runs a server for the duration of the test (stopped in t.Cleanup).
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
+	return start(t, opts, false)
+}
+
+// StartFloor runs the floor server (server.OpenFloor: the same listener,
+// TLS and authentication, answering from memory) for the duration of the
+// test, configured as Start configures the real one; opts.Now and
+// opts.Store do not apply. Benchmarks run a workload against both and
+// compare.
+func StartFloor(t testing.TB, opts Options) *Server {
+	t.Helper()
+	return start(t, opts, true)
+}
+
+func start(t testing.TB, opts Options, floor bool) *Server {
+	t.Helper()
 	cfg := config.Default()
 	cfg.Server.Addr = "127.0.0.1:0"
 	cfg.Store.Dir = opts.DataDir
@@ -80,7 +96,15 @@ func Start(t testing.TB, opts Options) *Server {
 		opts.Configure(&cfg)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.OpenWith(ctx, cfg, nil, server.Hooks{Store: opts.Store, Now: opts.Now})
+	var (
+		srv *server.Server
+		err error
+	)
+	if floor {
+		srv, err = server.OpenFloor(cfg, nil)
+	} else {
+		srv, err = server.OpenWith(ctx, cfg, nil, server.Hooks{Store: opts.Store, Now: opts.Now})
+	}
 	if err != nil {
 		cancel()
 		t.Fatalf("testserver: open: %v", err)
