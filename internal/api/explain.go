@@ -29,11 +29,7 @@ func setQueryPlan(w http.ResponseWriter, p engine.Page) {
 //
 // Like the other administrative endpoints it needs the master key.
 func (h *Handler) explainQuery(w http.ResponseWriter, r *http.Request) error {
-	q, err := parseQuery(r)
-	if err != nil {
-		return err
-	}
-	sc, err := scope(r)
+	q, sc, err := queryRequest(r)
 	if err != nil {
 		return err
 	}

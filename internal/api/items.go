@@ -179,11 +179,7 @@ func (h *Handler) queryItems(w http.ResponseWriter, r *http.Request) error {
 	if err := h.checkRead(r); err != nil {
 		return err
 	}
-	q, err := parseQuery(r)
-	if err != nil {
-		return err
-	}
-	sc, err := scope(r)
+	q, sc, err := queryRequest(r)
 	if err != nil {
 		return err
 	}
@@ -206,6 +202,17 @@ func (h *Handler) queryItems(w http.ResponseWriter, r *http.Request) error {
 		setHeader(w, "x-ms-cosmos-index-utilization", base64.StdEncoding.EncodeToString(indexUtilization(p.Metrics.IndexPath)))
 	}
 	return writeFeed(w, p.ContainerRID, "Documents", p)
+}
+
+// queryRequest reads a query request: the query in its body and the scope
+// of its headers.
+func queryRequest(r *http.Request) (engine.Query, engine.Scope, error) {
+	q, err := parseQuery(r)
+	if err != nil {
+		return engine.Query{}, engine.Scope{}, err
+	}
+	sc, err := scope(r)
+	return q, sc, err
 }
 
 // queryMetrics formats a query page's metrics as Cosmos DB's
