@@ -53,6 +53,15 @@ type Config struct {
 	// TLS reports whether the server is served over TLS (for the advertised
 	// endpoint's scheme).
 	TLS bool
+	// Forward, if set, sends the writes this node cannot evaluate (it does
+	// not lead their partition's replicas) to the node that does
+	// (forward.go). Nil on a single node.
+	Forward Forwarder
+	// Replicated: the engine's keyspaces are replicated (a cluster), so a
+	// read this node serves may lag its partition's leader. Strong and
+	// bounded-staleness reads are made linearizable (engine.Linearizable),
+	// and a session read waits briefly for this node to reach its session.
+	Replicated bool
 }
 
 // Handler serves the Cosmos DB REST API. It is safe for concurrent use.
@@ -254,6 +263,11 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	r.Body = http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes)
+	r, err := h.keepBody(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
 	if p := r.URL.Path; strings.HasPrefix(p, explorerPrefix) || p == strings.TrimSuffix(explorerPrefix, "/") {
 		if err := h.explorer(w, r); err != nil {
 			h.writeError(w, r, err)
@@ -266,6 +280,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r = folded
+	if h.cfg.Replicated && h.linearizable(r) {
+		r = r.WithContext(engine.Linearizable(r.Context()))
+	}
 	p, authed, err := h.authenticate(r)
 	if err != nil {
 		h.writeError(w, r, err)
@@ -414,6 +431,9 @@ type errorBody struct {
 
 // writeError writes err as a Cosmos error response and logs it once.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if h.forward(w, r, err) {
+		return
+	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		err = status.Newf(http.StatusRequestEntityTooLarge, "Request size is too large: the body exceeds %d bytes", mbe.Limit)

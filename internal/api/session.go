@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/partitadb/partita/internal/engine"
 	"github.com/partitadb/partita/internal/status"
@@ -42,11 +43,55 @@ func (h *Handler) checkRead(r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if !h.eng.SessionAvailable(r.PathValue("db"), r.PathValue("coll"), toks) {
+	if !h.sessionAvailable(r, toks) {
 		return status.Newf(http.StatusNotFound, "The read session is not available for the input session token %.100q: this server has not reached it (the token comes from another server or an older data directory)", v).
 			WithSub(status.SubNotFoundReadSessionNotAvailable)
 	}
 	return nil
+}
+
+// sessionWait bounds how long a session read on a replicated node waits
+// for this node to apply what the session has seen (a follower is usually
+// milliseconds behind its leader).
+const sessionWait = 2 * time.Second
+
+// sessionAvailable reports whether this node has reached every position of
+// toks; on a replicated node it waits up to sessionWait for it.
+func (h *Handler) sessionAvailable(r *http.Request, toks []engine.SessionToken) bool {
+	db, coll := r.PathValue("db"), r.PathValue("coll")
+	if h.eng.SessionAvailable(db, coll, toks) {
+		return true
+	}
+	if !h.cfg.Replicated {
+		return false
+	}
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	deadline := time.NewTimer(sessionWait)
+	defer deadline.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return false
+		case <-deadline.C:
+			return false
+		case <-t.C:
+			if h.eng.SessionAvailable(db, coll, toks) {
+				return true
+			}
+		}
+	}
+}
+
+// linearizable reports whether r reads at a level that must see every
+// write acknowledged before it (Strong, BoundedStaleness): the level it
+// asks for, else the account's default.
+func (h *Handler) linearizable(r *http.Request) bool {
+	v := strings.TrimSpace(r.Header.Get("x-ms-consistency-level"))
+	if v == "" {
+		v = h.cfg.Consistency
+	}
+	return consistencyStrength[strings.ToLower(v)] >= consistencyStrength["boundedstaleness"]
 }
 
 // sessionTokens parses a session token list: each entry's range and global

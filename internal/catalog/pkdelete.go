@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 )
 
 // keyPKDelete + container internal id (16 hex) + "/" + partition key (canonical JSON).
@@ -70,6 +72,29 @@ func (c *Catalog) RemovePKDelete(d PKDelete) error {
 	ch := newChanges()
 	ch.delete(key)
 	return ch.apply(c.be)
+}
+
+// ObservedPKDelete decodes a change to a shared catalog (see Observe) that
+// is a partition key delete's record: ok is false for any other key. A
+// deleted record (its work is done, or its container is gone) comes back
+// with Internal and PK only.
+func ObservedPKDelete(key string, value []byte, deleted bool) (d PKDelete, ok bool, err error) {
+	rest, ok := strings.CutPrefix(key, keyPKDelete)
+	if !ok {
+		return PKDelete{}, false, nil
+	}
+	if !deleted {
+		if err := json.Unmarshal(value, &d); err != nil {
+			return PKDelete{}, true, fmt.Errorf("catalog: partition key delete %s: %w", key, err)
+		}
+		return d, true, nil
+	}
+	id, pk, found := strings.Cut(rest, "/")
+	internal, perr := strconv.ParseUint(id, 16, 64)
+	if !found || perr != nil {
+		return PKDelete{}, true, fmt.Errorf("catalog: bad partition key delete key %q", key)
+	}
+	return PKDelete{Internal: internal, PK: pk}, true, nil
 }
 
 // PKDeletes returns every pending partition key delete, by container.

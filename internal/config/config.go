@@ -26,6 +26,22 @@ type Config struct {
 	API     API
 	Engine  Engine
 	Logging Logging
+	Cluster Cluster
+}
+
+// Cluster configures a node of a cluster (docs/cluster.md). The zero value
+// is a single node.
+type Cluster struct {
+	// Addr is this node's cluster address (host:port): its mutual-TLS
+	// listener for Raft and forwarded requests; port+1 is its etcd peer
+	// port. Empty: a single node.
+	Addr string
+	// Join lists every member's cluster address, this node's among them:
+	// the same list on every node.
+	Join []string
+	// Secret is the secret every member shares, at least 16 bytes: the
+	// cluster's certificate authority derives from it.
+	Secret string
 }
 
 // Server configures the listener.
@@ -201,6 +217,17 @@ func (c Config) Validate() error {
 	}
 	if c.Store.Dir == "" {
 		bad("data directory must not be empty")
+	}
+	if cl := c.Cluster; cl.Addr != "" || len(cl.Join) > 0 || cl.Secret != "" {
+		if _, _, err := net.SplitHostPort(cl.Addr); err != nil {
+			bad("cluster-addr %q: %v", cl.Addr, err)
+		}
+		if len(cl.Join) == 0 {
+			bad("join is required with cluster-addr: every member's cluster address, this node's among them")
+		}
+		if len(cl.Secret) < 16 {
+			bad("cluster-secret is required with cluster-addr, at least 16 bytes, the same on every member")
+		}
 	}
 	if c.Store.CacheMB < 8 {
 		bad("cache-mb %d: want at least 8", c.Store.CacheMB)

@@ -123,7 +123,7 @@ func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFee
 	}
 	stables := make([]uint64, len(groups))
 	for i, g := range groups {
-		rep, err := e.host.Replica(g.ks)
+		rep, err := e.readReplica(ctx, g.ks)
 		if err != nil {
 			return ChangePage{}, translate(err)
 		}
@@ -146,7 +146,7 @@ func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFee
 	if len(r.ranges) == 1 {
 		p.RangeID = r.ranges[0].ID
 	}
-	v := e.newView()
+	v := e.newView(ctx)
 	defer v.close()
 	limit := e.pageLimit(req.MaxItems)
 	deadline := time.Now().Add(e.cfg.QueryPageTime)

@@ -96,6 +96,12 @@ type Config struct {
 	// once; pages take turns of a few milliseconds. Default half the
 	// processors, at least 1.
 	QuerySlots int
+	// Replicated runs the engine over replicated keyspaces and a catalog
+	// other nodes share (docs/cluster.md): the work a single node does on
+	// the keyspaces when the catalog changes runs in the background on
+	// each keyspace's leader (cluster.go), and partitions are not
+	// separated into keyspaces of their own. Default false.
+	Replicated bool
 	// PKDeleteSyncItems is how many items a partition key delete deletes
 	// before it answers; Run deletes the rest of a larger logical partition
 	// in the background (hidden from reads meanwhile). Default 1000.
@@ -182,6 +188,8 @@ type Engine struct {
 	scripts, queries *gate
 	// pkdel holds the pending partition key deletes (pkdelete.go).
 	pkdel pkDeletes
+	// reconcileWake wakes a replicated engine's reconciliation (cluster.go).
+	reconcileWake chan struct{}
 }
 
 // New returns an engine over the keyspaces of host, with its catalog
@@ -202,6 +210,7 @@ func New(ctx context.Context, host replica.Host, meta catalog.Backend, cfg Confi
 	e.rids.cat = cat
 	e.scripts, e.queries = newGate(e.cfg.ScriptSlots), newGate(e.cfg.QuerySlots)
 	e.pkdel.wake = make(chan struct{}, 1)
+	e.reconcileWake = make(chan struct{}, 1)
 	if cfg.RateLimit {
 		var burst throughput.Burst
 		if cfg.BurstCapacity {
@@ -298,8 +307,12 @@ func (e *Engine) CreateContainer(db string, body []byte, tp Throughput) (Resourc
 	if err != nil {
 		return Resource{}, translate(err)
 	}
-	if err := e.initKeyspaces(c); err != nil {
-		return Resource{}, translate(err)
+	if !e.cfg.Replicated { // replicated: the keyspaces' leaders do it (reconcile)
+		if err := e.initKeyspaces(c); err != nil {
+			return Resource{}, translate(err)
+		}
+	} else {
+		e.Reconcile()
 	}
 	e.log.Info("container created", "db", db, "container", c.ID, "ranges", len(c.Ranges))
 	return Resource{Body: c.JSON(), ETag: c.ETag}, nil
@@ -331,7 +344,12 @@ func (e *Engine) ReplaceContainer(db, id string, body []byte, ifMatch string) (R
 	if err != nil {
 		return Resource{}, translate(err)
 	}
-	if !c.IndexCurrent() {
+	if !c.IndexCurrent() && e.cfg.Replicated {
+		// Each keyspace's leader rebuilds its index in the background
+		// (reconcile), as Cosmos DB transforms an index; the container
+		// reports the transformation's progress meanwhile.
+		e.Reconcile()
+	} else if !c.IndexCurrent() {
 		if err := e.rebuildTerms(context.Background(), c); err != nil {
 			return Resource{}, translate(err)
 		}

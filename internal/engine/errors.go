@@ -66,6 +66,19 @@ func translate(err error) error {
 	return status.From(err)
 }
 
+// NotLeader reports whether err (from an engine call) is a write that this
+// node cannot evaluate because it does not lead the replicas of the
+// partition (a keyspace) the write belongs to, and which node it believes
+// leads them (0: none known). Nothing was read or written: the request
+// belongs on that node (api forwards it).
+func NotLeader(err error) (keyspace, leader uint64, ok bool) {
+	e, ok := errors.AsType[*replica.NotLeaderError](err)
+	if !ok {
+		return 0, 0, false
+	}
+	return e.Keyspace, e.Leader, true
+}
+
 // pkMismatch is Cosmos's answer to a body whose partition key differs from
 // the header's.
 func pkMismatch() *status.Error {
@@ -80,10 +93,12 @@ func rangeGone(id string) *status.Error {
 		WithSub(status.SubGonePartitionKeyRangeGone)
 }
 
-// storeRefused reports whether err is the store refusing work for want of
-// disk space or while it recovers: an expected condition that the store
-// logs once, which the engine's background work need not log again.
+// storeRefused reports whether err is an expected refusal that the
+// engine's background work need not log: the store refusing work for want
+// of disk space or while it recovers (it logs that once itself), or a
+// replicated keyspace this node does not lead (its leader does the work).
 func storeRefused(err error) bool {
 	_, full := errors.AsType[*replica.NoSpaceError](err)
-	return full || errors.Is(err, replica.ErrUnavailable)
+	_, follower := errors.AsType[*replica.NotLeaderError](err)
+	return full || follower || errors.Is(err, replica.ErrUnavailable)
 }

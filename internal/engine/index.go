@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync/atomic"
 
 	"github.com/partitadb/partita/internal/catalog"
@@ -127,11 +126,14 @@ func (e *Engine) ensureIndexes(ctx context.Context) error {
 				if err != nil {
 					return err
 				}
+				if rep.Lead() != nil {
+					continue // its leader rebuilds it (reconcile)
+				}
 				v, err := rep.Get(formatKey)
 				if err != nil && !errors.Is(err, replica.ErrNotFound) {
 					return err
 				}
-				if err == nil && string(v) == strconv.Itoa(indexFormat) {
+				if err == nil && string(v) == formatString {
 					continue
 				}
 				e.log.Info("rebuilding derived entries", "container", c.Link(), "keyspace", ks)
@@ -139,7 +141,7 @@ func (e *Engine) ensureIndexes(ctx context.Context) error {
 					return fmt.Errorf("engine: rebuild the entries of %s in keyspace %d: %w", c.Link(), ks, err)
 				}
 			}
-			if !c.IndexCurrent() {
+			if !c.IndexCurrent() && !e.cfg.Replicated {
 				if err := e.rebuildTerms(ctx, c); err != nil {
 					return fmt.Errorf("engine: rebuild the index of %s: %w", c.Link(), err)
 				}

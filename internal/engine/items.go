@@ -218,6 +218,9 @@ func (e *Engine) ReadItem(ctx context.Context, ref ItemRef, pk document.Partitio
 		return Result{}, err
 	}
 	rep, err := e.replicaOf(c, loc.rng)
+	if err == nil && linearizable(ctx) {
+		err = translate(rep.Sync(ctx))
+	}
 	if err != nil {
 		return Result{}, err
 	}

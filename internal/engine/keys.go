@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"strconv"
 
 	"github.com/partitadb/partita/internal/replica"
 )
@@ -27,6 +28,9 @@ var errBadKey = errors.New("engine: malformed key")
 // formatKey holds indexFormat of the keyspace's derived entries; a keyspace
 // without it has them rebuilt (ensureIndexes).
 var formatKey = []byte{kindMeta, 'f', 'o', 'r', 'm', 'a', 't'}
+
+// formatString is indexFormat as formatKey holds it.
+var formatString = strconv.Itoa(indexFormat)
 
 // itemKey identifies an item in its keyspace: its effective partition key,
 // its encoded partition key value and its id.

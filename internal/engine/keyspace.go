@@ -30,6 +30,38 @@ func (e *Engine) replicaOf(c *catalog.Container, r partition.Range) (replica.Rep
 	return rep, nil
 }
 
+// linearizableKey marks a read's context as asking for linearizable reads.
+type linearizableKey struct{}
+
+// Linearizable returns ctx marked so that the engine's reads under it are
+// linearizable: each keyspace they read is synced with its group first
+// (replica.Replica.Sync), so they see every write acknowledged before they
+// began, on whichever node they run. Strong and bounded staleness reads
+// ask for it; on one node it changes nothing.
+func Linearizable(ctx context.Context) context.Context {
+	return context.WithValue(ctx, linearizableKey{}, true)
+}
+
+func linearizable(ctx context.Context) bool {
+	v, _ := ctx.Value(linearizableKey{}).(bool)
+	return v
+}
+
+// readReplica returns keyspace ks's replica for a read under ctx, synced
+// first when ctx asks for linearizable reads.
+func (e *Engine) readReplica(ctx context.Context, ks uint64) (replica.Replica, error) {
+	rep, err := e.host.Replica(ks)
+	if err != nil {
+		return nil, err
+	}
+	if linearizable(ctx) {
+		if err := rep.Sync(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
 // readContainer resolves db/coll for a read and holds its mapping of ranges
 // to keyspaces until release: a separation cannot collect data the read may
 // still look for.

@@ -21,12 +21,17 @@ import (
 //
 // A view is safe for concurrent use (parallel reads of one page share it).
 type view struct {
-	e     *Engine
+	e *Engine
+	// ctx is the read's: when it asks for linearizable reads (Strong), each
+	// keyspace is synced (replica.Replica.Sync) before its snapshot.
+	ctx   context.Context
 	mu    sync.Mutex
 	snaps map[uint64]replica.Snapshot
 }
 
-func (e *Engine) newView() *view { return &view{e: e, snaps: map[uint64]replica.Snapshot{}} }
+func (e *Engine) newView(ctx context.Context) *view {
+	return &view{e: e, ctx: ctx, snaps: map[uint64]replica.Snapshot{}}
+}
 
 // reader returns the snapshot of keyspace ks.
 func (v *view) reader(ks uint64) (replica.Reader, error) {
@@ -35,7 +40,7 @@ func (v *view) reader(ks uint64) (replica.Reader, error) {
 	if s, ok := v.snaps[ks]; ok {
 		return s, nil
 	}
-	rep, err := v.e.host.Replica(ks)
+	rep, err := v.e.readReplica(v.ctx, ks)
 	if err != nil {
 		return nil, err
 	}

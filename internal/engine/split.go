@@ -230,6 +230,14 @@ func (e *Engine) Run(ctx context.Context) {
 		e.runPKDeletes(ctx)
 	}()
 	defer func() { <-pkDeleter }()
+	if e.cfg.Replicated {
+		reconciler := make(chan struct{})
+		go func() {
+			defer close(reconciler)
+			e.runReconcile(ctx)
+		}()
+		defer func() { <-reconciler }()
+	}
 	t := time.NewTicker(e.cfg.SplitCheckInterval)
 	defer t.Stop()
 	for {
@@ -238,7 +246,9 @@ func (e *Engine) Run(ctx context.Context) {
 			return
 		case <-t.C:
 			e.checkSplits(ctx)
-			e.checkSeparations(ctx)
+			if !e.cfg.Replicated {
+				e.checkSeparations(ctx)
+			}
 		}
 	}
 }

@@ -81,6 +81,15 @@ func (e *Engine) beginTxn(c *catalog.Container, pk document.PartitionKey, system
 		return nil, errContainerGone
 	}
 	loc, err := locate(c, pk, "")
+	var rep replica.Replica
+	if err == nil {
+		rep, err = e.replicaOf(c, loc.rng)
+	}
+	if err == nil {
+		// A replicated keyspace's writes are evaluated on its leader only,
+		// before the transaction reads or is charged.
+		err = translate(rep.Lead())
+	}
 	if err == nil && !system {
 		err = e.admitLP(c, loc.rng, pk)
 	}
@@ -91,11 +100,6 @@ func (e *Engine) beginTxn(c *catalog.Container, pk document.PartitionKey, system
 	rule := document.StrictIDs
 	if e.cfg.LenientIDs {
 		rule = document.LenientIDs
-	}
-	rep, err := e.replicaOf(c, loc.rng)
-	if err != nil {
-		release()
-		return nil, err
 	}
 	t := &lpTxn{e: e, c: c, pk: pk, epk: loc.epk, rng: loc.rng, pkEnc: loc.pkEnc, rep: rep, rule: rule, system: system}
 	unlock := e.locks.lock(loc.lockKey())

@@ -19,9 +19,9 @@ var allowed = map[string][]string{
 	"cmd/partita":              {"internal/cli"}, // its e2e test also imports config (EmulatorKey)
 	"internal/advise":          {},               // partition key analysis; talks to servers only through the SDK
 	"internal/bench":           {"synthkey"},
-	"internal/cli":             {"internal/advise", "internal/bench", "internal/catalog", "internal/config", "internal/engine", "internal/replica", "internal/server", "internal/store"}, // catalog, engine, replica, store: partita check opens a data directory itself, without server.Open's start-up repairs
-	"internal/server":          {"internal/api", "internal/auth", "internal/config", "internal/engine", "internal/floor", "internal/metrics", "internal/replica", "internal/store"},      // floor: OpenFloor runs it on the same listener, TLS and auth
-	"internal/floor":           {"internal/auth", "internal/document", "internal/status"},                                                                                                // the null server of the benchmarks: the api's auth, item parsing and errors, no engine
+	"internal/cli":             {"internal/advise", "internal/bench", "internal/catalog", "internal/config", "internal/engine", "internal/replica", "internal/server", "internal/store"},                                    // catalog, engine, replica, store: partita check opens a data directory itself, without server.Open's start-up repairs
+	"internal/server":          {"internal/api", "internal/auth", "internal/catalog", "internal/cluster", "internal/config", "internal/engine", "internal/floor", "internal/metrics", "internal/replica", "internal/store"}, // floor: OpenFloor runs it on the same listener, TLS and auth; cluster and catalog: a cluster node's keyspaces and shared catalog for the engine
+	"internal/floor":           {"internal/auth", "internal/document", "internal/status"},                                                                                                                                   // the null server of the benchmarks: the api's auth, item parsing and errors, no engine
 	"internal/metrics":         {"internal/engine"},
 	"internal/config":          {},
 	"internal/api":             {"internal/auth", "internal/document", "internal/engine", "internal/status", "internal/throughput"},
@@ -29,10 +29,10 @@ var allowed = map[string][]string{
 	"internal/auth/authtest":   {},                                                                                                                                                                                                                                       // test tokens and JWKS; imported by tests only
 	"internal/engine":          {"internal/catalog", "internal/document", "internal/index", "internal/partition", "internal/query/exec", "internal/query/parse", "internal/query/plan", "internal/replica", "internal/script", "internal/status", "internal/throughput"}, // never store: it reaches data through the replica seam
 	"internal/script":          {},
-	"internal/catalog":         {"internal/document", "internal/index", "internal/partition"}, // persists through its Backend interface
-	"internal/replica":         {"internal/store"},                                            // the seam's types, and its implementation on the node's store
-	"internal/replication":     {"internal/replica", "internal/store"},                        // Raft groups of keyspaces: logs and applied state in the node's store
-	"internal/cluster":         {"internal/catalog", "internal/replication"},                  // etcd, credentials, transport: implements catalog.Backend over etcd and replication.Transport between nodes
+	"internal/catalog":         {"internal/document", "internal/index", "internal/partition"},                      // persists through its Backend interface
+	"internal/replica":         {"internal/store"},                                                                 // the seam's types, and its implementation on the node's store
+	"internal/replication":     {"internal/replica", "internal/store"},                                             // Raft groups of keyspaces: logs and applied state in the node's store
+	"internal/cluster":         {"internal/catalog", "internal/replica", "internal/replication", "internal/store"}, // etcd, credentials, transport: implements catalog.Backend over etcd, replication.Transport between nodes, and replica.Host over Raft groups in the node's store
 	"internal/index":           {},
 	"internal/document":        {},
 	"internal/partition":       {"internal/document"},

@@ -440,6 +440,12 @@ func (r *localReplica) ReleaseLSN(first uint64) { r.seq.release(first) }
 // committed or abandoned.
 func (r *localReplica) StableLSN() uint64 { return r.seq.stable() }
 
+// Lead is nil: only this node holds a local keyspace.
+func (r *localReplica) Lead() error { return nil }
+
+// Sync returns at once: every acknowledged write is applied here.
+func (r *localReplica) Sync(ctx context.Context) error { return ctx.Err() }
+
 // LastLSN returns the most recently issued LSN; before the first, the one
 // below where the keyspace's LSNs start.
 func (r *localReplica) LastLSN() uint64 { return r.seq.last() }

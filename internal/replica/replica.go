@@ -161,6 +161,20 @@ type Replica interface {
 	// below the keyspace's first LSN (which starts above every LSN an older
 	// release issued, so old session tokens stay valid).
 	LastLSN() uint64
+
+	// Lead reports whether writes to the keyspace may be evaluated here:
+	// nil for a keyspace only this node holds, *NotLeaderError for a
+	// replicated one whose group this node does not lead (or not yet as
+	// settled leader, docs/cluster.md). A transaction asks before it reads,
+	// so that no write is evaluated against a follower's state.
+	Lead() error
+	// Sync waits until the applied state this node reads holds every write
+	// acknowledged anywhere before the call, so that a read after it is
+	// linearizable: at once for a keyspace only this node holds; a
+	// replicated one asks its group's leader (Raft's ReadIndex). It fails
+	// with ErrUnavailable when the group has no leader within its wait, or
+	// with ctx's error.
+	Sync(ctx context.Context) error
 }
 
 // Host is a node's set of keyspaces.

@@ -56,6 +56,10 @@ type Config struct {
 	LogKeep uint64
 	// Logger receives the host's messages; nil discards them.
 	Logger *slog.Logger
+	// Unknown, if set, is told of a message for a group this node has no
+	// replica of (the message is dropped): its owner may create the group
+	// if it should exist. It must not block or call back into the host.
+	Unknown func(group uint64)
 }
 
 func (c *Config) defaults() {
@@ -182,6 +186,42 @@ func (h *Host) Create(group uint64, voters []uint64) error {
 	return h.load(group)
 }
 
+// Remove deletes this node's replica of group: its Raft state and its
+// keyspace, in one store batch. Proposals and reads waiting on it fail
+// with ErrNotApplied. Removing a group this node has no replica of is a
+// no-op. The group is gone for good from this node: keyspace ids are never
+// reused, and a later Create makes an empty replica.
+func (h *Host) Remove(group uint64) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	b := h.st.NewBatch()
+	defer b.Close()
+	p := raftPrefix(group)
+	b.DeleteSpan(store.Span{Lower: p, Upper: raftPrefix(group + 1)})
+	b.DeleteSpan(keyspaceSpan(group))
+	if err := b.Commit(); err != nil {
+		return fmt.Errorf("replication: remove group %d: %w", group, err)
+	}
+	g, ok := h.groups[group]
+	if !ok {
+		return nil
+	}
+	for _, w := range g.pending {
+		w.finish(ErrNotApplied)
+	}
+	for _, w := range g.reads {
+		w.finish(ErrNotApplied)
+	}
+	for _, r := range g.readable {
+		r.w.finish(ErrNotApplied)
+	}
+	delete(h.groups, group)
+	if i, found := slices.BinarySearch(h.ids, group); found {
+		h.ids = slices.Delete(h.ids, i, i+1)
+	}
+	return nil
+}
+
 // appliedKey is where group's applied state lives: inside its keyspace,
 // under the relative key 0x00 "applied" that only the replica writes.
 func appliedKey(group uint64) []byte {
@@ -247,11 +287,15 @@ func (h *Host) Tick() {
 // node does not have are dropped.
 func (h *Host) Step(m Message) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	g, ok := h.groups[m.Group]
 	if !ok {
+		h.mu.Unlock()
+		if h.cfg.Unknown != nil {
+			h.cfg.Unknown(m.Group)
+		}
 		return
 	}
+	defer h.mu.Unlock()
 	_ = g.rn.Step(m.Raft) // a message of an old term or from a removed node: dropped
 }
 
@@ -329,6 +373,23 @@ func (h *Host) ReadIndex(group uint64) (*Waiter, error) {
 	g.rn.ReadIndex(binary.BigEndian.AppendUint64(nil, h.nextID))
 	h.nudge()
 	return w, nil
+}
+
+// forgetRead drops read request w of group (its reader stopped waiting;
+// Raft drops a request no leader answers, so it would wait forever).
+func (h *Host) forgetRead(group uint64, w *Waiter) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	g, ok := h.groups[group]
+	if !ok {
+		return
+	}
+	for id, v := range g.reads {
+		if v == w {
+			delete(g.reads, id)
+		}
+	}
+	g.readable = slices.DeleteFunc(g.readable, func(r readWait) bool { return r.w == w })
 }
 
 // nudge wakes the driver.

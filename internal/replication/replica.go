@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -73,6 +74,40 @@ func (r *Replica) NewBatch(indexed bool) replica.Batch {
 		b.term = l.Term
 	}
 	return b
+}
+
+// Lead is nil when this node is the group's settled leader, else
+// *replica.NotLeaderError naming the leader it knows.
+func (r *Replica) Lead() error {
+	if l, err := r.h.Leader(r.id); err == nil && l.Settled {
+		return nil
+	}
+	return r.notLeader()
+}
+
+// Sync waits until this node has applied every entry committed when it was
+// called (ReadIndex), at most r.wait: a read of its applied state after
+// that is linearizable.
+func (r *Replica) Sync(ctx context.Context) error {
+	w, err := r.h.ReadIndex(r.id)
+	if err != nil {
+		return fmt.Errorf("replication: keyspace %d: %w: %w", r.id, replica.ErrUnavailable, err)
+	}
+	t := time.NewTimer(r.wait)
+	defer t.Stop()
+	select {
+	case err := <-w.Done():
+		if err != nil {
+			return fmt.Errorf("replication: keyspace %d: %w: %w", r.id, replica.ErrUnavailable, err)
+		}
+		return nil
+	case <-t.C:
+		r.h.forgetRead(r.id, w)
+		return fmt.Errorf("replication: keyspace %d: no leader confirmed the read within %v: %w", r.id, r.wait, replica.ErrUnavailable)
+	case <-ctx.Done():
+		r.h.forgetRead(r.id, w)
+		return ctx.Err()
+	}
 }
 
 // notLeader returns the error of a write on a replica that does not lead.
@@ -208,6 +243,34 @@ func (r *Replica) LastLSN() uint64 {
 		return r.mu.next - 1
 	}
 	return l.LSN
+}
+
+// PublishStable proposes a mark carrying this leader's stable LSN when it
+// is ahead of the one applied, and waits for it: a write's own proposal
+// carries the stable mark from before it committed, so without another
+// write the followers' stable mark (their change feeds' horizon) would
+// stay one write behind. It does nothing when this node does not lead, or
+// the mark is applied already.
+func (r *Replica) PublishStable() error {
+	l, err := r.h.Leader(r.id)
+	if err != nil || !l.Settled {
+		return nil
+	}
+	r.mu.Lock()
+	if r.mu.term != l.Term {
+		r.mu.Unlock()
+		return nil
+	}
+	lsn, stable := r.mu.next-1, r.stableLocked()
+	r.mu.Unlock()
+	if stable <= l.Stable {
+		return nil
+	}
+	w, err := r.h.Propose(r.id, Proposal{Kind: KindMark, Term: l.Term, LSN: lsn, Stable: stable})
+	if err != nil {
+		return r.proposeErr(err)
+	}
+	return r.await(w)
 }
 
 // AdvanceLSN makes every LSN issued from now on, by any leader, greater

@@ -22,6 +22,8 @@ import (
 
 	"github.com/partitadb/partita/internal/api"
 	"github.com/partitadb/partita/internal/auth"
+	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/cluster"
 	"github.com/partitadb/partita/internal/config"
 	"github.com/partitadb/partita/internal/engine"
 	"github.com/partitadb/partita/internal/floor"
@@ -46,6 +48,8 @@ type Server struct {
 	metricsHTTP *http.Server
 	certPEM     []byte
 	eng         *engine.Engine
+	// node is this server's part of a cluster; nil on a single node.
+	node *cluster.Node
 }
 
 // Hooks adjust how Open builds the server's components beyond what
@@ -89,16 +93,28 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 	}
 	s.st = st
 	compat := cfg.API.EmulatorCompat
-	host, err := replica.OpenLocal(ctx, st, log)
+	local, err := replica.OpenLocal(ctx, st, log)
 	if err != nil {
 		_ = st.Close()
 		return nil, err
 	}
-	eng, err := engine.New(ctx, host, host.Meta(), engine.Config{GatewayQueryFull: cfg.Engine.GatewayQuery == "full", LenientIDs: compat, RateLimit: cfg.RateLimited(),
+	var host replica.Host = local
+	var meta catalog.Backend = local.Meta()
+	if cfg.Cluster.Addr != "" {
+		s.node, err = cluster.StartNode(ctx, cluster.NodeConfig{DataDir: cfg.Store.Dir, Addr: cfg.Cluster.Addr, Join: cfg.Cluster.Join,
+			Secret: []byte(cfg.Cluster.Secret), Store: st, Local: local, Logger: log})
+		if err != nil {
+			_ = st.Close()
+			return nil, err
+		}
+		host, meta = s.node.Keyspaces(), s.node.Catalog()
+	}
+	eng, err := engine.New(ctx, host, meta, engine.Config{Replicated: s.node != nil, GatewayQueryFull: cfg.Engine.GatewayQuery == "full", LenientIDs: compat, RateLimit: cfg.RateLimited(),
 		LogicalPartitionMaxBytes: cfg.Engine.LogicalPartitionMaxBytes, PartitionMaxBytes: cfg.Engine.PartitionMaxBytes,
 		PartitionMaxRU: cfg.Engine.PartitionMaxRU, AdaptiveCapacity: cfg.Engine.AdaptiveCapacity, LoadSplits: cfg.Engine.LoadSplits,
 		BurstCapacity: cfg.Engine.BurstCapacity}, now, log)
 	if err != nil {
+		s.closeNode()
 		_ = st.Close()
 		return nil, err
 	}
@@ -111,12 +127,28 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 		}
 		accountID = "localhost" // the emulator's account id
 	}
-	handler := api.New(api.Config{
+	acfg := api.Config{
 		AccountID: accountID, AdvertiseEndpoint: cfg.API.AdvertiseEndpoint, Consistency: consistency,
 		EmulatorIDQuirks: compat, TLS: cfg.Server.TLS, CertPEM: s.certPEM,
-	}, eng, verifier, now, log)
+	}
+	if s.node != nil {
+		acfg.Forward, acfg.Replicated = forwarder(s.node), true
+	}
+	handler := api.New(acfg, eng, verifier, now, log)
+	if s.node != nil {
+		s.node.SetForwarded(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			handler.ServeHTTP(w, api.MarkForwarded(r))
+		}))
+		s.node.SetUnknown(func(uint64) { eng.Reconcile() })
+		if err := s.node.Catalog().Follow(eng.Observe); err != nil {
+			s.closeNode()
+			_ = st.Close()
+			return nil, err
+		}
+	}
 	ln, err := net.Listen("tcp", cfg.Server.Addr)
 	if err != nil {
+		s.closeNode()
 		_ = st.Close()
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Server.Addr, err)
 	}
@@ -327,11 +359,19 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var nodeErr <-chan error
+	if s.node != nil {
+		nodeErr = s.node.Err()
+	}
+	var stopErr error // why the node stopped serving, when not asked to
 	watchDone := make(chan struct{})
 	go func() {
 		defer close(watchDone)
 		select {
 		case <-s.st.Done():
+			cancel()
+		case err := <-nodeErr:
+			stopErr = err
 			cancel()
 		case <-runCtx.Done():
 		}
@@ -383,11 +423,15 @@ func (s *Server) Run(ctx context.Context) error {
 		s.log.Error("background work did not stop in time; closing the store anyway")
 	}
 	bgTimer.Stop()
+	s.closeNode()
 	sctx, cancelClose := context.WithDeadline(context.Background(), deadline)
 	defer cancelClose()
 	err := errors.Join(serveErr, s.st.Shutdown(sctx))
 	if serr := s.st.Err(); serr != nil {
 		err = errors.Join(fmt.Errorf("the store failed and needs a restart: %w", serr), err)
+	}
+	if stopErr != nil {
+		err = errors.Join(fmt.Errorf("the cluster node failed and needs a restart: %w", stopErr), err)
 	}
 	return err
 }
@@ -426,8 +470,33 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener, timeout time.
 	return err
 }
 
+// forwarder is the API's Forwarder over node.
+func forwarder(node *cluster.Node) api.Forwarder {
+	return func(w http.ResponseWriter, r *http.Request, body []byte, keyspace, leader uint64) api.ForwardResult {
+		switch forwarded, local := node.Forward(w, r, body, keyspace, leader); {
+		case forwarded:
+			return api.Forwarded
+		case local:
+			return api.ForwardLocal
+		}
+		return api.ForwardFailed
+	}
+}
+
+// closeNode stops the server's cluster node, if any.
+func (s *Server) closeNode() {
+	if s.node == nil {
+		return
+	}
+	if err := s.node.Close(); err != nil {
+		s.log.Warn("stop the cluster node", "err", err)
+	}
+	s.node = nil
+}
+
 // Close releases a server that was opened but never run.
 func (s *Server) Close() error {
+	s.closeNode()
 	err := s.ln.Close()
 	if s.extraLn != nil {
 		err = errors.Join(err, s.extraLn.Close())

@@ -1,0 +1,258 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+)
+
+// clusterNode is one `partita serve` process of a test cluster.
+type clusterNode struct {
+	addr, clusterAddr, data string
+	endpoint                string
+	cmd                     *exec.Cmd
+	logs                    *syncBuf
+}
+
+// clusterPort returns a loopback address whose port and port+1 (etcd's
+// peer port) are both free.
+func clusterPort(t *testing.T) string {
+	t.Helper()
+	for range 50 {
+		a := freePort(t)
+		host, port, _ := net.SplitHostPort(a)
+		p, _ := strconv.Atoi(port)
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p+1)))
+		if err == nil {
+			ln.Close()
+			return a
+		}
+	}
+	t.Fatal("no free pair of ports")
+	return ""
+}
+
+// newCluster lays out n nodes (ports and data directories) without
+// starting them.
+func newCluster(t *testing.T, n int) []*clusterNode {
+	t.Helper()
+	dir := t.TempDir()
+	nodes := make([]*clusterNode, n)
+	for i := range nodes {
+		nodes[i] = &clusterNode{addr: freePort(t), clusterAddr: clusterPort(t), data: filepath.Join(dir, fmt.Sprintf("n%d", i+1))}
+	}
+	return nodes
+}
+
+// startNode starts node i of nodes and waits for its ready line (which
+// needs a majority of the members up: start them concurrently).
+func startNode(t *testing.T, bin string, nodes []*clusterNode, i int, extra ...string) error {
+	join := make([]string, len(nodes))
+	for j, n := range nodes {
+		join[j] = n.clusterAddr
+	}
+	n := nodes[i]
+	args := append([]string{"serve", "--addr", n.addr, "--data", n.data, "--rate-limit=off",
+		"--cluster-addr", n.clusterAddr, "--join", strings.Join(join, ",")}, extra...)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "PARTITA_LOG_LEVEL=error", "PARTITA_CLUSTER_SECRET=test-cluster-secret-0123456789")
+	logs := &syncBuf{}
+	cmd.Stderr = logs
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := readyLine.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case ep := <-found:
+		n.endpoint, n.cmd, n.logs = ep, cmd, logs
+		return nil
+	case <-time.After(90 * time.Second):
+		return fmt.Errorf("node %d did not become ready in 90s; log:\n%s", i+1, logs)
+	}
+}
+
+// startAll starts every node concurrently.
+func startAll(t *testing.T, bin string, nodes []*clusterNode, extra ...string) {
+	t.Helper()
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i := range nodes {
+		wg.Go(func() { errs[i] = startNode(t, bin, nodes, i, extra...) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// kill stops node n with SIGKILL.
+func (n *clusterNode) kill() {
+	_ = n.cmd.Process.Kill()
+	_ = n.cmd.Wait()
+}
+
+// containerOf returns container coll of database db through node n, with
+// a client that retries patiently (a new leader takes an election).
+func (n *clusterNode) container(t *testing.T, db, coll string) *azcosmos.ContainerClient {
+	t.Helper()
+	c := client(t, n.endpoint, n.data)
+	cc, err := c.NewContainer(db, coll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cc
+}
+
+// retry runs op until it succeeds or limit passes.
+func retry(ctx context.Context, limit time.Duration, op func(context.Context) error) error {
+	deadline := time.Now().Add(limit)
+	for {
+		octx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		err := op(octx)
+		cancel()
+		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestClusterBinary runs a three-node cluster of real processes and drives
+// it with azcosmos: metadata made on one node is seen on the others;
+// items written through any node (forwarded to their partition's leader)
+// are read at once through the others (Strong: linearizable reads); with
+// a node killed (SIGKILL) the other two go on accepting writes; the
+// killed node, restarted, catches up and serves every acknowledged item.
+func TestClusterBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three servers")
+	}
+	bin := build(t)
+	nodes := newCluster(t, 3)
+	startAll(t, bin, nodes, "--consistency", "Strong")
+	ctx := t.Context()
+
+	c1 := client(t, nodes[0].endpoint, nodes[0].data)
+	if _, err := c1.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	db, _ := c1.NewDatabase("db")
+	tp := azcosmos.NewManualThroughputProperties(400)
+	if _, err := db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "c",
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, &azcosmos.CreateContainerOptions{ThroughputProperties: &tp}); err != nil {
+		t.Fatal(err)
+	}
+	ccs := make([]*azcosmos.ContainerClient, len(nodes))
+	for i, n := range nodes {
+		ccs[i] = n.container(t, "db", "c")
+	}
+
+	acked := map[string]bool{}
+	write := func(via int, id string) error {
+		pk := azcosmos.NewPartitionKeyString("p" + id[len(id)-1:])
+		body := fmt.Appendf(nil, `{"id":%q,"pk":"p%s","v":1}`, id, id[len(id)-1:])
+		return retry(ctx, 30*time.Second, func(ctx context.Context) error {
+			_, err := ccs[via].UpsertItem(ctx, pk, body, nil)
+			return err
+		})
+	}
+	readAt := func(via int, id string) error {
+		pk := azcosmos.NewPartitionKeyString("p" + id[len(id)-1:])
+		_, err := ccs[via].ReadItem(ctx, pk, id, nil)
+		return err
+	}
+	// Writes through every node; each is read at once through the others.
+	for i := range 30 {
+		via := i % 3
+		id := fmt.Sprintf("a%02d", i)
+		if err := write(via, id); err != nil {
+			t.Fatalf("write %s via node %d: %v", id, via+1, err)
+		}
+		acked[id] = true
+		for j := range nodes {
+			if err := readAt(j, id); err != nil {
+				t.Fatalf("read %s via node %d right after its write via node %d: %v", id, j+1, via+1, err)
+			}
+		}
+	}
+
+	// Kill node 1; nodes 2 and 3 go on.
+	nodes[0].kill()
+	for i := range 20 {
+		via := 1 + i%2
+		id := fmt.Sprintf("b%02d", i)
+		if err := write(via, id); err != nil {
+			t.Fatalf("write %s via node %d with node 1 down: %v", id, via+1, err)
+		}
+		acked[id] = true
+		other := 3 - via
+		if err := readAt(other, id); err != nil {
+			t.Fatalf("read %s via node %d right after its write via node %d: %v", id, other+1, via+1, err)
+		}
+	}
+
+	// Node 1 restarts and serves everything acknowledged.
+	if err := startNode(t, bin, nodes, 0, "--consistency", "Strong"); err != nil {
+		t.Fatal(err)
+	}
+	ccs[0] = nodes[0].container(t, "db", "c")
+	for id := range acked {
+		if err := retry(ctx, 30*time.Second, func(context.Context) error { return readAt(0, id) }); err != nil {
+			t.Fatalf("read %s via the restarted node 1: %v", id, err)
+		}
+	}
+	var cnt int
+	pager := ccs[0].NewQueryItemsPager("SELECT c.id FROM c", azcosmos.NewPartitionKey(), nil)
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cnt += len(page.Items)
+	}
+	if cnt != len(acked) {
+		t.Errorf("a query through the restarted node found %d items, want %d", cnt, len(acked))
+	}
+
+	// A container deleted through one node is gone everywhere.
+	if _, err := ccs[1].Delete(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := retry(ctx, 10*time.Second, func(ctx context.Context) error {
+		_, err := ccs[2].Read(ctx, nil)
+		if err == nil {
+			return errors.New("the container is still there")
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("node 3 after the delete through node 2: %v", err)
+	}
+}

@@ -1,0 +1,119 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+
+	"github.com/partitadb/partita/internal/engine"
+)
+
+// Forwarding (docs/cluster.md, "Requests"): in a cluster a write is
+// evaluated only on the leader of its partition's replicas. A node that
+// does not lead it gets *replica.NotLeaderError from the engine before the
+// write read or changed anything; the handler then hands the whole request
+// to Config.Forward, which sends it to the leader over the cluster's mutual
+// TLS and copies the leader's answer back. The leader authenticates and
+// authorizes the request again, from its own signature: forwarding grants
+// nothing.
+
+// Forwarder sends a request that this node cannot serve to the node that
+// leads keyspace (leader: the node this node believes leads it, 0 when
+// unknown) and writes that node's response to w. It returns ForwardLocal
+// when this node has become the leader meanwhile (the handler then serves
+// the request again here), ForwardFailed when it could not reach a leader
+// (nothing was written; the client gets 503 and retries).
+type Forwarder func(w http.ResponseWriter, r *http.Request, body []byte, keyspace, leader uint64) ForwardResult
+
+// ForwardResult is what a Forwarder did.
+type ForwardResult int
+
+// The outcomes of a Forwarder.
+const (
+	ForwardFailed ForwardResult = iota
+	Forwarded
+	ForwardLocal
+)
+
+// maxLocalRetries bounds how often one request is served again here after
+// a Forwarder found this node leading: leadership settles within an
+// election, and a request must not loop.
+const maxLocalRetries = 3
+
+// forwardKey holds a request's forwarding state in its context.
+type forwardKey struct{}
+
+type forwardState struct {
+	orig      *http.Request // the request as it arrived
+	body      []byte        // its body, kept to send it on
+	forwarded bool          // the request came from another node: never forward again
+	retries   int           // times served again here
+}
+
+// MarkForwarded returns r marked as forwarded by another node of the
+// cluster: a NotLeaderError then gets 503 rather than a second hop. Only
+// the cluster's mutual-TLS listener calls it.
+func MarkForwarded(r *http.Request) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), forwardKey{}, &forwardState{forwarded: true}))
+}
+
+// keepBody reads r's body into memory when a Forwarder may need it, so it
+// can be sent on, and returns r reading it again.
+func (h *Handler) keepBody(r *http.Request) (*http.Request, error) {
+	if h.cfg.Forward == nil {
+		return r, nil
+	}
+	st, _ := r.Context().Value(forwardKey{}).(*forwardState)
+	if st == nil {
+		st = &forwardState{}
+		r = r.WithContext(context.WithValue(r.Context(), forwardKey{}, st))
+	}
+	if st.forwarded {
+		return r, nil
+	}
+	if st.body == nil && r.Body != nil && r.Body != http.NoBody {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return r, err
+		}
+		st.body = b
+	}
+	if st.body != nil {
+		r.Body = io.NopCloser(bytes.NewReader(st.body))
+	}
+	st.orig = r
+	return r, nil
+}
+
+// forward hands a request that failed with NotLeaderError to the
+// Forwarder, and reports whether the response is written.
+func (h *Handler) forward(w http.ResponseWriter, r *http.Request, err error) bool {
+	keyspace, leader, ok := engine.NotLeader(err)
+	if !ok || h.cfg.Forward == nil {
+		return false
+	}
+	st, _ := r.Context().Value(forwardKey{}).(*forwardState)
+	if st == nil || st.forwarded {
+		return false
+	}
+	r = st.orig
+	if st.body != nil {
+		r.Body = io.NopCloser(bytes.NewReader(st.body))
+	}
+	switch h.cfg.Forward(w, r, st.body, keyspace, leader) {
+	case Forwarded:
+		return true
+	case ForwardLocal:
+		if st.retries >= maxLocalRetries {
+			return false
+		}
+		st.retries++
+		if st.body != nil {
+			r.Body = io.NopCloser(bytes.NewReader(st.body))
+		}
+		h.serve(w, r)
+		return true
+	}
+	return false
+}

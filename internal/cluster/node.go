@@ -1,0 +1,346 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/partitadb/partita/internal/replica"
+	"github.com/partitadb/partita/internal/replication"
+	"github.com/partitadb/partita/internal/store"
+)
+
+// ForwardPath prefixes a client request one node forwards to another on
+// the cluster listener: the rest of the path is the request's own.
+const ForwardPath = "/forward"
+
+// NodeConfig configures a node of a cluster.
+type NodeConfig struct {
+	// DataDir is the node's data directory (etcd's data and the node's
+	// credentials live under it).
+	DataDir string
+	// Addr is this node's cluster address (host:port): its mutual-TLS
+	// listener for Raft and forwarded requests; etcd's peers use port+1.
+	Addr string
+	// Join lists every member's cluster address, this node's among them.
+	Join []string
+	// Secret is the cluster secret every member shares (at least 16
+	// bytes): the cluster's CA derives from it.
+	Secret []byte
+	// Store is the node's store: the groups' logs and keyspaces.
+	Store *store.Store
+	// Local is the store's keyspaces (replica.OpenLocal).
+	Local *replica.Local
+	// Tick is the Raft tick (default 100 ms; elections take 10 ticks).
+	Tick time.Duration
+	// Wait bounds how long a write waits for its group to apply it, and a
+	// linearizable read for its group's leader (default 10 s).
+	Wait time.Duration
+	// Logger receives the node's messages; nil discards them.
+	Logger *slog.Logger
+}
+
+// Node is a running member of a cluster: its etcd member and shared
+// catalog, its Raft host, driver and transport, and its cluster listener.
+type Node struct {
+	cfg     NodeConfig
+	log     *slog.Logger
+	self    Member
+	members []Member
+	cert    *Cert
+	etcd    *Etcd
+	shared  *SharedCatalog
+	tr      *Transport
+	host    *replication.Host
+	ks      *Keyspaces
+	ln      net.Listener
+	srv     *http.Server
+	client  *http.Client
+
+	// forwarded serves requests other nodes forward (SetForwarded).
+	forwarded atomic.Pointer[http.Handler]
+	// unknown is told of groups other nodes send messages for that this
+	// node has no replica of (SetUnknown).
+	unknown atomic.Pointer[func(uint64)]
+
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
+	runErr chan error
+}
+
+// StartNode starts this node's part of the cluster: it binds the cluster
+// listener, starts the etcd member (which waits for a majority of the
+// members), the shared catalog and the Raft host. The caller opens the
+// engine over Keyspaces and Catalog, then calls Follow; Close stops it all
+// (not the store).
+func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
+	if cfg.Tick <= 0 {
+		cfg.Tick = 100 * time.Millisecond
+	}
+	if cfg.Wait <= 0 {
+		cfg.Wait = 10 * time.Second
+	}
+	lg := cfg.Logger
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	members, err := Members(cfg.Join)
+	if err != nil {
+		return nil, err
+	}
+	self, ok := Find(members, cfg.Addr)
+	if !ok {
+		return nil, fmt.Errorf("cluster: --cluster-addr %s is not in the --join list", cfg.Addr)
+	}
+	ca, err := NewCA(cfg.Secret)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := ca.NodeCert(self.Addr, []string{self.Host()})
+	if err != nil {
+		return nil, err
+	}
+	n = &Node{cfg: cfg, log: lg, self: self, members: members, cert: cert, runErr: make(chan error, 1)}
+	defer func() {
+		if err != nil {
+			_ = n.Close()
+		}
+	}()
+	if n.ln, err = net.Listen("tcp", self.Addr); err != nil {
+		return nil, fmt.Errorf("cluster: listen on %s: %w", self.Addr, err)
+	}
+	if n.etcd, err = StartEtcd(ctx, EtcdConfig{DataDir: cfg.DataDir, Self: self, Members: members, Cert: cert, Logger: lg}); err != nil {
+		return nil, err
+	}
+	if n.shared, err = NewSharedCatalog(ctx, n.etcd.Client(), BackendConfig{}, 0); err != nil {
+		return nil, err
+	}
+	inbox := make(chan replication.Message, 4096)
+	peers := map[uint64]string{}
+	voters := make([]uint64, 0, len(members))
+	for _, m := range members {
+		peers[m.ID] = m.Addr
+		voters = append(voters, m.ID)
+	}
+	n.tr, err = NewTransport(TransportConfig{Self: self.ID, Peers: peers, Cert: cert, Logger: lg,
+		Deliver: func(m replication.Message) {
+			select {
+			case inbox <- m:
+			default: // Raft retries what is dropped
+			}
+		}})
+	if err != nil {
+		return nil, err
+	}
+	n.host, err = replication.Open(cfg.Store, self.ID, n.tr, replication.Config{Logger: lg, Unknown: func(g uint64) {
+		if f := n.unknown.Load(); f != nil {
+			(*f)(g)
+		}
+	}})
+	if err != nil {
+		return nil, err
+	}
+	n.ks = NewKeyspaces(n.host, cfg.Local, voters, cfg.Wait)
+	n.client = &http.Client{Transport: &http.Transport{TLSClientConfig: cert.ClientTLS(""), ForceAttemptHTTP2: true,
+		MaxIdleConnsPerHost: 64, IdleConnTimeout: time.Minute}}
+	mux := http.NewServeMux()
+	mux.Handle("POST "+RaftPath, n.tr)
+	mux.HandleFunc(ForwardPath+"/", n.serveForwarded)
+	n.srv = &http.Server{Handler: mux, TLSConfig: cert.ServerTLS(), ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: log.New(io.Discard, "", 0)} // refused handshakes are expected
+	runCtx, stop := context.WithCancel(context.Background())
+	n.stop = stop
+	n.wg.Go(func() {
+		if err := n.srv.ServeTLS(n.ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			lg.Error("cluster listener", "err", err)
+		}
+	})
+	n.wg.Go(func() {
+		if err := n.host.Run(runCtx, cfg.Tick, inbox); err != nil {
+			lg.Error("replication stopped: the store failed; restart the node", "err", err)
+			n.runErr <- err
+		}
+	})
+	n.wg.Go(func() {
+		t := time.NewTicker(stableInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-t.C:
+				n.ks.PublishStable()
+			}
+		}
+	})
+	lg.Info("cluster node started", "node", fmt.Sprintf("%016x", self.ID), "addr", self.Addr, "members", len(members))
+	return n, nil
+}
+
+// ID is this node's id.
+func (n *Node) ID() uint64 { return n.self.ID }
+
+// Members returns the cluster's members.
+func (n *Node) Members() []Member { return n.members }
+
+// Keyspaces is the node's replica.Host.
+func (n *Node) Keyspaces() *Keyspaces { return n.ks }
+
+// Catalog is the catalog's shared backend.
+func (n *Node) Catalog() *SharedCatalog { return n.shared }
+
+// Err reports a failure after which the node must stop: the store failed
+// under replication, or etcd stopped.
+func (n *Node) Err() <-chan error {
+	out := make(chan error, 1)
+	go func() {
+		select {
+		case err := <-n.runErr:
+			out <- err
+		case err := <-n.etcd.Err():
+			out <- fmt.Errorf("cluster: etcd stopped: %w", err)
+		}
+	}()
+	return out
+}
+
+// SetForwarded sets the handler of requests other nodes forward here (the
+// API handler, marking them forwarded).
+func (n *Node) SetForwarded(h http.Handler) { n.forwarded.Store(&h) }
+
+// SetUnknown sets what is told of groups other nodes send messages for
+// that this node has no replica of; it must not block.
+func (n *Node) SetUnknown(f func(group uint64)) { n.unknown.Store(&f) }
+
+// serveForwarded serves a request another node forwarded: the listener
+// admitted only members (mutual TLS), so the request's path after
+// ForwardPath is served as the client sent it.
+func (n *Node) serveForwarded(w http.ResponseWriter, r *http.Request) {
+	h := n.forwarded.Load()
+	if h == nil || r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+		http.Error(w, "not serving forwarded requests", http.StatusServiceUnavailable)
+		return
+	}
+	r2 := r.Clone(r.Context())
+	r2.URL.Path = strings.TrimPrefix(r.URL.Path, ForwardPath)
+	r2.URL.RawPath = strings.TrimPrefix(r.URL.RawPath, ForwardPath)
+	r2.RequestURI = r2.URL.RequestURI()
+	if h := r.Header.Get(forwardHostHeader); h != "" {
+		r2.Host = h
+		r2.Header.Del(forwardHostHeader)
+	}
+	(*h).ServeHTTP(w, r2)
+}
+
+// forwardHostHeader carries the client's Host to the leader (the request's
+// own Host is the leader's cluster address), which the account resource
+// advertises as the endpoint.
+const forwardHostHeader = "X-Partita-Forwarded-Host"
+
+// stableInterval is how often the keyspaces this node leads publish their
+// stable marks when idle (followers' change feeds lag by at most that).
+const stableInterval = 200 * time.Millisecond
+
+// leaderWait bounds how long a request waits for its group to elect a
+// leader before it is forwarded (an election takes about 10 ticks).
+const leaderWait = 5 * time.Second
+
+// Forward sends r (body: its body) to the leader of keyspace's group and
+// copies the response to w. leader is the node the engine saw leading (0:
+// none); when it is unknown or this node, Forward waits for the group to
+// elect one. It returns whether it wrote a response (forwarded), or that
+// this node leads now (local), or neither (failed: the caller answers 503).
+func (n *Node) Forward(w http.ResponseWriter, r *http.Request, body []byte, keyspace, leader uint64) (forwarded, local bool) {
+	deadline := time.Now().Add(leaderWait)
+	for leader == 0 || leader == n.self.ID {
+		if leader == n.self.ID {
+			if rep, err := n.ks.Replica(keyspace); err == nil && rep.Lead() == nil {
+				return false, true
+			}
+		}
+		if time.Now().After(deadline) || r.Context().Err() != nil {
+			return false, false
+		}
+		time.Sleep(20 * time.Millisecond)
+		leader = n.ks.Leader(keyspace)
+	}
+	var to Member
+	for _, m := range n.members {
+		if m.ID == leader {
+			to = m
+		}
+	}
+	if to.ID == 0 {
+		return false, false
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = strings.NewReader(string(body))
+	}
+	u := "https://" + to.Addr + ForwardPath + r.URL.EscapedPath()
+	if r.URL.RawQuery != "" {
+		u += "?" + r.URL.RawQuery
+	}
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, u, rd)
+	if err != nil {
+		return false, false
+	}
+	req.Header = r.Header.Clone()
+	req.Header.Set(forwardHostHeader, r.Host)
+	req.ContentLength = int64(len(body))
+	resp, err := n.client.Do(req)
+	if err != nil {
+		n.log.Warn("forward a request to the partition's leader", "leader", to.Addr, "err", err)
+		return false, false
+	}
+	defer resp.Body.Close()
+	for k := range w.Header() {
+		delete(w.Header(), k)
+	}
+	for k, vs := range resp.Header {
+		w.Header()[k] = vs
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, resp.Body)
+	return true, false
+}
+
+// Close stops the node: the listener, the Raft host's driver, the
+// transport, the shared catalog and the etcd member. The store stays
+// open.
+func (n *Node) Close() error {
+	var errs []error
+	if n.srv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = n.srv.Shutdown(ctx)
+		cancel()
+	} else if n.ln != nil {
+		_ = n.ln.Close()
+	}
+	if n.stop != nil {
+		n.stop()
+	}
+	n.wg.Wait()
+	if n.tr != nil {
+		errs = append(errs, n.tr.Close())
+	}
+	if n.shared != nil {
+		errs = append(errs, n.shared.Close())
+	}
+	if n.etcd != nil {
+		errs = append(errs, n.etcd.Close())
+	}
+	if n.client != nil {
+		n.client.CloseIdleConnections()
+	}
+	return errors.Join(errs...)
+}
