@@ -12,7 +12,7 @@ PYTHON    ?= $(if $(wildcard /usr/bin/python3),/usr/bin/python3,python3)
 # Power-loss cycles of make powerloss (seeded by the clock unless POWERLOSS_SEED is set).
 POWERLOSS_CYCLES ?= 1000
 
-.PHONY: run build test test-go test-node test-python invariants lint conformance fuzz crashloop bench bench-floor powerloss diskfull sim clean
+.PHONY: run build test test-go test-node test-python invariants lint conformance conformance-cluster fuzz crashloop clusterloop bench bench-floor powerloss diskfull sim clean
 
 run:
 	$(GO) run ./cmd/partita serve
@@ -55,6 +55,11 @@ lint:
 conformance: build
 	scripts/conformance.sh '$(CONFORMANCE)'
 
+# The same suite against node 1 of a three-node cluster on loopback
+# (docs/cluster.md): writes forwarded to their partitions' leaders.
+conformance-cluster: build
+	CLUSTER=1 scripts/conformance.sh '$(CONFORMANCE)'
+
 # Long fuzzing, opt-in: one target at a time, FUZZTIME each.
 fuzz:
 	scripts/fuzz.sh $(FUZZTIME)
@@ -64,6 +69,13 @@ fuzz:
 CRASH_CYCLES ?= 50
 crashloop:
 	PARTITA_CRASH_CYCLES=$(CRASH_CYCLES) $(GO) test -count=1 -timeout 0 -run 'TestCrashAtomicity' -v ./cmd/partita
+
+# Long kill -9 loop of a three-process cluster, opt-in: CLUSTER_CYCLES
+# cycles of load through every node with one node killed and restarted,
+# the history checked for linearizability (porcupine); make test runs 2.
+CLUSTER_CYCLES ?= 30
+clusterloop:
+	PARTITA_CLUSTER_CYCLES=$(CLUSTER_CYCLES) $(GO) test -count=1 -timeout 0 -run '^TestClusterKillLoop$$' -v ./cmd/partita
 
 # Long power-loss simulation, opt-in: the engine on Pebble's crash-simulating
 # filesystem, POWERLOSS_CYCLES crash clones; make test runs a few.

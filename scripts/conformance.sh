@@ -9,10 +9,24 @@ pattern=${1:-.}
 suite=${SUITE:-scripts/azcosmos-suite.sh}
 data=$(mktemp -d)
 log=$data/server.log
-./bin/partita serve --data "$data/db" --emulator-compat --advertise-endpoint https://127.0.0.1:8081/ --compute-gateway-addr 127.0.0.1:8903 >"$log" 2>&1 &
+# CLUSTER=1: the suite runs against node 1 of a three-node cluster (docs/cluster.md) on
+# loopback, its other members on ports 18082/18083 and cluster ports 17001-17006.
+pids=()
+if [ -n "${CLUSTER:-}" ]; then
+  export PARTITA_CLUSTER_SECRET=conformance-cluster-secret
+  join=127.0.0.1:17001,127.0.0.1:17003,127.0.0.1:17005
+  for n in 2 3; do
+    ./bin/partita serve --data "$data/n$n" --emulator-compat --addr 127.0.0.1:1808$n \
+      --cluster-addr 127.0.0.1:$((17001 + 2 * (n - 1))) --join $join --log-level error >"$data/n$n.log" 2>&1 &
+    pids+=($!)
+  done
+  cluster=(--cluster-addr 127.0.0.1:17001 --join $join --log-level error)
+fi
+./bin/partita serve --data "$data/db" --emulator-compat --advertise-endpoint https://127.0.0.1:8081/ --compute-gateway-addr 127.0.0.1:8903 ${cluster[@]+"${cluster[@]}"} >"$log" 2>&1 &
 pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"' EXIT
-for _ in $(seq 100); do
+pids+=($pid)
+trap 'kill ${pids[*]} 2>/dev/null; wait ${pids[*]} 2>/dev/null; rm -rf "$data"' EXIT
+for _ in $(seq 600); do
   grep -q "is serving" "$log" && break
   kill -0 $pid 2>/dev/null || { cat "$log"; exit 1; }
   sleep 0.1

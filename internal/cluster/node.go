@@ -20,7 +20,8 @@ import (
 )
 
 // ForwardPath prefixes a client request one node forwards to another on
-// the cluster listener: the rest of the path is the request's own.
+// the cluster listener: ForwardPath/<listener>/<the request's own path>,
+// where listener names the API listener it arrived on ("api", "compute").
 const ForwardPath = "/forward"
 
 // NodeConfig configures a node of a cluster.
@@ -66,8 +67,9 @@ type Node struct {
 	srv     *http.Server
 	client  *http.Client
 
-	// forwarded serves requests other nodes forward (SetForwarded).
-	forwarded atomic.Pointer[http.Handler]
+	// forwarded serves requests other nodes forward, by the name of the
+	// listener they arrived on (SetForwarded).
+	forwarded sync.Map // string → http.Handler
 	// unknown is told of groups other nodes send messages for that this
 	// node has no replica of (SetUnknown).
 	unknown atomic.Pointer[func(uint64)]
@@ -154,7 +156,7 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 		MaxIdleConnsPerHost: 64, IdleConnTimeout: time.Minute}}
 	mux := http.NewServeMux()
 	mux.Handle("POST "+RaftPath, n.tr)
-	mux.HandleFunc(ForwardPath+"/", n.serveForwarded)
+	mux.HandleFunc(ForwardPath+"/{listener}/", n.serveForwarded)
 	n.srv = &http.Server{Handler: mux, TLSConfig: cert.ServerTLS(), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: log.New(io.Discard, "", 0)} // refused handshakes are expected
 	runCtx, stop := context.WithCancel(context.Background())
@@ -213,9 +215,10 @@ func (n *Node) Err() <-chan error {
 	return out
 }
 
-// SetForwarded sets the handler of requests other nodes forward here (the
-// API handler, marking them forwarded).
-func (n *Node) SetForwarded(h http.Handler) { n.forwarded.Store(&h) }
+// SetForwarded sets the handler of the requests other nodes forward here
+// that arrived there on the listener named listener (the API handler of
+// the same listener here, marking them forwarded).
+func (n *Node) SetForwarded(listener string, h http.Handler) { n.forwarded.Store(listener, h) }
 
 // SetUnknown sets what is told of groups other nodes send messages for
 // that this node has no replica of; it must not block.
@@ -225,20 +228,22 @@ func (n *Node) SetUnknown(f func(group uint64)) { n.unknown.Store(&f) }
 // admitted only members (mutual TLS), so the request's path after
 // ForwardPath is served as the client sent it.
 func (n *Node) serveForwarded(w http.ResponseWriter, r *http.Request) {
-	h := n.forwarded.Load()
-	if h == nil || r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
-		http.Error(w, "not serving forwarded requests", http.StatusServiceUnavailable)
+	name := r.PathValue("listener")
+	v, ok := n.forwarded.Load(name)
+	if !ok || r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+		http.Error(w, "not serving forwarded requests for listener "+name, http.StatusServiceUnavailable)
 		return
 	}
+	prefix := ForwardPath + "/" + name
 	r2 := r.Clone(r.Context())
-	r2.URL.Path = strings.TrimPrefix(r.URL.Path, ForwardPath)
-	r2.URL.RawPath = strings.TrimPrefix(r.URL.RawPath, ForwardPath)
+	r2.URL.Path = strings.TrimPrefix(r.URL.Path, prefix)
+	r2.URL.RawPath = strings.TrimPrefix(r.URL.RawPath, prefix)
 	r2.RequestURI = r2.URL.RequestURI()
 	if h := r.Header.Get(forwardHostHeader); h != "" {
 		r2.Host = h
 		r2.Header.Del(forwardHostHeader)
 	}
-	(*h).ServeHTTP(w, r2)
+	v.(http.Handler).ServeHTTP(w, r2)
 }
 
 // forwardHostHeader carries the client's Host to the leader (the request's
@@ -247,19 +252,21 @@ func (n *Node) serveForwarded(w http.ResponseWriter, r *http.Request) {
 const forwardHostHeader = "X-Partita-Forwarded-Host"
 
 // stableInterval is how often the keyspaces this node leads publish their
-// stable marks when idle (followers' change feeds lag by at most that).
-const stableInterval = 200 * time.Millisecond
+// stable marks when idle: a follower's change feed shows the last write of
+// a burst at most that much (and a round trip) later than its leader's.
+const stableInterval = 50 * time.Millisecond
 
 // leaderWait bounds how long a request waits for its group to elect a
 // leader before it is forwarded (an election takes about 10 ticks).
 const leaderWait = 5 * time.Second
 
-// Forward sends r (body: its body) to the leader of keyspace's group and
-// copies the response to w. leader is the node the engine saw leading (0:
+// Forward sends r (body: its body), which arrived on the listener named
+// listener, to the leader of keyspace's group, to be served there as that
+// listener serves it, and copies the response to w. leader is the node the engine saw leading (0:
 // none); when it is unknown or this node, Forward waits for the group to
 // elect one. It returns whether it wrote a response (forwarded), or that
 // this node leads now (local), or neither (failed: the caller answers 503).
-func (n *Node) Forward(w http.ResponseWriter, r *http.Request, body []byte, keyspace, leader uint64) (forwarded, local bool) {
+func (n *Node) Forward(w http.ResponseWriter, r *http.Request, listener string, body []byte, keyspace, leader uint64) (forwarded, local bool) {
 	deadline := time.Now().Add(leaderWait)
 	for leader == 0 || leader == n.self.ID {
 		if leader == n.self.ID {
@@ -286,7 +293,7 @@ func (n *Node) Forward(w http.ResponseWriter, r *http.Request, body []byte, keys
 	if body != nil {
 		rd = strings.NewReader(string(body))
 	}
-	u := "https://" + to.Addr + ForwardPath + r.URL.EscapedPath()
+	u := "https://" + to.Addr + ForwardPath + "/" + listener + r.URL.EscapedPath()
 	if r.URL.RawQuery != "" {
 		u += "?" + r.URL.RawQuery
 	}

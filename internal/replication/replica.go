@@ -128,12 +128,19 @@ func (r *Replica) Commit(b replica.Batch) error {
 	if tb.term == 0 {
 		return r.notLeader()
 	}
+	l, err := r.h.Leader(r.id)
+	if err != nil || !l.Settled || l.Term != tb.term {
+		return r.notLeader()
+	}
 	repr, err := replica.BatchRepr(tb.Batch)
 	if err != nil {
 		return err
 	}
 	tb.Batch.Close()
 	r.mu.Lock()
+	// A batch that took no LSN (the engine's own writes: format records,
+	// rebuilds) may be this term's first: its sequence starts here too.
+	r.startLocked(l)
 	lsn, stable := r.mu.next-1, r.stableLocked()
 	r.mu.Unlock()
 	w, err := r.h.Propose(r.id, Proposal{Kind: KindBatch, Term: tb.term, LSN: lsn, Stable: stable, Repr: repr})
@@ -257,10 +264,9 @@ func (r *Replica) PublishStable() error {
 		return nil
 	}
 	r.mu.Lock()
-	if r.mu.term != l.Term {
-		r.mu.Unlock()
-		return nil
-	}
+	// A leader that has evaluated no write in its term publishes too: the
+	// last proposal of the term before may have left the mark behind.
+	r.startLocked(l)
 	lsn, stable := r.mu.next-1, r.stableLocked()
 	r.mu.Unlock()
 	if stable <= l.Stable {

@@ -263,3 +263,72 @@ func TestReplicaFailover(t *testing.T) {
 	}
 	t.Logf("%d acknowledged, %d indeterminate; node %d crashed and restarted", ackedN.Load(), indeterminate.Load(), victim.id)
 }
+
+// TestReplicaCommitWithoutLSN commits, as a new leader's first write, a
+// batch that took no LSN (the engine's format records and rebuilds): the
+// marks it carries must be the sequence's, not a wrapped-around 0-1, and
+// the next LSN follows them; PublishStable then brings the followers'
+// stable mark up to the leader's.
+func TestReplicaCommitWithoutLSN(t *testing.T) {
+	net := &chanNet{inboxes: map[uint64]chan Message{}}
+	voters := []uint64{1, 2, 3}
+	var nodes []*liveNode
+	for _, id := range voters {
+		n := &liveNode{id: id, fs: vfs.NewCrashableMem()}
+		n.start(t, net, voters)
+		nodes = append(nodes, n)
+		defer n.stop(t)
+	}
+	var lead *liveNode
+	for deadline := time.Now().Add(20 * time.Second); lead == nil; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no leader")
+		}
+		for _, n := range nodes {
+			if n.r.Lead() == nil {
+				lead = n
+			}
+		}
+	}
+	b := lead.r.NewBatch(false)
+	b.Set([]byte("\x01format"), []byte("1"))
+	if err := lead.r.Commit(b); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	l, err := lead.h.Leader(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.LSN > 1<<32 || l.Stable > 1<<32 {
+		t.Fatalf("after a batch without an LSN: applied LSN %d, stable %d (wrapped around)", l.LSN, l.Stable)
+	}
+	var first uint64
+	lsn, err := lead.r.NextLSN(&first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = lead.r.NewBatch(false)
+	b.Set([]byte("\x02k"), []byte("v"))
+	if err := lead.r.Commit(b); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	lead.r.ReleaseLSN(first)
+	if got := lead.r.StableLSN(); got != lsn {
+		t.Fatalf("leader's stable LSN %d, want %d", got, lsn)
+	}
+	if err := lead.r.PublishStable(); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if n == lead {
+			continue
+		}
+		for deadline := time.Now().Add(10 * time.Second); n.r.StableLSN() != lsn; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d: stable LSN %d, want %d after PublishStable", n.id, n.r.StableLSN(), lsn)
+			}
+		}
+	}
+}

@@ -132,11 +132,11 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 		EmulatorIDQuirks: compat, TLS: cfg.Server.TLS, CertPEM: s.certPEM,
 	}
 	if s.node != nil {
-		acfg.Forward, acfg.Replicated = forwarder(s.node), true
+		acfg.Forward, acfg.Replicated = forwarder(s.node, "api"), true
 	}
 	handler := api.New(acfg, eng, verifier, now, log)
 	if s.node != nil {
-		s.node.SetForwarded(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.node.SetForwarded("api", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			handler.ServeHTTP(w, api.MarkForwarded(r))
 		}))
 		s.node.SetUnknown(func(uint64) { eng.Reconcile() })
@@ -154,12 +154,26 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 	}
 	s.ln = ln
 	s.http = newHTTPServer(handler, tlsConf, log)
+	// The compute gateway's handler addresses ids exactly. In a cluster every
+	// node has one, for the requests other nodes' compute listeners forward.
+	var compute *api.Handler
+	if cfg.Server.ComputeGatewayAddr != "" || s.node != nil {
+		ccfg := api.Config{AccountID: accountID, Consistency: consistency, TLS: cfg.Server.TLS, CertPEM: s.certPEM}
+		if s.node != nil {
+			ccfg.Forward, ccfg.Replicated = forwarder(s.node, "compute"), true
+		}
+		compute = api.New(ccfg, eng, verifier, now, log)
+		if s.node != nil {
+			s.node.SetForwarded("compute", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				compute.ServeHTTP(w, api.MarkForwarded(r))
+			}))
+		}
+	}
 	if addr := cfg.Server.ComputeGatewayAddr; addr != "" {
 		if s.extraLn, err = net.Listen("tcp", addr); err != nil {
 			_ = s.Close()
 			return nil, fmt.Errorf("listen on %s: %w", addr, err)
 		}
-		compute := api.New(api.Config{AccountID: accountID, Consistency: consistency, TLS: cfg.Server.TLS, CertPEM: s.certPEM}, eng, verifier, now, log)
 		s.extraHTTP = newHTTPServer(compute, tlsConf, log)
 	}
 	if addr := cfg.Server.MetricsAddr; addr != "" {
@@ -470,10 +484,11 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener, timeout time.
 	return err
 }
 
-// forwarder is the API's Forwarder over node.
-func forwarder(node *cluster.Node) api.Forwarder {
+// forwarder is the API's Forwarder over node, for the API listener named
+// listener (the leader serves the request as its listener of that name).
+func forwarder(node *cluster.Node, listener string) api.Forwarder {
 	return func(w http.ResponseWriter, r *http.Request, body []byte, keyspace, leader uint64) api.ForwardResult {
-		switch forwarded, local := node.Forward(w, r, body, keyspace, leader); {
+		switch forwarded, local := node.Forward(w, r, listener, body, keyspace, leader); {
 		case forwarded:
 			return api.Forwarded
 		case local:

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"github.com/anishathalye/porcupine"
+)
+
+// clusterCycles is how many kill -9 cycles TestClusterKillLoop runs:
+// PARTITA_CLUSTER_CYCLES (make clusterloop), else 2.
+func clusterCycles(t *testing.T) int {
+	if v := os.Getenv("PARTITA_CLUSTER_CYCLES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("PARTITA_CLUSTER_CYCLES=%q: want a positive number", v)
+		}
+		return n
+	}
+	return 2
+}
+
+// regOp is one operation of the kill loop's history: a write of value to
+// key, or a read of key that found value (0: no item).
+type regOp struct {
+	key   int
+	write bool
+	value int
+}
+
+// registers is porcupine's model of the kill loop: one register per key,
+// each checked apart.
+var registers = porcupine.Model{
+	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
+		by := map[int][]porcupine.Operation{}
+		for _, op := range h {
+			k := op.Input.(regOp).key
+			by[k] = append(by[k], op)
+		}
+		out := make([][]porcupine.Operation, 0, len(by))
+		for _, ops := range by {
+			out = append(out, ops)
+		}
+		return out
+	},
+	Init: func() any { return 0 },
+	Step: func(state, input, output any) (bool, any) {
+		in := input.(regOp)
+		if in.write {
+			return true, in.value
+		}
+		return output.(int) == state.(int), state
+	},
+	DescribeOperation: func(input, output any) string {
+		in := input.(regOp)
+		if in.write {
+			return fmt.Sprintf("put(k%d, %d)", in.key, in.value)
+		}
+		return fmt.Sprintf("get(k%d) → %v", in.key, output)
+	},
+}
+
+// TestClusterKillLoop runs a three-node cluster of real processes under a
+// load of azcosmos upserts and Strong reads through every live node, and
+// kills a random node with SIGKILL each cycle, then restarts it. The
+// history (every operation's call and return times; a write whose outcome
+// the client cannot know counts as pending) must be linearizable per key
+// (porcupine), and at the end every node must serve the last value of every
+// key. make test runs 2 cycles; make clusterloop CLUSTER_CYCLES=n runs n.
+func TestClusterKillLoop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three servers")
+	}
+	cycles := clusterCycles(t)
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d, %d cycles", seed, cycles)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	bin := build(t)
+	nodes := newCluster(t, 3)
+	flags := []string{"--consistency", "Strong"}
+	startAll(t, bin, nodes, flags...)
+	ctx := t.Context()
+
+	c1 := client(t, nodes[0].endpoint, nodes[0].data)
+	if _, err := c1.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	db, _ := c1.NewDatabase("db")
+	if _, err := db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "c",
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	// The live nodes' containers; a killed node's slot is nil.
+	var mu sync.Mutex
+	live := make([]*azcosmos.ContainerClient, len(nodes))
+	for i, n := range nodes {
+		live[i] = loopContainer(t, n)
+	}
+	pick := func(r *rand.Rand) (int, *azcosmos.ContainerClient) {
+		mu.Lock()
+		defer mu.Unlock()
+		for {
+			i := r.IntN(len(live))
+			if live[i] != nil {
+				return i, live[i]
+			}
+		}
+	}
+
+	const keys, workers = 6, 4
+	var (
+		histMu  sync.Mutex
+		history []porcupine.Operation
+		values  atomic.Int64
+		counts  [4]atomic.Int64 // acknowledged writes, unknown writes, reads, failed reads
+	)
+	start := time.Now()
+	now := func() int64 { return int64(time.Since(start)) }
+	record := func(client int, in regOp, out any, call, ret int64) {
+		histMu.Lock()
+		history = append(history, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret})
+		histMu.Unlock()
+	}
+	load := func(until time.Time) {
+		var wg sync.WaitGroup
+		for w := range workers {
+			r := rand.New(rand.NewPCG(rng.Uint64(), uint64(w)))
+			wg.Go(func() {
+				for time.Now().Before(until) && ctx.Err() == nil {
+					key := r.IntN(keys)
+					_, cc := pick(r)
+					pk := azcosmos.NewPartitionKeyString("k" + strconv.Itoa(key))
+					octx, cancel := context.WithTimeout(ctx, 15*time.Second)
+					call := now()
+					if r.IntN(2) == 0 {
+						v := int(values.Add(1))
+						body := fmt.Appendf(nil, `{"id":"k%d","pk":"k%d","v":%d}`, key, key, v)
+						_, err := cc.UpsertItem(octx, pk, body, nil)
+						if err == nil {
+							counts[0].Add(1)
+							record(w, regOp{key: key, write: true, value: v}, nil, call, now())
+						} else {
+							// Any failure may have applied (a timeout, a lost
+							// leadership): pending until the end.
+							counts[1].Add(1)
+							record(w, regOp{key: key, write: true, value: v}, nil, call, math.MaxInt64)
+						}
+					} else {
+						v, err := readValue(octx, cc, key)
+						if err == nil {
+							counts[2].Add(1)
+							record(w, regOp{key: key}, v, call, now())
+						} else {
+							counts[3].Add(1)
+						}
+					}
+					cancel()
+				}
+			})
+		}
+		wg.Wait()
+	}
+
+	for cycle := range cycles {
+		load(time.Now().Add(1500 * time.Millisecond))
+		victim := rng.IntN(len(nodes))
+		mu.Lock()
+		live[victim] = nil
+		mu.Unlock()
+		nodes[victim].kill()
+		t.Logf("cycle %d: killed node %d", cycle+1, victim+1)
+		load(time.Now().Add(2 * time.Second))
+		if err := startNode(t, bin, nodes, victim, flags...); err != nil {
+			t.Fatal(err)
+		}
+		cc := loopContainer(t, nodes[victim])
+		mu.Lock()
+		live[victim] = cc
+		mu.Unlock()
+	}
+	load(time.Now().Add(time.Second))
+
+	// Every node serves every key's value: read through each, as part of
+	// the history.
+	for i, n := range nodes {
+		cc := loopContainer(t, n)
+		for key := range keys {
+			call := now()
+			var v int
+			err := retry(ctx, 30*time.Second, func(ctx context.Context) error {
+				var err error
+				v, err = readValue(ctx, cc, key)
+				return err
+			})
+			if err != nil {
+				t.Fatalf("final read of k%d through node %d: %v", key, i+1, err)
+			}
+			record(100+i, regOp{key: key}, v, call, now())
+		}
+	}
+	t.Logf("%d writes acknowledged, %d unknown; %d reads, %d failed", counts[0].Load(), counts[1].Load(), counts[2].Load(), counts[3].Load())
+	if counts[0].Load() == 0 || counts[2].Load() == 0 {
+		t.Fatal("the load did not run")
+	}
+	res, info := porcupine.CheckOperationsVerbose(registers, history, 2*time.Minute)
+	switch res {
+	case porcupine.Ok:
+	case porcupine.Unknown:
+		t.Logf("porcupine timed out: the history (%d operations) was not fully checked", len(history))
+	default:
+		f, err := os.CreateTemp("", "partita-clusterloop-*.html")
+		if err == nil {
+			_ = porcupine.Visualize(registers, info, f)
+			f.Close()
+		}
+		t.Fatalf("the history is not linearizable (seed %d); visualization: %s", seed, f.Name())
+	}
+}
+
+// loopContainer returns container db/c through node n with a client that
+// gives up fast on a dead node (the load picks another).
+func loopContainer(t *testing.T, n *clusterNode) *azcosmos.ContainerClient {
+	t.Helper()
+	c := client(t, n.endpoint, n.data)
+	cc, err := c.NewContainer("db", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cc
+}
+
+// readValue reads key's item through cc: its "v", or 0 when it does not
+// exist.
+func readValue(ctx context.Context, cc *azcosmos.ContainerClient, key int) (int, error) {
+	resp, err := cc.ReadItem(ctx, azcosmos.NewPartitionKeyString("k"+strconv.Itoa(key)), "k"+strconv.Itoa(key), nil)
+	var re *azcore.ResponseError
+	if errors.As(err, &re) && re.StatusCode == http.StatusNotFound {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	var doc struct {
+		V int `json:"v"`
+	}
+	if err := json.Unmarshal(resp.Value, &doc); err != nil {
+		return 0, err
+	}
+	return doc.V, nil
+}
