@@ -78,7 +78,12 @@ func explain(rep *Report, w *Workload) {
 func describe(c *Candidate) string {
 	switch c.Strategy {
 	case Concat:
+		if c.TimeBucket != "" {
+			return fmt.Sprintf("concatenation of %s and the %s of its write time", c.Paths[0], c.TimeBucket)
+		}
 		return "concatenation of " + c.Paths[0] + " and " + c.Paths[1]
+	case Hierarchical:
+		return fmt.Sprintf("hierarchical key of %d levels, %s", len(c.Paths), strings.Join(c.Paths, " then "))
 	case HashSuffix:
 		return fmt.Sprintf("%s plus a suffix 1..%d computed from a hash of %s", c.Paths[0], c.Buckets, c.HashPaths[0])
 	case RandomSuffix:
@@ -97,6 +102,8 @@ func windowWord(window string) string {
 		return "hour"
 	case time.Minute:
 		return "minute"
+	case time.Second:
+		return "second"
 	case 7 * 24 * time.Hour:
 		return "week"
 	}
@@ -110,7 +117,7 @@ func strengths(rep *Report, c *Candidate, w *Workload) []string {
 		c.Distinct, rep.Items, clip(c.LargestKey), pct(c.LargestShare)))
 	if c.WriteSkew != nil {
 		out = append(out, fmt.Sprintf("spreads each %s's writes over many keys: the hottest takes %s of them (%s at most)",
-			windowWord(rep.Window), pct(*c.WriteSkew), pct(*c.WriteSkewMax)))
+			c.skewUnit, pct(*c.WriteSkew), pct(*c.WriteSkewMax)))
 	}
 	if c.SinglePartition != nil {
 		var single []string
@@ -119,7 +126,10 @@ func strengths(rep *Report, c *Candidate, w *Workload) []string {
 				single = append(single, fmt.Sprintf("%q", q.Name))
 			}
 		}
-		if len(single) > 0 {
+		if c.Targeted != nil && *c.Targeted > 0 {
+			out = append(out, fmt.Sprintf("keeps %s of the query weight single-partition and %s targeted by a prefix of the key (%s): a query naming %s is routed to that prefix's partitions only",
+				pct(*c.SinglePartition), pct(*c.Targeted), strings.Join(single, ", "), c.Paths[0]))
+		} else if len(single) > 0 {
 			out = append(out, fmt.Sprintf("keeps %s of the query weight single-partition (%s)", pct(*c.SinglePartition), strings.Join(single, ", ")))
 		} else {
 			out = append(out, "no query of the workload names it: every query fans out (a better key may not exist for these queries)")
@@ -133,12 +143,25 @@ func strengths(rep *Report, c *Candidate, w *Workload) []string {
 		verb = "is projected at"
 	}
 	out = append(out, fmt.Sprintf("its largest logical partition %s %s, %s of the %s limit", verb, formatBytes(c.LargestBytes), pct(c.CapShare), formatBytes(rep.LogicalPartitionCap)))
+	if c.Strategy == Hierarchical && c.LargestPrefixBytes > 0 {
+		s := fmt.Sprintf("the largest %s (%s) %s %s", c.Paths[0], clip(c.LargestPrefix), verb, formatBytes(c.LargestPrefixBytes))
+		if c.LargestPrefixBytes > rep.LogicalPartitionCap {
+			s += fmt.Sprintf(", past the %s limit for one key but fine as a prefix: it spreads over about %d physical partitions", formatBytes(rep.LogicalPartitionCap), c.PrefixPartitions)
+		}
+		out = append(out, s)
+	}
+	if c.TimeBucket != "" {
+		out = append(out, fmt.Sprintf("a %s bucket is the coarsest that keeps a key's %s within half the limit at this rate and size", c.TimeBucket, c.TimeBucket))
+	}
 	if c.HotKeyRU != nil {
-		out = append(out, fmt.Sprintf("at the peak write rate its hottest key needs about %.0f RU/s of the %d RU/s one logical partition can get", *c.HotKeyRU, PartitionMaxRU))
+		out = append(out, fmt.Sprintf("its hottest key needs about %.0f RU/s (95%%: %.0f-%.0f) of the %d RU/s one logical partition can get, %s",
+			*c.HotKeyRU, *c.HotKeyRULow, *c.HotKeyRUHigh, PartitionMaxRU, c.HotKeyBasis))
 	}
 	switch c.Strategy {
 	case Concat:
 		out = append(out, fmt.Sprintf("a query stays single-partition when it names both %s and %s", c.Paths[0], c.Paths[1]))
+	case Hierarchical:
+		out = append(out, fmt.Sprintf("a query naming %s is targeted; one naming every level is single-partition; the 20 GB limit applies to each full key", c.Paths[0]))
 	case HashSuffix:
 		out = append(out, fmt.Sprintf("a reader who knows %s and %s recomputes the one key; one who knows only %s fans out over %d keys",
 			c.Paths[0], c.HashPaths[0], c.Paths[0], c.Buckets))
@@ -154,7 +177,10 @@ func strengths(rep *Report, c *Candidate, w *Workload) []string {
 // weakness says in plain words the main reason c ranks below best.
 func weakness(rep *Report, c, best *Candidate, w *Workload) string {
 	name := c.Key
-	ww := windowWord(rep.Window)
+	ww := c.skewUnit
+	if ww == "" {
+		ww = windowWord(rep.Window)
+	}
 	switch {
 	case c.Distinct <= 1:
 		return fmt.Sprintf("%s has a single value: every item would be in one logical partition", name)
@@ -166,8 +192,8 @@ func weakness(rep *Report, c, best *Candidate, w *Workload) string {
 		}
 		return s
 	case c.HotKeyRU != nil && *c.HotKeyRU > PartitionMaxRU:
-		return fmt.Sprintf("at %.0f writes/s its hottest key would need %.0f RU/s, but one logical partition lives on one physical partition and gets at most %d RU/s",
-			w.Writes.PerSecond, *c.HotKeyRU, PartitionMaxRU)
+		return fmt.Sprintf("its hottest key would need about %.0f RU/s (95%%: %.0f-%.0f), but one logical partition lives on one physical partition and gets at most %d RU/s (%s)",
+			*c.HotKeyRU, *c.HotKeyRULow, *c.HotKeyRUHigh, PartitionMaxRU, c.HotKeyBasis)
 	case c.Missing >= 0.2:
 		return fmt.Sprintf("%s is missing in %s of the items: they would all share one logical partition", name, pct(c.Missing))
 	case c.WriteSkew != nil && *c.WriteSkew >= 0.9:
