@@ -207,6 +207,10 @@ type analysis struct {
 	wcounts  map[uint64]int32
 	ruWrite  float64
 	filtered map[string]bool // paths some query filters on
+	// timeLike holds, for paths other than the time path whose values are
+	// dates or timestamps (a /date beside a /ts), their resolution: at one
+	// moment all writes share their value too.
+	timeLike map[int32]time.Duration
 }
 
 type agg struct {
@@ -233,7 +237,7 @@ func (a *Analyzer) Analyze(ctx context.Context, opts Options) (*Report, error) {
 	an := &analysis{a: a, opts: opts, timeID: -1, n: n, meanSize: float64(a.bytes) / float64(n),
 		nodes: slices.Clone(a.nodes), bucketIDs: map[string]int32{},
 		buckets: map[int32][]uint32{}, canon: map[int32][]uint32{}, counts: make(map[uint64]agg, n),
-		wcounts: map[uint64]int32{}, filtered: map[string]bool{}}
+		wcounts: map[uint64]int32{}, filtered: map[string]bool{}, timeLike: map[int32]time.Duration{}}
 	an.allItems = make([]int32, n)
 	for i := range an.allItems {
 		an.allItems[i] = int32(i)
@@ -361,7 +365,7 @@ func (a *Analyzer) Analyze(ctx context.Context, opts Options) (*Report, error) {
 	// bucket's length, so a high rate asks for a finer one).
 	var entities []int32 // pair paths that are not the time path itself
 	for _, id := range pairIDs {
-		if id != an.timeID {
+		if id != an.timeID && an.timeLike[id] == 0 {
 			entities = append(entities, id)
 		}
 	}
@@ -390,11 +394,11 @@ func (a *Analyzer) Analyze(ctx context.Context, opts Options) (*Report, error) {
 	// logical partition; a query naming the first level is routed to its
 	// partitions only.
 	prefixUse := func(x int32, rest ...int32) bool {
-		if s := single[x]; s != nil && s.CapShare > 0.5 {
-			return true
-		}
-		if w == nil {
-			return false
+		if w == nil || len(w.Queries) == 0 {
+			// No queries to route: only a first level outgrowing the limit
+			// (a whale) asks for a hierarchy, to keep its items together.
+			s := single[x]
+			return s != nil && s.CapShare > 0.5
 		}
 		px := an.nodes[x].path
 		for _, q := range w.Queries {
@@ -654,7 +658,7 @@ func (an *analysis) column(id int32, canonical, moment bool) func(i int) uint32 
 	switch {
 	case moment && id == an.timeID && an.slot != nil:
 		return an.slot.value
-	case moment && (nd.unit != "" || id == an.timeID):
+	case moment && (nd.unit != "" || id == an.timeID || an.timeLike[id] >= time.Second):
 		return func(i int) uint32 { return min(nd.value(i), 1) }
 	case canonical:
 		c := an.canonIDs(id)
@@ -1042,6 +1046,8 @@ func (an *analysis) bucketLength(s spec) float64 {
 			sec = max(sec, bucketSeconds(nd.unit))
 		case id == an.timeID && an.res >= time.Hour:
 			sec = max(sec, an.res.Seconds())
+		case an.timeLike[id] >= time.Hour:
+			sec = max(sec, an.timeLike[id].Seconds())
 		}
 	}
 	return sec

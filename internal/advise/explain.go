@@ -192,8 +192,12 @@ func weakness(rep *Report, c, best *Candidate, w *Workload) string {
 		}
 		return s
 	case c.HotKeyRU != nil && *c.HotKeyRU > PartitionMaxRU:
-		return fmt.Sprintf("its hottest key would need about %.0f RU/s (95%%: %.0f-%.0f), but one logical partition lives on one physical partition and gets at most %d RU/s (%s)",
+		s := fmt.Sprintf("its hottest key would need about %.0f RU/s (95%%: %.0f-%.0f), but one logical partition lives on one physical partition and gets at most %d RU/s (%s)",
 			*c.HotKeyRU, *c.HotKeyRULow, *c.HotKeyRUHigh, PartitionMaxRU, c.HotKeyBasis)
+		if c.WriteSkew != nil && *c.WriteSkew >= 0.9 {
+			s += fmt.Sprintf("; it puts %s of each %s's writes on one key", pct(*c.WriteSkew), ww)
+		}
+		return s
 	case c.Missing >= 0.2:
 		return fmt.Sprintf("%s is missing in %s of the items: they would all share one logical partition", name, pct(c.Missing))
 	case c.WriteSkew != nil && *c.WriteSkew >= 0.9:
@@ -221,6 +225,8 @@ func weakness(rep *Report, c, best *Candidate, w *Workload) string {
 		}
 		return fmt.Sprintf("only %s of the query weight would be single-partition: %s would fan out",
 			pct(*c.SinglePartition), quoteList(c.FanOut))
+	case c.QueryFit != nil && best.QueryFit != nil && *c.QueryFit < *best.QueryFit && best.Targeted != nil && *best.Targeted > 0 && len(c.FanOut) > 0:
+		return fmt.Sprintf("%s would fan out to every partition, where %s routes them by its prefix %s", quoteList(c.FanOut), best.Key, best.Paths[0])
 	case c.CapShare > 0.5:
 		return fmt.Sprintf("its largest logical partition would reach %s, over half the %s limit",
 			formatBytes(c.LargestBytes), formatBytes(rep.LogicalPartitionCap))

@@ -26,12 +26,13 @@ import (
 
 // minHotCount is how many sampled writes a key needs before its own share
 // is trusted.
-const minHotCount = 5
+const minHotCount = 10
 
 // rateEstimate is the hottest key's estimated share of the write rate.
 type rateEstimate struct {
 	share, low, high float64
 	count            int // the hottest key's sampled writes (0: the even share)
+	maxCount         int // the most sampled writes of any key
 	keys             float64
 	flat             bool
 }
@@ -57,9 +58,13 @@ func chao1(d, f1, f2 int) float64 {
 
 // basis says in words what a rate estimate rests on.
 func (e rateEstimate) basis(rate string) string {
-	if e.flat {
+	switch {
+	case e.flat && e.maxCount < minHotCount:
 		return fmt.Sprintf("%s; no key has %d sampled writes, so this is the even share among about %s keys written at a time (at most %s of the writes at 95%% confidence)",
 			rate, minHotCount, formatCount(e.keys), pct(e.high))
+	case e.flat:
+		return fmt.Sprintf("%s; no key stands out from the even share among about %s keys written at a time (at most %s of the writes at 95%% confidence)",
+			rate, formatCount(e.keys), pct(e.high))
 	}
 	return fmt.Sprintf("%s; the hottest key has %d sampled writes: %s of the writes (95%% interval %s–%s)",
 		rate, e.count, pct(e.share), pct(e.low), pct(e.high))
@@ -100,39 +105,43 @@ func formatRate(x float64) string {
 // estimateHot estimates the hottest key's share of the writes from the
 // sampled writes, key(i) giving item i's key within one second (the time
 // path and its buckets held constant as they are at one moment).
+//
+// A key's share is its sampled writes over the sampled writes of its
+// lifetime: the windows from its first to its last, widened by (c+1)/(c-1)
+// for c sampled writes (c points drawn from a span cover (c-1)/(c+1) of it
+// on average), so that a key of one day is measured against that day's
+// writes and not only the windows it happened to be sampled in.
 func (an *analysis) estimateHot(key func(int) uint64) rateEstimate {
 	type kw struct {
-		c, n int // sampled writes; sampled writes of its windows
-		last int // the last window counted in n
+		c           int
+		first, last int // windows
 	}
 	per := map[uint64]*kw{}
 	wc := an.wcounts
 	windows := max(len(an.winIDs), 1)
-	var d, f1, f2, sampled int
+	prefix := make([]int, windows+1) // sampled writes before window w
+	var d, f1, f2, maxC int
 	for w := range windows {
 		items := an.allItems
 		if len(an.winIDs) > 0 {
 			items = an.order[an.bounds[w]:an.bounds[w+1]]
 		}
+		prefix[w+1] = prefix[w] + len(items)
 		clear(wc)
 		for _, i := range items {
 			if k := key(int(i)); k != missingKey {
 				wc[k]++
 			}
 		}
-		sampled += len(items)
 		d += len(wc)
 		for k, c := range wc {
 			e := per[k]
 			if e == nil {
-				e = &kw{last: -1}
+				e = &kw{first: w}
 				per[k] = e
 			}
 			e.c += int(c)
-			if e.last != w {
-				e.n += len(items)
-				e.last = w
-			}
+			e.last = w
 			switch c {
 			case 1:
 				f1++
@@ -141,6 +150,7 @@ func (an *analysis) estimateHot(key func(int) uint64) rateEstimate {
 			}
 		}
 	}
+	sampled := prefix[windows]
 	est := rateEstimate{flat: true}
 	if d > 0 {
 		// Keys written per window: Chao1 over the (window, key) pairs, so
@@ -154,30 +164,37 @@ func (an *analysis) estimateHot(key func(int) uint64) rateEstimate {
 		est.share = 1 / est.keys
 	}
 	flat := est.share
-	var topHigh float64
+	best, bestN := 0.0, 0.0
+	var bestC int
 	for _, e := range per {
-		_, hi := wilson(float64(e.c), float64(e.n))
-		topHigh = max(topHigh, hi)
+		maxC = max(maxC, e.c)
 		if e.c < minHotCount {
 			continue
 		}
 		c := float64(e.c)
-		lo, hi := wilson(c, float64(e.n))
-		s := c / float64(e.n)
-		if lo < 2*flat {
-			// Not clearly above the even share: one of many similar keys,
-			// whose largest count is inflated by noise.
-			s = (c - 2*math.Sqrt(c)) / float64(e.n)
+		n := min(float64(prefix[e.last+1]-prefix[e.first])*(c+1)/(c-1), float64(sampled))
+		s := c / n
+		if lo, _ := wilson(c, n); lo < 2*flat && flat < 0.1 {
+			// Not clearly above the even share of many keys: one of many
+			// similar keys, whose largest count is inflated by noise.
+			s = (c - 2*math.Sqrt(c)) / n
 		}
-		if s > est.share {
-			est.share, est.flat, est.count = s, false, e.c
-			est.low, est.high = lo, hi
+		if s > best {
+			best, bestN, bestC = s, n, e.c
 		}
 	}
-	if est.flat {
-		est.low, est.high = 0, max(topHigh, est.share)
+	est.maxCount = maxC
+	if best >= flat {
+		est.share, est.flat, est.count = best, false, bestC
+		est.low, est.high = wilson(float64(bestC), bestN)
+	} else {
+		// No key stands out: at most the largest count over all the
+		// sampled writes, at 95%.
+		_, hi := wilson(float64(maxC), float64(sampled))
+		est.low, est.high = 0, max(hi, est.share)
 	}
 	est.low = min(est.low, est.share)
+	est.high = max(est.high, est.share)
 	return est
 }
 

@@ -126,6 +126,25 @@ func (an *analysis) setTime(rep *Report) {
 		slot.kinds = append(slot.kinds, 'n')
 	}
 	an.slot = slot
+
+	// Other paths holding times.
+	for oid := int32(1); int(oid) < len(a.nodes); oid++ {
+		o := a.nodes[oid]
+		if oid == id || o.strings*10 < o.present*9 || len(o.strs) < 2 {
+			continue
+		}
+		ts := make([]int64, len(o.strs)+1)
+		ok := make([]bool, len(o.strs)+1)
+		good := 0
+		for v, s := range o.strs {
+			if ts[v+1], ok[v+1] = parseTimeMS(s, false); ok[v+1] {
+				good++
+			}
+		}
+		if good*10 >= len(o.strs)*9 {
+			an.timeLike[oid] = resolution(ts, ok)
+		}
+	}
 }
 
 // resolution returns the coarsest of a day, an hour, a minute, a second
