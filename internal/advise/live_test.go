@@ -74,7 +74,7 @@ func TestHotKeys(t *testing.T) {
 	}}
 	r.AddHotKeys(hot)
 	if len(r.HotKeys) != 2 || !strings.Contains(r.HotKeys[0].Advice, `["c"] is hot now`) || !strings.Contains(r.HotKeys[0].Advice, "/pk.hash(/id,100)") ||
-		!strings.Contains(r.HotKeys[1].Advice, "not throttled yet") {
+		!strings.Contains(r.HotKeys[1].Advice, "(not throttled)") {
 		t.Errorf("AddHotKeys advice = %q", []string{r.HotKeys[0].Advice, r.HotKeys[1].Advice})
 	}
 }
