@@ -368,3 +368,87 @@ func c2Transport(t *testing.T, certPEM []byte) *http.Transport {
 	}
 	return &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
 }
+
+// TestAdviseLiveMultiHash: on a hierarchical container advise --live
+// reports the MultiHash key (not a concatenation) as current, counts
+// tenant-only queries as targeted by its prefix, and samples evenly across
+// physical partitions: a tenant with 60% of the items shows at about 60%,
+// though its items lie together in storage order.
+func TestAdviseLiveMultiHash(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := s.Client(t)
+	ctx := t.Context()
+	if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := c.NewDatabase("db")
+	tp := azcosmos.NewManualThroughputProperties(40000) // 4 physical partitions
+	def := azcosmos.PartitionKeyDefinition{Kind: azcosmos.PartitionKeyKindMultiHash, Version: 2, Paths: []string{"/tenantId", "/userId"}}
+	if _, err := d.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "tenants", PartitionKeyDefinition: def},
+		&azcosmos.CreateContainerOptions{ThroughputProperties: &tp}); err != nil {
+		t.Fatal(err)
+	}
+	k, _ := d.NewContainer("tenants")
+	// 600 items of the whale over 10 users, 400 of 40 small tenants,
+	// interleaved.
+	for i := range 1000 {
+		tenant, user := fmt.Sprintf("t%02d", i%40), "u0"
+		if i%5 < 3 {
+			tenant, user = "whale", fmt.Sprintf("u%d", i%10)
+		}
+		doc := fmt.Appendf(nil, `{"id":"d%d","tenantId":%q,"userId":%q,"n":%d}`, i, tenant, user, i)
+		if _, err := k.CreateItem(ctx, azcosmos.NewPartitionKey().AppendString(tenant).AppendString(user), doc, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ca := writeFile(t, "ca.pem", string(s.CertPEM))
+	wl := writeFile(t, "w.json", `{"queries":[{"name":"a tenant's items","filters":["/tenantId"],"weight":5},
+	  {"name":"a user's items","filters":["/tenantId","/userId"],"weight":5}]}`)
+	code, out, errs := runAdvise(t, "--live", "--endpoint", s.Endpoint, "--key", s.Key, "--ca-cert", ca, "--database", "db",
+		"--container", "tenants", "--sample", "200", "--hot-window", "0", "--workload", wl, "--json")
+	if code != 0 {
+		t.Fatalf("advise --live = %d\n%s\n%s", code, out, errs)
+	}
+	var rep struct {
+		Items       int      `json:"items"`
+		CurrentKey  []string `json:"currentKey"`
+		CurrentKind string   `json:"currentKind"`
+		Candidates  []struct {
+			Key             string   `json:"key"`
+			Strategy        string   `json:"strategy"`
+			Current         bool     `json:"current"`
+			LargestShare    float64  `json:"largestShare"`
+			LargestKey      string   `json:"largestKey"`
+			SinglePartition *float64 `json:"singlePartition"`
+			Targeted        *float64 `json:"targeted"`
+			FanOut          []string `json:"fanOut"`
+		} `json:"candidates"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.CurrentKind != "MultiHash" || len(rep.CurrentKey) != 2 || rep.Items < 190 || rep.Items > 210 {
+		t.Errorf("current %s %q, %d items; want MultiHash [/tenantId /userId], about 200", rep.CurrentKind, rep.CurrentKey, rep.Items)
+	}
+	for _, cd := range rep.Candidates {
+		switch cd.Key {
+		case "[/tenantId, /userId]":
+			if !cd.Current || cd.Strategy != "hierarchical" || *cd.SinglePartition != 0.5 || *cd.Targeted != 0.5 || len(cd.FanOut) != 0 {
+				t.Errorf("current key candidate = %+v; want current, half single-partition, half targeted, nothing fanning out", cd)
+			}
+		case "/tenantId-/userId":
+			if cd.Current {
+				t.Errorf("the concatenation is marked current")
+			}
+		case "/tenantId":
+			if cd.LargestKey != "whale" || cd.LargestShare < 0.45 || cd.LargestShare > 0.75 {
+				t.Errorf("/tenantId: largest %q with %v of the sample; want the whale at about 60%%", cd.LargestKey, cd.LargestShare)
+			}
+		}
+	}
+	code, out, _ = runAdvise(t, "--live", "--endpoint", s.Endpoint, "--key", s.Key, "--ca-cert", ca, "--database", "db",
+		"--container", "tenants", "--sample", "200", "--hot-window", "0", "--workload", wl)
+	if code != 0 || !strings.Contains(out, "Current partition key: hierarchical (MultiHash) [/tenantId, /userId]") {
+		t.Errorf("table = %d\n%s", code, out)
+	}
+}
