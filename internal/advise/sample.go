@@ -305,8 +305,8 @@ const progressEvery = 1024
 // them), laid out over lines as it likes. A malformed item is a
 // *LineError: with OnError Stop it is returned at once (items before it
 // stay in the sample); with Skip it is passed to ReadOptions.Malformed and
-// counted. In an array only an element that is not an object can be
-// skipped: invalid JSON ends the array, as there is no line to resume at.
+// counted. In an array invalid JSON ends the input, as there is no line to
+// resume at: with Skip it is reported and counted like a malformed item.
 // Other errors are r's or ctx's.
 func (a *Analyzer) ReadLines(ctx context.Context, r io.Reader) error {
 	br := bufio.NewReaderSize(r, 64<<10)
@@ -478,8 +478,18 @@ func (c countingReader) Read(p []byte) (int, error) {
 func (rd *reader) readArray(ctx context.Context, br *bufio.Reader) error {
 	a := rd.a
 	dec := json.NewDecoder(countingReader{br, &rd.readBytes})
+	// Invalid JSON ends the array: with Skip it is reported and counted,
+	// and the items before it kept.
 	bad := func(item int, err error) error {
-		return &LineError{Item: item, Err: fmt.Errorf("%w: %v", ErrSyntax, err)}
+		le := &LineError{Item: item, Err: fmt.Errorf("%w: %v", ErrSyntax, err)}
+		if a.opts.OnError == Stop {
+			return le
+		}
+		a.malformed++
+		if a.opts.Malformed != nil {
+			a.opts.Malformed(le)
+		}
+		return nil
 	}
 	if _, err := dec.Token(); err != nil { // the "["
 		return bad(1, err)
@@ -509,7 +519,7 @@ func (rd *reader) readArray(ctx context.Context, br *bufio.Reader) error {
 		return bad(a.lines+1, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return &LineError{Item: a.lines + 1, Err: fmt.Errorf("%w: data after the array", ErrSyntax)}
+		return bad(a.lines+1, errors.New("data after the array"))
 	}
 	return nil
 }
