@@ -3,6 +3,7 @@ package advise
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -113,8 +114,8 @@ func windowWord(window string) string {
 // strengths says in plain words why c is a good key.
 func strengths(rep *Report, c *Candidate, w *Workload) []string {
 	var out []string
-	out = append(out, fmt.Sprintf("%d distinct values in %d sampled items; the largest logical partition (%q) holds %s of them",
-		c.Distinct, rep.Items, clip(c.LargestKey), pct(c.LargestShare)))
+	out = append(out, fmt.Sprintf("%d distinct values in %d sampled items; the largest logical partition (%s) holds %s of them",
+		c.Distinct, rep.Items, quoteKey(c.LargestKey), pct(c.LargestShare)))
 	if c.WriteSkew != nil {
 		out = append(out, fmt.Sprintf("spreads each %s's writes over many keys: the hottest takes %s of them (%s at most)",
 			c.skewUnit, pct(*c.WriteSkew), pct(*c.WriteSkewMax)))
@@ -144,7 +145,7 @@ func strengths(rep *Report, c *Candidate, w *Workload) []string {
 	}
 	out = append(out, fmt.Sprintf("its largest logical partition %s %s, %s of the %s limit", verb, formatBytes(c.LargestBytes), pct(c.CapShare), formatBytes(rep.LogicalPartitionCap)))
 	if c.Strategy == Hierarchical && c.LargestPrefixBytes > 0 {
-		s := fmt.Sprintf("the largest %s (%s) %s %s", c.Paths[0], clip(c.LargestPrefix), verb, formatBytes(c.LargestPrefixBytes))
+		s := fmt.Sprintf("the largest %s (%s) %s %s", c.Paths[0], quoteKey(c.LargestPrefix), verb, formatBytes(c.LargestPrefixBytes))
 		if c.LargestPrefixBytes > rep.LogicalPartitionCap {
 			s += fmt.Sprintf(", past the %s limit for one key but fine as a prefix: it spreads over about %d physical partitions", formatBytes(rep.LogicalPartitionCap), c.PrefixPartitions)
 		}
@@ -185,8 +186,8 @@ func weakness(rep *Report, c, best *Candidate, w *Workload) string {
 	case c.Distinct <= 1:
 		return fmt.Sprintf("%s has a single value: every item would be in one logical partition", name)
 	case c.CapShare > 1:
-		s := fmt.Sprintf("its largest logical partition (%q) would reach %s, past the %s limit: writes to it would fail",
-			clip(c.LargestKey), formatBytes(c.LargestBytes), formatBytes(rep.LogicalPartitionCap))
+		s := fmt.Sprintf("its largest logical partition (%s) would reach %s, past the %s limit: writes to it would fail",
+			quoteKey(c.LargestKey), formatBytes(c.LargestBytes), formatBytes(rep.LogicalPartitionCap))
 		if c.WriteSkew != nil && *c.WriteSkew >= 0.9 {
 			s += fmt.Sprintf("; and it puts %s of each %s's writes on one key", pct(*c.WriteSkew), ww)
 		}
@@ -207,7 +208,7 @@ func weakness(rep *Report, c, best *Candidate, w *Workload) string {
 		s := fmt.Sprintf("%s has %d values: %d logical partitions can use at most %d physical partitions' throughput and storage",
 			name, c.Distinct, c.Distinct, c.Distinct)
 		if c.LargestShare >= 0.3 {
-			s += fmt.Sprintf(", and %q alone holds %s of the items", clip(c.LargestKey), pct(c.LargestShare))
+			s += fmt.Sprintf(", and %s alone holds %s of the items", quoteKey(c.LargestKey), pct(c.LargestShare))
 		}
 		if c.WriteSkew != nil && *c.WriteSkew >= 0.5 {
 			s += fmt.Sprintf("; it puts %s of each %s's writes on one key", pct(*c.WriteSkew), ww)
@@ -220,18 +221,29 @@ func weakness(rep *Report, c, best *Candidate, w *Workload) string {
 		if c.Strategy == RandomSuffix {
 			return fmt.Sprintf("every read that filters on %s must fan out over %d keys: no query stays single-partition", c.Paths[0], c.Buckets)
 		}
+		if c.Targeted != nil && *c.Targeted > 0 {
+			s := fmt.Sprintf("%s of the query weight would only be targeted by its prefix %s, not single-partition", pct(*c.Targeted), c.Paths[0])
+			if len(c.FanOut) > 0 {
+				s += fmt.Sprintf("; %s would fan out", quoteList(c.FanOut))
+			}
+			return s
+		}
 		if *c.SinglePartition == 0 {
 			return fmt.Sprintf("no query would be single-partition: %s would fan out", quoteList(c.FanOut))
 		}
 		return fmt.Sprintf("only %s of the query weight would be single-partition: %s would fan out",
 			pct(*c.SinglePartition), quoteList(c.FanOut))
 	case c.QueryFit != nil && best.QueryFit != nil && *c.QueryFit < *best.QueryFit && best.Targeted != nil && *best.Targeted > 0 && len(c.FanOut) > 0:
-		return fmt.Sprintf("%s would fan out to every partition, where %s routes them by its prefix %s", quoteList(c.FanOut), best.Key, best.Paths[0])
+		where := "to every partition"
+		if c.Strategy == HashSuffix || c.Strategy == RandomSuffix {
+			where = fmt.Sprintf("over %d keys", c.Buckets)
+		}
+		return fmt.Sprintf("%s would fan out %s, where %s routes them by its prefix %s", quoteList(c.FanOut), where, best.Key, best.Paths[0])
 	case c.CapShare > 0.5:
 		return fmt.Sprintf("its largest logical partition would reach %s, over half the %s limit",
 			formatBytes(c.LargestBytes), formatBytes(rep.LogicalPartitionCap))
 	case c.WriteSkew != nil && best.WriteSkew != nil && c.WriteSpread != nil && best.WriteSpread != nil && *c.WriteSpread < *best.WriteSpread:
-		return fmt.Sprintf("spreads writes less evenly: its hottest key takes %s of a %s's writes (vs %s)", pct(*c.WriteSkew), ww, pct(*best.WriteSkew))
+		return fmt.Sprintf("spreads writes less evenly: its hottest key takes %s of each %s's writes (vs %s)", pct(*c.WriteSkew), ww, pct(*best.WriteSkew))
 	case c.Spread < best.Spread:
 		return fmt.Sprintf("spreads storage less evenly: its largest logical partition holds %s of the items (vs %s)", pct(c.LargestShare), pct(best.LargestShare))
 	case c.Score == best.Score:
@@ -251,6 +263,15 @@ func quoteList(names []string) string {
 		q = append(q, fmt.Sprintf("%q", n))
 	}
 	return strings.Join(q, ", ")
+}
+
+// quoteKey quotes a key value for a message: a hierarchical key's JSON
+// array as it is, another value in quotes; clipped.
+func quoteKey(s string) string {
+	if strings.HasPrefix(s, "[") {
+		return clip(s)
+	}
+	return strconv.Quote(clip(s))
 }
 
 // clip shortens a key value for a message.

@@ -190,8 +190,13 @@ func (an *analysis) estimateHot(key func(int) uint64) rateEstimate {
 	} else {
 		// No key stands out: at most the largest count over all the
 		// sampled writes, at 95%.
-		_, hi := wilson(float64(maxC), float64(sampled))
+		lo, hi := wilson(float64(maxC), float64(sampled))
 		est.low, est.high = 0, max(hi, est.share)
+		if maxC >= minHotCount {
+			// Keys seen often, none standing out: the busiest one's
+			// share over the whole sample bounds it below.
+			est.low = lo
+		}
 	}
 	est.low = min(est.low, est.share)
 	est.high = max(est.high, est.share)
