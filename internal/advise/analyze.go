@@ -370,7 +370,8 @@ func (a *Analyzer) Analyze(ctx context.Context, opts Options) (*Report, error) {
 		}
 	}
 	bucketOf := map[int32]int32{} // entity → its chosen bucket node
-	if an.timeID >= 0 && an.res < 24*time.Hour {
+	// (Not of /_ts: the server sets it after the key is computed.)
+	if an.timeID >= 0 && an.res < 24*time.Hour && !systemPath(an.timePath) {
 		for _, e := range entities {
 			if err := ctx.Err(); err != nil {
 				return nil, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -232,6 +233,22 @@ func TestHygiene(t *testing.T) {
 		err := a.ReadLines(t.Context(), strings.NewReader(`[{"k":1}, {"k":`))
 		if le, ok := errors.AsType[*LineError](err); !ok || le.Item != 2 || !errors.Is(err, ErrSyntax) {
 			t.Errorf("truncated array: %v, want item 2 wrapping ErrSyntax", err)
+		}
+	})
+
+	t.Run("no time bucket of /_ts, which the server sets", func(t *testing.T) {
+		var b strings.Builder
+		for i := range 200 {
+			fmt.Fprintf(&b, `{"id":"x%d","dev":"d%d","_ts":%d}`+"\n", i, i%7, 1717200000+i*37)
+		}
+		r := analyze(t, []byte(b.String()), "", Options{})
+		if r.TimePath != "/_ts" {
+			t.Fatalf("time path %q, want /_ts", r.TimePath)
+		}
+		for _, c := range r.Candidates {
+			if c.TimeBucket != "" {
+				t.Errorf("candidate %s buckets /_ts", c.Key)
+			}
 		}
 	})
 

@@ -76,6 +76,13 @@ func TestAdviseFile(t *testing.T) {
 		t.Errorf("advise --json = %+v", rep)
 	}
 
+	// A JSON array (a Data Explorer export) is read as well.
+	arr := writeFile(t, "orders.json", "[\n"+strings.ReplaceAll(strings.TrimSpace(orders(20, 50)), "\n", ",\n")+"\n]\n")
+	code, out, errs = runAdvise(t, "--input", arr, "--top", "5")
+	if code != 0 || !strings.Contains(out, "Sample: 1000 items") || !strings.Contains(out, "Recommended: /id") {
+		t.Errorf("advise on a JSON array = %d\n%s\n%s", code, out, errs)
+	}
+
 	wl := writeFile(t, "w.json", `{"queries":[{"name":"orders of a day","filters":["/date"]}],"writes":{"timePath":"/date"}}`)
 	code, out, errs = runAdvise(t, "--input", in, "--workload", wl)
 	if code != 0 || !strings.Contains(out, "Workload: 1 kind of query") {
