@@ -39,6 +39,9 @@ type hotSnap struct {
 const (
 	DefaultHotWindow = 30 * time.Second
 	DefaultHotMinRU  = 10 // RU/s: about two 1 KB writes a second
+	// minHotTotalRU is the least RU a key takes since start-up to be named
+	// by HotKeys (no window): about twenty 1 KB writes.
+	minHotTotalRU = 100
 	// hotMinBudgetShare is the least share of its partition's budget a hot
 	// key uses over the window.
 	hotMinBudgetShare = 0.05
@@ -156,6 +159,9 @@ func hotBetween(base, last map[string]PartitionReport, d time.Duration, minRate 
 		share := min(1, top.Weight/total)
 		hk := HotKey{Partition: id, Key: top.Key, Share: share, RU: top.Weight,
 			Throttled: throttled, RUPerSecond: p.RUPerSecond, Now: throttled > 0}
+		if sec == 0 && top.Weight < minHotTotalRU {
+			continue // a handful of requests since start-up is nobody's hot key
+		}
 		if sec > 0 {
 			hk.Rate = top.Weight / sec
 			hk.Window = formatDuration(d.Round(time.Second))

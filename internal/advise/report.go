@@ -47,8 +47,10 @@ type Report struct {
 	Recommendation string       `json:"recommendation"`
 	Summary        []string     `json:"summary"`
 	Candidates     []*Candidate `json:"candidates"`
-	// HotKeys are the logical partitions hot now (live mode only).
-	HotKeys  []HotKey `json:"hotKeys,omitempty"`
+	// HotKeys are the logical partitions hot now (live mode only), over
+	// HotWindow ("10s"; empty: since the server started or not measured).
+	HotKeys   []HotKey `json:"hotKeys,omitempty"`
+	HotWindow string   `json:"hotWindow,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
 }
 
@@ -142,6 +144,9 @@ func (r *Report) WriteTable(w io.Writer, top int) error {
 	for _, s := range r.Summary {
 		b.WriteString(s)
 		b.WriteString("\n")
+	}
+	if len(r.HotKeys) == 0 && r.HotWindow != "" {
+		fmt.Fprintf(&b, "\nHot now: no key over the last %s.\n", r.HotWindow)
 	}
 	if len(r.HotKeys) > 0 {
 		b.WriteString("\nHot now:\n")

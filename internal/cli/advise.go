@@ -249,6 +249,9 @@ func adviseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			// the sample alone.
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("no partition report (%v): hot keys not named", reportErr))
 		} else {
+			if c.hotWindow > 0 {
+				rep.HotWindow = c.hotWindow.String()
+			}
 			rep.AddHotKeys(hotKeys)
 		}
 	}

@@ -330,8 +330,8 @@ func TestHotNowLive(t *testing.T) {
 	if hk := observe(5 * time.Second); len(hk) != 0 {
 		t.Errorf("hot after a trickle of writes: %+v", hk)
 	}
-	if cum := advise.HotKeys(must(live.Partitions(ctx))); len(cum) == 0 {
-		t.Errorf("since start, the busiest key should be listed (not hot now)")
+	if cum := advise.HotKeys(must(live.Partitions(ctx))); len(cum) != 0 {
+		t.Errorf("since start, a handful of writes is named hot: %+v", cum)
 	}
 
 	// The key turns hot: named at the next report, 5 s later.
