@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -194,7 +195,6 @@ type analysis struct {
 	res       time.Duration // the time path's resolution
 	slot      *pathNode     // the time path's value within one second
 	window    time.Duration
-	span      time.Duration // the windows' total length
 	// order lists item indexes grouped by window (items without a time
 	// omitted); bounds[k] is where window k starts in order.
 	order    []int32
@@ -414,7 +414,7 @@ func (a *Analyzer) Analyze(ctx context.Context, opts Options) (*Report, error) {
 		}
 		return false
 	}
-	finer := append(slices.Clone(pairIDs), slices.Collect(mapValues(bucketOf))...)
+	finer := append(slices.Clone(pairIDs), slices.Collect(maps.Values(bucketOf))...)
 	slices.Sort(finer)
 	finer = slices.Compact(finer)
 	distinct := func(id int32) int {
@@ -514,16 +514,6 @@ func (a *Analyzer) Analyze(ctx context.Context, opts Options) (*Report, error) {
 	rep.Candidates = cands
 	explain(rep, w)
 	return rep, nil
-}
-
-func mapValues[K comparable, V any](m map[K]V) func(func(V) bool) {
-	return func(yield func(V) bool) {
-		for _, v := range m {
-			if !yield(v) {
-				return
-			}
-		}
-	}
 }
 
 // currentSpec returns the spec of the container's current key: a single

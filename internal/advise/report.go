@@ -51,7 +51,7 @@ type Report struct {
 	// HotWindow ("10s"; empty: since the server started or not measured).
 	HotKeys   []HotKey `json:"hotKeys,omitempty"`
 	HotWindow string   `json:"hotWindow,omitempty"`
-	Warnings []string `json:"warnings,omitempty"`
+	Warnings  []string `json:"warnings,omitempty"`
 }
 
 // WriteJSON writes r as indented JSON.

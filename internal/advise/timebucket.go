@@ -100,7 +100,6 @@ func (an *analysis) setTime(rep *Report) {
 	an.timeID = id
 	an.times, an.timeValid = times, valid
 	an.res = resolution(times, valid)
-	an.span = time.Duration(winMS*int64(len(an.winIDs))) * time.Millisecond
 	rep.TimePath = nd.path
 	rep.TimeResolution = formatDuration(an.res)
 	rep.Window = formatDuration(an.window)
