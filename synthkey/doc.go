@@ -23,15 +23,29 @@
 // with bounded concurrency, one merged Result (items and summed RU charge)
 // and one error.
 //
+// Two more tools cover what a single string key cannot:
+//
+//   - Time buckets: Config.Time appends the hour, day or month of a
+//     timestamp ("/deviceId" + day of "/ts" gives "dev7-2024-06-01"), so a
+//     device writing past 20 GB over its life gets a new logical partition
+//     each day (TimeBucket).
+//   - Hierarchical keys: NewHierarchy makes Cosmos DB's MultiHash key of 2
+//     or 3 levels, say /tenantId then /userId. The 20 GB limit applies to
+//     each whole tuple, so a tenant may outgrow it, and a query naming only
+//     the tenant is routed to that tenant's physical partitions rather than
+//     to all (Hierarchy.PartitionKey with fewer levels gives the prefix). A
+//     level is a plain property, keeping its JSON type, or a synthetic Key.
+//
 // Items are map[string]any as encoding/json decodes a JSON object (with or
 // without Decoder.UseNumber); ApplyJSON takes raw JSON. Property paths use
-// Cosmos DB's syntax, "/a/b": segments are property names taken literally
-// (no escaping, no array indexes).
+// Cosmos DB's syntax, "/a/b": segments are property names, escaped as in
+// JSON Pointer (RFC 6901): "~1" for "/" and "~0" for "~", so the property
+// "a/b" is "/a~1b" (no array indexes).
 //
 // # Key format
 //
 //	key  = base [ suffixSeparator bucket ]
-//	base = canonical(Paths[0]) separator canonical(Paths[1]) …
+//	base = canonical(Paths[0]) separator canonical(Paths[1]) … [ separator timeBucket ]
 //
 // separator defaults to "-" and suffixSeparator to "."; bucket is written
 // in decimal without padding, 1..N. Separators are not escaped inside
@@ -54,6 +68,10 @@
 //     (integers no JSON client holds exactly) are refused with
 //     ErrNumberRange. Prefer strings or integers: fractional numbers in a
 //     key are legal but fragile across languages.
+//   - a time bucket (Config.Time): the time's hour "2006-01-02T15", day
+//     "2006-01-02" or month "2006-01" in UTC, from an RFC 3339 string, a
+//     date, epoch seconds (or milliseconds from 10^11 on) or a time.Time;
+//     anything else is ErrNotTime.
 //   - missing (or a value on the path that is not an object): ErrMissing.
 //   - null: ErrNull. Object or array: ErrNotScalar. Any other Go type:
 //     ErrUnsupportedType.

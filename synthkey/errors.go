@@ -26,6 +26,8 @@ var (
 	// JSON's (string, bool, a number type or json.Number, nil,
 	// map[string]any, []any), or an invalid json.Number.
 	ErrUnsupportedType = errors.New("synthkey: unsupported value type")
+	// ErrNotTime: a TimeBucket's property is not a time (see TimeBucket).
+	ErrNotTime = errors.New("synthkey: property is not a time")
 	// ErrNotObject: the item, or a value on the target path, is not a JSON
 	// object, so the key cannot be set there.
 	ErrNotObject = errors.New("synthkey: not a JSON object")

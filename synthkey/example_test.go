@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
@@ -183,4 +184,72 @@ func ExampleHashBucket() {
 	// Output:
 	// 0x848a2802 3
 	// "17" 14
+}
+
+// A time bucket: a device's readings keyed by the device and the day of
+// their timestamp, so that no device's key outgrows 20 GB.
+func ExampleTimeBucket() {
+	k, err := synthkey.New(synthkey.Config{Target: "/partitionKey", Paths: []string{"/deviceId"},
+		Time: &synthkey.TimeBucket{Path: "/ts", Unit: synthkey.Day}})
+	if err != nil {
+		panic(err)
+	}
+	reading := map[string]any{"id": "r1", "deviceId": "dev7", "ts": "2024-06-01T23:59:59.999+00:00", "temp": 21.5}
+	key, err := k.Apply(reading)
+	fmt.Println(key, err)
+
+	// Epoch milliseconds (Date.now()) and an hour bucket; a query for one
+	// device's hour recomputes its key.
+	h, _ := synthkey.New(synthkey.Config{Target: "/pk", Paths: []string{"/deviceId"},
+		Time: &synthkey.TimeBucket{Path: "/ts", Unit: synthkey.Hour}})
+	key, _ = h.PointKey(map[string]any{"deviceId": "dev7", "ts": 1717286399999.0})
+	fmt.Println(key)
+	// Output:
+	// dev7-2024-06-01 <nil>
+	// dev7-2024-06-01T23
+}
+
+// A hierarchical key: tenant, then user. A whale tenant may pass 20 GB
+// (each user's items must not); a query for one tenant is routed to that
+// tenant's partitions only, a point read to one.
+func ExampleNewHierarchy() {
+	ctx := context.Background()
+	h, err := synthkey.NewHierarchy(synthkey.Level{Path: "/tenantId"}, synthkey.Level{Path: "/userId"})
+	if err != nil {
+		panic(err)
+	}
+	container := exampleContainerWith("tenants", h.Definition()) // MultiHash, version 2
+	for i, u := range []string{"u1", "u2", "u1"} {
+		doc := map[string]any{"id": fmt.Sprint("d", i), "tenantId": "acme", "userId": u}
+		pk, body, err := h.Prepare(doc)
+		if err != nil {
+			panic(err)
+		}
+		if _, err := container.CreateItem(ctx, pk, body, nil); err != nil {
+			panic(err)
+		}
+	}
+	// Point read: the whole key.
+	pk, _ := h.PartitionKey(map[string]any{"tenantId": "acme", "userId": "u2"}, 2)
+	resp, err := container.ReadItem(ctx, pk, "d1", nil)
+	fmt.Println("read d1:", err == nil && len(resp.Value) > 0)
+
+	// All of one tenant: the prefix, one level.
+	prefix, _ := h.PartitionKey(map[string]any{"tenantId": "acme"}, 1)
+	pager := container.NewQueryItemsPager("SELECT VALUE c.id FROM c", prefix, nil)
+	var ids []string
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			panic(err)
+		}
+		for _, it := range page.Items {
+			ids = append(ids, strings.Trim(string(it), `"`))
+		}
+	}
+	slices.Sort(ids)
+	fmt.Println("acme:", ids)
+	// Output:
+	// read d1: true
+	// acme: [d0 d1 d2]
 }

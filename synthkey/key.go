@@ -59,8 +59,13 @@ type Config struct {
 	// any of Paths or HashPaths.
 	Target string
 	// Paths are the properties whose canonical values, in this order and
-	// joined by Separator, form the base of the key. At least one.
+	// joined by Separator, form the base of the key. At least one, unless
+	// Time is set.
 	Paths []string
+	// Time, if set, appends the bucket of a timestamp to the base, after
+	// Paths and joined by Separator: Paths ["/deviceId"] and Time
+	// {"/ts", Day} give "dev7-2024-06-01". Its Path must not overlap Target.
+	Time *TimeBucket
 	// Separator joins the base values; empty means DefaultSeparator ("-").
 	// It is not escaped inside values.
 	Separator string
@@ -89,6 +94,7 @@ type Config struct {
 type Key struct {
 	target    path
 	paths     []path
+	time      *timeBucket
 	hashPaths []path
 	sep       string
 	suffixSep string
@@ -114,11 +120,21 @@ func New(cfg Config) (*Key, error) {
 	if k.target, err = parsePath(cfg.Target); err != nil {
 		return nil, err
 	}
-	if len(cfg.Paths) == 0 {
+	if len(cfg.Paths) == 0 && cfg.Time == nil {
 		return nil, fmt.Errorf("%w: no Paths", ErrInvalidConfig)
 	}
 	if k.paths, err = parsePaths(cfg.Paths, k.target); err != nil {
 		return nil, err
+	}
+	if cfg.Time != nil {
+		if cfg.Time.Unit < Hour || cfg.Time.Unit > Month {
+			return nil, fmt.Errorf("%w: unknown time unit %v", ErrInvalidConfig, cfg.Time.Unit)
+		}
+		tp, err := parsePaths([]string{cfg.Time.Path}, k.target)
+		if err != nil {
+			return nil, err
+		}
+		k.time = &timeBucket{path: tp[0], unit: cfg.Time.Unit}
 	}
 	if k.hashPaths, err = parsePaths(cfg.HashPaths, k.target); err != nil {
 		return nil, err
@@ -172,9 +188,10 @@ func (k *Key) Suffix() Suffix { return k.suffix }
 // SuffixNone.
 func (k *Key) Buckets() int { return max(k.buckets, 1) }
 
-// Base returns the concatenation of the canonical values of Paths. props
-// needs only those properties. Errors are *PathError values wrapping
-// ErrMissing, ErrNull, ErrNotScalar, ErrNumberRange or ErrUnsupportedType.
+// Base returns the concatenation of the canonical values of Paths (and the
+// Time bucket, if any). props needs only those properties. Errors are
+// *PathError values wrapping ErrMissing, ErrNull, ErrNotScalar,
+// ErrNumberRange, ErrUnsupportedType or (for Time) ErrNotTime.
 func (k *Key) Base(props map[string]any) (string, error) {
 	var arr [64]byte
 	b, err := k.appendBase(arr[:0], props)
@@ -193,6 +210,12 @@ func (k *Key) appendBase(dst []byte, props map[string]any) ([]byte, error) {
 		if dst, err = p.appendValue(dst, props); err != nil {
 			return dst, err
 		}
+	}
+	if k.time != nil {
+		if len(k.paths) > 0 {
+			dst = append(dst, k.sep...)
+		}
+		return k.time.appendValue(dst, props)
 	}
 	return dst, nil
 }

@@ -98,6 +98,12 @@ func (tb *mainTB) stop() bool {
 // application this is client.NewContainer("db", "id") against Cosmos DB,
 // the emulator or `partita serve`.
 func exampleContainer(id string) *azcosmos.ContainerClient {
+	return exampleContainerWith(id, azcosmos.PartitionKeyDefinition{Paths: []string{"/partitionKey"}})
+}
+
+// exampleContainerWith is exampleContainer with the partition key
+// definition def.
+func exampleContainerWith(id string, def azcosmos.PartitionKeyDefinition) *azcosmos.ContainerClient {
 	shared.once.Do(func() {
 		s := testserver.Start(&shared.tb, testserver.Options{})
 		shared.client = s.Client(&shared.tb)
@@ -117,7 +123,7 @@ func exampleContainer(id string) *azcosmos.ContainerClient {
 			panic(err)
 		}
 	}
-	props := azcosmos.ContainerProperties{ID: id, PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/partitionKey"}}}
+	props := azcosmos.ContainerProperties{ID: id, PartitionKeyDefinition: def}
 	if _, err := db.CreateContainer(ctx, props, nil); err != nil {
 		panic(err)
 	}

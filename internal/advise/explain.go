@@ -3,6 +3,7 @@ package advise
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -78,7 +79,12 @@ func explain(rep *Report, w *Workload) {
 func describe(c *Candidate) string {
 	switch c.Strategy {
 	case Concat:
+		if c.TimeBucket != "" {
+			return fmt.Sprintf("concatenation of %s and the %s of its write time", c.Paths[0], c.TimeBucket)
+		}
 		return "concatenation of " + c.Paths[0] + " and " + c.Paths[1]
+	case Hierarchical:
+		return fmt.Sprintf("hierarchical key of %d levels, %s", len(c.Paths), strings.Join(c.Paths, " then "))
 	case HashSuffix:
 		return fmt.Sprintf("%s plus a suffix 1..%d computed from a hash of %s", c.Paths[0], c.Buckets, c.HashPaths[0])
 	case RandomSuffix:
@@ -97,6 +103,8 @@ func windowWord(window string) string {
 		return "hour"
 	case time.Minute:
 		return "minute"
+	case time.Second:
+		return "second"
 	case 7 * 24 * time.Hour:
 		return "week"
 	}
@@ -106,11 +114,11 @@ func windowWord(window string) string {
 // strengths says in plain words why c is a good key.
 func strengths(rep *Report, c *Candidate, w *Workload) []string {
 	var out []string
-	out = append(out, fmt.Sprintf("%d distinct values in %d sampled items; the largest logical partition (%q) holds %s of them",
-		c.Distinct, rep.Items, clip(c.LargestKey), pct(c.LargestShare)))
+	out = append(out, fmt.Sprintf("%d distinct values in %d sampled items; the largest logical partition (%s) holds %s of them",
+		c.Distinct, rep.Items, quoteKey(c.LargestKey), pct(c.LargestShare)))
 	if c.WriteSkew != nil {
 		out = append(out, fmt.Sprintf("spreads each %s's writes over many keys: the hottest takes %s of them (%s at most)",
-			windowWord(rep.Window), pct(*c.WriteSkew), pct(*c.WriteSkewMax)))
+			c.skewUnit, pct(*c.WriteSkew), pct(*c.WriteSkewMax)))
 	}
 	if c.SinglePartition != nil {
 		var single []string
@@ -119,7 +127,10 @@ func strengths(rep *Report, c *Candidate, w *Workload) []string {
 				single = append(single, fmt.Sprintf("%q", q.Name))
 			}
 		}
-		if len(single) > 0 {
+		if c.Targeted != nil && *c.Targeted > 0 {
+			out = append(out, fmt.Sprintf("keeps %s of the query weight single-partition and %s targeted by a prefix of the key (%s): a query naming %s is routed to that prefix's partitions only",
+				pct(*c.SinglePartition), pct(*c.Targeted), strings.Join(single, ", "), c.Paths[0]))
+		} else if len(single) > 0 {
 			out = append(out, fmt.Sprintf("keeps %s of the query weight single-partition (%s)", pct(*c.SinglePartition), strings.Join(single, ", ")))
 		} else {
 			out = append(out, "no query of the workload names it: every query fans out (a better key may not exist for these queries)")
@@ -133,12 +144,25 @@ func strengths(rep *Report, c *Candidate, w *Workload) []string {
 		verb = "is projected at"
 	}
 	out = append(out, fmt.Sprintf("its largest logical partition %s %s, %s of the %s limit", verb, formatBytes(c.LargestBytes), pct(c.CapShare), formatBytes(rep.LogicalPartitionCap)))
+	if c.Strategy == Hierarchical && c.LargestPrefixBytes > 0 {
+		s := fmt.Sprintf("the largest %s (%s) %s %s", c.Paths[0], quoteKey(c.LargestPrefix), verb, formatBytes(c.LargestPrefixBytes))
+		if c.LargestPrefixBytes > rep.LogicalPartitionCap {
+			s += fmt.Sprintf(", past the %s limit for one key but fine as a prefix: it spreads over about %d physical partitions", formatBytes(rep.LogicalPartitionCap), c.PrefixPartitions)
+		}
+		out = append(out, s)
+	}
+	if c.TimeBucket != "" {
+		out = append(out, fmt.Sprintf("a %s bucket is the coarsest that keeps a key's %s within half the limit at this rate and size", c.TimeBucket, c.TimeBucket))
+	}
 	if c.HotKeyRU != nil {
-		out = append(out, fmt.Sprintf("at the peak write rate its hottest key needs about %.0f RU/s of the %d RU/s one logical partition can get", *c.HotKeyRU, PartitionMaxRU))
+		out = append(out, fmt.Sprintf("its hottest key needs about %.0f RU/s (95%%: %.0f-%.0f) of the %d RU/s one logical partition can get, %s",
+			*c.HotKeyRU, *c.HotKeyRULow, *c.HotKeyRUHigh, PartitionMaxRU, c.HotKeyBasis))
 	}
 	switch c.Strategy {
 	case Concat:
 		out = append(out, fmt.Sprintf("a query stays single-partition when it names both %s and %s", c.Paths[0], c.Paths[1]))
+	case Hierarchical:
+		out = append(out, fmt.Sprintf("a query naming %s is targeted; one naming every level is single-partition; the 20 GB limit applies to each full key", c.Paths[0]))
 	case HashSuffix:
 		out = append(out, fmt.Sprintf("a reader who knows %s and %s recomputes the one key; one who knows only %s fans out over %d keys",
 			c.Paths[0], c.HashPaths[0], c.Paths[0], c.Buckets))
@@ -154,20 +178,27 @@ func strengths(rep *Report, c *Candidate, w *Workload) []string {
 // weakness says in plain words the main reason c ranks below best.
 func weakness(rep *Report, c, best *Candidate, w *Workload) string {
 	name := c.Key
-	ww := windowWord(rep.Window)
+	ww := c.skewUnit
+	if ww == "" {
+		ww = windowWord(rep.Window)
+	}
 	switch {
 	case c.Distinct <= 1:
 		return fmt.Sprintf("%s has a single value: every item would be in one logical partition", name)
 	case c.CapShare > 1:
-		s := fmt.Sprintf("its largest logical partition (%q) would reach %s, past the %s limit: writes to it would fail",
-			clip(c.LargestKey), formatBytes(c.LargestBytes), formatBytes(rep.LogicalPartitionCap))
+		s := fmt.Sprintf("its largest logical partition (%s) would reach %s, past the %s limit: writes to it would fail",
+			quoteKey(c.LargestKey), formatBytes(c.LargestBytes), formatBytes(rep.LogicalPartitionCap))
 		if c.WriteSkew != nil && *c.WriteSkew >= 0.9 {
 			s += fmt.Sprintf("; and it puts %s of each %s's writes on one key", pct(*c.WriteSkew), ww)
 		}
 		return s
 	case c.HotKeyRU != nil && *c.HotKeyRU > PartitionMaxRU:
-		return fmt.Sprintf("at %.0f writes/s its hottest key would need %.0f RU/s, but one logical partition lives on one physical partition and gets at most %d RU/s",
-			w.Writes.PerSecond, *c.HotKeyRU, PartitionMaxRU)
+		s := fmt.Sprintf("its hottest key would need about %.0f RU/s (95%%: %.0f-%.0f), but one logical partition lives on one physical partition and gets at most %d RU/s (%s)",
+			*c.HotKeyRU, *c.HotKeyRULow, *c.HotKeyRUHigh, PartitionMaxRU, c.HotKeyBasis)
+		if c.WriteSkew != nil && *c.WriteSkew >= 0.9 {
+			s += fmt.Sprintf("; it puts %s of each %s's writes on one key", pct(*c.WriteSkew), ww)
+		}
+		return s
 	case c.Missing >= 0.2:
 		return fmt.Sprintf("%s is missing in %s of the items: they would all share one logical partition", name, pct(c.Missing))
 	case c.WriteSkew != nil && *c.WriteSkew >= 0.9:
@@ -177,7 +208,7 @@ func weakness(rep *Report, c, best *Candidate, w *Workload) string {
 		s := fmt.Sprintf("%s has %d values: %d logical partitions can use at most %d physical partitions' throughput and storage",
 			name, c.Distinct, c.Distinct, c.Distinct)
 		if c.LargestShare >= 0.3 {
-			s += fmt.Sprintf(", and %q alone holds %s of the items", clip(c.LargestKey), pct(c.LargestShare))
+			s += fmt.Sprintf(", and %s alone holds %s of the items", quoteKey(c.LargestKey), pct(c.LargestShare))
 		}
 		if c.WriteSkew != nil && *c.WriteSkew >= 0.5 {
 			s += fmt.Sprintf("; it puts %s of each %s's writes on one key", pct(*c.WriteSkew), ww)
@@ -190,16 +221,29 @@ func weakness(rep *Report, c, best *Candidate, w *Workload) string {
 		if c.Strategy == RandomSuffix {
 			return fmt.Sprintf("every read that filters on %s must fan out over %d keys: no query stays single-partition", c.Paths[0], c.Buckets)
 		}
+		if c.Targeted != nil && *c.Targeted > 0 {
+			s := fmt.Sprintf("%s of the query weight would only be targeted by its prefix %s, not single-partition", pct(*c.Targeted), c.Paths[0])
+			if len(c.FanOut) > 0 {
+				s += fmt.Sprintf("; %s would fan out", quoteList(c.FanOut))
+			}
+			return s
+		}
 		if *c.SinglePartition == 0 {
 			return fmt.Sprintf("no query would be single-partition: %s would fan out", quoteList(c.FanOut))
 		}
 		return fmt.Sprintf("only %s of the query weight would be single-partition: %s would fan out",
 			pct(*c.SinglePartition), quoteList(c.FanOut))
+	case c.QueryFit != nil && best.QueryFit != nil && *c.QueryFit < *best.QueryFit && best.Targeted != nil && *best.Targeted > 0 && len(c.FanOut) > 0:
+		where := "to every partition"
+		if c.Strategy == HashSuffix || c.Strategy == RandomSuffix {
+			where = fmt.Sprintf("over %d keys", c.Buckets)
+		}
+		return fmt.Sprintf("%s would fan out %s, where %s routes them by its prefix %s", quoteList(c.FanOut), where, best.Key, best.Paths[0])
 	case c.CapShare > 0.5:
 		return fmt.Sprintf("its largest logical partition would reach %s, over half the %s limit",
 			formatBytes(c.LargestBytes), formatBytes(rep.LogicalPartitionCap))
 	case c.WriteSkew != nil && best.WriteSkew != nil && c.WriteSpread != nil && best.WriteSpread != nil && *c.WriteSpread < *best.WriteSpread:
-		return fmt.Sprintf("spreads writes less evenly: its hottest key takes %s of a %s's writes (vs %s)", pct(*c.WriteSkew), ww, pct(*best.WriteSkew))
+		return fmt.Sprintf("spreads writes less evenly: its hottest key takes %s of each %s's writes (vs %s)", pct(*c.WriteSkew), ww, pct(*best.WriteSkew))
 	case c.Spread < best.Spread:
 		return fmt.Sprintf("spreads storage less evenly: its largest logical partition holds %s of the items (vs %s)", pct(c.LargestShare), pct(best.LargestShare))
 	case c.Score == best.Score:
@@ -219,6 +263,15 @@ func quoteList(names []string) string {
 		q = append(q, fmt.Sprintf("%q", n))
 	}
 	return strings.Join(q, ", ")
+}
+
+// quoteKey quotes a key value for a message: a hierarchical key's JSON
+// array as it is, another value in quotes; clipped.
+func quoteKey(s string) string {
+	if strings.HasPrefix(s, "[") {
+		return clip(s)
+	}
+	return strconv.Quote(clip(s))
 }
 
 // clip shortens a key value for a message.

@@ -10,8 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -52,23 +54,21 @@ func (l *Live) httpClient() *http.Client {
 	return &http.Client{Timeout: 60 * time.Second}
 }
 
-// Sample reads up to n items (n ≤ 0: all) of the container into a with
-// "SELECT * FROM c" (a cross-partition query, in the server's order, so not
-// a uniform sample) and sets a's current key from the container's
-// partition key definition. Errors are the SDK's or a's (a malformed item
-// is skipped or stops as a's ReadOptions say).
+// Sample reads about n items (n ≤ 0: all) of the container into a and
+// sets a's current key from the container's partition key definition (two
+// or three paths: a hierarchical MultiHash key). Errors are the SDK's or
+// a's (a malformed item is skipped or stops as a's ReadOptions say).
+//
+// The first n items in storage order would be a few logical partitions
+// whole, so the sample is spread instead: every physical partition (feed
+// range) gives its share of n, in proportion to its items when Partita's
+// partition report says how many; within one, its largest logical
+// partitions (the report's exact counts) give theirs through
+// single-partition queries, and the rest comes from the partition's change
+// feed, oldest first. Without the report (Cosmos DB) each feed range gives
+// an equal share from its change feed.
 func (l *Live) Sample(ctx context.Context, a *Analyzer, n int) error {
-	cred, err := azcosmos.NewKeyCredential(l.Key)
-	if err != nil {
-		return fmt.Errorf("key: %w", err)
-	}
-	client, err := azcosmos.NewClientWithKey(l.Endpoint, cred, &azcosmos.ClientOptions{
-		ClientOptions: azcore.ClientOptions{Transport: l.httpClient()},
-	})
-	if err != nil {
-		return err
-	}
-	c, err := client.NewContainer(l.Database, l.Container)
+	c, err := l.container()
 	if err != nil {
 		return err
 	}
@@ -76,27 +76,129 @@ func (l *Live) Sample(ctx context.Context, a *Analyzer, n int) error {
 	if err != nil {
 		return fmt.Errorf("read container %s/%s: %w", l.Database, l.Container, err)
 	}
+	var paths []string
 	if props.ContainerProperties != nil {
-		a.SetCurrentKey(props.ContainerProperties.PartitionKeyDefinition.Paths)
+		paths = props.ContainerProperties.PartitionKeyDefinition.Paths
+		a.SetCurrentKey(paths)
 	}
-	page := int32(1000)
-	if n > 0 && n < 1000 {
-		page = int32(n)
+	s := &sampler{l: l, a: a, c: c, n: n}
+	if n <= 0 {
+		pager := c.NewQueryItemsPager("SELECT * FROM c", azcosmos.NewPartitionKey(), &azcosmos.QueryOptions{PageSizeHint: 1000})
+		return s.drain(ctx, func() ([][]byte, bool, error) {
+			if !pager.More() {
+				return nil, false, nil
+			}
+			resp, err := pager.NextPage(ctx)
+			return resp.Items, true, err
+		}, -1, nil)
 	}
-	pager := c.NewQueryItemsPager("SELECT * FROM c", azcosmos.NewPartitionKey(), &azcosmos.QueryOptions{PageSizeHint: page})
-	got := 0
-	for pager.More() && (n <= 0 || got < n) {
-		resp, err := pager.NextPage(ctx)
-		if err != nil {
-			return fmt.Errorf("query %s/%s: %w", l.Database, l.Container, err)
+	ranges, err := c.ReadFeedRanges(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("feed ranges of %s/%s: %w", l.Database, l.Container, err)
+	}
+	parts, _ := l.Partitions(ctx) // not Partita: equal shares
+	for _, pl := range planSample(n, ranges, parts) {
+		skip := map[string]bool{}
+		for _, t := range pl.tops {
+			skip[normKey(t.key)] = true
+			pk, ok := partitionKeyFromJSON(t.key)
+			if !ok || t.quota <= 0 {
+				continue
+			}
+			pager := c.NewQueryItemsPager("SELECT * FROM c", pk, &azcosmos.QueryOptions{PageSizeHint: int32(min(t.quota, 1000))})
+			err := s.drain(ctx, func() ([][]byte, bool, error) {
+				if !pager.More() {
+					return nil, false, nil
+				}
+				resp, err := pager.NextPage(ctx)
+				return resp.Items, true, err
+			}, t.quota, nil)
+			if err != nil {
+				return err
+			}
 		}
-		for _, item := range resp.Items {
-			if n > 0 && got >= n {
+		if pl.rest <= 0 {
+			continue
+		}
+		fr := pl.feed
+		var cont *string
+		err := s.drain(ctx, func() ([][]byte, bool, error) {
+			resp, err := c.ReadChangeFeed(ctx, &azcosmos.ChangeFeedOptions{FeedRange: &fr, Continuation: cont, MaxItemCount: int32(min(pl.rest, 1000))})
+			if err != nil || len(resp.Items) == 0 {
+				return nil, false, err
+			}
+			cont = &resp.ContinuationToken
+			return resp.Items, true, nil
+		}, pl.rest, func(item []byte) bool { return skip[itemKey(item, paths)] })
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *Live) container() (*azcosmos.ContainerClient, error) {
+	cred, err := azcosmos.NewKeyCredential(l.Key)
+	if err != nil {
+		return nil, fmt.Errorf("key: %w", err)
+	}
+	client, err := azcosmos.NewClientWithKey(l.Endpoint, cred, &azcosmos.ClientOptions{
+		ClientOptions: azcore.ClientOptions{Transport: l.httpClient()},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return client.NewContainer(l.Database, l.Container)
+}
+
+// sampler adds live items to an Analyzer.
+type sampler struct {
+	l   *Live
+	a   *Analyzer
+	c   *azcosmos.ContainerClient
+	n   int // the sample's size (≤ 0: all)
+	got int
+}
+
+// drain adds the items of successive pages (next reports false at the
+// end) until quota items are added (quota < 0: all), leaving out those
+// skip reports true for.
+func (s *sampler) drain(ctx context.Context, next func() ([][]byte, bool, error), quota int, skip func([]byte) bool) error {
+	a := s.a
+	taken := 0
+	for quota < 0 || taken < quota {
+		items, more, err := next()
+		for try := 0; err != nil && try < maxThrottledRetries; try++ {
+			// A hot container refuses the sample's reads too, beyond the
+			// SDK's own retries: wait as told and read the page again.
+			re, ok := errors.AsType[*azcore.ResponseError](err)
+			if !ok || re.StatusCode != http.StatusTooManyRequests {
 				break
 			}
-			got++
+			select {
+			case <-time.After(retryAfter(re)):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			items, more, err = next()
+		}
+		if err != nil {
+			return fmt.Errorf("read %s/%s: %w", s.l.Database, s.l.Container, err)
+		}
+		if !more {
+			return nil
+		}
+		for _, item := range items {
+			if quota >= 0 && taken >= quota {
+				break
+			}
+			if skip != nil && skip(item) {
+				continue
+			}
+			taken++
+			s.got++
 			if err := a.Add(item); err != nil {
-				le := &LineError{Line: got, Err: err}
+				le := &LineError{Line: s.got, Err: err}
 				if a.opts.OnError == Stop {
 					return le
 				}
@@ -107,10 +209,136 @@ func (l *Live) Sample(ctx context.Context, a *Analyzer, n int) error {
 			}
 		}
 		if a.opts.Progress != nil {
-			a.opts.Progress(Progress{Phase: "read", Done: int64(got), Total: int64(max(n, 0)), Items: a.seen})
+			a.opts.Progress(Progress{Phase: "read", Done: int64(s.got), Total: int64(max(s.n, 0)), Items: a.seen})
+		}
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// maxThrottledRetries bounds the retries of one throttled sample read.
+const maxThrottledRetries = 100
+
+// retryAfter is how long a 429 asks to wait (x-ms-retry-after-ms), 100 ms
+// if it does not say, at most 5 s.
+func retryAfter(re *azcore.ResponseError) time.Duration {
+	d := 100 * time.Millisecond
+	if re.RawResponse != nil {
+		if ms, err := strconv.Atoi(re.RawResponse.Header.Get("x-ms-retry-after-ms")); err == nil && ms > 0 {
+			d = time.Duration(ms) * time.Millisecond
+		}
+	}
+	return min(d, 5*time.Second)
+}
+
+// samplePlan is what one physical partition gives to a live sample.
+type samplePlan struct {
+	feed azcosmos.FeedRange
+	tops []topQuota // its largest logical partitions, each its share
+	rest int        // items from its change feed, other keys
+}
+
+type topQuota struct {
+	key   string // JSON array, as the report writes it
+	quota int
+}
+
+// planSample shares n items among the feed ranges: in proportion to their
+// items (and within one, to its largest logical partitions) when parts,
+// Partita's report, describes them; else equally.
+func planSample(n int, ranges []azcosmos.FeedRange, parts []PartitionReport) []samplePlan {
+	byRange := map[[2]string]PartitionReport{}
+	var total int64
+	for _, p := range parts {
+		byRange[[2]string{p.MinInclusive, p.MaxExclusive}] = p
+		total += p.Items
+	}
+	known := total > 0
+	for _, r := range ranges {
+		if _, ok := byRange[[2]string{r.MinInclusive, r.MaxExclusive}]; !ok {
+			known = false
+		}
+	}
+	var out []samplePlan
+	for i, r := range ranges {
+		pl := samplePlan{feed: r}
+		if !known {
+			// Equal shares, the remainder to the first ranges.
+			pl.rest = n / len(ranges)
+			if i < n%len(ranges) {
+				pl.rest++
+			}
+			out = append(out, pl)
+			continue
+		}
+		p := byRange[[2]string{r.MinInclusive, r.MaxExclusive}]
+		share := func(items int64) int { return int(math.Round(float64(n) * float64(items) / float64(total))) }
+		quota := share(p.Items)
+		used := 0
+		for _, t := range p.TopKeysByStorage {
+			q := min(share(t.Items), quota-used)
+			pl.tops = append(pl.tops, topQuota{key: t.Key, quota: q})
+			used += q
+		}
+		pl.rest = quota - used
+		out = append(out, pl)
+	}
+	return out
+}
+
+// partitionKeyFromJSON makes the SDK's partition key of a key as the
+// report writes it, a JSON array ("[\"t1\",17]"); false if it holds
+// anything but strings, numbers, booleans and nulls.
+func partitionKeyFromJSON(s string) (azcosmos.PartitionKey, bool) {
+	var vs []any
+	if err := json.Unmarshal([]byte(s), &vs); err != nil || len(vs) == 0 {
+		return azcosmos.PartitionKey{}, false
+	}
+	pk := azcosmos.NewPartitionKey()
+	for _, v := range vs {
+		switch v := v.(type) {
+		case string:
+			pk = pk.AppendString(v)
+		case float64:
+			pk = pk.AppendNumber(v)
+		case bool:
+			pk = pk.AppendBool(v)
+		case nil:
+			pk = pk.AppendNull()
+		default:
+			return azcosmos.PartitionKey{}, false
+		}
+	}
+	return pk, true
+}
+
+// itemKey returns item's partition key values at paths as normKey writes
+// them ("" if item is not an object).
+func itemKey(item []byte, paths []string) string {
+	var obj map[string]any
+	if json.Unmarshal(item, &obj) != nil {
+		return ""
+	}
+	vs := make([]any, 0, len(paths))
+	for _, p := range paths {
+		var v any = obj
+		for seg := range strings.SplitSeq(strings.TrimPrefix(p, "/"), "/") {
+			m, ok := v.(map[string]any)
+			if !ok {
+				v = nil
+				break
+			}
+			v = m[unescapeSegment(seg)]
+		}
+		vs = append(vs, v)
+	}
+	b, err := json.Marshal(vs)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 // PartitionReport is one physical partition in Partita's admin report
@@ -231,69 +459,29 @@ func masterToken(key []byte, verb, typ, link, date string) string {
 }
 
 // HotKey is a logical partition taking a large share of its physical
-// partition's request units.
+// partition's request units (see HotNow).
 type HotKey struct {
 	Partition string `json:"partition"` // physical partition id
 	// Key is the partition key value as the server reports it (JSON).
 	Key string `json:"key"`
-	// Share is the key's share of the partition's charged RU; RU the
-	// estimate itself.
+	// Share is the key's share of the partition's charged RU over Window;
+	// RU the key's RU in it and Rate its RU/s (0: unknown).
 	Share       float64 `json:"share"`
 	RU          float64 `json:"ru"`
-	Throttled   int64   `json:"throttled"`   // the partition's 429s
+	Rate        float64 `json:"rate,omitempty"`
+	Throttled   int64   `json:"throttled"`   // the partition's 429s in Window
 	RUPerSecond float64 `json:"ruPerSecond"` // the partition's budget
-	// Now reports whether the partition is throttled, so the key is hot now
-	// rather than merely the busiest.
-	Now    bool   `json:"now"`
+	// Now reports whether the key is hot now: its partition was throttled
+	// in Window, or it used half the partition's budget.
+	Now bool `json:"now"`
+	// Window is the period measured ("30s"); empty: since the server
+	// started.
+	Window string `json:"window,omitempty"`
 	Advice string `json:"advice"`
 }
 
 // hotShare is the share of a partition's RU from which its top key is hot.
 const hotShare = 0.5
-
-// HotKeys names, per physical partition, the logical partition taking the
-// most request units if it is hot: the partition has been throttled (a key
-// named by the 429 counts, when the report has them) or the key takes at
-// least half its RU. Throttled partitions come first. Advice is left
-// empty for Report.AddHotKeys.
-func HotKeys(parts []PartitionReport) []HotKey {
-	var out []HotKey
-	for _, p := range parts {
-		if len(p.TopKeysByRU) == 0 || p.ChargedRU <= 0 {
-			continue
-		}
-		top := p.TopKeysByRU[0]
-		if p.Throttled > 0 && len(p.TopKeysByThrottles) > 0 {
-			// The key refused most often is the one hot now.
-			k := p.TopKeysByThrottles[0].Key
-			for _, r := range p.TopKeysByRU {
-				if r.Key == k {
-					top = r
-				}
-			}
-		}
-		share := min(1, top.Weight/p.ChargedRU)
-		if p.Throttled == 0 && share < hotShare {
-			continue
-		}
-		out = append(out, HotKey{Partition: p.ID, Key: top.Key, Share: share, RU: top.Weight,
-			Throttled: p.Throttled, RUPerSecond: p.RUPerSecond, Now: p.Throttled > 0})
-	}
-	// Throttled first, then by share.
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && hotLess(out[j], out[j-1]); j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
-	return out
-}
-
-func hotLess(x, y HotKey) bool {
-	if x.Now != y.Now {
-		return x.Now
-	}
-	return x.Share > y.Share
-}
 
 // AddHotKeys adds hot to the report, each with advice in plain words: what
 // the key is, and which suffix variant of the current key (or the
@@ -308,16 +496,7 @@ func (r *Report) AddHotKeys(hot []HotKey) {
 	}
 	for _, h := range hot {
 		var b strings.Builder
-		if h.Now {
-			fmt.Fprintf(&b, "%s is hot now: it takes %s of physical partition %s's request units, which has been throttled %d times",
-				h.Key, pct(h.Share), h.Partition, h.Throttled)
-			if h.RUPerSecond > 0 {
-				fmt.Fprintf(&b, " at %.0f RU/s", h.RUPerSecond)
-			}
-		} else {
-			fmt.Fprintf(&b, "%s is the busiest logical partition: %s of physical partition %s's request units (not throttled yet)",
-				h.Key, pct(h.Share), h.Partition)
-		}
+		b.WriteString(describeHot(h))
 		b.WriteString(". One logical partition cannot be split across physical partitions, so more throughput will not help it")
 		switch {
 		case fix != nil:

@@ -51,12 +51,13 @@ func TestHotKeys(t *testing.T) {
 	  {"id":"1","ruPerSecond":200,"chargedRU":1000,"throttled":7,
 	   "topKeysByRU":[{"key":"[\"b\"]","weight":500},{"key":"[\"c\"]","weight":450}],
 	   "topKeysByThrottles":[{"key":"[\"c\"]","weight":7}]},
-	  {"id":"2","ruPerSecond":200,"chargedRU":100,"throttled":0,
-	   "topKeysByRU":[{"key":"[\"d\"]","weight":90}]},
-	  {"id":"3","chargedRU":0,"topKeysByRU":[]}
+	  {"id":"2","ruPerSecond":200,"chargedRU":1000,"throttled":0,
+	   "topKeysByRU":[{"key":"[\"d\"]","weight":900}]},
+	  {"id":"3","chargedRU":0,"topKeysByRU":[]},
+	  {"id":"4","chargedRU":5.5,"topKeysByRU":[{"key":"[\"once\"]","weight":5.5}]}
 	]}`
 	parts, err := decodePartitions([]byte(body))
-	if err != nil || len(parts) != 4 {
+	if err != nil || len(parts) != 5 {
 		t.Fatalf("decodePartitions = %d, %v", len(parts), err)
 	}
 	if bare, err := decodePartitions([]byte(`[{"id":"9"}]`)); err != nil || len(bare) != 1 || bare[0].ID != "9" {
@@ -64,7 +65,8 @@ func TestHotKeys(t *testing.T) {
 	}
 	hot := HotKeys(parts)
 	// Partition 1 is throttled: the key its 429s name comes first. Partition
-	// 2's key takes 90% of its RU; partition 0's only 30%: not hot.
+	// 2's key takes 90% of its RU; partition 0's only 30%: not hot; nor
+	// partition 4's one write, though 100% of its RU.
 	if len(hot) != 2 || hot[0].Key != `["c"]` || !hot[0].Now || hot[0].Share != 0.45 || hot[1].Key != `["d"]` || hot[1].Now {
 		t.Fatalf("HotKeys = %+v", hot)
 	}
@@ -74,7 +76,7 @@ func TestHotKeys(t *testing.T) {
 	}}
 	r.AddHotKeys(hot)
 	if len(r.HotKeys) != 2 || !strings.Contains(r.HotKeys[0].Advice, `["c"] is hot now`) || !strings.Contains(r.HotKeys[0].Advice, "/pk.hash(/id,100)") ||
-		!strings.Contains(r.HotKeys[1].Advice, "not throttled yet") {
+		!strings.Contains(r.HotKeys[1].Advice, "(not throttled)") {
 		t.Errorf("AddHotKeys advice = %q", []string{r.HotKeys[0].Advice, r.HotKeys[1].Advice})
 	}
 }

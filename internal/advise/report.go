@@ -21,22 +21,37 @@ type Report struct {
 	PathsIgnored int `json:"pathsIgnored,omitempty"`
 	// ProjectedBytes is the data set size the shares are projected onto
 	// (0: none; sizes are the sample's own).
-	ProjectedBytes      int64    `json:"projectedBytes,omitempty"`
-	LogicalPartitionCap int64    `json:"logicalPartitionCap"`
-	Buckets             int      `json:"buckets"`
-	TimePath            string   `json:"timePath,omitempty"` // "" when write skew is not measured
-	Window              string   `json:"window,omitempty"`
-	Windows             int      `json:"windows,omitempty"`
-	Queries             int      `json:"queries"` // kinds of query in the workload
-	CurrentKey          []string `json:"currentKey,omitempty"`
+	ProjectedBytes      int64  `json:"projectedBytes,omitempty"`
+	LogicalPartitionCap int64  `json:"logicalPartitionCap"`
+	Buckets             int    `json:"buckets"`
+	TimePath            string `json:"timePath,omitempty"` // "" when write skew is not measured
+	// TimeResolution is the time path's resolution ("24h" for dates, "1s",
+	// "1ms"): writes of one moment share its value only down to it.
+	TimeResolution string `json:"timeResolution,omitempty"`
+	Window         string `json:"window,omitempty"`
+	Windows        int    `json:"windows,omitempty"`
+	Queries        int    `json:"queries"` // kinds of query in the workload
+	// WritesPerSecond is the workload's stated write rate and MeasuredRU
+	// the live container's measured request rate (0: not given).
+	WritesPerSecond float64 `json:"writesPerSecond,omitempty"`
+	MeasuredRU      float64 `json:"measuredRU,omitempty"`
+	// CurrentKey is the container's partition key (live mode), and
+	// CurrentKind its kind: "Hash" (one path) or "MultiHash" (hierarchical).
+	CurrentKey  []string `json:"currentKey,omitempty"`
+	CurrentKind string   `json:"currentKind,omitempty"`
+	// NotKeys are the property paths left out as keys, with why: fractional
+	// measurements and long payload strings that no query filters on.
+	NotKeys []string `json:"notKeys,omitempty"`
 	// Recommendation is the best candidate's key; Summary explains it and
 	// why the runners-up lose, one sentence per line.
 	Recommendation string       `json:"recommendation"`
 	Summary        []string     `json:"summary"`
 	Candidates     []*Candidate `json:"candidates"`
-	// HotKeys are the logical partitions hot now (live mode only).
-	HotKeys  []HotKey `json:"hotKeys,omitempty"`
-	Warnings []string `json:"warnings,omitempty"`
+	// HotKeys are the logical partitions hot now (live mode only), over
+	// HotWindow ("10s"; empty: since the server started or not measured).
+	HotKeys   []HotKey `json:"hotKeys,omitempty"`
+	HotWindow string   `json:"hotWindow,omitempty"`
+	Warnings  []string `json:"warnings,omitempty"`
 }
 
 // WriteJSON writes r as indented JSON.
@@ -67,7 +82,7 @@ func (r *Report) WriteTable(w io.Writer, top int) error {
 		fmt.Fprintf(&b, "Sizes are the sample's own (give --total-bytes or --total-items to project); logical partition limit %s.\n", formatBytes(r.LogicalPartitionCap))
 	}
 	if r.TimePath != "" {
-		fmt.Fprintf(&b, "Write time: %s, %d %s of %s.\n", r.TimePath, r.Windows, plural(r.Windows, "window"), r.Window)
+		fmt.Fprintf(&b, "Write time: %s (resolution %s), %d %s of %s.\n", r.TimePath, r.TimeResolution, r.Windows, plural(r.Windows, "window"), r.Window)
 	} else {
 		b.WriteString("Write time: none found (set writes.timePath in the workload); write skew not measured.\n")
 	}
@@ -76,12 +91,23 @@ func (r *Report) WriteTable(w io.Writer, top int) error {
 	} else {
 		b.WriteString("Workload: none given (--workload); query routing not judged.\n")
 	}
-	if len(r.CurrentKey) > 0 {
+	switch {
+	case r.WritesPerSecond > 0:
+		fmt.Fprintf(&b, "Write rate: %s writes/s (stated); each key's share of it is estimated from the sample.\n", formatRate(r.WritesPerSecond))
+	case r.MeasuredRU > 0:
+		fmt.Fprintf(&b, "Request rate: %s RU/s (measured); each key's share of it is estimated from the sample.\n", formatRate(r.MeasuredRU))
+	}
+	if len(r.CurrentKey) > 1 {
+		fmt.Fprintf(&b, "Current partition key: hierarchical (MultiHash) [%s] (marked *).\n", strings.Join(r.CurrentKey, ", "))
+	} else if len(r.CurrentKey) > 0 {
 		fmt.Fprintf(&b, "Current partition key: %s (marked *).\n", strings.Join(r.CurrentKey, ", "))
+	}
+	if len(r.NotKeys) > 0 {
+		fmt.Fprintf(&b, "Not keys: %s.\n", strings.Join(r.NotKeys, "; "))
 	}
 	b.WriteString("\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RANK\tKEY\tSTRATEGY\tDISTINCT\tMISSING\tLARGEST LP\tLARGEST LP SIZE\tOF LIMIT\tWRITE SKEW (TYP/MAX)\tSINGLE-PARTITION\tSCORE")
+	fmt.Fprintln(tw, "RANK\tKEY\tSTRATEGY\tDISTINCT\tMISSING\tLARGEST LP\tLARGEST LP SIZE\tOF LIMIT\tWRITE SKEW (TYP/MAX)\tHOT KEY RU/S\tSINGLE-PARTITION\tSCORE")
 	for i, c := range r.Candidates {
 		if top > 0 && i >= top {
 			break
@@ -97,9 +123,16 @@ func (r *Report) WriteTable(w io.Writer, top int) error {
 		single := "-"
 		if c.SinglePartition != nil {
 			single = pct(*c.SinglePartition)
+			if c.Targeted != nil && *c.Targeted > 0 {
+				single += " (+" + pct(*c.Targeted) + " by prefix)"
+			}
 		}
-		fmt.Fprintf(tw, "%d%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\n", c.Rank, mark, c.Key, c.Strategy,
-			c.Distinct, pct(c.Missing), pct(c.LargestShare), formatBytes(c.LargestBytes), pct(c.CapShare), skew, single, c.Score)
+		hot := "-"
+		if c.HotKeyRU != nil {
+			hot = fmt.Sprintf("%.0f (%.0f-%.0f)", *c.HotKeyRU, *c.HotKeyRULow, *c.HotKeyRUHigh)
+		}
+		fmt.Fprintf(tw, "%d%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\n", c.Rank, mark, c.Key, c.Strategy,
+			c.Distinct, pct(c.Missing), pct(c.LargestShare), formatBytes(c.LargestBytes), pct(c.CapShare), skew, hot, single, c.Score)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -111,6 +144,9 @@ func (r *Report) WriteTable(w io.Writer, top int) error {
 	for _, s := range r.Summary {
 		b.WriteString(s)
 		b.WriteString("\n")
+	}
+	if len(r.HotKeys) == 0 && r.HotWindow != "" {
+		fmt.Fprintf(&b, "\nHot now: no key over the last %s.\n", r.HotWindow)
 	}
 	if len(r.HotKeys) > 0 {
 		b.WriteString("\nHot now:\n")

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 
 	"github.com/valyala/fastjson"
 )
@@ -28,13 +30,23 @@ var (
 // 2 MB item limit.
 const MaxLineBytes = 4 << 20
 
-// LineError is a malformed line of a JSON-lines input.
+// LineError is a malformed item of the input: a line of a JSON-lines
+// input, or an element of a JSON array.
 type LineError struct {
-	Line int   // 1-based line number
+	// Line is the 1-based line number of a JSON-lines input; 0 for an
+	// array's element.
+	Line int
+	// Item is the 1-based index of an array's element; 0 for JSON lines.
+	Item int
 	Err  error // wraps ErrSyntax, ErrNotObject or ErrLineTooLong
 }
 
-func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+func (e *LineError) Error() string {
+	if e.Item > 0 {
+		return fmt.Sprintf("item %d of the array: %v", e.Item, e.Err)
+	}
+	return fmt.Sprintf("line %d: %v", e.Line, e.Err)
+}
 
 // Unwrap returns the cause.
 func (e *LineError) Unwrap() error { return e.Err }
@@ -85,15 +97,29 @@ const maxDepth = 8
 
 // pathNode is one property path: its interned values and its column (the
 // value of every item, 0 for missing).
+//
+// Values are interned with their JSON type, as Cosmos DB keys them: the
+// number 17 and the string "17" are two values (two logical partitions),
+// though both have the canonical string "17" that a synthetic key (a
+// string) is made of.
 type pathNode struct {
-	path     string // "/a/b"; "" for the root
+	path     string // "/a/b" (segments escaped as in JSON Pointer); "" for the root
 	depth    int
-	children map[string]int32
-	values   map[string]uint32 // canonical string → value id (1-based)
+	children map[string]int32  // property name (unescaped) → node
+	values   map[string]uint32 // type tag + canonical string → value id (1-based)
 	strs     []string          // value id-1 → canonical string
+	kinds    []byte            // value id-1 → type tag: 's', 'n' or 'b'
 	col      []uint32          // item index → value id; shorter means missing
 	strings  int               // items whose value is a string
 	present  int               // items with a scalar, non-null value
+	// numbers counts items whose value is a number, fractional those whose
+	// number is not an integer; strBytes sums the lengths of string values.
+	numbers, fractional int
+	strBytes            int64
+	// unit, for a time bucket derived from the time path (not a property),
+	// is "hour", "day" or "month"; src is the time path's node.
+	unit string
+	src  int32
 }
 
 // Analyzer collects a sample of items and analyses candidate partition keys
@@ -163,7 +189,7 @@ func (a *Analyzer) check(item []byte) error {
 func (a *Analyzer) walk(parent int32, o *fastjson.Object, i int) {
 	o.Visit(func(k []byte, v *fastjson.Value) {
 		p := a.nodes[parent]
-		if len(k) == 0 || bytes.IndexByte(k, '/') >= 0 {
+		if len(k) == 0 {
 			return // not addressable by a Cosmos DB path
 		}
 		id, ok := p.children[string(k)]
@@ -174,7 +200,7 @@ func (a *Analyzer) walk(parent int32, o *fastjson.Object, i int) {
 			}
 			id = int32(len(a.nodes))
 			p.children[string(k)] = id
-			a.nodes = append(a.nodes, &pathNode{path: p.path + "/" + string(k), depth: p.depth + 1,
+			a.nodes = append(a.nodes, &pathNode{path: p.path + "/" + escapeSegment(string(k)), depth: p.depth + 1,
 				children: map[string]int32{}, values: map[string]uint32{}})
 		}
 		n := a.nodes[id]
@@ -186,19 +212,26 @@ func (a *Analyzer) walk(parent int32, o *fastjson.Object, i int) {
 			}
 		case fastjson.TypeString:
 			s, _ := v.StringBytes()
-			a.set(n, i, s)
-			n.strings++
+			if a.set(n, i, 's', s) {
+				n.strings++
+				n.strBytes += int64(len(s))
+			}
 		case fastjson.TypeNumber:
 			f, err := v.Float64()
 			if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 				return
 			}
 			var buf [32]byte
-			a.set(n, i, canonicalFloat(buf[:0], f))
+			if a.set(n, i, 'n', canonicalFloat(buf[:0], f)) {
+				n.numbers++
+				if f != math.Trunc(f) {
+					n.fractional++
+				}
+			}
 		case fastjson.TypeTrue:
-			a.set(n, i, []byte("true"))
+			a.set(n, i, 'b', []byte("true"))
 		case fastjson.TypeFalse:
-			a.set(n, i, []byte("false"))
+			a.set(n, i, 'b', []byte("false"))
 		}
 		// null and arrays leave the item missing on this path: synthetic
 		// keys cannot use them, and Cosmos DB partition keys cannot be arrays.
@@ -214,23 +247,45 @@ func canonicalFloat(dst []byte, f float64) []byte {
 	return strconv.AppendFloat(dst, f, 'f', -1, 64)
 }
 
-// set records value s for item i on path n (the first value wins if an
-// object repeats a property).
-func (a *Analyzer) set(n *pathNode, i int, s []byte) {
-	if len(n.col) > i {
-		return
+// escapeSegment escapes a property name as a path segment the way JSON
+// Pointer (RFC 6901) does: "~" as "~0" and "/" as "~1", so that a property
+// named "a/b" is the path "/a~1b", not the nested "/a/b".
+func escapeSegment(k string) string {
+	if !strings.ContainsAny(k, "~/") {
+		return k
 	}
-	id, ok := n.values[string(s)]
+	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+}
+
+// unescapeSegment undoes escapeSegment.
+func unescapeSegment(s string) string {
+	if !strings.Contains(s, "~") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
+}
+
+// set records value s of type tag for item i on path n and reports whether
+// it did: the first value wins if an object repeats a property.
+func (a *Analyzer) set(n *pathNode, i int, tag byte, s []byte) bool {
+	if len(n.col) > i {
+		return false
+	}
+	var kb [64]byte
+	key := append(append(kb[:0], tag), s...)
+	id, ok := n.values[string(key)]
 	if !ok {
 		n.strs = append(n.strs, string(s))
+		n.kinds = append(n.kinds, tag)
 		id = uint32(len(n.strs))
-		n.values[n.strs[id-1]] = id
+		n.values[string(key)] = id
 	}
 	for len(n.col) < i {
 		n.col = append(n.col, 0)
 	}
 	n.col = append(n.col, id)
 	n.present++
+	return true
 }
 
 // value returns item i's value id on path node n (0: missing).
@@ -244,43 +299,152 @@ func (n *pathNode) value(i int) uint32 {
 // progressEvery is how many lines pass between Progress calls.
 const progressEvery = 1024
 
-// ReadLines reads JSON lines (one item per line; blank lines are ignored)
-// from r into the sample. A malformed line is a *LineError: with OnError
-// Stop it is returned at once (items before it stay in the sample); with
-// Skip it is passed to ReadOptions.Malformed and counted. Other errors are
-// r's or ctx's.
+// ReadLines reads items from r into the sample: JSON lines (one item per
+// line; blank lines are ignored) or, when the input starts with "[", one
+// JSON array of items (as Cosmos DB's Data Explorer and many tools export
+// them), laid out over lines as it likes. A malformed item is a
+// *LineError: with OnError Stop it is returned at once (items before it
+// stay in the sample); with Skip it is passed to ReadOptions.Malformed and
+// counted. In an array invalid JSON ends the input, as there is no line to
+// resume at: with Skip it is reported and counted like a malformed item.
+// Other errors are r's or ctx's.
 func (a *Analyzer) ReadLines(ctx context.Context, r io.Reader) error {
 	br := bufio.NewReaderSize(r, 64<<10)
-	var (
-		res       [][]byte // reservoir, when sampling
-		rng       = rand.New(rand.NewPCG(1, 2))
-		readBytes int64
-		line      []byte
-	)
-	sampling := a.opts.Sample > 0
-	report := func() {
-		if a.opts.Progress != nil {
-			a.opts.Progress(Progress{Phase: "read", Done: readBytes, Total: a.opts.InputBytes, Items: a.seen})
+	rd := &reader{a: a, rng: rand.New(rand.NewPCG(1, 2))}
+	array, err := startsArray(br)
+	if err != nil {
+		return err
+	}
+	if array {
+		err = rd.readArray(ctx, br)
+	} else {
+		err = rd.readLines(ctx, br)
+	}
+	if err != nil {
+		return err
+	}
+	rd.report()
+	return rd.finish()
+}
+
+// startsArray reports whether the input's first byte other than white
+// space and a byte order mark is "[", without consuming it.
+func startsArray(br *bufio.Reader) (bool, error) {
+	for skip := 0; ; {
+		b, err := br.Peek(skip + 1)
+		if err == io.EOF {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		switch c := b[skip]; {
+		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+			skip++
+		case skip == 0 && bytes.HasPrefix(b, []byte{0xEF}):
+			bom, err := br.Peek(3)
+			if err != nil || !bytes.Equal(bom, []byte("\uFEFF")) {
+				return false, nil
+			}
+			_, _ = br.Discard(3)
+		default:
+			return c == '[', nil
+		}
+		if skip > 0 && skip >= 4096 {
+			_, _ = br.Discard(skip)
+			skip = 0
 		}
 	}
+}
+
+// reader takes in the items of one input, sampling them if asked.
+type reader struct {
+	a         *Analyzer
+	res       [][]byte // reservoir, when sampling
+	rng       *rand.Rand
+	readBytes int64
+}
+
+func (rd *reader) report() {
+	a := rd.a
+	if a.opts.Progress != nil {
+		a.opts.Progress(Progress{Phase: "read", Done: rd.readBytes, Total: a.opts.InputBytes, Items: a.seen})
+	}
+}
+
+// offer takes one well-formed or malformed item; lerr, if set, is why it
+// is malformed (le names where). It returns le when reading must stop.
+func (rd *reader) offer(body []byte, le *LineError) error {
+	a := rd.a
+	sampling := a.opts.Sample > 0
+	if le.Err == nil {
+		if sampling {
+			le.Err = a.check(body)
+		} else {
+			le.Err = a.Add(body)
+		}
+	}
+	if le.Err != nil {
+		if a.opts.OnError == Stop {
+			return le
+		}
+		a.malformed++
+		if a.opts.Malformed != nil {
+			a.opts.Malformed(le)
+		}
+		return nil
+	}
+	if sampling {
+		// Reservoir sampling (Algorithm R): after n items each has been
+		// kept with probability Sample/n.
+		a.seen++
+		a.seenBytes += int64(len(body))
+		if len(rd.res) < a.opts.Sample {
+			rd.res = append(rd.res, bytes.Clone(body))
+		} else if j := rd.rng.Int64N(a.seen); j < int64(a.opts.Sample) {
+			rd.res[j] = append(rd.res[j][:0], body...)
+		}
+	}
+	return nil
+}
+
+// finish adds the reservoir's items to the sample.
+func (rd *reader) finish() error {
+	a := rd.a
+	if a.opts.Sample <= 0 {
+		return nil
+	}
+	seen, seenBytes := a.seen, a.seenBytes
+	for _, b := range rd.res {
+		if err := a.Add(b); err != nil {
+			return err // checked when offered; cannot happen
+		}
+	}
+	a.seen, a.seenBytes = seen, seenBytes
+	return nil
+}
+
+func (rd *reader) readLines(ctx context.Context, br *bufio.Reader) error {
+	a := rd.a
+	var line []byte
 	for {
 		var err error
 		line, err = readLine(br, line[:0])
-		readBytes += int64(len(line)) + 1
+		rd.readBytes += int64(len(line)) + 1
 		if err == io.EOF && len(line) == 0 {
-			break
+			return nil
 		}
 		a.lines++
 		if a.lines%progressEvery == 0 {
 			if cerr := ctx.Err(); cerr != nil {
 				return cerr
 			}
-			report()
+			rd.report()
 		}
-		var lerr error
+		le := &LineError{Line: a.lines}
 		switch {
 		case errors.Is(err, ErrLineTooLong):
-			lerr = ErrLineTooLong
+			le.Err = ErrLineTooLong
 		case err != nil && err != io.EOF:
 			return err
 		}
@@ -288,52 +452,74 @@ func (a *Analyzer) ReadLines(ctx context.Context, r io.Reader) error {
 		if a.lines == 1 {
 			body = bytes.TrimPrefix(body, []byte("\uFEFF"))
 		}
-		if lerr == nil && len(body) == 0 {
-			if err == io.EOF {
-				break
-			}
-			continue
-		}
-		if lerr == nil {
-			if sampling {
-				lerr = a.check(body)
-			} else {
-				lerr = a.Add(body)
-			}
-		}
-		if lerr != nil {
-			le := &LineError{Line: a.lines, Err: lerr}
-			if a.opts.OnError == Stop {
-				return le
-			}
-			a.malformed++
-			if a.opts.Malformed != nil {
-				a.opts.Malformed(le)
-			}
-		} else if sampling {
-			// Reservoir sampling (Algorithm R): after n items each has been
-			// kept with probability Sample/n.
-			a.seen++
-			a.seenBytes += int64(len(body))
-			if len(res) < a.opts.Sample {
-				res = append(res, bytes.Clone(body))
-			} else if j := rng.Int64N(a.seen); j < int64(a.opts.Sample) {
-				res[j] = append(res[j][:0], body...)
+		if le.Err != nil || len(body) > 0 {
+			if oerr := rd.offer(body, le); oerr != nil {
+				return oerr
 			}
 		}
 		if err == io.EOF {
-			break
+			return nil
 		}
 	}
-	report()
-	if sampling {
-		seen, seenBytes := a.seen, a.seenBytes
-		for _, b := range res {
-			if err := a.Add(b); err != nil {
-				return err // checked above; cannot happen
-			}
+}
+
+// countingReader counts the bytes read through it, for Progress.
+type countingReader struct {
+	r io.Reader
+	n *int64
+}
+
+func (c countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	*c.n += int64(n)
+	return n, err
+}
+
+func (rd *reader) readArray(ctx context.Context, br *bufio.Reader) error {
+	a := rd.a
+	dec := json.NewDecoder(countingReader{br, &rd.readBytes})
+	// Invalid JSON ends the array: with Skip it is reported and counted,
+	// and the items before it kept.
+	bad := func(item int, err error) error {
+		le := &LineError{Item: item, Err: fmt.Errorf("%w: %v", ErrSyntax, err)}
+		if a.opts.OnError == Stop {
+			return le
 		}
-		a.seen, a.seenBytes = seen, seenBytes
+		a.malformed++
+		if a.opts.Malformed != nil {
+			a.opts.Malformed(le)
+		}
+		return nil
+	}
+	if _, err := dec.Token(); err != nil { // the "["
+		return bad(1, err)
+	}
+	var raw json.RawMessage
+	for item := 1; dec.More(); item++ {
+		if item%progressEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			rd.report()
+		}
+		raw = raw[:0]
+		if err := dec.Decode(&raw); err != nil {
+			return bad(item, err)
+		}
+		a.lines++
+		le := &LineError{Item: item}
+		if len(raw) > MaxLineBytes {
+			le.Err = ErrLineTooLong
+		}
+		if err := rd.offer(raw, le); err != nil {
+			return err
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the "]"
+		return bad(a.lines+1, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return bad(a.lines+1, errors.New("data after the array"))
 	}
 	return nil
 }

@@ -25,6 +25,9 @@ type Query struct {
 	Name string `json:"name"`
 	// Filters are the paths the query filters on by equality
 	// ("WHERE c.vin = @vin AND c.date = @d" filters ["/vin", "/date"]).
+	// "day(/ts)" (or hour, month) names a query over a time range within
+	// one day of the timestamp /ts; a filter on /ts itself counts as naming
+	// each of its buckets.
 	Filters []string `json:"filters"`
 	// Weight is the query's share of the traffic, in any unit (a rate, a
 	// count, a percentage); 0 means 1.
@@ -78,8 +81,8 @@ func ParseWorkload(data []byte) (*Workload, error) {
 			q.Weight = 1
 		}
 		for _, f := range q.Filters {
-			if !validPath(f) {
-				bad("query %q: filter %q is not a path like /a/b", q.Name, f)
+			if !validFilter(f) {
+				bad("query %q: filter %q is not a path like /a/b or a time bucket like day(/ts)", q.Name, f)
 			}
 		}
 	}
@@ -107,6 +110,13 @@ func validPath(p string) bool {
 		return false
 	}
 	return !strings.Contains(p[1:], "//") && !strings.HasSuffix(p, "/")
+}
+
+// validFilter reports whether f is a path or a time bucket of one:
+// "hour(/ts)", "day(/ts)", "month(/ts)".
+func validFilter(f string) bool {
+	p, _ := splitBucket(f)
+	return validPath(p)
 }
 
 // window returns the workload's write window, 24h by default.

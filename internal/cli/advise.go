@@ -30,6 +30,7 @@ type adviseConfig struct {
 	jsonOut, noProgress      bool
 
 	live                               bool
+	hotWindow                          time.Duration
 	endpoint, key, database, container string
 	caCert                             string
 	insecure                           bool
@@ -64,11 +65,14 @@ const adviseUsage = `Usage:
   partita advise --input items.jsonl [--workload workload.json] [flags]
   partita advise --live --endpoint URL --database DB --container C [flags]
 
-Ranks candidate partition keys (single paths, concatenations of two, and
-value + random or hash suffix variants of hot paths) by how they spread
-storage and writes and how many queries they keep single-partition, and
-explains the recommendation. With --live it also names the key that is hot
-now, from the server's partition report.
+Ranks candidate partition keys (single paths, concatenations of two,
+entities with a time bucket of the write time, hierarchical keys of 2-3
+levels, and value + random or hash suffix variants of hot paths) by how they
+spread storage and writes, the hottest key's RU/s at the stated write rate,
+and how many queries they keep single-partition or targeted, and explains
+the recommendation. Input is JSON lines or a JSON array of items. With
+--live it samples every physical partition and names the key that is hot
+now: over --hot-window, from two of the server's partition reports.
 
 Flags:
 `
@@ -97,6 +101,7 @@ func parseAdvise(args []string, getenv func(string) string, stderr io.Writer) (a
 	fs.BoolVar(&c.jsonOut, "json", false, "write the report as JSON")
 	fs.BoolVar(&c.noProgress, "no-progress", false, "no progress bar on stderr")
 	fs.BoolVar(&c.live, "live", false, "sample a live container through the SDK and read its partition report")
+	fs.DurationVar(&c.hotWindow, "hot-window", advise.DefaultHotWindow/3, "with --live: name the keys hot over this window, between two partition reports (0: busiest since the server started)")
 	fs.StringVar(&c.endpoint, "endpoint", c.endpoint, "account endpoint (--live)")
 	fs.StringVar(&c.key, "key", c.key, "master key, base64 (--live; default: the Cosmos DB emulator's well-known key)")
 	fs.StringVar(&c.database, "database", "", "database (--live)")
@@ -122,8 +127,8 @@ func parseAdvise(args []string, getenv func(string) string, stderr io.Writer) (a
 	if c.onError != "stop" && c.onError != "skip" {
 		bad("--on-error %q: want stop or skip", c.onError)
 	}
-	if c.sample < 0 || c.top < 0 || c.buckets < 1 || c.totalItems < 0 || c.window < 0 || c.maxPaths < 1 {
-		bad("--sample, --top, --total-items and --window must not be negative; --buckets and --max-paths at least 1")
+	if c.sample < 0 || c.top < 0 || c.buckets < 1 || c.totalItems < 0 || c.window < 0 || c.maxPaths < 1 || c.hotWindow < 0 {
+		bad("--sample, --top, --total-items, --window and --hot-window must not be negative; --buckets and --max-paths at least 1")
 	}
 	return c, errors.Join(errs...)
 }
@@ -168,17 +173,45 @@ func adviseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 
 	var a *advise.Analyzer
-	var live *advise.Live
+	var (
+		hotKeys   []advise.HotKey
+		measured  float64
+		reportErr error
+	)
 	if c.live {
 		hc, err := liveHTTPClient(c)
 		if err != nil {
 			return fail(err)
 		}
 		a = advise.NewAnalyzer(ropts)
-		live = &advise.Live{Endpoint: c.endpoint, Key: c.key, Database: c.database, Container: c.container, HTTPClient: hc}
+		live := &advise.Live{Endpoint: c.endpoint, Key: c.key, Database: c.database, Container: c.container, HTTPClient: hc}
+		// The window's first report, then the sample, then the second
+		// report once the window has passed.
+		hot := &advise.HotNow{Window: c.hotWindow}
+		start := time.Now()
+		parts, err := live.Partitions(ctx)
+		reportErr = err
+		hot.Observe(start, parts)
 		if err := live.Sample(ctx, a, c.sample); err != nil {
 			bar.clear()
 			return fail(err)
+		}
+		switch {
+		case reportErr != nil:
+		case c.hotWindow == 0:
+			hotKeys = advise.HotKeys(parts)
+		default:
+			select {
+			case <-time.After(time.Until(start.Add(c.hotWindow))):
+			case <-ctx.Done():
+				return fail(ctx.Err())
+			}
+			end := time.Now()
+			if parts, reportErr = live.Partitions(ctx); reportErr == nil {
+				hot.Observe(end, parts)
+				hotKeys = hot.Hot()
+				measured, _ = hot.RUPerSecond()
+			}
 		}
 	} else {
 		in := io.Reader(os.Stdin)
@@ -205,19 +238,21 @@ func adviseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "partita advise: skipped %d more malformed lines\n", skipped-maxMalformedShown)
 	}
 	rep, err := a.Analyze(ctx, advise.Options{Workload: w, TotalItems: c.totalItems, TotalBytes: int64(c.totalBytes),
-		Buckets: c.buckets, TimePath: c.timePath, Window: c.window, Progress: bar.update})
+		Buckets: c.buckets, TimePath: c.timePath, Window: c.window, MeasuredRU: measured, Progress: bar.update})
 	if err != nil {
 		bar.clear()
 		return fail(err)
 	}
-	if live != nil {
-		parts, err := live.Partitions(ctx)
-		if err != nil {
+	if c.live {
+		if reportErr != nil {
 			// A Cosmos DB account has no Partita admin endpoint: advise from
 			// the sample alone.
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("no partition report (%v): hot keys not named", err))
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("no partition report (%v): hot keys not named", reportErr))
 		} else {
-			rep.AddHotKeys(advise.HotKeys(parts))
+			if c.hotWindow > 0 {
+				rep.HotWindow = c.hotWindow.String()
+			}
+			rep.AddHotKeys(hotKeys)
 		}
 	}
 	bar.done()
