@@ -205,6 +205,10 @@ func TestClusterBinary(t *testing.T) {
 		}
 	}
 
+	// partita cluster status: every node names the same leader of each
+	// keyspace, and exactly that node says it leads.
+	checkClusterStatus(t, bin, nodes)
+
 	// Kill node 1; nodes 2 and 3 go on.
 	nodes[0].kill()
 	for i := range 20 {
@@ -318,5 +322,55 @@ func TestClusterChangeFeedDrain(t *testing.T) {
 	}
 	if len(seen) != total {
 		t.Errorf("saw %d of %d items", len(seen), total)
+	}
+}
+
+// checkClusterStatus runs `partita cluster status --json` against every
+// node and checks that they agree on each keyspace's leader, and that
+// exactly that node says it leads it.
+func checkClusterStatus(t *testing.T, bin string, nodes []*clusterNode) {
+	t.Helper()
+	eps := make([]string, len(nodes))
+	for i, n := range nodes {
+		eps[i] = n.endpoint
+	}
+	out, err := exec.Command(bin, "cluster", "status", "--insecure", "--json", "--endpoint", strings.Join(eps, ",")).Output()
+	if err != nil {
+		t.Fatalf("partita cluster status: %v\n%s", err, out)
+	}
+	var views []struct {
+		Node      string `json:"node"`
+		Keyspaces []struct {
+			ID      uint64 `json:"id"`
+			Leader  string `json:"leader"`
+			Leading bool   `json:"leading"`
+		} `json:"keyspaces"`
+	}
+	if err := json.Unmarshal(out, &views); err != nil {
+		t.Fatalf("partita cluster status --json: %v\n%s", err, out)
+	}
+	if len(views) != len(nodes) {
+		t.Fatalf("partita cluster status: %d views, want %d", len(views), len(nodes))
+	}
+	leaders := map[uint64]map[string]bool{} // keyspace → leaders named
+	leading := map[uint64][]string{}        // keyspace → nodes that say they lead
+	for _, v := range views {
+		for _, k := range v.Keyspaces {
+			if leaders[k.ID] == nil {
+				leaders[k.ID] = map[string]bool{}
+			}
+			leaders[k.ID][k.Leader] = true
+			if k.Leading {
+				leading[k.ID] = append(leading[k.ID], v.Node)
+			}
+		}
+	}
+	if len(leaders) == 0 {
+		t.Fatalf("partita cluster status lists no keyspace:\n%s", out)
+	}
+	for ks, names := range leaders {
+		if len(names) != 1 || len(leading[ks]) != 1 || !names[leading[ks][0]] {
+			t.Errorf("keyspace %d: leaders named %v, nodes leading %v; want one, the same", ks, names, leading[ks])
+		}
 	}
 }

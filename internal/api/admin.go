@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/partitadb/partita/internal/engine"
+	"github.com/partitadb/partita/internal/status"
 )
 
 // Partita's own administrative endpoints live under /_partita/, signed with
@@ -47,6 +48,20 @@ func (h *Handler) partitions(w http.ResponseWriter, r *http.Request) error {
 	body, err := json.Marshal(struct {
 		Partitions []engine.PartitionReport `json:"partitions"`
 	}{reps})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, body)
+}
+
+// clusterStatus serves GET /_partita/cluster: this node's view of its
+// cluster (members, and each keyspace's leader and applied position), for
+// `partita cluster status`. A single node answers 404 saying so.
+func (h *Handler) clusterStatus(w http.ResponseWriter, _ *http.Request) error {
+	if h.cfg.ClusterStatus == nil {
+		return status.New(http.StatusNotFound, "this server is a single node, not a member of a cluster (start it with --cluster-addr and --join)")
+	}
+	body, err := json.Marshal(h.cfg.ClusterStatus())
 	if err != nil {
 		return err
 	}

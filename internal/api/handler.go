@@ -62,6 +62,9 @@ type Config struct {
 	// bounded-staleness reads are made linearizable (engine.Linearizable),
 	// and a session read waits briefly for this node to reach its session.
 	Replicated bool
+	// ClusterStatus, if set, is this node's view of its cluster, served as
+	// JSON at GET /_partita/cluster. Nil on a single node.
+	ClusterStatus func() any
 }
 
 // Handler serves the Cosmos DB REST API. It is safe for concurrent use.
@@ -219,6 +222,7 @@ func (h *Handler) routes() {
 	h.handle("POST /_partita/dbs/{db}/colls/{coll}/pkranges/{id}/split", h.splitRange)
 	h.handle("GET /_partita/dbs/{db}/colls/{coll}/partitions", h.partitions)
 	h.handle("POST /_partita/dbs/{db}/colls/{coll}/explain", h.explainQuery)
+	h.handle("GET /_partita/cluster", h.clusterStatus)
 
 	// Everything else: a clear refusal rather than a bare 404.
 	h.handle("/", h.unsupported)

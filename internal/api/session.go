@@ -65,7 +65,7 @@ func (h *Handler) sessionAvailable(r *http.Request, toks []engine.SessionToken) 
 	if !h.cfg.Replicated {
 		return false
 	}
-	t := time.NewTicker(5 * time.Millisecond)
+	t := time.NewTicker(time.Millisecond)
 	defer t.Stop()
 	deadline := time.NewTimer(sessionWait)
 	defer deadline.Stop()

@@ -112,9 +112,10 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 		return nil, err
 	}
 	n = &Node{cfg: cfg, log: lg, self: self, members: members, cert: cert, runErr: make(chan error, 1)}
+	started := n // n is nil once a failing return has set it
 	defer func() {
 		if err != nil {
-			_ = n.Close()
+			_ = started.Close()
 		}
 	}()
 	if n.ln, err = net.Listen("tcp", self.Addr); err != nil {

@@ -218,7 +218,9 @@ func (c Config) Validate() error {
 	if c.Store.Dir == "" {
 		bad("data directory must not be empty")
 	}
-	if cl := c.Cluster; cl.Addr != "" || len(cl.Join) > 0 || cl.Secret != "" {
+	// A secret alone (PARTITA_CLUSTER_SECRET set for every process on a
+	// machine) does not make a node a member.
+	if cl := c.Cluster; cl.Addr != "" || len(cl.Join) > 0 {
 		if _, _, err := net.SplitHostPort(cl.Addr); err != nil {
 			bad("cluster-addr %q: %v", cl.Addr, err)
 		}

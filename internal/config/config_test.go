@@ -31,3 +31,26 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateCluster: --cluster-addr needs --join and a secret of 16
+// bytes or more; a secret alone (an environment shared by every process)
+// leaves a single node valid.
+func TestValidateCluster(t *testing.T) {
+	c := Default()
+	c.Cluster.Secret = "some-secret-in-the-environment"
+	if err := c.Validate(); err != nil {
+		t.Errorf("a secret alone: Validate() = %v, want nil (a single node)", err)
+	}
+	c = Default()
+	c.Cluster.Addr = "127.0.0.1:7001"
+	c.Cluster.Secret = "short"
+	err := c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "join") || !strings.Contains(err.Error(), "cluster-secret") {
+		t.Errorf("cluster-addr without join, short secret: Validate() = %v, want errors naming join and cluster-secret", err)
+	}
+	c.Cluster.Join = []string{"127.0.0.1:7001"}
+	c.Cluster.Secret = "sixteen-bytes-ok"
+	if err := c.Validate(); err != nil {
+		t.Errorf("a valid cluster config: Validate() = %v", err)
+	}
+}

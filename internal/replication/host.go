@@ -321,6 +321,14 @@ type Leader struct {
 	Applied uint64 // the last log index applied here
 }
 
+// Groups returns the ids of the groups this node has a replica of, in
+// order.
+func (h *Host) Groups() []uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.ids)
+}
+
 // Leader returns this node's view of group's leadership and applied state.
 func (h *Host) Leader(group uint64) (Leader, error) {
 	h.mu.Lock()
@@ -422,6 +430,25 @@ func (h *Host) Process() error {
 	if len(rds) == 0 {
 		return nil
 	}
+	// A leader sends its messages (appends, heartbeats) before it persists
+	// the entries they carry, so its disk write overlaps its followers'
+	// (Raft thesis §10.2.1; etcd raft's README, step 2): an entry it
+	// counts as its own is applied, and so acknowledged, only after this
+	// persist. Everyone else's messages (votes, acknowledgements) wait for
+	// the persist.
+	early := make([]bool, len(rds))
+	for i, r := range rds {
+		state := r.g.soft.RaftState
+		if r.rd.SoftState != nil {
+			state = r.rd.SoftState.RaftState
+		}
+		if state == raft.StateLeader {
+			early[i] = true
+			for _, m := range r.rd.Messages {
+				h.tr.Send(m.GetTo(), Message{Group: r.g.id, Raft: m})
+			}
+		}
+	}
 	// Persist: snapshots, entries and hard states of every group, synced
 	// together.
 	b := h.st.NewBatch()
@@ -471,8 +498,10 @@ func (h *Host) Process() error {
 			g.applied = a
 		}
 		h.noteSoft(g, rd.SoftState, rd.HardState)
-		for _, m := range rd.Messages {
-			h.tr.Send(m.GetTo(), Message{Group: g.id, Raft: m})
+		if !early[i] {
+			for _, m := range rd.Messages {
+				h.tr.Send(m.GetTo(), Message{Group: g.id, Raft: m})
+			}
 		}
 		for _, rs := range rd.ReadStates {
 			if len(rs.RequestCtx) != 8 {
@@ -570,7 +599,11 @@ func (h *Host) apply(g *group, ents []*pb.Entry) error {
 		}
 	}
 	b.Set(appliedKey(g.id), a.encode())
-	if err := b.Commit(); err != nil {
+	// Not synced: the entries are durable in the log (synced before they
+	// could commit), and a crash that loses this batch loses every later
+	// one too (the write-ahead log is written in order), so the restarted
+	// replica finds its applied index before them and applies them again.
+	if err := b.CommitNoSync(); err != nil {
 		return fmt.Errorf("replication: group %d: apply: %w", g.id, err)
 	}
 	g.applied = a

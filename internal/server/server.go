@@ -133,6 +133,8 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 	}
 	if s.node != nil {
 		acfg.Forward, acfg.Replicated = forwarder(s.node, "api"), true
+		node := s.node
+		acfg.ClusterStatus = func() any { return node.Status() }
 	}
 	handler := api.New(acfg, eng, verifier, now, log)
 	if s.node != nil {
@@ -438,6 +440,11 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	bgTimer.Stop()
 	s.closeNode()
+	// Stopping a cluster node (its etcd member) takes its own time: the
+	// store still gets a moment to close cleanly.
+	if least := time.Now().Add(time.Second); deadline.Before(least) {
+		deadline = least
+	}
 	sctx, cancelClose := context.WithDeadline(context.Background(), deadline)
 	defer cancelClose()
 	err := errors.Join(serveErr, s.st.Shutdown(sctx))

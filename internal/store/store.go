@@ -636,7 +636,16 @@ func (b *Batch) Empty() bool { return b.err == nil && (b.b == nil || b.b.Empty()
 // visible: the store refuses everything until it has reopened the
 // database), ErrClosed; an error too if the batch was already committed or
 // closed.
-func (b *Batch) Commit() error {
+func (b *Batch) Commit() error { return b.commit(b.s.wo) }
+
+// CommitNoSync is Commit without waiting for the batch to be durable, even
+// for a store opened with Sync: it becomes durable with the next synced
+// commit (the write-ahead log is written in order) or the next flush. For
+// writes that can be redone after a crash (Raft's apply of entries whose
+// log is synced).
+func (b *Batch) CommitNoSync() error { return b.commit(pebble.NoSync) }
+
+func (b *Batch) commit(wo *pebble.WriteOptions) error {
 	switch {
 	case b.err != nil:
 		return b.err
@@ -647,11 +656,11 @@ func (b *Batch) Commit() error {
 	if err := b.s.admit(b.g, int64(b.b.Len())); err != nil {
 		return err
 	}
-	return b.s.apply(b.b)
+	return b.s.apply(b.b, wo)
 }
 
 // apply commits b to its database.
-func (s *Store) apply(b *pebble.Batch) (err error) {
+func (s *Store) apply(b *pebble.Batch, wo *pebble.WriteOptions) (err error) {
 	defer func() {
 		// NB: Pebble reports a failed commit only through Logger.Fatalf
 		// (db.go applyInternal), which must not return: pebbleLogger
@@ -665,7 +674,7 @@ func (s *Store) apply(b *pebble.Batch) (err error) {
 			err = s.unavailable(true)
 		}
 	}()
-	return b.Commit(s.wo)
+	return b.Commit(wo)
 }
 
 // Close discards an uncommitted batch; after Commit it does nothing, so
