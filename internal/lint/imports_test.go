@@ -19,9 +19,10 @@ var allowed = map[string][]string{
 	"cmd/partita":              {"internal/cli"}, // its e2e test also imports config (EmulatorKey)
 	"internal/advise":          {},               // partition key analysis; talks to servers only through the SDK
 	"internal/bench":           {"synthkey"},
-	"internal/cli":             {"internal/advise", "internal/bench", "internal/catalog", "internal/config", "internal/engine", "internal/replica", "internal/server", "internal/store"}, // catalog, engine, replica, store: partita check opens a data directory itself, without server.Open's start-up repairs
-	"internal/server":          {"internal/api", "internal/auth", "internal/config", "internal/engine", "internal/floor", "internal/metrics", "internal/replica", "internal/store"},      // floor: OpenFloor runs it on the same listener, TLS and auth
-	"internal/floor":           {"internal/auth", "internal/document", "internal/status"},                                                                                                // the null server of the benchmarks: the api's auth, item parsing and errors, no engine
+	"internal/cli":             {"internal/advise", "internal/bench", "internal/catalog", "internal/config", "internal/engine", "internal/replica", "internal/server", "internal/store"},                 // catalog, engine, replica, store: partita check opens a data directory itself, without server.Open's start-up repairs
+	"internal/server":          {"internal/api", "internal/auth", "internal/config", "internal/engine", "internal/explorer", "internal/floor", "internal/metrics", "internal/replica", "internal/store"}, // floor: OpenFloor runs it on the same listener, TLS and auth
+	"internal/floor":           {"internal/auth", "internal/document", "internal/status"},                                                                                                                // the null server of the benchmarks: the api's auth, item parsing and errors, no engine
+	"internal/explorer":        {},                                                                                                                                                                       // the Data Explorer page: static assets; the page reaches data only through the signed Cosmos API
 	"internal/metrics":         {"internal/engine"},
 	"internal/config":          {},
 	"internal/api":             {"internal/auth", "internal/document", "internal/engine", "internal/status", "internal/throughput"},

@@ -121,14 +121,14 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Server.Addr, err)
 	}
 	s.ln = ln
-	s.http = newHTTPServer(handler, tlsConf, log)
+	s.http = newHTTPServer(withExplorer(handler, s.certPEM), tlsConf, log)
 	if addr := cfg.Server.ComputeGatewayAddr; addr != "" {
 		if s.extraLn, err = net.Listen("tcp", addr); err != nil {
 			_ = s.Close()
 			return nil, fmt.Errorf("listen on %s: %w", addr, err)
 		}
 		compute := api.New(api.Config{AccountID: accountID, Consistency: consistency, TLS: cfg.Server.TLS, CertPEM: s.certPEM}, eng, verifier, now, log)
-		s.extraHTTP = newHTTPServer(compute, tlsConf, log)
+		s.extraHTTP = newHTTPServer(withExplorer(compute, s.certPEM), tlsConf, log)
 	}
 	if addr := cfg.Server.MetricsAddr; addr != "" {
 		if s.metricsLn, err = net.Listen("tcp", addr); err != nil {
@@ -242,9 +242,8 @@ func aadConfig(cfg config.Config) (auth.AADConfig, error) {
 	return auth.AADConfig{Mode: auth.AADOff}, nil
 }
 
-// newHTTPServer returns the HTTP server of one API listener: every request,
-// whatever its path, goes through the API handler, which authenticates all
-// but the emulator's unauthenticated web paths (/_explorer/).
+// newHTTPServer returns the HTTP server of one listener serving handler
+// (for the API listeners, the API behind the Data Explorer: withExplorer).
 func newHTTPServer(handler http.Handler, tlsConf *tls.Config, log *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           handler,
