@@ -77,7 +77,7 @@ func newBrowser(t *testing.T) *browser {
 		cancelTab()
 		cancelAlloc()
 	})
-	if err := chromedp.Run(ctx); err != nil {
+	if err := chromedp.Run(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
 		t.Fatalf("start chromium %s: %v", bin, err)
 	}
 	return &browser{t: t, ctx: ctx, dir: screenshotDir(t)}
@@ -146,7 +146,11 @@ func (b *browser) screenshot(name string) {
 // shows; the server is checked through its API where the page wrote.
 func TestExplorerInBrowser(t *testing.T) {
 	b := newBrowser(t)
-	s := testserver.Start(t, testserver.Options{Configure: func(c *config.Config) { c.Engine.RateLimit = "on" }})
+	const readOnlyKey = "cmVhZC1vbmx5LWtleS1mb3ItdGVzdHMtb25seS0xMjM0NTY3ODkwYWJjZGVm"
+	s := testserver.Start(t, testserver.Options{Configure: func(c *config.Config) {
+		c.Engine.RateLimit = "on"
+		c.Auth.ReadOnlyKey = readOnlyKey
+	}})
 	ctx := t.Context()
 	base := strings.TrimSuffix(s.Endpoint, "/")
 
@@ -242,6 +246,18 @@ func TestExplorerInBrowser(t *testing.T) {
 	// An expired session asks to sign in again.
 	b.run("expire the session", chromedp.Evaluate(`sessionStorage.setItem("partita.expires", "0")`, nil), chromedp.Reload())
 	b.waitText("expired session message", "#signin-error", "session expired")
+
+	// The read-only key reads but is offered no writes.
+	b.run("sign in read-only", set("#key", readOnlyKey), click("#signin-button"), chromedp.WaitVisible(`button.coll[data-coll="orders"]`, chromedp.ByQuery))
+	b.waitText("read-only badge", "#access", "read-only key")
+	b.run("open orders read-only", click(`button.coll[data-coll="orders"]`), chromedp.WaitVisible("#items-load", chromedp.ByQuery))
+	b.waitText("items listed read-only", "button.item", "o1")
+	var writesShown bool
+	b.run("writes hidden", chromedp.Evaluate(`["#new-db", "#item-new", "details.new-coll"].some(s => { const e = document.querySelector(s); return e && e.offsetParent !== null })`, &writesShown))
+	if writesShown {
+		t.Errorf("read-only session shows write controls")
+	}
+	b.run("sign out", click("#signout"), chromedp.WaitVisible("#key", chromedp.ByQuery))
 
 	// A stopped server is named in the page, which keeps retrying.
 	b.run("sign in again", set("#key", s.Key), click("#signin-button"), chromedp.WaitVisible(`button.coll[data-coll="telemetry"]`, chromedp.ByQuery),

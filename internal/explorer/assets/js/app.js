@@ -176,7 +176,7 @@ async function renderTree() {
         h(
           "li",
           {},
-          h("span", { class: "db-name" }, "🗄 ", db.id),
+          h("span", { class: "db-name" }, db.id),
           h(
             "ul",
             { class: "colls" },
@@ -832,7 +832,7 @@ async function partitionsView(panel, db, def) {
   const events = h("ol", { id: "split-events", class: "events", "aria-live": "polite" });
   const hotBox = h("div", { id: "hot-keys", role: "status", "aria-live": "polite" });
   const bar = h("div", { id: "epk-bar", class: "epk-bar", role: "list", "aria-label": "Physical partitions across the EPK space" });
-  const tableBox = h("div", { id: "partitions-table" });
+  const tableBox = h("div", { id: "partitions-table", class: "table-wrap wide", tabindex: "0", role: "region", "aria-label": "Physical partitions" });
   const stamp = h("p", { class: "hint", id: "partitions-stamp" });
   const live = h("input", { type: "checkbox", id: "live", checked: true });
   const radios = METRICS.map(([m, label]) => [
@@ -878,7 +878,7 @@ async function partitionsView(panel, db, def) {
       tableBox,
       h(
         "table",
-        { class: "partitions" },
+        { class: "partitions", "aria-label": "Physical partitions" },
         h(
           "thead",
           {},
@@ -896,7 +896,7 @@ async function partitionsView(panel, db, def) {
               "tr",
               { id: `part-${row.p.id}`, class: row.hotKeys.size ? "hot" : null, "data-id": row.p.id },
               h("th", { scope: "row" }, row.p.id),
-              h("td", {}, h("code", {}, `${row.p.minInclusive || '""'} – ${row.p.maxExclusive}`)),
+              h("td", {}, h("code", { title: `${row.p.minInclusive || '""'} – ${row.p.maxExclusive}` }, `${shortEPK(row.p.minInclusive)} – ${shortEPK(row.p.maxExclusive)}`)),
               h("td", {}, (row.p.parents || []).join(", ") || "—"),
               h("td", {}, row.p.ruPerSecond ? fmtNum(row.p.ruPerSecond) : "unlimited"),
               h("td", {}, row.ruRate === null ? "…" : fmtNum(row.ruRate)),
@@ -919,7 +919,7 @@ async function partitionsView(panel, db, def) {
             h(
               "p",
               { class: "hot-callout" },
-              "🔥 Hot key ",
+              "Hot key ",
               h("code", { class: "hot-name" }, k.key),
               ` in partition ${k.partition}: ${Math.round(k.share * 100)}% of its request units (${fmtNum(k.ruRate)} RU/s)`,
               k.throttleRate > 0 ? `, partition throttled ${fmtNum(k.throttleRate)} times/s` : "",
@@ -982,6 +982,12 @@ async function partitionsView(panel, db, def) {
   );
   await refresh();
   schedule();
+}
+
+// shortEPK abbreviates an EPK bound for the table (the full one is its title).
+function shortEPK(epk) {
+  if (!epk) return '""';
+  return epk.length > 8 ? epk.slice(0, 8) + "…" : epk;
 }
 
 // ---- start ----
