@@ -67,7 +67,7 @@ func newBrowser(t *testing.T) *browser {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(bin),
 		chromedp.Flag("ignore-certificate-errors", true), // the server's certificate is self-signed
-		chromedp.NoSandbox,                              // CI runs as root
+		chromedp.NoSandbox,                               // CI runs as root
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.WindowSize(1280, 800),
 	)
