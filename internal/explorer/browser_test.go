@@ -90,7 +90,7 @@ func (b *browser) run(what string, actions ...chromedp.Action) {
 	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
 	defer cancel()
 	if err := chromedp.Run(ctx, actions...); err != nil {
-		b.t.Fatalf("%s: %v (banner: %q)", what, err, b.text("#banner"))
+		b.t.Fatalf("%s: %v (banner: %q, errors shown: %q, advise: %q)", what, err, b.text("#banner"), b.text(".error"), b.text("#advise-out"))
 	}
 }
 
@@ -242,6 +242,11 @@ func TestExplorerInBrowser(t *testing.T) {
 	b.screenshot("explorer-partitions.png")
 	stopLoad()
 	wg.Wait()
+	b.run("advise", click("#advise-run"))
+	b.waitText("advice shown", "#advise-out", "Recommended partition key")
+	if rec := b.text("#advise-recommendation"); rec == "" {
+		t.Errorf("advice shows no recommendation: %q", b.text("#advise-out"))
+	}
 
 	// An expired session asks to sign in again.
 	b.run("expire the session", chromedp.Evaluate(`sessionStorage.setItem("partita.expires", "0")`, nil), chromedp.Reload())

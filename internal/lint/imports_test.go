@@ -25,7 +25,7 @@ var allowed = map[string][]string{
 	"internal/explorer":        {},                                                                                                                                                                       // the Data Explorer page: static assets; the page reaches data only through the signed Cosmos API
 	"internal/metrics":         {"internal/engine"},
 	"internal/config":          {},
-	"internal/api":             {"internal/auth", "internal/document", "internal/engine", "internal/status", "internal/throughput"},
+	"internal/api":             {"internal/advise", "internal/auth", "internal/document", "internal/engine", "internal/status", "internal/throughput"}, // advise: the advise endpoint runs the advisor on a sample the engine reads
 	"internal/auth":            {},
 	"internal/auth/authtest":   {},                                                                                                                                                                                                                                       // test tokens and JWKS; imported by tests only
 	"internal/engine":          {"internal/catalog", "internal/document", "internal/index", "internal/partition", "internal/query/exec", "internal/query/parse", "internal/query/plan", "internal/replica", "internal/script", "internal/status", "internal/throughput"}, // never store: it reaches data through the replica seam

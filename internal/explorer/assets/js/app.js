@@ -976,12 +976,69 @@ async function partitionsView(panel, db, def) {
     bar,
     h("div", { class: "legend" }, h("span", { class: "swatch", style: `background:${colour(0)}` }), " idle ", h("span", { class: "swatch", style: `background:${colour(1)}` }), " at its throughput share (RU/s) or the busiest partition"),
     hotBox,
+    adviseBox(db, def),
     h("h3", {}, "Splits seen"),
     events,
     tableBox,
   );
   await refresh();
   schedule();
+}
+
+// adviseBox is the advisor's button and result: it asks the server to run
+// `partita advise --live` on a sample of the container (a signed read).
+function adviseBox(db, def) {
+  const sample = h("input", { id: "advise-sample", type: "number", min: 1, max: 10000, value: 1000 });
+  const out = h("div", { id: "advise-out", "aria-live": "polite" });
+  const pct = (x) => (x === null || x === undefined ? "—" : `${Math.round(x * 100)}%`);
+  const run = () =>
+    guard(async () => {
+      clear(out, h("p", { role: "status" }, "Sampling and ranking candidate keys…"));
+      const r = await state.client.get(path("_partita", "dbs", db, "colls", def.id, "advise"), { "x-partita-advise-sample": String(sample.value || 1000) });
+      const rep = r.body.report;
+      clear(
+        out,
+        h("p", {}, "Recommended partition key: ", h("code", { id: "advise-recommendation" }, rep.recommendation), ` (current: ${(rep.currentKey || []).join(", ") || "none"}; sample of ${rep.items} items)`),
+        h("ul", { class: "summary" }, (rep.summary || []).map((line) => h("li", {}, line))),
+        (rep.hotKeys || []).length ? h("div", {}, h("h4", {}, "Hot keys"), h("ul", {}, rep.hotKeys.map((k) => h("li", {}, h("code", {}, k.key), ` (partition ${k.partition}, ${pct(k.share)} of its RU): ${k.advice}`)))) : null,
+        h(
+          "div",
+          { class: "table-wrap", tabindex: "0", role: "region", "aria-label": "Candidate keys, best first" },
+          h(
+            "table",
+            { id: "advise-table" },
+            h("thead", {}, h("tr", {}, ["Rank", "Key", "Strategy", "Score", "Distinct", "Largest share", "Write skew", "Single-partition queries", "Why"].map((c) => h("th", { scope: "col" }, c)))),
+            h(
+              "tbody",
+              {},
+              (rep.candidates || []).slice(0, 15).map((c) =>
+                h(
+                  "tr",
+                  { class: c.current ? "current" : null },
+                  h("td", {}, String(c.rank)),
+                  h("td", {}, h("code", {}, c.key), c.current ? " (current)" : ""),
+                  h("td", {}, c.strategy),
+                  h("td", {}, fmtNum(c.score)),
+                  h("td", {}, String(c.distinct)),
+                  h("td", {}, pct(c.largestShare)),
+                  h("td", {}, pct(c.writeSkew)),
+                  h("td", {}, pct(c.singlePartition)),
+                  h("td", {}, (c.why || []).join(" ")),
+                ),
+              ),
+            ),
+          ),
+        ),
+        h("details", {}, h("summary", {}, "As partita advise prints it"), h("pre", { class: "code" }, r.body.text)),
+      );
+    }, out);
+  return h(
+    "section",
+    { class: "advise", "aria-labelledby": "advise-title" },
+    h("h3", { id: "advise-title" }, "Partition key advice"),
+    h("div", { class: "row" }, field("Sample size (items)", sample), h("button", { type: "button", id: "advise-run", onclick: run }, "Advise")),
+    out,
+  );
 }
 
 // shortEPK abbreviates an EPK bound for the table (the full one is its title).
