@@ -22,6 +22,7 @@ const state = {
   tab: "items",
   timer: null, // the partitions view's refresh
   stop: () => {}, // stops the current view's background work
+  gen: 0, // counts views shown: a view's background work stops when it is no longer current
 };
 
 // ---- messages ----
@@ -78,6 +79,7 @@ function touch() {
 
 function signOut(msg) {
   state.stop();
+  state.gen++;
   state.client = null;
   sessionStorage.removeItem("partita.key");
   sessionStorage.removeItem("partita.readOnly");
@@ -91,9 +93,20 @@ function signOut(msg) {
   $("key").focus();
 }
 
+const EXPIRED = "Your session expired after an hour without activity. Sign in again.";
+
+function expired() {
+  return Number(sessionStorage.getItem("partita.expires") || 0) < Date.now();
+}
+
 function makeClient(cryptoKey) {
   return new Client(cryptoKey, {
     onActivity: touch,
+    beforeRequest: () => {
+      if (!expired()) return;
+      signOut(EXPIRED);
+      throw new Error(EXPIRED);
+    },
     onUnauthorized: (err) => {
       if (state.client) signOut(`The server refused the key (401): ${err.message} Sign in again.`);
     },
@@ -151,9 +164,7 @@ async function enter(cryptoKey, readOnly) {
 async function restore() {
   const key = sessionStorage.getItem("partita.key");
   if (!key) return signOut();
-  if (Number(sessionStorage.getItem("partita.expires") || 0) < Date.now()) {
-    return signOut("Your session expired after an hour without activity. Sign in again.");
-  }
+  if (expired()) return signOut(EXPIRED);
   try {
     await enter(await importKey(key), sessionStorage.getItem("partita.readOnly") === "1");
   } catch (err) {
@@ -273,6 +284,7 @@ const TABS = [
 
 async function openContainer(db, coll, tab) {
   state.stop();
+  state.gen++;
   const main = $("main");
   await guard(async () => {
     const def = (await state.client.get(path("dbs", db, "colls", coll))).body;
@@ -826,6 +838,7 @@ const METRICS = [
 ];
 
 async function partitionsView(panel, db, def) {
+  const gen = state.gen;
   let metric = "ru";
   let prev = null;
   let last = null;
@@ -930,6 +943,7 @@ async function partitionsView(panel, db, def) {
   };
 
   const refresh = async () => {
+    if (gen !== state.gen || !state.client) return;
     const t = Date.now();
     try {
       const r = await state.client.get(path("_partita", "dbs", db, "colls", def.id, "partitions"));
@@ -943,6 +957,7 @@ async function partitionsView(panel, db, def) {
       stamp.textContent = `${a.rows.length} physical partition${a.rows.length === 1 ? "" : "s"}, updated ${new Date(t).toLocaleTimeString()}`;
       banner(null);
     } catch (err) {
+      if (!state.client) return; // signed out meanwhile: the sign-in form says why
       banner(describe(err) + (err instanceof NetworkError ? " Retrying…" : ""));
       if (err instanceof CosmosError && err.status === 401) return;
     }
@@ -953,7 +968,7 @@ async function partitionsView(panel, db, def) {
     if (!live.checked) return;
     state.timer = setTimeout(async () => {
       await refresh();
-      if (state.tab === "partitions" && state.coll && state.coll.id === def.id) schedule();
+      if (gen === state.gen) schedule();
     }, REFRESH_MS);
   };
   state.stop = () => {

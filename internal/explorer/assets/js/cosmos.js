@@ -83,8 +83,10 @@ export async function sign(cryptoKey, verb, rawPath, date) {
 export class Client {
   // cryptoKey: from importKey. onActivity is called after every response
   // (to extend the session), onUnauthorized after every 401.
-  constructor(cryptoKey, { onActivity = () => {}, onUnauthorized = () => {}, timeoutMs = 30000 } = {}) {
+  // beforeRequest may throw to refuse a request (an expired session).
+  constructor(cryptoKey, { onActivity = () => {}, onUnauthorized = () => {}, beforeRequest = () => {}, timeoutMs = 30000 } = {}) {
     this.key = cryptoKey;
+    this.beforeRequest = beforeRequest;
     this.onActivity = onActivity;
     this.onUnauthorized = onUnauthorized;
     this.timeoutMs = timeoutMs;
@@ -95,6 +97,7 @@ export class Client {
   // charge}; it throws CosmosError for an error status and NetworkError
   // when no response came.
   async request(method, rawPath, { headers = {}, body } = {}) {
+    this.beforeRequest();
     const date = new Date().toUTCString();
     const h = new Headers({
       "x-ms-date": date,
