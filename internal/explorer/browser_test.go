@@ -140,9 +140,11 @@ func (b *browser) screenshot(name string) {
 // TestExplorerInBrowser drives the Data Explorer in headless Chromium
 // against a real server: a refused key, sign-in, a database, container and
 // item created and the item edited through the page, a query and its
-// charge, a query error, a stored procedure executed, a hot key appearing
+// charge, a query error, a stored procedure executed, throughput and TTL
+// edited, a hot key appearing
 // in the partitions view under a load the test starts, a split appearing,
-// an expired session and a stopped server. Every step reads what the page
+// the advisor's ranking, a read-only session without write controls, an
+// expired session and a stopped server. Every step reads what the page
 // shows; the server is checked through its API where the page wrote.
 func TestExplorerInBrowser(t *testing.T) {
 	b := newBrowser(t)
@@ -212,6 +214,20 @@ func TestExplorerInBrowser(t *testing.T) {
 	b.waitText("sproc saved", "#script-result", "Saved hello")
 	b.run("execute the sproc", set("#sproc-pk", `"c42"`), set("#sproc-args", `["world"]`), click("#sproc-run"))
 	b.waitText("sproc result", "#sproc-output", "hello world")
+
+	// Settings: the throughput edited, then the default TTL.
+	b.run("settings tab", click("#tab-settings"), chromedp.WaitVisible("#set-ru", chromedp.ByQuery), set("#set-ru", "500"), click("#set-ru-save"))
+	b.waitText("throughput saved", "#settings-msg", "Throughput set to 500 RU/s")
+	b.run("set a default TTL", set("#set-ttl", "3600"), click("#settings-save"))
+	b.waitText("settings saved", "#settings-msg", "Saved")
+	resp, body, err = s.Do(ctx, "GET", "/dbs/shop/colls/orders", nil, nil)
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"defaultTtl":3600`) {
+		t.Errorf("container after the settings were saved: %v %v %s, want defaultTtl 3600", err, resp, body)
+	}
+	resp, body, err = s.Do(ctx, "GET", "/offers", nil, nil)
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"offerThroughput":500`) {
+		t.Errorf("offers after the throughput was saved: %v %v %s, want 500 RU/s", err, resp, body)
+	}
 
 	// A hot key under load, then a split, in the partitions view.
 	if resp, body, err := s.Do(ctx, "POST", "/dbs/shop/colls", map[string]string{"Content-Type": "application/json", "x-ms-offer-throughput": "400"},
