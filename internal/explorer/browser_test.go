@@ -144,7 +144,7 @@ func (b *browser) screenshot(name string) {
 // edited, a hot key appearing
 // in the partitions view under a load the test starts, a split appearing,
 // the advisor's ranking, a read-only session without write controls, an
-// expired session and a stopped server. Every step reads what the page
+// expired session, a stopped server and its restart. Every step reads what the page
 // shows; the server is checked through its API where the page wrote.
 func TestExplorerInBrowser(t *testing.T) {
 	b := newBrowser(t)
@@ -288,6 +288,20 @@ func TestExplorerInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.waitText("server gone message", "#banner", "Cannot reach the server")
+
+	// The server restarted (same address, same data): the page carries on
+	// by itself, the message gone.
+	addr := strings.TrimPrefix(base, "https://")
+	s2 := testserver.Start(t, testserver.Options{DataDir: s.DataDir, Configure: func(c *config.Config) {
+		c.Server.Addr = addr
+		c.Auth.ReadOnlyKey = readOnlyKey
+	}})
+	if s2.Endpoint != s.Endpoint {
+		t.Fatalf("restarted at %s, want %s", s2.Endpoint, s.Endpoint)
+	}
+	var back bool
+	b.run("page recovers after the restart", chromedp.Poll(`document.getElementById("banner").hidden && document.getElementById("partitions-stamp").textContent.includes("2 physical partitions")`, &back,
+		chromedp.WithPollingTimeout(45*time.Second), chromedp.WithPollingInterval(100*time.Millisecond)))
 }
 
 // load writes to one hot logical partition (and a few cold ones) of
