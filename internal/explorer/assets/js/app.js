@@ -557,6 +557,12 @@ async function queryView(panel, db, def) {
     }, out);
   };
 
+  sql.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
+      e.preventDefault();
+      run(false);
+    }
+  });
   modeJSON.addEventListener("change", render);
   modeTable.addEventListener("change", render);
   clear(
@@ -569,7 +575,7 @@ async function queryView(panel, db, def) {
           run(false);
         },
       },
-      h("div", { class: "field" }, h("label", { for: "query-text" }, "SQL query"), sql),
+      h("div", { class: "field" }, h("label", { for: "query-text" }, "SQL query (Ctrl+Enter runs it)"), sql),
       h(
         "div",
         { class: "row" },
