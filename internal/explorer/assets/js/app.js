@@ -86,6 +86,10 @@ function signOut(msg) {
   sessionStorage.removeItem("partita.expires");
   $("app").hidden = true;
   $("session").hidden = true;
+  // Nothing of the session stays on the page (nor is found by a later one).
+  clear($("tree-body"));
+  clear($("main"));
+  state.db = state.coll = null;
   $("signin").hidden = false;
   $("signin-error").textContent = msg || "";
   banner(null);
