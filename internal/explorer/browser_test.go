@@ -203,6 +203,8 @@ func TestExplorerInBrowser(t *testing.T) {
 	}
 	b.run("table view", click("#qmode-table"))
 	b.waitText("results as a table", "#query-table th", "customerId")
+	b.run("query metrics", click("#query-metrics summary"))
+	b.waitText("query metrics shown", "#query-metrics th", "totalExecutionTimeInMs")
 	b.screenshot("explorer-query.png")
 	b.run("bad query", set("#query-text", "SELEC nonsense FROM"), click("#query-run"))
 	b.waitText("query error shown", "#query-out .error", "400")
