@@ -140,7 +140,8 @@ func (b *browser) screenshot(name string) {
 // TestExplorerInBrowser drives the Data Explorer in headless Chromium
 // against a real server: a refused key, sign-in, a database, container and
 // item created and the item edited through the page, a query and its
-// charge, a query error, a stored procedure executed, throughput and TTL
+// charge, a query error, a stored procedure executed, a trigger and a UDF
+// created (the UDF used in a query), throughput and TTL
 // edited, a hot key appearing
 // in the partitions view under a load the test starts, a split appearing,
 // the advisor's ranking, a read-only session without write controls, an
@@ -216,6 +217,16 @@ func TestExplorerInBrowser(t *testing.T) {
 	b.waitText("sproc saved", "#script-result", "Saved hello")
 	b.run("execute the sproc", set("#sproc-pk", `"c42"`), set("#sproc-args", `["world"]`), click("#sproc-run"))
 	b.waitText("sproc result", "#sproc-output", "hello world")
+	// A trigger and a UDF; the UDF then used by a query.
+	b.run("new trigger", click("#new-triggers"), set("#script-id", "stamp"), chromedp.SetValue("#trigger-type", "Pre", chromedp.ByQuery),
+		chromedp.SetValue("#trigger-op", "Create", chromedp.ByQuery), click("#script-save"))
+	b.waitText("trigger saved", "#script-result", "Saved stamp")
+	b.waitText("trigger listed", `button.script[data-kind="triggers"]`, "stamp")
+	b.run("new udf", click("#new-udfs"), set("#script-id", "double"), set("#script-body", "function double(x) { return x * 2; }"), click("#script-save"))
+	b.waitText("udf saved", "#script-result", "Saved double")
+	b.run("query with the udf", click("#tab-query"), chromedp.WaitVisible("#query-text", chromedp.ByQuery),
+		set("#query-text", "SELECT VALUE udf.double(c.total) FROM c WHERE c.id = 'o1'"), set("#query-pk", `"c42"`), click("#query-run"))
+	b.waitText("udf result", "#query-json", "40")
 
 	// Settings: the throughput edited, then the default TTL.
 	b.run("settings tab", click("#tab-settings"), chromedp.WaitVisible("#set-ru", chromedp.ByQuery), set("#set-ru", "500"), click("#set-ru-save"))
