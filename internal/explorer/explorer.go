@@ -57,6 +57,7 @@ func New(cfg Config) *Handler {
 const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
 
+// ServeHTTP serves one request under Prefix (see Handler).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
