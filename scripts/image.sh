@@ -3,7 +3,8 @@
 # without running a container (these machines cannot): the image holds the
 # static binary just built, byte for byte, with the configuration the
 # Containerfile promises; that binary then serves the Data Explorer and its
-# certificate, and answers its own health check, on a loopback port.
+# certificate, answers its own health check on a loopback port, and passes
+# the JavaScript SDK suite (test/node).
 # Usage: scripts/image.sh [TAG]   (root, or a user buildah can run for)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,4 +44,11 @@ for _ in $(seq 1 100); do
 done
 "$mnt/partita" health --url "https://127.0.0.1:$port/_explorer/emulator.pem"
 "$mnt/partita" health --url "https://127.0.0.1:$port/_explorer/index.html"
+# And it passes the JavaScript SDK's suite (test/node), which starts the
+# binary it is given, when that suite's packages are installed.
+if [ -d test/node/node_modules ] && command -v node >/dev/null; then
+  (cd test/node && PARTITA_BIN="$mnt/partita" node --test)
+else
+  echo "image: test/node/node_modules missing: the SDK suite was not run against the image's binary"
+fi
 echo "image: $tag built and checked"
