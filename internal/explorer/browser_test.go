@@ -186,6 +186,7 @@ func TestExplorerInBrowser(t *testing.T) {
 	}
 	b.run("invalid JSON", set("#item-json", `{"id": "o1",`))
 	b.waitText("invalid JSON message", "#item-json-msg", "Invalid")
+	b.screenshot("explorer-items.png")
 	for i := 2; i <= 5; i++ { // more items for the query screenshot, through the API
 		doc := fmt.Sprintf(`{"id":"o%d","customerId":"c%d","total":%d,"status":"open"}`, i, 40+i%3, i*7)
 		if resp, body, err := s.Do(ctx, "POST", "/dbs/shop/colls/orders/docs", map[string]string{"Content-Type": "application/json",
@@ -217,6 +218,7 @@ func TestExplorerInBrowser(t *testing.T) {
 	b.waitText("sproc saved", "#script-result", "Saved hello")
 	b.run("execute the sproc", set("#sproc-pk", `"c42"`), set("#sproc-args", `["world"]`), click("#sproc-run"))
 	b.waitText("sproc result", "#sproc-output", "hello world")
+	b.screenshot("explorer-scripts.png")
 	// A trigger and a UDF; the UDF then used by a query.
 	b.run("new trigger", click("#new-triggers"), set("#script-id", "stamp"), chromedp.SetValue("#trigger-type", "Pre", chromedp.ByQuery),
 		chromedp.SetValue("#trigger-op", "Create", chromedp.ByQuery), click("#script-save"))

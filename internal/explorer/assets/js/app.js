@@ -405,7 +405,8 @@ async function itemsView(panel, db, def) {
       }
       if (!list.children.length) list.append(h("li", { class: "hint" }, "No items."));
       more.hidden = !continuation;
-      info.textContent = `Read ${r.body._count ?? (r.body.Documents || []).length} items: ${fmtNum(r.charge)} RU`;
+      const n = (r.body.Documents || []).length;
+      info.textContent = `Read ${n} item${n === 1 ? "" : "s"}${continuation ? " (more to load)" : ""}: ${fmtNum(r.charge)} RU`;
     }, list);
   };
 
