@@ -273,6 +273,9 @@ func TestExplorerInBrowser(t *testing.T) {
 	b.screenshot("explorer-partitions.png")
 	stopLoad()
 	wg.Wait()
+	b.run("split from the page", click(`button.split-button[data-id="2"]`))
+	b.waitText("page split shown", "#split-events li", "partition 2 split into")
+	b.waitText("three partitions", "#partitions-stamp", "3 physical partitions")
 	b.run("advise", click("#advise-run"))
 	b.waitText("advice shown", "#advise-out", "Recommended partition key")
 	if rec := b.text("#advise-recommendation"); rec == "" {
@@ -315,7 +318,7 @@ func TestExplorerInBrowser(t *testing.T) {
 		t.Fatalf("restarted at %s, want %s", s2.Endpoint, s.Endpoint)
 	}
 	var back bool
-	b.run("page recovers after the restart", chromedp.Poll(`document.getElementById("banner").hidden && document.getElementById("partitions-stamp").textContent.includes("2 physical partitions")`, &back,
+	b.run("page recovers after the restart", chromedp.Poll(`document.getElementById("banner").hidden && document.getElementById("partitions-stamp").textContent.includes("3 physical partitions")`, &back,
 		chromedp.WithPollingTimeout(45*time.Second), chromedp.WithPollingInterval(100*time.Millisecond)))
 }
 

@@ -910,6 +910,7 @@ async function partitionsView(panel, db, def) {
             "tr",
             {},
             ["Partition", "EPK range", "Parents", "RU/s (share)", "RU/s now", "429s/s now", "Storage", "Items", "Logical partitions", "Top keys by RU", "Top keys by 429s", "Top keys by storage"].map((c) => h("th", { scope: "col" }, c)),
+            h("th", { scope: "col", class: "writes" }, "Split"),
           ),
         ),
         h(
@@ -931,6 +932,25 @@ async function partitionsView(panel, db, def) {
               h("td", {}, keyList(row.p.topKeysByRU, row, (k) => `${fmtNum(row.keyRates[k.key] ?? 0)} RU/s (${fmtNum(k.weight)} RU total)`, true)),
               h("td", {}, keyList(row.p.topKeysByThrottles, row, (k) => `${fmtNum(k.weight)}`, false)),
               h("td", {}, keyList(row.p.topKeysByStorage, row, (k) => `${fmtBytes(k.bytes)}, ${k.items} items`, false)),
+              h(
+                "td",
+                { class: "writes" },
+                h(
+                  "button",
+                  {
+                    type: "button",
+                    class: "split-button",
+                    "data-id": row.p.id,
+                    "aria-label": `Split partition ${row.p.id} at its storage midpoint`,
+                    onclick: () =>
+                      guard(async () => {
+                        await state.client.request("POST", path("_partita", "dbs", db, "colls", def.id, "pkranges", row.p.id, "split"));
+                        await refresh();
+                      }),
+                  },
+                  "Split",
+                ),
+              ),
             ),
           ),
         ),
