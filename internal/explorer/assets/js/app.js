@@ -896,7 +896,7 @@ async function partitionsView(panel, db, def) {
     }
     const keyList = (keys, row, fmt, cls) =>
       keys && keys.length
-        ? h("ol", { class: "keys" }, keys.map((k) => h("li", { class: row.hotKeys.has(k.key) && cls ? "hot-key" : null, "data-key": k.key }, h("code", {}, k.key), " ", fmt(k))))
+        ? h("ol", { class: "keys" }, keys.map((k) => h("li", { class: row.hotKeys.has(k.key) && cls ? "hot-key" : null, "data-key": k.key, title: k.weight !== undefined ? `${fmtNum(k.weight)} since the server started` : null }, h("code", {}, k.key), " ", fmt(k))))
         : h("span", { class: "hint" }, "—");
     clear(
       tableBox,
@@ -909,8 +909,9 @@ async function partitionsView(panel, db, def) {
           h(
             "tr",
             {},
-            ["Partition", "EPK range", "Parents", "RU/s (share)", "RU/s now", "429s/s now", "Storage", "Items", "Logical partitions", "Top keys by RU", "Top keys by 429s", "Top keys by storage"].map((c) => h("th", { scope: "col" }, c)),
+            h("th", { scope: "col" }, "Partition"),
             h("th", { scope: "col", class: "writes" }, "Split"),
+            ["EPK range", "Parents", "RU/s (share)", "RU/s now", "429s/s now", "Storage", "Items", "Logical partitions", "Top keys by RU/s", "Top keys by 429s", "Top keys by storage"].map((c) => h("th", { scope: "col" }, c)),
           ),
         ),
         h(
@@ -921,17 +922,6 @@ async function partitionsView(panel, db, def) {
               "tr",
               { id: `part-${row.p.id}`, class: row.hotKeys.size ? "hot" : null, "data-id": row.p.id },
               h("th", { scope: "row" }, row.p.id),
-              h("td", {}, h("code", { title: `${row.p.minInclusive || '""'} – ${row.p.maxExclusive}` }, `${shortEPK(row.p.minInclusive)} – ${shortEPK(row.p.maxExclusive)}`)),
-              h("td", {}, (row.p.parents || []).join(", ") || "—"),
-              h("td", {}, row.p.ruPerSecond ? fmtNum(row.p.ruPerSecond) : "unlimited"),
-              h("td", {}, row.ruRate === null ? "…" : fmtNum(row.ruRate)),
-              h("td", {}, row.throttleRate === null ? "…" : fmtNum(row.throttleRate)),
-              h("td", {}, fmtBytes(row.p.storageBytes || 0)),
-              h("td", {}, String(row.p.items || 0)),
-              h("td", {}, String(row.p.logicalPartitions || 0)),
-              h("td", {}, keyList(row.p.topKeysByRU, row, (k) => `${fmtNum(row.keyRates[k.key] ?? 0)} RU/s (${fmtNum(k.weight)} RU total)`, true)),
-              h("td", {}, keyList(row.p.topKeysByThrottles, row, (k) => `${fmtNum(k.weight)}`, false)),
-              h("td", {}, keyList(row.p.topKeysByStorage, row, (k) => `${fmtBytes(k.bytes)}, ${k.items} items`, false)),
               h(
                 "td",
                 { class: "writes" },
@@ -951,6 +941,18 @@ async function partitionsView(panel, db, def) {
                   "Split",
                 ),
               ),
+              h("td", {}, h("code", { title: `${row.p.minInclusive || '""'} – ${row.p.maxExclusive}` }, `${shortEPK(row.p.minInclusive)} – ${shortEPK(row.p.maxExclusive)}`)),
+              h("td", {}, (row.p.parents || []).join(", ") || "—"),
+              h("td", {}, row.p.ruPerSecond ? fmtNum(row.p.ruPerSecond) : "unlimited"),
+              h("td", {}, row.ruRate === null ? "…" : fmtNum(row.ruRate)),
+              h("td", {}, row.throttleRate === null ? "…" : fmtNum(row.throttleRate)),
+              h("td", {}, fmtBytes(row.p.storageBytes || 0)),
+              h("td", {}, String(row.p.items || 0)),
+              h("td", {}, String(row.p.logicalPartitions || 0)),
+              h("td", {}, keyList(row.p.topKeysByRU, row, (k) => `${fmtNum(row.keyRates[k.key] ?? 0)}`, true)),
+              h("td", {}, keyList(row.p.topKeysByThrottles, row, (k) => `${fmtNum(k.weight)}`, false)),
+              h("td", {}, keyList(row.p.topKeysByStorage, row, (k) => `${fmtBytes(k.bytes)}, ${k.items} items`, false)),
+
             ),
           ),
         ),
