@@ -12,7 +12,10 @@ PYTHON    ?= $(if $(wildcard /usr/bin/python3),/usr/bin/python3,python3)
 # Power-loss cycles of make powerloss (seeded by the clock unless POWERLOSS_SEED is set).
 POWERLOSS_CYCLES ?= 1000
 
-.PHONY: run build test test-go test-node test-python invariants lint conformance conformance-cluster fuzz crashloop clusterloop bench bench-floor powerloss diskfull sim clean
+# The container image's tag (make image).
+IMAGE     ?= localhost/partita:dev
+
+.PHONY: image run build test test-go test-node test-python invariants lint conformance conformance-cluster fuzz crashloop clusterloop bench bench-floor powerloss diskfull sim clean
 
 run:
 	$(GO) run ./cmd/partita serve
@@ -108,5 +111,10 @@ bench-floor:
 	$(GO) test -run=NONE -bench=PointOps -benchtime=5000x -count=5 -timeout 0 ./internal/bench | tee bench-floor-point.txt
 	$(GO) test -run=NONE -bench=Queries -benchtime=20x -count=5 -timeout 0 ./internal/bench | tee bench-floor-queries.txt
 
+# The container image (Containerfile): the static binary FROM scratch, built
+# with buildah and checked without running a container (scripts/image.sh).
+image:
+	scripts/image.sh $(IMAGE)
+
 clean:
-	rm -rf bin
+	rm -rf bin build

@@ -12,6 +12,10 @@ import (
 // authentication, which scripts and people use: /_explorer/emulator.pem
 // (its certificate, which setup scripts download to trust it) and
 // /_explorer/index.html (the Data Explorer, which readiness checks poll).
+// partita serve puts package explorer (the Data Explorer itself) in front
+// of this handler for these paths (server.withExplorer); what follows is
+// the fallback of a Handler served alone, which answers them the same way
+// minus the page.
 const explorerPrefix = "/_explorer/"
 
 // explorer serves GET and HEAD under /_explorer/: the certificate, a page

@@ -223,6 +223,7 @@ func (h *Handler) routes() {
 	h.handle("GET /_partita/dbs/{db}/colls/{coll}/partitions", h.partitions)
 	h.handle("POST /_partita/dbs/{db}/colls/{coll}/explain", h.explainQuery)
 	h.handle("GET /_partita/cluster", h.clusterStatus)
+	h.handle("GET /_partita/dbs/{db}/colls/{coll}/advise", h.adviseContainer)
 
 	// Everything else: a clear refusal rather than a bare 404.
 	h.handle("/", h.unsupported)

@@ -1,5 +1,5 @@
 // Package cli implements the partita command: its subcommands (serve,
-// check, advise, bench, floor, cluster, version), flags, and PARTITA_* environment variables. It is the only
+// check, advise, bench, floor, cluster, health, version), flags, and PARTITA_* environment variables. It is the only
 // reader of flags and the environment, and the only place that picks log
 // handlers.
 package cli
@@ -35,6 +35,7 @@ Usage:
                            (--floor: against partita serve and the floor server in one run, as ratios)
   partita floor [flags]    run the floor server: a null Cosmos DB server on serve's stack, with no storage (benchmarks only)
   partita cluster status   print each node's view of its cluster: members, each partition's leader and progress
+  partita health [--url U] exit 0 if a server answers 200 (the container image's health check)
   partita version          print the version
 
 Every flag can also be set as an environment variable: --log-level is PARTITA_LOG_LEVEL.
@@ -60,6 +61,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return floorCmd(ctx, args[1:], stdout, stderr)
 	case "cluster":
 		return clusterCmd(ctx, args[1:], stdout, stderr)
+	case "health":
+		return healthCmd(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		v := Version
 		if bi, ok := debug.ReadBuildInfo(); ok && v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {

@@ -155,7 +155,7 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Server.Addr, err)
 	}
 	s.ln = ln
-	s.http = newHTTPServer(handler, tlsConf, log)
+	s.http = newHTTPServer(withExplorer(handler, s.certPEM), tlsConf, log)
 	// The compute gateway's handler addresses ids exactly. In a cluster every
 	// node has one, for the requests other nodes' compute listeners forward.
 	var compute *api.Handler
@@ -176,7 +176,7 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 			_ = s.Close()
 			return nil, fmt.Errorf("listen on %s: %w", addr, err)
 		}
-		s.extraHTTP = newHTTPServer(compute, tlsConf, log)
+		s.extraHTTP = newHTTPServer(withExplorer(compute, s.certPEM), tlsConf, log)
 	}
 	if addr := cfg.Server.MetricsAddr; addr != "" {
 		if s.metricsLn, err = net.Listen("tcp", addr); err != nil {
@@ -290,9 +290,8 @@ func aadConfig(cfg config.Config) (auth.AADConfig, error) {
 	return auth.AADConfig{Mode: auth.AADOff}, nil
 }
 
-// newHTTPServer returns the HTTP server of one API listener: every request,
-// whatever its path, goes through the API handler, which authenticates all
-// but the emulator's unauthenticated web paths (/_explorer/).
+// newHTTPServer returns the HTTP server of one listener serving handler
+// (for the API listeners, the API behind the Data Explorer: withExplorer).
 func newHTTPServer(handler http.Handler, tlsConf *tls.Config, log *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           handler,
