@@ -374,3 +374,46 @@ func checkClusterStatus(t *testing.T, bin string, nodes []*clusterNode) {
 		}
 	}
 }
+
+// TestClusterRefusesForeignDataDir: a data directory with a single node's
+// data does not become a member of a cluster (the cluster's catalog would
+// not know its keyspaces, which the engine would drop), and a member's data
+// directory does not start as a single node (whose catalog is elsewhere).
+func TestClusterRefusesForeignDataDir(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts servers")
+	}
+	bin := build(t)
+	// A single node with a database.
+	single := filepath.Join(t.TempDir(), "single")
+	ep, cmd := start(t, bin, freePort(t), single)
+	if _, err := client(t, ep, single).CreateDatabase(t.Context(), azcosmos.DatabaseProperties{ID: "keep"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	stopServer(t, cmd)
+	ca := clusterPort(t)
+	out, err := exec.Command(bin, "serve", "--addr", freePort(t), "--data", single, "--cluster-addr", ca, "--join", ca,
+		"--cluster-secret", "test-cluster-secret-0123456789").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "holds a single node's data") {
+		t.Fatalf("a single node's data directory as a member: %v\n%s", err, out)
+	}
+	// The single node still has its database.
+	ep, cmd = start(t, bin, freePort(t), single)
+	if _, err := client(t, ep, single).NewDatabase("keep"); err != nil {
+		t.Fatal(err)
+	}
+	db, _ := client(t, ep, single).NewDatabase("keep")
+	if _, err := db.Read(t.Context(), nil); err != nil {
+		t.Fatalf("the single node's database after the refused start: %v", err)
+	}
+	stopServer(t, cmd)
+
+	// A one-member cluster's data directory, started as a single node.
+	nodes := newCluster(t, 1)
+	startAll(t, bin, nodes)
+	nodes[0].kill()
+	out, err = exec.Command(bin, "serve", "--addr", freePort(t), "--data", nodes[0].data).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "belongs to a member of a cluster") {
+		t.Fatalf("a member's data directory as a single node: %v\n%s", err, out)
+	}
+}

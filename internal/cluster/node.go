@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -103,6 +105,9 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	if !ok {
 		return nil, fmt.Errorf("cluster: --cluster-addr %s is not in the --join list", cfg.Addr)
 	}
+	if err := checkEmpty(ctx, cfg); err != nil {
+		return nil, err
+	}
 	ca, err := NewCA(cfg.Secret)
 	if err != nil {
 		return nil, err
@@ -187,6 +192,40 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	})
 	lg.Info("cluster node started", "node", fmt.Sprintf("%016x", self.ID), "addr", self.Addr, "members", len(members))
 	return n, nil
+}
+
+// IsMember reports whether dataDir belongs to a member of a cluster (it
+// holds an etcd member's data): such a directory must not be opened as a
+// single node, whose catalog is elsewhere and which would drop the
+// cluster's keyspaces as orphans.
+func IsMember(dataDir string) bool {
+	_, err := os.Stat(filepath.Join(dataDir, etcdDir))
+	return err == nil
+}
+
+// ErrNotEmpty is returned by StartNode for a data directory that holds a
+// single node's data: a new member starts empty.
+var ErrNotEmpty = errors.New("cluster: the data directory holds a single node's data; a new member of a cluster starts with an empty one (moving a single node's data into a cluster is not supported yet)")
+
+// checkEmpty refuses to make a member of a data directory that already
+// holds a single node's catalog or keyspaces: the cluster's catalog would
+// not know them, and the engine would drop them as orphans.
+func checkEmpty(ctx context.Context, cfg NodeConfig) error {
+	if IsMember(cfg.DataDir) {
+		return nil
+	}
+	ks, err := cfg.Local.Keyspaces(ctx)
+	if err != nil {
+		return err
+	}
+	records := 0
+	if err := cfg.Local.Meta().Load(ctx, "", func(string, []byte) error { records++; return nil }); err != nil {
+		return err
+	}
+	if len(ks) > 0 || records > 0 {
+		return fmt.Errorf("%w: %s (%d keyspaces, %d catalog records)", ErrNotEmpty, cfg.DataDir, len(ks), records)
+	}
+	return nil
 }
 
 // ID is this node's id.

@@ -100,6 +100,10 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 	}
 	var host replica.Host = local
 	var meta catalog.Backend = local.Meta()
+	if cfg.Cluster.Addr == "" && cluster.IsMember(cfg.Store.Dir) {
+		_ = st.Close()
+		return nil, fmt.Errorf("the data directory %s belongs to a member of a cluster: start it with --cluster-addr, --join and --cluster-secret as before", cfg.Store.Dir)
+	}
 	if cfg.Cluster.Addr != "" {
 		s.node, err = cluster.StartNode(ctx, cluster.NodeConfig{DataDir: cfg.Store.Dir, Addr: cfg.Cluster.Addr, Join: cfg.Cluster.Join,
 			Secret: []byte(cfg.Cluster.Secret), Store: st, Local: local, Logger: log})
