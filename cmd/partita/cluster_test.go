@@ -32,18 +32,41 @@ type clusterNode struct {
 // peer port) are both free.
 func clusterPort(t *testing.T) string {
 	t.Helper()
-	for range 50 {
-		a := freePort(t)
-		host, port, _ := net.SplitHostPort(a)
-		p, _ := strconv.Atoi(port)
-		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p+1)))
-		if err == nil {
+	return freeAddrs(t, 1, true)[0]
+}
+
+// freeAddrs returns n distinct free loopback addresses (with pairs: each
+// port+1 free too). Every listener stays open until all are chosen, so the
+// system cannot hand out one port twice.
+func freeAddrs(t *testing.T, n int, pairs bool) []string {
+	t.Helper()
+	var held []net.Listener
+	defer func() {
+		for _, ln := range held {
 			ln.Close()
-			return a
 		}
+	}()
+	var out []string
+	for tries := 0; len(out) < n; tries++ {
+		if tries == 50*n {
+			t.Fatal("no free loopback ports")
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, ln)
+		if pairs {
+			p := ln.Addr().(*net.TCPAddr).Port
+			next, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p+1)))
+			if err != nil {
+				continue
+			}
+			held = append(held, next)
+		}
+		out = append(out, ln.Addr().String())
 	}
-	t.Fatal("no free pair of ports")
-	return ""
+	return out
 }
 
 // newCluster lays out n nodes (ports and data directories) without
@@ -51,11 +74,33 @@ func clusterPort(t *testing.T) string {
 func newCluster(t *testing.T, n int) []*clusterNode {
 	t.Helper()
 	dir := t.TempDir()
+	// Cluster ports (with their etcd peer ports) first, all held, then
+	// the API ports, so that none collides with another.
+	var held []net.Listener
+	cps := freeAddrs(t, n, true)
+	for _, a := range cps {
+		for _, p := range []string{a, portPlusOne(a)} {
+			if ln, err := net.Listen("tcp", p); err == nil {
+				held = append(held, ln)
+			}
+		}
+	}
+	aps := freeAddrs(t, n, false)
+	for _, ln := range held {
+		ln.Close()
+	}
 	nodes := make([]*clusterNode, n)
 	for i := range nodes {
-		nodes[i] = &clusterNode{addr: freePort(t), clusterAddr: clusterPort(t), data: filepath.Join(dir, fmt.Sprintf("n%d", i+1))}
+		nodes[i] = &clusterNode{addr: aps[i], clusterAddr: cps[i], data: filepath.Join(dir, fmt.Sprintf("n%d", i+1))}
 	}
 	return nodes
+}
+
+// portPlusOne returns addr with its port plus one.
+func portPlusOne(addr string) string {
+	host, port, _ := net.SplitHostPort(addr)
+	p, _ := strconv.Atoi(port)
+	return net.JoinHostPort(host, strconv.Itoa(p+1))
 }
 
 // startNode starts node i of nodes and waits for its ready line (which

@@ -45,9 +45,6 @@ type Config struct {
 	// trailing whitespace) with 401, and ids with control characters with
 	// 400, as the Cosmos DB emulator does. Default false.
 	EmulatorIDQuirks bool
-	// CertPEM is the server's TLS certificate, served unauthenticated at
-	// /_explorer/emulator.pem as the emulator does; nil without TLS.
-	CertPEM []byte
 	// MaxBodyBytes bounds request bodies. Default 16 MiB.
 	MaxBodyBytes int64
 	// TLS reports whether the server is served over TLS (for the advertised
@@ -271,12 +268,6 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	r, err := h.keepBody(r)
 	if err != nil {
 		h.writeError(w, r, err)
-		return
-	}
-	if p := r.URL.Path; strings.HasPrefix(p, explorerPrefix) || p == strings.TrimSuffix(explorerPrefix, "/") {
-		if err := h.explorer(w, r); err != nil {
-			h.writeError(w, r, err)
-		}
 		return
 	}
 	folded, err := foldQuery(leadingSlash(r))

@@ -17,31 +17,45 @@ import (
 // next (the etcd peer port) were both free a moment ago.
 func freeClusterAddr(t *testing.T) string {
 	t.Helper()
-	for range 50 {
+	return freeClusterAddrs(t, 1)[0]
+}
+
+// freeClusterAddrs returns n distinct loopback addresses whose ports and
+// ports+1 were all free at once: every listener stays open until all are
+// chosen, so the system cannot hand out one port twice.
+func freeClusterAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	var held []net.Listener
+	defer func() {
+		for _, ln := range held {
+			ln.Close()
+		}
+	}()
+	var out []string
+	for tries := 0; len(out) < n; tries++ {
+		if tries == 50*n {
+			t.Fatal("no free pairs of loopback ports")
+		}
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
+		held = append(held, ln)
 		port := ln.Addr().(*net.TCPAddr).Port
 		next, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+1))
-		ln.Close()
-		if err == nil {
-			next.Close()
-			return ln.Addr().String()
+		if err != nil {
+			continue
 		}
+		held = append(held, next)
+		out = append(out, ln.Addr().String())
 	}
-	t.Fatal("no free pair of loopback ports")
-	return ""
+	return out
 }
 
 // testMembers returns n members on free loopback ports.
 func testMembers(t *testing.T, n int) []Member {
 	t.Helper()
-	var join []string
-	for range n {
-		join = append(join, freeClusterAddr(t))
-	}
-	ms, err := Members(join)
+	ms, err := Members(freeClusterAddrs(t, n))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -133,7 +133,7 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 	}
 	acfg := api.Config{
 		AccountID: accountID, AdvertiseEndpoint: cfg.API.AdvertiseEndpoint, Consistency: consistency,
-		EmulatorIDQuirks: compat, TLS: cfg.Server.TLS, CertPEM: s.certPEM,
+		EmulatorIDQuirks: compat, TLS: cfg.Server.TLS,
 	}
 	if s.node != nil {
 		acfg.Forward, acfg.Replicated = forwarder(s.node, "api"), true
@@ -164,7 +164,7 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 	// node has one, for the requests other nodes' compute listeners forward.
 	var compute *api.Handler
 	if cfg.Server.ComputeGatewayAddr != "" || s.node != nil {
-		ccfg := api.Config{AccountID: accountID, Consistency: consistency, TLS: cfg.Server.TLS, CertPEM: s.certPEM}
+		ccfg := api.Config{AccountID: accountID, Consistency: consistency, TLS: cfg.Server.TLS}
 		if s.node != nil {
 			ccfg.Forward, ccfg.Replicated = forwarder(s.node, "compute"), true
 		}
