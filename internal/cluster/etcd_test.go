@@ -13,13 +13,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// freeClusterAddr returns a loopback cluster address whose port and the
-// next (the etcd peer port) were both free a moment ago.
-func freeClusterAddr(t *testing.T) string {
-	t.Helper()
-	return freeClusterAddrs(t, 1)[0]
-}
-
 // freeClusterAddrs returns n distinct loopback addresses whose ports and
 // ports+1 were all free at once: every listener stays open until all are
 // chosen, so the system cannot hand out one port twice.
