@@ -216,6 +216,17 @@ func TestClusterBinary(t *testing.T) {
 		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, &azcosmos.CreateContainerOptions{ThroughputProperties: &tp}); err != nil {
 		t.Fatal(err)
 	}
+	// A container created through node 2 is there at once through node 3
+	// (a lookup that misses syncs with the shared catalog first).
+	c2 := client(t, nodes[1].endpoint, nodes[1].data)
+	db2, _ := c2.NewDatabase("db")
+	if _, err := db2.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "made-on-2",
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nodes[2].container(t, "db", "made-on-2").Read(ctx, nil); err != nil {
+		t.Fatalf("node 3 reading the container node 2 just created: %v", err)
+	}
 	ccs := make([]*azcosmos.ContainerClient, len(nodes))
 	for i, n := range nodes {
 		ccs[i] = n.container(t, "db", "c")

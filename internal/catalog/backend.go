@@ -54,10 +54,27 @@ type Shared interface {
 	// granted, and returns the lock's release. Apply is fenced by the lock:
 	// it fails once the lock is lost.
 	Lock(ctx context.Context) (unlock func(), err error)
+	// Sync returns once this node has passed to Observe every change made
+	// to the backend before the call.
+	Sync(ctx context.Context) error
 }
 
 // lockTimeout bounds how long a write waits for a shared backend's lock.
 const lockTimeout = 10 * time.Second
+
+// Sync returns once the catalog's memory holds every change other nodes
+// made to a shared backend before the call; at once for a backend only this
+// node writes. A node that misses a record it is asked for syncs before it
+// answers that the record does not exist.
+func (c *Catalog) Sync(ctx context.Context) error {
+	if c.shared == nil {
+		return nil
+	}
+	return c.shared.Sync(ctx)
+}
+
+// Shared reports whether other nodes write the catalog's backend too.
+func (c *Catalog) Shared() bool { return c.shared != nil }
 
 // lockWrite takes the catalog's write locks, the cluster-wide one first
 // (a shared backend), then the local mutex; the caller calls the release.

@@ -43,6 +43,9 @@ func (n sharedNode) Lock(context.Context) (func(), error) {
 	return n.s.lock.Unlock, nil
 }
 
+// Sync returns at once: Apply passes every change on before it returns.
+func (n sharedNode) Sync(context.Context) error { return nil }
+
 func (n sharedNode) Apply(set map[string][]byte, del []string) error {
 	if err := n.s.memBackend.Apply(set, del); err != nil {
 		return err

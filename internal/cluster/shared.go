@@ -239,6 +239,20 @@ func (s *SharedCatalog) Lock(ctx context.Context) (func(), error) {
 	return release, nil
 }
 
+// Sync returns once every change to the catalog made before the call has
+// been passed to the catalog: it reads etcd's current revision (a
+// linearizable read) and waits for the watch to pass it.
+func (s *SharedCatalog) Sync(ctx context.Context) error {
+	if err := s.Err(); err != nil {
+		return err
+	}
+	resp, err := s.cli.Get(ctx, CatalogLockKey, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return fmt.Errorf("cluster: catalog sync: %w", err)
+	}
+	return s.caughtUp(ctx, resp.Header.Revision)
+}
+
 // caughtUp waits until every change up to revision rev is passed on, asking
 // etcd for a progress notification so that an idle watch reports it.
 func (s *SharedCatalog) caughtUp(ctx context.Context, rev int64) error {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -64,6 +65,20 @@ func TestSharedCatalogEtcd(t *testing.T) {
 		kb, err := b.Container("db", "c")
 		return err == nil && kb.RID == k.RID
 	})
+	// After Sync, a change node a made before it is in node b's catalog at
+	// once: no waiting.
+	for i := range 20 {
+		id := fmt.Sprintf("sync%d", i)
+		if _, err := a.CreateDatabase(id, catalog.Throughput{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Sync(opCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Database(id); err != nil {
+			t.Fatalf("node b, synced after node a created %s: %v", id, err)
+		}
+	}
 
 	type block struct{ first, limit uint64 }
 	var (

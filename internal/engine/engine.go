@@ -230,9 +230,31 @@ func New(ctx context.Context, host replica.Host, meta catalog.Backend, cfg Confi
 	return e, nil
 }
 
-// container returns the catalog entry of db/coll, or a 404.
+// catalogSyncWait bounds how long a lookup that misses waits for a shared
+// catalog to catch up with changes other nodes made.
+const catalogSyncWait = 2 * time.Second
+
+// syncedAfterMiss reports whether err is a catalog miss after which the
+// catalog, shared with other nodes, has synced: the lookup is worth
+// repeating.
+func (e *Engine) syncedAfterMiss(err error) bool {
+	if !errors.Is(err, catalog.ErrNotFound) || !e.cat.Shared() {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), catalogSyncWait)
+	defer cancel()
+	return e.cat.Sync(ctx) == nil
+}
+
+// container returns the catalog entry of db/coll, or a 404. With a catalog
+// other nodes share, a miss first waits until this node has followed every
+// change made before it (Catalog.Sync): a container created through
+// another node a moment ago is found here too.
 func (e *Engine) container(db, coll string) (*catalog.Container, error) {
 	c, err := e.cat.Container(db, coll)
+	if e.syncedAfterMiss(err) {
+		c, err = e.cat.Container(db, coll)
+	}
 	if errors.Is(err, catalog.ErrNotFound) {
 		if _, dbErr := e.cat.Database(db); dbErr != nil {
 			return nil, translate(fmt.Errorf("database %s: %w", db, err))
@@ -264,6 +286,9 @@ func (e *Engine) CreateDatabase(id string, tp Throughput) (Resource, error) {
 // ReadDatabase returns a database, or 404.
 func (e *Engine) ReadDatabase(id string) (Resource, error) {
 	d, err := e.cat.Database(id)
+	if e.syncedAfterMiss(err) {
+		d, err = e.cat.Database(id)
+	}
 	if err != nil {
 		return Resource{}, translate(err)
 	}
@@ -294,6 +319,9 @@ func (e *Engine) Databases() [][]byte {
 // DatabaseRID returns database id's _rid, or 404.
 func (e *Engine) DatabaseRID(id string) (string, error) {
 	d, err := e.cat.Database(id)
+	if e.syncedAfterMiss(err) {
+		d, err = e.cat.Database(id)
+	}
 	if err != nil {
 		return "", translate(err)
 	}
