@@ -343,7 +343,12 @@ func TestClusterChangeFeedDrain(t *testing.T) {
 	const total = 50
 	for i := range total {
 		body := fmt.Appendf(nil, `{"id":"item%d","pk":"pk%d"}`, i, i)
-		if _, err := cc.CreateItem(ctx, azcosmos.NewPartitionKeyString(fmt.Sprintf("pk%d", i)), body, nil); err != nil {
+		// Upserts, retried: a new container's groups may still be electing
+		// their leaders.
+		if err := retry(ctx, 30*time.Second, func(ctx context.Context) error {
+			_, err := cc.UpsertItem(ctx, azcosmos.NewPartitionKeyString(fmt.Sprintf("pk%d", i)), body, nil)
+			return err
+		}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -382,9 +387,25 @@ func TestClusterChangeFeedDrain(t *testing.T) {
 }
 
 // checkClusterStatus runs `partita cluster status --json` against every
-// node and checks that they agree on each keyspace's leader, and that
-// exactly that node says it leads it.
+// node until they agree on each keyspace's leader and exactly that node
+// says it leads it (a group created a moment ago may still be electing):
+// at most 20 s.
 func checkClusterStatus(t *testing.T, bin string, nodes []*clusterNode) {
+	t.Helper()
+	var problems []string
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		problems = clusterStatusProblems(t, bin, nodes)
+		if len(problems) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+}
+
+// clusterStatusProblems returns what is wrong with the nodes' views now.
+func clusterStatusProblems(t *testing.T, bin string, nodes []*clusterNode) []string {
 	t.Helper()
 	eps := make([]string, len(nodes))
 	for i, n := range nodes {
@@ -422,13 +443,15 @@ func checkClusterStatus(t *testing.T, bin string, nodes []*clusterNode) {
 		}
 	}
 	if len(leaders) == 0 {
-		t.Fatalf("partita cluster status lists no keyspace:\n%s", out)
+		return []string{"partita cluster status lists no keyspace:\n" + string(out)}
 	}
+	var problems []string
 	for ks, names := range leaders {
 		if len(names) != 1 || len(leading[ks]) != 1 || !names[leading[ks][0]] {
-			t.Errorf("keyspace %d: leaders named %v, nodes leading %v; want one, the same", ks, names, leading[ks])
+			problems = append(problems, fmt.Sprintf("keyspace %d: leaders named %v, nodes leading %v; want one, the same", ks, names, leading[ks]))
 		}
 	}
+	return problems
 }
 
 // TestClusterRefusesForeignDataDir: a data directory with a single node's
