@@ -1,8 +1,19 @@
 // Package cluster holds what turns Partita nodes into a cluster
-// (docs/cluster.md): node identities and credentials, the embedded etcd
-// member that is the control plane, the catalog's etcd backend, and the
-// transport that carries Raft messages between nodes.
+// (docs/cluster.md): the node itself, node identities and credentials, the
+// embedded etcd member that is the control plane, the catalog's etcd
+// backend, the keyspaces as Raft groups, and the transport that carries
+// Raft messages and forwarded requests between nodes.
 //
+//   - Node (node.go): StartNode runs a member in the server's process: the
+//     cluster listener (mutual TLS, HTTP/2: RaftPath for Raft messages,
+//     ForwardPath for requests other nodes forward), the etcd member, the
+//     shared catalog, the replication host and its driver, and Keyspaces.
+//     Forward sends a request this node cannot serve to its partition's
+//     leader; Status is the node's view (partita cluster status). A member
+//     starts only on an empty data directory (IsMember, ErrNotEmpty).
+//   - Keyspaces (keyspaces.go): the engine's replica.Host in a cluster:
+//     every keyspace a Raft group with every member as voter, created on
+//     first use; idle leaders publish their stable marks.
 //   - Members and NodeID (members.go): the --join list as sorted members,
 //     each with a node id derived from its cluster address (SHA-256, never
 //     0), its canonical address (also its etcd member name) and its etcd
@@ -15,16 +26,15 @@
 //   - StartEtcd and Etcd (etcd.go): the node's etcd member, its peers on
 //     mutual TLS with the node's certificate, its client listener a Unix
 //     socket in the data directory; Etcd.Client is connected to it.
-//   - Backend (backend.go): catalog.Backend over etcd, each Apply one
-//     transaction; a Fenced backend writes only while its writer holds the
-//     election it won (Fence), so a deposed catalog leader cannot overwrite
-//     its successor.
+//   - Backend (backend.go) and SharedCatalog (shared.go): catalog.Backend
+//     over etcd, each Apply one transaction, fenced by the cluster-wide
+//     catalog lock; a watch feeds the other nodes' changes to the catalog.
 //   - Transport (transport.go): replication.Transport over HTTP/2 and
 //     mutual TLS: per peer a bounded queue and a goroutine posting batches
 //     of length-prefixed protobuf frames to RaftPath, and the handler that
 //     receives them. It drops rather than blocks.
 //
-// Not here yet (docs/cluster.md, stage 2): the node records with liveness
-// leases, placement, leader balance, request forwarding and snapshots sent
-// apart from Raft messages.
+// Not here yet (docs/cluster.md): node records with liveness leases,
+// placement of replicas on a subset of the members, leader balance,
+// membership changes and snapshots sent apart from Raft messages.
 package cluster
