@@ -13,8 +13,12 @@
 //     logical partition (never wider), held across read-check-write, and are
 //     durable when acknowledged (the store syncs its WAL, shared between
 //     concurrent writers).
-//   - The engine reaches partition data only through the partitions
-//     interface (DESIGN §5), so replication can later sit behind it.
+//   - The engine reaches partition data only through package replica's
+//     seam (DESIGN §5), so replication sits behind it: in a cluster
+//     (Config.Replicated, cluster.go) a transaction asks its keyspace's
+//     replica Lead() before it reads, linearizable reads Sync() each
+//     keyspace first, and reconcile does on each keyspace's leader what a
+//     single node does inline when the catalog changes.
 //
 // Domain errors are translated to *status.Error here, in errors.go.
 package engine
