@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -51,9 +52,9 @@ func freeAddrs(t *testing.T, n int, pairs bool) []string {
 		if tries == 50*n {
 			t.Fatal("no free loopback ports")
 		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(stablePort())))
 		if err != nil {
-			t.Fatal(err)
+			continue
 		}
 		held = append(held, ln)
 		if pairs {
@@ -67,6 +68,23 @@ func freeAddrs(t *testing.T, n int, pairs bool) []string {
 		out = append(out, ln.Addr().String())
 	}
 	return out
+}
+
+// stablePort returns a random port below the kernel's ephemeral range.
+// A cluster node is restarted on the ports it had; a port from the
+// ephemeral range may meanwhile be handed to any connection or ":0"
+// listener on the machine (CI saw etcd's peer port taken so), while one
+// below it is never handed out by the kernel.
+func stablePort() int {
+	lo := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 12000 {
+				lo = n
+			}
+		}
+	}
+	return 10000 + rand.IntN(lo-10000-1)
 }
 
 // newCluster lays out n nodes (ports and data directories) without

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -29,9 +32,9 @@ func freeClusterAddrs(t *testing.T, n int) []string {
 		if tries == 50*n {
 			t.Fatal("no free pairs of loopback ports")
 		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(stablePort()))
 		if err != nil {
-			t.Fatal(err)
+			continue
 		}
 		held = append(held, ln)
 		port := ln.Addr().(*net.TCPAddr).Port
@@ -43,6 +46,21 @@ func freeClusterAddrs(t *testing.T, n int) []string {
 		out = append(out, ln.Addr().String())
 	}
 	return out
+}
+
+// stablePort returns a random port below the kernel's ephemeral range, so
+// that a member restarted on its ports finds them free: a port from the
+// ephemeral range may meanwhile be handed to any connection on the machine.
+func stablePort() int {
+	lo := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 12000 {
+				lo = n
+			}
+		}
+	}
+	return 10000 + rand.IntN(lo-10000-1)
 }
 
 // testMembers returns n members on free loopback ports.
