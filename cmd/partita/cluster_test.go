@@ -229,7 +229,9 @@ func TestClusterBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	db, _ := c1.NewDatabase("db")
-	tp := azcosmos.NewManualThroughputProperties(400)
+	// 60,000 RU/s: six physical partitions, each its keyspace and Raft
+	// group, whose leaders the nodes must spread evenly.
+	tp := azcosmos.NewManualThroughputProperties(60000)
 	if _, err := db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "c",
 		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, &azcosmos.CreateContainerOptions{ThroughputProperties: &tp}); err != nil {
 		t.Fatal(err)
@@ -405,9 +407,9 @@ func TestClusterChangeFeedDrain(t *testing.T) {
 }
 
 // checkClusterStatus runs `partita cluster status --json` against every
-// node until they agree on each keyspace's leader and exactly that node
-// says it leads it (a group created a moment ago may still be electing):
-// at most 20 s.
+// node until they agree on each keyspace's leader, exactly that node says
+// it leads it (a group created a moment ago may still be electing), and
+// the leaders are balanced over the nodes: at most 20 s.
 func checkClusterStatus(t *testing.T, bin string, nodes []*clusterNode) {
 	t.Helper()
 	var problems []string
@@ -464,10 +466,24 @@ func clusterStatusProblems(t *testing.T, bin string, nodes []*clusterNode) []str
 		return []string{"partita cluster status lists no keyspace:\n" + string(out)}
 	}
 	var problems []string
+	count := map[string]int{} // node → keyspaces it leads
+	for _, v := range views {
+		count[v.Node] = 0
+	}
 	for ks, names := range leaders {
 		if len(names) != 1 || len(leading[ks]) != 1 || !names[leading[ks][0]] {
 			problems = append(problems, fmt.Sprintf("keyspace %d: leaders named %v, nodes leading %v; want one, the same", ks, names, leading[ks]))
+			continue
 		}
+		count[leading[ks][0]]++
+	}
+	// Leader balance: no node leads two more keyspaces than another.
+	lo, hi := len(leaders), 0
+	for _, c := range count {
+		lo, hi = min(lo, c), max(hi, c)
+	}
+	if len(problems) == 0 && hi-lo > 1 {
+		problems = append(problems, fmt.Sprintf("leaders are not balanced: keyspaces led per node %v", count))
 	}
 	return problems
 }

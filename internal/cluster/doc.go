@@ -14,6 +14,9 @@
 //   - Keyspaces (keyspaces.go): the engine's replica.Host in a cluster:
 //     every keyspace a Raft group with every member as voter, created on
 //     first use; idle leaders publish their stable marks.
+//   - Leader balance (balance.go): every second each node hands one group
+//     it leads to the member leading the fewest, while it leads two more
+//     (Raft leadership transfer, replication.Host.TransferLeader).
 //   - Members and NodeID (members.go): the --join list as sorted members,
 //     each with a node id derived from its cluster address (SHA-256, never
 //     0), its canonical address (also its etcd member name) and its etcd
@@ -35,6 +38,6 @@
 //     receives them. It drops rather than blocks.
 //
 // Not here yet (docs/cluster.md): node records with liveness leases,
-// placement of replicas on a subset of the members, leader balance,
-// membership changes and snapshots sent apart from Raft messages.
+// placement of replicas on a subset of the members, load-based leader
+// balance, membership changes and snapshots sent apart from Raft messages.
 package cluster

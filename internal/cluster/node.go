@@ -190,6 +190,18 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 			}
 		}
 	})
+	n.wg.Go(func() {
+		t := time.NewTicker(balanceInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-t.C:
+				n.balanceLeaders()
+			}
+		}
+	})
 	lg.Info("cluster node started", "node", fmt.Sprintf("%016x", self.ID), "addr", self.Addr, "members", len(members))
 	return n, nil
 }

@@ -42,6 +42,11 @@ type Cluster struct {
 	// Secret is the secret every member shares, at least 16 bytes: the
 	// cluster's certificate authority derives from it.
 	Secret string
+	// Replicas is how many replicas each physical partition has (default
+	// 3). Every member holds a replica of every partition for now, so a
+	// cluster has at most Replicas members; one with fewer members has a
+	// replica on each.
+	Replicas int
 }
 
 // Server configures the listener.
@@ -192,6 +197,7 @@ func Default() Config {
 		API:     API{Consistency: "Session"},
 		Engine:  Engine{GatewayQuery: "gateway", RateLimit: "auto", LogicalPartitionMaxBytes: 20 << 30, PartitionMaxBytes: 50 << 30, PartitionMaxRU: 10000},
 		Logging: Logging{Level: "info", Format: "text"},
+		Cluster: Cluster{Replicas: 3},
 	}
 }
 
@@ -229,6 +235,13 @@ func (c Config) Validate() error {
 		}
 		if len(cl.Secret) < 16 {
 			bad("cluster-secret is required with cluster-addr, at least 16 bytes, the same on every member")
+		}
+		switch members := len(slices.Compact(slices.Sorted(slices.Values(cl.Join)))); {
+		case cl.Replicas < 1:
+			bad("replicas %d: want 1 or more", cl.Replicas)
+		case members > cl.Replicas:
+			bad("replicas %d with %d members in join: every member holds a replica of every partition for now; "+
+				"placing a partition's replicas on some of the members is not supported yet (docs/cluster.md)", cl.Replicas, members)
 		}
 	}
 	if c.Store.CacheMB < 8 {

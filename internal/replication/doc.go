@@ -10,6 +10,8 @@
 // term; every replica applies the entry only if its log term is that tag.
 // A node proposes only as the settled leader of a term (it has applied an
 // entry of that term), so its evaluation saw every earlier commit.
+// TransferLeader hands a group's leadership to a caught-up voter (leader
+// balance); the leader counts as unsettled while it does.
 //
 // The host's core is synchronous and owns no goroutine or clock: Tick,
 // Step and Process drive it, so the simulator (sim_test.go) runs several

@@ -315,7 +315,7 @@ func (h *Host) Campaign(group uint64) error {
 type Leader struct {
 	ID      uint64 // the leader's node id; 0 when unknown
 	Term    uint64
-	Settled bool   // this node leads Term and has applied an entry of it
+	Settled bool   // this node leads Term, has applied an entry of it and is not handing leadership over
 	LSN     uint64 // the largest LSN applied here
 	Stable  uint64 // the stable LSN applied here
 	Applied uint64 // the last log index applied here
@@ -337,7 +337,7 @@ func (h *Host) Leader(group uint64) (Leader, error) {
 	if !ok {
 		return Leader{}, ErrNoGroup
 	}
-	return Leader{ID: g.soft.Lead, Term: g.term, Settled: g.settled, LSN: g.applied.LSN, Stable: g.applied.Stable, Applied: g.applied.Index}, nil
+	return Leader{ID: g.soft.Lead, Term: g.term, Settled: g.settled && !g.transferring(), LSN: g.applied.LSN, Stable: g.applied.Stable, Applied: g.applied.Index}, nil
 }
 
 // Propose proposes p to group, whose settled leader this node must be in
@@ -351,7 +351,7 @@ func (h *Host) Propose(group uint64, p Proposal) (*Waiter, error) {
 	if !ok {
 		return nil, ErrNoGroup
 	}
-	if !g.settled || g.term != p.Term {
+	if !g.settled || g.term != p.Term || g.transferring() {
 		return nil, ErrNotLeader
 	}
 	h.nextID++
