@@ -42,6 +42,12 @@ if [ -z "$results" ]; then
   exit 2
 fi
 echo "$results" | awk '{printf "%-5s %s\n", $1, $2}'
+# A failed test's own output (its t.Fatal lines), so that a failure explains itself.
+for t in $(echo "$results" | awk '$1 == "fail" {print $2}'); do
+  echo "--- output of $t:"
+  grep -F "\"Test\":\"$t" "$json" | grep '"Action":"output"' |
+    sed 's/.*"Output":"\(.*\)"}$/\1/; s/\\n$//; s/\\t/    /g; s/\\"/"/g' | tail -40
+done
 p=$(echo "$results" | grep -c '^pass ' || true)
 f=$(echo "$results" | grep -c '^fail ' || true)
 s=$(echo "$results" | grep -c '^skip ' || true)

@@ -45,9 +45,17 @@ func (h *Handler) partitions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	body, err := json.Marshal(struct {
+	out := struct {
 		Partitions []engine.PartitionReport `json:"partitions"`
-	}{reps})
+		// In a cluster: the nodes whose counts the report adds up, and
+		// those it lacks (clusterwide.go).
+		Nodes            int               `json:"nodes,omitempty"`
+		UnreachableNodes []UnreachableNode `json:"unreachableNodes,omitempty"`
+	}{Partitions: reps}
+	if h.cfg.Gather != nil && !forwarded(r) {
+		out.Nodes, out.UnreachableNodes = h.gatherPartitions(r, reps)
+	}
+	body, err := json.Marshal(out)
 	if err != nil {
 		return err
 	}

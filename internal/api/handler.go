@@ -62,6 +62,10 @@ type Config struct {
 	// ClusterStatus, if set, is this node's view of its cluster, served as
 	// JSON at GET /_partita/cluster. Nil on a single node.
 	ClusterStatus func() any
+	// Gather, if set, sends a report's request to every other node of the
+	// cluster, each to answer from what it counts itself, and returns
+	// their answers (clusterwide.go). Nil on a single node.
+	Gather func(r *http.Request) []PeerAnswer
 }
 
 // Handler serves the Cosmos DB REST API. It is safe for concurrent use.

@@ -341,22 +341,7 @@ func (n *Node) Forward(w http.ResponseWriter, r *http.Request, listener string, 
 	if to.ID == 0 {
 		return false, false
 	}
-	var rd io.Reader
-	if body != nil {
-		rd = strings.NewReader(string(body))
-	}
-	u := "https://" + to.Addr + ForwardPath + "/" + listener + r.URL.EscapedPath()
-	if r.URL.RawQuery != "" {
-		u += "?" + r.URL.RawQuery
-	}
-	req, err := http.NewRequestWithContext(r.Context(), r.Method, u, rd)
-	if err != nil {
-		return false, false
-	}
-	req.Header = r.Header.Clone()
-	req.Header.Set(forwardHostHeader, r.Host)
-	req.ContentLength = int64(len(body))
-	resp, err := n.client.Do(req)
+	resp, err := n.send(r.Context(), to, r, listener, body)
 	if err != nil {
 		n.log.Warn("forward a request to the partition's leader", "leader", to.Addr, "err", err)
 		return false, false

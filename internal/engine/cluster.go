@@ -58,6 +58,36 @@ func (e *Engine) Observe(key string, value []byte, deleted bool) error {
 	return nil
 }
 
+// createWait bounds how long a container's creation waits, in a cluster,
+// for its keyspaces' groups to elect leaders.
+const createWait = 10 * time.Second
+
+// awaitLeaders waits, at most createWait, until every keyspace of the new
+// container c has a leader this node knows: an election takes one to two
+// seconds after the groups are created, and a container should take
+// writes once its creation has answered, as in Cosmos DB. (A write
+// arriving before would wait for the election itself, up to the
+// forwarding's bound.) A cluster without a majority cannot elect: the
+// container is created all the same, and its writes answer 503.
+func (e *Engine) awaitLeaders(c *catalog.Container) {
+	deadline := time.Now().Add(createWait)
+	for _, ks := range c.Keyspaces() {
+		for {
+			if rep, err := e.host.Replica(ks); err == nil {
+				err := rep.Lead()
+				if nl, ok := errors.AsType[*replica.NotLeaderError](err); err == nil || ok && nl.Leader != 0 {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				e.log.Warn("a new container's partitions have no leader yet; their writes wait for one", "container", c.Link(), "keyspace", ks)
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
 // Reconcile asks for a reconciliation soon (it does not wait for it): the
 // catalog changed, or another node sent messages for a keyspace this node
 // has no replica of yet.

@@ -341,6 +341,7 @@ func (e *Engine) CreateContainer(db string, body []byte, tp Throughput) (Resourc
 		}
 	} else {
 		e.Reconcile()
+		e.awaitLeaders(c)
 	}
 	e.log.Info("container created", "db", db, "container", c.ID, "ranges", len(c.Ranges))
 	return Resource{Body: c.JSON(), ETag: c.ETag}, nil

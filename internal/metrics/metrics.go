@@ -1,7 +1,9 @@
 // Package metrics owns Partita's Prometheus metrics: a collector that reads
 // the engine's per-partition reports at scrape time (request units charged,
 // 429s, storage, items, logical partitions and provisioned share, labelled by
-// database, container and range) and the handler that serves them. It
+// database, container and range) and, in a cluster, this node's replicas'
+// Raft state (leading, term, applied index, labelled by keyspace), and the
+// handler that serves them. It
 // exports no partition key values: those stay in the authenticated
 // /_partita reports.
 package metrics
@@ -9,6 +11,7 @@ package metrics
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,25 +26,50 @@ type Source interface {
 	AllPartitions(ctx context.Context) ([]engine.ContainerPartitions, error)
 }
 
-type collector struct {
-	src                                     Source
-	charged, throttled                      *prometheus.Desc
-	storage, items, logical, share, ranges_ *prometheus.Desc
+// Replica is this node's replica of one keyspace (a Raft group) in a
+// cluster, for the replication metrics.
+type Replica struct {
+	Keyspace      uint64
+	Leading       bool // this node is its settled leader
+	Term, Applied uint64
+	LeaderKnown   bool // this node knows a leader of it
 }
 
-// NewHandler returns the /metrics handler: partition metrics from src plus
-// Go runtime and process metrics, on a registry of its own.
-func NewHandler(src Source) http.Handler {
+// Replicas lists this node's replicas (nil on a single node).
+type Replicas func() []Replica
+
+type collector struct {
+	src                                     Source
+	replicas                                Replicas
+	charged, throttled                      *prometheus.Desc
+	storage, items, logical, share, ranges_ *prometheus.Desc
+	leading, leaderless, term, applied, led *prometheus.Desc
+}
+
+// NewHandler returns the /metrics handler: partition metrics from src,
+// replication metrics from replicas in a cluster (nil on a single node),
+// plus Go runtime and process metrics, on a registry of its own. In a
+// cluster each node exports what it counts itself (request units charged
+// on it, its 429s) and its replicas' state: sum the counters over the
+// nodes for the cluster's totals.
+func NewHandler(src Source, replicas Replicas) http.Handler {
 	labels := []string{"db", "container", "range"}
+	ks := []string{"keyspace"}
 	c := &collector{
-		src:       src,
-		charged:   prometheus.NewDesc("partita_partition_request_units_total", "Request units charged to the physical partition since the server started.", labels, nil),
-		throttled: prometheus.NewDesc("partita_partition_throttled_total", "Requests refused with 429 by the physical partition since the server started.", labels, nil),
-		storage:   prometheus.NewDesc("partita_partition_storage_bytes", "Item bytes stored in the physical partition.", labels, nil),
-		items:     prometheus.NewDesc("partita_partition_items", "Items stored in the physical partition.", labels, nil),
-		logical:   prometheus.NewDesc("partita_partition_logical_partitions", "Logical partitions in the physical partition.", labels, nil),
-		share:     prometheus.NewDesc("partita_partition_provisioned_request_units_per_second", "The physical partition's share of the provisioned throughput (0: not enforced).", labels, nil),
-		ranges_:   prometheus.NewDesc("partita_container_physical_partitions", "Physical partitions of the container.", []string{"db", "container"}, nil),
+		src:        src,
+		replicas:   replicas,
+		leading:    prometheus.NewDesc("partita_keyspace_leading", "1 if this node is the settled leader of the keyspace's Raft group, else 0.", ks, nil),
+		leaderless: prometheus.NewDesc("partita_keyspace_leader_unknown", "1 if this node knows no leader of the keyspace's Raft group, else 0.", ks, nil),
+		term:       prometheus.NewDesc("partita_keyspace_raft_term", "The Raft term of this node's replica of the keyspace.", ks, nil),
+		applied:    prometheus.NewDesc("partita_keyspace_applied_index", "The last Raft log index applied by this node's replica of the keyspace.", ks, nil),
+		led:        prometheus.NewDesc("partita_node_keyspaces_led", "Keyspaces (Raft groups) this node leads.", nil, nil),
+		charged:    prometheus.NewDesc("partita_partition_request_units_total", "Request units charged to the physical partition since the server started.", labels, nil),
+		throttled:  prometheus.NewDesc("partita_partition_throttled_total", "Requests refused with 429 by the physical partition since the server started.", labels, nil),
+		storage:    prometheus.NewDesc("partita_partition_storage_bytes", "Item bytes stored in the physical partition.", labels, nil),
+		items:      prometheus.NewDesc("partita_partition_items", "Items stored in the physical partition.", labels, nil),
+		logical:    prometheus.NewDesc("partita_partition_logical_partitions", "Logical partitions in the physical partition.", labels, nil),
+		share:      prometheus.NewDesc("partita_partition_provisioned_request_units_per_second", "The physical partition's share of the provisioned throughput (0: not enforced).", labels, nil),
+		ranges_:    prometheus.NewDesc("partita_container_physical_partitions", "Physical partitions of the container.", []string{"db", "container"}, nil),
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -52,9 +80,38 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.charged, c.throttled, c.storage, c.items, c.logical, c.share, c.ranges_} {
 		ch <- d
 	}
+	if c.replicas != nil {
+		for _, d := range []*prometheus.Desc{c.leading, c.leaderless, c.term, c.applied, c.led} {
+			ch <- d
+		}
+	}
+}
+
+// collectReplicas sends the replication metrics.
+func (c *collector) collectReplicas(ch chan<- prometheus.Metric) {
+	led := 0
+	for _, r := range c.replicas() {
+		k := strconv.FormatUint(r.Keyspace, 10)
+		leading, unknown := 0.0, 1.0
+		if r.Leading {
+			leading = 1
+			led++
+		}
+		if r.LeaderKnown {
+			unknown = 0
+		}
+		ch <- prometheus.MustNewConstMetric(c.leading, prometheus.GaugeValue, leading, k)
+		ch <- prometheus.MustNewConstMetric(c.leaderless, prometheus.GaugeValue, unknown, k)
+		ch <- prometheus.MustNewConstMetric(c.term, prometheus.GaugeValue, float64(r.Term), k)
+		ch <- prometheus.MustNewConstMetric(c.applied, prometheus.CounterValue, float64(r.Applied), k)
+	}
+	ch <- prometheus.MustNewConstMetric(c.led, prometheus.GaugeValue, float64(led))
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	if c.replicas != nil {
+		c.collectReplicas(ch)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	all, err := c.src.AllPartitions(ctx)

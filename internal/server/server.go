@@ -139,6 +139,7 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 		acfg.Forward, acfg.Replicated = forwarder(s.node, "api"), true
 		node := s.node
 		acfg.ClusterStatus = func() any { return node.Status() }
+		acfg.Gather = gatherer(node, "api")
 	}
 	handler := api.New(acfg, eng, verifier, now, log)
 	if s.node != nil {
@@ -187,7 +188,7 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 			_ = s.Close()
 			return nil, fmt.Errorf("listen on %s: %w", addr, err)
 		}
-		s.metricsHTTP = newMetricsServer(eng, log)
+		s.metricsHTTP = newMetricsServer(eng, s.node, log)
 	}
 	return s, nil
 }
@@ -315,9 +316,19 @@ func newHTTPServer(handler http.Handler, tlsConf *tls.Config, log *slog.Logger) 
 // values but do name databases and containers and their sizes, which is why
 // they have a listener of their own (bind it to loopback or a private
 // network) rather than a path on the API's.
-func newMetricsServer(eng *engine.Engine, log *slog.Logger) *http.Server {
+func newMetricsServer(eng *engine.Engine, node *cluster.Node, log *slog.Logger) *http.Server {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", metrics.NewHandler(eng))
+	var replicas metrics.Replicas
+	if node != nil {
+		replicas = func() []metrics.Replica {
+			var out []metrics.Replica
+			for _, k := range node.Status().Keyspaces {
+				out = append(out, metrics.Replica{Keyspace: k.ID, Leading: k.Leading, Term: k.Term, Applied: k.Applied, LeaderKnown: k.Leader != ""})
+			}
+			return out
+		}
+	}
+	mux.Handle("GET /metrics", metrics.NewHandler(eng, replicas))
 	return &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -496,6 +507,18 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener, timeout time.
 
 // forwarder is the API's Forwarder over node, for the API listener named
 // listener (the leader serves the request as its listener of that name).
+// gatherer is api.Config.Gather over node: listener's requests sent to
+// every other member.
+func gatherer(node *cluster.Node, listener string) func(*http.Request) []api.PeerAnswer {
+	return func(r *http.Request) []api.PeerAnswer {
+		var out []api.PeerAnswer
+		for _, a := range node.Gather(r, listener) {
+			out = append(out, api.PeerAnswer{Node: a.Node, Addr: a.Addr, Status: a.Status, Body: a.Body, Err: a.Err})
+		}
+		return out
+	}
+}
+
 func forwarder(node *cluster.Node, listener string) api.Forwarder {
 	return func(w http.ResponseWriter, r *http.Request, body []byte, keyspace, leader uint64) api.ForwardResult {
 		switch forwarded, local := node.Forward(w, r, listener, body, keyspace, leader); {

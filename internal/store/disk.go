@@ -469,7 +469,7 @@ func (s *Store) reopen(g *generation) {
 		s.restore(g)
 		return
 	}
-	if err := s.closeDB(g.db, s.opts.CloseTimeout); err != nil {
+	if err := s.closeDB(g.db, s.opts.CloseTimeout, false); err != nil {
 		if errors.Is(err, errCloseTimeout) {
 			s.die(fmt.Errorf("reopen: %w", err))
 			return

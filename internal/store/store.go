@@ -313,7 +313,14 @@ func (s *Store) close(deadline time.Time) error {
 	if !waitUntil(drained, deadline) {
 		return fmt.Errorf("store: close: operations still running after %s; the database was left open", timeout)
 	}
-	err := s.closeDB(g.db, time.Until(deadline))
+	// A graceful close flushes the memtables first: the next Open then has
+	// no write-ahead log to replay and flush before it is ready
+	// (docs/performance.md, "Start-up"). A read-only database has nothing
+	// to flush; a failed flush (a full disk) leaves the log to replay, and
+	// so does a close with under 2 s left (a flush is not worth turning a
+	// shutdown into a timeout).
+	left := time.Until(deadline)
+	err := s.closeDB(g.db, left, !g.readOnly && left >= 2*time.Second)
 	if errors.Is(err, errCloseTimeout) {
 		return err // Pebble still holds the directory lock
 	}
@@ -322,8 +329,9 @@ func (s *Store) close(deadline time.Time) error {
 
 var errCloseTimeout = errors.New("store: close timed out")
 
-// closeDB closes db within timeout.
-func (s *Store) closeDB(db *pebble.DB, timeout time.Duration) error {
+// closeDB closes db within timeout, flushing its memtables first if
+// flush is set.
+func (s *Store) closeDB(db *pebble.DB, timeout time.Duration, flush bool) error {
 	// Buffer of 1: a close abandoned after timeout still delivers.
 	done := make(chan error, 1)
 	go func() {
@@ -332,6 +340,11 @@ func (s *Store) closeDB(db *pebble.DB, timeout time.Duration) error {
 				done <- fmt.Errorf("pebble: close: %v", p)
 			}
 		}()
+		if flush {
+			if err := db.Flush(); err != nil {
+				s.log.Debug("flush before close", "err", err)
+			}
+		}
 		done <- db.Close()
 	}()
 	timer := time.NewTimer(max(timeout, 0))
