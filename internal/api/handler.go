@@ -60,8 +60,10 @@ type Config struct {
 	// and a session read waits briefly for this node to reach its session.
 	Replicated bool
 	// ClusterStatus, if set, is this node's view of its cluster, served as
-	// JSON at GET /_partita/cluster. Nil on a single node.
-	ClusterStatus func() any
+	// JSON at GET /_partita/cluster; digest (the x-partita-cluster-digest
+	// header) asks for every keyspace's digest too, which reads all of
+	// them. Nil on a single node.
+	ClusterStatus func(ctx context.Context, digest bool) (any, error)
 }
 
 // Handler serves the Cosmos DB REST API. It is safe for concurrent use.

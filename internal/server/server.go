@@ -138,7 +138,7 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 	if s.node != nil {
 		acfg.Forward, acfg.Replicated = forwarder(s.node, "api"), true
 		node := s.node
-		acfg.ClusterStatus = func() any { return node.Status() }
+		acfg.ClusterStatus = func(ctx context.Context, digest bool) (any, error) { return node.Status(ctx, digest) }
 	}
 	handler := api.New(acfg, eng, verifier, now, log)
 	if s.node != nil {
