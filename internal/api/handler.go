@@ -429,7 +429,8 @@ type errorBody struct {
 
 // writeError writes err as a Cosmos error response and logs it once.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	if h.forward(w, r, err) {
+	written, err := h.forward(w, r, err)
+	if written {
 		return
 	}
 	var mbe *http.MaxBytesError
