@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +10,10 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"os/exec"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,6 +22,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"github.com/anishathalye/porcupine"
+
+	"github.com/partitadb/partita/internal/cluster"
 )
 
 // clusterCycles is how many kill -9 cycles TestClusterKillLoop runs:
@@ -216,6 +222,9 @@ func TestClusterKillLoop(t *testing.T) {
 	if counts[0].Load() == 0 || counts[2].Load() == 0 {
 		t.Fatal("the load did not run")
 	}
+	// The replicas are identical: once every node has applied the same
+	// log, their keyspaces hash the same.
+	checkReplicasIdentical(t, bin, nodes)
 	res, info := porcupine.CheckOperationsVerbose(registers, history, 2*time.Minute)
 	switch res {
 	case porcupine.Ok:
@@ -261,4 +270,137 @@ func readValue(ctx context.Context, cc *azcosmos.ContainerClient, key int) (int,
 		return 0, err
 	}
 	return doc.V, nil
+}
+
+// checkReplicasIdentical waits until every node reports the same applied
+// index of every keyspace (at most 30 s: with writes stopped, a leader
+// publishes at most one more stable mark), then has every node hash its
+// replicas (partita cluster status --digest) and fails naming each
+// keyspace whose replicas differ at that index.
+func checkReplicasIdentical(t *testing.T, bin string, nodes []*clusterNode) {
+	t.Helper()
+	start := time.Now()
+	deadline := start.Add(30 * time.Second)
+	for {
+		lag := appliedLag(clusterViews(t, bin, nodes, false), len(nodes))
+		if lag == "" {
+			views := clusterViews(t, bin, nodes, true)
+			// Digests are read after the statuses: check that they are of
+			// the same index everywhere too (a write in between: again).
+			if lag = digestLag(views, len(nodes)); lag == "" {
+				for _, m := range cluster.CompareDigests(views) {
+					t.Errorf("the replicas differ: %s (%s)", m, nodeNames(views, nodes))
+				}
+				t.Logf("replicas compared after %v: %s", time.Since(start).Round(time.Millisecond), digestSummary(views))
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the nodes' applied indexes did not converge within 30 s: %s", lag)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// clusterViews runs partita cluster status --json (with --digest if
+// digest) against every node and returns their views.
+func clusterViews(t *testing.T, bin string, nodes []*clusterNode, digest bool) []cluster.Status {
+	t.Helper()
+	eps := make([]string, len(nodes))
+	for i, n := range nodes {
+		eps[i] = n.endpoint
+	}
+	args := []string{"cluster", "status", "--insecure", "--json", "--endpoint", strings.Join(eps, ",")}
+	if digest {
+		args = append(args, "--digest")
+	}
+	cmd := exec.Command(bin, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var views []cluster.Status
+	if jerr := json.Unmarshal(out, &views); jerr != nil || len(views) != len(nodes) {
+		// With --digest, exit status 1 may only report differing
+		// replicas, which the caller finds in the views.
+		t.Fatalf("partita %s: %v, %d views (%v)\n%s%s", strings.Join(args, " "), err, len(views), jerr, out, stderr.Bytes())
+	}
+	return views
+}
+
+// appliedLag describes how the views disagree on the keyspaces' applied
+// indexes ("" when all n views list the same keyspaces at the same index).
+func appliedLag(views []cluster.Status, n int) string {
+	applied := map[uint64]map[uint64][]string{} // keyspace → index → nodes
+	for _, v := range views {
+		for _, k := range v.Keyspaces {
+			if applied[k.ID] == nil {
+				applied[k.ID] = map[uint64][]string{}
+			}
+			applied[k.ID][k.Applied] = append(applied[k.ID][k.Applied], v.Node)
+		}
+	}
+	return lagOf(applied, n)
+}
+
+// digestLag is appliedLag of the digests' indexes.
+func digestLag(views []cluster.Status, n int) string {
+	applied := map[uint64]map[uint64][]string{}
+	for _, v := range views {
+		for _, k := range v.Keyspaces {
+			if k.Digest == nil {
+				continue
+			}
+			if applied[k.ID] == nil {
+				applied[k.ID] = map[uint64][]string{}
+			}
+			applied[k.ID][k.Digest.Applied] = append(applied[k.ID][k.Digest.Applied], v.Node)
+		}
+	}
+	return lagOf(applied, n)
+}
+
+func lagOf(applied map[uint64]map[uint64][]string, n int) string {
+	if len(applied) == 0 {
+		return "no keyspace listed"
+	}
+	var lags []string
+	for ks, at := range applied {
+		if len(at) == 1 {
+			for _, nodes := range at {
+				if len(nodes) == n {
+					continue
+				}
+				lags = append(lags, fmt.Sprintf("keyspace %d: listed by %d of %d nodes", ks, len(nodes), n))
+			}
+			continue
+		}
+		lags = append(lags, fmt.Sprintf("keyspace %d: applied indexes %v", ks, at))
+	}
+	slices.Sort(lags)
+	return strings.Join(lags, "; ")
+}
+
+// digestSummary lists each keyspace's index, key count and hash (of the
+// first view) for the log.
+func digestSummary(views []cluster.Status) string {
+	var parts []string
+	for _, k := range views[0].Keyspaces {
+		if d := k.Digest; d != nil {
+			parts = append(parts, fmt.Sprintf("keyspace %d at %d: %d keys, sha256 %.16s", k.ID, d.Applied, d.Keys, d.SHA256))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// nodeNames says which test node (1, 2, 3) each node id of views is.
+func nodeNames(views []cluster.Status, nodes []*clusterNode) string {
+	var names []string
+	for _, v := range views {
+		for i, n := range nodes {
+			if v.Addr == n.clusterAddr {
+				names = append(names, fmt.Sprintf("node %s is node %d", v.Node, i+1))
+			}
+		}
+	}
+	return strings.Join(names, ", ")
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 
 	"github.com/partitadb/partita/internal/engine"
 	"github.com/partitadb/partita/internal/status"
@@ -62,14 +63,32 @@ func (h *Handler) partitions(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, body)
 }
 
+// hdrClusterDigest asks GET /_partita/cluster for every keyspace's digest
+// ("true" or "1"): a header, as the Cosmos DB paths take no query string
+// (foldQuery).
+const hdrClusterDigest = "x-partita-cluster-digest"
+
 // clusterStatus serves GET /_partita/cluster: this node's view of its
 // cluster (members, and each keyspace's leader and applied position), for
-// `partita cluster status`. A single node answers 404 saying so.
-func (h *Handler) clusterStatus(w http.ResponseWriter, _ *http.Request) error {
+// `partita cluster status`; with x-partita-cluster-digest: true, each
+// keyspace's digest too (a scan of every keyspace). A single node answers
+// 404 saying so; a malformed header value, 400.
+func (h *Handler) clusterStatus(w http.ResponseWriter, r *http.Request) error {
 	if h.cfg.ClusterStatus == nil {
 		return status.New(http.StatusNotFound, "this server is a single node, not a member of a cluster (start it with --cluster-addr and --join)")
 	}
-	body, err := json.Marshal(h.cfg.ClusterStatus())
+	digest := false
+	if v := r.Header.Get(hdrClusterDigest); v != "" {
+		var err error
+		if digest, err = strconv.ParseBool(v); err != nil {
+			return status.BadRequest("%s: %q: want true or false", hdrClusterDigest, v)
+		}
+	}
+	st, err := h.cfg.ClusterStatus(r.Context(), digest)
+	if err != nil {
+		return err
+	}
+	body, err := json.Marshal(st)
 	if err != nil {
 		return err
 	}

@@ -3,10 +3,12 @@ package api
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 
 	"github.com/partitadb/partita/internal/engine"
+	"github.com/partitadb/partita/internal/status"
 )
 
 // Forwarding (docs/cluster.md, "Requests"): in a cluster a write is
@@ -23,7 +25,8 @@ import (
 // unknown) and writes that node's response to w. It returns ForwardLocal
 // when this node has become the leader meanwhile (the handler then serves
 // the request again here), ForwardFailed when it could not reach a leader
-// (nothing was written; the client gets 503 and retries).
+// (nothing was written; the client gets 503 saying there is no leader,
+// and retries).
 type Forwarder func(w http.ResponseWriter, r *http.Request, body []byte, keyspace, leader uint64) ForwardResult
 
 // ForwardResult is what a Forwarder did.
@@ -87,15 +90,17 @@ func (h *Handler) keepBody(r *http.Request) (*http.Request, error) {
 }
 
 // forward hands a request that failed with NotLeaderError to the
-// Forwarder, and reports whether the response is written.
-func (h *Handler) forward(w http.ResponseWriter, r *http.Request, err error) bool {
+// Forwarder, and reports whether the response is written; if not, it
+// returns the error to answer (err, or the 503 of a Forwarder that found
+// no leader).
+func (h *Handler) forward(w http.ResponseWriter, r *http.Request, err error) (bool, error) {
 	keyspace, leader, ok := engine.NotLeader(err)
 	if !ok || h.cfg.Forward == nil {
-		return false
+		return false, err
 	}
 	st, _ := r.Context().Value(forwardKey{}).(*forwardState)
 	if st == nil || st.forwarded {
-		return false
+		return false, err
 	}
 	r = st.orig
 	if st.body != nil {
@@ -103,17 +108,21 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, err error) boo
 	}
 	switch h.cfg.Forward(w, r, st.body, keyspace, leader) {
 	case Forwarded:
-		return true
+		return true, nil
 	case ForwardLocal:
 		if st.retries >= maxLocalRetries {
-			return false
+			return false, err
 		}
 		st.retries++
 		if st.body != nil {
 			r.Body = io.NopCloser(bytes.NewReader(st.body))
 		}
 		h.serve(w, r)
-		return true
+		return true, nil
 	}
-	return false
+	// No leader was elected within the Forwarder's wait, or the one this
+	// node knows could not be reached: say so, rather than that this node
+	// does not lead (which reads as if another would take the write).
+	return false, status.Unavailable(fmt.Sprintf("no leader of the partition's replicas (keyspace %d) could be reached: "+
+		"a majority of the cluster's nodes may be down or cut off, or an election is under way; retry", keyspace)).Wrap(err)
 }

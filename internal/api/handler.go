@@ -60,8 +60,10 @@ type Config struct {
 	// and a session read waits briefly for this node to reach its session.
 	Replicated bool
 	// ClusterStatus, if set, is this node's view of its cluster, served as
-	// JSON at GET /_partita/cluster. Nil on a single node.
-	ClusterStatus func() any
+	// JSON at GET /_partita/cluster; digest (the x-partita-cluster-digest
+	// header) asks for every keyspace's digest too, which reads all of
+	// them. Nil on a single node.
+	ClusterStatus func(ctx context.Context, digest bool) (any, error)
 	// Gather, if set, sends a report's request to every other node of the
 	// cluster, each to answer from what it counts itself, and returns
 	// their answers (clusterwide.go). Nil on a single node.
@@ -431,7 +433,8 @@ type errorBody struct {
 
 // writeError writes err as a Cosmos error response and logs it once.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	if h.forward(w, r, err) {
+	written, err := h.forward(w, r, err)
+	if written {
 		return
 	}
 	var mbe *http.MaxBytesError

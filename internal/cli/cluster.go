@@ -19,12 +19,17 @@ import (
 )
 
 const clusterUsage = `Usage:
-  partita cluster status --endpoint URL[,URL...] [--key KEY] [--ca-cert FILE | --insecure] [--json]
+  partita cluster status --endpoint URL[,URL...] [--key KEY] [--ca-cert FILE | --insecure] [--json] [--digest]
 
 Prints each node's view of its cluster (GET /_partita/cluster): its members
 and, for every keyspace (a physical partition's replicas, one Raft group),
 the leader it knows, whether it leads, the term and how far it has applied.
 Give every member's endpoint to compare their views.
+
+With --digest, each node also hashes its replica of every keyspace (a scan
+of all its data), and the replicas that have applied the same log index are
+compared: the command exits 1 if any differ. Replicas at different indexes
+are not compared; run it again once writes have stopped.
 `
 
 // clusterCmd runs `partita cluster`.
@@ -39,6 +44,7 @@ func clusterCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		endpoints []string
 		c         adviseConfig // the endpoint, key and TLS flags, as advise --live takes them
 		jsonOut   bool
+		digest    bool
 	)
 	c.key = config.EmulatorKey
 	fs.Var((*listFlag)(&endpoints), "endpoint", "the nodes' account endpoints, comma-separated (default https://127.0.0.1:8081/)")
@@ -46,6 +52,7 @@ func clusterCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.StringVar(&c.caCert, "ca-cert", "", "PEM file of a certificate to trust besides the system's, e.g. partita-data/tls/cert.pem")
 	fs.BoolVar(&c.insecure, "insecure", false, "skip TLS certificate verification (as for the emulator)")
 	fs.BoolVar(&jsonOut, "json", false, "print the nodes' views as a JSON array")
+	fs.BoolVar(&digest, "digest", false, "hash every replica's keyspace and compare replicas at the same applied index (reads all data)")
 	if err := parseFlags(fs, args[1:], os.Getenv); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -68,7 +75,7 @@ func clusterCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	var views []cluster.Status
 	failed := false
 	for _, ep := range endpoints {
-		st, err := fetchClusterStatus(ctx, hc, ep, key)
+		st, err := fetchClusterStatus(ctx, hc, ep, key, digest)
 		if err != nil {
 			fmt.Fprintf(stderr, "partita cluster status: %s: %v\n", ep, err)
 			failed = true
@@ -84,7 +91,18 @@ func clusterCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 		_ = enc.Encode(views)
 	} else {
-		writeClusterStatus(stdout, views)
+		writeClusterStatus(stdout, views, digest)
+	}
+	if digest {
+		ms := cluster.CompareDigests(views)
+		for _, m := range ms {
+			fmt.Fprintf(stderr, "partita cluster status: %s\n", m)
+		}
+		if len(ms) > 0 {
+			failed = true
+		} else if !jsonOut {
+			fmt.Fprintln(stdout, "\nreplicas at the same applied index hold the same data")
+		}
 	}
 	if failed {
 		return 1
@@ -92,10 +110,15 @@ func clusterCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	return 0
 }
 
-// fetchClusterStatus reads one node's view, signing the request with key.
-func fetchClusterStatus(ctx context.Context, hc *http.Client, endpoint string, key []byte) (cluster.Status, error) {
+// fetchClusterStatus reads one node's view, with its keyspaces' digests
+// if digest, signing the request with key.
+func fetchClusterStatus(ctx context.Context, hc *http.Client, endpoint string, key []byte, digest bool) (cluster.Status, error) {
 	var st cluster.Status
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	timeout := 10 * time.Second
+	if digest {
+		timeout = 5 * time.Minute // a scan of every keyspace
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(endpoint, "/")+"/_partita/cluster", nil)
 	if err != nil {
@@ -109,6 +132,9 @@ func fetchClusterStatus(ctx context.Context, hc *http.Client, endpoint string, k
 	req.Header.Set("x-ms-date", date)
 	req.Header.Set("x-ms-version", "2020-07-15")
 	req.Header.Set("Authorization", auth.MasterToken(key, http.MethodGet, typ, link, date))
+	if digest {
+		req.Header.Set("x-partita-cluster-digest", "true")
+	}
 	resp, err := hc.Do(req)
 	if err != nil {
 		return st, err
@@ -131,8 +157,9 @@ func fetchClusterStatus(ctx context.Context, hc *http.Client, endpoint string, k
 	return st, nil
 }
 
-// writeClusterStatus prints the views as tables.
-func writeClusterStatus(w io.Writer, views []cluster.Status) {
+// writeClusterStatus prints the views as tables, with the digests' columns
+// if digest (the hash shortened to 16 hex digits; --json has it whole).
+func writeClusterStatus(w io.Writer, views []cluster.Status, digest bool) {
 	for i, st := range views {
 		if i > 0 {
 			fmt.Fprintln(w)
@@ -143,13 +170,21 @@ func writeClusterStatus(w io.Writer, views []cluster.Status) {
 		}
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "KEYSPACE\tLEADER\tLEADS\tTERM\tAPPLIED\tLSN\tSTABLE")
+		head := "KEYSPACE\tLEADER\tLEADS\tTERM\tAPPLIED\tLSN\tSTABLE"
+		if digest {
+			head += "\tDIGEST AT\tKEYS\tSHA256"
+		}
+		fmt.Fprintln(tw, head)
 		for _, k := range st.Keyspaces {
 			leader := k.Leader
 			if leader == "" {
 				leader = "(none)"
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%v\t%d\t%d\t%d\t%d\n", k.ID, leader, k.Leading, k.Term, k.Applied, k.LSN, k.Stable)
+			fmt.Fprintf(tw, "%d\t%s\t%v\t%d\t%d\t%d\t%d", k.ID, leader, k.Leading, k.Term, k.Applied, k.LSN, k.Stable)
+			if d := k.Digest; d != nil {
+				fmt.Fprintf(tw, "\t%d\t%d\t%.16s", d.Applied, d.Keys, d.SHA256)
+			}
+			fmt.Fprintln(tw)
 		}
 		_ = tw.Flush()
 	}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -116,7 +117,14 @@ func groupCommit(t *testing.T, n int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() {
+		// Closed within 1 s, so without the flush a graceful close does
+		// with time to spare: a Pebble flush inside a synctest bubble
+		// meets channels made outside it (a fatal error).
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		st.Shutdown(sctx)
+	})
 	e, err := openOn(t, ctx, st, Config{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -240,6 +240,12 @@ func (e *NotLeaderError) Error() string {
 	return fmt.Sprintf("replica: keyspace %d: this node does not lead its group (leader: node %d)", e.Keyspace, e.Leader)
 }
 
+// ErrNoLeader is returned, with ErrUnavailable, by Sync of a replicated
+// keyspace when no leader of its group confirmed the read within its
+// wait: the group has no leader (an election, or a majority of its
+// replicas down or cut off), or this replica is far behind it.
+var ErrNoLeader = errors.New("replica: no leader of the keyspace's group confirmed the read")
+
 // ErrIndeterminate is returned by Commit of a replicated keyspace when the
 // batch was proposed but leadership was lost (or the wait timed out)
 // before it applied: it may or may not take effect.

@@ -87,7 +87,8 @@ func (r *Replica) Lead() error {
 
 // Sync waits until this node has applied every entry committed when it was
 // called (ReadIndex), at most r.wait: a read of its applied state after
-// that is linearizable.
+// that is linearizable. After r.wait it fails with replica.ErrNoLeader
+// (and replica.ErrUnavailable).
 func (r *Replica) Sync(ctx context.Context) error {
 	w, err := r.h.ReadIndex(r.id)
 	if err != nil {
@@ -103,7 +104,7 @@ func (r *Replica) Sync(ctx context.Context) error {
 		return nil
 	case <-t.C:
 		r.h.forgetRead(r.id, w)
-		return fmt.Errorf("replication: keyspace %d: no leader confirmed the read within %v: %w", r.id, r.wait, replica.ErrUnavailable)
+		return fmt.Errorf("replication: keyspace %d: within %v: %w: %w", r.id, r.wait, replica.ErrNoLeader, replica.ErrUnavailable)
 	case <-ctx.Done():
 		r.h.forgetRead(r.id, w)
 		return ctx.Err()

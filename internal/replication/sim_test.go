@@ -1,7 +1,7 @@
 package replication
 
 import (
-	"bytes"
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -160,28 +160,43 @@ func lpKey(group uint64, lp, k int) []byte {
 
 func groupOf(lp int) uint64 { return uint64(lp%simGroups + 1) }
 
-func runSim(t *testing.T, seed uint64, steps int) error {
+// newSim returns a simulation of seed: simNodes hosts, each a replica of
+// groups 1..simGroups. The caller closes it.
+func newSim(seed uint64) (*sim, error) {
 	s := &sim{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), cut: map[uint64]int64{}}
 	voters := []uint64{1, 2, 3}
 	for i := range simNodes {
 		n := &simNode{id: uint64(i + 1), fs: vfs.NewCrashableMem()}
 		if err := s.open(n); err != nil {
-			return err
-		}
-		for g := uint64(1); g <= simGroups; g++ {
-			if err := n.h.Create(g, voters); err != nil {
-				return err
-			}
+			s.close()
+			return nil, err
 		}
 		s.nodes = append(s.nodes, n)
-	}
-	defer func() {
-		for _, n := range s.nodes {
-			if n.st != nil {
-				n.st.Close()
+		for g := uint64(1); g <= simGroups; g++ {
+			if err := n.h.Create(g, voters); err != nil {
+				s.close()
+				return nil, err
 			}
 		}
-	}()
+	}
+	return s, nil
+}
+
+// close closes the nodes' stores.
+func (s *sim) close() {
+	for _, n := range s.nodes {
+		if n.st != nil {
+			n.st.Close()
+		}
+	}
+}
+
+func runSim(t *testing.T, seed uint64, steps int) error {
+	s, err := newSim(seed)
+	if err != nil {
+		return err
+	}
+	defer s.close()
 	for step := 0; step < steps; step++ {
 		faults := step < steps-300 // the last steps heal and settle
 		if err := s.step(faults, faults); err != nil {
@@ -410,21 +425,21 @@ func (s *sim) fault() error {
 	return nil
 }
 
-// converged checks that every group's replicas hold the same keyspace.
+// converged checks that every group's replicas hold the same keyspace:
+// the same applied index and digest.
 func (s *sim) converged() error {
 	for g := uint64(1); g <= simGroups; g++ {
-		var first []byte
-		for _, n := range s.nodes {
-			sn, err := n.h.snapshot(n.h.groups[g])
+		var first Digest
+		for i, n := range s.nodes {
+			d, err := n.h.Digest(context.Background(), g)
 			if err != nil {
 				return err
 			}
-			if first == nil {
-				first = sn.GetData()
-			} else if !bytes.Equal(first, sn.GetData()) {
-				l0, _ := s.nodes[0].h.Leader(g)
-				l, _ := n.h.Leader(g)
-				return fmt.Errorf("group %d: node %d's keyspace differs from node 1's (applied %d vs %d)", g, n.id, l.Applied, l0.Applied)
+			if i == 0 {
+				first = d
+			} else if d != first {
+				return fmt.Errorf("group %d: node %d's keyspace differs from node 1's (applied %d vs %d, %d keys vs %d)",
+					g, n.id, d.Applied, first.Applied, d.Keys, first.Keys)
 			}
 		}
 	}

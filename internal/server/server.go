@@ -138,7 +138,7 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 	if s.node != nil {
 		acfg.Forward, acfg.Replicated = forwarder(s.node, "api"), true
 		node := s.node
-		acfg.ClusterStatus = func() any { return node.Status() }
+		acfg.ClusterStatus = func(ctx context.Context, digest bool) (any, error) { return node.Status(ctx, digest) }
 		acfg.Gather = gatherer(node, "api")
 	}
 	handler := api.New(acfg, eng, verifier, now, log)
@@ -322,7 +322,8 @@ func newMetricsServer(eng *engine.Engine, node *cluster.Node, log *slog.Logger) 
 	if node != nil {
 		replicas = func() []metrics.Replica {
 			var out []metrics.Replica
-			for _, k := range node.Status().Keyspaces {
+			st, _ := node.Status(context.Background(), false) // without digests it cannot fail
+			for _, k := range st.Keyspaces {
 				out = append(out, metrics.Replica{Keyspace: k.ID, Leading: k.Leading, Term: k.Term, Applied: k.Applied, LeaderKnown: k.Leader != ""})
 			}
 			return out

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+)
+
+// quorumBound is how long a request through the survivor of a cluster
+// that lost its majority may take before the client has its answer: not a
+// speed requirement (the server waits 5 s for a leader to forward a write
+// to, 10 s for a Strong read's ReadIndex, and the SDK retries 503s), only
+// "does not hang".
+const quorumBound = 60 * time.Second
+
+// TestClusterQuorumLoss kills two of a three-node cluster's nodes
+// (SIGKILL): a write and a Strong read through the survivor must fail, as
+// azcosmos finally reports them, with 503 and a message saying the
+// partition has no leader, within quorumBound (a first write may answer
+// 408 instead: see below). Once one node is back, a majority again, writes
+// and reads work.
+func TestClusterQuorumLoss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three servers")
+	}
+	bin := build(t)
+	nodes := newCluster(t, 3)
+	flags := []string{"--consistency", "Strong"}
+	startAll(t, bin, nodes, flags...)
+	ctx := t.Context()
+
+	c1 := client(t, nodes[0].endpoint, nodes[0].data)
+	if _, err := c1.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	db, _ := c1.NewDatabase("db")
+	if _, err := db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "c",
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	c0 := nodes[0].container(t, "db", "c")
+	pk := azcosmos.NewPartitionKeyString("p")
+	var cc *azcosmos.ContainerClient // through the survivor, once chosen
+	upsert := func(ctx context.Context, v string) error {
+		_, err := cc.UpsertItem(ctx, pk, []byte(`{"id":"x","pk":"p","v":"`+v+`"}`), nil)
+		return err
+	}
+	strong := &azcosmos.ItemOptions{ConsistencyLevel: azcosmos.ConsistencyLevelStrong.ToPtr()}
+	read := func(ctx context.Context) error {
+		_, err := cc.ReadItem(ctx, pk, "x", strong)
+		return err
+	}
+	// The new container's group elects its leader first.
+	cc = c0
+	if err := retry(ctx, 30*time.Second, func(ctx context.Context) error { return upsert(ctx, "before") }); err != nil {
+		t.Fatalf("write with every node up: %v", err)
+	}
+
+	// Keep the partition's leader and kill the others: the survivor then
+	// takes writes at first, and must notice that it lost its majority.
+	// (Were the leader killed, the survivor would at first forward to the
+	// dead leader, and answer 503 at once.)
+	var lead *clusterNode
+	for _, v := range clusterViews(t, bin, nodes, false) {
+		for _, k := range v.Keyspaces {
+			if k.Leading {
+				for _, n := range nodes {
+					if n.clusterAddr == v.Addr {
+						lead = n
+					}
+				}
+			}
+		}
+	}
+	if lead == nil {
+		t.Fatal("no node leads the container's partition")
+	}
+	var dead []*clusterNode
+	for _, n := range nodes {
+		if n != lead {
+			n.kill()
+			dead = append(dead, n)
+		}
+	}
+	cc = lead.container(t, "db", "c")
+
+	// Each answer comes within the bound. A write may first answer 408
+	// (outcome unknown): the survivor may have led the group and taken the
+	// write before it noticed, an election timeout later, that it had lost
+	// its majority. After that, writes and Strong reads answer 503 naming
+	// the missing leader. The client's context allows more than the bound,
+	// so that a hang shows as the bound exceeded rather than as the
+	// context's error.
+	timed := func(name string, run func(context.Context) error) *azcore.ResponseError {
+		t.Helper()
+		octx, cancel := context.WithTimeout(ctx, 2*quorumBound)
+		defer cancel()
+		start := time.Now()
+		err := run(octx)
+		took := time.Since(start)
+		t.Logf("%s through the survivor with two of three nodes down: %s after %v", name, errSummary(err), took.Round(time.Millisecond))
+		if took > quorumBound {
+			t.Errorf("%s with two of three nodes down took %v, more than %v", name, took, quorumBound)
+		}
+		var re *azcore.ResponseError
+		if !errors.As(err, &re) {
+			t.Fatalf("%s with two of three nodes down: %v, want an error response", name, err)
+		}
+		return re
+	}
+	wantNoLeader := func(name string, re *azcore.ResponseError) {
+		t.Helper()
+		if re.StatusCode != http.StatusServiceUnavailable || !strings.Contains(re.Error(), "no leader") {
+			t.Errorf("%s with two of three nodes down: %v; want 503 saying the partition has no leader", name, re)
+		}
+	}
+	for i := 1; ; i++ {
+		name := fmt.Sprintf("write %d", i)
+		re := timed(name, func(ctx context.Context) error { return upsert(ctx, "during") })
+		if re.StatusCode == http.StatusRequestTimeout && i < 3 {
+			continue
+		}
+		wantNoLeader(name, re)
+		break
+	}
+	// Once the survivor knows no leader, a write waits for one (5 s) and
+	// then answers 503 too.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		v := clusterViews(t, bin, []*clusterNode{lead}, false)[0]
+		if len(v.Keyspaces) > 0 && v.Keyspaces[0].Leader == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the survivor still names a leader 20 s after two of three nodes died: %+v", v.Keyspaces)
+		}
+	}
+	wantNoLeader("write without a known leader", timed("write without a known leader", func(ctx context.Context) error { return upsert(ctx, "during") }))
+	wantNoLeader("Strong read", timed("Strong read", read))
+
+	// One node back: a majority, so the group elects a leader again.
+	back := slices.Index(nodes, dead[0])
+	if err := startNode(t, bin, nodes, back, flags...); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := retry(ctx, 30*time.Second, func(ctx context.Context) error { return upsert(ctx, "after") }); err != nil {
+		t.Fatalf("write through the survivor with node %d back: %v", back+1, err)
+	}
+	t.Logf("with node %d back, a write through the survivor succeeded after %v", back+1, time.Since(start).Round(time.Millisecond))
+	resp, err := cc.ReadItem(ctx, pk, "x", strong)
+	if err != nil {
+		t.Fatalf("Strong read with node %d back: %v", back+1, err)
+	}
+	if !strings.Contains(string(resp.Value), `"v":"after"`) {
+		t.Errorf("Strong read with node %d back: %s, want the last write's value", back+1, resp.Value)
+	}
+}
+
+// errSummary is err's first line (an azcore.ResponseError's text runs to
+// many lines).
+func errSummary(err error) string {
+	if err == nil {
+		return "no error"
+	}
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		// The message is in the body, which the error's text quotes.
+		if i := strings.Index(err.Error(), `"message"`); i >= 0 {
+			m, _, _ := strings.Cut(err.Error()[i:], "\n")
+			s += " " + m
+		}
+	}
+	return s
+}
