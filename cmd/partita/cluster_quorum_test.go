@@ -66,8 +66,9 @@ func TestClusterQuorumLoss(t *testing.T) {
 
 	// Keep the partition's leader and kill the others: the survivor then
 	// takes writes at first, and must notice that it lost its majority.
-	// (Were the leader killed, the survivor would at first forward to the
-	// dead leader, and answer 503 at once.)
+	// (Were the leader killed, the survivor would forward to the dead
+	// leader, find it unreachable, and wait in vain for another: 503 after
+	// 5 s, without the 408 case below.)
 	var lead *clusterNode
 	for _, v := range clusterViews(t, bin, nodes, false) {
 		for _, k := range v.Keyspaces {

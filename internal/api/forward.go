@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 
 	"github.com/partitadb/partita/internal/engine"
 	"github.com/partitadb/partita/internal/status"
@@ -54,6 +55,13 @@ type forwardState struct {
 	retries   int           // times served again here
 }
 
+// NotLeaderHeader marks the answer of a node that was forwarded a request
+// but does not lead its partition's replicas (leadership moved on while
+// the request travelled): its value is the leader that node knows, in
+// hex (0: none). The forwarding node then sends the request on there; the
+// client never sees it.
+const NotLeaderHeader = "X-Partita-Not-Leader"
+
 // MarkForwarded returns r marked as forwarded by another node of the
 // cluster: a NotLeaderError then gets 503 rather than a second hop. Only
 // the cluster's mutual-TLS listener calls it.
@@ -99,7 +107,14 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, err error) (bo
 		return false, err
 	}
 	st, _ := r.Context().Value(forwardKey{}).(*forwardState)
-	if st == nil || st.forwarded {
+	if st == nil {
+		return false, err
+	}
+	if st.forwarded {
+		// The sender believed this node led; tell it whom this node
+		// believes leads, so it can send the request there (nothing was
+		// read or written here).
+		setHeader(w, NotLeaderHeader, strconv.FormatUint(leader, 16))
 		return false, err
 	}
 	r = st.orig

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -58,6 +59,11 @@ type Shared interface {
 	// to the backend before the call.
 	Sync(ctx context.Context) error
 }
+
+// ErrUnavailable wraps a shared backend's error that means it cannot be
+// read or written for now (in a cluster: etcd has no leader, or no
+// majority): the request may be retried.
+var ErrUnavailable = errors.New("catalog: the shared catalog is unavailable")
 
 // lockTimeout bounds how long a write waits for a shared backend's lock.
 const lockTimeout = 10 * time.Second

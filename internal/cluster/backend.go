@@ -21,7 +21,7 @@ const CatalogPrefix = "/partita/catalog/"
 // ErrFenced is Apply's error when the backend's fence no longer holds: the
 // writer lost the election that made it the catalog's writer, and nothing
 // was written.
-var ErrFenced = errors.New("cluster: catalog writer deposed (fence lost)")
+var ErrFenced = fmt.Errorf("cluster: catalog writer deposed (fence lost): %w", catalog.ErrUnavailable)
 
 // loadPage is how many keys Load reads per etcd request.
 const loadPage = 512
@@ -171,13 +171,20 @@ func (b *Backend) apply(set map[string][]byte, del []string) (int64, error) {
 	if len(ops) == 0 {
 		return 0, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
-	defer cancel()
-	txn := b.cli.Txn(ctx)
-	if b.fence != nil {
-		txn = txn.If(clientv3.Compare(clientv3.CreateRevision(b.fence.Key), "=", b.fence.Rev))
-	}
-	resp, err := txn.Then(ops...).Commit()
+	// Retried while etcd has no leader: the transaction's puts and
+	// deletes leave the same state if an attempt that timed out did apply.
+	var resp *clientv3.TxnResponse
+	err := retryEtcd(context.Background(), func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+		defer cancel()
+		txn := b.cli.Txn(ctx)
+		if b.fence != nil {
+			txn = txn.If(clientv3.Compare(clientv3.CreateRevision(b.fence.Key), "=", b.fence.Rev))
+		}
+		var err error
+		resp, err = txn.Then(ops...).Commit()
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("etcd apply: %w", err)
 	}

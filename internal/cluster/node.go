@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -314,48 +315,84 @@ const leaderWait = 5 * time.Second
 
 // Forward sends r (body: its body), which arrived on the listener named
 // listener, to the leader of keyspace's group, to be served there as that
-// listener serves it, and copies the response to w. leader is the node the engine saw leading (0:
-// none); when it is unknown or this node, Forward waits for the group to
-// elect one. It returns whether it wrote a response (forwarded), or that
-// this node leads now (local), or neither (failed: the caller answers 503).
+// listener serves it, and copies the response to w. leader is the node the
+// engine saw leading (0: none); when it is unknown or this node, Forward
+// waits for the group to elect one. A leader that cannot be reached (its
+// connection refused: the request was not sent) or that answers it no
+// longer leads (NotLeaderHeader: nothing was evaluated) is passed over
+// until this node learns of another, so a leader's death or a leadership
+// transfer costs the client a wait, not an error. Forward returns whether
+// it wrote a response (forwarded), or that this node leads now (local), or
+// neither within leaderWait (failed: the caller answers 503).
 func (n *Node) Forward(w http.ResponseWriter, r *http.Request, listener string, body []byte, keyspace, leader uint64) (forwarded, local bool) {
 	deadline := time.Now().Add(leaderWait)
-	for leader == 0 || leader == n.self.ID {
-		if leader == n.self.ID {
-			if rep, err := n.ks.Replica(keyspace); err == nil && rep.Lead() == nil {
-				return false, true
+	var passed uint64 // a leader that could not take the request
+	for {
+		for leader == 0 || leader == n.self.ID || leader == passed {
+			if leader == n.self.ID {
+				if rep, err := n.ks.Replica(keyspace); err == nil && rep.Lead() == nil {
+					return false, true
+				}
 			}
+			if time.Now().After(deadline) || r.Context().Err() != nil {
+				return false, false
+			}
+			time.Sleep(20 * time.Millisecond)
+			leader = n.ks.Leader(keyspace)
 		}
-		if time.Now().After(deadline) || r.Context().Err() != nil {
+		to, ok := n.member(leader)
+		if !ok {
 			return false, false
 		}
-		time.Sleep(20 * time.Millisecond)
-		leader = n.ks.Leader(keyspace)
+		resp, err := n.send(r.Context(), to, r, listener, body)
+		if err != nil {
+			if notSent(err) {
+				passed = leader
+				continue
+			}
+			n.log.Warn("forward a request to the partition's leader", "leader", to.Addr, "err", err)
+			return false, false
+		}
+		if v := resp.Header.Get(notLeaderHeader); v != "" {
+			resp.Body.Close()
+			passed = leader
+			if l, err := strconv.ParseUint(v, 16, 64); err == nil && l != 0 && l != passed {
+				leader = l
+			}
+			continue
+		}
+		defer resp.Body.Close()
+		for k := range w.Header() {
+			delete(w.Header(), k)
+		}
+		for k, vs := range resp.Header {
+			w.Header()[k] = vs
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+		return true, false
 	}
-	var to Member
+}
+
+// notLeaderHeader is api.NotLeaderHeader (cluster does not import api).
+const notLeaderHeader = "X-Partita-Not-Leader"
+
+// member returns the member whose node id is id.
+func (n *Node) member(id uint64) (Member, bool) {
 	for _, m := range n.members {
-		if m.ID == leader {
-			to = m
+		if m.ID == id {
+			return m, true
 		}
 	}
-	if to.ID == 0 {
-		return false, false
-	}
-	resp, err := n.send(r.Context(), to, r, listener, body)
-	if err != nil {
-		n.log.Warn("forward a request to the partition's leader", "leader", to.Addr, "err", err)
-		return false, false
-	}
-	defer resp.Body.Close()
-	for k := range w.Header() {
-		delete(w.Header(), k)
-	}
-	for k, vs := range resp.Header {
-		w.Header()[k] = vs
-	}
-	w.WriteHeader(resp.StatusCode)
-	_, _ = io.Copy(w, resp.Body)
-	return true, false
+	return Member{}, false
+}
+
+// notSent reports whether err, from sending a request to another node,
+// means the request never left this node (the connection was refused or
+// could not be made), so sending it elsewhere cannot apply it twice.
+func notSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // Close stops the node: the listener, the Raft host's driver, the

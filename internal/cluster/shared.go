@@ -205,7 +205,8 @@ func (s *SharedCatalog) Lock(ctx context.Context) (func(), error) {
 		return nil, err
 	}
 	s.lock.Lock()
-	if err := s.mx.Lock(ctx); err != nil {
+	// Lock is idempotent for the session (its key is the session's lease).
+	if err := retryEtcd(ctx, func() error { return s.mx.Lock(ctx) }); err != nil {
 		s.lock.Unlock()
 		return nil, fmt.Errorf("cluster: catalog lock: %w", err)
 	}
@@ -219,7 +220,8 @@ func (s *SharedCatalog) Lock(ctx context.Context) (func(), error) {
 		s.lock.Unlock()
 	}
 	granted := s.mx.Header().Revision
-	key, err := s.cli.Get(ctx, s.mx.Key())
+	var key *clientv3.GetResponse
+	err := retryEtcd(ctx, func() (err error) { key, err = s.cli.Get(ctx, s.mx.Key()); return err })
 	switch {
 	case err != nil:
 		release()

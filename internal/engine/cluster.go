@@ -125,7 +125,9 @@ func (e *Engine) runReconcile(ctx context.Context) {
 //     index entries of a container whose indexing policy changed are
 //     rebuilt for the new one;
 //   - a container whose every keyspace has its index rebuilt is marked
-//     indexed.
+//     indexed;
+//   - every container has a block of _rids reserved on this node
+//     (ridAllocator.prefetch).
 func (e *Engine) reconcile(ctx context.Context) {
 	ref := e.referenced()
 	for ks := range ref {
@@ -145,6 +147,17 @@ func (e *Engine) reconcile(ctx context.Context) {
 			e.log.Warn("drop the replica of a deleted container's keyspace", "keyspace", ks, "err", err)
 		} else {
 			e.log.Info("dropped the replica of a deleted container's keyspace", "keyspace", ks)
+		}
+	}
+	// Every container this node holds replicas of has a block of _rids
+	// reserved here before this node may have to lead its partitions.
+	prefetched := map[uint64]bool{}
+	for _, c := range ref {
+		if !prefetched[c.Internal] {
+			prefetched[c.Internal] = true
+			if err := e.rids.prefetch(c); err != nil && ctx.Err() == nil {
+				e.log.Warn("reserve a block of _rids", "container", c.Link(), "err", err)
+			}
 		}
 	}
 	pending := map[uint64]*catalog.Container{} // containers whose index is not current, by internal id

@@ -50,6 +50,10 @@ func translate(err error) error {
 	if e, ok := errors.AsType[*replica.NoSpaceError](err); ok {
 		return status.InsufficientStorage(e.Free, e.ResumeAt).Wrap(err)
 	}
+	if errors.Is(err, catalog.ErrUnavailable) {
+		return status.Unavailable("the cluster's catalog (etcd) has no leader or no majority for now: " +
+			"a majority of the cluster's nodes may be down, or its leader is changing; retry").Wrap(err)
+	}
 	if errors.Is(err, replica.ErrNoLeader) { // an ErrUnavailable too: first
 		return status.Unavailable("no leader of the partition's replicas confirmed the read in time: " +
 			"a majority of the cluster's nodes may be down or cut off; retry").Wrap(err)

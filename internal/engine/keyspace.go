@@ -176,6 +176,28 @@ func (a *ridAllocator) next(c *catalog.Container) (uint64, error) {
 	return n, nil
 }
 
+// prefetch reserves c's first block now if this node has none, so that
+// the first create this node evaluates for c needs no catalog write. In a
+// cluster that write is to etcd, and the node that takes over a dead
+// leader's partitions would otherwise make it just when etcd may be
+// electing a new leader of its own (the dead node's member often led it).
+func (a *ridAllocator) prefetch(c *catalog.Container) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.m[c.Internal] != nil {
+		return nil
+	}
+	first, limit, err := a.cat.ReserveRIDs(c.DB, c.ID, c.Internal, 1)
+	if err != nil {
+		return fmt.Errorf("reserve _rids: %w", err)
+	}
+	if a.m == nil {
+		a.m = map[uint64]*ridBlock{}
+	}
+	a.m[c.Internal] = &ridBlock{next: first, limit: limit}
+	return nil
+}
+
 func (a *ridAllocator) forget(container uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
