@@ -9,8 +9,9 @@ import (
 	"github.com/partitadb/partita/internal/status"
 )
 
-// Partita's own administrative endpoints live under /_partita/, signed with
-// the master key like any request (the read-only key cannot use them).
+// Partita's own administrative endpoints live under /_partita/, signed like
+// any request: the reports (GET) need read access, so the read-only key may
+// read them (TestReadOnlyKeyCannotWrite); a split needs the master key.
 
 // splitRange serves POST /_partita/dbs/{db}/colls/{coll}/pkranges/{id}/split:
 // it splits that physical partition at its storage midpoint and answers the

@@ -35,8 +35,11 @@ func (h *Host) snapshot(g *group) (*pb.Snapshot, error) {
 		data = binary.AppendUvarint(data, uint64(len(v)))
 		data = append(data, v...)
 	}
-	if err := it.Close(); err != nil {
-		return nil, err
+	// Err first: an iterator that could not be made (the store closing or
+	// failed) walks nothing and closes without error, which would ship an
+	// empty snapshot.
+	if err := errors.Join(it.Err(), it.Close()); err != nil {
+		return nil, fmt.Errorf("replication: group %d: snapshot: %w", g.id, err)
 	}
 	a, err := snapshotApplied(data)
 	if err != nil {
