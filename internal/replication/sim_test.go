@@ -116,7 +116,7 @@ type sim struct {
 	ops     []*simOp
 	history []porcupine.Operation
 	nextVal int
-	stats   struct{ writes, reads, indeterminate, crashes, cuts int }
+	stats   struct{ writes, reads, indeterminate, crashes, cuts, transfers int }
 }
 
 type simTransport struct {
@@ -209,8 +209,8 @@ func runSim(t *testing.T, seed uint64, steps int) error {
 		}
 	}
 	s.ops = nil
-	t.Logf("seed %d: %d steps, %d writes, %d reads (%d indeterminate), %d crashes, %d cuts",
-		seed, steps, s.stats.writes, s.stats.reads, s.stats.indeterminate, s.stats.crashes, s.stats.cuts)
+	t.Logf("seed %d: %d steps, %d writes, %d reads (%d indeterminate), %d crashes, %d cuts, %d leadership transfers",
+		seed, steps, s.stats.writes, s.stats.reads, s.stats.indeterminate, s.stats.crashes, s.stats.cuts, s.stats.transfers)
 	if err := s.converged(); err != nil {
 		return err
 	}
@@ -265,8 +265,25 @@ func (s *sim) step(ops, faults bool) error {
 		if err := s.fault(); err != nil {
 			return err
 		}
+		s.transfer()
 	}
 	return nil
+}
+
+// transfer now and then asks a group's leader to hand its leadership to
+// another node (leader balance's move), which it starts only when it can
+// end cleanly (Host.TransferLeader); writes go on meanwhile.
+func (s *sim) transfer() {
+	if s.rng.IntN(1000) >= 30 {
+		return
+	}
+	g := uint64(1 + s.rng.IntN(simGroups))
+	to := uint64(1 + s.rng.IntN(simNodes))
+	for _, n := range s.nodes {
+		if n.down == 0 && n.h.TransferLeader(g, to) == nil {
+			s.stats.transfers++
+		}
+	}
 }
 
 // outcomes records the operations whose waiters answered.
