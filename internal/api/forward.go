@@ -101,7 +101,7 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, err error) boo
 	if st.body != nil {
 		r.Body = io.NopCloser(bytes.NewReader(st.body))
 	}
-	switch h.cfg.Forward(w, r, st.body, keyspace, leader) {
+	switch h.cfg.Forward(cosmosCaseWriter{w}, r, st.body, keyspace, leader) {
 	case Forwarded:
 		return true
 	case ForwardLocal:
