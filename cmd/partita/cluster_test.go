@@ -212,7 +212,8 @@ func retry(ctx context.Context, limit time.Duration, op func(context.Context) er
 // TestClusterBinary runs a three-node cluster of real processes and drives
 // it with azcosmos: metadata made on one node is seen on the others;
 // items written through any node (forwarded to their partition's leader)
-// are read at once through the others (Strong: linearizable reads); with
+// are read at once through the others (Strong: linearizable reads), and
+// through the same node by session reads that carry no token; with
 // a node killed (SIGKILL) the other two go on accepting writes; the
 // killed node, restarted, catches up and serves every acknowledged item.
 func TestClusterBinary(t *testing.T) {
@@ -276,6 +277,35 @@ func TestClusterBinary(t *testing.T) {
 			if err := readAt(j, id); err != nil {
 				t.Fatalf("read %s via node %d right after its write via node %d: %v", id, j+1, via+1, err)
 			}
+		}
+	}
+
+	// A session read without a session token (azcosmos sends none, nor does
+	// @azure/cosmos unless told to) through the node a write went through
+	// sees that write at once, forwarded or not: the node's own session
+	// (docs/cluster.md; found by the Node tests against a cluster).
+	session := &azcosmos.ItemOptions{ConsistencyLevel: azcosmos.ConsistencyLevelSession.ToPtr()}
+	scs := make([]*azcosmos.ContainerClient, len(nodes))
+	for i, n := range nodes {
+		scs[i] = n.container(t, "db", "made-on-2")
+	}
+	for i := range 60 {
+		via := i % 3
+		pk := fmt.Sprintf("p%d", i%5)
+		body := fmt.Appendf(nil, `{"id":"s","pk":%q,"v":%d}`, pk, i)
+		if err := retry(ctx, 30*time.Second, func(ctx context.Context) error {
+			_, err := scs[via].UpsertItem(ctx, azcosmos.NewPartitionKeyString(pk), body, nil)
+			return err
+		}); err != nil {
+			t.Fatalf("upsert %d via node %d: %v", i, via+1, err)
+		}
+		resp, err := scs[via].ReadItem(ctx, azcosmos.NewPartitionKeyString(pk), "s", session)
+		if err != nil {
+			t.Fatalf("session read %d via node %d right after its write there: %v", i, via+1, err)
+		}
+		var got struct{ V int }
+		if err := json.Unmarshal(resp.Value, &got); err != nil || got.V != i {
+			t.Fatalf("session read via node %d right after writing v=%d there: %s", via+1, i, resp.Value)
 		}
 	}
 

@@ -58,6 +58,13 @@ func MarkForwarded(r *http.Request) *http.Request {
 	return r.WithContext(context.WithValue(r.Context(), forwardKey{}, &forwardState{forwarded: true}))
 }
 
+// forwardedHere reports whether another node of the cluster forwarded r
+// here (MarkForwarded).
+func forwardedHere(r *http.Request) bool {
+	st, _ := r.Context().Value(forwardKey{}).(*forwardState)
+	return st != nil && st.forwarded
+}
+
 // keepBody reads r's body into memory when a Forwarder may need it, so it
 // can be sent on, and returns r reading it again.
 func (h *Handler) keepBody(r *http.Request) (*http.Request, error) {

@@ -37,7 +37,7 @@ func (h *Handler) checkRead(r *http.Request) error {
 	}
 	v := strings.TrimSpace(r.Header.Get("x-ms-session-token"))
 	if v == "" {
-		return nil
+		return h.checkNodeSession(r)
 	}
 	toks, err := sessionTokens(v)
 	if err != nil {
@@ -48,6 +48,23 @@ func (h *Handler) checkRead(r *http.Request) error {
 			WithSub(status.SubNotFoundReadSessionNotAvailable)
 	}
 	return nil
+}
+
+// checkNodeSession applies, in a cluster, the node's own session to a
+// session read without a session token (nodesession.go): it waits, as for
+// a token, until this node has applied the writes it answered for the
+// container, and answers 404/1002 (which the SDKs retry) if it does not
+// within sessionWait.
+func (h *Handler) checkNodeSession(r *http.Request) error {
+	if !h.cfg.Replicated || h.readLevel(r) != consistencyStrength["session"] {
+		return nil
+	}
+	toks := h.nodeSession(r.PathValue("db"), r.PathValue("coll"))
+	if len(toks) == 0 || h.sessionAvailable(r, toks) {
+		return nil
+	}
+	return status.New(http.StatusNotFound, "The read session is not available: this node has not yet applied the writes it acknowledged; retry").
+		WithSub(status.SubNotFoundReadSessionNotAvailable)
 }
 
 // sessionWait bounds how long a session read on a replicated node waits
@@ -87,11 +104,17 @@ func (h *Handler) sessionAvailable(r *http.Request, toks []engine.SessionToken) 
 // write acknowledged before it (Strong, BoundedStaleness): the level it
 // asks for, else the account's default.
 func (h *Handler) linearizable(r *http.Request) bool {
+	return h.readLevel(r) >= consistencyStrength["boundedstaleness"]
+}
+
+// readLevel returns the strength (consistencyStrength) of the level r reads
+// at: the level it asks for, else the account's default.
+func (h *Handler) readLevel(r *http.Request) int {
 	v := strings.TrimSpace(r.Header.Get("x-ms-consistency-level"))
 	if v == "" {
 		v = h.cfg.Consistency
 	}
-	return consistencyStrength[strings.ToLower(v)] >= consistencyStrength["boundedstaleness"]
+	return consistencyStrength[strings.ToLower(v)]
 }
 
 // sessionTokens parses a session token list: each entry's range and global
