@@ -73,10 +73,16 @@ func (h *Handler) checkNodeSession(r *http.Request) error {
 const sessionWait = 2 * time.Second
 
 // sessionAvailable reports whether this node has reached every position of
-// toks; on a replicated node it waits up to sessionWait for it.
+// toks; on a replicated node it waits up to sessionWait for it, and for a
+// change feed read until the positions are stable, which is as far as the
+// feed shows.
 func (h *Handler) sessionAvailable(r *http.Request, toks []engine.SessionToken) bool {
 	db, coll := r.PathValue("db"), r.PathValue("coll")
-	if h.eng.SessionAvailable(db, coll, toks) {
+	available := h.eng.SessionAvailable
+	if h.cfg.Replicated && r.Header.Get(hdrAIM) != "" {
+		available = h.eng.FeedSessionAvailable
+	}
+	if available(db, coll, toks) {
 		return true
 	}
 	if !h.cfg.Replicated {
@@ -93,7 +99,7 @@ func (h *Handler) sessionAvailable(r *http.Request, toks []engine.SessionToken) 
 		case <-deadline.C:
 			return false
 		case <-t.C:
-			if h.eng.SessionAvailable(db, coll, toks) {
+			if available(db, coll, toks) {
 				return true
 			}
 		}
