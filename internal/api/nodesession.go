@@ -32,13 +32,14 @@ type containerSession struct {
 	lsns map[string]uint64 // range id → LSN
 }
 
-// note records the session token of the write r answered with (w's
+// noteSession records the session token of the write r answered with (w's
 // headers, whether the write ran here or was forwarded to its leader). It
-// does nothing for a request another node forwarded here: that node keeps
+// does nothing for a query (a POST too), whose token is only this node's
+// position, or for a request another node forwarded here: that node keeps
 // its clients' session.
 func (h *Handler) noteSession(w http.ResponseWriter, r *http.Request) {
 	db, coll := r.PathValue("db"), r.PathValue("coll")
-	if db == "" || coll == "" || forwardedHere(r) {
+	if db == "" || coll == "" || forwardedHere(r) || isQuery(r) || isTrue(r, hdrIsPlan) {
 		return
 	}
 	v := strings.TrimSpace(responseHeader(w, "x-ms-session-token"))
