@@ -15,7 +15,7 @@ POWERLOSS_CYCLES ?= 1000
 # The container image's tag (make image).
 IMAGE     ?= localhost/partita:dev
 
-.PHONY: image run build test test-go test-node test-python invariants lint conformance conformance-cluster fuzz crashloop clusterloop bench bench-floor powerloss diskfull sim clean
+.PHONY: image run build test test-go test-node test-node-cluster test-python invariants lint conformance conformance-cluster fuzz crashloop clusterloop bench bench-floor powerloss diskfull sim clean
 
 run:
 	$(GO) run ./cmd/partita serve
@@ -39,6 +39,12 @@ test-go:
 test-node: build
 	cd test/node && { [ -d node_modules ] || npm ci --no-audit --no-fund; }
 	cd test/node && PARTITA_BIN=$(CURDIR)/$(BIN) node --test
+
+# The Node suite against node 1 of a three-node cluster on loopback
+# (test/node/server.mjs starts the cluster per test file; docs/cluster.md).
+test-node-cluster: build
+	cd test/node && { [ -d node_modules ] || npm ci --no-audit --no-fund; }
+	cd test/node && PARTITA_CLUSTER=1 PARTITA_BIN=$(CURDIR)/$(BIN) node --test
 
 # Fails, naming the package to install, when python3-azure-cosmos is missing.
 test-python: build

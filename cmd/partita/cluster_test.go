@@ -3,12 +3,15 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +21,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/partitadb/partita/internal/config"
 )
 
 // clusterNode is one `partita serve` process of a test cluster.
@@ -195,6 +202,36 @@ func (n *clusterNode) container(t *testing.T, db, coll string) *azcosmos.Contain
 	return cc
 }
 
+// sessionClient returns a client of node n whose every request reads at
+// session consistency (x-ms-consistency-level: Session, relaxing a Strong
+// default) and, as azcosmos always, carries no session token.
+func sessionClient(t *testing.T, n *clusterNode) *azcosmos.Client {
+	t.Helper()
+	pem, err := os.ReadFile(filepath.Join(n.data, "tls", "cert.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	cred, _ := azcosmos.NewKeyCredential(config.EmulatorKey)
+	c, err := azcosmos.NewClientWithKey(n.endpoint, cred, &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{
+		Transport:       &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}},
+		PerCallPolicies: []policy.Policy{sessionLevel{}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// sessionLevel asks for session consistency.
+type sessionLevel struct{}
+
+func (sessionLevel) Do(req *policy.Request) (*http.Response, error) {
+	req.Raw().Header.Set("x-ms-consistency-level", "Session")
+	return req.Next()
+}
+
 // retry runs op until it succeeds or limit passes.
 func retry(ctx context.Context, limit time.Duration, op func(context.Context) error) error {
 	deadline := time.Now().Add(limit)
@@ -212,7 +249,8 @@ func retry(ctx context.Context, limit time.Duration, op func(context.Context) er
 // TestClusterBinary runs a three-node cluster of real processes and drives
 // it with azcosmos: metadata made on one node is seen on the others;
 // items written through any node (forwarded to their partition's leader)
-// are read at once through the others (Strong: linearizable reads); with
+// are read at once through the others (Strong: linearizable reads), and
+// through the same node by session reads that carry no token; with
 // a node killed (SIGKILL) the other two go on accepting writes; the
 // killed node, restarted, catches up and serves every acknowledged item.
 func TestClusterBinary(t *testing.T) {
@@ -278,6 +316,52 @@ func TestClusterBinary(t *testing.T) {
 			if err := readAt(j, id); err != nil {
 				t.Fatalf("read %s via node %d right after its write via node %d: %v", id, j+1, via+1, err)
 			}
+		}
+	}
+
+	// A session read without a session token (azcosmos sends none, nor does
+	// @azure/cosmos unless told to) through the node a write went through
+	// sees that write at once, forwarded or not, and so does its change
+	// feed: the node's own session (docs/cluster.md; found by the Node
+	// tests against a cluster).
+	scs := make([]*azcosmos.ContainerClient, len(nodes))
+	for i, n := range nodes {
+		scs[i], _ = sessionClient(t, n).NewContainer("db", "made-on-2")
+	}
+	for i := range 60 {
+		via := i % 3
+		pk := fmt.Sprintf("p%d", i%5)
+		body := fmt.Appendf(nil, `{"id":"s","pk":%q,"v":%d}`, pk, i)
+		if err := retry(ctx, 30*time.Second, func(ctx context.Context) error {
+			_, err := scs[via].UpsertItem(ctx, azcosmos.NewPartitionKeyString(pk), body, nil)
+			return err
+		}); err != nil {
+			t.Fatalf("upsert %d via node %d: %v", i, via+1, err)
+		}
+		resp, err := scs[via].ReadItem(ctx, azcosmos.NewPartitionKeyString(pk), "s", nil)
+		if err != nil {
+			t.Fatalf("session read %d via node %d right after its write there: %v", i, via+1, err)
+		}
+		var got struct{ V int }
+		if err := json.Unmarshal(resp.Value, &got); err != nil || got.V != i {
+			t.Fatalf("session read via node %d right after writing v=%d there: %s", via+1, i, resp.Value)
+		}
+		feed, err := scs[via].ReadChangeFeed(ctx, &azcosmos.ChangeFeedOptions{FeedRange: &azcosmos.FeedRange{MinInclusive: "", MaxExclusive: "FF"}})
+		if err != nil {
+			t.Fatalf("change feed via node %d: %v", via+1, err)
+		}
+		latest := -1
+		for _, raw := range feed.Items {
+			var d struct {
+				PK string
+				V  int
+			}
+			if json.Unmarshal(raw, &d) == nil && d.PK == pk {
+				latest = d.V
+			}
+		}
+		if latest != i {
+			t.Fatalf("change feed via node %d right after writing v=%d of %s there: %s has v=%d (-1: absent)", via+1, i, pk, pk, latest)
 		}
 	}
 

@@ -69,6 +69,13 @@ func MarkForwarded(r *http.Request) *http.Request {
 	return r.WithContext(context.WithValue(r.Context(), forwardKey{}, &forwardState{forwarded: true}))
 }
 
+// forwardedHere reports whether another node of the cluster forwarded r
+// here (MarkForwarded).
+func forwardedHere(r *http.Request) bool {
+	st, _ := r.Context().Value(forwardKey{}).(*forwardState)
+	return st != nil && st.forwarded
+}
+
 // keepBody reads r's body into memory when a Forwarder may need it, so it
 // can be sent on, and returns r reading it again.
 func (h *Handler) keepBody(r *http.Request) (*http.Request, error) {
@@ -121,7 +128,7 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, err error) (bo
 	if st.body != nil {
 		r.Body = io.NopCloser(bytes.NewReader(st.body))
 	}
-	switch h.cfg.Forward(w, r, st.body, keyspace, leader) {
+	switch h.cfg.Forward(cosmosCaseWriter{w}, r, st.body, keyspace, leader) {
 	case Forwarded:
 		return true, nil
 	case ForwardLocal:

@@ -57,7 +57,8 @@ type Config struct {
 	// Replicated: the engine's keyspaces are replicated (a cluster), so a
 	// read this node serves may lag its partition's leader. Strong and
 	// bounded-staleness reads are made linearizable (engine.Linearizable),
-	// and a session read waits briefly for this node to reach its session.
+	// and a session read waits briefly for this node to reach its session
+	// (the client's token, or without one the writes this node answered).
 	Replicated bool
 	// ClusterStatus, if set, is this node's view of its cluster, served as
 	// JSON at GET /_partita/cluster; digest (the x-partita-cluster-digest
@@ -78,6 +79,8 @@ type Handler struct {
 	log    *slog.Logger
 	now    func() time.Time
 	mux    *http.ServeMux
+
+	sessions nodeSessions // in a cluster: the writes this node answered (nodesession.go)
 }
 
 // New returns the API handler over eng, authenticating with v.
@@ -147,6 +150,9 @@ func (h *Handler) route(pattern string, fn handlerFunc) {
 		}
 		if err != nil {
 			h.writeError(w, r, err)
+		}
+		if h.cfg.Replicated && r.Method != http.MethodGet && r.Method != http.MethodHead {
+			h.noteSession(w, r)
 		}
 	})
 }

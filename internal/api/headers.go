@@ -208,6 +208,23 @@ func responseHeader(w http.ResponseWriter, name string) string {
 	return ""
 }
 
+// cosmosCaseWriter gives the Cosmos DB headers of a response another node
+// wrote (a forwarded request's, copied from Go's HTTP client, which
+// canonicalises names) the lowercase names setHeader gives them, just
+// before they are written.
+type cosmosCaseWriter struct{ http.ResponseWriter }
+
+func (c cosmosCaseWriter) WriteHeader(code int) {
+	h := c.Header()
+	for k, vs := range h {
+		if l := strings.ToLower(k); l != k && cosmosHeader(l) {
+			delete(h, k)
+			h[l] = vs
+		}
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
 // cosmosHeader reports whether the lowercase header name is one of Cosmos
 // DB's own, sent in lowercase.
 func cosmosHeader(key string) bool {

@@ -37,7 +37,7 @@ func (h *Handler) checkRead(r *http.Request) error {
 	}
 	v := strings.TrimSpace(r.Header.Get("x-ms-session-token"))
 	if v == "" {
-		return nil
+		return h.checkNodeSession(r)
 	}
 	toks, err := sessionTokens(v)
 	if err != nil {
@@ -50,16 +50,39 @@ func (h *Handler) checkRead(r *http.Request) error {
 	return nil
 }
 
+// checkNodeSession applies, in a cluster, the node's own session to a
+// session read without a session token (nodesession.go): it waits, as for
+// a token, until this node has applied the writes it answered for the
+// container, and answers 404/1002 (which the SDKs retry) if it does not
+// within sessionWait.
+func (h *Handler) checkNodeSession(r *http.Request) error {
+	if !h.cfg.Replicated || h.readLevel(r) != consistencyStrength["session"] {
+		return nil
+	}
+	toks := h.nodeSession(r.PathValue("db"), r.PathValue("coll"))
+	if len(toks) == 0 || h.sessionAvailable(r, toks) {
+		return nil
+	}
+	return status.New(http.StatusNotFound, "The read session is not available: this node has not yet applied the writes it acknowledged; retry").
+		WithSub(status.SubNotFoundReadSessionNotAvailable)
+}
+
 // sessionWait bounds how long a session read on a replicated node waits
 // for this node to apply what the session has seen (a follower is usually
 // milliseconds behind its leader).
 const sessionWait = 2 * time.Second
 
 // sessionAvailable reports whether this node has reached every position of
-// toks; on a replicated node it waits up to sessionWait for it.
+// toks; on a replicated node it waits up to sessionWait for it, and for a
+// change feed read until the positions are stable, which is as far as the
+// feed shows.
 func (h *Handler) sessionAvailable(r *http.Request, toks []engine.SessionToken) bool {
 	db, coll := r.PathValue("db"), r.PathValue("coll")
-	if h.eng.SessionAvailable(db, coll, toks) {
+	available := h.eng.SessionAvailable
+	if h.cfg.Replicated && r.Header.Get(hdrAIM) != "" {
+		available = h.eng.FeedSessionAvailable
+	}
+	if available(db, coll, toks) {
 		return true
 	}
 	if !h.cfg.Replicated {
@@ -76,7 +99,7 @@ func (h *Handler) sessionAvailable(r *http.Request, toks []engine.SessionToken) 
 		case <-deadline.C:
 			return false
 		case <-t.C:
-			if h.eng.SessionAvailable(db, coll, toks) {
+			if available(db, coll, toks) {
 				return true
 			}
 		}
@@ -87,11 +110,17 @@ func (h *Handler) sessionAvailable(r *http.Request, toks []engine.SessionToken) 
 // write acknowledged before it (Strong, BoundedStaleness): the level it
 // asks for, else the account's default.
 func (h *Handler) linearizable(r *http.Request) bool {
+	return h.readLevel(r) >= consistencyStrength["boundedstaleness"]
+}
+
+// readLevel returns the strength (consistencyStrength) of the level r reads
+// at: the level it asks for, else the account's default.
+func (h *Handler) readLevel(r *http.Request) int {
 	v := strings.TrimSpace(r.Header.Get("x-ms-consistency-level"))
 	if v == "" {
 		v = h.cfg.Consistency
 	}
-	return consistencyStrength[strings.ToLower(v)] >= consistencyStrength["boundedstaleness"]
+	return consistencyStrength[strings.ToLower(v)]
 }
 
 // sessionTokens parses a session token list: each entry's range and global

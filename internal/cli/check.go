@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/cluster"
 	"github.com/partitadb/partita/internal/config"
 	"github.com/partitadb/partita/internal/engine"
 	"github.com/partitadb/partita/internal/replica"
@@ -72,6 +73,11 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 func checkDir(ctx context.Context, dir string) (*engine.CheckReport, error) {
 	if err := isStore(dir); err != nil {
 		return nil, err
+	}
+	if cluster.IsMember(dir) {
+		// Its catalog is in the cluster's etcd: the local one is empty, so
+		// every keyspace would look like a deleted container's.
+		return nil, fmt.Errorf("%s belongs to a member of a cluster, whose catalog is in the cluster's etcd: checking a member's data directory is not supported yet", dir)
 	}
 	st, err := store.Open(store.Options{Dir: dir})
 	if err != nil {

@@ -114,6 +114,11 @@ func TestCheckCommandRefuses(t *testing.T) {
 		t.Fatalf("untar: %v %s", err, b)
 	}
 	empty := t.TempDir()
+	// A cluster member's directory: a store and the etcd member's data.
+	member := checkStore(t)
+	if err := os.Mkdir(filepath.Join(member, "etcd"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -126,6 +131,7 @@ func TestCheckCommandRefuses(t *testing.T) {
 		{"not a store", []string{"--data", empty}, "no Partita data directory", false},
 		{"in use", []string{"--data", dir}, "is a server running on it", true},
 		{"format 6", []string{"--data", format6}, "storage format 6", false},
+		{"cluster member", []string{"--data", member}, "belongs to a member of a cluster", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.hold {

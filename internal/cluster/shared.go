@@ -281,10 +281,23 @@ func (s *SharedCatalog) caughtUp(ctx context.Context, rev int64) error {
 	}
 }
 
+// revokeTimeout bounds Close's revocation of the session's lease.
+const revokeTimeout = time.Second
+
 // Close stops following and ends the session (releasing the lock if this
-// node holds it).
+// node holds it). It waits at most revokeTimeout for the revocation: etcd
+// revokes in milliseconds when it has a quorum and cannot without one (the
+// last members of a cluster stopping), and an unrevoked lease expires by
+// itself within its TTL anyway; concurrency.Session.Close would wait the
+// whole TTL.
 func (s *SharedCatalog) Close() error {
 	s.stop()
 	<-s.done
-	return s.sess.Close()
+	s.sess.Orphan()
+	ctx, cancel := context.WithTimeout(context.Background(), revokeTimeout)
+	defer cancel()
+	if _, err := s.cli.Revoke(ctx, s.sess.Lease()); err != nil {
+		return fmt.Errorf("cluster: revoke the catalog session's lease: %w", err)
+	}
+	return nil
 }

@@ -132,3 +132,29 @@ func TestSharedCatalogEtcd(t *testing.T) {
 		t.Fatalf("node a after node b's session ended: %v", err)
 	}
 }
+
+// TestSharedCatalogCloseWithoutQuorum: a node whose etcd has lost its
+// quorum (the last member of a cluster stopping) closes its shared catalog
+// within about revokeTimeout, not the session's TTL (the Node tests'
+// clusters took 10 s to stop).
+func TestSharedCatalogCloseWithoutQuorum(t *testing.T) {
+	ms := testMembers(t, 3)
+	es := startMembers(t, ms, ms)
+	s, err := NewSharedCatalog(t.Context(), es[0].Client(), BackendConfig{}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es[1:] {
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	err = s.Close()
+	if d := time.Since(start); d > 3*revokeTimeout {
+		t.Fatalf("Close took %v without a quorum; want about %v", d, revokeTimeout)
+	}
+	if err == nil {
+		t.Fatal("Close without a quorum reported the lease revoked")
+	}
+}

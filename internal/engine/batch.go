@@ -105,6 +105,14 @@ func (e *Engine) ExecuteBatch(ctx context.Context, db, coll string, pk document.
 
 // ExecuteBulk runs ops independently, each in its own transaction on its own
 // partition key (op.PK, required): a failure affects only its operation.
+//
+// In a cluster, an operation whose partition another node leads fails
+// alone (503), except when that is true of every operation and they all
+// belong to one keyspace or name one leader: then nothing was evaluated
+// here, and ExecuteBulk returns that *replica.NotLeaderError (NotLeader)
+// so that the whole request goes to the leader. The SDKs send each bulk
+// request to one partition key range, hence one keyspace, and
+// @azure/cosmos does not retry an operation's 503.
 func (e *Engine) ExecuteBulk(ctx context.Context, db, coll string, ops []BatchOp) (BatchResponse, error) {
 	if err := checkBatchSize(ops); err != nil {
 		return BatchResponse{}, err
@@ -115,11 +123,15 @@ func (e *Engine) ExecuteBulk(ctx context.Context, db, coll string, ops []BatchOp
 	}
 	resp := BatchResponse{Results: make([]BatchResult, len(ops)), OK: true}
 	var sessions []string
+	var away error // while every operation failed with one leader's NotLeaderError: the last
 	for i, op := range ops {
 		if err := ctx.Err(); err != nil {
 			return BatchResponse{}, err
 		}
 		r, session, err := e.bulkOne(c, op)
+		if i == 0 || away != nil {
+			away = sameLeader(away, err)
+		}
 		if err != nil {
 			r = failed(err)
 			resp.OK = false
@@ -130,10 +142,31 @@ func (e *Engine) ExecuteBulk(ctx context.Context, db, coll string, ops []BatchOp
 			sessions = append(sessions, session)
 		}
 	}
+	if away != nil {
+		return BatchResponse{}, away
+	}
 	if len(sessions) > 0 {
 		resp.Session = sessions[len(sessions)-1]
 	}
 	return resp, nil
+}
+
+// sameLeader returns err if it is a NotLeaderError (NotLeader) for the
+// keyspace or the known leader that prev's names (any, when prev is nil),
+// and nil otherwise.
+func sameLeader(prev, err error) error {
+	ks, leader, ok := NotLeader(err)
+	if !ok {
+		return nil
+	}
+	if prev == nil {
+		return err
+	}
+	pks, pleader, _ := NotLeader(prev)
+	if ks == pks || (leader != 0 && leader == pleader) {
+		return err
+	}
+	return nil
 }
 
 // bulkOne runs one bulk operation in a transaction of its own.

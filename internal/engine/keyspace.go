@@ -217,6 +217,18 @@ type SessionToken struct {
 // a range the container never had is compared with its most advanced
 // keyspace.
 func (e *Engine) SessionAvailable(db, coll string, tokens []SessionToken) bool {
+	return e.sessionAvailable(db, coll, tokens, replica.Replica.LastLSN)
+}
+
+// FeedSessionAvailable is SessionAvailable for the change feed, which shows
+// changes up to its keyspace's stable LSN: the keyspace's stable LSN must
+// reach the tokens. On a follower it trails the last LSN applied until the
+// leader publishes it (docs/cluster.md, "The engine in a cluster").
+func (e *Engine) FeedSessionAvailable(db, coll string, tokens []SessionToken) bool {
+	return e.sessionAvailable(db, coll, tokens, replica.Replica.StableLSN)
+}
+
+func (e *Engine) sessionAvailable(db, coll string, tokens []SessionToken, lsnOf func(replica.Replica) uint64) bool {
 	c, err := e.container(db, coll)
 	if err != nil {
 		return true // the request itself gets the 404
@@ -238,7 +250,7 @@ func (e *Engine) SessionAvailable(db, coll string, tokens []SessionToken) bool {
 		}
 		reached := false
 		for _, ks := range kss {
-			if rep, err := e.host.Replica(ks); err == nil && tok.LSN <= rep.LastLSN() {
+			if rep, err := e.host.Replica(ks); err == nil && tok.LSN <= lsnOf(rep) {
 				reached = true
 				break
 			}

@@ -12,7 +12,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 
 import { PermissionMode } from "@azure/cosmos";
 
-import { makeClient, startPartita, statusOfFailure, stopServer } from "./server.mjs";
+import { CLUSTER, makeClient, startPartita, statusOfFailure, stopServer } from "./server.mjs";
 
 /** Returns a client authenticated with resource tokens only (no key). */
 function tokenClient(env, resourceTokens) {
@@ -235,7 +235,7 @@ describe("partita partition key delete with @azure/cosmos", () => {
     await env?.stop();
   });
 
-  it("deletes exactly one logical partition's items, and the store checks clean", async () => {
+  it("deletes exactly one logical partition's items", async () => {
     const { database } = await client.databases.create({ id: "pkdDb" });
     const { container } = await database.containers.create({
       id: "tenants",
@@ -273,7 +273,11 @@ describe("partita partition key delete with @azure/cosmos", () => {
     // Deleting an empty or unknown partition is fine too.
     const none = await container.deleteAllItemsForPartitionKey("nobody");
     assert.equal(none.statusCode, 200);
+  });
 
+  // partita check refuses a cluster member's data directory: the catalog
+  // is in the cluster's etcd (docs/cluster.md, "Where it stands").
+  it("the store checks clean after the delete", { skip: CLUSTER && "partita check does not check a cluster member's data directory yet (docs/cluster.md)" }, async () => {
     // Stop the server and check its store (partita check): every derived
     // entry agrees with the items left.
     await stopServer(env.server.proc);

@@ -1,0 +1,170 @@
+package engine
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/partitadb/partita/internal/document"
+	"github.com/partitadb/partita/internal/replica"
+	"github.com/partitadb/partita/internal/store"
+)
+
+// followerHost is a replica.Host whose keyspaces in away another node
+// leads (the value: that node, 0 when unknown), as a cluster node's
+// followers: their Lead answers *replica.NotLeaderError.
+type followerHost struct {
+	*replica.Local
+	away map[uint64]uint64
+}
+
+func (h *followerHost) Replica(id uint64) (replica.Replica, error) {
+	r, err := h.Local.Replica(id)
+	if leader, ok := h.away[id]; ok && err == nil {
+		return followerReplica{r, leader}, nil
+	}
+	return r, err
+}
+
+type followerReplica struct {
+	replica.Replica
+	leader uint64
+}
+
+func (r followerReplica) Lead() error {
+	return &replica.NotLeaderError{Keyspace: r.ID(), Leader: r.leader}
+}
+
+// TestBulkNotLeader: a bulk request none of whose operations this node
+// leads, all in one keyspace or all led by one known node, fails whole with
+// the NotLeaderError (the API forwards it to the leader: @azure/cosmos
+// retries no operation's 503, found by the Node tests against a cluster);
+// otherwise only the operations led elsewhere fail, with 503.
+func TestBulkNotLeader(t *testing.T) {
+	st, err := store.Open(store.Options{Dir: t.TempDir(), Sync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	local, err := replica.OpenLocal(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := &followerHost{Local: local, away: map[uint64]uint64{}}
+	e, err := New(t.Context(), host, local.Meta(), Config{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateDatabase("db", Throughput{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateContainer("db", []byte(`{"id":"k","partitionKey":{"paths":["/pk"]}}`), Throughput{Manual: 24000}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.cat.Container("db", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Keyspaces()) < 3 {
+		t.Fatalf("the container has keyspaces %v; the test needs 3", c.Keyspaces())
+	}
+	// Two partition key values in each of the container's keyspaces.
+	byKS := map[uint64][]document.PartitionKey{}
+	for i := 0; len(byKS) < len(c.Keyspaces()) || i < 200; i++ {
+		pk := pkN(i)
+		loc, err := locate(c, pk, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ks, _ := c.Keyspace(loc.rng.ID)
+		if len(byKS[ks]) < 2 {
+			byKS[ks] = append(byKS[ks], pk)
+		}
+	}
+	kss := c.Keyspaces()
+	a, b, l := kss[0], kss[1], kss[2] // a and b led elsewhere, l here
+	creates := func(kss ...uint64) []BatchOp {
+		var ops []BatchOp
+		for _, ks := range kss {
+			for _, pk := range byKS[ks] {
+				ops = append(ops, BatchOp{Type: "Create", PK: pk, Body: fmt.Appendf(nil, `{"id":"x","pk":%q}`, pk[0].String)})
+			}
+		}
+		return ops
+	}
+	statuses := func(resp BatchResponse) []int {
+		var out []int
+		for _, r := range resp.Results {
+			out = append(out, r.Status)
+		}
+		return out
+	}
+	notStored := func(ops []BatchOp) {
+		t.Helper()
+		for _, op := range ops {
+			if _, err := e.ReadItem(t.Context(), ItemRef{DB: "db", Container: "k", ID: "x"}, op.PK, ""); code(err) != http.StatusNotFound {
+				t.Fatalf("item x of %v: %v, want 404", op.PK, err)
+			}
+		}
+	}
+
+	// One keyspace, its leader known or not: the whole request.
+	for _, leader := range []uint64{7, 0} {
+		host.away = map[uint64]uint64{a: leader, b: leader}
+		ops := creates(a)
+		resp, err := e.ExecuteBulk(t.Context(), "db", "k", ops)
+		if ks, got, ok := NotLeader(err); !ok || ks != a || got != leader {
+			t.Fatalf("leader %d: ExecuteBulk = %v, %v; want NotLeader(keyspace %d, leader %d)", leader, statuses(resp), err, a, leader)
+		}
+		notStored(ops)
+	}
+	// Two keyspaces with one known leader: the whole request.
+	host.away = map[uint64]uint64{a: 7, b: 7}
+	ops := creates(a, b)
+	resp, err := e.ExecuteBulk(t.Context(), "db", "k", ops)
+	if _, got, ok := NotLeader(err); !ok || got != 7 {
+		t.Fatalf("ExecuteBulk = %v, %v; want NotLeader(leader 7)", statuses(resp), err)
+	}
+	notStored(ops)
+	// Two keyspaces whose leaders differ or are unknown: each operation.
+	for _, away := range []map[uint64]uint64{{a: 7, b: 8}, {a: 0, b: 0}} {
+		host.away = away
+		resp, err := e.ExecuteBulk(t.Context(), "db", "k", creates(a, b))
+		if err != nil {
+			t.Fatalf("%v: ExecuteBulk: %v", away, err)
+		}
+		for i, s := range statuses(resp) {
+			if s != http.StatusServiceUnavailable {
+				t.Fatalf("%v: results %v, want 503 each", away, statuses(resp))
+			}
+			if resp.Results[i].Message == "" {
+				t.Fatalf("%v: result %d has no message", away, i)
+			}
+		}
+	}
+	// Some operations led here: those run, the others fail alone.
+	host.away = map[uint64]uint64{a: 7}
+	resp, err = e.ExecuteBulk(t.Context(), "db", "k", creates(a, l))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(statuses(resp)), fmt.Sprint([]int{503, 503, 201, 201}); got != want {
+		t.Fatalf("results %s, want %s", got, want)
+	}
+	notStored(creates(a))
+	host.away = map[uint64]uint64{}
+	for _, op := range creates(l) {
+		if _, err := e.ReadItem(t.Context(), ItemRef{DB: "db", Container: "k", ID: "x"}, op.PK, ""); err != nil {
+			t.Fatalf("item x of %v: %v", op.PK, err)
+		}
+	}
+	// The first operation led here: the others fail alone.
+	host.away = map[uint64]uint64{a: 7}
+	resp, err = e.ExecuteBulk(t.Context(), "db", "k", append(creates(l)[:1], creates(a)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(statuses(resp)), fmt.Sprint([]int{409, 503, 503}); got != want {
+		t.Fatalf("results %s, want %s", got, want)
+	}
+}
