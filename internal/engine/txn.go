@@ -254,7 +254,7 @@ func (t *lpTxn) put(item *document.Item, old []byte, props document.SystemProps)
 		return Result{}, tooLarge(len(out), t.e.cfg.MaxItemBytes)
 	}
 	if _, on := t.c.DefaultTTL(); on {
-		if _, _, err := document.TTL(out); err != nil {
+		if _, _, err := item.TTL(); err != nil {
 			return Result{}, translate(err)
 		}
 	}
