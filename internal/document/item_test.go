@@ -255,18 +255,32 @@ func TestTTLValidation(t *testing.T) {
 		{`{"id":"1","ttl":"10"}`, 0, false, `"10"`},
 		{`{"id":"1","ttl":2147483648}`, 0, false, "2147483648"},
 		{`{"id":"1","ttl":true}`, 0, false, "true"},
+		{`{"id":"1","ttl":-1,"a":{"ttl":0}}`, -1, true, ""},
+		{`{"id":"1","t\u0074l":7}`, 7, true, ""},
 	}
 	for _, tt := range tests {
-		ttl, present, err := TTL([]byte(tt.body))
-		if tt.bad == "" {
-			if err != nil || ttl != tt.ttl || present != tt.present {
-				t.Errorf("TTL(%s) = %d, %v, %v; want %d, %v, nil", tt.body, ttl, present, err, tt.ttl, tt.present)
-			}
-			continue
+		it, err := ParseItem([]byte(tt.body), []string{"/pk"})
+		if err != nil {
+			t.Fatal(err)
 		}
-		want := "The input ttl '" + tt.bad + "' is invalid. Ensure to provide a nonzero positive integer less than or equal to '2147483647', or '-1' which means never expire."
-		if ie, ok := errors.AsType[*InvalidError](err); !ok || ie.Msg != want {
-			t.Errorf("TTL(%s) error = %v, want %q", tt.body, err, want)
+		for _, f := range []struct {
+			name string
+			ttl  func() (int64, bool, error)
+		}{
+			{"TTL", func() (int64, bool, error) { return TTL([]byte(tt.body)) }},
+			{"Item.TTL", it.TTL},
+		} {
+			ttl, present, err := f.ttl()
+			if tt.bad == "" {
+				if err != nil || ttl != tt.ttl || present != tt.present {
+					t.Errorf("%s(%s) = %d, %v, %v; want %d, %v, nil", f.name, tt.body, ttl, present, err, tt.ttl, tt.present)
+				}
+				continue
+			}
+			want := "The input ttl '" + tt.bad + "' is invalid. Ensure to provide a nonzero positive integer less than or equal to '2147483647', or '-1' which means never expire."
+			if ie, ok := errors.AsType[*InvalidError](err); !ok || ie.Msg != want {
+				t.Errorf("%s(%s) error = %v, want %q", f.name, tt.body, err, want)
+			}
 		}
 	}
 }
@@ -403,6 +417,7 @@ func FuzzParseItem(f *testing.F) {
 		`{"id":"1","pk":"a"}`, `{"id":"1","a":{"b":null}}`, `{"id":"é","x y":1.5e3,"pk":true}`,
 		`{"id":"1","pk":[1]}`, `{"_rid":"x","id":"\u0031","_ts":1}`, `[]`, `{"id":1}`,
 		`{"id":"1","pk":"\ud800","a":[{"b":2}]}`, `{"id":"1","id":"2","pk":1,"pk":2}`,
+		`{"id":"1","ttl":5}`, `{"id":"1","ttl": [ 1, {"a" : 2} ]}`, `{"id":"1","t\u0074l":-1,"a":{"ttl":3}}`,
 	} {
 		f.Add([]byte(s), uint8(0))
 	}
@@ -438,11 +453,20 @@ func FuzzParseItem(f *testing.F) {
 		if again.ID != it.ID || !again.PK.Equal(it.PK) {
 			t.Fatalf("ParseItem(Marshal(%q)) = %q %v, want %q %v", body, again.ID, again.PK, it.ID, it.PK)
 		}
-		if sp, err := Props(out); err != nil || sp != testProps() {
+		sp, err := Props(out)
+		if err != nil || sp.RID != testProps().RID || sp.Self != testProps().Self || sp.ETag != testProps().ETag || sp.TS != testProps().TS {
 			t.Fatalf("Props(%q) = %+v, %v", out, sp, err)
 		}
 		if out2 := again.Marshal(testProps()); string(out2) != string(out) {
 			t.Fatalf("Marshal not idempotent:\n%s\n%s", out, out2)
+		}
+		ttl, present, err := it.TTL()
+		wttl, wpresent, werr := TTL(out)
+		if ttl != wttl || present != wpresent || (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() {
+			t.Fatalf("Item.TTL of %q = %d, %v, %v; TTL(Marshal) = %d, %v, %v", body, ttl, present, err, wttl, wpresent, werr)
+		}
+		if sp.HasTTL != present || sp.TTL != ttl {
+			t.Fatalf("Props(%q) has ttl %d, %v; Item.TTL = %d, %v", out, sp.TTL, sp.HasTTL, ttl, present)
 		}
 	})
 }

@@ -24,10 +24,33 @@ func TTL(item []byte) (ttl int64, present bool, err error) {
 	if !ok {
 		return 0, false, nil
 	}
-	n, perr := strconv.ParseInt(string(item[vs:ve]), 10, 64)
-	if perr != nil || n == 0 || n < -1 || n > math.MaxInt32 {
+	return parseTTL(item[vs:ve])
+}
+
+// TTL is [TTL] of the item's JSON as Marshal writes it, read from the
+// parse ParseItem made: the last top-level "ttl" member, its value quoted
+// in errors without white space, as Marshal copies it.
+func (it *Item) TTL() (ttl int64, present bool, err error) {
+	for j := len(it.members) - 1; j >= 0; j-- {
+		if m := it.members[j]; keyIs(it.body, m, "ttl") {
+			ttl, present, err := parseTTL(it.body[m.vs:m.ve])
+			if err != nil {
+				// A number has no white space in it: only the message
+				// can differ, and it quotes the value as stored.
+				_, _, err = parseTTL(appendCompact(nil, it.body[m.vs:m.ve]))
+			}
+			return ttl, present, err
+		}
+	}
+	return 0, false, nil
+}
+
+// parseTTL checks the JSON value of a ttl member (see TTL).
+func parseTTL(v []byte) (int64, bool, error) {
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil || n == 0 || n < -1 || n > math.MaxInt32 {
 		return 0, false, &InvalidError{Msg: fmt.Sprintf("The input ttl '%.40s' is invalid. Ensure to provide a nonzero positive "+
-			"integer less than or equal to '2147483647', or '-1' which means never expire.", item[vs:ve])}
+			"integer less than or equal to '2147483647', or '-1' which means never expire.", v)}
 	}
 	return n, true, nil
 }

@@ -55,38 +55,18 @@ func (t *lpTxn) indexItem(key []byte, seq uint64, old, new []byte) (int, error) 
 	case old != nil && new == nil:
 		t.b.Delete(ok)
 	}
-	pol := t.c.Policy()
-	if pol.None() {
-		return 0, nil
-	}
-	// Terms come sorted and without duplicates: one merge pass finds the
-	// terms to remove and the ones to add; unchanged ones are not rewritten.
-	var was [][]byte
-	if old != nil {
-		if err := pol.Terms(old, func(term []byte) { was = append(was, bytes.Clone(term)) }); err != nil {
-			return 0, translate(fmt.Errorf("index the stored item: %w", err))
-		}
-	}
-	i, n := 0, 0
-	if new != nil {
-		if err := pol.Terms(new, func(term []byte) {
-			for i < len(was) && bytes.Compare(was[i], term) < 0 {
-				t.b.Delete(indexKey(was[i], seq))
-				i, n = i+1, n+1
-			}
-			if i < len(was) && bytes.Equal(was[i], term) {
-				i++
-				return
-			}
+	// Diff reports only the terms that change, and does not even parse
+	// the top-level members the two versions have alike: unchanged entries
+	// are not rewritten.
+	n, err := t.c.Policy().Diff(old, new, func(term []byte, add bool) {
+		if add {
 			t.b.Set(indexKey(term, seq), key)
-			n++
-		}); err != nil {
-			return 0, translate(fmt.Errorf("index the item: %w", err))
+		} else {
+			t.b.Delete(indexKey(term, seq))
 		}
-	}
-	for ; i < len(was); i++ {
-		t.b.Delete(indexKey(was[i], seq))
-		n++
+	})
+	if err != nil {
+		return 0, translate(fmt.Errorf("index the item: %w", err))
 	}
 	return n, nil
 }

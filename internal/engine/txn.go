@@ -48,6 +48,9 @@ type lpTxn struct {
 	// grew is how many bytes the transaction added to the logical
 	// partition (negative: removed), for the range's size estimate.
 	grew int64
+	// wrote is set once the transaction writes an item: its container is
+	// then one for the split check to look at (grown).
+	wrote bool
 }
 
 // begin locks logical partition pk of container c and starts a transaction
@@ -139,7 +142,7 @@ func (t *lpTxn) commit() error {
 	t.b.Close()
 	t.rep.ReleaseLSN(t.first)
 	t.unlock()
-	if err == nil && t.statsDirty {
+	if err == nil && t.wrote {
 		t.e.sizes.add(rangeKey(t.c, t.rng), t.grew)
 		t.e.grown.mark(t.c.Internal)
 	}
@@ -251,7 +254,7 @@ func (t *lpTxn) put(item *document.Item, old []byte, props document.SystemProps)
 		return Result{}, tooLarge(len(out), t.e.cfg.MaxItemBytes)
 	}
 	if _, on := t.c.DefaultTTL(); on {
-		if _, _, err := document.TTL(out); err != nil {
+		if _, _, err := item.TTL(); err != nil {
 			return Result{}, translate(err)
 		}
 	}
@@ -485,6 +488,13 @@ func decodeStats(v []byte) (lpStats, error) {
 // items, refusing growth past the logical partition cap with 403/1014
 // (before anything is written).
 func (t *lpTxn) grow(bytes, items int64) error {
+	t.wrote = true
+	if bytes == 0 && items == 0 {
+		// The statistics stay as they are: neither read nor rewrite
+		// them. (An upsert of an item by one of the same size, as
+		// updates of fixed-size records are, saves a read of the store.)
+		return nil
+	}
 	if !t.statsLoaded {
 		v, err := t.b.Get(statsKey(t.epk, t.pkEnc))
 		switch {

@@ -1,6 +1,8 @@
 package index
 
 import (
+	"bytes"
+	"strings"
 	"testing"
 )
 
@@ -39,4 +41,45 @@ func BenchmarkEq(b *testing.B) {
 	for b.Loop() {
 		_ = Eq(path, v)
 	}
+}
+
+// BenchmarkDiff measures the index changes of an update of benchDoc that
+// changes one nested member and _ts: Diff, and the merge of two Terms calls
+// it replaced in the engine (terms of the old version copied, then the new
+// version's merged with them).
+func BenchmarkDiff(b *testing.B) {
+	p := DefaultPolicy()
+	old := []byte(benchDoc)
+	new := []byte(strings.NewReplacer(`"floor":3`, `"floor":4`, `"_ts":1710000000`, `"_ts":1710000001`).Replace(benchDoc))
+	b.Run("diff", func(b *testing.B) {
+		b.SetBytes(int64(len(old) + len(new)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := p.Diff(old, new, func([]byte, bool) {}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("terms", func(b *testing.B) {
+		b.SetBytes(int64(len(old) + len(new)))
+		b.ReportAllocs()
+		var was [][]byte
+		for b.Loop() {
+			was = was[:0]
+			if err := p.Terms(old, func(term []byte) { was = append(was, bytes.Clone(term)) }); err != nil {
+				b.Fatal(err)
+			}
+			i := 0
+			if err := p.Terms(new, func(term []byte) {
+				for i < len(was) && bytes.Compare(was[i], term) < 0 {
+					i++
+				}
+				if i < len(was) && bytes.Equal(was[i], term) {
+					i++
+				}
+			}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -34,6 +34,10 @@
 //     its literal, as Cosmos DB's comparisons are (c.x > 5 matches numbers
 //     only; comparing across types is undefined).
 //
+// Policy.Terms lists the terms of a document; Policy.Diff lists the terms
+// that two versions of a document do not share, which is what an update
+// changes in the index.
+//
 // # Paths
 //
 // A path is a list of unescaped property names from the document root. An

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"strings"
 )
 
 // ErrInvalidTerm is returned by DecodeTerm, TermPath and TermLen for bytes
@@ -41,14 +42,31 @@ func tagOf(k Kind) byte {
 
 // appendEscaped appends the escaped bytes of s without a terminator.
 func appendEscaped[S ~string | ~[]byte](dst []byte, s S) []byte {
-	from := 0
+	for {
+		i := indexEsc(s)
+		if i < 0 {
+			return append(dst, s...)
+		}
+		dst = append(append(dst, s[:i]...), esc, escZero)
+		s = s[i+1:]
+	}
+}
+
+// indexEsc returns the index of the first esc byte in s, or -1. (Strings
+// and byte slices take the vectorised search: document values can be long.)
+func indexEsc[S ~string | ~[]byte](s S) int {
+	switch v := any(s).(type) {
+	case string:
+		return strings.IndexByte(v, esc)
+	case []byte:
+		return bytes.IndexByte(v, esc)
+	}
 	for i := 0; i < len(s); i++ {
 		if s[i] == esc {
-			dst = append(append(dst, s[from:i]...), esc, escZero)
-			from = i + 1
+			return i
 		}
 	}
-	return append(dst, s[from:]...)
+	return -1
 }
 
 // appendSegment appends one terminated path segment.

@@ -21,7 +21,7 @@ const maxPooledBuf = 1 << 20
 // wildSeg is the wildcard segment for any array element.
 var wildSeg = []byte("[]")
 
-// scratch is the reusable state of one Terms call.
+// scratch is the reusable state of one Terms or Diff call.
 type scratch struct {
 	parser fastjson.Parser
 	buf    []byte     // encoded terms, back to back
@@ -30,6 +30,11 @@ type scratch struct {
 	wsegs  [][]byte   // segs with every array position replaced by "[]"
 	digits []byte     // arena for array positions; see walk
 	err    error
+
+	// Diff only.
+	was      [][2]int32  // the old version's terms while the new one's are in spans
+	oms, nms []topMember // the two versions' top-level members
+	idx      []int32     // for sorting members
 }
 
 // Terms calls fn once per distinct term of doc, a JSON object, under the
@@ -56,6 +61,17 @@ func (p *Policy) Terms(doc []byte, fn func(term []byte)) error {
 	}
 	defer p.release(sc)
 
+	if err := sc.doc(p, doc); err != nil {
+		return err
+	}
+	for _, s := range sc.sorted(sc.spans) {
+		fn(sc.buf[s[0]:s[1]:s[1]])
+	}
+	return nil
+}
+
+// doc adds the terms of the whole document doc to sc.spans.
+func (sc *scratch) doc(p *Policy, doc []byte) error {
 	root, err := sc.parser.ParseBytes(doc)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidJSON, err)
@@ -64,34 +80,31 @@ func (p *Policy) Terms(doc []byte, fn func(term []byte)) error {
 		return nil
 	}
 	sc.walk(p, root, 0)
-	if sc.err != nil {
-		return sc.err
-	}
+	return sc.err
+}
 
+// sorted sorts spans by their terms in sc.buf and drops repeated terms.
+func (sc *scratch) sorted(spans [][2]int32) [][2]int32 {
 	buf := sc.buf
-	slices.SortFunc(sc.spans, func(a, b [2]int32) int {
+	slices.SortFunc(spans, func(a, b [2]int32) int {
 		return bytes.Compare(buf[a[0]:a[1]], buf[b[0]:b[1]])
 	})
-	var prev []byte
-	for i, s := range sc.spans {
-		t := buf[s[0]:s[1]:s[1]]
-		if i > 0 && bytes.Equal(t, prev) {
-			continue
-		}
-		fn(t)
-		prev = t
-	}
-	return nil
+	return slices.CompactFunc(spans, func(a, b [2]int32) bool {
+		return bytes.Equal(buf[a[0]:a[1]], buf[b[0]:b[1]])
+	})
 }
 
 // release resets sc and returns it to the pool unless it grew too large.
 func (p *Policy) release(sc *scratch) {
-	if cap(sc.buf) > maxPooledBuf || cap(sc.spans) > maxPooledBuf/8 {
+	if cap(sc.buf) > maxPooledBuf || cap(sc.spans)+cap(sc.was) > maxPooledBuf/8 {
 		return
 	}
-	clear(sc.segs[:cap(sc.segs)]) // drop references into the parsed document
+	clear(sc.segs[:cap(sc.segs)]) // drop references into the parsed documents
 	clear(sc.wsegs[:cap(sc.wsegs)])
+	clear(sc.oms[:cap(sc.oms)])
+	clear(sc.nms[:cap(sc.nms)])
 	sc.buf, sc.spans, sc.segs, sc.wsegs, sc.digits = sc.buf[:0], sc.spans[:0], sc.segs[:0], sc.wsegs[:0], sc.digits[:0]
+	sc.was, sc.oms, sc.nms = sc.was[:0], sc.oms[:0], sc.nms[:0]
 	sc.err = nil
 	p.pool.Put(sc)
 }

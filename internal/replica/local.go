@@ -587,6 +587,15 @@ type localBatch struct {
 	b    *store.Batch
 	err  error // the first refused write: Commit returns it
 	done bool  // committed (or tried to)
+	key  []byte
+}
+
+// abs returns the absolute key of relative key k in b.key, which the next
+// call overwrites: for the store batch's Set, Delete and Get, which copy
+// the key or use it only during the call.
+func (b *localBatch) abs(k []byte) []byte {
+	b.key = append(append(b.key[:0], b.r.prefix...), k...)
+	return b.key
 }
 
 // check reports whether relative key k may be written, recording the
@@ -604,14 +613,14 @@ func (b *localBatch) check(k []byte) bool {
 // Set writes value at key.
 func (b *localBatch) Set(key, value []byte) {
 	if b.check(key) {
-		b.b.Set(b.r.abs(key), value)
+		b.b.Set(b.abs(key), value)
 	}
 }
 
 // Delete removes key.
 func (b *localBatch) Delete(key []byte) {
 	if b.check(key) {
-		b.b.Delete(b.r.abs(key))
+		b.b.Delete(b.abs(key))
 	}
 }
 
@@ -633,7 +642,7 @@ func (b *localBatch) Empty() bool { return b.err == nil && b.b.Empty() }
 // Get returns a copy of key's value as the batch sees it, or ErrNotFound.
 // Only for indexed batches.
 func (b *localBatch) Get(key []byte) ([]byte, error) {
-	v, err := b.b.Get(b.r.abs(key))
+	v, err := b.b.Get(b.abs(key))
 	return v, mapErr(err)
 }
 
