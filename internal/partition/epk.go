@@ -8,8 +8,9 @@ import (
 	"math"
 	"unicode/utf8"
 
-	"github.com/partitadb/partita/internal/document"
 	"github.com/twmb/murmur3"
+
+	"github.com/partitadb/partita/internal/document"
 )
 
 // ErrInvalidEPK is returned (wrapped) by [ParseEPK] for a string that is not

@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/partitadb/partita/internal/document"
 	"github.com/twmb/murmur3"
+
+	"github.com/partitadb/partita/internal/document"
 )
 
 func str(s string) document.PKValue                    { return document.PKValue{Kind: document.String, String: s} }

@@ -8,8 +8,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/partitadb/partita/internal/document"
 	"github.com/twmb/murmur3"
+
+	"github.com/partitadb/partita/internal/document"
 )
 
 func TestEvenBoundariesIncreasing(t *testing.T) {

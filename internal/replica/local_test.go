@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/partitadb/partita/internal/store"
 	"github.com/partitadb/partita/internal/store/storetest"
 )

@@ -10,8 +10,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/partitadb/partita/internal/query/parse"
 	"github.com/valyala/fastjson"
+
+	"github.com/partitadb/partita/internal/query/parse"
 )
 
 // Params maps parameter names, including the leading '@' ("@name"), to raw JSON values.

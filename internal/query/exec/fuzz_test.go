@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/partitadb/partita/internal/query/parse"
 	"github.com/valyala/fastjson"
+
+	"github.com/partitadb/partita/internal/query/parse"
 )
 
 // FuzzRun runs arbitrary query text over the fixture: it must never panic, every error must

@@ -7,8 +7,9 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
-	"github.com/partitadb/partita/internal/query/parse"
 	"github.com/valyala/fastjson"
+
+	"github.com/partitadb/partita/internal/query/parse"
 )
 
 // kind is the type of a value. The order of the constants is Cosmos DB's cross-type sort
