@@ -472,7 +472,7 @@ func propsFast(b []byte) (sp SystemProps, ok bool) {
 			return SystemProps{}, false
 		}
 		ks := i
-		ke, ok := endString(b, i)
+		ke, ok := StringEnd(b, i)
 		if !ok {
 			return SystemProps{}, false
 		}
@@ -485,7 +485,7 @@ func propsFast(b []byte) (sp SystemProps, ok bool) {
 			return SystemProps{}, false
 		}
 		vs := skipWS(b, i+1)
-		ve, ok := endValue(b, vs)
+		ve, ok := ValueEnd(b, vs)
 		if !ok {
 			return SystemProps{}, false
 		}
@@ -545,10 +545,23 @@ func propsFast(b []byte) (sp SystemProps, ok bool) {
 	return sp, true
 }
 
-// endString returns the offset just past the string literal at b[i] == '"',
-// without validating it; ok is false when it is unterminated.
-func endString(b []byte, i int) (int, bool) {
+// StringEnd returns the offset just past the JSON string literal at
+// b[i] == '"', without validating it; ok is false when it is
+// unterminated. With ValueEnd it is the shallow scan of stored items that
+// Props and index.Policy.Diff make: they walk the top-level members of
+// what Marshal wrote from validated input.
+func StringEnd(b []byte, i int) (int, bool) {
 	i++
+	// Names and short values end within a few bytes: look byte by byte
+	// first, then with the vectorised search.
+	for j := i; j < len(b) && j < i+16; j++ {
+		if b[j] == '\\' {
+			break
+		}
+		if b[j] == '"' {
+			return j + 1, true
+		}
+	}
 	for {
 		k := bytes.IndexByte(b[i:], '"')
 		if k < 0 {
@@ -566,24 +579,24 @@ func endString(b []byte, i int) (int, bool) {
 	}
 }
 
-// endValue returns the offset just past the JSON value at b[i], without
+// ValueEnd returns the offset just past the JSON value at b[i] without
 // validating it beyond its extent: strings end at their closing quote,
 // objects and arrays at the bracket that balances theirs, and other values
 // at the next whitespace, ',', '}' or ']'. ok is false when the value is
 // empty or unterminated.
-func endValue(b []byte, i int) (int, bool) {
+func ValueEnd(b []byte, i int) (int, bool) {
 	if i >= len(b) {
 		return 0, false
 	}
 	switch b[i] {
 	case '"':
-		return endString(b, i)
+		return StringEnd(b, i)
 	case '{', '[':
 		depth := 0
 		for i < len(b) {
 			switch b[i] {
 			case '"':
-				end, ok := endString(b, i)
+				end, ok := StringEnd(b, i)
 				if !ok {
 					return 0, false
 				}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+
+	"github.com/partitadb/partita/internal/document"
 )
 
 // Diff calls fn once for each term that one version of a document has and
@@ -147,7 +149,7 @@ func appendMembers(ms []topMember, doc []byte) (_ []topMember, ok bool) {
 		if i >= len(doc) || doc[i] != '"' {
 			return ms, false
 		}
-		ke, ok := stringEnd(doc, i)
+		ke, ok := document.StringEnd(doc, i)
 		if !ok {
 			return ms, false
 		}
@@ -160,7 +162,7 @@ func appendMembers(ms []topMember, doc []byte) (_ []topMember, ok bool) {
 			return ms, false
 		}
 		vs := skipSpace(doc, i+1)
-		ve, ok := valueEnd(doc, vs)
+		ve, ok := document.ValueEnd(doc, vs)
 		if !ok {
 			return ms, false
 		}
@@ -262,78 +264,4 @@ func skipSpace(b []byte, i int) int {
 		i++
 	}
 	return i
-}
-
-// stringEnd returns the offset just past the string literal at b[i] == '"',
-// without validating it; ok is false when it is unterminated.
-func stringEnd(b []byte, i int) (int, bool) {
-	i++
-	// Names and short values end within a few bytes: look byte by byte
-	// first, then with the vectorised search.
-	for j := i; j < len(b) && j < i+16; j++ {
-		if b[j] == '\\' {
-			break
-		}
-		if b[j] == '"' {
-			return j + 1, true
-		}
-	}
-	for {
-		k := bytes.IndexByte(b[i:], '"')
-		if k < 0 {
-			return 0, false
-		}
-		k += i
-		n := 0 // backslashes before the quote: odd means it is escaped
-		for m := k - 1; m >= i && b[m] == '\\'; m-- {
-			n++
-		}
-		if n%2 == 0 {
-			return k + 1, true
-		}
-		i = k + 1
-	}
-}
-
-// valueEnd returns the offset just past the JSON value at b[i] without
-// validating it beyond its extent: a string ends at its closing quote, an
-// object or array at the bracket that balances its own, anything else
-// before the next white space, ',', '}' or ']'. ok is false when the value
-// is empty or unterminated.
-func valueEnd(b []byte, i int) (int, bool) {
-	if i >= len(b) {
-		return 0, false
-	}
-	switch b[i] {
-	case '"':
-		return stringEnd(b, i)
-	case '{', '[':
-		depth := 0
-		for i < len(b) {
-			switch b[i] {
-			case '"':
-				end, ok := stringEnd(b, i)
-				if !ok {
-					return 0, false
-				}
-				i = end
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1, true
-				}
-			}
-			i++
-		}
-		return 0, false
-	case '}', ']', ',', ':':
-		return 0, false
-	}
-	j := i
-	for j < len(b) && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' && b[j] != ',' && b[j] != '}' && b[j] != ']' {
-		j++
-	}
-	return j, j > i
 }

@@ -34,7 +34,7 @@ var allowed = map[string][]string{
 	"internal/replica":         {"internal/store"},                                                                 // the seam's types, and its implementation on the node's store
 	"internal/replication":     {"internal/replica", "internal/store"},                                             // Raft groups of keyspaces: logs and applied state in the node's store
 	"internal/cluster":         {"internal/catalog", "internal/replica", "internal/replication", "internal/store"}, // etcd, credentials, transport: implements catalog.Backend over etcd, replication.Transport between nodes, and replica.Host over Raft groups in the node's store
-	"internal/index":           {},
+	"internal/index":           {"internal/document"},
 	"internal/document":        {},
 	"internal/partition":       {"internal/document"},
 	"internal/query/parse":     {},
