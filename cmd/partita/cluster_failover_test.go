@@ -25,15 +25,7 @@ func TestClusterLeaderDeath(t *testing.T) {
 	nodes := newCluster(t, 3)
 	startAll(t, bin, nodes, "--consistency", "Strong")
 	ctx := t.Context()
-	c1 := client(t, nodes[0].endpoint, nodes[0].data)
-	if _, err := c1.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	db, _ := c1.NewDatabase("db")
-	if _, err := db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "c",
-		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainer(t, nodes[0], 0)
 	pk := azcosmos.NewPartitionKeyString("p")
 	upsert := func(ctx context.Context, cc *azcosmos.ContainerClient, id string) error {
 		_, err := cc.UpsertItem(ctx, pk, fmt.Appendf(nil, `{"id":%q,"pk":"p"}`, id), nil)

@@ -37,15 +37,7 @@ func TestClusterQuorumLoss(t *testing.T) {
 	startAll(t, bin, nodes, flags...)
 	ctx := t.Context()
 
-	c1 := client(t, nodes[0].endpoint, nodes[0].data)
-	if _, err := c1.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	db, _ := c1.NewDatabase("db")
-	if _, err := db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "c",
-		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil); err != nil {
-		t.Fatal(err)
-	}
+	createContainer(t, nodes[0], 0)
 	c0 := nodes[0].container(t, "db", "c")
 	pk := azcosmos.NewPartitionKeyString("p")
 	var cc *azcosmos.ContainerClient // through the survivor, once chosen

@@ -49,16 +49,7 @@ func TestClusterReports(t *testing.T) {
 		}
 	}
 	ctx := t.Context()
-	c1 := client(t, nodes[0].endpoint, nodes[0].data)
-	if _, err := c1.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	db, _ := c1.NewDatabase("db")
-	tp := azcosmos.NewManualThroughputProperties(12000) // two physical partitions
-	if _, err := db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "c",
-		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, &azcosmos.CreateContainerOptions{ThroughputProperties: &tp}); err != nil {
-		t.Fatal(err)
-	}
+	createContainer(t, nodes[0], 12000) // two physical partitions
 
 	// Writes through every node (forwarded to their leaders), reads through
 	// every node (served where they arrive).

@@ -184,6 +184,28 @@ func startAll(t *testing.T, bin string, nodes []*clusterNode, extra ...string) {
 	}
 }
 
+// createContainer creates database "db" and in it container "c",
+// partitioned on /pk, through node n; ru > 0 provisions that manual
+// throughput (a new container gets ceil(ru/6000) physical partitions).
+func createContainer(t *testing.T, n *clusterNode, ru int32) {
+	t.Helper()
+	ctx := t.Context()
+	c := client(t, n.endpoint, n.data)
+	if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	db, _ := c.NewDatabase("db")
+	var opts *azcosmos.CreateContainerOptions
+	if ru > 0 {
+		tp := azcosmos.NewManualThroughputProperties(ru)
+		opts = &azcosmos.CreateContainerOptions{ThroughputProperties: &tp}
+	}
+	if _, err := db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "c",
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, opts); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // kill stops node n with SIGKILL.
 func (n *clusterNode) kill() {
 	_ = n.cmd.Process.Kill()
