@@ -96,7 +96,10 @@ func TestClusterKillLoop(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0))
 	bin := build(t)
 	nodes := newCluster(t, 3)
-	flags := []string{"--consistency", "Strong"}
+	// Partitions split at 64 KiB, so that the filler below makes the
+	// container split and its children move to groups of their own
+	// (separations) while nodes are killed.
+	flags := []string{"--consistency", "Strong", "--partition-max-bytes=65536"}
 	startAll(t, bin, nodes, flags...)
 	ctx := t.Context()
 
@@ -133,8 +136,29 @@ func TestClusterKillLoop(t *testing.T) {
 		history = append(history, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret})
 		histMu.Unlock()
 	}
+	var (
+		filled    sync.Map // filler items acknowledged: id → pk
+		fillerSeq atomic.Int64
+	)
+	pad := strings.Repeat("f", 700)
 	load := func(until time.Time) {
 		var wg sync.WaitGroup
+		// The filler: about 40 creates a second of 700-byte items in six
+		// logical partitions of their own, through random live nodes.
+		fr := rand.New(rand.NewPCG(rng.Uint64(), 99))
+		wg.Go(func() {
+			for time.Now().Before(until) && ctx.Err() == nil {
+				i := fillerSeq.Add(1)
+				id, pk := fmt.Sprintf("f%d", i), fmt.Sprintf("f%d", i%6)
+				_, cc := pick(fr)
+				octx, cancel := context.WithTimeout(ctx, 15*time.Second)
+				if _, err := cc.CreateItem(octx, azcosmos.NewPartitionKeyString(pk), fmt.Appendf(nil, `{"id":%q,"pk":%q,"pad":%q}`, id, pk, pad), nil); err == nil {
+					filled.Store(id, pk)
+				}
+				cancel()
+				time.Sleep(25 * time.Millisecond)
+			}
+		})
 		for w := range workers {
 			r := rand.New(rand.NewPCG(rng.Uint64(), uint64(w)))
 			wg.Go(func() {
@@ -211,6 +235,21 @@ func TestClusterKillLoop(t *testing.T) {
 		}
 	}
 	t.Logf("%d writes acknowledged, %d unknown; %d reads, %d failed", counts[0].Load(), counts[1].Load(), counts[2].Load(), counts[3].Load())
+	// Every acknowledged filler item, through every node.
+	hc := trustingClient(t, nodes[0].data)
+	t.Logf("%d filler items acknowledged; %d ranges, %d keyspaces", count(&filled), len(pkRangesOf(t, hc, nodes[0].endpoint, "c")), keyspacesListed(t, bin, nodes))
+	for i, n := range nodes {
+		found := map[string]bool{}
+		for _, id := range queryIDs(t, loopContainer(t, n)) {
+			found[id] = true
+		}
+		filled.Range(func(id, _ any) bool {
+			if !found[id.(string)] {
+				t.Errorf("acknowledged filler item %s not found through node %d", id, i+1)
+			}
+			return true
+		})
+	}
 	if counts[0].Load() == 0 || counts[2].Load() == 0 {
 		t.Fatal("the load did not run")
 	}

@@ -143,10 +143,16 @@ type rangeInfo struct {
 	Parents []string `json:"parents"`
 }
 
-// pkRanges reads the container's ranges, sorted by their start.
+// pkRanges reads container db/k's ranges, sorted by their start.
 func pkRanges(t *testing.T, hc *http.Client, endpoint string) []rangeInfo {
 	t.Helper()
-	resp, body, err := rawDo(context.Background(), hc, endpoint, http.MethodGet, "/dbs/db/colls/k/pkranges", nil, nil)
+	return pkRangesOf(t, hc, endpoint, "k")
+}
+
+// pkRangesOf reads container db/coll's ranges, sorted by their start.
+func pkRangesOf(t *testing.T, hc *http.Client, endpoint, coll string) []rangeInfo {
+	t.Helper()
+	resp, body, err := rawDo(context.Background(), hc, endpoint, http.MethodGet, "/dbs/db/colls/"+coll+"/pkranges", nil, nil)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("pkranges: %v %v", resp, err)
 	}

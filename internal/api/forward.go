@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/partitadb/partita/internal/engine"
 	"github.com/partitadb/partita/internal/status"
@@ -53,7 +54,14 @@ type forwardState struct {
 	body      []byte        // its body, kept to send it on
 	forwarded bool          // the request came from another node: never forward again
 	retries   int           // times served again here
+	moved     time.Time     // when it first met a moved partition (engine.RangeMoved)
 }
+
+// movedWait bounds how long a request that met a moved partition is served
+// again, each time after syncing this node's catalog: the move is recorded
+// in the catalog right after its fence (docs/cluster.md, "Separations in a
+// cluster").
+const movedWait = 5 * time.Second
 
 // NotLeaderHeader marks the answer of a node that was forwarded a request
 // but does not lead its partition's replicas (leadership moved on while
@@ -87,9 +95,6 @@ func (h *Handler) keepBody(r *http.Request) (*http.Request, error) {
 		st = &forwardState{}
 		r = r.WithContext(context.WithValue(r.Context(), forwardKey{}, st))
 	}
-	if st.forwarded {
-		return r, nil
-	}
 	if st.body == nil && r.Body != nil && r.Body != http.NoBody {
 		b, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -109,6 +114,9 @@ func (h *Handler) keepBody(r *http.Request) (*http.Request, error) {
 // returns the error to answer (err, or the 503 of a Forwarder that found
 // no leader).
 func (h *Handler) forward(w http.ResponseWriter, r *http.Request, err error) (bool, error) {
+	if engine.RangeMoved(err) {
+		return h.moved(w, r, err)
+	}
 	keyspace, leader, ok := engine.NotLeader(err)
 	if !ok || h.cfg.Forward == nil {
 		return false, err
@@ -147,4 +155,36 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, err error) (bo
 	// does not lead (which reads as if another would take the write).
 	return false, status.Unavailable(fmt.Sprintf("no leader of the partition's replicas (keyspace %d) could be reached: "+
 		"a majority of the cluster's nodes may be down or cut off, or an election is under way; retry", keyspace)).Wrap(err)
+}
+
+// moved serves again, after syncing this node's catalog, a request that
+// failed because its partition was moved out of the keyspace the catalog
+// mapped it to (nothing was written), for at most movedWait; then it
+// returns err (503: the SDKs retry).
+func (h *Handler) moved(w http.ResponseWriter, r *http.Request, err error) (bool, error) {
+	st, _ := r.Context().Value(forwardKey{}).(*forwardState)
+	if st == nil || st.orig == nil {
+		return false, err
+	}
+	if st.moved.IsZero() {
+		st.moved = time.Now()
+	}
+	if time.Since(st.moved) > movedWait {
+		return false, err
+	}
+	ctx := r.Context()
+	if serr := h.eng.SyncCatalog(ctx); serr != nil {
+		return false, err
+	}
+	select {
+	case <-ctx.Done():
+		return false, err
+	case <-time.After(20 * time.Millisecond):
+	}
+	r = st.orig
+	if st.body != nil {
+		r.Body = io.NopCloser(bytes.NewReader(st.body))
+	}
+	h.serve(w, r)
+	return true, nil
 }

@@ -136,6 +136,11 @@ type RangeRecord struct {
 	// keyspace of its own (MoveRange), until the engine has deleted what it
 	// left there (Collected); 0 when none.
 	From uint64 `json:"from,omitempty"`
+	// Moving is the keyspace the range's data is being copied to by a
+	// separation under way (BeginMove), until it is recorded (MoveRange)
+	// or abandoned (AbandonMove); 0 when none. A moving range does not
+	// split (ErrMoving).
+	Moving uint64 `json:"moving,omitempty"`
 }
 
 // Container is a container's catalog entry.
@@ -189,6 +194,30 @@ func (c *Container) Keyspace(rangeID string) (uint64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// Record returns range id's record, and whether the container has that
+// range.
+func (c *Container) Record(rangeID string) (RangeRecord, bool) {
+	for _, r := range c.Ranges {
+		if r.ID == rangeID {
+			return r, true
+		}
+	}
+	return RangeRecord{}, false
+}
+
+// Targets returns the keyspaces the container's ranges are being moved to
+// (RangeRecord.Moving), in range order: referenced like Keyspaces, though
+// nothing reads them yet.
+func (c *Container) Targets() []uint64 {
+	var out []uint64
+	for _, r := range c.Ranges {
+		if r.Moving != 0 {
+			out = append(out, r.Moving)
+		}
+	}
+	return out
 }
 
 // Keyspaces returns the keyspaces holding the container's data, in range
@@ -419,38 +448,55 @@ func (c *Catalog) newKeyspaceLocked(ch *changes) (uint64, error) {
 	return c.mu.keyspace, nil
 }
 
-// NewKeyspace allocates a keyspace id for a range the engine is about to
-// move (MoveRange). An id never used by a move is harmless: no container
-// refers to its keyspace, which the engine drops at start.
-func (c *Catalog) NewKeyspace() (uint64, error) {
-	unlock, err := c.lockWrite()
-	if err != nil {
-		return 0, err
-	}
-	defer unlock()
-	ch := newChanges()
-	ks, err := c.newKeyspaceLocked(ch)
-	if err != nil {
-		return 0, err
-	}
-	if err := ch.apply(c.be); err != nil {
-		c.mu.keyspace--
-		return 0, err
-	}
-	return ks, nil
+// BeginMove allocates a keyspace for range rangeID of container db/id
+// (internal id internal), which lives in keyspace from, and records that
+// the range is being copied there (RangeRecord.Moving), in one change: from
+// then on the keyspace is referenced, so every node of a cluster creates
+// its replica. It returns the new keyspace's id; ErrNotFound when the
+// container or the range is gone; an *InvalidError when the range does not
+// live in from, has leftovers not yet collected, or is already moving.
+func (c *Catalog) BeginMove(db, id string, internal uint64, rangeID string, from uint64) (*Container, uint64, error) {
+	var to uint64
+	k, err := c.updateRangeLocked(db, id, internal, rangeID, func(r *RangeRecord, ch *changes) error {
+		if r.Keyspace != from || r.From != 0 || r.Moving != 0 {
+			return invalid(fmt.Sprintf("range %s lives in keyspace %d (from %d, moving to %d), not %d alone", rangeID, r.Keyspace, r.From, r.Moving, from))
+		}
+		ks, err := c.newKeyspaceLocked(ch)
+		if err != nil {
+			return err
+		}
+		r.Moving, to = ks, ks
+		return nil
+	})
+	return k, to, err
 }
 
 // MoveRange records that range rangeID of container db/id (internal id
 // internal) now lives in keyspace to, having been copied from keyspace
-// from, whose leftovers the engine must then collect. It returns
-// ErrNotFound when the container or the range is gone (a split since), and
-// an *InvalidError when the range does not live in from.
+// from (BeginMove), whose leftovers the engine must then collect. It
+// returns ErrNotFound when the container or the range is gone, and an
+// *InvalidError when the range does not live in from or is not moving to
+// to.
 func (c *Catalog) MoveRange(db, id string, internal uint64, rangeID string, from, to uint64) (*Container, error) {
 	return c.updateRange(db, id, internal, rangeID, func(r *RangeRecord) error {
-		if r.Keyspace != from || r.From != 0 {
-			return invalid(fmt.Sprintf("range %s lives in keyspace %d (from %d), not %d", rangeID, r.Keyspace, r.From, from))
+		if r.Keyspace != from || r.From != 0 || r.Moving != to {
+			return invalid(fmt.Sprintf("range %s lives in keyspace %d (from %d, moving to %d), not %d moving to %d", rangeID, r.Keyspace, r.From, r.Moving, from, to))
 		}
-		r.Keyspace, r.From = to, from
+		r.Keyspace, r.From, r.Moving = to, from, 0
+		return nil
+	})
+}
+
+// AbandonMove records that range rangeID no longer moves to keyspace to
+// (BeginMove): nothing refers to that keyspace any more, and every node
+// drops its replica. It returns ErrNotFound when the container or the range
+// is gone, and an *InvalidError when the range is not moving to to.
+func (c *Catalog) AbandonMove(db, id string, internal uint64, rangeID string, to uint64) (*Container, error) {
+	return c.updateRange(db, id, internal, rangeID, func(r *RangeRecord) error {
+		if r.Moving != to {
+			return invalid(fmt.Sprintf("range %s is moving to keyspace %d, not %d", rangeID, r.Moving, to))
+		}
+		r.Moving = 0
 		return nil
 	})
 }
@@ -465,6 +511,12 @@ func (c *Catalog) Collected(db, id string, internal uint64, rangeID string) (*Co
 }
 
 func (c *Catalog) updateRange(db, id string, internal uint64, rangeID string, fn func(*RangeRecord) error) (*Container, error) {
+	return c.updateRangeLocked(db, id, internal, rangeID, func(r *RangeRecord, _ *changes) error { return fn(r) })
+}
+
+// updateRangeLocked changes range rangeID's record with fn, which may add
+// changes of its own to the same atomic change (ch).
+func (c *Catalog) updateRangeLocked(db, id string, internal uint64, rangeID string, fn func(*RangeRecord, *changes) error) (*Container, error) {
 	unlock, err := c.lockWrite()
 	if err != nil {
 		return nil, err
@@ -480,13 +532,18 @@ func (c *Catalog) updateRange(db, id string, internal uint64, rangeID string, fn
 	if i < 0 {
 		return nil, ErrNotFound
 	}
-	if err := fn(&k.Ranges[i]); err != nil {
+	ch := newChanges()
+	keyspace := c.mu.keyspace
+	if err := fn(&k.Ranges[i], ch); err != nil {
+		c.mu.keyspace = keyspace
 		return nil, err
 	}
 	if err := k.buildMap(); err != nil {
+		c.mu.keyspace = keyspace
 		return nil, err
 	}
-	if err := c.saveLocked(&k); err != nil {
+	if err := c.saveChangesLocked(ch, &k); err != nil {
+		c.mu.keyspace = keyspace // no keyspace id was allocated
 		return nil, err
 	}
 	return &k, nil
@@ -494,7 +551,12 @@ func (c *Catalog) updateRange(db, id string, internal uint64, rangeID string, fn
 
 // saveLocked persists container record k and makes it the current one.
 func (c *Catalog) saveLocked(k *Container) error {
-	ch := newChanges()
+	return c.saveChangesLocked(newChanges(), k)
+}
+
+// saveChangesLocked persists container record k with the other changes of
+// ch, atomically, and makes it the current one.
+func (c *Catalog) saveChangesLocked(ch *changes, k *Container) error {
 	putJSON(ch, collKey(k.DB, k.ID), k)
 	if err := ch.apply(c.be); err != nil {
 		return err
@@ -854,8 +916,9 @@ func (c *Catalog) MarkIndexed(db, id string, internal uint64, policy string) err
 // parent and its ancestors as parents, and the parent's keyspace (so a
 // split moves no data); the pkranges version moves on. It is one atomic
 // change: after a crash the container has either map. It returns
-// ErrNotFound for an unknown container or range, and an *InvalidError when
-// at does not lie strictly inside the range.
+// ErrNotFound for an unknown container or range, an *InvalidError when
+// at does not lie strictly inside the range, and ErrMoving while the range
+// is being moved (BeginMove).
 func (c *Catalog) SplitRange(db, id, rangeID string, at partition.EPK) (*Container, error) {
 	unlock, err := c.lockWrite()
 	if err != nil {
@@ -876,6 +939,9 @@ func (c *Catalog) SplitRange(db, id, rangeID string, at partition.EPK) (*Contain
 	k := *old
 	parents := append(slices.Clone(parent.Parents), parent.ID)
 	i := slices.IndexFunc(old.Ranges, func(r RangeRecord) bool { return r.ID == rangeID })
+	if old.Ranges[i].Moving != 0 {
+		return nil, ErrMoving
+	}
 	ks, from := old.Ranges[i].Keyspace, old.Ranges[i].From
 	lo := RangeRecord{ID: strconv.Itoa(k.NextRangeID), Min: parent.Min.String(), Max: at.String(), Parents: parents, Keyspace: ks, From: from}
 	hi := RangeRecord{ID: strconv.Itoa(k.NextRangeID + 1), Min: at.String(), Max: parent.Max.String(), Parents: parents, Keyspace: ks, From: from}

@@ -6,6 +6,10 @@ import "errors"
 var (
 	ErrNotFound = errors.New("catalog: not found")
 	ErrExists   = errors.New("catalog: already exists")
+	// ErrMoving refuses to split a range that a separation is copying to a
+	// keyspace of its own (RangeRecord.Moving); it may split once the move
+	// is recorded or abandoned.
+	ErrMoving = errors.New("catalog: the range is being moved to a keyspace of its own")
 )
 
 // InvalidError is a definition a client sent that Partita cannot accept;

@@ -118,3 +118,71 @@ func TestLegacyUpgrade(t *testing.T) {
 		}
 	}
 }
+
+// TestMoveRecords: BeginMove allocates a keyspace and records it as the
+// range's target (referenced by Targets, refusing splits and a second
+// move) in one change that survives a restart; MoveRange needs that
+// target; AbandonMove clears it; a failed change allocates no keyspace.
+func TestMoveRecords(t *testing.T) {
+	be := newMemBackend()
+	c, _ := openCatalog(t, be)
+	if _, err := c.CreateDatabase("db", Throughput{}); err != nil {
+		t.Fatal(err)
+	}
+	k, err := c.CreateContainer("db", []byte(`{"id":"a","partitionKey":{"paths":["/p"],"kind":"Hash","version":2}}`), Throughput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := k.Map().Ranges()[0]
+	from, _ := k.Keyspace(r.ID)
+	if _, _, err := c.BeginMove("db", "a", k.Internal, r.ID, from+1); err == nil {
+		t.Fatal("BeginMove from a keyspace the range does not live in: want an error")
+	}
+	m, to, err := c.BeginMove("db", "a", k.Internal, r.ID, from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if to != from+1 {
+		t.Fatalf("target keyspace %d, want %d (the refused move allocated none)", to, from+1)
+	}
+	if got := m.Targets(); len(got) != 1 || got[0] != to {
+		t.Fatalf("Targets() = %v, want [%d]", got, to)
+	}
+	at := partition.EPK(append([]byte(nil), r.Max...))
+	at[0] /= 2
+	if _, err := c.SplitRange("db", "a", r.ID, at); err != ErrMoving {
+		t.Fatalf("split of a moving range: %v, want ErrMoving", err)
+	}
+	if _, _, err := c.BeginMove("db", "a", k.Internal, r.ID, from); err == nil {
+		t.Fatal("a second move of a moving range: want an error")
+	}
+	if _, err := c.MoveRange("db", "a", k.Internal, r.ID, from, to+1); err == nil {
+		t.Fatal("MoveRange to another target: want an error")
+	}
+	c, _ = openCatalog(t, be) // a restart keeps the target
+	m, _ = c.Container("db", "a")
+	if rec, _ := m.Record(r.ID); rec.Moving != to {
+		t.Fatalf("after a restart: moving to %d, want %d", rec.Moving, to)
+	}
+	if _, err := c.AbandonMove("db", "a", k.Internal, r.ID, to+1); err == nil {
+		t.Fatal("AbandonMove of another target: want an error")
+	}
+	m, err = c.AbandonMove("db", "a", k.Internal, r.ID, to)
+	if err != nil || len(m.Targets()) != 0 {
+		t.Fatalf("AbandonMove: %v, targets %v", err, m.Targets())
+	}
+	_, to2, err := c.BeginMove("db", "a", k.Internal, r.ID, from)
+	if err != nil || to2 == to {
+		t.Fatalf("BeginMove after an abandon: keyspace %d (the abandoned one %d), %v", to2, to, err)
+	}
+	m, err = c.MoveRange("db", "a", k.Internal, r.ID, from, to2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, _ := m.Record(r.ID); rec.Keyspace != to2 || rec.From != from || rec.Moving != 0 {
+		t.Fatalf("after MoveRange: %+v, want keyspace %d from %d", rec, to2, from)
+	}
+	if _, err := c.SplitRange("db", "a", r.ID, at); err != nil {
+		t.Fatalf("split after the move: %v", err)
+	}
+}

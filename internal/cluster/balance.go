@@ -81,8 +81,12 @@ func leaderMoves(self uint64, members []uint64, leaders map[uint64]uint64) []lea
 // started, if any.
 func (n *Node) balanceLeaders() (leaderMove, bool) {
 	leaders := map[uint64]uint64{}
+	pinned := func(uint64) bool { return false }
+	if f := n.pinned.Load(); f != nil {
+		pinned = *f
+	}
 	for _, g := range n.host.Groups() {
-		if l, err := n.host.Leader(g); err == nil {
+		if l, err := n.host.Leader(g); err == nil && !pinned(g) {
 			leaders[g] = l.ID
 		}
 	}

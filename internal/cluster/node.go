@@ -76,6 +76,9 @@ type Node struct {
 	// unknown is told of groups other nodes send messages for that this
 	// node has no replica of (SetUnknown).
 	unknown atomic.Pointer[func(uint64)]
+	// pinned tells which groups leader balance must leave where they are
+	// (SetPinned).
+	pinned atomic.Pointer[func(uint64) bool]
 
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
@@ -276,6 +279,11 @@ func (n *Node) SetForwarded(listener string, h http.Handler) { n.forwarded.Store
 // SetUnknown sets what is told of groups other nodes send messages for
 // that this node has no replica of; it must not block.
 func (n *Node) SetUnknown(f func(group uint64)) { n.unknown.Store(&f) }
+
+// SetPinned sets which groups leader balance leaves alone: those of a
+// separation under way, which one node must lead through its cut-over
+// (docs/cluster.md, "Separations in a cluster").
+func (n *Node) SetPinned(f func(group uint64) bool) { n.pinned.Store(&f) }
 
 // serveForwarded serves a request another node forwarded: the listener
 // admitted only members (mutual TLS), so the request's path after

@@ -128,6 +128,9 @@ func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFee
 			return ChangePage{}, translate(err)
 		}
 		stables[i] = rep.StableLSN()
+		if err := e.checkFences(rep, c, g.ks); err != nil {
+			return ChangePage{}, translate(err) // the stable mark may be the old keyspace's last
+		}
 	}
 	var since int64
 	switch {
@@ -146,7 +149,7 @@ func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFee
 	if len(r.ranges) == 1 {
 		p.RangeID = r.ranges[0].ID
 	}
-	v := e.newView(ctx)
+	v := e.newView(ctx, c)
 	defer v.close()
 	limit := e.pageLimit(req.MaxItems)
 	deadline := time.Now().Add(e.cfg.QueryPageTime)

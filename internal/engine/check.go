@@ -356,14 +356,23 @@ func (e *Engine) checkKeyspace(ctx context.Context, r *CheckReport, c *catalog.C
 	return nil
 }
 
-// checkMeta checks the format record and that kind 0x01 holds nothing
-// else, and reports whether the format is current.
+// checkMeta checks the format record, and that kind 0x01 holds nothing
+// else but a replicated keyspace's policy and move decisions, and reports
+// whether the format is current.
 func (k *ksCheck) checkMeta(ctx context.Context) (bool, error) {
 	found := false
 	ok := false
 	err := replica.Scan(ctx, k.snap, kindSpan(kindMeta), func(key, v []byte) bool {
 		k.r.Entries++
-		if !bytes.Equal(key, formatKey) {
+		switch {
+		case bytes.Equal(key, policyKey):
+			return true // a replicated keyspace's indexing policy (cluster.go)
+		case bytes.Equal(key, fencesKey):
+			if _, err := decodeDecisions(v); err != nil {
+				k.report(problemOrphan, key, "malformed move decisions: %v", err)
+			}
+			return true
+		case !bytes.Equal(key, formatKey):
 			k.report(problemOrphan, key, "unknown engine record in the keyspace")
 			return true
 		}

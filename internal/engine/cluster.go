@@ -165,6 +165,9 @@ func (e *Engine) reconcile(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		if slices.Contains(c.Targets(), ks) {
+			continue // a separation fills it, with its format record (separate)
+		}
 		rep, err := e.host.Replica(ks)
 		if err != nil || rep.Lead() != nil {
 			if !c.IndexCurrent() {

@@ -176,11 +176,13 @@ type Engine struct {
 	// ranges to keyspaces until they are done, a separation's cut-over
 	// exclusively, so no read uses a mapping whose data is being collected.
 	colls, maps containerLocks
-	limit       *throughput.Limiter // nil: no rate limiting
-	grown       grown               // containers to check for splits
-	sizes       rangeSizes          // ranges' size estimates, so the split check scans few
-	hot         hotKeys             // request units per logical partition, per range
-	progs       programs
+	// separating serializes separations (separate.go) on this node.
+	separating sync.Mutex
+	limit      *throughput.Limiter // nil: no rate limiting
+	grown      grown               // containers to check for splits
+	sizes      rangeSizes          // ranges' size estimates, so the split check scans few
+	hot        hotKeys             // request units per logical partition, per range
+	progs      programs
 	// reindex holds the progress of each running index rebuild
 	// (rebuildTerms), by container Internal id: uint64 → *reindexProgress.
 	reindex sync.Map

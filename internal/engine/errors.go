@@ -50,6 +50,12 @@ func translate(err error) error {
 	if e, ok := errors.AsType[*replica.NoSpaceError](err); ok {
 		return status.InsufficientStorage(e.Free, e.ResumeAt).Wrap(err)
 	}
+	if e, ok := errors.AsType[*errRangeMoved](err); ok {
+		return rangeMovedStatus(e)
+	}
+	if errors.Is(err, catalog.ErrMoving) {
+		return status.Unavailable("the partition key range is being moved to replicas of its own and cannot split until that is done; retry").Wrap(err)
+	}
 	if errors.Is(err, catalog.ErrUnavailable) {
 		return status.Unavailable("the cluster's catalog (etcd) has no leader or no majority for now: " +
 			"a majority of the cluster's nodes may be down, or its leader is changing; retry").Wrap(err)
@@ -103,10 +109,11 @@ func rangeGone(id string) *status.Error {
 
 // storeRefused reports whether err is an expected refusal that the
 // engine's background work need not log: the store refusing work for want
-// of disk space or while it recovers (it logs that once itself), or a
-// replicated keyspace this node does not lead (its leader does the work).
+// of disk space or while it recovers (it logs that once itself), a
+// replicated keyspace this node does not lead (its leader does the work),
+// or a range being moved refusing to split (it may once moved).
 func storeRefused(err error) bool {
 	_, full := errors.AsType[*replica.NoSpaceError](err)
 	_, follower := errors.AsType[*replica.NotLeaderError](err)
-	return full || follower || errors.Is(err, replica.ErrUnavailable)
+	return full || follower || errors.Is(err, replica.ErrUnavailable) || errors.Is(err, catalog.ErrMoving) || RangeMoved(err)
 }

@@ -162,7 +162,7 @@ func (e *Engine) ReadFeed(ctx context.Context, db, coll string, scope Scope, max
 	}
 	limit := e.pageLimit(maxItems)
 	p := Page{ContainerRID: c.RID, Session: e.sessionFor(c, r.ranges)}
-	v := e.newView(ctx)
+	v := e.newView(ctx, c)
 	defer v.close()
 	src := docSource{e: e, c: c, r: r, v: v, byID: true, hidden: e.goneFilter(c)}
 	var last []byte

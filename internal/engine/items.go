@@ -225,6 +225,14 @@ func (e *Engine) ReadItem(ctx context.Context, ref ItemRef, pk document.Partitio
 		return Result{}, err
 	}
 	v, err := rep.Get(loc.key)
+	if e.cfg.Replicated {
+		// After the read: a moved item's leftover is collected after the
+		// fence, and replaced in its new keyspace only after it too.
+		ks, _ := c.Keyspace(loc.rng.ID)
+		if ferr := e.checkFence(rep, ks, loc.epk); ferr != nil {
+			return Result{}, translate(ferr)
+		}
+	}
 	if err != nil {
 		e.chargeFailed(c, 0, loc.rng)
 	}

@@ -104,20 +104,24 @@ func (e *Engine) setFormat(ks uint64) error {
 // logged: the keyspaces are orphans then, dropped at the next start.
 func (e *Engine) dropData(c *catalog.Container) {
 	e.rids.forget(c.Internal)
-	for _, ks := range c.Keyspaces() {
+	for _, ks := range append(c.Keyspaces(), c.Targets()...) {
 		if err := e.host.Drop(ks); err != nil {
 			e.log.Warn("drop the data of a deleted container", "container", c.Link(), "keyspace", ks, "err", err)
 		}
 	}
 }
 
-// referenced returns every keyspace some container's range maps to.
+// referenced returns every keyspace some container's range maps to or is
+// being moved to (catalog.Container.Targets).
 func (e *Engine) referenced() map[uint64]*catalog.Container {
 	out := map[uint64]*catalog.Container{}
 	for _, d := range e.cat.Databases() {
 		colls, _ := e.cat.Containers(d.ID)
 		for _, c := range colls {
 			for _, ks := range c.Keyspaces() {
+				out[ks] = c
+			}
+			for _, ks := range c.Targets() {
 				out[ks] = c
 			}
 		}

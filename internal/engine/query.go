@@ -261,7 +261,7 @@ func (e *Engine) prepareQuery(ctx context.Context, c *catalog.Container, ast *pa
 		return nil, queryToken{}, err
 	}
 	lp := scope.PK != nil && len(scope.PK) == len(c.PK.Paths)
-	src := docSource{e: e, c: c, r: r, v: e.newView(ctx), hidden: e.goneFilter(c)}
+	src := docSource{e: e, c: c, r: r, v: e.newView(ctx, c), hidden: e.goneFilter(c)}
 	_, take := prog.Window()
 	in := plan.Input{Query: ast, Params: q.Params, Policy: c.Policy(),
 		Program: plan.Program{Streamable: prog.Streamable(), Sortable: prog.Sortable(), OrderFree: prog.OrderFree(),

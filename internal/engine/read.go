@@ -24,16 +24,20 @@ type view struct {
 	e *Engine
 	// ctx is the read's: when it asks for linearizable reads (Strong), each
 	// keyspace is synced (replica.Replica.Sync) before its snapshot.
-	ctx   context.Context
+	ctx context.Context
+	// c is the catalog's entry of the container read, which mapped its
+	// ranges to the keyspaces read (checkFences).
+	c     *catalog.Container
 	mu    sync.Mutex
 	snaps map[uint64]replica.Snapshot
 }
 
-func (e *Engine) newView(ctx context.Context) *view {
-	return &view{e: e, ctx: ctx, snaps: map[uint64]replica.Snapshot{}}
+func (e *Engine) newView(ctx context.Context, c *catalog.Container) *view {
+	return &view{e: e, ctx: ctx, c: c, snaps: map[uint64]replica.Snapshot{}}
 }
 
-// reader returns the snapshot of keyspace ks.
+// reader returns the snapshot of keyspace ks. In a cluster it fails with
+// errRangeMoved when the snapshot fences a range v.c maps to ks.
 func (v *view) reader(ks uint64) (replica.Reader, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -46,6 +50,10 @@ func (v *view) reader(ks uint64) (replica.Reader, error) {
 	}
 	s, err := rep.Snapshot()
 	if err != nil {
+		return nil, err
+	}
+	if err := v.e.checkFences(s, v.c, ks); err != nil {
+		s.Close()
 		return nil, err
 	}
 	v.snaps[ks] = s

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/partitadb/partita/internal/catalog"
 	"github.com/partitadb/partita/internal/document"
@@ -83,32 +84,70 @@ func shared(c *catalog.Container, r partition.Range) bool {
 // again.
 var errMoved = errors.New("engine: the range changed during its separation")
 
-// separate moves range r of c into a new keyspace (steps 1–3 above).
+// errLeadLost aborts a separation whose node does not lead both keyspaces
+// (docs/cluster.md, "Separations in a cluster"): another node won the new
+// group's election, or this node lost the source's leadership.
+var errLeadLost = errors.New("engine: this node does not lead both keyspaces of a separation")
+
+// leadWait bounds how long a separation waits to lead its new keyspace's
+// group; leadSettle how long it waits for a leader it knows to be this
+// node, settled (else another node won).
+const (
+	leadWait   = 10 * time.Second
+	leadSettle = 2 * time.Second
+)
+
+// separate moves range r of c into a new keyspace (steps 1–3 above). In a
+// cluster it runs on the source keyspace's settled leader only, and
+// records the move's target before the copy (catalog.BeginMove); a range
+// found with a target already is settled (settleMove). One separation runs
+// on a node at a time.
 func (e *Engine) separate(ctx context.Context, c *catalog.Container, r partition.Range) (err error) {
+	e.separating.Lock()
+	defer e.separating.Unlock()
+	if cur, err := e.cat.Container(c.DB, c.ID); err != nil || cur.Internal != c.Internal {
+		return nil
+	} else {
+		c = cur
+	}
+	rec, ok := c.Record(r.ID)
+	if !ok {
+		return nil
+	}
+	if rec.Moving != 0 {
+		return e.settleMove(c, r, rec)
+	}
 	if !shared(c, r) {
 		return nil
 	}
-	from, _ := c.Keyspace(r.ID)
+	from := rec.Keyspace
 	src, err := e.host.Replica(from)
 	if err != nil {
 		return err
 	}
-	to, err := e.cat.NewKeyspace()
+	if src.Lead() != nil {
+		return nil // the source's leader separates it
+	}
+	c, to, err := e.cat.BeginMove(c.DB, c.ID, c.Internal, r.ID, from)
 	if err != nil {
 		return err
 	}
+	decided := false // a decision was proposed in src: only its settled leader may read it
+	defer func() {
+		if err != nil && !decided {
+			// Nothing will refer to the new keyspace.
+			if aerr := e.abandonMove(c, r, from, to); aerr != nil && !storeRefused(aerr) {
+				e.log.Warn("abandon a separation", "container", c.Link(), "range", r.ID, "keyspace", to, "err", aerr)
+			}
+		}
+	}()
 	dst, err := e.host.Replica(to)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err != nil {
-			// Nothing refers to the new keyspace yet.
-			if derr := e.host.Drop(to); derr != nil {
-				e.log.Warn("drop an abandoned keyspace", "keyspace", to, "err", derr)
-			}
-		}
-	}()
+	if err := e.takeLead(ctx, dst); err != nil {
+		return err
+	}
 	e.log.Info("separating a partition", "container", c.Link(), "range", r.ID, "from", from, "to", to)
 	cp := copier{e: e, c: c, dst: dst, span: epkSpan(r.Min, r.Max), stats: statsEPKSpan(r.Min, r.Max)}
 	var after uint64
@@ -130,13 +169,16 @@ func (e *Engine) separate(ctx context.Context, c *catalog.Container, r partition
 	if err != nil || cur.Internal != c.Internal {
 		return errMoved
 	}
-	if ks, ok := cur.Keyspace(r.ID); !ok || ks != from {
+	if rec, ok := cur.Record(r.ID); !ok || rec.Keyspace != from || rec.Moving != to {
 		return errMoved
 	}
 	if cur.PolicyJSON() != c.PolicyJSON() || cur.Indexed != c.Indexed {
 		// The index was rebuilt for another policy during the copy: the
 		// copied entries follow the old one.
 		return errMoved
+	}
+	if src.Lead() != nil || dst.Lead() != nil {
+		return errLeadLost
 	}
 	cp.c = cur
 	if _, _, err := cp.round(ctx, src, after); err != nil {
@@ -148,11 +190,119 @@ func (e *Engine) separate(ctx context.Context, c *catalog.Container, r partition
 	if err := e.setFormat(to); err != nil {
 		return err
 	}
+	if e.cfg.Replicated {
+		if err := e.setPolicy(dst, cur); err != nil {
+			return err
+		}
+		// The fence: from its commit on, src serves nothing of the range,
+		// and the move stands whatever happens to this node.
+		decided = true
+		state, err := e.decideMove(src, moveMoved, to, r)
+		if err != nil {
+			return err
+		}
+		if state != moveMoved {
+			return errMoved // abandoned by an earlier leader of src
+		}
+	}
 	if _, err := e.cat.MoveRange(c.DB, c.ID, c.Internal, r.ID, from, to); err != nil {
 		return err
 	}
 	e.log.Info("separated a partition", "container", c.Link(), "range", r.ID, "keyspace", to)
 	return nil
+}
+
+// takeLead makes this node the settled leader of dst, a keyspace created
+// for a separation: it campaigns while the group knows no leader, and
+// fails with errLeadLost when another node won (or after leadWait).
+func (e *Engine) takeLead(ctx context.Context, dst replica.Replica) error {
+	start := time.Now()
+	var known time.Time // when a leader was first known
+	for {
+		err := dst.Lead()
+		if err == nil {
+			return nil
+		}
+		nl, ok := errors.AsType[*replica.NotLeaderError](err)
+		if !ok {
+			return err
+		}
+		switch {
+		case nl.Leader == 0:
+			known = time.Time{}
+			if err := dst.Campaign(); err != nil {
+				return err
+			}
+		case known.IsZero():
+			known = time.Now()
+		case time.Since(known) > leadSettle:
+			return errLeadLost
+		}
+		if time.Since(start) > leadWait {
+			return errLeadLost
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// abandonMove gives up the move of range r of c from keyspace from to
+// keyspace to: in a cluster it records the decision in from first (which
+// this node must lead; if the move was decided already, it is recorded in
+// the catalog instead), then clears the catalog's target and drops this
+// node's replica of it (the others drop theirs when they see the change).
+func (e *Engine) abandonMove(c *catalog.Container, r partition.Range, from, to uint64) error {
+	if e.cfg.Replicated {
+		src, err := e.host.Replica(from)
+		if err != nil {
+			return err
+		}
+		release := e.colls.exclusive(c.Internal)
+		defer release()
+		if err := src.Lead(); err != nil {
+			return err // the source's next leader settles the move
+		}
+		state, err := e.decideMove(src, moveAbandoned, to, r)
+		if err != nil {
+			return err
+		}
+		if state == moveMoved {
+			_, err := e.cat.MoveRange(c.DB, c.ID, c.Internal, r.ID, from, to)
+			if err == nil {
+				e.log.Info("recorded a partition's separation", "container", c.Link(), "range", r.ID, "keyspace", to)
+			}
+			return err
+		}
+	}
+	if _, err := e.cat.AbandonMove(c.DB, c.ID, c.Internal, r.ID, to); err != nil && !errors.Is(err, catalog.ErrNotFound) {
+		return err
+	}
+	e.log.Info("abandoned a partition's separation", "container", c.Link(), "range", r.ID, "keyspace", to)
+	if err := e.host.Drop(to); err != nil {
+		e.log.Warn("drop an abandoned keyspace", "keyspace", to, "err", err)
+	}
+	return nil
+}
+
+// settleMove finishes a move this node did not start, or started before it
+// restarted (the range's record names a target, rec.Moving, and no
+// separation runs here): in a cluster, the source keyspace's settled
+// leader records the decision its log holds in the catalog, or abandons
+// the move if it holds none; on one node, the move is abandoned.
+func (e *Engine) settleMove(c *catalog.Container, r partition.Range, rec catalog.RangeRecord) error {
+	if e.cfg.Replicated {
+		src, err := e.host.Replica(rec.Keyspace)
+		if err != nil {
+			return err
+		}
+		if src.Lead() != nil {
+			return nil // the source's leader settles it
+		}
+	}
+	return e.abandonMove(c, r, rec.Keyspace, rec.Moving)
 }
 
 // copier copies one range's items into a new keyspace in batches, each
@@ -497,14 +647,32 @@ func (e *Engine) checkSeparations(ctx context.Context) {
 				}
 			}
 			for _, r := range c.Map().Ranges() {
-				if !shared(c, r) {
+				if rec, _ := c.Record(r.ID); rec.Moving == 0 && !shared(c, r) {
 					continue
 				}
-				if err := e.separate(ctx, c, r); err != nil && !errors.Is(err, errMoved) && !storeRefused(err) && ctx.Err() == nil {
+				if err := e.separate(ctx, c, r); err != nil && !errors.Is(err, errMoved) && !errors.Is(err, errLeadLost) && !storeRefused(err) && ctx.Err() == nil {
 					e.log.Warn("separate a partition", "container", c.Link(), "range", r.ID, "err", err)
 				}
 				break // one per container per check
 			}
 		}
 	}
+}
+
+// Moving reports whether keyspace ks takes part in a separation under way
+// (the source or the target of a range whose record names a target): in
+// a cluster, leader balance leaves its group alone, since one node must
+// lead both through the cut-over.
+func (e *Engine) Moving(ks uint64) bool {
+	for _, d := range e.cat.Databases() {
+		colls, _ := e.cat.Containers(d.ID)
+		for _, c := range colls {
+			for _, rec := range c.Ranges {
+				if rec.Moving != 0 && (rec.Moving == ks || rec.Keyspace == ks) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"sync"
@@ -246,9 +247,7 @@ func (e *Engine) Run(ctx context.Context) {
 			return
 		case <-t.C:
 			e.checkSplits(ctx)
-			if !e.cfg.Replicated {
-				e.checkSeparations(ctx)
-			}
+			e.checkSeparations(ctx)
 		}
 	}
 }
@@ -326,6 +325,7 @@ func (e *Engine) checkSplits(ctx context.Context) {
 // do, or at its storage midpoint where the hash space cannot be halved.
 func (e *Engine) splitForThroughput(ctx context.Context, db, coll string, ru int) error {
 	want := (ru + e.cfg.PartitionMaxRU - 1) / e.cfg.PartitionMaxRU
+	start := time.Now()
 	for {
 		c, err := e.container(db, coll)
 		if err != nil {
@@ -353,10 +353,23 @@ func (e *Engine) splitForThroughput(ctx context.Context, db, coll string, ru int
 			}
 		}
 		if _, err := e.split(c, r, at); err != nil {
+			if errors.Is(err, catalog.ErrMoving) && time.Since(start) < moveWait {
+				// A separation holds the range for a moment (its copy).
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(100 * time.Millisecond):
+				}
+				continue
+			}
 			return err
 		}
 	}
 }
+
+// moveWait bounds how long a split for throughput waits for a range's
+// separation to end.
+const moveWait = 30 * time.Second
 
 // hotRangeTicks is how many consecutive split checks a partition must have
 // throttled in before it splits for load.

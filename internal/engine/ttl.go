@@ -90,7 +90,7 @@ func (e *Engine) purgeContainer(ctx context.Context, c *catalog.Container, curso
 	}
 	var victims []victim
 	read := 0
-	v := e.newView(ctx)
+	v := e.newView(ctx, c)
 	defer v.close()
 	src := docSource{e: e, c: c, r: resolved{span: itemsSpan(), ranges: c.Map().Ranges()}, v: v, byID: true}
 	var failed error

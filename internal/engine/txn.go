@@ -93,6 +93,13 @@ func (e *Engine) beginTxn(c *catalog.Container, pk document.PartitionKey, system
 		// before the transaction reads or is charged.
 		err = translate(rep.Lead())
 	}
+	if err == nil && e.cfg.Replicated {
+		// A move the catalog has not shown this node yet is fenced in the
+		// keyspace (fence.go): the leader has applied its fence before it
+		// evaluates anything (the settled-leader rule).
+		ks, _ := c.Keyspace(loc.rng.ID)
+		err = translate(e.checkFence(rep, ks, loc.epk))
+	}
 	if err == nil && !system {
 		err = e.admitLP(c, loc.rng, pk)
 	}

@@ -443,6 +443,9 @@ func (r *localReplica) StableLSN() uint64 { return r.seq.stable() }
 // Lead is nil: only this node holds a local keyspace.
 func (r *localReplica) Lead() error { return nil }
 
+// Campaign is nil: only this node holds the keyspace.
+func (r *localReplica) Campaign() error { return nil }
+
 // Sync returns at once: every acknowledged write is applied here.
 func (r *localReplica) Sync(ctx context.Context) error { return ctx.Err() }
 

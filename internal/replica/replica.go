@@ -168,6 +168,13 @@ type Replica interface {
 	// settled leader, docs/cluster.md). A transaction asks before it reads,
 	// so that no write is evaluated against a follower's state.
 	Lead() error
+
+	// Campaign asks for this node to lead the keyspace, and returns once
+	// asked: Lead tells when it does. A new group has no leader, so the
+	// first member to campaign wins unless another's election timer ran
+	// out first (a separation takes the new keyspace's leadership so). A
+	// keyspace only this node holds is led already: nil.
+	Campaign() error
 	// Sync waits until the applied state this node reads holds every write
 	// acknowledged anywhere before the call, so that a read after it is
 	// linearizable: at once for a keyspace only this node holds; a

@@ -85,6 +85,11 @@ func (r *Replica) Lead() error {
 	return r.notLeader()
 }
 
+// Campaign makes this node campaign to lead the group (a separation takes
+// a new group's leadership so): Raft's pre-vote wins it only from members
+// that have no leader.
+func (r *Replica) Campaign() error { return r.h.Campaign(r.id) }
+
 // Sync waits until this node has applied every entry committed when it was
 // called (ReadIndex), at most r.wait: a read of its applied state after
 // that is linearizable. After r.wait it fails with replica.ErrNoLeader
