@@ -52,14 +52,36 @@ func TestClusterSeparation(t *testing.T) {
 	pad := strings.Repeat("s", 700)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	var readsOK, readsFailed atomic.Int64
 	for w := range 4 {
 		r := rand.New(rand.NewPCG(uint64(w), 7))
+		var mine [][2]string // this worker's acknowledged items: id, pk
 		wg.Go(func() {
 			for {
 				select {
 				case <-stop:
 					return
 				default:
+				}
+				if len(mine) > 0 && r.IntN(2) == 0 {
+					// A Strong read of an acknowledged item through any
+					// node must find it, whatever moves meanwhile.
+					it := mine[r.IntN(len(mine))]
+					octx, cancel := context.WithTimeout(ctx, 15*time.Second)
+					_, err := ccs[r.IntN(len(ccs))].ReadItem(octx, azcosmos.NewPartitionKeyString(it[1]), it[0], nil)
+					cancel()
+					var re *azcore.ResponseError
+					switch {
+					case err == nil:
+						readsOK.Add(1)
+					case errors.As(err, &re) && re.StatusCode == http.StatusNotFound:
+						t.Errorf("acknowledged item %s not found by a read during the separations", it[0])
+					default:
+						if readsFailed.Add(1) <= 5 {
+							t.Logf("read %s: %v", it[0], err)
+						}
+					}
+					continue
 				}
 				i := seq.Add(1)
 				id, pk := fmt.Sprintf("i%d", i), fmt.Sprintf("p%d", i%logical)
@@ -69,6 +91,7 @@ func TestClusterSeparation(t *testing.T) {
 				cancel()
 				if err == nil {
 					acked.Store(id, pk)
+					mine = append(mine, [2]string{id, pk})
 				} else {
 					unknown.Store(id, pk)
 					if failures.Add(1) <= 5 {
@@ -101,7 +124,7 @@ func TestClusterSeparation(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	n, u := count(&acked), count(&unknown)
-	t.Logf("%d items acknowledged, %d of unknown outcome (%d failures); %d ranges", n, u, failures.Load(), ranges)
+	t.Logf("%d items acknowledged, %d of unknown outcome (%d failures); %d ranges; %d reads, %d failed", n, u, failures.Load(), ranges, readsOK.Load(), readsFailed.Load())
 
 	// Every range in its own keyspace, on every node, once the separations
 	// under way have ended (the writers may have started more splits).
