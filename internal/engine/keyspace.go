@@ -111,8 +111,9 @@ func (e *Engine) dropData(c *catalog.Container) {
 	}
 }
 
-// referenced returns every keyspace some container's range maps to or is
-// being moved to (catalog.Container.Targets).
+// referenced returns every keyspace some container's range maps to, is
+// being moved to (catalog.Container.Targets), or left leftovers in that are
+// not yet collected (RangeRecord.From).
 func (e *Engine) referenced() map[uint64]*catalog.Container {
 	out := map[uint64]*catalog.Container{}
 	for _, d := range e.cat.Databases() {
@@ -121,8 +122,12 @@ func (e *Engine) referenced() map[uint64]*catalog.Container {
 			for _, ks := range c.Keyspaces() {
 				out[ks] = c
 			}
-			for _, ks := range c.Targets() {
-				out[ks] = c
+			for _, r := range c.Ranges {
+				for _, ks := range []uint64{r.Moving, r.From} {
+					if ks != 0 {
+						out[ks] = c
+					}
+				}
 			}
 		}
 	}

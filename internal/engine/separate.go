@@ -66,14 +66,15 @@ func (e *Engine) SeparateRange(ctx context.Context, db, coll, rangeID string) er
 	return translate(e.collect(ctx, c, rangeID))
 }
 
-// shared reports whether range r of c shares its keyspace with another.
+// shared reports whether range r of c shares its keyspace with another
+// range that stays there (one not being moved out): a keyspace keeps at
+// least one range, so what separations leave in it is collected from a
+// keyspace that exists.
 func shared(c *catalog.Container, r partition.Range) bool {
 	ks, _ := c.Keyspace(r.ID)
-	for _, o := range c.Map().Ranges() {
-		if o.ID != r.ID {
-			if k, _ := c.Keyspace(o.ID); k == ks {
-				return true
-			}
+	for _, o := range c.Ranges {
+		if o.ID != r.ID && o.Keyspace == ks && o.Moving == 0 {
+			return true
 		}
 	}
 	return false
@@ -647,8 +648,12 @@ func (e *Engine) checkSeparations(ctx context.Context) {
 				}
 			}
 			for _, r := range c.Map().Ranges() {
-				if rec, _ := c.Record(r.ID); rec.Moving == 0 && !shared(c, r) {
+				rec, _ := c.Record(r.ID)
+				if rec.Moving == 0 && !shared(c, r) {
 					continue
+				}
+				if src, err := e.host.Replica(rec.Keyspace); err != nil || src.Lead() != nil {
+					continue // the source's leader separates it, or settles its move
 				}
 				if err := e.separate(ctx, c, r); err != nil && !errors.Is(err, errMoved) && !errors.Is(err, errLeadLost) && !storeRefused(err) && ctx.Err() == nil {
 					e.log.Warn("separate a partition", "container", c.Link(), "range", r.ID, "err", err)
