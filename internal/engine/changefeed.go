@@ -127,6 +127,9 @@ func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFee
 		if err != nil {
 			return ChangePage{}, translate(err)
 		}
+		if linearizable(ctx) {
+			awaitStable(ctx, rep)
+		}
 		stables[i] = rep.StableLSN()
 		if err := e.checkFences(rep, c, g.ks); err != nil {
 			return ChangePage{}, translate(err) // the stable mark may be the old keyspace's last
@@ -330,4 +333,34 @@ func emptyObject(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// stableWait bounds how long a linearizable change-feed read waits for its
+// keyspace's stable mark to reach the last LSN it has applied.
+const stableWait = time.Second
+
+// awaitStable waits, at most stableWait, until rep's stable LSN reaches the
+// last LSN it had applied when called. A linearizable read has synced rep
+// with its group (every write acknowledged before it began is applied),
+// but a follower's stable mark trails what it applied until the leader
+// publishes the next one (within about 50 ms; docs/cluster.md), and the
+// change feed shows only what is stable: without the wait a Strong read
+// through a follower could miss a write acknowledged before it. On a
+// leader the mark is current unless a transaction still holds an LSN
+// below; the wait then ends with it, or after stableWait (the read shows
+// what is stable, as on one node, where reads are never marked
+// linearizable).
+func awaitStable(ctx context.Context, rep replica.Replica) {
+	want := rep.LastLSN()
+	if rep.StableLSN() >= want {
+		return
+	}
+	deadline := time.Now().Add(stableWait)
+	for rep.StableLSN() < want && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
