@@ -15,7 +15,7 @@ POWERLOSS_CYCLES ?= 1000
 # The container image's tag (make image).
 IMAGE     ?= localhost/partita:dev
 
-.PHONY: image run build test test-go test-node test-node-cluster test-python invariants lint conformance conformance-cluster fuzz crashloop clusterloop bench bench-floor powerloss diskfull sim clean
+.PHONY: image run build test test-go test-node test-node-cluster test-python test-python-cluster invariants lint conformance conformance-cluster fuzz crashloop clusterloop bench bench-floor powerloss diskfull sim clean
 
 run:
 	$(GO) run ./cmd/partita serve
@@ -49,6 +49,11 @@ test-node-cluster: build
 # Fails, naming the package to install, when python3-azure-cosmos is missing.
 test-python: build
 	PARTITA_BIN=$(CURDIR)/$(BIN) $(PYTHON) test/python/test_sdk.py
+
+# The Python SDK test against node 1 of a three-node cluster on loopback
+# (test/python/test_sdk.py starts the cluster; docs/cluster.md).
+test-python-cluster: build
+	PARTITA_CLUSTER=1 PARTITA_BIN=$(CURDIR)/$(BIN) $(PYTHON) test/python/test_sdk.py
 
 # The engine's tests with its invariants checked: every engine a test
 # opens is checked (engine.Check) when the test ends.

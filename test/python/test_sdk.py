@@ -12,11 +12,15 @@ Run: PARTITA_BIN=/path/to/partita /usr/bin/python3 test/python/test_sdk.py
 The server is started on a free loopback port with a temporary data
 directory, the client trusts the certificate the server generated
 (verification stays on), and the server is stopped and its data removed
-when the suite ends, whatever the outcome.
+when the suite ends, whatever the outcome. With PARTITA_CLUSTER=1 (make
+test-python-cluster) a three-node cluster is started instead and the suite
+talks to its node 1 (docs/cluster.md).
 """
 
 import os
 import queue
+import random
+import secrets
 import shutil
 import signal
 import socket
@@ -24,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 
 try:
@@ -40,7 +45,15 @@ except ImportError as exc:
 EMULATOR_KEY = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
 READY_MARKER = "is serving the Cosmos DB API at https://"
 READY_TIMEOUT = 20
+# A cluster member is ready once a majority of the join list is up and it
+# has joined etcd, which takes longer on a loaded machine.
+CLUSTER_READY_TIMEOUT = 60
 STOP_TIMEOUT = 10
+
+# With PARTITA_CLUSTER=1 the suite runs against node 1 of a three-node
+# cluster (make test-python-cluster), as test/node/server.mjs does.
+CLUSTER = os.environ.get("PARTITA_CLUSTER") == "1"
+CLUSTER_SIZE = 3
 
 
 def free_port():
@@ -50,71 +63,206 @@ def free_port():
         return s.getsockname()[1]
 
 
-class Partita:
-    """A `partita serve` process on a free port with a temporary data directory."""
+def stable_ports(n):
+    """Returns (api, cluster): n API ports and n cluster ports, all distinct.
 
-    def __init__(self, extra_args=("--rate-limit=off",)):
-        self.bin = os.environ.get("PARTITA_BIN")
-        if not self.bin:
-            raise RuntimeError(
-                "PARTITA_BIN is not set: build the server (make build) and run "
-                "PARTITA_BIN=$PWD/bin/partita /usr/bin/python3 test/python/test_sdk.py"
-            )
-        self.data = tempfile.mkdtemp(prefix="partita-python-")
-        self.proc = None
-        self.stdout = []
+    Every cluster port's port+1 (etcd's peer port) is free too. All are below
+    the kernel's ephemeral range (/proc/sys/net/ipv4/ip_local_port_range), so
+    that no connection's local port or ":0" listener can take one between the
+    choice and the server's bind (stablePort in cmd/partita/cluster_test.go).
+    Every port is held until all are chosen.
+    """
+    lo = 32768
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            first = int(f.read().split()[0])
+        if first > 12000:
+            lo = first
+    except (OSError, ValueError, IndexError):
+        pass  # Not Linux: keep the common default.
+    held = []
+
+    def take(port):
+        s = socket.socket()
         try:
-            self._start(extra_args)
-        except BaseException:
-            self.stop()
-            raise
+            s.bind(("127.0.0.1", port))
+            s.listen()
+        except OSError:
+            s.close()
+            return False
+        held.append(s)
+        return True
 
-    def _start(self, extra_args):
-        port = free_port()
+    api, cluster = [], []
+    try:
+        tries = 0
+        while len(api) < n or len(cluster) < n:
+            if tries == 100 * n:
+                raise RuntimeError("no free loopback ports below the ephemeral range")
+            tries += 1
+            port = random.randrange(10000, lo - 1)
+            if len(cluster) < n:
+                if take(port) and take(port + 1):
+                    cluster.append(port)
+            elif take(port):
+                api.append(port)
+    finally:
+        for s in held:
+            s.close()
+    return api, cluster
+
+
+class Member:
+    """One `partita serve` process on 127.0.0.1:port with its data in data."""
+
+    def __init__(self, binary, port, data, args, env=None):
         self.endpoint = "https://127.0.0.1:%d/" % port
+        self.data = data
+        self.stdout = []
+        self._lines = queue.Queue()
+        self._eof = False  # whether _lines' final None has been taken
         self.proc = subprocess.Popen(
-            [self.bin, "serve", "--addr", "127.0.0.1:%d" % port, "--data", self.data, *extra_args],
+            [binary, "serve", "--addr", "127.0.0.1:%d" % port, "--data", data, *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            env=env,
         )
-        lines = queue.Queue()
 
+        # Drains the pipe for the process's whole life, so that it never
+        # blocks writing its log.
         def pump():
             for line in self.proc.stdout:
-                lines.put(line)
-            lines.put(None)
+                self._lines.put(line)
+            self._lines.put(None)
 
         threading.Thread(target=pump, daemon=True).start()
+
+    def wait_ready(self, deadline):
+        """Waits until the ready line naming this endpoint, or raises at deadline (time.monotonic)."""
         while True:
             try:
-                line = lines.get(timeout=READY_TIMEOUT)
+                line = self._lines.get(timeout=max(0, deadline - time.monotonic()))
             except queue.Empty:
-                raise RuntimeError("partita did not print its ready line within %ds:\n%s" % (READY_TIMEOUT, "".join(self.stdout)))
+                raise RuntimeError("partita on %s did not print its ready line in time:\n%s" % (self.endpoint, "".join(self.stdout)))
             if line is None:
-                raise RuntimeError("partita exited before it was ready (%s):\n%s" % (self.proc.wait(), "".join(self.stdout)))
+                self._eof = True
+                raise RuntimeError("partita on %s exited before it was ready (%s):\n%s" % (self.endpoint, self.proc.wait(), "".join(self.stdout)))
             self.stdout.append(line)
             if READY_MARKER in line:
                 if self.endpoint not in line:
                     raise RuntimeError("ready line does not name %s: %s" % (self.endpoint, line))
                 return
 
+    def stop(self):
+        """Sends SIGTERM and waits for the exit, escalating to SIGKILL after STOP_TIMEOUT.
+
+        Returns None if the process was running and exited 0 in time, or else
+        what went wrong followed by the tail of its log.
+        """
+        problem = None
+        if self.proc.poll() is not None:
+            problem = "exited during the run (status %d)" % self.proc.returncode
+        else:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                if self.proc.wait(STOP_TIMEOUT) != 0:
+                    problem = "exited with status %d on SIGTERM" % self.proc.returncode
+            except subprocess.TimeoutExpired:
+                # SIGQUIT: the Go runtime prints every goroutine's stack and exits.
+                problem = "did not stop within %ds of SIGTERM (sent SIGQUIT: its goroutines are in the log)" % STOP_TIMEOUT
+                self.proc.send_signal(signal.SIGQUIT)
+                try:
+                    self.proc.wait(STOP_TIMEOUT)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+        if problem is None:
+            return None
+        while not self._eof:  # the pump ends with None once the pipe closes
+            try:
+                line = self._lines.get(timeout=STOP_TIMEOUT)
+            except queue.Empty:
+                break
+            if line is None:
+                self._eof = True
+            else:
+                self.stdout.append(line)
+        fd, path = tempfile.mkstemp(prefix="partita-python-", suffix=".log")
+        with os.fdopen(fd, "w") as f:
+            f.writelines(self.stdout)
+        return "partita on %s %s; its log is in %s, ending:\n%s" % (self.endpoint, problem, path, "".join(self.stdout[-40:]))
+
+
+class Partita:
+    """A started Partita: one `partita serve` process, or (cluster) three members of one cluster.
+
+    A single server listens on a free port with its data in a temporary
+    directory. A cluster's members each have their own data directory, API
+    port and cluster port (stable_ports), the same --join list and a fresh
+    PARTITA_CLUSTER_SECRET; endpoint and data are node 1's. stop() stops
+    every process and removes every directory, whatever state the start
+    reached.
+    """
+
+    def __init__(self, extra_args=("--rate-limit=off",), cluster=CLUSTER):
+        self.bin = os.environ.get("PARTITA_BIN")
+        if not self.bin:
+            raise RuntimeError(
+                "PARTITA_BIN is not set: build the server (make build) and run "
+                "PARTITA_BIN=$PWD/bin/partita /usr/bin/python3 test/python/test_sdk.py"
+            )
+        self.root = tempfile.mkdtemp(prefix="partita-python-")
+        self.members = []
+        try:
+            if cluster:
+                self._start_cluster(extra_args)
+            else:
+                self.members.append(Member(self.bin, free_port(), self.root, extra_args))
+                self.members[0].wait_ready(time.monotonic() + READY_TIMEOUT)
+        except BaseException:
+            self.stop()
+            raise
+        self.endpoint = self.members[0].endpoint
+        self.data = self.members[0].data
+
+    def _start_cluster(self, extra_args):
+        api, ports = stable_ports(CLUSTER_SIZE)
+        join = ",".join("127.0.0.1:%d" % p for p in ports)
+        env = dict(os.environ, PARTITA_CLUSTER_SECRET=secrets.token_hex(16))
+        # Every member must start at once: one is ready only when a majority is up.
+        for i in range(CLUSTER_SIZE):
+            args = [*extra_args, "--cluster-addr", "127.0.0.1:%d" % ports[i], "--join", join]
+            self.members.append(Member(self.bin, api[i], os.path.join(self.root, "n%d" % (i + 1)), args, env))
+        deadline = time.monotonic() + CLUSTER_READY_TIMEOUT
+        failures = []
+        for m in self.members:
+            try:
+                m.wait_ready(deadline)
+            except RuntimeError as e:
+                failures.append(str(e))
+        if failures:
+            raise RuntimeError("\n\n".join(failures))
+
     def client(self):
-        """A client that trusts the server's certificate."""
+        """A client of node 1 that trusts the server's certificate."""
         policy = documents.ConnectionPolicy()
         policy.SSLConfiguration = documents.SSLConfiguration()
         policy.SSLConfiguration.SSLCaCerts = os.path.join(self.data, "tls", "cert.pem")
         return cosmos_client.CosmosClient(self.endpoint, {"masterKey": EMULATOR_KEY}, policy)
 
     def stop(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        shutil.rmtree(self.data, ignore_errors=True)
+        """Stops every process and removes every directory.
+
+        Returns what went wrong (Member.stop), one string per process that
+        died during the run, failed or did not stop in time; empty if none did.
+        """
+        # One at a time, last first: a member stopping while it leads etcd
+        # first hands its leadership to another, which takes etcd's request
+        # timeout (7 s) when that one is stopping too.
+        problems = [p for p in (m.stop() for m in reversed(self.members)) if p]
+        shutil.rmtree(self.root, ignore_errors=True)
+        return problems
 
 
 def status_of(fn):
@@ -138,8 +286,12 @@ class PythonSDKTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
+        # A member that crashed, or did not stop cleanly on SIGTERM, fails
+        # the suite even if node 1 answered every request.
         if cls.server is not None:
-            cls.server.stop()
+            problems = cls.server.stop()
+            if problems:
+                raise AssertionError("\n\n".join(problems))
 
     def container(self, cid, throughput=None):
         options = {"offerThroughput": throughput} if throughput else None
