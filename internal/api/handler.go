@@ -58,7 +58,7 @@ type Config struct {
 	// read this node serves may lag its partition's leader. Strong and
 	// bounded-staleness reads are made linearizable (engine.Linearizable),
 	// and a session read waits briefly for this node to reach its session
-	// (the client's token, or without one the writes this node answered).
+	// (the client's token, if any, and the writes this node answered).
 	Replicated bool
 	// ClusterStatus, if set, is this node's view of its cluster, served as
 	// JSON at GET /_partita/cluster; digest (the x-partita-cluster-digest

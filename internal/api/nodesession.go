@@ -15,8 +15,10 @@ import (
 // same client made through this node a moment before (a forwarded write is
 // acknowledged once its leader has applied it). So each node remembers,
 // per container, the session tokens of the writes it answered, and a
-// session read without a token waits for those, as for a token the client
-// sent: read-your-writes for every client of one node.
+// session read waits for those, as for a token the client sent: read-your-
+// writes for every client of one node. A read with a token waits for them
+// too, since a client's token may miss its own writes (the Python SDK v3
+// takes none from a delete's answer).
 
 // nodeSessions holds, per container (by name, with the _rid it had, so a
 // container created again under the name starts afresh), the largest LSN

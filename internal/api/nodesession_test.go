@@ -1,0 +1,96 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/partitadb/partita/internal/auth"
+	"github.com/partitadb/partita/internal/status"
+)
+
+// TestNodeSessionWithClientToken: in a cluster, a session read that
+// carries a token older than a write this node answered waits for that
+// write too. The Python SDK v3 takes no session token from a delete's
+// answer, so the read after a delete forwarded to its leader names the
+// position before the delete; through a follower that had not applied it
+// yet, the read found the deleted item (found by the Python tests against
+// a cluster).
+func TestNodeSessionWithClientToken(t *testing.T) {
+	srv := newTestHandler(t, Config{Replicated: true})
+	h := srv.Config.Handler.(*Handler)
+	do(t, srv, http.MethodPost, "/dbs", nil, `{"id":"db"}`)
+	do(t, srv, http.MethodPost, "/dbs/db/colls", nil, `{"id":"k","partitionKey":{"paths":["/pk"]}}`)
+	pk := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`}
+	resp, body := do(t, srv, http.MethodPost, "/dbs/db/colls/k/docs", pk, `{"id":"a","pk":"p"}`)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %d %s", resp.StatusCode, body)
+	}
+	token := resp.Header.Get("x-ms-session-token") // the client's: "0:-1#<lsn>"
+	toks, err := sessionTokens(token)
+	if err != nil || len(toks) != 1 {
+		t.Fatalf("create's session token %q: %v", token, err)
+	}
+
+	// This node answers the delete, forwarded to the partition's leader,
+	// which applied it at the next LSN; this node has not yet.
+	tok := toks[0]
+	tok.LSN++
+	deleted := httptest.NewRecorder()
+	setHeader(deleted, "x-ms-session-token", tok.RangeID+":-1#"+strconv.FormatUint(tok.LSN, 10))
+	del := httptest.NewRequest(http.MethodDelete, "/dbs/db/colls/k/docs/a", nil)
+	del.SetPathValue("db", "db")
+	del.SetPathValue("coll", "k")
+	h.noteSession(deleted, del)
+
+	// read serves a read of item a carrying the client's token; the wait
+	// for this node's session is bounded by a short deadline instead of
+	// sessionWait, for the test's speed: the outcome does not depend on it.
+	read := func() (code int, sub string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		defer cancel()
+		r := signedRequest(t, ctx, http.MethodGet, "/dbs/db/colls/k/docs/a")
+		r.Header.Set("x-ms-documentdb-partitionkey", `["p"]`)
+		r.Header.Set("x-ms-session-token", token)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code, responseHeader(w, "x-ms-substatus")
+	}
+	if code, sub := read(); code != http.StatusNotFound || sub != strconv.Itoa(status.SubNotFoundReadSessionNotAvailable) {
+		t.Errorf("read with a token behind the node's session = %d/%s, want 404/1002 (the SDKs retry it), not the deleted item", code, sub)
+	}
+
+	// Once the delete is applied here (it is run here, at that LSN), the
+	// same read is served: the item is gone.
+	resp, body = do(t, srv, http.MethodDelete, "/dbs/db/colls/k/docs/a", pk, "")
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("delete: %d %s", resp.StatusCode, body)
+	}
+	if got := resp.Header.Get("x-ms-session-token"); !strings.HasSuffix(got, "#"+strconv.FormatUint(tok.LSN, 10)) {
+		t.Fatalf("delete's session token %q, want LSN %d", got, tok.LSN)
+	}
+	if code, sub := read(); code != http.StatusNotFound || sub != "" {
+		t.Errorf("read once the node reached its session = %d/%s, want 404 without substatus", code, sub)
+	}
+}
+
+// signedRequest returns a request for path signed with the master key,
+// with ctx, to be served by a Handler directly.
+func signedRequest(t *testing.T, ctx context.Context, method, path string) *http.Request {
+	t.Helper()
+	r := httptest.NewRequestWithContext(ctx, method, path, nil)
+	typ, link, err := auth.Resource(r.URL.EscapedPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	date := time.Now().UTC().Format(http.TimeFormat)
+	key, _ := auth.DecodeKey(testKey)
+	r.Header.Set("x-ms-date", date)
+	r.Header.Set("Authorization", auth.MasterToken(key, method, typ, link, date))
+	return r
+}
