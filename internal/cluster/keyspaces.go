@@ -82,7 +82,8 @@ func (k *Keyspaces) Compact(ctx context.Context, id uint64) error {
 
 // PublishStable has every keyspace this node leads publish its stable
 // mark to its followers when theirs lags (replication.Replica.PublishStable).
-func (k *Keyspaces) PublishStable() {
+// It returns once ctx is done, without waiting for the marks proposed.
+func (k *Keyspaces) PublishStable(ctx context.Context) {
 	k.mu.Lock()
 	reps := make([]*replication.Replica, 0, len(k.reps))
 	for _, r := range k.reps {
@@ -90,7 +91,10 @@ func (k *Keyspaces) PublishStable() {
 	}
 	k.mu.Unlock()
 	for _, r := range reps {
-		_ = r.PublishStable() // a lost leadership: the next leader publishes its own
+		if ctx.Err() != nil {
+			return
+		}
+		_ = r.PublishStable(ctx) // a lost leadership: the next leader publishes its own
 	}
 }
 

@@ -190,7 +190,9 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 			case <-runCtx.Done():
 				return
 			case <-t.C:
-				n.ks.PublishStable()
+				// runCtx: Close stops the driver that would decide a mark
+				// in flight, and waits for this loop.
+				n.ks.PublishStable(runCtx)
 			}
 		}
 	})

@@ -153,7 +153,7 @@ func (r *Replica) Commit(b replica.Batch) error {
 	if err != nil {
 		return r.proposeErr(err)
 	}
-	return r.await(w)
+	return r.await(context.Background(), w) // the engine's seam has no ctx
 }
 
 func (r *Replica) proposeErr(err error) error {
@@ -163,11 +163,14 @@ func (r *Replica) proposeErr(err error) error {
 	return fmt.Errorf("replication: keyspace %d: %w: %w", r.id, replica.ErrUnavailable, err)
 }
 
-// await waits for w's outcome, at most r.wait.
-func (r *Replica) await(w *Waiter) error {
+// await waits for w's outcome, at most r.wait, or until ctx is done (then
+// it returns ctx's error: the outcome is unknown).
+func (r *Replica) await(ctx context.Context, w *Waiter) error {
 	t := time.NewTimer(r.wait)
 	defer t.Stop()
 	select {
+	case <-ctx.Done():
+		return fmt.Errorf("replication: keyspace %d: %w", r.id, ctx.Err())
 	case err := <-w.Done():
 		switch {
 		case err == nil:
@@ -263,8 +266,10 @@ func (r *Replica) LastLSN() uint64 {
 // carries the stable mark from before it committed, so without another
 // write the followers' stable mark (their change feeds' horizon) would
 // stay one write behind. It does nothing when this node does not lead, or
-// the mark is applied already.
-func (r *Replica) PublishStable() error {
+// the mark is applied already. It returns ctx's error once ctx is done,
+// whatever becomes of the mark: a stopping node stops the driver that
+// would decide it, and must not wait r.wait for it.
+func (r *Replica) PublishStable(ctx context.Context) error {
 	l, err := r.h.Leader(r.id)
 	if err != nil || !l.Settled {
 		return nil
@@ -282,7 +287,7 @@ func (r *Replica) PublishStable() error {
 	if err != nil {
 		return r.proposeErr(err)
 	}
-	return r.await(w)
+	return r.await(ctx, w)
 }
 
 // AdvanceLSN makes every LSN issued from now on, by any leader, greater
@@ -304,5 +309,5 @@ func (r *Replica) AdvanceLSN(lsn uint64) error {
 	if err != nil {
 		return r.proposeErr(err)
 	}
-	return r.await(w)
+	return r.await(context.Background(), w) // the engine's seam has no ctx
 }

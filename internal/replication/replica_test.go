@@ -318,7 +318,7 @@ func TestReplicaCommitWithoutLSN(t *testing.T) {
 	if got := lead.r.StableLSN(); got != lsn {
 		t.Fatalf("leader's stable LSN %d, want %d", got, lsn)
 	}
-	if err := lead.r.PublishStable(); err != nil {
+	if err := lead.r.PublishStable(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range nodes {
@@ -330,5 +330,59 @@ func TestReplicaCommitWithoutLSN(t *testing.T) {
 				t.Fatalf("node %d: stable LSN %d, want %d after PublishStable", n.id, n.r.StableLSN(), lsn)
 			}
 		}
+	}
+}
+
+// TestPublishStableStops: PublishStable returns once its ctx is done, even
+// when nothing will ever decide the mark it proposed. A stopping cluster
+// node stops its driver first (and its listener, so no answer arrives),
+// then waits for the loop that publishes the marks: a mark proposed at that
+// moment held the node's Close for the whole write wait (10 s in a cluster),
+// past the Python tests' stop timeout.
+func TestPublishStableStops(t *testing.T) {
+	net := &chanNet{inboxes: map[uint64]chan Message{}}
+	voters := []uint64{1, 2, 3}
+	var nodes []*liveNode
+	for _, id := range voters {
+		n := &liveNode{id: id, fs: vfs.NewCrashableMem()}
+		n.start(t, net, voters)
+		nodes = append(nodes, n)
+		defer n.stop(t)
+	}
+	var lead *liveNode
+	for deadline := time.Now().Add(20 * time.Second); lead == nil; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no leader")
+		}
+		for _, n := range nodes {
+			if n.r.Lead() == nil {
+				lead = n
+			}
+		}
+	}
+	// A write leaves the leader's stable mark ahead of the applied one (the
+	// write's proposal carried the mark from before it), so PublishStable
+	// has a mark to propose.
+	var first uint64
+	if _, err := lead.r.NextLSN(&first); err != nil {
+		t.Fatal(err)
+	}
+	b := lead.r.NewBatch(false)
+	b.Set([]byte("\x02k"), []byte("v"))
+	if err := lead.r.Commit(b); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	lead.r.ReleaseLSN(first)
+
+	// The leader's driver stops, as a closing node's does: the host still
+	// says it leads, takes the proposal, and never decides it.
+	lead.cancel()
+	err := <-lead.done
+	lead.done <- err // for lead.stop
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := lead.r.PublishStable(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("PublishStable with its ctx done and its driver stopped = %v, want context.Canceled", err)
 	}
 }
