@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -81,7 +82,8 @@ var registers = porcupine.Model{
 
 // TestClusterKillLoop runs a three-node cluster of real processes under a
 // load of azcosmos upserts and Strong reads through every live node, and
-// kills a random node with SIGKILL each cycle, then restarts it. The
+// each cycle kills a random node with SIGKILL, then restarts it, or pauses
+// it with SIGSTOP for as long, then resumes it (SIGCONT). The
 // history (every operation's call and return times; a write whose outcome
 // the client cannot know counts as pending) must be linearizable per key
 // (porcupine), and at the end every node must serve the last value of every
@@ -203,11 +205,24 @@ func TestClusterKillLoop(t *testing.T) {
 		mu.Lock()
 		live[victim] = nil
 		mu.Unlock()
-		nodes[victim].kill()
-		t.Logf("cycle %d: killed node %d", cycle+1, victim+1)
-		load(time.Now().Add(2 * time.Second))
-		if err := startNode(t, bin, nodes, victim, flags...); err != nil {
-			t.Fatal(err)
+		if rng.IntN(2) == 0 {
+			// Paused, not killed: when it resumes it may still believe it
+			// leads, and its clients' requests in flight go on.
+			if err := nodes[victim].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("cycle %d: paused node %d (SIGSTOP)", cycle+1, victim+1)
+			load(time.Now().Add(2 * time.Second))
+			if err := nodes[victim].cmd.Process.Signal(syscall.SIGCONT); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			nodes[victim].kill()
+			t.Logf("cycle %d: killed node %d", cycle+1, victim+1)
+			load(time.Now().Add(2 * time.Second))
+			if err := startNode(t, bin, nodes, victim, flags...); err != nil {
+				t.Fatal(err)
+			}
 		}
 		cc := loopContainer(t, nodes[victim])
 		mu.Lock()

@@ -13,7 +13,14 @@ const maxSteps = 256
 // arrive on inbox, and processes the groups' work after each. It returns
 // nil when ctx ends, or Process's error: the store failed, and the host
 // must not be used any more (a restart resumes from what is durable).
+// Once it returns, the host refuses proposals, reads, campaigns and
+// transfers (ErrStopped) and ignores steps and ticks.
 func (h *Host) Run(ctx context.Context, tick time.Duration, inbox <-chan Message) error {
+	defer func() {
+		h.mu.Lock()
+		h.stopped = true
+		h.mu.Unlock()
+	}()
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {

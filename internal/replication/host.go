@@ -31,6 +31,9 @@ var (
 	ErrIndeterminate = errors.New("replication: proposal outcome unknown")
 	// ErrNoGroup: the node has no replica of the group.
 	ErrNoGroup = errors.New("replication: no such group on this node")
+	// ErrStopped: the host's driver has stopped (the node is shutting
+	// down, or its store failed); nothing was proposed.
+	ErrStopped = errors.New("replication: the host has stopped")
 )
 
 // Message is a Raft message of one group, as the transport carries it.
@@ -90,8 +93,12 @@ type Host struct {
 	// wake tells the driver that a proposal or read waits (buffer 1).
 	wake chan struct{}
 
-	mu     sync.Mutex
-	groups map[uint64]*group
+	mu sync.Mutex
+	// stopped is set when the driver's Run returns: the store may close
+	// next, and Raft must not read its log any more (it panics on a
+	// storage error), so proposals, reads, steps and ticks are refused.
+	stopped bool
+	groups  map[uint64]*group
 	ids    []uint64 // the groups' ids, sorted: Process visits them in order
 	nextID uint64   // proposal and read ids
 }
@@ -278,6 +285,9 @@ func (h *Host) load(id uint64) error {
 func (h *Host) Tick() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.stopped {
+		return
+	}
 	for _, id := range h.ids {
 		h.groups[id].rn.Tick()
 	}
@@ -287,6 +297,10 @@ func (h *Host) Tick() {
 // node does not have are dropped.
 func (h *Host) Step(m Message) {
 	h.mu.Lock()
+	if h.stopped {
+		h.mu.Unlock()
+		return
+	}
 	g, ok := h.groups[m.Group]
 	if !ok {
 		h.mu.Unlock()
@@ -304,6 +318,9 @@ func (h *Host) Step(m Message) {
 func (h *Host) Campaign(group uint64) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.stopped {
+		return ErrStopped
+	}
 	g, ok := h.groups[group]
 	if !ok {
 		return ErrNoGroup
@@ -347,6 +364,9 @@ func (h *Host) Leader(group uint64) (Leader, error) {
 func (h *Host) Propose(group uint64, p Proposal) (*Waiter, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.stopped {
+		return nil, ErrStopped
+	}
 	g, ok := h.groups[group]
 	if !ok {
 		return nil, ErrNoGroup
@@ -371,6 +391,9 @@ func (h *Host) Propose(group uint64, p Proposal) (*Waiter, error) {
 func (h *Host) ReadIndex(group uint64) (*Waiter, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.stopped {
+		return nil, ErrStopped
+	}
 	g, ok := h.groups[group]
 	if !ok {
 		return nil, ErrNoGroup

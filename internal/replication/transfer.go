@@ -28,6 +28,9 @@ var ErrTransferRefused = errors.New("replication: leadership transfer refused")
 func (h *Host) TransferLeader(group, to uint64) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.stopped {
+		return ErrStopped
+	}
 	g, ok := h.groups[group]
 	if !ok {
 		return ErrNoGroup
