@@ -99,8 +99,8 @@ type Host struct {
 	// storage error), so proposals, reads, steps and ticks are refused.
 	stopped bool
 	groups  map[uint64]*group
-	ids    []uint64 // the groups' ids, sorted: Process visits them in order
-	nextID uint64   // proposal and read ids
+	ids     []uint64 // the groups' ids, sorted: Process visits them in order
+	nextID  uint64   // proposal and read ids
 }
 
 // group is one Raft group's replica on this node.
