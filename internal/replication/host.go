@@ -509,8 +509,13 @@ func (h *Host) Process() error {
 			sync = sync || raft.MustSync(rd.HardState, g.ls.hard, 0)
 		}
 	}
+	// Most Readys write nothing (heartbeats and their answers, reads, an
+	// acknowledgement stepped): Pebble would still log an empty batch.
 	commit := b.CommitNoSync
-	if sync {
+	switch {
+	case b.Empty():
+		commit = func() error { b.Close(); return nil }
+	case sync:
 		commit = b.Commit
 	}
 	if err := commit(); err != nil {
