@@ -5,9 +5,10 @@
 // Raft messages and forwarded requests between nodes.
 //
 //   - Node (node.go): StartNode runs a member in the server's process: the
-//     cluster listener (mutual TLS, HTTP/2: RaftPath for Raft messages,
-//     ForwardPath for requests other nodes forward), the etcd member, the
-//     shared catalog, the replication host and its driver, and Keyspaces.
+//     cluster listener (mutual TLS: RaftProto connections for Raft
+//     messages, HTTP/2 for ForwardPath, the requests other nodes forward),
+//     the etcd member, the shared catalog, the replication host and its
+//     driver, and Keyspaces.
 //     Forward sends a request this node cannot serve to its partition's
 //     leader; Status is the node's view (partita cluster status). A member
 //     starts only on an empty data directory (IsMember, ErrNotEmpty).
@@ -32,10 +33,11 @@
 //   - Backend (backend.go) and SharedCatalog (shared.go): catalog.Backend
 //     over etcd, each Apply one transaction, fenced by the cluster-wide
 //     catalog lock; a watch feeds the other nodes' changes to the catalog.
-//   - Transport (transport.go): replication.Transport over HTTP/2 and
-//     mutual TLS: per peer a bounded queue and a goroutine posting batches
-//     of length-prefixed protobuf frames to RaftPath, and the handler that
-//     receives them. It drops rather than blocks.
+//   - Transport (transport.go): replication.Transport over mutual TLS:
+//     per peer a bounded queue and a goroutine writing batches of
+//     length-prefixed protobuf frames to one connection of its own
+//     protocol (RaftProto), which the cluster listener hands to the
+//     receiving transport (Register). It drops rather than blocks.
 //
 // Not here yet (docs/cluster.md): node records with liveness leases,
 // placement of replicas on a subset of the members, load-based leader

@@ -165,10 +165,10 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	n.client = &http.Client{Transport: &http.Transport{TLSClientConfig: cert.ClientTLS(""), ForceAttemptHTTP2: true,
 		MaxIdleConnsPerHost: 64, IdleConnTimeout: time.Minute}}
 	mux := http.NewServeMux()
-	mux.Handle("POST "+RaftPath, n.tr)
 	mux.HandleFunc(ForwardPath+"/{listener}/", n.serveForwarded)
 	n.srv = &http.Server{Handler: mux, TLSConfig: cert.ServerTLS(), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: log.New(io.Discard, "", 0)} // refused handshakes are expected
+	n.tr.Register(n.srv) // Raft's own protocol on the same listener
 	runCtx, stop := context.WithCancel(context.Background())
 	n.stop = stop
 	n.wg.Go(func() {

@@ -2,8 +2,8 @@ package cluster
 
 import (
 	"bufio"
-	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -21,14 +21,13 @@ import (
 	"github.com/partitadb/partita/internal/replication"
 )
 
-// RaftPath is the path of the Raft endpoint on a node's cluster listener:
-// the server mounts Transport there (POST only).
-const RaftPath = "/raft"
-
-// raftContentType names the body format of RaftPath; a new format gets a
-// new version, so mixed versions refuse each other (415) rather than
-// misread.
-const raftContentType = "application/x-partita-raft; v=1"
+// RaftProto is the TLS application protocol (ALPN) of Raft traffic on a
+// node's cluster listener: a connection that negotiates it carries a
+// one-way stream of frames from the dialling node to the listening one
+// (Transport.Register), beside HTTP/2 for forwarded requests on the same
+// port. A new frame format gets a new name, so mixed versions refuse each
+// other's handshake rather than misread.
+const RaftProto = "partita-raft/1"
 
 // Transport defaults.
 const (
@@ -43,6 +42,8 @@ const (
 	// snapshot.go), so the bound is generous.
 	defaultMaxMessageBytes = 256 << 20
 	defaultSendTimeout     = 10 * time.Second
+	// dialTimeout bounds a connection's TCP dial and TLS handshake.
+	dialTimeout = 5 * time.Second
 	// Backoff after a failed batch, doubling up to the maximum: a peer
 	// that is down is retried without spinning.
 	minBackoff = 50 * time.Millisecond
@@ -61,9 +62,10 @@ type TransportConfig struct {
 	// (the server side is the listener's, Cert.ServerTLS).
 	Cert *Cert
 	// Deliver receives every message that arrives for this node, in the
-	// order each peer sent them, from the HTTP handlers' goroutines
-	// (concurrently for different peers). It should not block for long: while it does, that peer's sender waits
-	// and its queue drops messages.
+	// order each peer sent them, from the goroutines reading the peers'
+	// connections (concurrently for different peers). It should not block
+	// for long: while it does, that peer's connection is not read, its
+	// sender waits and its queue drops messages.
 	Deliver func(replication.Message)
 	// QueueLen is how many messages wait per peer; default 4096.
 	QueueLen int
@@ -73,28 +75,46 @@ type TransportConfig struct {
 	// MaxMessageBytes bounds one encoded message, sent or received, and so
 	// the snapshot a message may carry; default 256 MiB.
 	MaxMessageBytes int
-	// SendTimeout bounds one batch's request; default 10 s.
+	// SendTimeout bounds the write of one batch; default 10 s. A
+	// connection whose write does not finish in time is closed.
 	SendTimeout time.Duration
 	// Logger receives the transport's messages; nil discards them.
 	Logger *slog.Logger
 }
 
 // Transport carries Raft messages between nodes: it implements
-// replication.Transport (Send) for the sending side, and is the
-// http.Handler of RaftPath for the receiving side. Each peer has a queue
-// and a goroutine that sends its messages in batches, one HTTP/2 POST per
-// batch over mutual TLS. It never blocks the sender: a full queue, a peer
-// that is down or refuses the request, or a message over the size bound
-// drops messages, which Raft retransmits. It is safe for concurrent use.
+// replication.Transport (Send) for the sending side, and serves the
+// connections of RaftProto on the cluster listener (Register) for the
+// receiving side. Each peer has a queue and a goroutine that writes its
+// messages in batches to one mutual-TLS connection, dialled when needed.
+// It never blocks the sender: a full queue, a peer that is down or
+// refuses the connection, or a message over the size bound drops
+// messages, which Raft retransmits. It is safe for concurrent use.
+//
+// Why not HTTP/2 requests, as the forwarded requests use: a request per
+// batch cost every message a round of goroutine handoffs (the client's
+// stream writer, the server's frame reader, its serve loop, a handler
+// goroutine) and header encoding, and waited for its answer before the
+// next batch; on a loaded machine each handoff costs a scheduling delay,
+// and two messages (append, acknowledgement) lie on every write's path.
+// A stream is written by the peer's goroutine and read by one goroutine
+// that delivers.
 type Transport struct {
 	self    uint64
 	deliver func(replication.Message)
 	maxMsg  int
-	maxBody int64 // a batch: up to BatchBytes, plus one message, plus its frame header
 	log     *slog.Logger
 	peers   map[uint64]*peer
 	dropped atomic.Uint64
 	closed  atomic.Bool
+
+	// in holds the connections being read, so that Close and the
+	// server's Shutdown end them.
+	in struct {
+		sync.Mutex
+		conns  map[net.Conn]struct{}
+		closed bool
+	}
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -103,10 +123,9 @@ type Transport struct {
 // peer is the sending side towards one node.
 type peer struct {
 	id      uint64
-	url     string
+	addr    string
 	q       chan replication.Message
-	client  *http.Client
-	h2      *http.Transport
+	dialer  *tls.Dialer
 	batch   int
 	timeout time.Duration
 }
@@ -141,10 +160,10 @@ func NewTransport(cfg TransportConfig) (*Transport, error) {
 		self:    cfg.Self,
 		deliver: cfg.Deliver,
 		maxMsg:  cfg.MaxMessageBytes,
-		maxBody: int64(cfg.BatchBytes) + int64(cfg.MaxMessageBytes) + binary.MaxVarintLen64 + 8,
 		log:     cfg.Logger,
 		peers:   map[uint64]*peer{},
 	}
+	t.in.conns = map[net.Conn]struct{}{}
 	for id, addr := range cfg.Peers {
 		if id == cfg.Self {
 			continue
@@ -153,24 +172,13 @@ func NewTransport(cfg TransportConfig) (*Transport, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cluster: transport: peer %016x: %w", id, err)
 		}
-		var protos http.Protocols
-		protos.SetHTTP2(true) // HTTP/2 only: no fallback to HTTP/1.1
-		h2 := &http.Transport{
-			TLSClientConfig:     cfg.Cert.ClientTLS(host),
-			DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
-			TLSHandshakeTimeout: 5 * time.Second,
-			IdleConnTimeout:     time.Minute,
-			Protocols:           &protos,
-			// Pings find a dead connection in seconds instead of at the
-			// next request's timeout.
-			HTTP2: &http.HTTP2Config{SendPingTimeout: 10 * time.Second, PingTimeout: 5 * time.Second},
-		}
+		tc := cfg.Cert.ClientTLS(host)
+		tc.NextProtos = []string{RaftProto}
 		t.peers[id] = &peer{
 			id:      id,
-			url:     "https://" + addr + RaftPath,
+			addr:    addr,
 			q:       make(chan replication.Message, cfg.QueueLen),
-			client:  &http.Client{Transport: h2},
-			h2:      h2,
+			dialer:  &tls.Dialer{NetDialer: &net.Dialer{Timeout: dialTimeout}, Config: tc},
 			batch:   cfg.BatchBytes,
 			timeout: cfg.SendTimeout,
 		}
@@ -203,22 +211,27 @@ func (t *Transport) Send(to uint64, m replication.Message) {
 // either side.
 func (t *Transport) Dropped() uint64 { return t.dropped.Load() }
 
-// Close stops the senders, waits for them, and closes their connections.
-// Messages still queued are dropped. The handler side stops with the
-// server that mounts it.
+// Close stops the senders, waits for them, closes their connections and
+// the connections being read. Messages still queued are dropped.
 func (t *Transport) Close() error {
 	t.closed.Store(true)
 	t.cancel()
 	t.wg.Wait()
-	for _, p := range t.peers {
-		p.h2.CloseIdleConnections()
-	}
+	t.closeInbound()
 	return nil
 }
 
 // run sends p's messages until ctx ends.
 func (t *Transport) run(ctx context.Context, p *peer) {
-	var backoff time.Duration // 0 while the peer answers
+	var (
+		c       net.Conn // nil until dialled, and after a failure
+		backoff time.Duration
+	)
+	defer func() {
+		if c != nil {
+			_ = c.Close()
+		}
+	}()
 	for {
 		var m replication.Message
 		select {
@@ -230,7 +243,13 @@ func (t *Transport) run(ctx context.Context, p *peer) {
 		if n == 0 {
 			continue
 		}
-		err := p.post(ctx, buf)
+		var err error
+		if c == nil {
+			c, err = p.dial(ctx)
+		}
+		if err == nil {
+			err = p.write(ctx, c, buf)
+		}
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -242,8 +261,12 @@ func (t *Transport) run(ctx context.Context, p *peer) {
 			if backoff == 0 {
 				t.log.Warn("raft peer unreachable", "peer", peerAttr(p.id), "err", err)
 			}
+			if c != nil {
+				_ = c.Close()
+				c = nil
+			}
 			t.dropped.Add(uint64(n))
-			// Messages that queued while the request failed are stale:
+			// Messages that queued while the write failed are stale:
 			// drop them rather than send them after the wait.
 			for drained := false; !drained; {
 				select {
@@ -263,12 +286,35 @@ func (t *Transport) run(ctx context.Context, p *peer) {
 	}
 }
 
+// dial connects to p and checks that it speaks RaftProto.
+func (p *peer) dial(ctx context.Context) (net.Conn, error) {
+	c, err := p.dialer.DialContext(ctx, "tcp", p.addr)
+	if err != nil {
+		return nil, err
+	}
+	// NB: a server that offers no application protocol completes the
+	// handshake without one: an HTTP-only listener, not a Raft peer.
+	if proto := c.(*tls.Conn).ConnectionState().NegotiatedProtocol; proto != RaftProto {
+		_ = c.Close()
+		return nil, fmt.Errorf("peer negotiated %q, not %s", proto, RaftProto)
+	}
+	return c, nil
+}
+
+// write writes buf to c within p's timeout; ctx's end interrupts it.
+func (p *peer) write(ctx context.Context, c net.Conn, buf []byte) error {
+	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
+	defer stop()
+	if err := c.SetWriteDeadline(time.Now().Add(p.timeout)); err != nil {
+		return err
+	}
+	_, err := c.Write(buf)
+	return err
+}
+
 // batch encodes m and the messages queued behind it, up to p's batch
-// size, and returns the body and how many messages it holds.
+// size, and returns the bytes and how many messages they hold.
 func (t *Transport) batch(p *peer, m replication.Message) ([]byte, int) {
-	// NB: a new buffer for every batch: the HTTP transport may still read
-	// a request's body after Do returns (when the peer answers before
-	// reading it all).
 	var buf []byte
 	n := 0
 	for {
@@ -311,100 +357,111 @@ func (t *Transport) appendFrame(buf []byte, m replication.Message) ([]byte, erro
 	return out, nil
 }
 
-// post sends one batch; anything but 204 No Content is an error.
-func (p *peer) post(ctx context.Context, body []byte) error {
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(body))
-	if err != nil {
-		return err
+// Register makes srv, the cluster listener's server (whose TLSConfig
+// requires client certificates of the cluster's CA), hand the connections
+// that negotiate RaftProto to t, beside HTTP/2 for everything else, and
+// end them when it shuts down. Call it before srv serves.
+func (t *Transport) Register(srv *http.Server) {
+	if srv.TLSNextProto == nil {
+		srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
 	}
-	req.Header.Set("Content-Type", raftContentType)
-	resp, err := p.client.Do(req)
-	if err != nil {
-		return err
+	// NB: a TLSNextProto map without "h2" turns HTTP/2 off unless the
+	// protocols are set explicitly: these are net/http's defaults.
+	if srv.Protocols == nil {
+		srv.Protocols = new(http.Protocols)
+		srv.Protocols.SetHTTP1(true)
+		srv.Protocols.SetHTTP2(true)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("peer answered %s: %s", resp.Status, bytes.TrimSpace(msg))
+	srv.TLSNextProto[RaftProto] = func(_ *http.Server, c *tls.Conn, _ http.Handler) { t.serveConn(c) }
+	if srv.TLSConfig != nil {
+		srv.TLSConfig.NextProtos = append(srv.TLSConfig.NextProtos, RaftProto)
 	}
-	return nil
+	// Shutdown waits for active connections, and a stream never idles.
+	srv.RegisterOnShutdown(t.closeInbound)
 }
 
-// ServeHTTP receives a batch of Raft messages (POST RaftPath) and delivers
-// each one addressed to this node. It refuses requests that did not come
-// over mutual TLS with a verified client certificate (403): the listener
-// should have refused them already, so this guards against a mis-wired
-// server. A malformed or oversized frame ends the batch with 400 or 413;
-// the messages before it have been delivered (Raft tolerates the loss of
-// the rest).
-func (t *Transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	switch {
-	case r.Method != http.MethodPost:
-		w.Header().Set("Allow", http.MethodPost)
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	case r.TLS == nil || len(r.TLS.VerifiedChains) == 0:
-		http.Error(w, "mutual TLS required", http.StatusForbidden)
-		return
-	case r.Header.Get("Content-Type") != raftContentType:
-		http.Error(w, "unsupported content type", http.StatusUnsupportedMediaType)
+// closeInbound closes the connections being read and refuses new ones.
+func (t *Transport) closeInbound() {
+	t.in.Lock()
+	defer t.in.Unlock()
+	t.in.closed = true
+	for c := range t.in.conns {
+		_ = c.Close()
+	}
+}
+
+// track adds c to the connections being read (false: the transport is
+// closed, and c is not added) or removes it.
+func (t *Transport) track(c net.Conn, add bool) bool {
+	t.in.Lock()
+	defer t.in.Unlock()
+	if !add {
+		delete(t.in.conns, c)
+		return true
+	}
+	if t.in.closed {
+		return false
+	}
+	t.in.conns[c] = struct{}{}
+	return true
+}
+
+// serveConn reads a RaftProto connection and delivers each message
+// addressed to this node, until the connection ends or the transport
+// closes. It refuses a connection without a verified client certificate
+// (the listener should have refused it already: this guards against a
+// mis-wired server). A malformed or oversized frame closes the
+// connection; the messages before it have been delivered (Raft tolerates
+// the loss of the rest, and the sender dials again).
+func (t *Transport) serveConn(c *tls.Conn) {
+	defer c.Close()
+	if !t.track(c, true) {
 		return
 	}
-	br := bufio.NewReader(http.MaxBytesReader(w, r.Body, t.maxBody))
-	var misaddressed int
+	defer t.track(c, false)
+	if len(c.ConnectionState().VerifiedChains) == 0 {
+		t.log.Warn("raft connection refused: no verified client certificate", "from", c.RemoteAddr().String())
+		return
+	}
+	br := bufio.NewReaderSize(c, 64<<10)
+	misaddressed := false
 	for {
 		size, err := binary.ReadUvarint(br)
-		if errors.Is(err, io.EOF) {
-			break // between frames: the batch is complete
-		}
 		if err != nil {
-			code := http.StatusBadRequest
-			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-				code = http.StatusRequestEntityTooLarge
-			}
-			t.refuse(w, code, "bad frame length", err)
-			return
+			return // the peer closed (between frames, or in a length: its loss)
 		}
 		if size < 8 {
-			t.refuse(w, http.StatusBadRequest, "frame shorter than its group id", fmt.Errorf("%d bytes", size))
+			t.refuse(c, "frame shorter than its group id", fmt.Errorf("%d bytes", size))
 			return
 		}
 		if size > uint64(t.maxMsg) {
-			t.refuse(w, http.StatusRequestEntityTooLarge, "frame over the size bound", fmt.Errorf("%d bytes", size))
+			t.refuse(c, "frame over the size bound", fmt.Errorf("%d bytes", size))
 			return
 		}
 		frame := make([]byte, size)
 		if _, err := io.ReadFull(br, frame); err != nil {
-			code := http.StatusBadRequest
-			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-				code = http.StatusRequestEntityTooLarge
-			}
-			t.refuse(w, code, "truncated frame", err)
-			return
+			return // the peer closed mid-frame
 		}
 		m := &pb.Message{}
 		if err := proto.Unmarshal(frame[8:], m); err != nil {
-			t.refuse(w, http.StatusBadRequest, "bad raft message", err)
+			t.refuse(c, "bad raft message", err)
 			return
 		}
 		if m.GetTo() != t.self {
-			misaddressed++
 			t.dropped.Add(1)
+			if !misaddressed {
+				// A peer whose address map disagrees with ours: worth a
+				// human's look (once per connection).
+				t.log.Warn("raft messages for another node dropped", "to", peerAttr(m.GetTo()), "from", c.RemoteAddr().String())
+				misaddressed = true
+			}
 			continue
 		}
 		t.deliver(replication.Message{Group: binary.BigEndian.Uint64(frame[:8]), Raft: m})
 	}
-	if misaddressed > 0 {
-		// A peer whose address map disagrees with ours: worth a human's look.
-		t.log.Warn("raft messages for another node dropped", "messages", misaddressed, "from", r.RemoteAddr)
-	}
-	w.WriteHeader(http.StatusNoContent)
 }
 
-// refuse answers a batch it stopped reading.
-func (t *Transport) refuse(w http.ResponseWriter, code int, msg string, err error) {
-	t.log.Warn("raft batch refused", "reason", msg, "err", err)
-	http.Error(w, msg, code)
+// refuse logs why it stops reading c.
+func (t *Transport) refuse(c net.Conn, msg string, err error) {
+	t.log.Warn("raft connection refused", "reason", msg, "from", c.RemoteAddr().String(), "err", err)
 }

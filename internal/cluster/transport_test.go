@@ -3,15 +3,14 @@ package cluster
 import (
 	"bytes"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/binary"
+	"errors"
 	"io"
 	"log"
 	"net"
 	"net/http"
-	"net/http/httptest"
+	"os"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,8 +26,11 @@ type testNode struct {
 	addr string
 	tr   *Transport
 	got  chan replication.Message
-	h2   atomic.Bool // every request it received was HTTP/2
 }
+
+// pingPath is a route of every test node's server: HTTP/2 requests still
+// reach the mux beside the Raft protocol.
+const pingPath = "/ping"
 
 // receiveBuffer is how many delivered messages a test node holds: more
 // than any test sends.
@@ -52,7 +54,6 @@ func startNodes(t *testing.T, certs ...*Cert) []*testNode {
 			t.Fatal(err)
 		}
 		nodes[i] = &testNode{id: id, addr: ln.Addr().String(), got: make(chan replication.Message, receiveBuffer)}
-		nodes[i].h2.Store(true)
 		peers[id] = nodes[i].addr
 	}
 	var wg sync.WaitGroup
@@ -69,11 +70,8 @@ func startNodes(t *testing.T, certs ...*Cert) []*testNode {
 		}
 		n.tr = tr
 		mux := http.NewServeMux()
-		mux.HandleFunc("POST "+RaftPath, func(w http.ResponseWriter, r *http.Request) {
-			if r.ProtoMajor != 2 {
-				n.h2.Store(false)
-			}
-			tr.ServeHTTP(w, r)
+		mux.HandleFunc("GET "+pingPath, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("X-Proto", r.Proto)
 		})
 		srv := &http.Server{
 			Handler:           mux,
@@ -81,6 +79,7 @@ func startNodes(t *testing.T, certs ...*Cert) []*testNode {
 			ReadHeaderTimeout: 5 * time.Second,
 			ErrorLog:          log.New(io.Discard, "", 0), // refused handshakes are expected
 		}
+		tr.Register(srv)
 		wg.Go(func() { _ = srv.ServeTLS(lns[i], "", "") })
 		t.Cleanup(func() {
 			tr.Close()
@@ -165,9 +164,6 @@ func TestTransportExchange(t *testing.T) {
 	if m := a.receive(t, 1)[0]; m.Group != 9 || !proto.Equal(m.Raft, back.Raft) {
 		t.Errorf("a received group %d %v, want group 9 %v", m.Group, m.Raft, back.Raft)
 	}
-	if !a.h2.Load() || !b.h2.Load() {
-		t.Errorf("a request arrived over HTTP/1")
-	}
 	if a.tr.Dropped() != 0 || b.tr.Dropped() != 0 {
 		t.Errorf("dropped %d and %d messages, want none", a.tr.Dropped(), b.tr.Dropped())
 	}
@@ -181,6 +177,52 @@ func TestTransportExchange(t *testing.T) {
 	if b.tr.Dropped() != 1 {
 		t.Errorf("b dropped %d messages, want 1 (the misaddressed one)", b.tr.Dropped())
 	}
+}
+
+// TestTransportRegisterKeepsHTTP2: the cluster listener's HTTP/2 requests
+// (forwarded requests) are served beside the Raft protocol.
+func TestTransportRegisterKeepsHTTP2(t *testing.T) {
+	cert := mustCert(t, mustCA(t, secretA), "a")
+	n := startNodes(t, cert)[0]
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: cert.ClientTLS(""), ForceAttemptHTTP2: true}}
+	defer c.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "https://"+n.addr+pingPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Proto") != "HTTP/2.0" {
+		t.Errorf("GET %s: %s over %s, want 200 over HTTP/2.0", pingPath, resp.Status, resp.Header.Get("X-Proto"))
+	}
+}
+
+// TestTransportHTTPOnlyPeer: a peer whose listener does not speak the Raft
+// protocol (another version, or not a node) gets nothing: the handshake
+// fails and the messages are dropped.
+func TestTransportHTTPOnlyPeer(t *testing.T) {
+	cert := mustCert(t, mustCA(t, secretA), "a")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.NewServeMux(), TLSConfig: cert.ServerTLS(), ReadHeaderTimeout: 5 * time.Second,
+		ErrorLog: log.New(io.Discard, "", 0)}
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = srv.ServeTLS(ln, "", "") })
+	defer wg.Wait()
+	defer srv.Close()
+	tr, err := NewTransport(TransportConfig{Self: 1, Peers: map[uint64]string{2: ln.Addr().String()}, Cert: cert,
+		Deliver: func(replication.Message) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	tr.Send(2, replication.Message{Group: 1, Raft: raftMsg(1, 2, 1, nil)})
+	waitDropped(t, tr, 1)
 }
 
 // TestTransportForeignPeer: nodes with another secret's certificate reach
@@ -237,21 +279,32 @@ func TestTransportDownPeer(t *testing.T) {
 	}
 }
 
-// TestTransportHandlerRefuses: what the receiving side refuses.
-func TestTransportHandlerRefuses(t *testing.T) {
+// TestTransportServeConnRefuses: what the receiving side of a Raft
+// connection refuses, and what it delivered before.
+func TestTransportServeConnRefuses(t *testing.T) {
 	cert := mustCert(t, mustCA(t, secretA), "a")
-	var delivered []replication.Message
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan replication.Message, 16)
 	tr, err := NewTransport(TransportConfig{
 		Self:            1,
 		Cert:            cert,
-		Deliver:         func(m replication.Message) { delivered = append(delivered, m) },
+		Deliver:         func(m replication.Message) { got <- m },
 		MaxMessageBytes: 1 << 10,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv := &http.Server{Handler: http.NewServeMux(), TLSConfig: cert.ServerTLS(), ReadHeaderTimeout: 5 * time.Second,
+		ErrorLog: log.New(io.Discard, "", 0)}
+	tr.Register(srv)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = srv.ServeTLS(ln, "", "") })
+	defer wg.Wait()
+	defer srv.Close()
 	defer tr.Close()
-	verified := &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{cert.leaf.Leaf}}}
 
 	frame := func(group uint64, m *pb.Message) []byte {
 		b, err := tr.appendFrame(nil, replication.Message{Group: group, Raft: m})
@@ -262,50 +315,130 @@ func TestTransportHandlerRefuses(t *testing.T) {
 	}
 	good := frame(4, raftMsg(2, 1, 1, nil))
 	tests := []struct {
-		name        string
-		method      string
-		tls         *tls.ConnectionState
-		contentType string
-		body        []byte
-		want        int
-		delivered   int
+		name      string
+		body      []byte
+		closes    bool // the receiver closes the connection
+		delivered int
+		dropped   uint64
 	}{
-		{"ok", "POST", verified, raftContentType, good, http.StatusNoContent, 1},
-		{"empty batch", "POST", verified, raftContentType, nil, http.StatusNoContent, 0},
-		{"not POST", "GET", verified, raftContentType, nil, http.StatusMethodNotAllowed, 0},
-		{"without TLS", "POST", nil, raftContentType, good, http.StatusForbidden, 0},
-		{"without client certificate", "POST", &tls.ConnectionState{}, raftContentType, good, http.StatusForbidden, 0},
-		{"other format", "POST", verified, "application/octet-stream", good, http.StatusUnsupportedMediaType, 0},
-		{"truncated", "POST", verified, raftContentType, append(bytes.Clone(good), good[:len(good)-1]...), http.StatusBadRequest, 1},
-		{"short frame", "POST", verified, raftContentType, append(binary.AppendUvarint(nil, 3), 1, 2, 3), http.StatusBadRequest, 0},
-		{"oversized frame", "POST", verified, raftContentType, binary.AppendUvarint(nil, 1<<20), http.StatusRequestEntityTooLarge, 0},
-		{"not protobuf", "POST", verified, raftContentType, append(binary.AppendUvarint(nil, 10), 0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0xff), http.StatusBadRequest, 0},
+		{"ok", good, false, 1, 0},
+		{"misaddressed", frame(4, raftMsg(2, 3, 1, nil)), false, 0, 1},
+		{"short frame", append(binary.AppendUvarint(nil, 3), 1, 2, 3), true, 0, 0},
+		{"oversized frame", binary.AppendUvarint(nil, 1<<20), true, 0, 0},
+		{"not protobuf", append(binary.AppendUvarint(nil, 10), 0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0xff), true, 0, 0},
+		{"bad frame after a good one", append(bytes.Clone(good), binary.AppendUvarint(nil, 3)...), true, 1, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			delivered = nil
-			req := httptest.NewRequestWithContext(t.Context(), tt.method, RaftPath, bytes.NewReader(tt.body))
-			req.TLS = tt.tls
-			req.Header.Set("Content-Type", tt.contentType)
-			rec := httptest.NewRecorder()
-			tr.ServeHTTP(rec, req)
-			if rec.Code != tt.want || len(delivered) != tt.delivered {
-				t.Errorf("status %d, %d delivered; want %d, %d", rec.Code, len(delivered), tt.want, tt.delivered)
+			tc := cert.ClientTLS("127.0.0.1")
+			tc.NextProtos = []string{RaftProto}
+			c, err := tls.Dial("tcp", ln.Addr().String(), tc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			dropped := tr.Dropped()
+			if _, err := c.Write(tt.body); err != nil {
+				t.Fatal(err)
+			}
+			if tt.closes {
+				// The receiver closes: a read ends (it never writes).
+				_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+				if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+					t.Fatalf("read: %v, want the connection closed by the receiver", err)
+				}
+			} else {
+				// A control message after the case's: the receiver is still
+				// reading, and has handled the case's frame.
+				if _, err := c.Write(frame(5, raftMsg(2, 1, 9, nil))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := tt.delivered
+			if !tt.closes {
+				want++
+			}
+			var ms []replication.Message
+			timeout := time.After(20 * time.Second)
+			for len(ms) < want {
+				select {
+				case m := <-got:
+					ms = append(ms, m)
+				case <-timeout:
+					t.Fatalf("%d delivered in 20 s, want %d", len(ms), want)
+				}
+			}
+			if !tt.closes && ms[len(ms)-1].Group != 5 {
+				t.Fatalf("last delivered group %d, want the control message's 5", ms[len(ms)-1].Group)
+			}
+			if tt.delivered > 0 && (ms[0].Group != 4 || ms[0].Raft.GetIndex() != 1) {
+				t.Errorf("delivered group %d %v, want group 4 index 1", ms[0].Group, ms[0].Raft)
+			}
+			if len(got) != 0 {
+				t.Errorf("%d more delivered", len(got))
+			}
+			if d := tr.Dropped() - dropped; d != tt.dropped {
+				t.Errorf("dropped %d, want %d", d, tt.dropped)
 			}
 		})
 	}
-	if len(delivered) == 0 {
-		return
-	}
-	// The "truncated" case delivered the whole first frame.
-	if m := delivered[0]; m.Group != 4 || m.Raft.GetIndex() != 1 {
-		t.Errorf("delivered group %d %v, want group 4 index 1", m.Group, m.Raft)
+
+	// A connection without a client certificate fails its handshake.
+	tc := cert.ClientTLS("127.0.0.1")
+	tc.NextProtos = []string{RaftProto}
+	tc.Certificates = nil
+	if c, err := tls.Dial("tcp", ln.Addr().String(), tc); err == nil {
+		_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		_, err = c.Read(make([]byte, 1)) // TLS 1.3: the server's refusal arrives after the client's handshake
+		c.Close()
+		if err == nil {
+			t.Errorf("a connection without a client certificate was accepted")
+		}
 	}
 
 	// A message over the bound is not sent.
 	if _, err := tr.appendFrame(nil, replication.Message{Group: 1, Raft: raftMsg(1, 2, 1, make([]byte, 2<<10))}); err == nil {
 		t.Errorf("appendFrame accepted a message over MaxMessageBytes")
 	}
+}
+
+// TestTransportServeConnUnverified: a connection that reaches serveConn
+// without a verified client certificate (a mis-wired listener) is closed
+// unread.
+func TestTransportServeConnUnverified(t *testing.T) {
+	cert := mustCert(t, mustCA(t, secretA), "a")
+	tr, err := NewTransport(TransportConfig{Self: 1, Cert: cert,
+		Deliver: func(replication.Message) { t.Error("delivered from an unverified connection") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	sc, cc := net.Pipe()
+	server := tls.Server(sc, &tls.Config{Certificates: cert.ServerTLS().Certificates, MinVersion: tls.VersionTLS13, NextProtos: []string{RaftProto}})
+	ctc := cert.ClientTLS("127.0.0.1")
+	ctc.Certificates, ctc.NextProtos = nil, []string{RaftProto}
+	client := tls.Client(cc, ctc)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := server.Handshake(); err != nil {
+			t.Error(err)
+			return
+		}
+		tr.serveConn(server)
+	})
+	if err := client.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	// net.Pipe has no buffer: read what the server writes (its
+	// close_notify) so that its Close does not wait.
+	wg.Go(func() { _, _ = io.Copy(io.Discard, client) })
+	b, err := tr.appendFrame(nil, replication.Message{Group: 1, Raft: raftMsg(2, 1, 1, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = client.Write(b) // fails once serveConn has closed the pipe
+	client.Close()
+	wg.Wait()
 }
 
 // TestNewTransportRefuses: a transport needs an id, a certificate, a

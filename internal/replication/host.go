@@ -93,6 +93,11 @@ type Host struct {
 	// wake tells the driver that a proposal or read waits (buffer 1).
 	wake chan struct{}
 
+	// proc is held by Process throughout and by Remove, so that a group is
+	// never removed while Process writes its state (Process releases mu
+	// while it writes). Lock order: proc, then mu.
+	proc sync.Mutex
+
 	mu sync.Mutex
 	// stopped is set when the driver's Run returns: the store may close
 	// next, and Raft must not read its log any more (it panics on a
@@ -199,6 +204,8 @@ func (h *Host) Create(group uint64, voters []uint64) error {
 // no-op. The group is gone for good from this node: keyspace ids are never
 // reused, and a later Create makes an empty replica.
 func (h *Host) Remove(group uint64) error {
+	h.proc.Lock()
+	defer h.proc.Unlock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	b := h.st.NewBatch()
@@ -432,27 +439,41 @@ func (h *Host) nudge() {
 }
 
 // Process handles every group's pending work: it persists new log entries
-// and hard state (one synced store batch for all groups), sends messages,
-// applies committed entries and answers the waiters. The driver calls it
-// after Tick and Step. An error means the store failed: the host must stop
-// (a restart resumes from what is durable).
+// and hard state (one store batch for all groups, synced when Raft needs it
+// durable), sends messages, applies committed entries and answers the
+// waiters. The driver calls it after Tick and Step. An error means the
+// store failed: the host must stop (a restart resumes from what is
+// durable).
+//
+// NB: h.mu is not held while the store writes (the persist's sync, the
+// apply): Propose, ReadIndex, Leader and the rest go on meanwhile, as
+// etcd raft's own node does between Ready and Advance (a RawNode takes
+// proposals then; it only must not make another Ready before Advance,
+// and only this goroutine makes Readys). Only Remove, which deletes a
+// group's state, must not interleave with a Process of it: h.proc keeps
+// them apart.
 func (h *Host) Process() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.proc.Lock()
+	defer h.proc.Unlock()
 	type ready struct {
 		g  *group
 		rd raft.Ready
 	}
 	var rds []ready
+	h.mu.Lock()
 	for _, id := range h.ids {
 		g := h.groups[id]
 		if g.rn.HasReady() {
 			rds = append(rds, ready{g, g.rn.Ready()})
 		}
 	}
+	h.mu.Unlock()
 	if len(rds) == 0 {
 		return nil
 	}
+	// The fields of a group read below without h.mu (soft, term, applied,
+	// ls's bounds) are written only by this goroutine, under h.mu.
+	//
 	// A leader sends its messages (appends, heartbeats) before it persists
 	// the entries they carry, so its disk write overlaps its followers'
 	// (Raft thesis §10.2.1; etcd raft's README, step 2): an entry it
@@ -472,10 +493,17 @@ func (h *Host) Process() error {
 			}
 		}
 	}
-	// Persist: snapshots, entries and hard states of every group, synced
-	// together.
+	// Persist: snapshots, entries and hard states of every group, in one
+	// batch. It is synced only when Raft needs it durable (raft.MustSync:
+	// new entries, a new term or vote) or it installs a snapshot. A hard
+	// state that only moves the commit index is not synced, as etcd's own
+	// WAL does: a crash that loses it leaves an older commit index, which
+	// the leader hands out again, and every later write is lost with it
+	// (the write-ahead log is written in order), the applied state among
+	// them, so the applied index never passes the commit index restored.
 	b := h.st.NewBatch()
 	lasts := make([]uint64, len(rds))
+	sync := false
 	for i, r := range rds {
 		g, rd := r.g, r.rd
 		lasts[i] = g.ls.last
@@ -485,26 +513,38 @@ func (h *Host) Process() error {
 				return err
 			}
 			lasts[i] = rd.Snapshot.GetMetadata().GetIndex()
+			sync = true
 		}
 		if len(rd.Entries) > 0 {
-			g.ls.last = lasts[i] // append replaces from the first new entry on
-			last, err := g.ls.append(b, rd.Entries)
+			last, err := g.ls.appendFrom(b, lasts[i], rd.Entries) // replaces from the first new entry on
 			if err != nil {
 				b.Close()
 				return err
 			}
 			lasts[i] = last
+			sync = true
 		}
 		if rd.HardState != nil && !raft.IsEmptyHardState(rd.HardState) {
 			if err := g.ls.setHard(b, rd.HardState); err != nil {
 				b.Close()
 				return err
 			}
+			sync = sync || raft.MustSync(rd.HardState, g.ls.hard, 0)
 		}
 	}
-	if err := b.Commit(); err != nil {
+	// Most Readys write nothing (heartbeats and their answers, reads, an
+	// acknowledgement stepped): Pebble would still log an empty batch.
+	commit := b.CommitNoSync
+	switch {
+	case b.Empty():
+		commit = func() error { b.Close(); return nil }
+	case sync:
+		commit = b.Commit
+	}
+	if err := commit(); err != nil {
 		return fmt.Errorf("replication: persist: %w", err)
 	}
+	h.mu.Lock()
 	for i, r := range rds {
 		g, rd := r.g, r.rd
 		g.ls.last = lasts[i]
@@ -516,16 +556,12 @@ func (h *Host) Process() error {
 			g.ls.trunc = bounds{index: md.GetIndex(), term: md.GetTerm(), conf: md.GetConfState()}
 			a, err := snapshotApplied(rd.Snapshot.GetData())
 			if err != nil {
+				h.mu.Unlock()
 				return err
 			}
 			g.applied = a
 		}
 		h.noteSoft(g, rd.SoftState, rd.HardState)
-		if !early[i] {
-			for _, m := range rd.Messages {
-				h.tr.Send(m.GetTo(), Message{Group: g.id, Raft: m})
-			}
-		}
 		for _, rs := range rd.ReadStates {
 			if len(rs.RequestCtx) != 8 {
 				continue
@@ -537,12 +573,23 @@ func (h *Host) Process() error {
 			}
 		}
 	}
+	h.mu.Unlock()
+	for i, r := range rds {
+		if !early[i] {
+			for _, m := range r.rd.Messages {
+				h.tr.Send(m.GetTo(), Message{Group: r.g.id, Raft: m})
+			}
+		}
+	}
 	// Apply what is committed, then fail what a lost leadership leaves
 	// pending.
 	for _, r := range rds {
-		if err := h.apply(r.g, r.rd.CommittedEntries); err != nil {
+		a, outs, err := h.apply(r.g, r.rd.CommittedEntries)
+		if err != nil {
 			return err
 		}
+		h.mu.Lock()
+		h.noteApplied(r.g, a, r.rd.CommittedEntries, outs)
 		if r.g.soft.RaftState != raft.StateLeader {
 			r.g.settled = false
 			for id, w := range r.g.pending {
@@ -550,10 +597,16 @@ func (h *Host) Process() error {
 				delete(r.g.pending, id)
 			}
 		}
+		h.mu.Unlock()
 	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	for _, r := range rds {
 		r.g.rn.Advance(r.rd)
 		h.serveReads(r.g)
+		// NB: under h.mu, unlike the writes above: between its batch and
+		// the bounds kept in memory, the log would answer for entries it
+		// no longer holds. It runs once every LogKeep entries.
 		if err := h.truncate(r.g); err != nil {
 			return err
 		}
@@ -562,7 +615,7 @@ func (h *Host) Process() error {
 }
 
 // noteSoft follows a group's term and leadership; a new term is not
-// settled until an entry of it applies.
+// settled until an entry of it applies. h.mu is held.
 func (h *Host) noteSoft(g *group, soft *raft.SoftState, hard *pb.HardState) {
 	if hard != nil && hard.GetTerm() > g.term {
 		g.term = hard.GetTerm()
@@ -573,19 +626,23 @@ func (h *Host) noteSoft(g *group, soft *raft.SoftState, hard *pb.HardState) {
 	}
 }
 
+// outcome is how the apply of a proposal of this node ended.
+type outcome struct {
+	id  uint64
+	err error
+}
+
 // apply applies committed entries to g's keyspace, one store batch for
-// them all, and answers their proposers.
-func (h *Host) apply(g *group, ents []*pb.Entry) error {
+// them all, and returns g's new applied state and the outcomes of this
+// node's proposals among them, for noteApplied to record. It runs without
+// h.mu, on the driver's goroutine.
+func (h *Host) apply(g *group, ents []*pb.Entry) (applied, []outcome, error) {
+	a := g.applied
 	if len(ents) == 0 {
-		return nil
+		return a, nil, nil
 	}
 	b := h.st.NewBatch()
 	defer b.Close()
-	a := g.applied
-	type outcome struct {
-		id  uint64
-		err error
-	}
 	var outs []outcome
 	for _, e := range ents {
 		if e.GetIndex() <= a.Index {
@@ -596,14 +653,14 @@ func (h *Host) apply(g *group, ents []*pb.Entry) error {
 		case pb.EntryConfChange, pb.EntryConfChangeV2:
 			// Membership is static in this stage: every group keeps the
 			// voters it was created with, and none proposes a change.
-			return fmt.Errorf("replication: group %d: configuration change at index %d not supported", g.id, e.GetIndex())
+			return a, nil, fmt.Errorf("replication: group %d: configuration change at index %d not supported", g.id, e.GetIndex())
 		}
 		if len(e.GetData()) == 0 {
 			continue // a new leader's empty entry
 		}
 		env, err := decodeEnvelope(e.GetData())
 		if err != nil {
-			return fmt.Errorf("replication: group %d: entry %d: %w", g.id, e.GetIndex(), err)
+			return a, nil, fmt.Errorf("replication: group %d: entry %d: %w", g.id, e.GetIndex(), err)
 		}
 		var outcomeErr error
 		if env.Term != e.GetTerm() {
@@ -611,7 +668,7 @@ func (h *Host) apply(g *group, ents []*pb.Entry) error {
 		} else {
 			if env.Kind == KindBatch {
 				if err := b.ApplyRepr(env.Repr); err != nil {
-					return fmt.Errorf("replication: group %d: entry %d: %w", g.id, e.GetIndex(), err)
+					return a, nil, fmt.Errorf("replication: group %d: entry %d: %w", g.id, e.GetIndex(), err)
 				}
 			}
 			a.LSN = max(a.LSN, env.LSN)
@@ -627,7 +684,17 @@ func (h *Host) apply(g *group, ents []*pb.Entry) error {
 	// one too (the write-ahead log is written in order), so the restarted
 	// replica finds its applied index before them and applies them again.
 	if err := b.CommitNoSync(); err != nil {
-		return fmt.Errorf("replication: group %d: apply: %w", g.id, err)
+		return a, nil, fmt.Errorf("replication: group %d: apply: %w", g.id, err)
+	}
+	return a, outs, nil
+}
+
+// noteApplied records what apply applied of ents: g's applied state, whether
+// it settles this node's leadership, and the outcomes of its proposals,
+// which it hands to their waiters. h.mu is held.
+func (h *Host) noteApplied(g *group, a applied, ents []*pb.Entry, outs []outcome) {
+	if len(ents) == 0 {
+		return
 	}
 	g.applied = a
 	last := ents[len(ents)-1]
@@ -640,7 +707,6 @@ func (h *Host) apply(g *group, ents []*pb.Entry) error {
 			w.finish(o.err)
 		}
 	}
-	return nil
 }
 
 // serveReads answers the reads whose index g has applied.

@@ -78,9 +78,11 @@ func decodeBounds(v []byte) (bounds, error) {
 }
 
 // logStore is one group's Raft log and hard state in the node's store: the
-// raft.Storage of its RawNode. It is used only by the host's goroutine that
-// drives the group (raft.Storage's contract), so it keeps the log's bounds
-// in memory and reads entries from the store.
+// raft.Storage of its RawNode. Raft calls it under the host's mutex, from
+// whichever goroutine steps, proposes or processes; only the driver's
+// goroutine changes its fields, under that mutex once the store holds
+// what they describe. It keeps the log's bounds in memory and reads
+// entries from the store.
 type logStore struct {
 	st    *store.Store
 	group uint64
@@ -200,12 +202,13 @@ func (ls *logStore) FirstIndex() (uint64, error) { return ls.trunc.index + 1, ni
 // Snapshot returns a snapshot of the group's applied state.
 func (ls *logStore) Snapshot() (*pb.Snapshot, error) { return ls.snapshot() }
 
-// append adds entries to b, replacing the log from the first one's index on
-// (Raft overwrites a conflicting suffix), and returns the log's new last
-// index, which the caller sets once b is committed.
-func (ls *logStore) append(b *store.Batch, ents []*pb.Entry) (newLast uint64, err error) {
+// appendFrom adds entries to b, replacing the log, whose last index is
+// last, from the first one's index on (Raft overwrites a conflicting
+// suffix), and returns the log's new last index, which the caller sets
+// once b is committed.
+func (ls *logStore) appendFrom(b *store.Batch, last uint64, ents []*pb.Entry) (newLast uint64, err error) {
 	if len(ents) == 0 {
-		return ls.last, nil
+		return last, nil
 	}
 	for _, e := range ents {
 		v, err := proto.Marshal(e)
@@ -215,8 +218,8 @@ func (ls *logStore) append(b *store.Batch, ents []*pb.Entry) (newLast uint64, er
 		b.Set(entryKey(ls.group, e.GetIndex()), v)
 	}
 	newLast = ents[len(ents)-1].GetIndex()
-	if ls.last > newLast {
-		b.DeleteSpan(entrySpan(ls.group, newLast+1, ls.last+1))
+	if last > newLast {
+		b.DeleteSpan(entrySpan(ls.group, newLast+1, last+1))
 	}
 	return newLast, nil
 }
