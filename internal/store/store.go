@@ -316,11 +316,16 @@ func (s *Store) close(deadline time.Time) error {
 	// A graceful close flushes the memtables first: the next Open then has
 	// no write-ahead log to replay and flush before it is ready
 	// (docs/performance.md, "Start-up"). A read-only database has nothing
-	// to flush; a failed flush (a full disk) leaves the log to replay, and
-	// so does a close with under 2 s left (a flush is not worth turning a
-	// shutdown into a timeout).
+	// to flush, and a close with under 2 s left does not (a flush is not
+	// worth turning a shutdown into a timeout). Neither does a store whose
+	// log write failed, whose disk is full, or has less than MinFreeBytes
+	// free (when it watches the disk): a flush starts a new log file, and Pebble panics when it cannot
+	// (found by the engine's disk-full tests in CI); the log is replayed at
+	// the next start instead.
 	left := time.Until(deadline)
-	err := s.closeDB(g.db, left, !g.readOnly && left >= 2*time.Second)
+	flush := !g.readOnly && left >= 2*time.Second && s.failure.Load() == nil && !s.full.Load() &&
+		(s.opts.MinFreeBytes == 0 || s.disk.freshFree(0) >= s.opts.MinFreeBytes)
+	err := s.closeDB(g.db, left, flush)
 	if errors.Is(err, errCloseTimeout) {
 		return err // Pebble still holds the directory lock
 	}
