@@ -39,6 +39,11 @@ func testEngineWith(t testing.TB, cfg Config) *Engine {
 	if _, err := e.CreateContainer("db", []byte(`{"id":"k","partitionKey":{"paths":["/pk"]}}`), Throughput{Manual: 24000}); err != nil {
 		t.Fatal(err)
 	}
+	if cfg.Replicated {
+		// A cluster node's driver reconciles the keyspaces with the
+		// catalog (format records, _rid blocks); here the test does.
+		e.reconcile(t.Context())
+	}
 	return e
 }
 
