@@ -172,7 +172,7 @@ func (h *Handler) readFeed(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	setHeader(w, "x-ms-content-path", p.ContainerRID)
-	return writeFeed(w, p.ContainerRID, "Documents", p)
+	return h.writeFeed(w, p.ContainerRID, "Documents", p)
 }
 
 func (h *Handler) queryItems(w http.ResponseWriter, r *http.Request) error {
@@ -201,7 +201,7 @@ func (h *Handler) queryItems(w http.ResponseWriter, r *http.Request) error {
 	case isTrue(r, hdrIndexMetrics):
 		setHeader(w, "x-ms-cosmos-index-utilization", base64.StdEncoding.EncodeToString(indexUtilization(p.Metrics.IndexPath)))
 	}
-	return writeFeed(w, p.ContainerRID, "Documents", p)
+	return h.writeFeed(w, p.ContainerRID, "Documents", p)
 }
 
 // queryRequest reads a query request: the query in its body and the scope
