@@ -176,20 +176,20 @@ func (e *Engine) QueryItems(ctx context.Context, db, coll string, scope Scope, q
 // leaves it cross-partition but narrows it to the physical partitions
 // owning those keys.
 func routeQuery(c *catalog.Container, ast *parse.Query, scope Scope, q Query) (resolved, Scope, error) {
+	var keys []document.PartitionKey
 	if scope.PK == nil && scope.RangeID == "" {
-		if pk, ok := plan.PartitionKey(ast, c.PK.Paths, q.Params); ok {
-			scope.PK = pk
+		var pinned document.PartitionKey
+		if pinned, keys = plan.Routing(ast, c.PK.Paths, q.Params); pinned != nil {
+			scope.PK = pinned
 		}
 	}
 	r, err := resolveScope(c, scope)
 	if err != nil {
 		return resolved{}, scope, err
 	}
-	if scope.PK == nil && scope.RangeID == "" {
-		if keys, ok := plan.PartitionKeys(ast, c.PK.Paths, q.Params); ok {
-			if r, err = narrowScope(c, r, keys); err != nil {
-				return resolved{}, scope, err
-			}
+	if keys != nil {
+		if r, err = narrowScope(c, r, keys); err != nil {
+			return resolved{}, scope, err
 		}
 	}
 	return r, scope, nil
