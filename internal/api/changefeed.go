@@ -40,7 +40,7 @@ func (h *Handler) changeFeed(w http.ResponseWriter, r *http.Request) error {
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
-	return writeFeed(w, p.ContainerRID, "Documents", engine.Page{Items: p.Items, RU: p.RU})
+	return h.writeFeed(w, p.ContainerRID, "Documents", engine.Page{Items: p.Items, RU: p.RU})
 }
 
 // changeFeedRequest reads a change-feed request's headers.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -137,6 +138,20 @@ func TestURIComponentEscape(t *testing.T) {
 			t.Errorf("uriComponentEscape(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
+}
+
+// FuzzURIComponentEscape checks uriComponentEscape against its definition:
+// url.QueryEscape with spaces as %20.
+func FuzzURIComponentEscape(f *testing.F) {
+	for _, s := range []string{"", `{"a":"b c"}`, "/x/?", "a-b_c.d~e", "é+", "\x00\xff %"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := strings.ReplaceAll(url.QueryEscape(s), "+", "%20")
+		if got := uriComponentEscape(s); got != want {
+			t.Errorf("uriComponentEscape(%q) = %q, want %q", s, got, want)
+		}
+	})
 }
 
 // TestSignedQuestionMark: an id ending in '?' reaches the server without

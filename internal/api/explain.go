@@ -15,8 +15,10 @@ const hdrQueryPlan = "x-partita-query-plan"
 
 // setQueryPlan sets hdrQueryPlan for query page p.
 func setQueryPlan(w http.ResponseWriter, p engine.Page) {
-	if b, err := json.Marshal(p.Metrics.Plan); err == nil {
-		setHeader(w, hdrQueryPlan, uriComponentEscape(string(b)))
+	// MarshalJSON directly: json.Marshal would only check and copy what it
+	// returns (the Go SDK asks for query metrics on every page).
+	if b, err := p.Metrics.Plan.MarshalJSON(); err == nil {
+		setHeader(w, hdrQueryPlan, string(appendURIComponent(make([]byte, 0, len(b)*2), string(b))))
 	}
 }
 

@@ -81,6 +81,7 @@ type Handler struct {
 	mux    *http.ServeMux
 
 	sessions nodeSessions // in a cluster: the writes this node answered (nodesession.go)
+	bodies   bodyPool     // feed and query response bodies (writeFeed)
 }
 
 // New returns the API handler over eng, authenticating with v.

@@ -3,7 +3,6 @@ package api
 import (
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -121,23 +120,14 @@ func requestedThroughput(r *http.Request) (engine.Throughput, error) {
 	return tp, nil
 }
 
-// querySpec is the body of a query request.
-type querySpec struct {
-	Query      *string `json:"query"`
-	Parameters []struct {
-		Name  string          `json:"name"`
-		Value json.RawMessage `json:"value"`
-	} `json:"parameters"`
-}
-
 // parseQuery reads a query request: body, paging and cross-partition headers.
 func parseQuery(r *http.Request) (engine.Query, error) {
 	body, err := readBody(r)
 	if err != nil {
 		return engine.Query{}, err
 	}
-	var spec querySpec
-	if err := json.Unmarshal(body, &spec); err != nil {
+	spec, err := decodeQuerySpec(body)
+	if err != nil {
 		return engine.Query{}, status.BadRequest("query body is not a valid query specification: %v", err)
 	}
 	if spec.Query == nil {
@@ -235,5 +225,20 @@ func cosmosHeader(key string) bool {
 // decodeURIComponent (and .NET's Uri.UnescapeDataString) restore it: every
 // byte but A-Z a-z 0-9 and "-_.~" is escaped, spaces as %20.
 func uriComponentEscape(s string) string {
-	return strings.ReplaceAll(url.QueryEscape(s), "+", "%20")
+	return string(appendURIComponent(make([]byte, 0, len(s)+len(s)/2), s))
+}
+
+// appendURIComponent appends s percent-encoded as uriComponentEscape does:
+// url.QueryEscape with spaces as %20, in one pass.
+func appendURIComponent(b []byte, s string) []byte {
+	const hex = "0123456789ABCDEF"
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.', c == '~':
+			b = append(b, c)
+		default:
+			b = append(b, '%', hex[c>>4], hex[c&0xf])
+		}
+	}
+	return b
 }

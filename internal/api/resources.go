@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/partitadb/partita/internal/engine"
 	"github.com/partitadb/partita/internal/status"
@@ -52,19 +53,33 @@ func writeResource(w http.ResponseWriter, code int, res engine.Resource) error {
 }
 
 // writeFeed writes a page in the feed envelope {"_rid", "<key>": [...], "_count"}.
-func writeFeed(w http.ResponseWriter, rid, key string, p engine.Page) error {
-	var b bytes.Buffer
-	b.WriteString(`{"_rid":`)
+//
+// The body is made in one buffer of its final size, taken from h.bodies
+// and given back once written: a page of 20 items of 1 KB grown by
+// doubling allocated and copied three times its size, 15% of a
+// single-partition query's CPU in the API, and the fresh buffer of its
+// final size was still a quarter of the query's allocations (issue #15).
+func (h *Handler) writeFeed(w http.ResponseWriter, rid, key string, p engine.Page) error {
 	rb, _ := json.Marshal(rid)
-	b.Write(rb)
-	b.WriteString(`,"` + key + `":[`)
+	n := len(`{"_rid":,"":[],"_count":}`) + len(rb) + len(key) + 20
+	for _, it := range p.Items {
+		n += len(it) + 1
+	}
+	b := h.bodies.get(n)
+	b = append(b, `{"_rid":`...)
+	b = append(b, rb...)
+	b = append(b, `,"`...)
+	b = append(b, key...)
+	b = append(b, `":[`...)
 	for i, it := range p.Items {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.Write(it)
+		b = append(b, it...)
 	}
-	b.WriteString(`],"_count":` + strconv.Itoa(len(p.Items)) + `}`)
+	b = append(b, `],"_count":`...)
+	b = strconv.AppendInt(b, int64(len(p.Items)), 10)
+	b = append(b, '}')
 	setHeader(w, "x-ms-item-count", strconv.Itoa(len(p.Items)))
 	if p.Continuation != "" {
 		setHeader(w, hdrContinuation, p.Continuation)
@@ -73,7 +88,37 @@ func writeFeed(w http.ResponseWriter, rid, key string, p engine.Page) error {
 		setHeader(w, "x-ms-session-token", p.Session)
 	}
 	setCharge(w, p.RU)
-	return writeJSON(w, http.StatusOK, b.Bytes())
+	if err := writeJSON(w, http.StatusOK, b); err != nil {
+		// NB: an HTTP/2 stream closed under a Write may still hold b.
+		return err
+	}
+	h.bodies.put(b)
+	return nil
+}
+
+// bodyPool recycles response bodies. A body given back must no longer be
+// referenced: an io.Writer does not retain what it was given once Write
+// returns, and net/http's HTTP/2 Write returns once the data is framed.
+type bodyPool struct{ p sync.Pool }
+
+// maxPooledBody is the largest body kept for reuse: a page of 1,000 items
+// of 2 KB fits; larger ones (up to MaxPageBytes, 4 MiB, and one item) are
+// left to the GC rather than held.
+const maxPooledBody = 2 << 20
+
+// get returns an empty buffer with room for n bytes.
+func (bp *bodyPool) get(n int) []byte {
+	if v, ok := bp.p.Get().(*[]byte); ok && cap(*v) >= n {
+		return (*v)[:0]
+	}
+	return make([]byte, 0, n)
+}
+
+// put gives b back for reuse.
+func (bp *bodyPool) put(b []byte) {
+	if cap(b) <= maxPooledBody {
+		bp.p.Put(&b)
+	}
 }
 
 // listOrQuery serves a metadata feed: a query when the request is one,
@@ -99,7 +144,7 @@ func (h *Handler) listOrQuery(w http.ResponseWriter, r *http.Request, rid, key s
 	if err != nil {
 		return err
 	}
-	return writeFeed(w, rid, key, p)
+	return h.writeFeed(w, rid, key, p)
 }
 
 func (h *Handler) createDatabase(w http.ResponseWriter, r *http.Request) error {
@@ -318,7 +363,7 @@ func (h *Handler) pkRanges(w http.ResponseWriter, r *http.Request) error {
 		})
 		items = append(items, b)
 	}
-	return writeFeed(w, c.RID, "PartitionKeyRanges", engine.Page{Items: items, RU: throughput.MinimumCost()})
+	return h.writeFeed(w, c.RID, "PartitionKeyRanges", engine.Page{Items: items, RU: throughput.MinimumCost()})
 }
 
 func (h *Handler) listOffers(w http.ResponseWriter, r *http.Request) error {

@@ -176,20 +176,20 @@ func (e *Engine) QueryItems(ctx context.Context, db, coll string, scope Scope, q
 // leaves it cross-partition but narrows it to the physical partitions
 // owning those keys.
 func routeQuery(c *catalog.Container, ast *parse.Query, scope Scope, q Query) (resolved, Scope, error) {
+	var keys []document.PartitionKey
 	if scope.PK == nil && scope.RangeID == "" {
-		if pk, ok := plan.PartitionKey(ast, c.PK.Paths, q.Params); ok {
-			scope.PK = pk
+		var pinned document.PartitionKey
+		if pinned, keys = plan.Routing(ast, c.PK.Paths, q.Params); pinned != nil {
+			scope.PK = pinned
 		}
 	}
 	r, err := resolveScope(c, scope)
 	if err != nil {
 		return resolved{}, scope, err
 	}
-	if scope.PK == nil && scope.RangeID == "" {
-		if keys, ok := plan.PartitionKeys(ast, c.PK.Paths, q.Params); ok {
-			if r, err = narrowScope(c, r, keys); err != nil {
-				return resolved{}, scope, err
-			}
+	if keys != nil {
+		if r, err = narrowScope(c, r, keys); err != nil {
+			return resolved{}, scope, err
 		}
 	}
 	return r, scope, nil
@@ -422,6 +422,12 @@ func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error)
 	done, size := tok.Done, 0
 	var next *queryToken // where the next page starts, if anywhere
 	var lo, hi, key []byte
+	// cur is the document being evaluated. A row that is cur itself (SELECT
+	// *, SELECT VALUE c) joins the page without a copy when the source
+	// hands over its documents (ownsDocs): a copy of every row was a third
+	// of a single-partition query's allocations (issue #15).
+	var cur []byte
+	owned := run.src.ownsDocs()
 	rowIdx, skipRows, docs := 0, 0, 0
 	finished := take >= 0 && done >= skip+take
 	here := func(rows int) *queryToken {
@@ -440,6 +446,7 @@ func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error)
 			if tok.Key != nil && bytes.Equal(k, tok.Key) {
 				skipRows = tok.Rows
 			}
+			cur = doc
 			return yield(doc)
 		})
 	}
@@ -466,7 +473,13 @@ func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error)
 				return false
 			}
 			done++
-			p.Items = append(p.Items, bytes.Clone(row))
+			if owned && sameBytes(row, cur) {
+				// Capacity cut to the length: the rows of a JOIN can share
+				// one document, and an append to one must not write into it.
+				p.Items = append(p.Items, row[:len(row):len(row)])
+			} else {
+				p.Items = append(p.Items, bytes.Clone(row))
+			}
 			size += len(row)
 			if take >= 0 && done >= skip+take {
 				finished = true
@@ -488,6 +501,11 @@ func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error)
 		p.Continuation = next.encode()
 	}
 	return p, nil
+}
+
+// sameBytes reports whether a and b are the same non-empty slice of memory.
+func sameBytes(a, b []byte) bool {
+	return len(a) > 0 && len(a) == len(b) && &a[0] == &b[0]
 }
 
 // maxSortedPage bounds the rows a sorted page holds, so a page's memory

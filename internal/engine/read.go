@@ -165,8 +165,15 @@ func (s docSource) gone(key, doc []byte) bool { return s.hidden != nil && s.hidd
 // unit), and its key there (an item key in key order, its _rid sequence
 // number as 8 bytes in creation order, its index entry's key in ORDER BY
 // order); it returns false to stop. All slices are valid only during the
-// call.
+// call, except doc when the source ownsDocs.
 type docFunc func(lo, hi, key, doc []byte) bool
+
+// ownsDocs reports whether the documents s reads are copies that a docFunc
+// may keep and that nothing else writes: those loaded through an order or
+// index entry with replica.Reader.Get, which returns a copy (creation and
+// index order). In key order they are the iterator's, valid only during
+// the call.
+func (s docSource) ownsDocs() bool { return !s.byID }
 
 // maxGather bounds how many index entries a gathering lookup
 // (plan.IndexGather) collects per keyspace to put them in creation order; a

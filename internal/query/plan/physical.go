@@ -1,11 +1,12 @@
 package plan
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/partitadb/partita/internal/index"
 	"github.com/partitadb/partita/internal/query/parse"
@@ -431,28 +432,105 @@ func (p Physical) String() string {
 }
 
 // MarshalJSON encodes the plan for query metrics and the explain endpoint:
-// {"access":"index-merge","path":"/n","why":…,"executor":…,"token":…}.
+// {"access":"index-merge","path":"/n","why":…,"executor":…,"token":…}. It
+// writes what encoding/json would write for the equivalent struct (fields
+// in this order, empty ones omitted, strings escaped as encoding/json
+// escapes them), without reflection: every query page asking for query
+// metrics, as the Go SDK's always do, sends its plan (issue #15).
 func (p Physical) MarshalJSON() ([]byte, error) {
-	type lookup struct {
-		Kind  string `json:"kind"`
-		Pred  string `json:"predicate"`
-		Spans int    `json:"spans"`
-	}
-	out := struct {
-		Access   string  `json:"access"`
-		Path     string  `json:"path,omitempty"`
-		Desc     bool    `json:"descending,omitempty"`
-		Lookup   *lookup `json:"lookup,omitempty"`
-		Why      string  `json:"why"`
-		Stats    *Stats  `json:"stats,omitempty"`
-		Executor string  `json:"executor"`
-		Token    string  `json:"token"`
-		Cross    bool    `json:"crossPartition"`
-		Ranges   int     `json:"physicalPartitions"`
-	}{Access: p.Access.String(), Desc: p.Desc, Why: p.Why, Stats: p.Stats, Executor: p.Executor.String(), Token: p.Token.String(), Cross: p.Cross, Ranges: p.Ranges}
+	b := make([]byte, 0, 256)
+	b = append(b, `{"access":`...)
+	b = appendJSONString(b, p.Access.String())
 	if p.Lookup != nil {
-		out.Path = "/" + strings.Join(p.Lookup.Path, "/")
-		out.Lookup = &lookup{Kind: p.Lookup.Kind, Pred: p.Lookup.Pred, Spans: len(p.Lookup.Spans)}
+		b = append(b, `,"path":`...)
+		b = appendJSONString(b, "/"+strings.Join(p.Lookup.Path, "/"))
 	}
-	return json.Marshal(out)
+	if p.Desc {
+		b = append(b, `,"descending":true`...)
+	}
+	if p.Lookup != nil {
+		b = append(b, `,"lookup":{"kind":`...)
+		b = appendJSONString(b, p.Lookup.Kind)
+		b = append(b, `,"predicate":`...)
+		b = appendJSONString(b, p.Lookup.Pred)
+		b = append(b, `,"spans":`...)
+		b = strconv.AppendInt(b, int64(len(p.Lookup.Spans)), 10)
+		b = append(b, '}')
+	}
+	b = append(b, `,"why":`...)
+	b = appendJSONString(b, p.Why)
+	if p.Stats != nil {
+		b = append(b, `,"stats":{"t":`...)
+		b = strconv.AppendInt(b, int64(p.Stats.Terms), 10)
+		b = append(b, `,"e":`...)
+		b = strconv.AppendInt(b, int64(p.Stats.Entries), 10)
+		b = append(b, `,"n":`...)
+		b = strconv.AppendInt(b, p.Stats.Items, 10)
+		b = append(b, '}')
+	}
+	b = append(b, `,"executor":`...)
+	b = appendJSONString(b, p.Executor.String())
+	b = append(b, `,"token":`...)
+	b = appendJSONString(b, p.Token.String())
+	b = append(b, `,"crossPartition":`...)
+	b = strconv.AppendBool(b, p.Cross)
+	b = append(b, `,"physicalPartitions":`...)
+	b = strconv.AppendInt(b, int64(p.Ranges), 10)
+	return append(b, '}'), nil
+}
+
+// appendJSONString appends s as encoding/json writes a string (with its
+// default HTML escaping): '"', '\\', \b \f \n \r \t escaped by name, other
+// control characters and '<', '>', '&' as \u00xx, U+2028 and U+2029 as
+// \u2028 and \u2029, and each byte of invalid UTF-8 as \ufffd.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }

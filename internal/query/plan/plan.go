@@ -46,6 +46,27 @@ func PartitionKeys(q *parse.Query, paths []string, params map[string][]byte) ([]
 	if !ok {
 		return nil, false
 	}
+	return f.confined()
+}
+
+// Routing is PartitionKey and PartitionKeys from one reading of the WHERE
+// clause, as the engine routes a query: the key the query pins (nil when
+// it pins none), or else the keys it confines it to (nil when none).
+func Routing(q *parse.Query, paths []string, params map[string][]byte) (pinned document.PartitionKey, keys []document.PartitionKey) {
+	f, ok := keyFilter(q, paths, params)
+	switch {
+	case !ok:
+		return nil, nil
+	case !slices.Contains(f.found, false):
+		return f.pinned, nil
+	}
+	keys, _ = f.confined()
+	return nil, keys
+}
+
+// confined returns the keys f confines a query to when it pins no full key:
+// the prefix of the leading pinned paths, or a single path's IN keys.
+func (f keyConjuncts) confined() ([]document.PartitionKey, bool) {
 	k := 0
 	for k < len(f.found) && f.found[k] {
 		k++
@@ -93,8 +114,8 @@ func keyFilter(q *parse.Query, paths []string, params map[string][]byte) (keyCon
 			}
 			for _, side := range [2][2]parse.Expr{{x.X, x.Y}, {x.Y, x.X}} {
 				path, ok := propertyPath(side[0], q.From.Alias)
-				if !ok {
-					continue
+				if !ok || !slices.ContainsFunc(segs, func(sg []string) bool { return slices.Equal(sg, path) }) {
+					continue // decode a value only for a key path
 				}
 				v, ok := value(side[1], params)
 				if !ok {

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/partitadb/partita/internal/document"
@@ -87,6 +88,39 @@ func TestPartitionKeys(t *testing.T) {
 		}
 		if !same {
 			t.Errorf("PartitionKeys(%q, %v) = %v, %v; want %v", tt.query, tt.paths, got, ok, tt.want)
+		}
+	}
+}
+
+// TestRouting checks that Routing answers as PartitionKey, then
+// PartitionKeys when no key is pinned, on the queries of both tests.
+func TestRouting(t *testing.T) {
+	params := map[string][]byte{"@pk": []byte(`"p9"`), "@n": []byte("7"), "@obj": []byte(`{"a":1}`)}
+	queries := []string{
+		"select * from c where c.pk = '1' order by c.id", "SELECT * FROM c WHERE '1' = c.pk", "SELECT * FROM root r WHERE r.pk = @pk AND r.x > 3",
+		"SELECT * FROM c WHERE c.a.b = -2", `SELECT * FROM c WHERE c["my key"] = @n`, "SELECT * FROM c WHERE c.t = 'a' AND (c.u = 'b' AND c.z = 1)",
+		"SELECT * FROM c WHERE c.pk = null", "SELECT * FROM c WHERE c.t = 'a'", "SELECT * FROM c WHERE c.pk = '1' OR c.pk = '2'",
+		"SELECT * FROM c WHERE c.pk = '1' AND c.pk = '2'", "SELECT * FROM c WHERE c.pk = c.other", "SELECT * FROM c WHERE c.pk = @obj",
+		"SELECT * FROM c WHERE c.pk = @missing", "SELECT * FROM x IN c.kids WHERE x.pk = '1'", "SELECT * FROM c",
+		"SELECT * FROM c WHERE c.t = 'a' AND c.v = 'x'", "SELECT * FROM c WHERE c.u = 'b'", "SELECT * FROM c WHERE c.pk IN ('a', @pk, 'c')",
+		"SELECT * FROM c WHERE c.x > 1 AND c.pk IN ('a')", "SELECT * FROM c WHERE c.pk IN ('a', @obj)", "SELECT * FROM c WHERE c.t IN ('a', 'b')",
+		"SELECT * FROM c WHERE c.t = 'a' AND c.t = 'b'", "SELECT * FROM c WHERE c.x = @obj AND c.pk = @pk",
+	}
+	for _, text := range queries {
+		q, err := parse.Parse(text)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", text, err)
+		}
+		for _, paths := range [][]string{{"/pk"}, {"/t", "/u"}, {"/t", "/u", "/v"}, {"/a/b"}, {`/"my key"`}} {
+			pinned, keys := Routing(q, paths, params)
+			wantPinned, ok := PartitionKey(q, paths, params)
+			var wantKeys []document.PartitionKey
+			if !ok {
+				wantKeys, _ = PartitionKeys(q, paths, params)
+			}
+			if !pinned.Equal(wantPinned) || (pinned == nil) != !ok || !slices.EqualFunc(keys, wantKeys, document.PartitionKey.Equal) || (keys == nil) != (wantKeys == nil) {
+				t.Errorf("Routing(%q, %v) = %v, %v; want %v, %v", text, paths, pinned, keys, wantPinned, wantKeys)
+			}
 		}
 	}
 }
