@@ -71,7 +71,8 @@ func translate(err error) error {
 		return status.Unavailable(fmt.Sprintf("this node does not lead the replicas of the partition (keyspace %d); retry", e.Keyspace)).Wrap(err)
 	}
 	if errors.Is(err, replica.ErrIndeterminate) {
-		return status.New(http.StatusRequestTimeout, "The write's outcome is unknown: the partition's leader changed before it was confirmed. "+
+		return status.New(http.StatusRequestTimeout, "The write's outcome is unknown: it was proposed to the partition's replicas but not confirmed "+
+			"(the leader changed, or a majority did not answer in time). "+
 			"Read the item to learn whether it was applied.").Wrap(err)
 	}
 	if errors.Is(err, partition.ErrInvalidKey) {

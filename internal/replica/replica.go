@@ -256,4 +256,4 @@ var ErrNoLeader = errors.New("replica: no leader of the keyspace's group confirm
 // ErrIndeterminate is returned by Commit of a replicated keyspace when the
 // batch was proposed but leadership was lost (or the wait timed out)
 // before it applied: it may or may not take effect.
-var ErrIndeterminate = errors.New("replica: the write's outcome is unknown (leadership changed before it applied)")
+var ErrIndeterminate = errors.New("replica: the write's outcome is unknown (proposed, but not applied before leadership changed or the wait ended)")
