@@ -439,7 +439,17 @@ type errorBody struct {
 }
 
 // writeError writes err as a Cosmos error response and logs it once.
+//
+// A request its client gave up on (it closed the stream or the connection:
+// the request's context is done) gets no response, which could not reach
+// it, and its error is logged at debug level: a client's timeout or a
+// cancelled query is not the server's failure.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil {
+		h.log.Debug("request abandoned by its client", "method", r.Method, "path", r.URL.Path,
+			"activity_id", responseHeader(w, "x-ms-activity-id"), "err", err)
+		return
+	}
 	written, err := h.forward(w, r, err)
 	if written {
 		return

@@ -173,8 +173,12 @@ type errorBody struct {
 	Message string `json:"message"`
 }
 
-// writeError writes err as a Cosmos error response.
+// writeError writes err as a Cosmos error response; a request its client
+// gave up on (its context is done) gets none, as in package api.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil {
+		return
+	}
 	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		err = status.Newf(http.StatusRequestEntityTooLarge, "Request size is too large: the body exceeds %d bytes", mbe.Limit)
 	}

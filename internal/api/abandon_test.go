@@ -1,0 +1,42 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/partitadb/partita/internal/status"
+)
+
+// TestWriteErrorAbandoned: an error of a request its client gave up on
+// (a query cancelled at the end of a benchmark round, a client's timeout)
+// is not answered and is not logged as a server failure; the same error of
+// a live request is answered and logged.
+func TestWriteErrorAbandoned(t *testing.T) {
+	var logs bytes.Buffer
+	h := New(Config{}, nil, nil, nil, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	failure := status.From(errors.New("http2: stream closed"))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rec := httptest.NewRecorder()
+	h.writeError(rec, httptest.NewRequest(http.MethodPost, "/dbs/db/colls/c/docs", nil).WithContext(ctx), failure)
+	if rec.Body.Len() != 0 || rec.Header().Get("x-ms-request-charge") != "" {
+		t.Errorf("abandoned request answered: %d %q", rec.Code, rec.Body)
+	}
+	if strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "abandoned by its client") {
+		t.Errorf("abandoned request logged as:\n%s", logs.String())
+	}
+
+	logs.Reset()
+	rec = httptest.NewRecorder()
+	h.writeError(rec, httptest.NewRequest(http.MethodPost, "/dbs/db/colls/c/docs", nil), failure)
+	if rec.Code != http.StatusInternalServerError || !strings.Contains(logs.String(), "level=ERROR msg=\"request failed\"") {
+		t.Errorf("live request: %d, logged:\n%s", rec.Code, logs.String())
+	}
+}
