@@ -25,10 +25,12 @@ import (
 // The deterministic simulation (docs/cluster.md, "How it is proven"): three
 // hosts in one goroutine, a seeded network that drops, delays, duplicates
 // and reorders messages and cuts nodes off, crashes that keep only what was
-// synced (Pebble's crash-simulating filesystem), and clients writing and
-// reading logical partitions. Every history is checked with porcupine
-// (linearizable per logical partition, a multi-key write as one operation)
-// and the replicas must converge. The simulator owns every source of
+// synced (Pebble's crash-simulating filesystem), clients writing and
+// reading logical partitions, leadership transfers, and logical partitions
+// moved from their group to a new one by the separation protocol
+// (sim_move_test.go). Every history is checked with porcupine
+// (linearizable per logical partition, across its moves; a multi-key write
+// as one operation) and the replicas must converge. The simulator owns every source of
 // nondeterminism, so a seed replays a run exactly:
 //
 //	SIM_SEED=<seed> go test -run TestSimulation ./internal/replication
@@ -38,7 +40,7 @@ import (
 const (
 	simNodes  = 3
 	simGroups = 2
-	simLPs    = 4 // logical partitions; lp belongs to group lp%simGroups+1
+	simLPs    = 4 // logical partitions; lp starts in group lp%simGroups+1
 	simKeys   = 3 // keys per logical partition
 )
 
@@ -88,6 +90,9 @@ type simNode struct {
 	st   *store.Store
 	h    *Host
 	down int64 // the step it comes back at; 0 when up
+	// view is the group this node believes each logical partition is in:
+	// its copy of the catalog, which follows sim.route with a lag.
+	view [simLPs]uint64
 }
 
 // simOp is a client operation in flight.
@@ -95,6 +100,7 @@ type simOp struct {
 	client int
 	node   *simNode
 	lp     int
+	group  uint64 // the group it was served by
 	write  bool
 	vals   [simKeys]string // a write's values ("" leaves the key alone)
 	// appended: the write read key 0 at the leader and wrote it back with
@@ -116,7 +122,18 @@ type sim struct {
 	ops     []*simOp
 	history []porcupine.Operation
 	nextVal int
-	stats   struct{ writes, reads, indeterminate, crashes, cuts, transfers int }
+	stats   struct {
+		writes, reads, indeterminate, crashes, cuts, transfers int
+		moves, abandoned, fenced                               int
+	}
+	// The catalog: the group each logical partition is in, the group it is
+	// being moved to (0: none), every group made so far, and the move or
+	// settling under way (sim_move_test.go).
+	route   [simLPs]uint64
+	moving  [simLPs]uint64
+	groups  []uint64
+	move    *simMove
+	movesOn bool // start moves (runSim); settling one under way goes on regardless
 }
 
 type simTransport struct {
@@ -151,20 +168,23 @@ func (s *sim) open(n *simNode) error {
 		return err
 	}
 	n.st, n.h = st, h
-	return nil
+	return s.observe(n)
 }
 
 func lpKey(group uint64, lp, k int) []byte {
 	return append(replica.KeyspacePrefix(group), fmt.Sprintf("\x02lp%d/k%d", lp, k)...)
 }
 
-func groupOf(lp int) uint64 { return uint64(lp%simGroups + 1) }
-
 // newSim returns a simulation of seed: simNodes hosts, each a replica of
 // groups 1..simGroups. The caller closes it.
 func newSim(seed uint64) (*sim, error) {
 	s := &sim{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), cut: map[uint64]int64{}}
-	voters := []uint64{1, 2, 3}
+	for g := uint64(1); g <= simGroups; g++ {
+		s.groups = append(s.groups, g)
+	}
+	for lp := range simLPs {
+		s.route[lp] = uint64(lp%simGroups + 1)
+	}
 	for i := range simNodes {
 		n := &simNode{id: uint64(i + 1), fs: vfs.NewCrashableMem()}
 		if err := s.open(n); err != nil {
@@ -172,12 +192,6 @@ func newSim(seed uint64) (*sim, error) {
 			return nil, err
 		}
 		s.nodes = append(s.nodes, n)
-		for g := uint64(1); g <= simGroups; g++ {
-			if err := n.h.Create(g, voters); err != nil {
-				s.close()
-				return nil, err
-			}
-		}
 	}
 	return s, nil
 }
@@ -197,6 +211,7 @@ func runSim(t *testing.T, seed uint64, steps int) error {
 		return err
 	}
 	defer s.close()
+	s.movesOn = true
 	for step := 0; step < steps; step++ {
 		faults := step < steps-300 // the last steps heal and settle
 		if err := s.step(faults, faults); err != nil {
@@ -209,8 +224,10 @@ func runSim(t *testing.T, seed uint64, steps int) error {
 		}
 	}
 	s.ops = nil
-	t.Logf("seed %d: %d steps, %d writes, %d reads (%d indeterminate), %d crashes, %d cuts, %d leadership transfers",
-		seed, steps, s.stats.writes, s.stats.reads, s.stats.indeterminate, s.stats.crashes, s.stats.cuts, s.stats.transfers)
+	t.Logf("seed %d: %d steps, %d writes, %d reads (%d indeterminate), %d crashes, %d cuts, %d leadership transfers, "+
+		"%d moves completed, %d abandoned, %d operations refused by a fence",
+		seed, steps, s.stats.writes, s.stats.reads, s.stats.indeterminate, s.stats.crashes, s.stats.cuts, s.stats.transfers,
+		s.stats.moves, s.stats.abandoned, s.stats.fenced)
 	if err := s.converged(); err != nil {
 		return err
 	}
@@ -252,6 +269,16 @@ func (s *sim) step(ops, faults bool) error {
 		}
 	}
 	s.outcomes()
+	if err := s.advanceMove(faults); err != nil {
+		return err
+	}
+	for _, n := range s.nodes {
+		if n.down == 0 && s.rng.IntN(10) == 0 {
+			if err := s.observe(n); err != nil {
+				return err
+			}
+		}
+	}
 	if ops {
 		for range 2 {
 			if s.rng.IntN(100) < 60 {
@@ -277,7 +304,7 @@ func (s *sim) transfer() {
 	if s.rng.IntN(1000) >= 30 {
 		return
 	}
-	g := uint64(1 + s.rng.IntN(simGroups))
+	g := s.groups[s.rng.IntN(len(s.groups))]
 	to := uint64(1 + s.rng.IntN(simNodes))
 	for _, n := range s.nodes {
 		if n.down == 0 && n.h.TransferLeader(g, to) == nil {
@@ -318,12 +345,19 @@ func (s *sim) finishWrite(op *simOp, err error) {
 
 func (s *sim) finishRead(op *simOp) {
 	var got lpState
-	g := groupOf(op.lp)
+	g := op.group
 	for k := range simKeys {
 		v, err := op.node.st.Get(lpKey(g, op.lp, k))
 		if err == nil {
 			got[k] = string(v)
 		}
+	}
+	// As the engine's readers do, the fence is checked after the read: a
+	// read of a moved logical partition fails (and is not in the history).
+	if fenced(op.node.st, g, op.lp) {
+		s.stats.fenced++
+		op.node.view[op.lp] = s.route[op.lp]
+		return
 	}
 	s.stats.reads++
 	s.history = append(s.history, porcupine.Operation{ClientId: op.client, Input: op, Call: op.call, Output: got, Return: s.now*2 + 1})
@@ -331,15 +365,15 @@ func (s *sim) finishRead(op *simOp) {
 
 func (s *sim) startOp() error {
 	lp := s.rng.IntN(simLPs)
-	g := groupOf(lp)
 	op := &simOp{client: s.rng.IntN(8), lp: lp, call: s.now * 2}
 	if s.rng.IntN(2) == 0 {
-		// A read, at any replica.
+		// A read, at any replica, of the group the node believes holds lp.
 		n := s.nodes[s.rng.IntN(simNodes)]
 		if n.down != 0 {
 			return nil
 		}
-		w, err := n.h.ReadIndex(g)
+		op.group = n.view[lp]
+		w, err := n.h.ReadIndex(op.group)
 		if err != nil {
 			return err
 		}
@@ -347,13 +381,14 @@ func (s *sim) startOp() error {
 		s.ops = append(s.ops, op)
 		return nil
 	}
-	// A write, at a node that believes it leads (more than one may).
+	// A write, at a node that believes it leads the group it believes
+	// holds lp (more than one may).
 	var leaders []*simNode
 	for _, n := range s.nodes {
 		if n.down != 0 {
 			continue
 		}
-		if l, err := n.h.Leader(g); err == nil && l.Settled {
+		if l, err := n.h.Leader(n.view[lp]); err == nil && l.Settled {
 			leaders = append(leaders, n)
 		}
 	}
@@ -361,11 +396,23 @@ func (s *sim) startOp() error {
 		return nil
 	}
 	n := leaders[s.rng.IntN(len(leaders))]
+	g := n.view[lp]
 	for _, o := range s.ops {
 		if o.write && o.node == n && o.lp == lp {
 			return nil // the logical partition's lock is held until it applies
 		}
 	}
+	if s.holds(n, lp) {
+		return nil // a move's cut-over holds the writers off
+	}
+	if fenced(n.st, g, lp) {
+		// The engine's beginTxn: refused, nothing written; the node
+		// syncs its catalog.
+		s.stats.fenced++
+		n.view[lp] = s.route[lp]
+		return nil
+	}
+	op.group = g
 	l, _ := n.h.Leader(g)
 	b := n.st.NewBatch()
 	defer b.Close()
@@ -445,7 +492,7 @@ func (s *sim) fault() error {
 // converged checks that every group's replicas hold the same keyspace:
 // the same applied index and digest.
 func (s *sim) converged() error {
-	for g := uint64(1); g <= simGroups; g++ {
+	for _, g := range s.groups {
 		var first Digest
 		for i, n := range s.nodes {
 			d, err := n.h.Digest(context.Background(), g)
