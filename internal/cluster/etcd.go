@@ -12,11 +12,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -66,6 +68,9 @@ type EtcdConfig struct {
 type Etcd struct {
 	e   *embed.Etcd
 	cli *clientv3.Client
+	// stopping is set by Close: etcd's messages are logged at debug level
+	// from then on (zapLogger).
+	stopping *atomic.Bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -110,7 +115,8 @@ func StartEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 	if err != nil {
 		return nil, err
 	}
-	ec, err := embedConfig(cfg, data, sock, files, log)
+	stopping := new(atomic.Bool)
+	ec, err := embedConfig(cfg, data, sock, files, zapLogger(log, zapcore.WarnLevel, stopping))
 	if err != nil {
 		return nil, err
 	}
@@ -145,17 +151,17 @@ func StartEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 		DialTimeout: 5 * time.Second,
 		// Room for the largest request the member accepts.
 		MaxCallSendMsgSize: etcdMaxRequestSize + 64<<10,
-		Logger:             zapLogger(log, zapcore.WarnLevel),
+		Logger:             zapLogger(log, zapcore.WarnLevel, stopping),
 	})
 	if err != nil {
 		e.Close()
 		return nil, fmt.Errorf("cluster: etcd: client: %w", err)
 	}
-	return &Etcd{e: e, cli: cli}, nil
+	return &Etcd{e: e, cli: cli, stopping: stopping}, nil
 }
 
 // embedConfig returns the embedded member's configuration.
-func embedConfig(cfg EtcdConfig, data, sock string, files CertFiles, log *slog.Logger) (*embed.Config, error) {
+func embedConfig(cfg EtcdConfig, data, sock string, files CertFiles, log *zap.Logger) (*embed.Config, error) {
 	ec := embed.NewConfig()
 	ec.Name = cfg.Self.Addr
 	ec.Dir = filepath.Join(data, etcdDir)
@@ -204,7 +210,7 @@ func embedConfig(cfg EtcdConfig, data, sock string, files CertFiles, log *slog.L
 	ec.AutoCompactionMode = "periodic"
 	ec.AutoCompactionRetention = "1h"
 	ec.LogLevel = "warn"
-	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zapLogger(log, zapcore.WarnLevel))
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(log)
 	return ec, nil
 }
 
@@ -231,6 +237,7 @@ func (e *Etcd) Err() <-chan error { return e.e.Err() }
 // calls return the first's result.
 func (e *Etcd) Close() error {
 	e.closeOnce.Do(func() {
+		e.stopping.Store(true)
 		err := e.cli.Close()
 		e.e.Close()
 		if err != nil && !errors.Is(err, context.Canceled) {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -12,16 +13,20 @@ import (
 
 // zapLogger returns a zap logger, for etcd's server and client (which log
 // through zap only), that passes records at min or above to l, with the
-// attribute component=etcd.
-func zapLogger(l *slog.Logger, min zapcore.Level) *zap.Logger {
-	return zap.New(&slogCore{l: l.With("component", "etcd"), min: min})
+// attribute component=etcd. While stopping is set (nil: never), records
+// are passed at debug level: a member being closed complains, at error
+// level, about the listeners its own close shut ("use of closed network
+// connection"), which is no failure an operator should see on every stop.
+func zapLogger(l *slog.Logger, min zapcore.Level, stopping *atomic.Bool) *zap.Logger {
+	return zap.New(&slogCore{l: l.With("component", "etcd"), min: min, stopping: stopping})
 }
 
 // slogCore is a zapcore.Core writing to a *slog.Logger.
 type slogCore struct {
-	l      *slog.Logger
-	min    zapcore.Level
-	fields []zapcore.Field // from With
+	l        *slog.Logger
+	min      zapcore.Level
+	fields   []zapcore.Field // from With
+	stopping *atomic.Bool    // see zapLogger
 }
 
 func slogLevel(l zapcore.Level) slog.Level {
@@ -42,7 +47,7 @@ func (c *slogCore) Enabled(l zapcore.Level) bool {
 }
 
 func (c *slogCore) With(fs []zapcore.Field) zapcore.Core {
-	return &slogCore{l: c.l, min: c.min, fields: append(slices.Clip(c.fields), fs...)}
+	return &slogCore{l: c.l, min: c.min, fields: append(slices.Clip(c.fields), fs...), stopping: c.stopping}
 }
 
 func (c *slogCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
@@ -67,7 +72,11 @@ func (c *slogCore) Write(e zapcore.Entry, fs []zapcore.Field) error {
 	for _, k := range slices.Sorted(maps.Keys(enc.Fields)) {
 		attrs = append(attrs, slog.Any(k, enc.Fields[k]))
 	}
-	c.l.LogAttrs(context.Background(), slogLevel(e.Level), e.Message, attrs...)
+	level := slogLevel(e.Level)
+	if c.stopping != nil && c.stopping.Load() {
+		level = slog.LevelDebug
+	}
+	c.l.LogAttrs(context.Background(), level, e.Message, attrs...)
 	return nil
 }
 
