@@ -106,6 +106,9 @@ type Host struct {
 	groups  map[uint64]*group
 	ids     []uint64 // the groups' ids, sorted: Process visits them in order
 	nextID  uint64   // proposal and read ids
+	// advanced is closed, and cleared, when what Leader reports of a
+	// group changes (Advanced); nil while no one waits for it.
+	advanced chan struct{}
 }
 
 // group is one Raft group's replica on this node.
@@ -364,6 +367,38 @@ func (h *Host) Leader(group uint64) (Leader, error) {
 	return Leader{ID: g.soft.Lead, Term: g.term, Settled: g.settled && !g.transferring(), LSN: g.applied.LSN, Stable: g.applied.Stable, Applied: g.applied.Index}, nil
 }
 
+// Advanced returns a channel closed the next time a group applies here (an
+// entry or a snapshot: what Leader reports of it moves on), or a Replica
+// of this host releases an LSN (its StableLSN may move): a reader waiting
+// for this node to reach a position takes it, checks the position, and
+// waits on it if the position is not reached. (A change of leadership
+// alone only takes positions back: a new leader reports its own once it
+// has applied an entry of its term.)
+func (h *Host) Advanced() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.advanced == nil {
+		h.advanced = make(chan struct{})
+	}
+	return h.advanced
+}
+
+// advancedLocked closes the channel Advanced handed out, if any. h.mu is
+// held.
+func (h *Host) advancedLocked() {
+	if h.advanced != nil {
+		close(h.advanced)
+		h.advanced = nil
+	}
+}
+
+// signal is advancedLocked for a caller without h.mu.
+func (h *Host) signal() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.advancedLocked()
+}
+
 // Propose proposes p to group, whose settled leader this node must be in
 // p.Term. The Waiter reports when it has applied here (nil), or that it
 // never will (ErrNotApplied), or that leadership was lost before it applied
@@ -589,6 +624,7 @@ func (h *Host) Process() error {
 				return err
 			}
 			g.applied = a
+			h.advancedLocked()
 		}
 		h.noteSoft(g, rd.SoftState, rd.HardState)
 		for _, rs := range rd.ReadStates {
@@ -793,6 +829,7 @@ func (h *Host) noteApplied(g *group, a applied, ents []*pb.Entry, outs []outcome
 		return
 	}
 	g.applied = a
+	h.advancedLocked()
 	last := ents[len(ents)-1]
 	if g.soft.RaftState == raft.StateLeader && last.GetTerm() == g.term {
 		g.settled = true

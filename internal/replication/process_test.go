@@ -1,15 +1,18 @@
 package replication
 
 import (
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/partitadb/partita/internal/replica"
 	"github.com/partitadb/partita/internal/store"
 )
 
@@ -19,7 +22,10 @@ import (
 // is checked by opening a crash clone of its sender's filesystem taken as
 // it is sent (the clone keeps only what was synced).
 
-const procGroup = 1
+const (
+	procGroup   = 1
+	procLogKeep = 4 // small, so that a follower cut off for a few writes needs a snapshot
+)
 
 // procNode is a host of the hand-driven cluster.
 type procNode struct {
@@ -37,6 +43,8 @@ type procNet struct {
 		m  Message
 	}
 	check func(from *procNode, m *pb.Message)
+	// drop, if set, drops the messages to the nodes it names.
+	drop func(to uint64) bool
 }
 
 type procTransport struct {
@@ -47,6 +55,9 @@ type procTransport struct {
 func (tr procTransport) Send(to uint64, m Message) {
 	if tr.net.check != nil {
 		tr.net.check(tr.from, m.Raft)
+	}
+	if tr.net.drop != nil && tr.net.drop(to) {
+		return
 	}
 	tr.net.queue = append(tr.net.queue, struct {
 		to uint64
@@ -71,7 +82,7 @@ func newProcCluster(t *testing.T, net *procNet, fsOf func(id uint64, mem *vfs.Me
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { st.Close() })
-		h, err := Open(st, id, procTransport{net, n}, Config{})
+		h, err := Open(st, id, procTransport{net, n}, Config{LogKeep: procLogKeep})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -305,5 +316,93 @@ func TestApplyBeforeSync(t *testing.T) {
 		if v, err := n.st.Get(lpKey(procGroup, 0, 0)); err != nil || string(v) != "second" {
 			t.Errorf("node %d holds %q, %v; want second", n.id, v, err)
 		}
+	}
+}
+
+// TestAdvanced checks Host.Advanced, which session reads wait on: its
+// channel closes when a follower applies an entry or installs a snapshot,
+// and when a leader's transaction releases its LSN (the stable LSN may
+// move), and not while nothing changes.
+func TestAdvanced(t *testing.T) {
+	net := &procNet{}
+	nodes := newProcCluster(t, net, nil)
+	term := elect(t, net, nodes)
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	follower := nodes[2].h
+	ch := follower.Advanced()
+	settle(t, net, nodes)
+	if closed(ch) {
+		t.Fatal("Advanced closed with nothing applied or changed")
+	}
+	before, _ := follower.Leader(procGroup)
+	w := proposeOne(t, nodes[0], term, "x")
+	settle(t, net, nodes)
+	if err := <-w.Done(); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := follower.Leader(procGroup); after.Applied <= before.Applied {
+		t.Fatalf("the follower applied nothing: %d then %d", before.Applied, after.Applied)
+	}
+	if !closed(ch) {
+		t.Error("Advanced not closed once the follower applied an entry")
+	}
+
+	// A snapshot: node 3 misses enough entries that the leader, which
+	// keeps LogKeep of them, sends it its state instead.
+	ch = follower.Advanced()
+	if closed(ch) {
+		t.Fatal("a new Advanced channel is closed already")
+	}
+	net.drop = func(to uint64) bool { return to == 3 }
+	for i := range 3 * procLogKeep {
+		w := proposeOne(t, nodes[0], term, fmt.Sprint(i))
+		settle(t, net, nodes)
+		if err := <-w.Done(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if closed(ch) {
+		t.Fatal("Advanced closed while node 3 was cut off")
+	}
+	net.drop = nil
+	for range 3 {
+		for _, n := range nodes {
+			n.h.Tick() // a heartbeat finds node 3 behind
+		}
+		settle(t, net, nodes)
+	}
+	if l, _ := follower.Leader(procGroup); l.Applied != nodes[0].h.groups[procGroup].applied.Index {
+		t.Fatalf("node 3 applied %d, the leader %d", l.Applied, nodes[0].h.groups[procGroup].applied.Index)
+	}
+	if trunc := follower.groups[procGroup].ls.trunc.index; trunc == 0 {
+		t.Fatal("node 3 caught up without a snapshot")
+	}
+	if !closed(ch) {
+		t.Error("Advanced not closed once the follower installed a snapshot")
+	}
+	local, err := replica.OpenLocal(t.Context(), nodes[0].st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lr, err := local.Replica(procGroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewReplica(nodes[0].h, procGroup, lr, time.Second)
+	var first uint64
+	if _, err := r.NextLSN(&first); err != nil {
+		t.Fatal(err)
+	}
+	ch = nodes[0].h.Advanced()
+	r.ReleaseLSN(first)
+	if !closed(ch) {
+		t.Error("Advanced not closed once the leader released an LSN")
 	}
 }
