@@ -79,10 +79,16 @@ func (h *Handler) checkNodeSession(r *http.Request) error {
 // milliseconds behind its leader).
 const sessionWait = 2 * time.Second
 
+// sessionRecheck is how often a waiting session read checks again without
+// being told that this node advanced (engine.Engine.Advanced): for what
+// that does not signal, such as a range split since the token was issued.
+const sessionRecheck = 10 * time.Millisecond
+
 // sessionAvailable reports whether this node has reached every position of
 // toks; on a replicated node it waits up to sessionWait for it, and for a
 // change feed read until the positions are stable, which is as far as the
-// feed shows.
+// feed shows. It checks again whenever the engine says this node's
+// replicas advanced, rather than polling.
 func (h *Handler) sessionAvailable(r *http.Request, toks []engine.SessionToken) bool {
 	db, coll := r.PathValue("db"), r.PathValue("coll")
 	available := h.eng.SessionAvailable
@@ -95,20 +101,24 @@ func (h *Handler) sessionAvailable(r *http.Request, toks []engine.SessionToken) 
 	if !h.cfg.Replicated {
 		return false
 	}
-	t := time.NewTicker(time.Millisecond)
-	defer t.Stop()
 	deadline := time.NewTimer(sessionWait)
 	defer deadline.Stop()
+	recheck := time.NewTimer(sessionRecheck)
+	defer recheck.Stop()
 	for {
+		// Taken before the check, so an advance after it is not missed.
+		advanced := h.eng.Advanced()
+		if available(db, coll, toks) {
+			return true
+		}
 		select {
 		case <-r.Context().Done():
 			return false
 		case <-deadline.C:
 			return false
-		case <-t.C:
-			if available(db, coll, toks) {
-				return true
-			}
+		case <-advanced:
+		case <-recheck.C:
+			recheck.Reset(sessionRecheck)
 		}
 	}
 }

@@ -57,6 +57,10 @@ func (k *Keyspaces) Replica(id uint64) (replica.Replica, error) {
 	return r, nil
 }
 
+// Advanced returns a channel closed the next time a replica here applies,
+// changes leadership or releases an LSN (replication.Host.Advanced).
+func (k *Keyspaces) Advanced() <-chan struct{} { return k.host.Advanced() }
+
 // Keyspaces lists the keyspaces this node holds a replica of.
 func (k *Keyspaces) Keyspaces(ctx context.Context) ([]uint64, error) {
 	return k.local.Keyspaces(ctx)

@@ -220,6 +220,26 @@ type SessionToken struct {
 	LSN     uint64
 }
 
+// Advanced returns a channel closed the next time this node's replicas may
+// have reached further positions (SessionAvailable and
+// FeedSessionAvailable may change their answer): an entry applied, a
+// leadership changed, an LSN released. A keyspace only this node holds
+// (replica.Local) is never behind, so for it the channel is nil, which
+// never fires. It does not signal changes of the catalog (a range split
+// after a token was issued): a waiter checks again now and then too.
+func (e *Engine) Advanced() <-chan struct{} {
+	if a, ok := e.host.(advancer); ok {
+		return a.Advanced()
+	}
+	return nil
+}
+
+// advancer is a replica.Host that signals when its replicas advance
+// (cluster.Keyspaces).
+type advancer interface {
+	Advanced() <-chan struct{}
+}
+
 // SessionAvailable reports whether every position of tokens is readable
 // here: the range's keyspace has reached the token's LSN. A split range's
 // token applies to its children (they share its keyspace, hence its LSNs);

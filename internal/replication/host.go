@@ -106,6 +106,9 @@ type Host struct {
 	groups  map[uint64]*group
 	ids     []uint64 // the groups' ids, sorted: Process visits them in order
 	nextID  uint64   // proposal and read ids
+	// advanced is closed, and cleared, when what Leader reports of a
+	// group changes (Advanced); nil while no one waits for it.
+	advanced chan struct{}
 }
 
 // group is one Raft group's replica on this node.
@@ -364,6 +367,38 @@ func (h *Host) Leader(group uint64) (Leader, error) {
 	return Leader{ID: g.soft.Lead, Term: g.term, Settled: g.settled && !g.transferring(), LSN: g.applied.LSN, Stable: g.applied.Stable, Applied: g.applied.Index}, nil
 }
 
+// Advanced returns a channel closed the next time a group applies here (an
+// entry or a snapshot: what Leader reports of it moves on), or a Replica
+// of this host releases an LSN (its StableLSN may move): a reader waiting
+// for this node to reach a position takes it, checks the position, and
+// waits on it if the position is not reached. (A change of leadership
+// alone only takes positions back: a new leader reports its own once it
+// has applied an entry of its term.)
+func (h *Host) Advanced() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.advanced == nil {
+		h.advanced = make(chan struct{})
+	}
+	return h.advanced
+}
+
+// advancedLocked closes the channel Advanced handed out, if any. h.mu is
+// held.
+func (h *Host) advancedLocked() {
+	if h.advanced != nil {
+		close(h.advanced)
+		h.advanced = nil
+	}
+}
+
+// signal is advancedLocked for a caller without h.mu.
+func (h *Host) signal() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.advancedLocked()
+}
+
 // Propose proposes p to group, whose settled leader this node must be in
 // p.Term. The Waiter reports when it has applied here (nil), or that it
 // never will (ErrNotApplied), or that leadership was lost before it applied
@@ -445,6 +480,21 @@ func (h *Host) nudge() {
 // store failed: the host must stop (a restart resumes from what is
 // durable).
 //
+// Its order, per Ready:
+//
+//  1. Messages that acknowledge nothing durable go out at once (sendsEarly):
+//     a leader's appends and heartbeats among them, so its disk write
+//     overlaps its followers' (Raft thesis §10.2.1).
+//  2. Committed entries that are durable here already are applied, with
+//     the Ready's hard state, before the Ready's new entries are synced
+//     (appliesFirst): a write acknowledged by a majority while the driver
+//     synced the next entries is applied, and its proposer answered,
+//     without waiting for another sync.
+//  3. The Ready's entries, snapshot and hard state are persisted.
+//  4. The other messages go out (votes, acknowledgements of entries: Raft
+//     may count them only once what they vouch for is durable), and the
+//     remaining committed entries are applied.
+//
 // NB: h.mu is not held while the store writes (the persist's sync, the
 // apply): Propose, ReadIndex, Leader and the rest go on meanwhile, as
 // etcd raft's own node does between Ready and Advance (a RawNode takes
@@ -458,13 +508,17 @@ func (h *Host) Process() error {
 	type ready struct {
 		g  *group
 		rd raft.Ready
+		// late are the messages to send once the Ready is persisted.
+		late []*pb.Message
+		// first: its committed entries were applied before the persist.
+		first bool
 	}
 	var rds []ready
 	h.mu.Lock()
 	for _, id := range h.ids {
 		g := h.groups[id]
 		if g.rn.HasReady() {
-			rds = append(rds, ready{g, g.rn.Ready()})
+			rds = append(rds, ready{g: g, rd: g.rn.Ready()})
 		}
 	}
 	h.mu.Unlock()
@@ -472,26 +526,36 @@ func (h *Host) Process() error {
 		return nil
 	}
 	// The fields of a group read below without h.mu (soft, term, applied,
-	// ls's bounds) are written only by this goroutine, under h.mu.
-	//
-	// A leader sends its messages (appends, heartbeats) before it persists
-	// the entries they carry, so its disk write overlaps its followers'
-	// (Raft thesis §10.2.1; etcd raft's README, step 2): an entry it
-	// counts as its own is applied, and so acknowledged, only after this
-	// persist. Everyone else's messages (votes, acknowledgements) wait for
-	// the persist.
-	early := make([]bool, len(rds))
-	for i, r := range rds {
-		state := r.g.soft.RaftState
-		if r.rd.SoftState != nil {
-			state = r.rd.SoftState.RaftState
-		}
-		if state == raft.StateLeader {
-			early[i] = true
-			for _, m := range r.rd.Messages {
+	// ls's bounds and hard state) are written only by this goroutine,
+	// under h.mu.
+	for i := range rds {
+		r := &rds[i]
+		early := keepsVote(r.rd.HardState, r.g.ls.hard)
+		for _, m := range r.rd.Messages {
+			if early && sendsEarly(m) {
 				h.tr.Send(m.GetTo(), Message{Group: r.g.id, Raft: m})
+			} else {
+				r.late = append(r.late, m)
 			}
 		}
+	}
+	for i := range rds {
+		r := &rds[i]
+		if !appliesFirst(r.g, r.rd) {
+			continue
+		}
+		a, outs, err := h.apply(r.g, r.rd.CommittedEntries, r.rd.HardState)
+		if err != nil {
+			return err
+		}
+		h.mu.Lock()
+		if r.rd.HardState != nil && !raft.IsEmptyHardState(r.rd.HardState) {
+			r.g.ls.hard = r.rd.HardState
+		}
+		h.noteSoft(r.g, r.rd.SoftState, r.rd.HardState)
+		h.noteApplied(r.g, a, r.rd.CommittedEntries, outs)
+		h.mu.Unlock()
+		r.first = true
 	}
 	// Persist: snapshots, entries and hard states of every group, in one
 	// batch. It is synced only when Raft needs it durable (raft.MustSync:
@@ -524,7 +588,7 @@ func (h *Host) Process() error {
 			lasts[i] = last
 			sync = true
 		}
-		if rd.HardState != nil && !raft.IsEmptyHardState(rd.HardState) {
+		if rd.HardState != nil && !raft.IsEmptyHardState(rd.HardState) && !r.first {
 			if err := g.ls.setHard(b, rd.HardState); err != nil {
 				b.Close()
 				return err
@@ -560,6 +624,7 @@ func (h *Host) Process() error {
 				return err
 			}
 			g.applied = a
+			h.advancedLocked()
 		}
 		h.noteSoft(g, rd.SoftState, rd.HardState)
 		for _, rs := range rd.ReadStates {
@@ -574,22 +639,28 @@ func (h *Host) Process() error {
 		}
 	}
 	h.mu.Unlock()
-	for i, r := range rds {
-		if !early[i] {
-			for _, m := range r.rd.Messages {
-				h.tr.Send(m.GetTo(), Message{Group: r.g.id, Raft: m})
-			}
+	for _, r := range rds {
+		for _, m := range r.late {
+			h.tr.Send(m.GetTo(), Message{Group: r.g.id, Raft: m})
 		}
 	}
 	// Apply what is committed, then fail what a lost leadership leaves
 	// pending.
 	for _, r := range rds {
-		a, outs, err := h.apply(r.g, r.rd.CommittedEntries)
-		if err != nil {
-			return err
+		var (
+			a    applied
+			outs []outcome
+		)
+		if !r.first {
+			var err error
+			if a, outs, err = h.apply(r.g, r.rd.CommittedEntries, nil); err != nil {
+				return err
+			}
 		}
 		h.mu.Lock()
-		h.noteApplied(r.g, a, r.rd.CommittedEntries, outs)
+		if !r.first {
+			h.noteApplied(r.g, a, r.rd.CommittedEntries, outs)
+		}
 		if r.g.soft.RaftState != raft.StateLeader {
 			r.g.settled = false
 			for id, w := range r.g.pending {
@@ -614,6 +685,62 @@ func (h *Host) Process() error {
 	return nil
 }
 
+// sendsEarly reports whether m may be sent before the state of its Ready
+// is durable: every message but those that vouch for that state, which
+// are an acknowledgement of appended entries (MsgAppResp) and a vote
+// (MsgVoteResp, MsgPreVoteResp), rejections included. That is etcd raft's
+// own rule for asynchronous storage writes (raft.go, send: those three
+// wait in msgsAfterAppend until the unstable state is durable, every other
+// message goes out at once); a leader's appends, heartbeats and snapshots
+// go early, so the leader writes its log while its followers write theirs
+// (Raft thesis §10.2.1). The leader's own acknowledgement of its entries
+// is stepped only at Advance, after the persist, so it counts them toward
+// a commit only once they are durable here. Raft's synchronous contract
+// is stricter (no message before the Ready's hard state is durable), so
+// keepsVote must also hold.
+func sendsEarly(m *pb.Message) bool {
+	switch m.GetType() {
+	case pb.MsgAppResp, pb.MsgVoteResp, pb.MsgPreVoteResp:
+		return false
+	}
+	return true
+}
+
+// keepsVote reports whether hard state hs, the one a Ready asks to persist
+// (nil when unchanged), keeps the term and vote of durable, the one
+// persisted: then the Ready's messages speak for no term or vote that a
+// crash could take back. A leader's Readys always keep them (its term and
+// vote were persisted when it campaigned).
+func keepsVote(hs, durable *pb.HardState) bool {
+	if hs == nil || raft.IsEmptyHardState(hs) {
+		return true
+	}
+	return hs.GetTerm() == durable.GetTerm() && hs.GetVote() == durable.GetVote()
+}
+
+// appliesFirst reports whether rd's committed entries may be applied, with
+// rd's hard state in the same batch, before rd's entries and snapshot are
+// persisted: they are all in g's durable log already, rd installs no
+// snapshot and overwrites none of them, and rd's hard state keeps the
+// durable term and vote and commits nothing beyond the durable log. A crash
+// then finds either the apply with the hard state that commits it, or
+// neither, whatever became of rd's new entries: the applied index never
+// passes the commit index restored, nor that the log's last index.
+func appliesFirst(g *group, rd raft.Ready) bool {
+	ents := rd.CommittedEntries
+	if len(ents) == 0 || (rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot)) {
+		return false
+	}
+	last := ents[len(ents)-1].GetIndex()
+	if last > g.ls.last || (len(rd.Entries) > 0 && rd.Entries[0].GetIndex() <= last) {
+		return false
+	}
+	if hs := rd.HardState; hs != nil && !raft.IsEmptyHardState(hs) {
+		return keepsVote(hs, g.ls.hard) && hs.GetCommit() <= g.ls.last
+	}
+	return true
+}
+
 // noteSoft follows a group's term and leadership; a new term is not
 // settled until an entry of it applies. h.mu is held.
 func (h *Host) noteSoft(g *group, soft *raft.SoftState, hard *pb.HardState) {
@@ -633,16 +760,21 @@ type outcome struct {
 }
 
 // apply applies committed entries to g's keyspace, one store batch for
-// them all, and returns g's new applied state and the outcomes of this
-// node's proposals among them, for noteApplied to record. It runs without
-// h.mu, on the driver's goroutine.
-func (h *Host) apply(g *group, ents []*pb.Entry) (applied, []outcome, error) {
+// them all (with hard state hs, unless nil), and returns g's new applied
+// state and the outcomes of this node's proposals among them, for
+// noteApplied to record. It runs without h.mu, on the driver's goroutine.
+func (h *Host) apply(g *group, ents []*pb.Entry, hs *pb.HardState) (applied, []outcome, error) {
 	a := g.applied
 	if len(ents) == 0 {
 		return a, nil, nil
 	}
 	b := h.st.NewBatch()
 	defer b.Close()
+	if hs != nil && !raft.IsEmptyHardState(hs) {
+		if err := g.ls.setHard(b, hs); err != nil {
+			return a, nil, err
+		}
+	}
 	var outs []outcome
 	for _, e := range ents {
 		if e.GetIndex() <= a.Index {
@@ -697,6 +829,7 @@ func (h *Host) noteApplied(g *group, a applied, ents []*pb.Entry, outs []outcome
 		return
 	}
 	g.applied = a
+	h.advancedLocked()
 	last := ents[len(ents)-1]
 	if g.soft.RaftState == raft.StateLeader && last.GetTerm() == g.term {
 		g.settled = true

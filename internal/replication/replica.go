@@ -219,9 +219,13 @@ func (r *Replica) startLocked(l Leader) {
 
 // ReleaseLSN ends the hold of the transaction whose first LSN was first.
 func (r *Replica) ReleaseLSN(first uint64) {
+	if first == 0 {
+		return
+	}
 	r.mu.Lock()
 	delete(r.mu.open, first)
 	r.mu.Unlock()
+	r.h.signal() // StableLSN may have moved (Host.Advanced)
 }
 
 // stableLocked is the leader's stable LSN: below every open transaction's
