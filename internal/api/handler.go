@@ -82,6 +82,9 @@ type Handler struct {
 
 	sessions nodeSessions // in a cluster: the writes this node answered (nodesession.go)
 	bodies   bodyPool     // feed and query response bodies (writeFeed)
+	// waitSession bounds a session read's wait on a replicated node
+	// (sessionWait; tests shorten it).
+	waitSession time.Duration
 }
 
 // New returns the API handler over eng, authenticating with v.
@@ -101,7 +104,7 @@ func New(cfg Config, eng *engine.Engine, v *auth.Verifier, now func() time.Time,
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{cfg: cfg, eng: eng, verify: v, log: log, now: now, mux: http.NewServeMux()}
+	h := &Handler{cfg: cfg, eng: eng, verify: v, log: log, now: now, mux: http.NewServeMux(), waitSession: sessionWait}
 	h.routes()
 	return h
 }

@@ -101,7 +101,7 @@ func (h *Handler) sessionAvailable(r *http.Request, toks []engine.SessionToken) 
 	if !h.cfg.Replicated {
 		return false
 	}
-	deadline := time.NewTimer(sessionWait)
+	deadline := time.NewTimer(h.waitSession)
 	defer deadline.Stop()
 	recheck := time.NewTimer(sessionRecheck)
 	defer recheck.Stop()
