@@ -116,7 +116,11 @@ func TestCheckPathIDs(t *testing.T) {
 		{"/dbs/" + long, true},
 		{"/dbs/db/colls/" + long + "/docs", true},
 		{"/dbs/db/colls/k/docs/" + strings.Repeat("x", 100<<10), true},
-		{"/offers/" + long, false}, // offers are addressed by _rid, checked where read
+		{"/offers/" + long, false},    // offers are addressed by _rid, checked where read
+		{"/dbs/db//" + long, true},    // an empty type, then the long id
+		{"/dbs/db//x/" + long, false}, // the long segment is in a type's place
+		{"/dbs/db/colls/k/docs/" + long + "/", true},
+		{"//dbs/" + long, false}, // not under /dbs/ as sent
 	}
 	for _, tt := range tests {
 		err := checkPathIDs(tt.path)

@@ -265,7 +265,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
-	activity := r.Header.Get("x-ms-activity-id")
+	activity := headerValue(r.Header, "x-ms-activity-id")
 	if activity == "" {
 		activity = newUUID()
 	}
@@ -316,6 +316,14 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		r2.URL = &u
 		r = &r2
 	}
+	if !h.log.Enabled(r.Context(), slog.LevelDebug) {
+		// The request log below is all that needs the status code and the
+		// time: without it, no wrapper, clock reading or log arguments
+		// (which would be made, and allocated, before Debug looked at the
+		// level).
+		h.mux.ServeHTTP(w, r)
+		return
+	}
 	sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
 	start := h.now()
 	h.mux.ServeHTTP(sw, r)
@@ -343,7 +351,7 @@ func (s *statusWriter) WriteHeader(code int) {
 // It returns the request to serve: r, or r addressing an id that ends in
 // '?' (signedQuestionMark).
 func (h *Handler) authenticate(r *http.Request) (auth.Principal, *http.Request, error) {
-	date := r.Header.Get("x-ms-date")
+	date := headerValue(r.Header, "x-ms-date")
 	if date == "" {
 		date = r.Header.Get("Date")
 	}
@@ -399,17 +407,22 @@ func checkPathIDs(rawPath string) error {
 	if !strings.HasPrefix(rawPath, "/dbs/") {
 		return nil
 	}
-	segs := strings.Split(strings.Trim(rawPath, "/"), "/")
-	for i := 1; i < len(segs); i += 2 {
-		if len(segs[i]) <= document.MaxIDLength {
+	// The segments in pairs, type then id, without splitting the path into
+	// a slice: this runs on every request.
+	rest := strings.Trim(rawPath, "/")
+	for rest != "" {
+		typ, after, _ := strings.Cut(rest, "/")
+		seg, tail, _ := strings.Cut(after, "/")
+		rest = tail
+		if len(seg) <= document.MaxIDLength {
 			continue // fewer bytes than the limit's characters: short enough
 		}
-		id, err := url.PathUnescape(segs[i])
+		id, err := url.PathUnescape(seg)
 		if err != nil {
 			return nil // auth.Resource reports this
 		}
 		if n := utf8.RuneCountInString(id); n > document.MaxIDLength {
-			return status.BadRequest("the %s id in the request URL is longer than %d characters (%d)", resourceName(segs[i-1]), document.MaxIDLength, n)
+			return status.BadRequest("the %s id in the request URL is longer than %d characters (%d)", resourceName(typ), document.MaxIDLength, n)
 		}
 	}
 	return nil

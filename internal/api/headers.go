@@ -37,7 +37,62 @@ const (
 )
 
 func isTrue(r *http.Request, name string) bool {
-	return strings.EqualFold(strings.TrimSpace(r.Header.Get(name)), "true")
+	return strings.EqualFold(strings.TrimSpace(headerValue(r.Header, name)), "true")
+}
+
+// headerValue returns the first value of header name in h, "" when absent:
+// h.Get(name) without its allocation. The protocol's header names are
+// written in lowercase here, and http.Header.Get makes a new string of a
+// name's canonical form ("X-Ms-Date") on every call unless the name is
+// canonical already; headerValue makes it on the stack.
+func headerValue(h http.Header, name string) string {
+	if v := headerValues(h, name); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// headerValues returns the values of header name in h, as h.Values(name)
+// does, without allocating (headerValue).
+func headerValues(h http.Header, name string) []string {
+	var buf [64]byte
+	c, ok := appendCanonicalKey(buf[:0], name)
+	if !ok {
+		return h.Values(name)
+	}
+	return h[string(c)]
+}
+
+// appendCanonicalKey appends the canonical form of header name to dst, as
+// http.CanonicalHeaderKey returns it: the first letter and every letter after
+// a hyphen in upper case, the others in lower case. ok is false, and dst
+// unchanged, for a name of other bytes than ASCII letters, digits and
+// hyphens, or longer than 64 bytes (the caller then asks net/http).
+func appendCanonicalKey(dst []byte, name string) (_ []byte, ok bool) {
+	if len(name) > 64 {
+		return dst, false
+	}
+	n := len(dst)
+	upper := true
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case 'a' <= c && c <= 'z':
+			if upper {
+				c -= 'a' - 'A'
+			}
+		case 'A' <= c && c <= 'Z':
+			if !upper {
+				c += 'a' - 'A'
+			}
+		case '0' <= c && c <= '9', c == '-':
+		default:
+			return dst[:n], false
+		}
+		dst = append(dst, c)
+		upper = c == '-'
+	}
+	return dst, true
 }
 
 // isQuery reports whether a POST carries a query rather than a resource.
@@ -48,7 +103,7 @@ func isQuery(r *http.Request) bool {
 
 // partitionKey returns the request's partition key header, nil when absent.
 func partitionKey(r *http.Request) (document.PartitionKey, error) {
-	vals := r.Header.Values(hdrPartitionKey)
+	vals := headerValues(r.Header, hdrPartitionKey)
 	if len(vals) == 0 {
 		return nil, nil
 	}
@@ -179,8 +234,15 @@ func setHeader(w http.ResponseWriter, name, v string) {
 		h.Set(name, v)
 		return
 	}
-	if c := http.CanonicalHeaderKey(key); c != key {
-		delete(h, c)
+	// A spelling other than the lowercase one can only be the canonical one
+	// (http.Header.Set's), looked up without allocating.
+	var buf [64]byte
+	if c, ok := appendCanonicalKey(buf[:0], key); !ok {
+		if c := http.CanonicalHeaderKey(key); c != key {
+			delete(h, c)
+		}
+	} else if _, dup := h[string(c)]; dup && string(c) != key {
+		delete(h, string(c))
 	}
 	h[key] = []string{v}
 }

@@ -107,3 +107,52 @@ func TestChangeFeedHeaderParsing(t *testing.T) {
 		t.Error("parseHTTPTime accepted a CET time")
 	}
 }
+
+// FuzzHeaderValue: headerValues finds a header under any spelling of its
+// name as http.Header.Values does, and appendCanonicalKey, where it takes
+// a name, gives http.CanonicalHeaderKey's form of it.
+func FuzzHeaderValue(f *testing.F) {
+	for _, name := range []string{hdrPartitionKey, "x-ms-date", "X-MS-ACTIVITY-ID", "etag", "Date", hdrIndexMetricsV2, "a-", "-a", "x--y", "9x", "x_y", "x y", ""} {
+		f.Add(name, "v")
+	}
+	f.Fuzz(func(t *testing.T, name, value string) {
+		if c, ok := appendCanonicalKey(nil, name); ok {
+			if want := http.CanonicalHeaderKey(name); string(c) != want {
+				t.Errorf("appendCanonicalKey(%q) = %q, want %q", name, c, want)
+			}
+		}
+		h := http.Header{}
+		h.Add(name, value)
+		h.Add("Other", "o")
+		if got, want := headerValues(h, name), h.Values(name); !slices.Equal(got, want) {
+			t.Errorf("headerValues(%q) = %q, want %q", name, got, want)
+		}
+		if got, want := headerValue(h, name), h.Get(name); got != want {
+			t.Errorf("headerValue(%q) = %q, want %q", name, got, want)
+		}
+	})
+}
+
+// TestHeaderValueAllocs: reading a request header by its lowercase name
+// and setting a Cosmos DB response header allocate nothing beyond the
+// header's value slice.
+func TestHeaderValueAllocs(t *testing.T) {
+	h := http.Header{}
+	h.Set(hdrPartitionKey, `["a"]`)
+	if n := testing.AllocsPerRun(100, func() {
+		if headerValue(h, hdrPartitionKey) != `["a"]` || headerValue(h, "x-ms-date") != "" {
+			t.Fatal("wrong value")
+		}
+	}); n != 0 {
+		t.Errorf("headerValue: %v allocations, want 0", n)
+	}
+	w := &benchWriter{h: http.Header{}}
+	if n := testing.AllocsPerRun(100, func() { setHeader(w, "x-ms-session-token", "0:-1#1") }); n > 1 {
+		t.Errorf("setHeader: %v allocations, want at most 1 (the value's slice)", n)
+	}
+	w.h.Set("x-ms-session-token", "canonical")
+	setHeader(w, "x-ms-session-token", "0:-1#2")
+	if len(w.h) != 1 || responseHeader(w, "x-ms-session-token") != "0:-1#2" {
+		t.Errorf("setHeader over a canonical spelling: %v", w.h)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -170,19 +171,25 @@ func parseServeAs(name string, args []string, getenv func(string) string, stderr
 	fs.SetOutput(stderr)
 	serveFlags(fs, &cfg)
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "plain-HTTP listen address serving Go's net/http/pprof profiles (/debug/pprof/), without authentication, for measuring; default none")
+	o.gcHeadroomMB = defaultGCHeadroomMB
+	fs.IntVar(&o.gcHeadroomMB, "gc-headroom-mb", o.gcHeadroomMB, "MiB of Go heap set aside, never touched, to pace the garbage collector: a collection waits for about this much more allocation (the live heap is a few MiB: the data is in Pebble, off the Go heap); 0: none")
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return cfg, o, err
 	}
 	if fs.NArg() > 0 {
 		return cfg, o, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
+	if o.gcHeadroomMB < 0 || o.gcHeadroomMB > maxGCHeadroomMB {
+		return cfg, o, fmt.Errorf("--gc-headroom-mb %d: want 0 to %d", o.gcHeadroomMB, maxGCHeadroomMB)
+	}
 	return cfg, o, cfg.Validate()
 }
 
 // serveOptions are the flags of serve (and floor) that are not the
-// config's.
+// config's: they concern the process, not a component.
 type serveOptions struct {
-	pprofAddr string // net/http/pprof listener; "" for none
+	pprofAddr    string // net/http/pprof listener; "" for none
+	gcHeadroomMB int    // gcHeadroom's size in MiB; 0 for none
 }
 
 func newLogger(c config.Logging, w io.Writer) *slog.Logger {
@@ -209,12 +216,16 @@ func startServing(name string, args []string, stdout, stderr io.Writer) (cfg con
 		return cfg, nil, nil, 2
 	}
 	log = newLogger(cfg.Logging, stderr)
-	stop, err = startPprof(o.pprofAddr, stdout, log)
+	stopPprof, err := startPprof(o.pprofAddr, stdout, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return cfg, nil, nil, 1
 	}
-	return cfg, log, stop, -1
+	headroom := gcHeadroom(o.gcHeadroomMB << 20)
+	return cfg, log, func() {
+		stopPprof()
+		runtime.KeepAlive(headroom)
+	}, -1
 }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {

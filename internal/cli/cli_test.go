@@ -44,6 +44,7 @@ func TestParseServeErrors(t *testing.T) {
 		{"--key=not-base64!"},
 		{"--nope"},
 		{"--metrics-addr=nope"},
+		{"--gc-headroom-mb=-1"},
 		{"extra"},
 	} {
 		if _, err := parseServe(args, func(string) string { return "" }, &bytes.Buffer{}); err == nil {
@@ -57,6 +58,37 @@ func TestParseServeErrors(t *testing.T) {
 		return ""
 	}, &bytes.Buffer{}); err == nil {
 		t.Errorf("PARTITA_TLS=maybe accepted")
+	}
+}
+
+// TestParseGCHeadroom checks --gc-headroom-mb: its default, the flag and
+// PARTITA_GC_HEADROOM_MB.
+func TestParseGCHeadroom(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		env  string
+		want int
+	}{
+		{nil, "", defaultGCHeadroomMB},
+		{[]string{"--gc-headroom-mb=0"}, "", 0},
+		{nil, "128", 128},
+		{[]string{"--gc-headroom-mb=16"}, "128", 16},
+	} {
+		_, o, err := parseServeAs("partita serve", tt.args, func(k string) string {
+			if k == "PARTITA_GC_HEADROOM_MB" {
+				return tt.env
+			}
+			return ""
+		}, &bytes.Buffer{})
+		if err != nil || o.gcHeadroomMB != tt.want {
+			t.Errorf("parseServeAs(%q, PARTITA_GC_HEADROOM_MB=%q) = %d, %v; want %d", tt.args, tt.env, o.gcHeadroomMB, err, tt.want)
+		}
+	}
+	if got := len(gcHeadroom(1 << 20)); got != 1<<20 {
+		t.Errorf("len(gcHeadroom(1 MiB)) = %d", got)
+	}
+	if gcHeadroom(0) != nil {
+		t.Errorf("gcHeadroom(0) is not nil")
 	}
 }
 

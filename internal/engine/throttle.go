@@ -51,7 +51,13 @@ func (e *Engine) partitionRate(c *catalog.Container) float64 {
 }
 
 func rangeKey(c *catalog.Container, r partition.Range) string {
-	return strconv.FormatUint(c.Internal, 16) + "/" + r.ID
+	return string(appendRangeKey(nil, c, r))
+}
+
+// appendRangeKey appends rangeKey(c, r) to dst.
+func appendRangeKey(dst []byte, c *catalog.Container, r partition.Range) []byte {
+	dst = strconv.AppendUint(dst, c.Internal, 16)
+	return append(append(dst, '/'), r.ID...)
 }
 
 // admit returns a 429 (with the time to wait) when one of the physical
@@ -171,6 +177,20 @@ func (h *hotKeys) sketch(key string) *throughput.Sketch {
 	return h.sketchIn(&h.m, key)
 }
 
+// rangeSketch is sketch(rangeKey(c, r)) without making the key's string
+// unless the sketch is new: it runs on every point operation.
+func (h *hotKeys) rangeSketch(c *catalog.Container, r partition.Range) *throughput.Sketch {
+	var buf [64]byte
+	k := appendRangeKey(buf[:0], c, r)
+	h.mu.Lock()
+	s := h.m[string(k)]
+	h.mu.Unlock()
+	if s != nil {
+		return s
+	}
+	return h.sketch(string(k))
+}
+
 // refusedSketch is partition key's sketch of 429s by logical partition.
 func (h *hotKeys) refusedSketch(key string) *throughput.Sketch {
 	return h.sketchIn(&h.refused, key)
@@ -194,7 +214,7 @@ func (h *hotKeys) sketchIn(m *map[string]*throughput.Sketch, key string) *throug
 // partition pk.
 func (e *Engine) chargeLP(c *catalog.Container, r partition.Range, pk string, ru float64) {
 	e.charge(c, ru, r)
-	e.hot.sketch(rangeKey(c, r)).Add(pk, ru)
+	e.hot.rangeSketch(c, r).Add(pk, ru)
 }
 
 // warnHot logs, at most once a minute per partition, that a throttled
