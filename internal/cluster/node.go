@@ -49,6 +49,9 @@ type NodeConfig struct {
 	// Wait bounds how long a write waits for its group to apply it, and a
 	// linearizable read for its group's leader (default 10 s).
 	Wait time.Duration
+	// LogKeep is how many applied entries a group's log keeps before it
+	// is truncated (replication.Config.LogKeep; default 4096).
+	LogKeep uint64
 	// Logger receives the node's messages; nil discards them.
 	Logger *slog.Logger
 }
@@ -153,7 +156,7 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n.host, err = replication.Open(cfg.Store, self.ID, n.tr, replication.Config{Logger: lg, Unknown: func(g uint64) {
+	n.host, err = replication.Open(cfg.Store, self.ID, n.tr, replication.Config{Logger: lg, LogKeep: cfg.LogKeep, Unknown: func(g uint64) {
 		if f := n.unknown.Load(); f != nil {
 			(*f)(g)
 		}
@@ -161,6 +164,7 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	n.tr.SetSnapshots(n.host)
 	n.ks = NewKeyspaces(n.host, cfg.Local, voters, cfg.Wait)
 	n.client = newPeerClient(cert)
 	mux := http.NewServeMux()

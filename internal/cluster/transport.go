@@ -29,6 +29,23 @@ import (
 // other's handshake rather than misread.
 const RaftProto = "partita-raft/1"
 
+// SnapProto is the TLS application protocol of a Raft snapshot: a
+// connection that negotiates it carries one snapshot stream from the
+// dialling node (replication's WriteSnapshot), and the listening node
+// answers with one byte once it has the snapshot (0) or has refused it
+// (1). A snapshot may be as large as a partition, so it travels apart
+// from the message stream, which it would hold up, and is never one
+// message.
+const SnapProto = "partita-snap/1"
+
+// SnapshotHost sends and receives the snapshots of the node's Raft groups
+// (replication.Host).
+type SnapshotHost interface {
+	WriteSnapshot(ctx context.Context, w io.Writer, m replication.Message) (int, error)
+	ReadSnapshot(r io.Reader) error
+	ReportSnapshot(group, to uint64, ok bool)
+}
+
 // Transport defaults.
 const (
 	// defaultQueueLen messages wait per peer before Send drops: enough for
@@ -37,11 +54,14 @@ const (
 	// defaultBatchBytes is the size at which a batch stops taking more
 	// messages (a single larger message, such as a snapshot, goes alone).
 	defaultBatchBytes = 1 << 20
-	// defaultMaxMessageBytes bounds one encoded message: snapshots are one
-	// message holding a whole keyspace in this stage (replication's
-	// snapshot.go), so the bound is generous.
+	// defaultMaxMessageBytes bounds one encoded message. Raft's appends
+	// are at most 1 MiB of entries (replication's MaxSizePerMsg) besides
+	// one entry over it; snapshots travel apart (SnapProto).
 	defaultMaxMessageBytes = 256 << 20
 	defaultSendTimeout     = 10 * time.Second
+	// snapAckTimeout bounds the wait for a snapshot's receiver to answer
+	// once the stream is written: it syncs the table it wrote it to.
+	snapAckTimeout = 5 * time.Minute
 	// dialTimeout bounds a connection's TCP dial and TLS handshake.
 	dialTimeout = 5 * time.Second
 	// Backoff after a failed batch, doubling up to the maximum: a peer
@@ -72,8 +92,8 @@ type TransportConfig struct {
 	// BatchBytes is the size of a batch at which it takes no more
 	// messages; default 1 MiB.
 	BatchBytes int
-	// MaxMessageBytes bounds one encoded message, sent or received, and so
-	// the snapshot a message may carry; default 256 MiB.
+	// MaxMessageBytes bounds one encoded message, sent or received;
+	// default 256 MiB. (Snapshots are not messages: SnapProto.)
 	MaxMessageBytes int
 	// SendTimeout bounds the write of one batch; default 10 s. A
 	// connection whose write does not finish in time is closed.
@@ -107,6 +127,8 @@ type Transport struct {
 	peers   map[uint64]*peer
 	dropped atomic.Uint64
 	closed  atomic.Bool
+	snaps   atomic.Pointer[SnapshotHost]
+	timeout time.Duration // SendTimeout: also a snapshot stream's bound on one read or write
 
 	// in holds the connections being read, so that Close and the
 	// server's Shutdown end them.
@@ -116,6 +138,7 @@ type Transport struct {
 		closed bool
 	}
 
+	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -126,8 +149,11 @@ type peer struct {
 	addr    string
 	q       chan replication.Message
 	dialer  *tls.Dialer
+	snapper *tls.Dialer // for SnapProto
 	batch   int
 	timeout time.Duration
+	// snapping: a snapshot is being sent to the peer (one at a time).
+	snapping atomic.Bool
 }
 
 // NewTransport returns a transport that starts sending to cfg.Peers at
@@ -162,6 +188,7 @@ func NewTransport(cfg TransportConfig) (*Transport, error) {
 		maxMsg:  cfg.MaxMessageBytes,
 		log:     cfg.Logger,
 		peers:   map[uint64]*peer{},
+		timeout: cfg.SendTimeout,
 	}
 	t.in.conns = map[net.Conn]struct{}{}
 	for id, addr := range cfg.Peers {
@@ -174,17 +201,20 @@ func NewTransport(cfg TransportConfig) (*Transport, error) {
 		}
 		tc := cfg.Cert.ClientTLS(host)
 		tc.NextProtos = []string{RaftProto}
+		sc := cfg.Cert.ClientTLS(host)
+		sc.NextProtos = []string{SnapProto}
 		t.peers[id] = &peer{
 			id:      id,
 			addr:    addr,
 			q:       make(chan replication.Message, cfg.QueueLen),
 			dialer:  &tls.Dialer{NetDialer: &net.Dialer{Timeout: dialTimeout}, Config: tc},
+			snapper: &tls.Dialer{NetDialer: &net.Dialer{Timeout: dialTimeout}, Config: sc},
 			batch:   cfg.BatchBytes,
 			timeout: cfg.SendTimeout,
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	t.cancel = cancel
+	t.ctx, t.cancel = ctx, cancel
 	for _, p := range t.peers {
 		t.wg.Go(func() { t.run(ctx, p) })
 	}
@@ -198,6 +228,10 @@ func (t *Transport) Send(to uint64, m replication.Message) {
 	p, ok := t.peers[to]
 	if !ok || t.closed.Load() {
 		t.dropped.Add(1)
+		return
+	}
+	if replication.IsSnapshot(m) {
+		t.sendSnapshot(p, m)
 		return
 	}
 	select {
@@ -357,6 +391,118 @@ func (t *Transport) appendFrame(buf []byte, m replication.Message) ([]byte, erro
 	return out, nil
 }
 
+// SetSnapshots makes h the host whose snapshots t sends and receives.
+// Until it is called, snapshots are dropped, and refused when they come in.
+func (t *Transport) SetSnapshots(h SnapshotHost) { t.snaps.Store(&h) }
+
+// sendSnapshot sends snapshot m to p on a connection of its own, in the
+// background, and reports the outcome to the host; one snapshot at a time
+// goes to a peer (Raft sends a follower one, then waits for the report).
+func (t *Transport) sendSnapshot(p *peer, m replication.Message) {
+	hp := t.snaps.Load()
+	if hp == nil {
+		t.dropped.Add(1)
+		return
+	}
+	h := *hp
+	if !p.snapping.CompareAndSwap(false, true) {
+		t.dropped.Add(1)
+		go h.ReportSnapshot(m.Group, p.id, false) // not from Send's caller: it may hold the host
+		return
+	}
+	t.wg.Go(func() {
+		defer p.snapping.Store(false)
+		start := time.Now()
+		pairs, err := t.streamSnapshot(p, h, m)
+		if t.ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			t.log.Warn("raft snapshot not sent", "peer", peerAttr(p.id), "group", m.Group, "err", err)
+		} else {
+			t.log.Info("raft snapshot sent", "peer", peerAttr(p.id), "group", m.Group, "pairs", pairs, "took", time.Since(start).Round(time.Millisecond))
+		}
+		h.ReportSnapshot(m.Group, p.id, err == nil)
+	})
+}
+
+// streamSnapshot dials p with SnapProto, writes snapshot m's stream and
+// waits for the receiver's answer.
+func (t *Transport) streamSnapshot(p *peer, h SnapshotHost, m replication.Message) (int, error) {
+	c, err := p.snapper.DialContext(t.ctx, "tcp", p.addr)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	stop := context.AfterFunc(t.ctx, func() { _ = c.Close() })
+	defer stop()
+	if proto := c.(*tls.Conn).ConnectionState().NegotiatedProtocol; proto != SnapProto {
+		return 0, fmt.Errorf("peer negotiated %q, not %s", proto, SnapProto)
+	}
+	pairs, err := h.WriteSnapshot(t.ctx, deadlineConn{c, t.timeout}, m)
+	if err != nil {
+		return pairs, err
+	}
+	if err := c.SetReadDeadline(time.Now().Add(snapAckTimeout)); err != nil {
+		return pairs, err
+	}
+	var ack [1]byte
+	if _, err := io.ReadFull(c, ack[:]); err != nil {
+		return pairs, fmt.Errorf("no answer from the receiver: %w", err)
+	}
+	if ack[0] != 0 {
+		return pairs, errors.New("the receiver refused the snapshot (its log says why)")
+	}
+	return pairs, nil
+}
+
+// deadlineConn gives every read and write of a connection its own
+// deadline: a stream as long as a snapshot has no overall bound, but a
+// peer that stops reading or writing ends it.
+type deadlineConn struct {
+	net.Conn
+	d time.Duration
+}
+
+func (c deadlineConn) Write(p []byte) (int, error) {
+	if err := c.SetWriteDeadline(time.Now().Add(c.d)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(p)
+}
+
+func (c deadlineConn) Read(p []byte) (int, error) {
+	if err := c.SetReadDeadline(time.Now().Add(c.d)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Read(p)
+}
+
+// serveSnapshot reads one snapshot stream from c, hands it to the host
+// and answers.
+func (t *Transport) serveSnapshot(c *tls.Conn) {
+	defer c.Close()
+	if !t.track(c, true) {
+		return
+	}
+	defer t.track(c, false)
+	if len(c.ConnectionState().VerifiedChains) == 0 {
+		t.log.Warn("raft snapshot refused: no verified client certificate", "from", c.RemoteAddr().String())
+		return
+	}
+	hp := t.snaps.Load()
+	if hp == nil {
+		_, _ = deadlineConn{c, t.timeout}.Write([]byte{1})
+		return
+	}
+	ack := byte(0)
+	if err := (*hp).ReadSnapshot(deadlineConn{c, t.timeout}); err != nil {
+		t.log.Warn("raft snapshot refused", "from", c.RemoteAddr().String(), "err", err)
+		ack = 1
+	}
+	_, _ = deadlineConn{c, t.timeout}.Write([]byte{ack})
+}
+
 // Register makes srv, the cluster listener's server (whose TLSConfig
 // requires client certificates of the cluster's CA), hand the connections
 // that negotiate RaftProto to t, beside HTTP/2 for everything else, and
@@ -373,8 +519,9 @@ func (t *Transport) Register(srv *http.Server) {
 		srv.Protocols.SetHTTP2(true)
 	}
 	srv.TLSNextProto[RaftProto] = func(_ *http.Server, c *tls.Conn, _ http.Handler) { t.serveConn(c) }
+	srv.TLSNextProto[SnapProto] = func(_ *http.Server, c *tls.Conn, _ http.Handler) { t.serveSnapshot(c) }
 	if srv.TLSConfig != nil {
-		srv.TLSConfig.NextProtos = append(srv.TLSConfig.NextProtos, RaftProto)
+		srv.TLSConfig.NextProtos = append(srv.TLSConfig.NextProtos, RaftProto, SnapProto)
 	}
 	// Shutdown waits for active connections, and a stream never idles.
 	srv.RegisterOnShutdown(t.closeInbound)

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
@@ -456,5 +457,103 @@ func TestNewTransportRefuses(t *testing.T) {
 			tr.Close()
 			t.Errorf("%s: NewTransport succeeded", name)
 		}
+	}
+}
+
+// fakeSnaps is a SnapshotHost whose snapshots are size bytes of a pattern.
+type fakeSnaps struct {
+	size    int
+	refuse  bool
+	got     chan int       // receiver: the bytes of each snapshot read
+	reports chan [3]uint64 // sender: group, to, ok (1) or not (0)
+}
+
+func (f *fakeSnaps) WriteSnapshot(_ context.Context, w io.Writer, _ replication.Message) (int, error) {
+	buf := bytes.Repeat([]byte("snapshot"), 8<<10)
+	for n := 0; n < f.size; n += len(buf) {
+		if _, err := w.Write(buf[:min(len(buf), f.size-n)]); err != nil {
+			return 0, err
+		}
+	}
+	return 1, nil
+}
+
+func (f *fakeSnaps) ReadSnapshot(r io.Reader) error {
+	var lr io.Reader = r
+	if f.size > 0 {
+		lr = io.LimitReader(r, int64(f.size))
+	}
+	n, err := io.Copy(io.Discard, lr)
+	f.got <- int(n)
+	if err != nil {
+		return err
+	}
+	if f.refuse {
+		return errors.New("refused")
+	}
+	return nil
+}
+
+func (f *fakeSnaps) ReportSnapshot(group, to uint64, ok bool) {
+	v := uint64(0)
+	if ok {
+		v = 1
+	}
+	f.reports <- [3]uint64{group, to, v}
+}
+
+// TestTransportSnapshot: a snapshot goes as a stream of its own, however
+// much larger than a message may be, and the sender reports whether the
+// receiver took it; one refused, or sent to a node without a host, is
+// reported failed.
+func TestTransportSnapshot(t *testing.T) {
+	ca := mustCA(t, secretA)
+	nodes := startNodes(t, mustCert(t, ca, "a"), mustCert(t, ca, "b"))
+	a, b := nodes[0], nodes[1]
+	const size = 3<<20 + 17 // three times the largest batch of messages
+	send := &fakeSnaps{size: size, reports: make(chan [3]uint64, 4), got: make(chan int, 4)}
+	recv := &fakeSnaps{size: size, reports: make(chan [3]uint64, 4), got: make(chan int, 4)}
+	snap := func() replication.Message {
+		return replication.Message{Group: 7, Raft: &pb.Message{Type: pb.MsgSnap.Enum(), From: new(a.id), To: new(b.id), Term: new(uint64(2))}}
+	}
+	report := func() [3]uint64 {
+		t.Helper()
+		select {
+		case r := <-send.reports:
+			return r
+		case <-time.After(20 * time.Second):
+			t.Fatal("no snapshot report in 20 s")
+		}
+		return [3]uint64{}
+	}
+
+	// Without a host on either side: dropped at once, nothing reported.
+	a.tr.Send(b.id, snap())
+	waitDropped(t, a.tr, 1)
+
+	a.tr.SetSnapshots(send)
+	// The receiver has no host yet: refused.
+	a.tr.Send(b.id, snap())
+	if r := report(); r != [3]uint64{7, b.id, 0} {
+		t.Errorf("snapshot to a node without a host: report %v, want failed", r)
+	}
+	b.tr.SetSnapshots(recv)
+	a.tr.Send(b.id, snap())
+	if r := report(); r != [3]uint64{7, b.id, 1} {
+		t.Errorf("snapshot: report %v, want succeeded", r)
+	}
+	if n := <-recv.got; n != size {
+		t.Errorf("receiver read %d bytes, want %d", n, size)
+	}
+	recv.refuse = true
+	a.tr.Send(b.id, snap())
+	if r := report(); r != [3]uint64{7, b.id, 0} {
+		t.Errorf("refused snapshot: report %v, want failed", r)
+	}
+	<-recv.got
+	// Messages still flow beside snapshots.
+	a.tr.Send(b.id, replication.Message{Group: 7, Raft: raftMsg(a.id, b.id, 1, []byte("x"))})
+	if m := b.receive(t, 1)[0]; m.Raft.GetType() != pb.MsgApp {
+		t.Errorf("received %v, want the append", m.Raft.GetType())
 	}
 }

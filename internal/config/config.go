@@ -47,6 +47,10 @@ type Cluster struct {
 	// cluster has at most Replicas members; one with fewer members has a
 	// replica on each.
 	Replicas int
+	// RaftLogKeep is how many applied entries a partition's Raft log keeps
+	// before it is truncated: a replica further behind catches up from a
+	// snapshot, streamed (docs/cluster.md). Default 4096.
+	RaftLogKeep int
 }
 
 // Server configures the listener.
@@ -197,7 +201,7 @@ func Default() Config {
 		API:     API{Consistency: "Session"},
 		Engine:  Engine{GatewayQuery: "gateway", RateLimit: "auto", LogicalPartitionMaxBytes: 20 << 30, PartitionMaxBytes: 50 << 30, PartitionMaxRU: 10000},
 		Logging: Logging{Level: "info", Format: "text"},
-		Cluster: Cluster{Replicas: 3},
+		Cluster: Cluster{Replicas: 3, RaftLogKeep: 4096},
 	}
 }
 
@@ -239,6 +243,8 @@ func (c Config) Validate() error {
 		switch members := len(slices.Compact(slices.Sorted(slices.Values(cl.Join)))); {
 		case cl.Replicas < 1:
 			bad("replicas %d: want 1 or more", cl.Replicas)
+		case cl.RaftLogKeep < 1:
+			bad("raft-log-keep %d: want 1 or more", cl.RaftLogKeep)
 		case members > cl.Replicas:
 			bad("replicas %d with %d members in join: every member holds a replica of every partition for now; "+
 				"placing a partition's replicas on some of the members is not supported yet (docs/cluster.md)", cl.Replicas, members)

@@ -13,6 +13,12 @@
 // TransferLeader hands a group's leadership to a caught-up voter (leader
 // balance); the leader counts as unsettled while it does.
 //
+// A replica behind the leader's truncated log catches up from a snapshot
+// (snapshot.go), which never travels as a message: a transport streams it
+// with WriteSnapshot and ReadSnapshot, the receiver stages it in a table
+// file, and Process ingests it with the group's new Raft state in one
+// atomic step.
+//
 // The host's core is synchronous and owns no goroutine or clock: Tick,
 // Step and Process drive it, so the simulator (sim_test.go) runs several
 // hosts deterministically in one goroutine, and a driver runs it in a

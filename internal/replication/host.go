@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -106,6 +107,8 @@ type Host struct {
 	groups  map[uint64]*group
 	ids     []uint64 // the groups' ids, sorted: Process visits them in order
 	nextID  uint64   // proposal and read ids
+	// stageSeq names the tables of snapshots uniquely.
+	stageSeq atomic.Uint64
 	// advanced is closed, and cleared, when what Leader reports of a
 	// group changes (Advanced); nil while no one waits for it.
 	advanced chan struct{}
@@ -127,6 +130,9 @@ type group struct {
 	// readable are reads whose index is known, waiting for applied to
 	// reach it.
 	readable []readWait
+	// staged are the tables of snapshots received (ReadSnapshot) and not
+	// yet installed.
+	staged []string
 }
 
 type readWait struct {
@@ -232,6 +238,9 @@ func (h *Host) Remove(group uint64) error {
 	for _, r := range g.readable {
 		r.w.finish(ErrNotApplied)
 	}
+	for _, p := range g.staged {
+		_ = h.st.RemoveTable(p)
+	}
 	delete(h.groups, group)
 	if i, found := slices.BinarySearch(h.ids, group); found {
 		h.ids = slices.Delete(h.ids, i, i+1)
@@ -320,6 +329,13 @@ func (h *Host) Step(m Message) {
 		return
 	}
 	defer h.mu.Unlock()
+	if IsSnapshot(m) {
+		// A snapshot arrives as a stream (ReadSnapshot), which stages its
+		// keyspace before its message is stepped; one inside a message
+		// carries nothing to install.
+		h.cfg.Logger.Warn("raft snapshot message without its stream dropped", "group", m.Group, "from", m.Raft.GetFrom())
+		return
+	}
 	_ = g.rn.Step(m.Raft) // a message of an old term or from a removed node: dropped
 }
 
@@ -565,6 +581,17 @@ func (h *Host) Process() error {
 	// the leader hands out again, and every later write is lost with it
 	// (the write-ahead log is written in order), the applied state among
 	// them, so the applied index never passes the commit index restored.
+	//
+	// A snapshot is installed first, on its own (installSnapshot: an
+	// atomic ingestion of its keyspace and Raft state, durable when it
+	// returns); the batch then adds the Ready's entries after it.
+	for _, r := range rds {
+		if r.rd.Snapshot != nil && !raft.IsEmptySnap(r.rd.Snapshot) {
+			if err := h.installSnapshot(r.g, r.rd.Snapshot, r.rd.HardState); err != nil {
+				return err
+			}
+		}
+	}
 	b := h.st.NewBatch()
 	lasts := make([]uint64, len(rds))
 	sync := false
@@ -572,10 +599,6 @@ func (h *Host) Process() error {
 		g, rd := r.g, r.rd
 		lasts[i] = g.ls.last
 		if rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot) {
-			if err := h.installSnapshot(b, g, rd.Snapshot); err != nil {
-				b.Close()
-				return err
-			}
 			lasts[i] = rd.Snapshot.GetMetadata().GetIndex()
 			sync = true
 		}

@@ -100,6 +100,10 @@ func deliver(net *procNet, nodes []*procNode) {
 	q := net.queue
 	net.queue = nil
 	for _, e := range q {
+		if IsSnapshot(e.m) {
+			_ = shipSnapshot(nodes[e.m.Raft.GetFrom()-1].h, nodes[e.to-1].h, e.m)
+			continue
+		}
 		nodes[e.to-1].h.Step(e.m)
 	}
 }

@@ -21,6 +21,7 @@ import (
 type chanNet struct {
 	mu      sync.Mutex
 	inboxes map[uint64]chan Message
+	hosts   map[uint64]*Host // of the nodes up, for snapshots
 }
 
 type chanTransport struct {
@@ -34,6 +35,15 @@ func (tr chanTransport) Send(to uint64, m Message) {
 	_, up := tr.n.inboxes[tr.from]
 	tr.n.mu.Unlock()
 	if !ok || !up {
+		return
+	}
+	if IsSnapshot(m) {
+		tr.n.mu.Lock()
+		from, to := tr.n.hosts[tr.from], tr.n.hosts[to]
+		tr.n.mu.Unlock()
+		if from != nil && to != nil {
+			go func() { _ = shipSnapshot(from, to, m) }()
+		}
 		return
 	}
 	select {
@@ -78,6 +88,10 @@ func (n *liveNode) start(t *testing.T, net *chanNet, voters []uint64) {
 	inbox := make(chan Message, 4096)
 	net.mu.Lock()
 	net.inboxes[n.id] = inbox
+	if net.hosts == nil {
+		net.hosts = map[uint64]*Host{}
+	}
+	net.hosts[n.id] = h
 	net.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	n.st, n.h, n.r, n.cancel, n.done = st, h, NewReplica(h, 1, lr, 2*time.Second), cancel, make(chan error, 1)
@@ -89,6 +103,7 @@ func (n *liveNode) crash(t *testing.T, net *chanNet) {
 	t.Helper()
 	net.mu.Lock()
 	delete(net.inboxes, n.id)
+	delete(net.hosts, n.id)
 	net.mu.Unlock()
 	n.cancel()
 	if err := <-n.done; err != nil {

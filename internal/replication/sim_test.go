@@ -124,6 +124,7 @@ type sim struct {
 	nextVal int
 	stats   struct {
 		writes, reads, indeterminate, crashes, cuts, transfers int
+		snapshots                                              int
 		moves, abandoned, fenced                               int
 	}
 	// The catalog: the group each logical partition is in, the group it is
@@ -134,6 +135,9 @@ type sim struct {
 	groups  []uint64
 	move    *simMove
 	movesOn bool // start moves (runSim); settling one under way goes on regardless
+	// failedSnaps are snapshots the network lost, to report to their
+	// senders (a transport learns of the loss when its stream fails).
+	failedSnaps []inflight
 }
 
 type simTransport struct {
@@ -144,6 +148,9 @@ type simTransport struct {
 func (tr simTransport) Send(to uint64, m Message) {
 	s := tr.s
 	if s.cut[tr.from] > s.now || s.cut[to] > s.now || s.rng.IntN(100) < 3 {
+		if IsSnapshot(m) {
+			s.failedSnaps = append(s.failedSnaps, inflight{to: to, m: m})
+		}
 		return // cut off, or dropped
 	}
 	copies := 1
@@ -162,7 +169,7 @@ func (s *sim) open(n *simNode) error {
 	if err != nil {
 		return err
 	}
-	h, err := Open(st, n.id, simTransport{s, n.id}, Config{LogKeep: 50})
+	h, err := Open(st, n.id, simTransport{s, n.id}, Config{LogKeep: 3})
 	if err != nil {
 		st.Close()
 		return err
@@ -225,9 +232,9 @@ func runSim(t *testing.T, seed uint64, steps int) error {
 	}
 	s.ops = nil
 	t.Logf("seed %d: %d steps, %d writes, %d reads (%d indeterminate), %d crashes, %d cuts, %d leadership transfers, "+
-		"%d moves completed, %d abandoned, %d operations refused by a fence",
+		"%d moves completed, %d abandoned, %d operations refused by a fence, %d snapshots received",
 		seed, steps, s.stats.writes, s.stats.reads, s.stats.indeterminate, s.stats.crashes, s.stats.cuts, s.stats.transfers,
-		s.stats.moves, s.stats.abandoned, s.stats.fenced)
+		s.stats.moves, s.stats.abandoned, s.stats.fenced, s.stats.snapshots)
 	if err := s.converged(); err != nil {
 		return err
 	}
@@ -255,11 +262,33 @@ func (s *sim) step(ops, faults bool) error {
 	i := 0
 	for ; i < len(s.queue) && s.queue[i].at <= s.now; i++ {
 		f := s.queue[i]
-		if n := s.nodes[f.to-1]; n.down == 0 && s.cut[f.to] <= s.now {
+		n := s.nodes[f.to-1]
+		up := n.down == 0 && s.cut[f.to] <= s.now
+		if IsSnapshot(f.m) {
+			// The stream runs now, from the sender's store as it is now;
+			// a sender that crashed meanwhile sends nothing.
+			if from := s.nodes[f.m.Raft.GetFrom()-1]; from.down == 0 {
+				if up && s.cut[from.id] <= s.now {
+					if err := shipSnapshot(from.h, n.h, f.m); err == nil {
+						s.stats.snapshots++
+					}
+				} else {
+					from.h.ReportSnapshot(f.m.Group, f.to, false)
+				}
+			}
+			continue
+		}
+		if up {
 			n.h.Step(f.m)
 		}
 	}
 	s.queue = s.queue[i:]
+	for _, f := range s.failedSnaps {
+		if from := s.nodes[f.m.Raft.GetFrom()-1]; from.down == 0 {
+			from.h.ReportSnapshot(f.m.Group, f.to, false)
+		}
+	}
+	s.failedSnaps = s.failedSnaps[:0]
 	for _, n := range s.nodes {
 		if n.down == 0 {
 			n.h.Tick()
@@ -356,7 +385,11 @@ func (s *sim) finishRead(op *simOp) {
 	// read of a moved logical partition fails (and is not in the history).
 	if fenced(op.node.st, g, op.lp) {
 		s.stats.fenced++
-		op.node.view[op.lp] = s.route[op.lp]
+		// The node syncs its catalog: it routes to the new group once it
+		// has a replica of it (observe makes it).
+		if _, err := op.node.h.Leader(s.route[op.lp]); err == nil {
+			op.node.view[op.lp] = s.route[op.lp]
+		}
 		return
 	}
 	s.stats.reads++
@@ -409,8 +442,7 @@ func (s *sim) startOp() error {
 		// The engine's beginTxn: refused, nothing written; the node
 		// syncs its catalog.
 		s.stats.fenced++
-		n.view[lp] = s.route[lp]
-		return nil
+		return s.observe(n)
 	}
 	op.group = g
 	l, _ := n.h.Leader(g)

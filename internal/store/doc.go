@@ -1,7 +1,9 @@
 // Package store is the only importer of Pebble. It owns the database's
 // lifecycle, write batches (atomic, durably synced when the store is opened
-// with Sync), point reads, ordered span scans and iterators, and
-// snapshots. It knows bytes only: no HTTP, no JSON semantics, no key
+// with Sync), point reads, ordered span scans and iterators, snapshots,
+// and tables: files of keys and span deletions built outside the database
+// and ingested into it at once (tables.go), for state too large for a
+// batch. It knows bytes only: no HTTP, no JSON semantics, no key
 // layout: package replica lays out
 // keyspaces (0x10 <id> …) and the catalog's records (0x01 …) on it
 // (docs/storage-seams.md).

@@ -179,6 +179,10 @@ func Open(opts Options) (*Store, error) {
 		_ = lock.Close()
 		return nil, fmt.Errorf("open store in %s: %w", opts.Dir, err)
 	}
+	if err := s.clearTables(); err != nil {
+		_ = lock.Close()
+		return nil, fmt.Errorf("open store in %s: tables not ingested: %w", opts.Dir, err)
+	}
 	readOnly, note := s.planOpen()
 	g, err := s.openDB(readOnly)
 	if err != nil {
