@@ -38,8 +38,13 @@
 //     length-prefixed protobuf frames to one connection of its own
 //     protocol (RaftProto), which the cluster listener hands to the
 //     receiving transport (Register). It drops rather than blocks.
+//     Snapshots go as streams on connections of their own (SnapProto).
+//   - Budgets (budgets.go): the partitions' request-unit budgets shared
+//     between the nodes: each reports what it charged to partitions it
+//     does not lead to their leaders, whose buckets are the partitions',
+//     and refuses their requests while a leader says they are spent.
 //
 // Not here yet (docs/cluster.md): node records with liveness leases,
 // placement of replicas on a subset of the members, load-based leader
-// balance, membership changes and snapshots sent apart from Raft messages.
+// balance and membership changes.
 package cluster

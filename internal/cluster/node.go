@@ -82,6 +82,11 @@ type Node struct {
 	// pinned tells which groups leader balance must leave where they are
 	// (SetPinned).
 	pinned atomic.Pointer[func(uint64) bool]
+	// budgets are the charges to report to partitions' leaders and what
+	// they answered (budgets.go); debit serves the reports of other nodes
+	// (SetDebit).
+	budgets *Budgets
+	debit   atomic.Pointer[func(string, float64) time.Duration]
 
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
@@ -123,7 +128,7 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n = &Node{cfg: cfg, log: lg, self: self, members: members, cert: cert, runErr: make(chan error, 1)}
+	n = &Node{cfg: cfg, log: lg, self: self, members: members, cert: cert, runErr: make(chan error, 1), budgets: NewBudgets(nil)}
 	started := n // n is nil once a failing return has set it
 	defer func() {
 		if err != nil {
@@ -169,6 +174,7 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	n.client = newPeerClient(cert)
 	mux := http.NewServeMux()
 	mux.HandleFunc(ForwardPath+"/{listener}/", n.serveForwarded)
+	mux.HandleFunc("POST "+BudgetPath, n.serveBudget)
 	n.srv = &http.Server{Handler: mux, TLSConfig: cert.ServerTLS(), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: log.New(io.Discard, "", 0)} // refused handshakes are expected
 	n.tr.Register(n.srv) // Raft's own protocol on the same listener
@@ -211,6 +217,7 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 			}
 		}
 	})
+	n.wg.Go(func() { n.reportBudgets(runCtx) })
 	lg.Info("cluster node started", "node", fmt.Sprintf("%016x", self.ID), "addr", self.Addr, "members", len(members))
 	return n, nil
 }

@@ -73,6 +73,12 @@ type Config struct {
 	// RateLimit enforces provisioned throughput per physical partition:
 	// requests past a partition's budget get 429. Default false.
 	RateLimit bool
+	// Budgets, in a cluster, shares each physical partition's budget
+	// between the nodes (RateLimit): the request units this node charges
+	// to a partition it does not lead are reported to the leader, whose
+	// bucket is the partition's, and the leader's word that the budget is
+	// spent refuses requests here too. Nil: every node meters alone.
+	Budgets SharedBudgets
 	// BurstCapacity lets a partition bank up to 5 minutes of unused budget
 	// and spend it at up to 3,000 RU/s when its bucket is empty, as Cosmos
 	// DB's (opt-in) burst capacity. Default false.

@@ -1,13 +1,16 @@
 package engine
 
 import (
+	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/partitadb/partita/internal/catalog"
 	"github.com/partitadb/partita/internal/document"
 	"github.com/partitadb/partita/internal/partition"
+	"github.com/partitadb/partita/internal/replica"
 	"github.com/partitadb/partita/internal/status"
 	"github.com/partitadb/partita/internal/throughput"
 )
@@ -18,6 +21,17 @@ import (
 // over the partitions of every container sharing it). A request is admitted
 // when each partition it needs has budget left and refused with 429
 // otherwise, before it does anything; its charge is debited once known.
+
+// SharedBudgets shares the physical partitions' budgets between the nodes
+// of a cluster (Config.Budgets; cluster.Budgets implements it).
+type SharedBudgets interface {
+	// Charged records that this node charged ru request units to partition
+	// key (rangeKey), whose keyspace node leader leads, to report to it.
+	Charged(leader uint64, key string, ru float64)
+	// Spent reports how long partition key's leader last said its budget
+	// stays spent; false when it has not said so, or that time is past.
+	Spent(key string) (time.Duration, bool)
+}
 
 // partitionRate is the RU/s each physical partition of c is provisioned
 // with; 0 means unlimited.
@@ -83,6 +97,14 @@ func (e *Engine) admit(c *catalog.Container, ranges ...partition.Range) error {
 			wait, ok = e.limit.AdmitAdaptive(rangeKey(c, r), siblings, rate, maxRate)
 		} else {
 			wait, ok = e.limit.Admit(rangeKey(c, r), rate)
+		}
+		if ok && e.cfg.Budgets != nil {
+			// The leader's bucket is the partition's: this node's
+			// requests and the other nodes' may have spent it.
+			var spent bool
+			if wait, spent = e.cfg.Budgets.Spent(rangeKey(c, r)); spent {
+				ok = false
+			}
 		}
 		if !ok {
 			e.hot.noteThrottled(c.Internal, rangeKey(c, r))
@@ -243,15 +265,67 @@ func (e *Engine) warnHot(c *catalog.Container, r partition.Range) {
 }
 
 // charge debits ru request units, spread evenly over the partitions a
-// request used.
+// request used. In a cluster, the share of a partition this node does not
+// lead is reported to its leader too (Config.Budgets).
 func (e *Engine) charge(c *catalog.Container, ru float64, ranges ...partition.Range) {
 	if e.limit == nil || len(ranges) == 0 {
 		return
 	}
 	rate := e.partitionRate(c)
 	for _, r := range ranges {
-		e.limit.Charge(rangeKey(c, r), rate, ru/float64(len(ranges)))
+		share := ru / float64(len(ranges))
+		e.limit.Charge(rangeKey(c, r), rate, share)
+		if e.cfg.Budgets != nil && rate > 0 {
+			if leader := e.leaderOf(c, r); leader != 0 {
+				e.cfg.Budgets.Charged(leader, rangeKey(c, r), share)
+			}
+		}
 	}
+}
+
+// leaderOf returns the node that leads the keyspace of c's partition r
+// when another node does (0 when this node leads it, or no leader is
+// known: nothing to report to).
+func (e *Engine) leaderOf(c *catalog.Container, r partition.Range) uint64 {
+	rep, err := e.replicaOf(c, r)
+	if err != nil {
+		return 0
+	}
+	var nl *replica.NotLeaderError
+	if errors.As(rep.Lead(), &nl) {
+		return nl.Leader
+	}
+	return 0
+}
+
+// DebitRemote debits ru request units that another node charged to
+// partition key (a rangeKey of a partition this node leads) and returns
+// how long the partition's budget stays spent (0: not spent). A key of no
+// container known here, or of one without a budget, debits nothing.
+func (e *Engine) DebitRemote(key string, ru float64) time.Duration {
+	if e.limit == nil {
+		return 0
+	}
+	hex, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return 0
+	}
+	internal, err := strconv.ParseUint(hex, 16, 64)
+	if err != nil {
+		return 0
+	}
+	for _, d := range e.cat.Databases() {
+		colls, err := e.cat.Containers(d.ID)
+		if err != nil {
+			continue
+		}
+		for _, c := range colls {
+			if c.Internal == internal {
+				return e.limit.Debit(key, e.partitionRate(c), ru)
+			}
+		}
+	}
+	return 0
 }
 
 // chargeFailed charges a request that failed after admission the work it

@@ -113,7 +113,11 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 		}
 		host, meta = s.node.Keyspaces(), s.node.Catalog()
 	}
-	eng, err := engine.New(ctx, host, meta, engine.Config{Replicated: s.node != nil, GatewayQueryFull: cfg.Engine.GatewayQuery == "full", LenientIDs: compat, RateLimit: cfg.RateLimited(),
+	var budgets engine.SharedBudgets // nil interface on a single node
+	if s.node != nil {
+		budgets = s.node.Budgets()
+	}
+	eng, err := engine.New(ctx, host, meta, engine.Config{Replicated: s.node != nil, Budgets: budgets, GatewayQueryFull: cfg.Engine.GatewayQuery == "full", LenientIDs: compat, RateLimit: cfg.RateLimited(),
 		LogicalPartitionMaxBytes: cfg.Engine.LogicalPartitionMaxBytes, PartitionMaxBytes: cfg.Engine.PartitionMaxBytes,
 		PartitionMaxRU: cfg.Engine.PartitionMaxRU, AdaptiveCapacity: cfg.Engine.AdaptiveCapacity, LoadSplits: cfg.Engine.LoadSplits,
 		BurstCapacity: cfg.Engine.BurstCapacity}, now, log)
@@ -123,6 +127,9 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 		return nil, err
 	}
 	s.eng = eng
+	if s.node != nil {
+		s.node.SetDebit(eng.DebitRemote)
+	}
 	consistency := cfg.API.Consistency
 	accountID := ""
 	if compat {

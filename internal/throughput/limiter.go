@@ -164,6 +164,26 @@ func (l *Limiter) Charge(key string, rate, ru float64) {
 	b.charged += ru
 }
 
+// Debit debits ru request units that another node charged for partition
+// key (cluster.Budgets: the partition's leader keeps its budget) and
+// returns how long the partition's bucket stays empty: 0 while it has
+// budget left. Unlike Charge it does not count ru in Usage, which each
+// node reports for what it charged itself.
+func (l *Limiter) Debit(key string, rate, ru float64) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.refill(key, rate)
+	if rate <= 0 {
+		return 0
+	}
+	b.tokens -= max(ru, 0)
+	if b.tokens > 0 {
+		return 0
+	}
+	wait := time.Duration((-b.tokens/rate)*float64(time.Second)) + time.Millisecond
+	return wait.Truncate(time.Millisecond)
+}
+
 // Usage is what a partition has consumed since the limiter first saw it.
 type Usage struct {
 	Charged   float64 // request units charged

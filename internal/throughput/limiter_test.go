@@ -178,3 +178,31 @@ func TestLimiterBurst(t *testing.T) {
 		}
 	}
 }
+
+// TestLimiterDebit: charges other nodes report spend the partition's bucket
+// (its own requests are refused once they have) without counting as its
+// own charges, and the wait returned is the time the refill needs.
+func TestLimiterDebit(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1000, 0)}
+	l := NewLimiter(clk.now, Burst{})
+	const rate = 100.0
+	if w := l.Debit("p", rate, 60); w != 0 {
+		t.Errorf("Debit within the budget: wait %v, want 0", w)
+	}
+	if w := l.Debit("p", rate, 90); w != 501*time.Millisecond {
+		t.Errorf("Debit 50 RU past the budget at %v RU/s: wait %v, want 501ms", rate, w)
+	}
+	if _, ok := l.Admit("p", rate); ok {
+		t.Error("a request admitted after other nodes spent the budget")
+	}
+	if u := l.Usage("p"); u.Charged != 0 {
+		t.Errorf("Usage counts debits of other nodes: %v RU", u.Charged)
+	}
+	clk.advance(600 * time.Millisecond)
+	if _, ok := l.Admit("p", rate); !ok {
+		t.Error("not admitted once the wait Debit returned has passed")
+	}
+	if w := l.Debit("q", 0, 1e9); w != 0 {
+		t.Errorf("Debit of an unlimited partition: wait %v, want 0", w)
+	}
+}

@@ -1,0 +1,67 @@
+package cluster
+
+import (
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestBudgetsReport: a node's charges to partitions it does not lead go
+// to their leader, which debits them and answers which partitions are
+// spent and for how long; the node refuses them until then, and forgets
+// the charges it reported.
+func TestBudgetsReport(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		debited = map[string]float64{}
+	)
+	leader := &Node{log: slog.New(slog.DiscardHandler)}
+	srv := httptest.NewTLSServer(http.HandlerFunc(leader.serveBudget))
+	defer srv.Close()
+	now := time.Unix(1000, 0)
+	follower := &Node{log: slog.New(slog.DiscardHandler), client: srv.Client(), budgets: NewBudgets(func() time.Time { return now })}
+	m := Member{ID: 7, Addr: srv.Listener.Addr().String()}
+
+	// A leader not metering yet refuses the report.
+	if err := follower.reportTo(t.Context(), m, map[string]float64{"a/0": 1}); err == nil {
+		t.Error("a report accepted by a node without a debit function")
+	}
+	leader.SetDebit(func(key string, ru float64) time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		debited[key] += ru
+		if key == "hot/0" {
+			return 1500 * time.Millisecond
+		}
+		return 0
+	})
+	follower.budgets.Charged(7, "hot/0", 10)
+	follower.budgets.Charged(7, "hot/0", 5)
+	follower.budgets.Charged(7, "cold/0", 2)
+	pending := follower.budgets.take()
+	if len(pending) != 1 || len(pending[7]) != 2 {
+		t.Fatalf("pending charges %v, want two partitions for leader 7", pending)
+	}
+	if again := follower.budgets.take(); again != nil {
+		t.Errorf("charges taken twice: %v", again)
+	}
+	if err := follower.reportTo(t.Context(), m, pending[7]); err != nil {
+		t.Fatal(err)
+	}
+	if debited["hot/0"] != 15 || debited["cold/0"] != 2 {
+		t.Errorf("the leader debited %v, want hot/0 15, cold/0 2", debited)
+	}
+	if w, ok := follower.budgets.Spent("hot/0"); !ok || w < 1500*time.Millisecond || w > 1510*time.Millisecond {
+		t.Errorf("Spent(hot/0) = %v, %v; want about 1.5 s", w, ok)
+	}
+	if _, ok := follower.budgets.Spent("cold/0"); ok {
+		t.Error("a partition with budget left reported spent")
+	}
+	now = now.Add(1600 * time.Millisecond)
+	if w, ok := follower.budgets.Spent("hot/0"); ok {
+		t.Errorf("still spent %v after the wait the leader gave", w)
+	}
+}
