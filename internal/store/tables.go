@@ -34,7 +34,14 @@ type Table struct {
 	path string
 	s    *Store
 	done bool
+	// unchecked counts the bytes added since the free space was last
+	// checked (tableCheckBytes).
+	unchecked int64
 }
+
+// tableCheckBytes is how many bytes a table takes between two checks of
+// the disk's free space against the store's floor (Options.MinFreeBytes).
+const tableCheckBytes = 4 << 20
 
 // NewTable starts table name (a file name, unique among the tables not yet
 // ingested or removed) in the store's tables directory.
@@ -61,8 +68,19 @@ func (s *Store) NewTable(name string) (*Table, error) {
 // Path returns the table's file path, for Ingest and RemoveTable.
 func (t *Table) Path() string { return t.path }
 
-// Set adds key with value.
-func (t *Table) Set(key, value []byte) error { return t.w.Set(key, value) }
+// Set adds key with value. Like a batch's Commit it refuses, with a
+// *DiskFullError, to take the disk's free space below the store's floor
+// (checked every few MiB): a table as large as a partition must not fill
+// the disk the database needs.
+func (t *Table) Set(key, value []byte) error {
+	if t.unchecked += int64(len(key) + len(value)); t.unchecked >= tableCheckBytes {
+		if err := t.s.room(t.unchecked); err != nil {
+			return err
+		}
+		t.unchecked = 0
+	}
+	return t.w.Set(key, value)
+}
 
 // DeleteSpan adds the deletion of every key the database holds in span.
 func (t *Table) DeleteSpan(span Span) error { return t.w.DeleteRange(span.Lower, span.Upper) }
@@ -90,6 +108,17 @@ func (t *Table) Abort() {
 	t.done = true
 	_ = t.w.Close()
 	_ = t.s.RemoveTable(t.path)
+}
+
+// room refuses, as admit does for a batch, writing n more bytes when they
+// would take the free space below the floor.
+func (s *Store) room(n int64) error {
+	g, err := s.acquire(true)
+	if err != nil {
+		return err
+	}
+	defer s.release(g)
+	return s.admit(g, n)
 }
 
 // Ingest adds the finished tables at paths to the database, atomically:

@@ -1,11 +1,14 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/partitadb/partita/internal/store/storetest"
 )
 
 // TestIngestReplacesSpans: tables that delete a span and set keys in it
@@ -100,4 +103,35 @@ func TestIngestReplacesSpans(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestTableRespectsFloor: a table stops taking keys, with a
+// *DiskFullError, before it takes the disk's free space below the floor,
+// as a batch's Commit does.
+func TestTableRespectsFloor(t *testing.T) {
+	fs := storetest.NewFullFS(vfs.NewMem(), 64<<20)
+	s := openFull(t, fs, 0, nil)
+	defer s.Close()
+	fs.SetFree(testFloor + 6<<20)
+	s.tick()
+	tb, err := s.NewTable("big.sst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Abort()
+	v := bytes.Repeat([]byte{'v'}, 64<<10)
+	for i := range 1000 { // 64 MiB at most
+		err := tb.Set(fmt.Appendf(nil, "k%04d", i), v)
+		if err == nil {
+			continue
+		}
+		if _, ok := diskFull(err); !ok {
+			t.Fatalf("Set %d: %v, want a *DiskFullError", i, err)
+		}
+		if free := fs.Free(); free < testFloor-tableCheckBytes {
+			t.Errorf("refused with %d bytes free, the floor %d", free, testFloor)
+		}
+		return
+	}
+	t.Fatal("a table took 64 MiB with 6 MiB free above the floor")
 }
