@@ -143,8 +143,62 @@ func TestClusterKillLoop(t *testing.T) {
 		fillerSeq atomic.Int64
 	)
 	pad := strings.Repeat("f", 700)
+	// Session guarantees: each session worker writes its own item through
+	// a random live node, then reads it with the write's session token
+	// at session consistency through another: it must see its write
+	// (read your writes), whichever node serves it.
+	const sessions = 2
+	var (
+		sessionMu         sync.Mutex
+		sessionVal        [sessions]int
+		sessionChecked    atomic.Int64
+		sessionViolations []string
+	)
+	session := azcosmos.ConsistencyLevelSession
 	load := func(until time.Time) {
 		var wg sync.WaitGroup
+		for s := range sessions {
+			r := rand.New(rand.NewPCG(rng.Uint64(), uint64(200+s)))
+			wg.Go(func() {
+				id := "s" + strconv.Itoa(s)
+				pk := azcosmos.NewPartitionKeyString(id)
+				for time.Now().Before(until) && ctx.Err() == nil {
+					sessionVal[s]++ // this worker's alone
+					v := sessionVal[s]
+					_, wc := pick(r)
+					octx, cancel := context.WithTimeout(ctx, 15*time.Second)
+					resp, err := wc.UpsertItem(octx, pk, fmt.Appendf(nil, `{"id":%q,"pk":%q,"v":%d}`, id, id, v), nil)
+					if err != nil || resp.SessionToken == nil {
+						cancel()
+						continue // outcome unknown: nothing to check against
+					}
+					_, rc := pick(r)
+					rr, err := rc.ReadItem(octx, pk, id, &azcosmos.ItemOptions{SessionToken: resp.SessionToken, ConsistencyLevel: &session})
+					cancel()
+					var re *azcore.ResponseError
+					switch {
+					case errors.As(err, &re) && re.StatusCode == http.StatusNotFound && re.RawResponse.Header.Get("x-ms-substatus") != "1002":
+						sessionMu.Lock()
+						sessionViolations = append(sessionViolations, fmt.Sprintf("%s: read with the token %s of the write of v=%d: not found", id, *resp.SessionToken, v))
+						sessionMu.Unlock()
+					case err != nil:
+						// Not served (the node died, or has not caught up
+						// in time: 404/1002): no answer to check.
+					default:
+						var d struct {
+							V int `json:"v"`
+						}
+						_ = json.Unmarshal(rr.Value, &d)
+						sessionChecked.Add(1)
+						if d.V < v {
+							sessionMu.Lock()
+							sessionViolations = append(sessionViolations, fmt.Sprintf("%s: read with the token %s of the write of v=%d found v=%d", id, *resp.SessionToken, v, d.V))
+							sessionMu.Unlock()
+						}
+					}
+				}
+			})
+		}
 		// The filler: about 40 creates a second of 700-byte items in six
 		// logical partitions of their own, through random live nodes.
 		fr := rand.New(rand.NewPCG(rng.Uint64(), 99))
@@ -199,6 +253,17 @@ func TestClusterKillLoop(t *testing.T) {
 		wg.Wait()
 	}
 
+	// The change feed, followed through random live nodes all along.
+	feed := newFeedFollower()
+	fctx, stopFeed := context.WithCancel(ctx)
+	fr := rand.New(rand.NewPCG(rng.Uint64(), 98))
+	var feedDone sync.WaitGroup
+	feedDone.Go(func() {
+		feed.follow(fctx, func() *azcosmos.ContainerClient {
+			_, cc := pick(fr)
+			return cc
+		})
+	})
 	for cycle := range cycles {
 		load(time.Now().Add(1500 * time.Millisecond))
 		victim := rng.IntN(len(nodes))
@@ -230,9 +295,12 @@ func TestClusterKillLoop(t *testing.T) {
 		mu.Unlock()
 	}
 	load(time.Now().Add(time.Second))
+	stopFeed()
+	feedDone.Wait()
 
 	// Every node serves every key's value: read through each, as part of
 	// the history.
+	final := make([]int, keys)
 	for i, n := range nodes {
 		cc := loopContainer(t, n)
 		for key := range keys {
@@ -247,6 +315,7 @@ func TestClusterKillLoop(t *testing.T) {
 				t.Fatalf("final read of k%d through node %d: %v", key, i+1, err)
 			}
 			record(100+i, regOp{key: key}, v, call, now())
+			final[key] = v
 		}
 	}
 	t.Logf("%d writes acknowledged, %d unknown; %d reads, %d failed", counts[0].Load(), counts[1].Load(), counts[2].Load(), counts[3].Load())
@@ -268,6 +337,37 @@ func TestClusterKillLoop(t *testing.T) {
 	if counts[0].Load() == 0 || counts[2].Load() == 0 {
 		t.Fatal("the load did not run")
 	}
+	// The change feed: drained through each node in turn with the
+	// continuation it had reached, it has delivered every item's last
+	// version (each register's final value, every filler item), and no
+	// item's versions out of order or twice.
+	for i, n := range nodes {
+		if err := feed.drain(ctx, loopContainer(t, n)); err != nil {
+			t.Fatalf("draining the change feed through node %d: %v", i+1, err)
+		}
+	}
+	t.Logf("change feed: %d pages, %d items delivered; %d session reads checked", feed.pages, len(feed.lsns), sessionChecked.Load())
+	for _, v := range sessionViolations {
+		t.Errorf("session: %s", v)
+	}
+	if sessionChecked.Load() == 0 {
+		t.Error("no session read was checked")
+	}
+	for _, v := range feed.violations {
+		t.Errorf("change feed: %s", v)
+	}
+	for key := range keys {
+		id := "k" + strconv.Itoa(key)
+		if got, ok := feed.lastV[id]; final[key] != 0 && (!ok || got != final[key]) {
+			t.Errorf("change feed: %s last delivered with v=%d (delivered: %v), its final value is %d", id, got, ok, final[key])
+		}
+	}
+	filled.Range(func(id, _ any) bool {
+		if len(feed.lsns[id.(string)]) == 0 {
+			t.Errorf("change feed: acknowledged filler item %s never delivered", id)
+		}
+		return true
+	})
 	// The replicas are identical: once every node has applied the same
 	// log, their keyspaces hash the same.
 	checkReplicasIdentical(t, bin, nodes)

@@ -241,12 +241,13 @@ type advancer interface {
 }
 
 // SessionAvailable reports whether every position of tokens is readable
-// here: the range's keyspace has reached the token's LSN. A split range's
-// token applies to its children (they share its keyspace, hence its LSNs);
-// a range the container never had is compared with its most advanced
-// keyspace.
+// here: the write that took the token's LSN is visible in the range's
+// keyspace (replica.Replica.Visible: on a follower, applied, which the
+// largest LSN applied does not tell). A split range's token applies to its
+// children (they share its keyspace, hence its LSNs); a range the
+// container never had is compared with its most advanced keyspace.
 func (e *Engine) SessionAvailable(db, coll string, tokens []SessionToken) bool {
-	return e.sessionAvailable(db, coll, tokens, replica.Replica.LastLSN)
+	return e.sessionAvailable(db, coll, tokens, replica.Replica.Visible)
 }
 
 // FeedSessionAvailable is SessionAvailable for the change feed, which shows
@@ -254,10 +255,10 @@ func (e *Engine) SessionAvailable(db, coll string, tokens []SessionToken) bool {
 // reach the tokens. On a follower it trails the last LSN applied until the
 // leader publishes it (docs/cluster.md, "The engine in a cluster").
 func (e *Engine) FeedSessionAvailable(db, coll string, tokens []SessionToken) bool {
-	return e.sessionAvailable(db, coll, tokens, replica.Replica.StableLSN)
+	return e.sessionAvailable(db, coll, tokens, func(rep replica.Replica, lsn uint64) bool { return lsn <= rep.StableLSN() })
 }
 
-func (e *Engine) sessionAvailable(db, coll string, tokens []SessionToken, lsnOf func(replica.Replica) uint64) bool {
+func (e *Engine) sessionAvailable(db, coll string, tokens []SessionToken, sees func(replica.Replica, uint64) bool) bool {
 	c, err := e.container(db, coll)
 	if err != nil {
 		return true // the request itself gets the 404
@@ -279,7 +280,7 @@ func (e *Engine) sessionAvailable(db, coll string, tokens []SessionToken, lsnOf 
 		}
 		reached := false
 		for _, ks := range kss {
-			if rep, err := e.host.Replica(ks); err == nil && tok.LSN <= lsnOf(rep) {
+			if rep, err := e.host.Replica(ks); err == nil && sees(rep, tok.LSN) {
 				reached = true
 				break
 			}

@@ -453,6 +453,10 @@ func (r *localReplica) Sync(ctx context.Context) error { return ctx.Err() }
 // below where the keyspace's LSNs start.
 func (r *localReplica) LastLSN() uint64 { return r.seq.last() }
 
+// Visible: every LSN issued is committed before its write is acknowledged,
+// and reads here see every commit.
+func (r *localReplica) Visible(lsn uint64) bool { return lsn <= r.seq.last() }
+
 // AdvanceLSN makes every later LSN greater than lsn (see Replica).
 func (r *localReplica) AdvanceLSN(lsn uint64) error {
 	if err := r.seq.advance(lsn); err != nil {

@@ -133,7 +133,15 @@ type group struct {
 	// staged are the tables of snapshots received (ReadSnapshot) and not
 	// yet installed.
 	staged []string
+	// above are the LSNs of proposals applied here above the stable mark
+	// applied (applied.Stable), in order, at most maxAbove of the
+	// largest (LSNApplied). Not kept across restarts or snapshots: an LSN
+	// not found here waits for the stable mark.
+	above []uint64
 }
+
+// maxAbove bounds a group's LSNs kept above its stable mark.
+const maxAbove = 4096
 
 type readWait struct {
 	index uint64
@@ -362,6 +370,23 @@ type Leader struct {
 	LSN     uint64 // the largest LSN applied here
 	Stable  uint64 // the stable LSN applied here
 	Applied uint64 // the last log index applied here
+}
+
+// LSNApplied reports whether the proposal that took LSN lsn has applied
+// here (or was abandoned): lsn is at or below the stable mark applied, or
+// it is the LSN of a proposal applied since.
+func (h *Host) LSNApplied(group, lsn uint64) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	g, ok := h.groups[group]
+	if !ok {
+		return false
+	}
+	if lsn <= g.applied.Stable {
+		return true
+	}
+	_, found := slices.BinarySearch(g.above, lsn)
+	return found
 }
 
 // Groups returns the ids of the groups this node has a replica of, in
@@ -647,6 +672,7 @@ func (h *Host) Process() error {
 				return err
 			}
 			g.applied = a
+			g.above = nil
 			h.advancedLocked()
 		}
 		h.noteSoft(g, rd.SoftState, rd.HardState)
@@ -791,6 +817,7 @@ func (h *Host) apply(g *group, ents []*pb.Entry, hs *pb.HardState) (applied, []o
 	if len(ents) == 0 {
 		return a, nil, nil
 	}
+	a.lsns = nil
 	b := h.st.NewBatch()
 	defer b.Close()
 	if hs != nil && !raft.IsEmptyHardState(hs) {
@@ -828,6 +855,9 @@ func (h *Host) apply(g *group, ents []*pb.Entry, hs *pb.HardState) (applied, []o
 			}
 			a.LSN = max(a.LSN, env.LSN)
 			a.Stable = max(a.Stable, env.Stable)
+			if env.LSN != 0 {
+				a.lsns = append(a.lsns, env.LSN)
+			}
 		}
 		if env.node == h.id {
 			outs = append(outs, outcome{env.id, outcomeErr})
@@ -852,6 +882,8 @@ func (h *Host) noteApplied(g *group, a applied, ents []*pb.Entry, outs []outcome
 		return
 	}
 	g.applied = a
+	g.noteAbove(a.lsns)
+	g.applied.lsns = nil
 	h.advancedLocked()
 	last := ents[len(ents)-1]
 	if g.soft.RaftState == raft.StateLeader && last.GetTerm() == g.term {
@@ -862,6 +894,25 @@ func (h *Host) noteApplied(g *group, a applied, ents []*pb.Entry, outs []outcome
 			delete(g.pending, o.id)
 			w.finish(o.err)
 		}
+	}
+}
+
+// noteAbove adds the LSNs of proposals just applied to g.above and drops
+// those the stable mark has passed.
+func (g *group) noteAbove(lsns []uint64) {
+	for _, l := range lsns {
+		if l <= g.applied.Stable {
+			continue
+		}
+		i, found := slices.BinarySearch(g.above, l)
+		if !found {
+			g.above = slices.Insert(g.above, i, l)
+		}
+	}
+	i, _ := slices.BinarySearch(g.above, g.applied.Stable+1)
+	g.above = g.above[i:]
+	if n := len(g.above); n > maxAbove {
+		g.above = g.above[n-maxAbove:]
 	}
 }
 

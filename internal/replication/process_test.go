@@ -410,3 +410,58 @@ func TestAdvanced(t *testing.T) {
 		t.Error("Advanced not closed once the leader released an LSN")
 	}
 }
+
+// TestLSNAppliedOutOfOrder: proposals apply in log order, not in the order
+// of their LSNs, so a follower that applied LSN 12 has not necessarily
+// applied LSN 10: LSNApplied tells, where the largest LSN applied cannot
+// (a session read through a follower saw a write's previous value in the
+// kill loop: TestClusterKillLoop's session check).
+func TestLSNAppliedOutOfOrder(t *testing.T) {
+	net := &procNet{}
+	nodes := newProcCluster(t, net, nil)
+	term := elect(t, net, nodes)
+	propose := func(lsn, stable uint64) {
+		t.Helper()
+		b := nodes[0].st.NewBatch()
+		defer b.Close()
+		b.Set(lpKey(procGroup, 0, 0), fmt.Append(nil, lsn))
+		repr, err := b.Repr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := nodes[0].h.Propose(procGroup, Proposal{Kind: KindBatch, Term: term, LSN: lsn, Stable: stable, Repr: repr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		settle(t, net, nodes)
+		if err := <-w.Done(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	follower := nodes[2].h
+	propose(12, 9) // LSNs 10 and 11 are issued, not yet proposed
+	for _, c := range []struct {
+		lsn  uint64
+		want bool
+	}{{9, true}, {10, false}, {11, false}, {12, true}, {13, false}} {
+		if got := follower.LSNApplied(procGroup, c.lsn); got != c.want {
+			t.Errorf("after 12: LSNApplied(%d) = %v, want %v", c.lsn, got, c.want)
+		}
+	}
+	if l, _ := follower.Leader(procGroup); l.LSN != 12 {
+		t.Fatalf("the follower's largest LSN applied: %d, want 12", l.LSN)
+	}
+	propose(10, 9)
+	if !follower.LSNApplied(procGroup, 10) || follower.LSNApplied(procGroup, 11) {
+		t.Error("after 10: want 10 applied and 11 not")
+	}
+	propose(14, 13) // 11 abandoned: the stable mark passes it
+	for lsn := uint64(9); lsn <= 14; lsn++ {
+		if !follower.LSNApplied(procGroup, lsn) {
+			t.Errorf("after the stable mark 13 and 14: LSNApplied(%d) = false", lsn)
+		}
+	}
+	if g := follower.groups[procGroup]; len(g.above) != 1 || g.above[0] != 14 {
+		t.Errorf("LSNs kept above the stable mark: %v, want [14]", g.above)
+	}
+}

@@ -82,6 +82,9 @@ type applied struct {
 	Index  uint64 // the last log index applied
 	LSN    uint64 // the largest LSN applied
 	Stable uint64 // the stable LSN the last applied proposal carried
+	// lsns are the LSNs of the proposals apply just applied (not
+	// encoded: Host.noteApplied moves them to the group's above).
+	lsns []uint64
 }
 
 func (a applied) encode() []byte {
@@ -94,5 +97,5 @@ func decodeApplied(b []byte) (applied, error) {
 	if len(b) != 24 {
 		return applied{}, fmt.Errorf("replication: applied state of %d bytes", len(b))
 	}
-	return applied{binary.BigEndian.Uint64(b), binary.BigEndian.Uint64(b[8:]), binary.BigEndian.Uint64(b[16:])}, nil
+	return applied{Index: binary.BigEndian.Uint64(b), LSN: binary.BigEndian.Uint64(b[8:]), Stable: binary.BigEndian.Uint64(b[16:])}, nil
 }

@@ -265,6 +265,27 @@ func (r *Replica) LastLSN() uint64 {
 	return l.LSN
 }
 
+// Visible reports whether the write that took lsn is applied here: while
+// this node leads, lsn ≤ LastLSN (it issued lsn, and answers nothing it
+// has not applied); on a follower, lsn is at or below the stable mark
+// applied, or the LSN of a proposal applied above it (Host.LSNApplied).
+// LastLSN, the largest LSN applied, does not tell: proposals apply in log
+// order, and a later LSN may be proposed, and applied, before an earlier.
+func (r *Replica) Visible(lsn uint64) bool {
+	l, err := r.h.Leader(r.id)
+	if err != nil {
+		return false
+	}
+	r.mu.Lock()
+	leads := l.Settled && r.mu.term == l.Term
+	last := r.mu.next - 1
+	r.mu.Unlock()
+	if leads {
+		return lsn <= last
+	}
+	return r.h.LSNApplied(r.id, lsn)
+}
+
 // PublishStable proposes a mark carrying this leader's stable LSN when it
 // is ahead of the one applied, and waits for it: a write's own proposal
 // carries the stable mark from before it committed, so without another
