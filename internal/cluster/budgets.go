@@ -130,31 +130,22 @@ func (n *Node) SetDebit(debit func(key string, ru float64) time.Duration) {
 // (engine.Config.Budgets).
 func (n *Node) Budgets() *Budgets { return n.budgets }
 
-// reportBudgets sends the charges pending to their leaders, every
-// budgetInterval, until ctx ends.
+// reportBudgets sends the charges pending to their leaders (every
+// budgetInterval: StartNode).
 func (n *Node) reportBudgets(ctx context.Context) {
-	t := time.NewTicker(budgetInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+	var wg sync.WaitGroup
+	for leader, charges := range n.budgets.take() {
+		m, ok := n.member(leader)
+		if !ok {
+			continue
 		}
-		var wg sync.WaitGroup
-		for leader, charges := range n.budgets.take() {
-			m, ok := n.member(leader)
-			if !ok {
-				continue
+		wg.Go(func() {
+			if err := n.reportTo(ctx, m, charges); err != nil && ctx.Err() == nil {
+				n.log.Debug("charges not reported to a partition's leader", "leader", nodeHex(leader), "err", err)
 			}
-			wg.Go(func() {
-				if err := n.reportTo(ctx, m, charges); err != nil && ctx.Err() == nil {
-					n.log.Debug("charges not reported to a partition's leader", "leader", nodeHex(leader), "err", err)
-				}
-			})
-		}
-		wg.Wait()
+		})
 	}
+	wg.Wait()
 }
 
 // reportTo sends charges to member m and records its answer.

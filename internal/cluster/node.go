@@ -191,33 +191,11 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 			n.runErr <- err
 		}
 	})
-	n.wg.Go(func() {
-		t := time.NewTicker(stableInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-runCtx.Done():
-				return
-			case <-t.C:
-				// runCtx: Close stops the driver that would decide a mark
-				// in flight, and waits for this loop.
-				n.ks.PublishStable(runCtx)
-			}
-		}
-	})
-	n.wg.Go(func() {
-		t := time.NewTicker(balanceInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-runCtx.Done():
-				return
-			case <-t.C:
-				n.balanceLeaders()
-			}
-		}
-	})
-	n.wg.Go(func() { n.reportBudgets(runCtx) })
+	// runCtx: Close stops the driver that would decide a mark in flight,
+	// and waits for this loop.
+	n.wg.Go(func() { every(runCtx, stableInterval, func() { n.ks.PublishStable(runCtx) }) })
+	n.wg.Go(func() { every(runCtx, balanceInterval, func() { n.balanceLeaders() }) })
+	n.wg.Go(func() { every(runCtx, budgetInterval, func() { n.reportBudgets(runCtx) }) })
 	lg.Info("cluster node started", "node", fmt.Sprintf("%016x", self.ID), "addr", self.Addr, "members", len(members))
 	return n, nil
 }
@@ -415,6 +393,20 @@ func (n *Node) Forward(w http.ResponseWriter, r *http.Request, listener string, 
 		w.WriteHeader(resp.StatusCode)
 		_, _ = io.Copy(w, resp.Body)
 		return true, false
+	}
+}
+
+// every calls fn every interval until ctx ends.
+func every(ctx context.Context, interval time.Duration, fn func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			fn()
+		}
 	}
 }
 
