@@ -411,9 +411,10 @@ func (t *Transport) sendSnapshot(p *peer, m replication.Message) {
 		return
 	}
 	t.wg.Go(func() {
-		defer p.snapping.Store(false)
 		start := time.Now()
 		pairs, err := t.streamSnapshot(p, h, m)
+		// Free before the report: Raft may send the next snapshot at once.
+		p.snapping.Store(false)
 		if t.ctx.Err() != nil {
 			return
 		}

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -463,7 +464,7 @@ func TestNewTransportRefuses(t *testing.T) {
 // fakeSnaps is a SnapshotHost whose snapshots are size bytes of a pattern.
 type fakeSnaps struct {
 	size    int
-	refuse  bool
+	refuse  atomic.Bool
 	got     chan int       // receiver: the bytes of each snapshot read
 	reports chan [3]uint64 // sender: group, to, ok (1) or not (0)
 }
@@ -488,7 +489,7 @@ func (f *fakeSnaps) ReadSnapshot(r io.Reader) error {
 	if err != nil {
 		return err
 	}
-	if f.refuse {
+	if f.refuse.Load() {
 		return errors.New("refused")
 	}
 	return nil
@@ -545,7 +546,7 @@ func TestTransportSnapshot(t *testing.T) {
 	if n := <-recv.got; n != size {
 		t.Errorf("receiver read %d bytes, want %d", n, size)
 	}
-	recv.refuse = true
+	recv.refuse.Store(true)
 	a.tr.Send(b.id, snap())
 	if r := report(); r != [3]uint64{7, b.id, 0} {
 		t.Errorf("refused snapshot: report %v, want failed", r)
