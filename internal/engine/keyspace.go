@@ -243,9 +243,16 @@ type advancer interface {
 // SessionAvailable reports whether every position of tokens is readable
 // here: the write that took the token's LSN is visible in the range's
 // keyspace (replica.Replica.Visible: on a follower, applied, which the
-// largest LSN applied does not tell). A split range's token applies to its
-// children (they share its keyspace, hence its LSNs); a range the
-// container never had is compared with its most advanced keyspace.
+// largest LSN applied does not tell). A split range's token applies to
+// every range descended from it, each of which must have reached it: a
+// descendant still in the split range's keyspace shares its LSNs, and one
+// separated into a keyspace of its own continues them from its cut, so it
+// has reached any LSN issued before (its move applied). One descendant's
+// keyspace does not vouch for another's: the session's write may be in
+// any of them (the kill loop read a value 90 writes old through a
+// restarted node whose copy of the item's keyspace lagged, while a
+// sibling's had passed the token). A range the container never had is
+// compared with its most advanced keyspace.
 func (e *Engine) SessionAvailable(db, coll string, tokens []SessionToken) bool {
 	return e.sessionAvailable(db, coll, tokens, replica.Replica.Visible)
 }
@@ -263,30 +270,37 @@ func (e *Engine) sessionAvailable(db, coll string, tokens []SessionToken, sees f
 	if err != nil {
 		return true // the request itself gets the 404
 	}
+	reached := func(ks, lsn uint64) bool {
+		rep, err := e.host.Replica(ks)
+		return err == nil && sees(rep, lsn)
+	}
 	for _, tok := range tokens {
-		var kss []uint64
 		if ks, ok := c.Keyspace(tok.RangeID); ok {
-			kss = []uint64{ks}
-		} else {
-			for _, r := range c.Map().Ranges() {
-				if slices.Contains(r.Parents, tok.RangeID) {
-					ks, _ := c.Keyspace(r.ID)
+			if !reached(ks, tok.LSN) {
+				return false
+			}
+			continue
+		}
+		var kss []uint64 // the keyspaces of the ranges descended from it
+		for _, r := range c.Map().Ranges() {
+			if slices.Contains(r.Parents, tok.RangeID) {
+				if ks, _ := c.Keyspace(r.ID); !slices.Contains(kss, ks) {
 					kss = append(kss, ks)
 				}
 			}
-			if len(kss) == 0 {
-				kss = c.Keyspaces()
-			}
 		}
-		reached := false
+		if len(kss) == 0 {
+			// Not a range of this container: a foreign token, compared
+			// with the most advanced keyspace.
+			if !slices.ContainsFunc(c.Keyspaces(), func(ks uint64) bool { return reached(ks, tok.LSN) }) {
+				return false
+			}
+			continue
+		}
 		for _, ks := range kss {
-			if rep, err := e.host.Replica(ks); err == nil && sees(rep, tok.LSN) {
-				reached = true
-				break
+			if !reached(ks, tok.LSN) {
+				return false
 			}
-		}
-		if !reached {
-			return false
 		}
 	}
 	return true

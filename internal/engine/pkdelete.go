@@ -259,7 +259,7 @@ func (e *Engine) DeletePartition(ctx context.Context, db, coll string, pk docume
 		return PKDeleteResult{}, err
 	}
 	defer t.close()
-	cut, err := t.rep.NextLSN(&t.first)
+	cut, err := t.rep.NextLSN(t.b, &t.first)
 	if err != nil {
 		return PKDeleteResult{}, translate(err)
 	}

@@ -234,7 +234,7 @@ func ifMatchFails(ifMatch, etag string) bool {
 // existing item keeps its _rid. A write that would break one of the
 // container's unique keys gets 409 (checkUnique) and writes nothing.
 func (t *lpTxn) put(item *document.Item, old []byte, props document.SystemProps) (Result, error) {
-	lsn, err := t.rep.NextLSN(&t.first)
+	lsn, err := t.rep.NextLSN(t.b, &t.first)
 	if err != nil {
 		return Result{}, translate(err)
 	}
@@ -373,7 +373,7 @@ func (t *lpTxn) remove(id, ifMatch string) (Result, error) {
 // and returns how many index terms it removed. It charges nothing: remove
 // charges a delete, and an expired item's purge is free.
 func (t *lpTxn) erase(id string, old []byte, props document.SystemProps) (terms int, err error) {
-	lsn, err := t.rep.NextLSN(&t.first)
+	lsn, err := t.rep.NextLSN(t.b, &t.first)
 	if err != nil {
 		return 0, translate(err)
 	}

@@ -425,7 +425,7 @@ func (r *localReplica) Commit(b Batch) error {
 }
 
 // NextLSN issues the next LSN (see Replica).
-func (r *localReplica) NextLSN(first *uint64) (uint64, error) {
+func (r *localReplica) NextLSN(_ Batch, first *uint64) (uint64, error) {
 	n, err := r.seq.next(first)
 	if err != nil {
 		return 0, fmt.Errorf("replica: keyspace %d: %w", r.id, err)

@@ -255,7 +255,7 @@ func TestDeleteSpanToEnd(t *testing.T) {
 	l := openLocal(t, st)
 	r, next := replicaOf(t, l, 4), replicaOf(t, l, 5)
 	var first uint64
-	if _, err := r.NextLSN(&first); err != nil { // writes the reservation
+	if _, err := r.NextLSN(nil, &first); err != nil { // writes the reservation
 		t.Fatal(err)
 	}
 	r.ReleaseLSN(first)
@@ -341,9 +341,9 @@ func TestLSNHolds(t *testing.T) {
 		t.Fatalf("fresh keyspace: LastLSN %d, StableLSN %d, want 0, 0", r.LastLSN(), r.StableLSN())
 	}
 	var tx1, tx2 uint64
-	n1, _ := r.NextLSN(&tx1)
-	n2, _ := r.NextLSN(&tx2)
-	n3, err := r.NextLSN(&tx1) // tx1's second LSN keeps its first as the hold
+	n1, _ := r.NextLSN(nil, &tx1)
+	n2, _ := r.NextLSN(nil, &tx2)
+	n3, err := r.NextLSN(nil, &tx1) // tx1's second LSN keeps its first as the hold
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +370,7 @@ func TestLSNHolds(t *testing.T) {
 	}
 	// Keyspaces have their own sequences.
 	var f uint64
-	if n, _ := replicaOf(t, l, 2).NextLSN(&f); n != 1 {
+	if n, _ := replicaOf(t, l, 2).NextLSN(nil, &f); n != 1 {
 		t.Errorf("keyspace 2's first LSN = %d, want 1", n)
 	}
 }
@@ -393,7 +393,7 @@ func TestLSNConcurrent(t *testing.T) {
 			}
 			for range 100 {
 				var first uint64
-				n, err := r.NextLSN(&first)
+				n, err := r.NextLSN(nil, &first)
 				if err != nil {
 					t.Error(err)
 					return
@@ -425,7 +425,7 @@ func TestLSNAfterReopen(t *testing.T) {
 	var last uint64
 	for range 3 {
 		var first uint64
-		n, err := r.NextLSN(&first)
+		n, err := r.NextLSN(nil, &first)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -443,7 +443,7 @@ func TestLSNAfterReopen(t *testing.T) {
 			t.Fatalf("restart %d: LastLSN = %d, want above %d", restart, got, last)
 		}
 		var first uint64
-		n, err := r.NextLSN(&first)
+		n, err := r.NextLSN(nil, &first)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -470,7 +470,7 @@ func TestLSNFloor(t *testing.T) {
 		t.Errorf("LastLSN %d, StableLSN %d, want 69999, 69999", r.LastLSN(), r.StableLSN())
 	}
 	var first uint64
-	if n, err := r.NextLSN(&first); err != nil || n != 70000 {
+	if n, err := r.NextLSN(nil, &first); err != nil || n != 70000 {
 		t.Errorf("NextLSN = %d, %v, want 70000", n, err)
 	}
 	r.ReleaseLSN(first)
@@ -483,7 +483,7 @@ func TestLSNFloor(t *testing.T) {
 	// After a restart the keyspace's own reservation decides.
 	st = openStore(t, fs)
 	l = openLocal(t, st)
-	if n, err := replicaOf(t, l, 5).NextLSN(&first); err != nil || n != 70000+lsnBlock {
+	if n, err := replicaOf(t, l, 5).NextLSN(nil, &first); err != nil || n != 70000+lsnBlock {
 		t.Errorf("after restart NextLSN = %d, %v, want %d", n, err, 70000+lsnBlock)
 	}
 
@@ -504,7 +504,7 @@ func TestKeyspacesAndDrop(t *testing.T) {
 	}
 	r := replicaOf(t, l, 8) // only an LSN reservation: it holds a key
 	var first uint64
-	if _, err := r.NextLSN(&first); err != nil {
+	if _, err := r.NextLSN(nil, &first); err != nil {
 		t.Fatal(err)
 	}
 	replicaOf(t, l, 9) // untouched: no key
@@ -621,7 +621,7 @@ func TestNoSpace(t *testing.T) {
 		t.Errorf("Commit on a full disk = %v, want *NoSpaceError", err)
 	}
 	var first uint64
-	if _, err := r.NextLSN(&first); !errorIs[*NoSpaceError](err) {
+	if _, err := r.NextLSN(nil, &first); !errorIs[*NoSpaceError](err) {
 		t.Errorf("NextLSN on a full disk = %v, want *NoSpaceError", err)
 	}
 	if err := l.Meta().Apply(map[string][]byte{"k": nil}, nil); !errorIs[*NoSpaceError](err) {
@@ -874,7 +874,7 @@ func TestAdvanceLSN(t *testing.T) {
 		t.Fatal(err)
 	}
 	var first uint64
-	if n, err := r.NextLSN(&first); err != nil || n != 200001 {
+	if n, err := r.NextLSN(nil, &first); err != nil || n != 200001 {
 		t.Fatalf("NextLSN after AdvanceLSN(200000) = %d, %v; want 200001", n, err)
 	}
 	r.ReleaseLSN(first)
@@ -886,7 +886,7 @@ func TestAdvanceLSN(t *testing.T) {
 	l, _ = OpenLocal(t.Context(), st, nil)
 	r, _ = l.Replica(7)
 	first = 0
-	if n, err := r.NextLSN(&first); err != nil || n <= 200001 {
+	if n, err := r.NextLSN(nil, &first); err != nil || n <= 200001 {
 		t.Fatalf("NextLSN after a restart = %d, %v; want above 200001", n, err)
 	}
 }

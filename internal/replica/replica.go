@@ -143,10 +143,12 @@ type Replica interface {
 	// belongs to another keyspace.
 	Commit(b Batch) error
 
-	// NextLSN issues the next LSN to a transaction. If *first is 0, the
-	// LSN becomes *first and holds StableLSN below it until
+	// NextLSN issues the next LSN to a transaction, for a write it makes
+	// in b, its batch (a replicated keyspace's proposal carries b's LSNs,
+	// so that a follower knows which writes it applied). If *first is 0,
+	// the LSN becomes *first and holds StableLSN below it until
 	// ReleaseLSN(*first).
-	NextLSN(first *uint64) (uint64, error)
+	NextLSN(b Batch, first *uint64) (uint64, error)
 	// ReleaseLSN ends the hold of a transaction whose first LSN was first
 	// (after its commit, or when it is abandoned); 0 is a no-op.
 	ReleaseLSN(first uint64)

@@ -855,9 +855,7 @@ func (h *Host) apply(g *group, ents []*pb.Entry, hs *pb.HardState) (applied, []o
 			}
 			a.LSN = max(a.LSN, env.LSN)
 			a.Stable = max(a.Stable, env.Stable)
-			if env.LSN != 0 {
-				a.lsns = append(a.lsns, env.LSN)
-			}
+			a.lsns = append(a.lsns, env.LSNs...)
 		}
 		if env.node == h.id {
 			outs = append(outs, outcome{env.id, outcomeErr})

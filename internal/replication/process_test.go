@@ -401,7 +401,7 @@ func TestAdvanced(t *testing.T) {
 	}
 	r := NewReplica(nodes[0].h, procGroup, lr, time.Second)
 	var first uint64
-	if _, err := r.NextLSN(&first); err != nil {
+	if _, err := r.NextLSN(nil, &first); err != nil {
 		t.Fatal(err)
 	}
 	ch = nodes[0].h.Advanced()
@@ -429,7 +429,7 @@ func TestLSNAppliedOutOfOrder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w, err := nodes[0].h.Propose(procGroup, Proposal{Kind: KindBatch, Term: term, LSN: lsn, Stable: stable, Repr: repr})
+		w, err := nodes[0].h.Propose(procGroup, Proposal{Kind: KindBatch, Term: term, LSN: lsn, Stable: stable, LSNs: []uint64{lsn}, Repr: repr})
 		if err != nil {
 			t.Fatal(err)
 		}

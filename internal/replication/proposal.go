@@ -24,9 +24,15 @@ type Proposal struct {
 	// Term is the leader's term when the write was evaluated. It is applied
 	// only if its log entry has that term (docs/cluster.md, invariant 2).
 	Term uint64
-	// LSN is the largest LSN the write issued (0: none). A new leader
-	// issues LSNs above the largest applied.
+	// LSN is the largest LSN the leader had issued when it proposed, to
+	// this write or to another still open (0: none). A new leader issues
+	// LSNs above the largest applied.
 	LSN uint64
+	// LSNs are the LSNs this write's own changes took, ascending: a
+	// follower that applies it answers that they are applied
+	// (Host.LSNApplied), which LSN, the leader's largest issued, does not
+	// tell.
+	LSNs []uint64
 	// Stable is the leader's stable LSN when it proposed: every LSN at or
 	// below it is in an earlier entry or abandoned.
 	Stable uint64
@@ -41,33 +47,69 @@ type envelope struct {
 	node, id uint64 // the proposing node and its proposal id there
 }
 
-const envelopeVersion = 1
+// envelopeVersion 2 adds the write's own LSNs (Proposal.LSNs) after the
+// stable mark: a count, then each as its difference from the one before
+// (the first from 0). Version 1 entries, which have none, still decode.
+const envelopeVersion = 2
 
 func (e envelope) encode() []byte {
-	b := make([]byte, 0, 48+len(e.Repr))
+	b := make([]byte, 0, 48+3*len(e.LSNs)+len(e.Repr))
 	b = append(b, envelopeVersion, byte(e.Kind))
 	b = binary.AppendUvarint(b, e.node)
 	b = binary.AppendUvarint(b, e.id)
 	b = binary.AppendUvarint(b, e.Term)
 	b = binary.AppendUvarint(b, e.LSN)
 	b = binary.AppendUvarint(b, e.Stable)
+	b = binary.AppendUvarint(b, uint64(len(e.LSNs)))
+	var prev uint64
+	for _, l := range e.LSNs {
+		b = binary.AppendUvarint(b, l-prev)
+		prev = l
+	}
 	return append(b, e.Repr...)
 }
 
 var errEnvelope = errors.New("replication: malformed log entry")
 
 func decodeEnvelope(b []byte) (envelope, error) {
-	if len(b) < 2 || b[0] != envelopeVersion {
+	if len(b) < 2 || (b[0] != envelopeVersion && b[0] != 1) {
 		return envelope{}, fmt.Errorf("%w: version %v", errEnvelope, b[:min(len(b), 1)])
 	}
+	version := b[0]
 	e := envelope{Proposal: Proposal{Kind: Kind(b[1])}}
 	b = b[2:]
-	for _, p := range []*uint64{&e.node, &e.id, &e.Term, &e.LSN, &e.Stable} {
+	next := func() (uint64, bool) {
 		v, n := binary.Uvarint(b)
 		if n <= 0 {
+			return 0, false
+		}
+		b = b[n:]
+		return v, true
+	}
+	for _, p := range []*uint64{&e.node, &e.id, &e.Term, &e.LSN, &e.Stable} {
+		v, ok := next()
+		if !ok {
 			return envelope{}, errEnvelope
 		}
-		*p, b = v, b[n:]
+		*p = v
+	}
+	if version >= 2 {
+		count, ok := next()
+		if !ok || count > uint64(len(b)) { // each takes a byte at least
+			return envelope{}, errEnvelope
+		}
+		if count > 0 {
+			e.LSNs = make([]uint64, count)
+		}
+		var prev uint64
+		for i := range e.LSNs {
+			d, ok := next()
+			if !ok || (i > 0 && d == 0) || prev+d < prev {
+				return envelope{}, errEnvelope
+			}
+			prev += d
+			e.LSNs[i] = prev
+		}
 	}
 	if e.Kind != KindBatch && e.Kind != KindMark {
 		return envelope{}, fmt.Errorf("%w: kind %d", errEnvelope, e.Kind)
@@ -82,8 +124,9 @@ type applied struct {
 	Index  uint64 // the last log index applied
 	LSN    uint64 // the largest LSN applied
 	Stable uint64 // the stable LSN the last applied proposal carried
-	// lsns are the LSNs of the proposals apply just applied (not
-	// encoded: Host.noteApplied moves them to the group's above).
+	// lsns are the LSNs the proposals apply just applied took for their
+	// own writes (Proposal.LSNs; not encoded: Host.noteApplied moves them
+	// to the group's above).
 	lsns []uint64
 }
 

@@ -60,10 +60,12 @@ func (r *Replica) NewIter(span replica.Span, reverse bool) replica.Iter {
 func (r *Replica) Snapshot() (replica.Snapshot, error) { return r.local.Snapshot() }
 
 // batch is a Batch tagged with the term it was created in (0: this node
-// was not the group's settled leader then, and Commit refuses it).
+// was not the group's settled leader then, and Commit refuses it), and
+// the LSNs issued for its writes (NextLSN), which its proposal carries.
 type batch struct {
 	replica.Batch
 	term uint64
+	lsns []uint64
 }
 
 // NewBatch returns a batch tagged with the current term if this node is
@@ -149,7 +151,7 @@ func (r *Replica) Commit(b replica.Batch) error {
 	r.startLocked(l)
 	lsn, stable := r.mu.next-1, r.stableLocked()
 	r.mu.Unlock()
-	w, err := r.h.Propose(r.id, Proposal{Kind: KindBatch, Term: tb.term, LSN: lsn, Stable: stable, Repr: repr})
+	w, err := r.h.Propose(r.id, Proposal{Kind: KindBatch, Term: tb.term, LSN: lsn, Stable: stable, LSNs: tb.lsns, Repr: repr})
 	if err != nil {
 		return r.proposeErr(err)
 	}
@@ -184,10 +186,11 @@ func (r *Replica) await(ctx context.Context, w *Waiter) error {
 	}
 }
 
-// NextLSN issues the next LSN, if this node is the group's settled leader.
-// A new term's sequence starts above every LSN applied (and every LSN this
-// node issued before).
-func (r *Replica) NextLSN(first *uint64) (uint64, error) {
+// NextLSN issues the next LSN, if this node is the group's settled leader,
+// for a write in b: b's proposal carries it (Proposal.LSNs). A new term's
+// sequence starts above every LSN applied (and every LSN this node issued
+// before).
+func (r *Replica) NextLSN(b replica.Batch, first *uint64) (uint64, error) {
 	l, err := r.h.Leader(r.id)
 	if err != nil {
 		return 0, err
@@ -203,6 +206,9 @@ func (r *Replica) NextLSN(first *uint64) (uint64, error) {
 	if *first == 0 {
 		*first = n
 		r.mu.open[n] = struct{}{}
+	}
+	if tb, ok := b.(*batch); ok {
+		tb.lsns = append(tb.lsns, n)
 	}
 	return n, nil
 }

@@ -175,18 +175,18 @@ func TestReplicaFailover(t *testing.T) {
 				mu.Unlock()
 				key := fmt.Appendf(nil, "\x02w%d-%d", w, i)
 				var first uint64
-				lsn, err := r.NextLSN(&first)
+				b := r.NewBatch(false)
+				lsn, err := r.NextLSN(b, &first)
 				if err == nil {
-					b := r.NewBatch(false)
 					val := fmt.Appendf(nil, "lsn %d", lsn)
 					b.Set(key, val)
 					err = r.Commit(b)
-					b.Close()
 					if err == nil {
 						acked.Store(string(key), string(val))
 						ackedN.Add(1)
 					}
 				}
+				b.Close()
 				r.ReleaseLSN(first)
 				switch {
 				case err == nil:
@@ -319,11 +319,11 @@ func TestReplicaCommitWithoutLSN(t *testing.T) {
 		t.Fatalf("after a batch without an LSN: applied LSN %d, stable %d (wrapped around)", l.LSN, l.Stable)
 	}
 	var first uint64
-	lsn, err := lead.r.NextLSN(&first)
+	b = lead.r.NewBatch(false)
+	lsn, err := lead.r.NextLSN(b, &first)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b = lead.r.NewBatch(false)
 	b.Set([]byte("\x02k"), []byte("v"))
 	if err := lead.r.Commit(b); err != nil {
 		t.Fatal(err)
@@ -379,10 +379,10 @@ func TestPublishStableStops(t *testing.T) {
 	// write's proposal carried the mark from before it), so PublishStable
 	// has a mark to propose.
 	var first uint64
-	if _, err := lead.r.NextLSN(&first); err != nil {
+	b := lead.r.NewBatch(false)
+	if _, err := lead.r.NextLSN(b, &first); err != nil {
 		t.Fatal(err)
 	}
-	b := lead.r.NewBatch(false)
 	b.Set([]byte("\x02k"), []byte("v"))
 	if err := lead.r.Commit(b); err != nil {
 		t.Fatal(err)
@@ -400,5 +400,78 @@ func TestPublishStableStops(t *testing.T) {
 	cancel()
 	if err := lead.r.PublishStable(ctx); !errors.Is(err, context.Canceled) && !errors.Is(err, ErrStopped) {
 		t.Fatalf("PublishStable with its ctx done and its driver stopped = %v, want context.Canceled or ErrStopped", err)
+	}
+}
+
+// TestReplicaVisibleInterleaved: two transactions take LSNs in turn and
+// commit in the other order. A follower that applied the first's proposal
+// has not applied the second's write, although the first was proposed
+// after the second took its LSN: Visible must answer per write. (Proposals
+// carried the leader's largest LSN issued, and a follower answered for the
+// other transaction's LSN: the kill loop read an old value with a session
+// token.)
+func TestReplicaVisibleInterleaved(t *testing.T) {
+	net := &chanNet{inboxes: map[uint64]chan Message{}}
+	voters := []uint64{1, 2, 3}
+	var nodes []*liveNode
+	for _, id := range voters {
+		n := &liveNode{id: id, fs: vfs.NewCrashableMem()}
+		n.start(t, net, voters)
+		nodes = append(nodes, n)
+		defer n.stop(t)
+	}
+	var lead *liveNode
+	for deadline := time.Now().Add(20 * time.Second); lead == nil; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no leader")
+		}
+		for _, n := range nodes {
+			if n.r.Lead() == nil {
+				lead = n
+			}
+		}
+	}
+	var first1, first2 uint64
+	b1, b2 := lead.r.NewBatch(false), lead.r.NewBatch(false)
+	defer b1.Close()
+	defer b2.Close()
+	lsn1, err := lead.r.NextLSN(b1, &first1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lsn2, err := lead.r.NextLSN(b2, &first2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b1.Set([]byte("\x02a"), []byte("1"))
+	b2.Set([]byte("\x02b"), []byte("2"))
+	commit := func(b replica.Batch, first, lsn uint64) {
+		t.Helper()
+		if err := lead.r.Commit(b); err != nil {
+			t.Fatal(err)
+		}
+		lead.r.ReleaseLSN(first)
+		for _, n := range nodes {
+			for deadline := time.Now().Add(10 * time.Second); !n.r.Visible(lsn); time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("node %d: LSN %d not visible after its commit", n.id, lsn)
+				}
+			}
+		}
+	}
+	commit(b1, first1, lsn1)
+	for _, n := range nodes {
+		if n != lead && n.r.Visible(lsn2) {
+			t.Errorf("node %d (a follower): LSN %d visible before its write committed", n.id, lsn2)
+		}
+	}
+	commit(b2, first2, lsn2)
+	for _, n := range nodes {
+		if n == lead {
+			continue
+		}
+		if _, err := n.r.Get([]byte("\x02b")); err != nil {
+			t.Errorf("node %d: LSN %d visible, its write not: %v", n.id, lsn2, err)
+		}
 	}
 }

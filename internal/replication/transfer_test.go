@@ -73,18 +73,18 @@ func TestTransferLeader(t *testing.T) {
 				continue
 			}
 			var first uint64
-			_, err := n.r.NextLSN(&first)
+			key := fmt.Sprintf("\x02k%d", i)
+			b := n.r.NewBatch(false)
+			_, err := n.r.NextLSN(b, &first)
 			if err == nil {
-				b := n.r.NewBatch(false)
-				key := fmt.Sprintf("\x02k%d", i)
 				b.Set([]byte(key), []byte("v"))
 				err = n.r.Commit(b)
-				b.Close()
 				if err == nil {
 					keys.Store(key, true)
 					acked.Add(1)
 				}
 			}
+			b.Close()
 			n.r.ReleaseLSN(first)
 			written.Add(1)
 			switch {
