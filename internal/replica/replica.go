@@ -164,10 +164,11 @@ type Replica interface {
 	// release issued, so old session tokens stay valid).
 	LastLSN() uint64
 	// Visible reports whether a read here sees the write that took LSN
-	// lsn (a session token's): lsn ≤ LastLSN for a keyspace this node
-	// writes; on a replicated keyspace's follower, the write is applied
-	// here, which its LastLSN (the largest applied) does not tell, as
-	// writes apply in the order they were proposed, not of their LSNs.
+	// lsn (a session token's): lsn ≤ LastLSN for a keyspace only this node
+	// holds; on a replicated keyspace, leader or follower, the write is
+	// applied here, which its LastLSN (the largest issued or applied) does
+	// not tell, as writes apply in the order they were proposed, not of
+	// their LSNs.
 	Visible(lsn uint64) bool
 
 	// Lead reports whether writes to the keyspace may be evaluated here:

@@ -271,24 +271,19 @@ func (r *Replica) LastLSN() uint64 {
 	return l.LSN
 }
 
-// Visible reports whether the write that took lsn is applied here: while
-// this node leads, lsn ≤ LastLSN (it issued lsn, and answers nothing it
-// has not applied); on a follower, lsn is at or below the stable mark
-// applied, or the LSN of a proposal applied above it (Host.LSNApplied).
-// LastLSN, the largest LSN applied, does not tell: proposals apply in log
+// Visible reports whether the write that took lsn is applied here: lsn is
+// at or below the stable mark applied, or the LSN of a write applied above
+// it (Host.LSNApplied), on the leader as on a follower. LastLSN, the
+// largest LSN issued or applied, does not tell: proposals apply in log
 // order, and a later LSN may be proposed, and applied, before an earlier.
+// Nor does this node's leading: a leader paused (SIGSTOP) and resumed
+// still believes it leads until it hears of the next term, while the new
+// leader issues again the LSNs it had issued to writes that never
+// committed (the kill loop read, through such a node, a value two writes
+// old with the token of the new leader's write). An LSN applied is the
+// one write's everywhere: a leader issues above every LSN an entry it
+// has applied carries.
 func (r *Replica) Visible(lsn uint64) bool {
-	l, err := r.h.Leader(r.id)
-	if err != nil {
-		return false
-	}
-	r.mu.Lock()
-	leads := l.Settled && r.mu.term == l.Term
-	last := r.mu.next - 1
-	r.mu.Unlock()
-	if leads {
-		return lsn <= last
-	}
 	return r.h.LSNApplied(r.id, lsn)
 }
 

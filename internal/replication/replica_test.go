@@ -475,3 +475,100 @@ func TestReplicaVisibleInterleaved(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicaVisiblePausedLeader: a leader paused (its driver stopped, cut
+// off) still believes it leads; the new leader issues again the LSNs it had
+// issued to writes that never committed. The paused node must not answer
+// that the new leader's write is visible: it has not applied it. (The kill
+// loop read, through a node resumed after SIGSTOP, a value two writes old
+// with the token of the new leader's write.)
+func TestReplicaVisiblePausedLeader(t *testing.T) {
+	net := &chanNet{inboxes: map[uint64]chan Message{}}
+	voters := []uint64{1, 2, 3}
+	var nodes []*liveNode
+	for _, id := range voters {
+		n := &liveNode{id: id, fs: vfs.NewCrashableMem()}
+		n.start(t, net, voters)
+		nodes = append(nodes, n)
+	}
+	leader := func(among []*liveNode) *liveNode {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("no leader")
+			}
+			for _, n := range among {
+				if n.r.Lead() == nil {
+					return n
+				}
+			}
+		}
+	}
+	old := leader(nodes)
+	// A committed write, then LSNs issued to writes that never commit.
+	var first uint64
+	b := old.r.NewBatch(false)
+	if _, err := old.r.NextLSN(b, &first); err != nil {
+		t.Fatal(err)
+	}
+	b.Set([]byte("\x02k"), []byte("1"))
+	if err := old.r.Commit(b); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	old.r.ReleaseLSN(first)
+	var open uint64
+	ob := old.r.NewBatch(false)
+	for range 3 {
+		if _, err := old.r.NextLSN(ob, &open); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Pause it: cut off, its driver stopped, its state kept.
+	net.mu.Lock()
+	delete(net.inboxes, old.id)
+	delete(net.hosts, old.id)
+	net.mu.Unlock()
+	old.cancel()
+	if err := <-old.done; err != nil {
+		t.Fatal(err)
+	}
+	var rest []*liveNode
+	for _, n := range nodes {
+		if n != old {
+			rest = append(rest, n)
+		}
+	}
+	defer func() {
+		for _, n := range rest {
+			n.stop(t)
+		}
+		ob.Close()
+		old.st.Close()
+	}()
+	lead := leader(rest)
+	var f2 uint64
+	b2 := lead.r.NewBatch(false)
+	lsn, err := lead.r.NextLSN(b2, &f2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2.Set([]byte("\x02k"), []byte("2"))
+	if err := lead.r.Commit(b2); err != nil {
+		t.Fatal(err)
+	}
+	b2.Close()
+	lead.r.ReleaseLSN(f2)
+	if open > lsn {
+		t.Fatalf("the new leader issued %d, above the %d the paused one issued: nothing to test", lsn, open)
+	}
+	if old.r.Lead() != nil {
+		t.Fatal("the paused node no longer believes it leads")
+	}
+	if old.r.Visible(lsn) {
+		t.Errorf("the paused leader answers that LSN %d, the new leader's write, is visible; it has not applied it", lsn)
+	}
+	if !lead.r.Visible(lsn) {
+		t.Errorf("the new leader answers that its own write %d is not visible", lsn)
+	}
+}
