@@ -384,6 +384,8 @@ func TestClusterKillLoop(t *testing.T) {
 		}
 		t.Fatalf("the history is not linearizable (seed %d); visualization: %s", seed, f.Name())
 	}
+	// Every member's data directory, stopped, is consistent.
+	checkMembers(t, bin, nodes)
 }
 
 // loopContainer returns container db/c through node n with a client that

@@ -14,6 +14,7 @@ import (
 	"github.com/partitadb/partita/internal/config"
 	"github.com/partitadb/partita/internal/engine"
 	"github.com/partitadb/partita/internal/replica"
+	"github.com/partitadb/partita/internal/replication"
 	"github.com/partitadb/partita/internal/store"
 )
 
@@ -27,6 +28,14 @@ ones, both ways; it checks that every item lies in a range of its container,
 that every keyspace belongs to a container, and that LSNs and _rids lie in
 their reservations. It prints one line per problem, with the key in hex, and
 a summary. It repairs nothing and writes nothing.
+
+A cluster member's directory is checked against the catalog the member
+last knew: a copy of its etcd data, started alone in a temporary directory
+(etcd's force-new-cluster) and deleted afterwards. Stop that node first;
+the others may run on. A member that was behind when it stopped may show
+problems the cluster has since resolved: start it, let it catch up, stop
+it, and check again. Its keyspaces' LSNs are checked against what their
+Raft groups applied on it.
 
 Exit status: 0 no problems, 1 problems found, 2 usage error or the directory
 could not be opened or read (a server running on it, a store of storage
@@ -74,11 +83,6 @@ func checkDir(ctx context.Context, dir string) (*engine.CheckReport, error) {
 	if err := isStore(dir); err != nil {
 		return nil, err
 	}
-	if cluster.IsMember(dir) {
-		// Its catalog is in the cluster's etcd: the local one is empty, so
-		// every keyspace would look like a deleted container's.
-		return nil, fmt.Errorf("%s belongs to a member of a cluster, whose catalog is in the cluster's etcd: checking a member's data directory is not supported yet", dir)
-	}
 	st, err := store.Open(store.Options{Dir: dir})
 	if err != nil {
 		// Pebble locks the directory: a running server holds the lock.
@@ -92,7 +96,24 @@ func checkDir(ctx context.Context, dir string) (*engine.CheckReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := engine.OpenForCheck(ctx, host, readOnly{host.Meta()}, nil)
+	var (
+		meta  catalog.Backend = host.Meta()
+		check replica.Host    = host
+	)
+	if cluster.IsMember(dir) {
+		// Its catalog is in the cluster's etcd: the local one is empty, so
+		// every keyspace would look like a deleted container's. The
+		// store's lock, taken above, keeps the member's node from starting
+		// while its etcd data is copied.
+		oc, err := cluster.OpenOfflineCatalog(ctx, dir, os.TempDir(), nil)
+		if err != nil {
+			return nil, err
+		}
+		defer oc.Close()
+		meta = oc
+		check = memberHost{host, st}
+	}
+	e, err := engine.OpenForCheck(ctx, check, readOnly{meta}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("load the catalog: %w", err)
 	}
@@ -139,3 +160,33 @@ var errReadOnly = errors.New("the catalog needs an upgrade that partita check do
 type readOnly struct{ catalog.Backend }
 
 func (readOnly) Apply(map[string][]byte, []string) error { return errReadOnly }
+
+// memberHost is a stopped cluster member's keyspaces for a check: their
+// LSNs were issued by their groups' leaders, so a keyspace's last LSN is
+// the largest its group applied here, not a local reservation's.
+type memberHost struct {
+	*replica.Local
+	st *store.Store
+}
+
+func (h memberHost) Replica(id uint64) (replica.Replica, error) {
+	r, err := h.Local.Replica(id)
+	if err != nil {
+		return nil, err
+	}
+	lsn, ok, err := replication.AppliedLSN(h.st, id)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return r, nil
+	}
+	return memberReplica{r, lsn}, nil
+}
+
+type memberReplica struct {
+	replica.Replica
+	last uint64
+}
+
+func (r memberReplica) LastLSN() uint64 { return r.last }

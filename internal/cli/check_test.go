@@ -114,7 +114,8 @@ func TestCheckCommandRefuses(t *testing.T) {
 		t.Fatalf("untar: %v %s", err, b)
 	}
 	empty := t.TempDir()
-	// A cluster member's directory: a store and the etcd member's data.
+	// A cluster member's directory whose etcd data is missing (a member
+	// whose data does hold it is checked by the kill loop, cmd/partita).
 	member := checkStore(t)
 	if err := os.Mkdir(filepath.Join(member, "etcd"), 0o700); err != nil {
 		t.Fatal(err)
@@ -131,7 +132,7 @@ func TestCheckCommandRefuses(t *testing.T) {
 		{"not a store", []string{"--data", empty}, "no Partita data directory", false},
 		{"in use", []string{"--data", dir}, "is a server running on it", true},
 		{"format 6", []string{"--data", format6}, "storage format 6", false},
-		{"cluster member", []string{"--data", member}, "belongs to a member of a cluster", false},
+		{"cluster member without etcd data", []string{"--data", member}, "holds no etcd member", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.hold {

@@ -33,6 +33,9 @@
 //   - Backend (backend.go) and SharedCatalog (shared.go): catalog.Backend
 //     over etcd, each Apply one transaction, fenced by the cluster-wide
 //     catalog lock; a watch feeds the other nodes' changes to the catalog.
+//   - OpenOfflineCatalog (offline.go): the catalog a stopped member last
+//     knew, read from a copy of its etcd data started alone (partita check
+//     of a member's data directory).
 //   - Transport (transport.go): replication.Transport over mutual TLS:
 //     per peer a bounded queue and a goroutine writing batches of
 //     length-prefixed protobuf frames to one connection of its own

@@ -172,13 +172,23 @@ func TestEtcdStartTimeout(t *testing.T) {
 // own data directory, and stops them when the test ends.
 func startMembers(t *testing.T, start, ms []Member) []*Etcd {
 	t.Helper()
+	dirs := make([]string, len(start))
+	for i := range dirs {
+		dirs[i] = t.TempDir()
+	}
+	return startMembersIn(t, dirs, start, ms)
+}
+
+// startMembersIn is startMembers with member start[i]'s data in dirs[i].
+func startMembersIn(t *testing.T, dirs []string, start, ms []Member) []*Etcd {
+	t.Helper()
 	es := make([]*Etcd, len(start))
 	errs := make([]error, len(start))
 	// A new cluster's members are ready only once a majority has started:
 	// start them together.
 	var wg sync.WaitGroup
 	for i, m := range start {
-		cfg := etcdConfig(t, t.TempDir(), m, ms)
+		cfg := etcdConfig(t, dirs[i], m, ms)
 		wg.Go(func() { es[i], errs[i] = StartEtcd(t.Context(), cfg) })
 	}
 	wg.Wait()

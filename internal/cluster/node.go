@@ -52,6 +52,9 @@ type NodeConfig struct {
 	// LogKeep is how many applied entries a group's log keeps before it
 	// is truncated (replication.Config.LogKeep; default 4096).
 	LogKeep uint64
+	// SnapshotRate bounds the bytes per second of the snapshots the node
+	// sends (TransportConfig.SnapshotRate); 0: unbound.
+	SnapshotRate int64
 	// Logger receives the node's messages; nil discards them.
 	Logger *slog.Logger
 }
@@ -151,7 +154,7 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 		peers[m.ID] = m.Addr
 		voters = append(voters, m.ID)
 	}
-	n.tr, err = NewTransport(TransportConfig{Self: self.ID, Peers: peers, Cert: cert, Logger: lg,
+	n.tr, err = NewTransport(TransportConfig{Self: self.ID, Peers: peers, Cert: cert, Logger: lg, SnapshotRate: cfg.SnapshotRate,
 		Deliver: func(m replication.Message) {
 			select {
 			case inbox <- m:
@@ -169,7 +172,7 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n.tr.SetSnapshots(n.host)
+	n.tr.SetHost(n.host)
 	n.ks = NewKeyspaces(n.host, cfg.Local, voters, cfg.Wait)
 	n.client = newPeerClient(cert)
 	mux := http.NewServeMux()

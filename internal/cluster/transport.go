@@ -16,6 +16,7 @@ import (
 	"time"
 
 	pb "go.etcd.io/raft/v3/raftpb"
+	"golang.org/x/time/rate"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/partitadb/partita/internal/replication"
@@ -38,12 +39,15 @@ const RaftProto = "partita-raft/1"
 // message.
 const SnapProto = "partita-snap/1"
 
-// SnapshotHost sends and receives the snapshots of the node's Raft groups
-// (replication.Host).
-type SnapshotHost interface {
+// RaftHost is the node's Raft groups as the transport serves them
+// (replication.Host): it streams their snapshots both ways and reports what
+// became of them, and reports a peer the transport cannot reach, so that
+// the groups it leads stop streaming appends to it and probe it instead.
+type RaftHost interface {
 	WriteSnapshot(ctx context.Context, w io.Writer, m replication.Message) (int, error)
 	ReadSnapshot(r io.Reader) error
 	ReportSnapshot(group, to uint64, ok bool)
+	ReportUnreachable(to uint64)
 }
 
 // Transport defaults.
@@ -98,6 +102,10 @@ type TransportConfig struct {
 	// SendTimeout bounds the write of one batch; default 10 s. A
 	// connection whose write does not finish in time is closed.
 	SendTimeout time.Duration
+	// SnapshotRate bounds the bytes per second of the snapshots this node
+	// sends, all peers together, so that a replica catching up does not
+	// take the bandwidth its groups' appends need; 0 leaves them unbound.
+	SnapshotRate int64
 	// Logger receives the transport's messages; nil discards them.
 	Logger *slog.Logger
 }
@@ -127,8 +135,10 @@ type Transport struct {
 	peers   map[uint64]*peer
 	dropped atomic.Uint64
 	closed  atomic.Bool
-	snaps   atomic.Pointer[SnapshotHost]
+	host    atomic.Pointer[RaftHost]
 	timeout time.Duration // SendTimeout: also a snapshot stream's bound on one read or write
+	// snapRate paces the snapshots sent (SnapshotRate); nil: unbound.
+	snapRate *rate.Limiter
 
 	// in holds the connections being read, so that Close and the
 	// server's Shutdown end them.
@@ -189,6 +199,9 @@ func NewTransport(cfg TransportConfig) (*Transport, error) {
 		log:     cfg.Logger,
 		peers:   map[uint64]*peer{},
 		timeout: cfg.SendTimeout,
+	}
+	if cfg.SnapshotRate > 0 {
+		t.snapRate = rate.NewLimiter(rate.Limit(cfg.SnapshotRate), snapRateBurst)
 	}
 	t.in.conns = map[net.Conn]struct{}{}
 	for id, addr := range cfg.Peers {
@@ -295,6 +308,9 @@ func (t *Transport) run(ctx context.Context, p *peer) {
 			if backoff == 0 {
 				t.log.Warn("raft peer unreachable", "peer", peerAttr(p.id), "err", err)
 			}
+			if hp := t.host.Load(); hp != nil {
+				(*hp).ReportUnreachable(p.id)
+			}
 			if c != nil {
 				_ = c.Close()
 				c = nil
@@ -391,15 +407,16 @@ func (t *Transport) appendFrame(buf []byte, m replication.Message) ([]byte, erro
 	return out, nil
 }
 
-// SetSnapshots makes h the host whose snapshots t sends and receives.
-// Until it is called, snapshots are dropped, and refused when they come in.
-func (t *Transport) SetSnapshots(h SnapshotHost) { t.snaps.Store(&h) }
+// SetHost makes h the host whose snapshots t sends and receives, and to
+// which it reports unreachable peers. Until it is called, snapshots are
+// dropped, and refused when they come in.
+func (t *Transport) SetHost(h RaftHost) { t.host.Store(&h) }
 
 // sendSnapshot sends snapshot m to p on a connection of its own, in the
 // background, and reports the outcome to the host; one snapshot at a time
 // goes to a peer (Raft sends a follower one, then waits for the report).
 func (t *Transport) sendSnapshot(p *peer, m replication.Message) {
-	hp := t.snaps.Load()
+	hp := t.host.Load()
 	if hp == nil {
 		t.dropped.Add(1)
 		return
@@ -429,7 +446,7 @@ func (t *Transport) sendSnapshot(p *peer, m replication.Message) {
 
 // streamSnapshot dials p with SnapProto, writes snapshot m's stream and
 // waits for the receiver's answer.
-func (t *Transport) streamSnapshot(p *peer, h SnapshotHost, m replication.Message) (int, error) {
+func (t *Transport) streamSnapshot(p *peer, h RaftHost, m replication.Message) (int, error) {
 	c, err := p.snapper.DialContext(t.ctx, "tcp", p.addr)
 	if err != nil {
 		return 0, err
@@ -440,7 +457,11 @@ func (t *Transport) streamSnapshot(p *peer, h SnapshotHost, m replication.Messag
 	if proto := c.(*tls.Conn).ConnectionState().NegotiatedProtocol; proto != SnapProto {
 		return 0, fmt.Errorf("peer negotiated %q, not %s", proto, SnapProto)
 	}
-	pairs, err := h.WriteSnapshot(t.ctx, deadlineConn{c, t.timeout}, m)
+	var w io.Writer = deadlineConn{c, t.timeout}
+	if t.snapRate != nil {
+		w = pacedWriter{t.ctx, w, t.snapRate}
+	}
+	pairs, err := h.WriteSnapshot(t.ctx, w, m)
 	if err != nil {
 		return pairs, err
 	}
@@ -455,6 +476,35 @@ func (t *Transport) streamSnapshot(p *peer, h SnapshotHost, m replication.Messag
 		return pairs, errors.New("the receiver refused the snapshot (its log says why)")
 	}
 	return pairs, nil
+}
+
+// snapRateBurst is the most bytes of snapshots sent at once beyond the
+// pace: a frame's worth.
+const snapRateBurst = 1 << 20
+
+// pacedWriter writes to w no faster than lim allows, in pieces of at most
+// its burst; it gives up when ctx ends.
+type pacedWriter struct {
+	ctx context.Context
+	w   io.Writer
+	lim *rate.Limiter
+}
+
+func (pw pacedWriter) Write(p []byte) (int, error) {
+	written := 0
+	for len(p) > 0 {
+		n := min(len(p), pw.lim.Burst())
+		if err := pw.lim.WaitN(pw.ctx, n); err != nil {
+			return written, err
+		}
+		m, err := pw.w.Write(p[:n])
+		written += m
+		if err != nil {
+			return written, err
+		}
+		p = p[n:]
+	}
+	return written, nil
 }
 
 // deadlineConn gives every read and write of a connection its own
@@ -491,7 +541,7 @@ func (t *Transport) serveSnapshot(c *tls.Conn) {
 		t.log.Warn("raft snapshot refused: no verified client certificate", "from", c.RemoteAddr().String())
 		return
 	}
-	hp := t.snaps.Load()
+	hp := t.host.Load()
 	if hp == nil {
 		_, _ = deadlineConn{c, t.timeout}.Write([]byte{1})
 		return

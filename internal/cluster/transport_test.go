@@ -17,6 +17,7 @@ import (
 	"time"
 
 	pb "go.etcd.io/raft/v3/raftpb"
+	"golang.org/x/time/rate"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/partitadb/partita/internal/replication"
@@ -245,8 +246,8 @@ func TestTransportForeignPeer(t *testing.T) {
 }
 
 // TestTransportDownPeer: messages to a peer that is down are dropped,
-// Send never blocks, and Close stops the sender (TestMain checks that no
-// goroutine is left).
+// Send never blocks, the host hears that the peer is unreachable, and
+// Close stops the sender (TestMain checks that no goroutine is left).
 func TestTransportDownPeer(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -266,12 +267,22 @@ func TestTransportDownPeer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Close()
+	host := &fakeSnaps{unreachable: make(chan uint64, 1024)}
+	tr.SetHost(host)
 	const n = 10 * 64 // ten queues' worth: Send must drop, not wait
 	for i := range n {
 		tr.Send(2, replication.Message{Group: 1, Raft: raftMsg(1, 2, uint64(i), nil)})
 	}
 	tr.Send(3, replication.Message{Group: 1, Raft: raftMsg(1, 3, 0, nil)}) // not a peer
 	waitDropped(t, tr, n+1)
+	select {
+	case id := <-host.unreachable:
+		if id != 2 {
+			t.Errorf("reported node %d unreachable, want 2", id)
+		}
+	case <-time.After(20 * time.Second):
+		t.Error("the down peer was never reported unreachable")
+	}
 	if err := tr.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -461,12 +472,23 @@ func TestNewTransportRefuses(t *testing.T) {
 	}
 }
 
-// fakeSnaps is a SnapshotHost whose snapshots are size bytes of a pattern.
+// fakeSnaps is a RaftHost whose snapshots are size bytes of a pattern.
 type fakeSnaps struct {
 	size    int
 	refuse  atomic.Bool
 	got     chan int       // receiver: the bytes of each snapshot read
 	reports chan [3]uint64 // sender: group, to, ok (1) or not (0)
+	// unreachable receives the peers reported unreachable, when not nil.
+	unreachable chan uint64
+}
+
+func (f *fakeSnaps) ReportUnreachable(to uint64) {
+	if f.unreachable != nil {
+		select {
+		case f.unreachable <- to:
+		default:
+		}
+	}
 }
 
 func (f *fakeSnaps) WriteSnapshot(_ context.Context, w io.Writer, _ replication.Message) (int, error) {
@@ -532,13 +554,13 @@ func TestTransportSnapshot(t *testing.T) {
 	a.tr.Send(b.id, snap())
 	waitDropped(t, a.tr, 1)
 
-	a.tr.SetSnapshots(send)
+	a.tr.SetHost(send)
 	// The receiver has no host yet: refused.
 	a.tr.Send(b.id, snap())
 	if r := report(); r != [3]uint64{7, b.id, 0} {
 		t.Errorf("snapshot to a node without a host: report %v, want failed", r)
 	}
-	b.tr.SetSnapshots(recv)
+	b.tr.SetHost(recv)
 	a.tr.Send(b.id, snap())
 	if r := report(); r != [3]uint64{7, b.id, 1} {
 		t.Errorf("snapshot: report %v, want succeeded", r)
@@ -556,5 +578,31 @@ func TestTransportSnapshot(t *testing.T) {
 	a.tr.Send(b.id, replication.Message{Group: 7, Raft: raftMsg(a.id, b.id, 1, []byte("x"))})
 	if m := b.receive(t, 1)[0]; m.Raft.GetType() != pb.MsgApp {
 		t.Errorf("received %v, want the append", m.Raft.GetType())
+	}
+}
+
+// TestPacedWriter: snapshots are written no faster than the rate (a lower
+// bound on time, which a slow machine only exceeds), in pieces no larger
+// than the burst, and the write stops when its context ends.
+func TestPacedWriter(t *testing.T) {
+	var got bytes.Buffer
+	lim := rate.NewLimiter(4<<20, 1<<20) // 4 MiB/s, a burst of 1 MiB
+	pw := pacedWriter{t.Context(), &got, lim}
+	data := bytes.Repeat([]byte("x"), 3<<20)
+	start := time.Now()
+	if n, err := pw.Write(data); err != nil || n != len(data) {
+		t.Fatalf("Write = %d, %v", n, err)
+	}
+	// The burst goes at once, the other 2 MiB at 4 MiB/s.
+	if took := time.Since(start); took < 450*time.Millisecond {
+		t.Errorf("3 MiB at 4 MiB/s with a 1 MiB burst took %v, want 0.5 s at least", took)
+	}
+	if got.Len() != len(data) {
+		t.Errorf("wrote %d bytes, want %d", got.Len(), len(data))
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := (pacedWriter{ctx, &got, lim}).Write(data); err == nil {
+		t.Error("a write after its context ended succeeded")
 	}
 }

@@ -51,6 +51,10 @@ type Cluster struct {
 	// before it is truncated: a replica further behind catches up from a
 	// snapshot, streamed (docs/cluster.md). Default 4096.
 	RaftLogKeep int
+	// SnapshotRateMB bounds, in MiB per second, the snapshots a node sends
+	// to replicas catching up, all together; 0 leaves them unbound.
+	// Default 32 (CockroachDB's default for its snapshots).
+	SnapshotRateMB int
 }
 
 // Server configures the listener.
@@ -201,7 +205,7 @@ func Default() Config {
 		API:     API{Consistency: "Session"},
 		Engine:  Engine{GatewayQuery: "gateway", RateLimit: "auto", LogicalPartitionMaxBytes: 20 << 30, PartitionMaxBytes: 50 << 30, PartitionMaxRU: 10000},
 		Logging: Logging{Level: "info", Format: "text"},
-		Cluster: Cluster{Replicas: 3, RaftLogKeep: 4096},
+		Cluster: Cluster{Replicas: 3, RaftLogKeep: 4096, SnapshotRateMB: 32},
 	}
 }
 
@@ -245,6 +249,8 @@ func (c Config) Validate() error {
 			bad("replicas %d: want 1 or more", cl.Replicas)
 		case cl.RaftLogKeep < 1:
 			bad("raft-log-keep %d: want 1 or more", cl.RaftLogKeep)
+		case cl.SnapshotRateMB < 0:
+			bad("raft-snapshot-rate %d: want 0 (unbound) or more MiB/s", cl.SnapshotRateMB)
 		case members > cl.Replicas:
 			bad("replicas %d with %d members in join: every member holds a replica of every partition for now; "+
 				"placing a partition's replicas on some of the members is not supported yet (docs/cluster.md)", cl.Replicas, members)

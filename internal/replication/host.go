@@ -950,3 +950,22 @@ func (h *Host) truncate(g *group) error {
 	g.ls.trunc = t
 	return nil
 }
+
+// AppliedLSN returns the largest LSN that group's replica in st has
+// applied (every LSN its keyspace holds is at most that), and whether st
+// holds the group: for reading a stopped member's store (partita check),
+// whose keyspaces' LSNs are the groups', not the local reservations'.
+func AppliedLSN(st *store.Store, group uint64) (uint64, bool, error) {
+	v, err := st.Get(appliedKey(group))
+	if errors.Is(err, store.ErrNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	a, err := decodeApplied(v)
+	if err != nil {
+		return 0, false, fmt.Errorf("replication: group %d: %w", group, err)
+	}
+	return a.LSN, true, nil
+}

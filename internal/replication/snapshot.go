@@ -453,3 +453,18 @@ func (h *Host) installSnapshot(g *group, snap *pb.Snapshot, hs *pb.HardState) er
 	}
 	return nil
 }
+
+// ReportUnreachable tells every group's Raft that this node could not
+// reach node to: a leader streaming appends to it goes back to probing it
+// (one append, then wait for its answer), rather than filling its window
+// with messages the transport drops.
+func (h *Host) ReportUnreachable(to uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopped {
+		return
+	}
+	for _, id := range h.ids {
+		h.groups[id].rn.ReportUnreachable(to)
+	}
+}
