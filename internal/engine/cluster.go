@@ -63,24 +63,38 @@ func (e *Engine) Observe(key string, value []byte, deleted bool) error {
 const createWait = 10 * time.Second
 
 // awaitLeaders waits, at most createWait, until every keyspace of the new
-// container c has a leader this node knows: an election takes one to two
-// seconds after the groups are created, and a container should take
-// writes once its creation has answered, as in Cosmos DB. (A write
-// arriving before would wait for the election itself, up to the
-// forwarding's bound.) A cluster without a majority cannot elect: the
-// container is created all the same, and its writes answer 503.
+// container c has a leader this node knows, and this node has applied the
+// keyspace's format record, which the leader writes when it reconciles
+// (reconcileKeyspace): an election takes one to two seconds after the
+// groups are created, and a container should take writes once its
+// creation has answered, as in Cosmos DB. (A write arriving before would
+// wait for the election itself, up to the forwarding's bound.) Without
+// the format record, the first items written made the leader rebuild
+// their derived entries, under the container's exclusive lock, when it
+// next reconciled (up to a second later), and a member stopped before
+// then held items in a keyspace without one (partita check of node 1's
+// directory after the Node tests' partition key delete, against a
+// cluster). A cluster without a majority cannot elect: the container is
+// created all the same, and its writes answer 503.
 func (e *Engine) awaitLeaders(c *catalog.Container) {
 	deadline := time.Now().Add(createWait)
 	for _, ks := range c.Keyspaces() {
+		woken := false
 		for {
 			if rep, err := e.host.Replica(ks); err == nil {
 				err := rep.Lead()
 				if nl, ok := errors.AsType[*replica.NotLeaderError](err); err == nil || ok && nl.Leader != 0 {
-					break
+					if _, err := rep.Get(formatKey); err == nil {
+						break
+					}
+					if err == nil && !woken { // this node leads it: reconcile now
+						e.Reconcile()
+						woken = true
+					}
 				}
 			}
 			if time.Now().After(deadline) {
-				e.log.Warn("a new container's partitions have no leader yet; their writes wait for one", "container", c.Link(), "keyspace", ks)
+				e.log.Warn("a new container's partitions have no leader yet, or it has not initialised them; their writes wait for one", "container", c.Link(), "keyspace", ks)
 				return
 			}
 			time.Sleep(20 * time.Millisecond)
