@@ -129,20 +129,31 @@ func (r *Replica) notLeader() error {
 // will never apply: safe to retry), replica.ErrIndeterminate (it may yet
 // apply), or the batch's own refusal.
 func (r *Replica) Commit(b replica.Batch) error {
+	w, err := r.propose(b)
+	if err != nil {
+		return err
+	}
+	return r.await(context.Background(), w) // the engine's seam has no ctx
+}
+
+// propose proposes b, with the LSNs its writes took and this leader's
+// stable mark, and returns the waiter of its outcome: Commit without the
+// wait (the simulation, which must not block, waits on the Waiter).
+func (r *Replica) propose(b replica.Batch) (*Waiter, error) {
 	tb, ok := b.(*batch)
 	if !ok {
-		return fmt.Errorf("replication: keyspace %d: commit of a %T", r.id, b)
+		return nil, fmt.Errorf("replication: keyspace %d: commit of a %T", r.id, b)
 	}
 	if tb.term == 0 {
-		return r.notLeader()
+		return nil, r.notLeader()
 	}
 	l, err := r.h.Leader(r.id)
 	if err != nil || !l.Settled || l.Term != tb.term {
-		return r.notLeader()
+		return nil, r.notLeader()
 	}
 	repr, err := replica.BatchRepr(tb.Batch)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	tb.Batch.Close()
 	r.mu.Lock()
@@ -153,9 +164,9 @@ func (r *Replica) Commit(b replica.Batch) error {
 	r.mu.Unlock()
 	w, err := r.h.Propose(r.id, Proposal{Kind: KindBatch, Term: tb.term, LSN: lsn, Stable: stable, LSNs: tb.lsns, Repr: repr})
 	if err != nil {
-		return r.proposeErr(err)
+		return nil, r.proposeErr(err)
 	}
-	return r.await(context.Background(), w) // the engine's seam has no ctx
+	return w, nil
 }
 
 func (r *Replica) proposeErr(err error) error {

@@ -120,7 +120,7 @@ func (s *sim) observe(n *simNode) error {
 // (nil if none), and its term.
 func (s *sim) settledLeader(g uint64) (*simNode, uint64) {
 	for _, n := range s.nodes {
-		if n.down != 0 {
+		if !n.running() {
 			continue
 		}
 		if l, err := n.h.Leader(g); err == nil && l.Settled && l.ID == n.id {
@@ -132,7 +132,7 @@ func (s *sim) settledLeader(g uint64) (*simNode, uint64) {
 
 // leads reports whether n is still g's settled leader in term.
 func leads(n *simNode, g, term uint64) bool {
-	if n.down != 0 {
+	if !n.running() {
 		return false
 	}
 	l, err := n.h.Leader(g)

@@ -25,12 +25,14 @@ import (
 // The deterministic simulation (docs/cluster.md, "How it is proven"): three
 // hosts in one goroutine, a seeded network that drops, delays, duplicates
 // and reorders messages and cuts nodes off, crashes that keep only what was
-// synced (Pebble's crash-simulating filesystem), clients writing and
-// reading logical partitions, leadership transfers, and logical partitions
-// moved from their group to a new one by the separation protocol
-// (sim_move_test.go). Every history is checked with porcupine
-// (linearizable per logical partition, across its moves; a multi-key write
-// as one operation) and the replicas must converge. The simulator owns every source of
+// synced (Pebble's crash-simulating filesystem), pauses (SIGSTOP), clients
+// writing through Replica (LSNs taken, proposals in shuffled order) and
+// reading logical partitions, session reads checked against
+// Replica.Visible, leadership transfers, and logical partitions moved from
+// their group to a new one by the separation protocol (sim_move_test.go).
+// Every history is checked with porcupine (linearizable per logical
+// partition, across its moves; a multi-key write as one operation) and the
+// replicas must converge. The simulator owns every source of
 // nondeterminism, so a seed replays a run exactly:
 //
 //	SIM_SEED=<seed> go test -run TestSimulation ./internal/replication
@@ -85,11 +87,21 @@ type inflight struct {
 }
 
 type simNode struct {
-	id   uint64
-	fs   *vfs.MemFS
-	st   *store.Store
-	h    *Host
-	down int64 // the step it comes back at; 0 when up
+	id uint64
+	fs *vfs.MemFS
+	st *store.Store
+	h  *Host
+	// local and reps are the engine's seam over this node's store: writes
+	// take their LSNs and propose through a Replica per group, as the
+	// engine's transactions do, and session reads ask it what is visible.
+	local *replica.Local
+	reps  map[uint64]*Replica
+	down  int64 // the step it comes back at; 0 when up
+	// paused is the step a paused node (SIGSTOP) resumes at; 0 when it
+	// runs. A paused node keeps its state and its messages wait for it,
+	// but it neither ticks nor processes, so it still believes what it
+	// believed (that it leads, say) when it resumes.
+	paused int64
 	// view is the group this node believes each logical partition is in:
 	// its copy of the catalog, which follows sim.route with a lag.
 	view [simLPs]uint64
@@ -108,6 +120,14 @@ type simOp struct {
 	appended string
 	call     int64
 	w        *Waiter
+	// A write's: the Replica it took its LSN from (released when its
+	// outcome is known), the LSN and the transaction's first, the batch
+	// until it is proposed, and num, the number its value of key 0 ends
+	// with (every write sets or appends to key 0).
+	rep        *Replica
+	lsn, first uint64
+	b          replica.Batch
+	num        int
 }
 
 type lpState [simKeys]string
@@ -126,6 +146,7 @@ type sim struct {
 		writes, reads, indeterminate, crashes, cuts, transfers int
 		snapshots                                              int
 		moves, abandoned, fenced                               int
+		sessions, sessionWaits, pauses                         int
 	}
 	// The catalog: the group each logical partition is in, the group it is
 	// being moved to (0: none), every group made so far, and the move or
@@ -138,6 +159,16 @@ type sim struct {
 	// failedSnaps are snapshots the network lost, to report to their
 	// senders (a transport learns of the loss when its stream fails).
 	failedSnaps []inflight
+	// evaluated are the writes this step evaluated, each with its LSN
+	// taken; they are proposed at the step's end in a random order, as
+	// transactions on different logical partitions commit in another
+	// order than they took their LSNs.
+	evaluated []*simOp
+	// lastAcked is, per logical partition, the acknowledged write with
+	// the largest num: what a session holding its token must see.
+	lastAcked [simLPs]*simOp
+	// sessionErr is the first session read that missed its write.
+	sessionErr error
 }
 
 type simTransport struct {
@@ -174,8 +205,45 @@ func (s *sim) open(n *simNode) error {
 		st.Close()
 		return err
 	}
-	n.st, n.h = st, h
+	local, err := replica.OpenLocal(context.Background(), st, nil)
+	if err != nil {
+		st.Close()
+		return err
+	}
+	n.st, n.h, n.local, n.reps = st, h, local, map[uint64]*Replica{}
 	return s.observe(n)
+}
+
+// rep returns node n's Replica of group g.
+func (n *simNode) rep(g uint64) (*Replica, error) {
+	if r := n.reps[g]; r != nil {
+		return r, nil
+	}
+	lr, err := n.local.Replica(g)
+	if err != nil {
+		return nil, err
+	}
+	r := NewReplica(n.h, g, lr, time.Second)
+	n.reps[g] = r
+	return r, nil
+}
+
+// running reports whether n is up and not paused.
+func (n *simNode) running() bool { return n.down == 0 && n.paused == 0 }
+
+// relKey is lpKey inside the group's keyspace (a Replica batch's key).
+func relKey(lp, k int) []byte {
+	return fmt.Appendf(nil, "\x02lp%d/k%d", lp, k)
+}
+
+// lastNum returns the number key 0's value ends with ("v12|a15": 15).
+func lastNum(v string) int {
+	i := strings.LastIndexAny(v, "va")
+	if i < 0 {
+		return 0
+	}
+	n, _ := strconv.Atoi(v[i+1:])
+	return n
 }
 
 func lpKey(group uint64, lp, k int) []byte {
@@ -231,10 +299,13 @@ func runSim(t *testing.T, seed uint64, steps int) error {
 		}
 	}
 	s.ops = nil
-	t.Logf("seed %d: %d steps, %d writes, %d reads (%d indeterminate), %d crashes, %d cuts, %d leadership transfers, "+
+	t.Logf("seed %d: %d steps, %d writes, %d reads (%d indeterminate), %d session reads (%d not yet visible), %d crashes, %d cuts, %d pauses, %d leadership transfers, "+
 		"%d moves completed, %d abandoned, %d operations refused by a fence, %d snapshots received",
-		seed, steps, s.stats.writes, s.stats.reads, s.stats.indeterminate, s.stats.crashes, s.stats.cuts, s.stats.transfers,
+		seed, steps, s.stats.writes, s.stats.reads, s.stats.indeterminate, s.stats.sessions, s.stats.sessionWaits, s.stats.crashes, s.stats.cuts, s.stats.pauses, s.stats.transfers,
 		s.stats.moves, s.stats.abandoned, s.stats.fenced, s.stats.snapshots)
+	if s.sessionErr != nil {
+		return s.sessionErr
+	}
 	if err := s.converged(); err != nil {
 		return err
 	}
@@ -252,6 +323,12 @@ func (s *sim) step(ops, faults bool) error {
 			}
 			n.down = 0
 		}
+		if n.paused != 0 && n.paused <= s.now {
+			n.paused = 0
+			// Resumed: before it hears from anyone, it may serve a read
+			// (what SIGCONT does to a node whose clients' requests wait).
+			s.sessionReadAt(n, s.rng.IntN(simLPs))
+		}
 	}
 	slices.SortFunc(s.queue, func(a, b inflight) int {
 		if a.at != b.at {
@@ -260,15 +337,21 @@ func (s *sim) step(ops, faults bool) error {
 		return int(a.seq - b.seq)
 	})
 	i := 0
+	var held []inflight // for paused nodes: delivered when they resume
 	for ; i < len(s.queue) && s.queue[i].at <= s.now; i++ {
 		f := s.queue[i]
 		n := s.nodes[f.to-1]
-		up := n.down == 0 && s.cut[f.to] <= s.now
+		if n.paused != 0 && !IsSnapshot(f.m) {
+			f.at = n.paused
+			held = append(held, f)
+			continue
+		}
+		up := n.down == 0 && n.paused == 0 && s.cut[f.to] <= s.now
 		if IsSnapshot(f.m) {
 			// The stream runs now, from the sender's store as it is now;
 			// a sender that crashed meanwhile sends nothing.
 			if from := s.nodes[f.m.Raft.GetFrom()-1]; from.down == 0 {
-				if up && s.cut[from.id] <= s.now {
+				if up && from.paused == 0 && s.cut[from.id] <= s.now {
 					if err := shipSnapshot(from.h, n.h, f.m); err == nil {
 						s.stats.snapshots++
 					}
@@ -282,7 +365,7 @@ func (s *sim) step(ops, faults bool) error {
 			n.h.Step(f.m)
 		}
 	}
-	s.queue = s.queue[i:]
+	s.queue = append(s.queue[i:], held...)
 	for _, f := range s.failedSnaps {
 		if from := s.nodes[f.m.Raft.GetFrom()-1]; from.down == 0 {
 			from.h.ReportSnapshot(f.m.Group, f.to, false)
@@ -290,7 +373,7 @@ func (s *sim) step(ops, faults bool) error {
 	}
 	s.failedSnaps = s.failedSnaps[:0]
 	for _, n := range s.nodes {
-		if n.down == 0 {
+		if n.running() {
 			n.h.Tick()
 			if err := n.h.Process(); err != nil {
 				return fmt.Errorf("node %d: %w", n.id, err)
@@ -302,7 +385,7 @@ func (s *sim) step(ops, faults bool) error {
 		return err
 	}
 	for _, n := range s.nodes {
-		if n.down == 0 && s.rng.IntN(10) == 0 {
+		if n.running() && s.rng.IntN(10) == 0 {
 			if err := s.observe(n); err != nil {
 				return err
 			}
@@ -315,6 +398,10 @@ func (s *sim) step(ops, faults bool) error {
 					return err
 				}
 			}
+		}
+		s.proposeEvaluated()
+		if s.rng.IntN(100) < 30 {
+			s.sessionRead()
 		}
 	}
 	if faults {
@@ -336,7 +423,7 @@ func (s *sim) transfer() {
 	g := s.groups[s.rng.IntN(len(s.groups))]
 	to := uint64(1 + s.rng.IntN(simNodes))
 	for _, n := range s.nodes {
-		if n.down == 0 && n.h.TransferLeader(g, to) == nil {
+		if n.running() && n.h.TransferLeader(g, to) == nil {
 			s.stats.transfers++
 		}
 	}
@@ -361,9 +448,15 @@ func (s *sim) outcomes() {
 }
 
 func (s *sim) finishWrite(op *simOp, err error) {
+	if op.rep != nil {
+		op.rep.ReleaseLSN(op.first)
+	}
 	switch {
 	case err == nil:
 		s.stats.writes++
+		if last := s.lastAcked[op.lp]; last == nil || op.num > last.num {
+			s.lastAcked[op.lp] = op
+		}
 		s.history = append(s.history, porcupine.Operation{ClientId: op.client, Input: op, Call: op.call, Output: nil, Return: s.now*2 + 1})
 	case err == ErrIndeterminate:
 		s.stats.indeterminate++
@@ -402,7 +495,7 @@ func (s *sim) startOp() error {
 	if s.rng.IntN(2) == 0 {
 		// A read, at any replica, of the group the node believes holds lp.
 		n := s.nodes[s.rng.IntN(simNodes)]
-		if n.down != 0 {
+		if !n.running() {
 			return nil
 		}
 		op.group = n.view[lp]
@@ -418,7 +511,7 @@ func (s *sim) startOp() error {
 	// holds lp (more than one may).
 	var leaders []*simNode
 	for _, n := range s.nodes {
-		if n.down != 0 {
+		if !n.running() {
 			continue
 		}
 		if l, err := n.h.Leader(n.view[lp]); err == nil && l.Settled {
@@ -430,7 +523,7 @@ func (s *sim) startOp() error {
 	}
 	n := leaders[s.rng.IntN(len(leaders))]
 	g := n.view[lp]
-	for _, o := range s.ops {
+	for _, o := range append(s.ops, s.evaluated...) {
 		if o.write && o.node == n && o.lp == lp {
 			return nil // the logical partition's lock is held until it applies
 		}
@@ -445,37 +538,104 @@ func (s *sim) startOp() error {
 		return s.observe(n)
 	}
 	op.group = g
-	l, _ := n.h.Leader(g)
-	b := n.st.NewBatch()
-	defer b.Close()
+	// As an engine transaction: a batch of the settled leader's term, an
+	// LSN taken for the write, then the write's effects.
+	r, err := n.rep(g)
+	if err != nil {
+		return err
+	}
+	b := r.NewBatch(false)
+	lsn, err := r.NextLSN(b, &op.first)
+	if err != nil {
+		b.Close()
+		return nil // no longer the settled leader
+	}
 	if s.rng.IntN(3) == 0 {
 		old, err := n.st.Get(lpKey(g, lp, 0))
 		if err != nil && err != store.ErrNotFound {
+			b.Close()
+			r.ReleaseLSN(op.first)
 			return err
 		}
 		s.nextVal++
 		op.appended = fmt.Sprintf("|a%d", s.nextVal)
-		b.Set(lpKey(g, lp, 0), append(old, op.appended...))
+		op.num = s.nextVal
+		b.Set(relKey(lp, 0), append(old, op.appended...))
 	} else {
 		for k := range simKeys {
 			if k == 0 || s.rng.IntN(2) == 0 {
 				s.nextVal++
 				op.vals[k] = fmt.Sprintf("v%d", s.nextVal)
-				b.Set(lpKey(g, lp, k), []byte(op.vals[k]))
+				if k == 0 {
+					op.num = s.nextVal
+				}
+				b.Set(relKey(lp, k), []byte(op.vals[k]))
 			}
 		}
 	}
-	repr, err := b.Repr()
-	if err != nil {
-		return err
-	}
-	w, err := n.h.Propose(g, Proposal{Kind: KindBatch, Term: l.Term, Repr: repr})
-	if err != nil {
-		return nil // refused: no effect
-	}
-	op.node, op.write, op.w = n, true, w
-	s.ops = append(s.ops, op)
+	op.node, op.write, op.rep, op.lsn, op.b = n, true, r, lsn, b
+	s.evaluated = append(s.evaluated, op)
 	return nil
+}
+
+// proposeEvaluated proposes the writes this step evaluated, in a random
+// order: one that took a smaller LSN may propose after one that took a
+// larger, as the engine's transactions on different logical partitions
+// do.
+func (s *sim) proposeEvaluated() {
+	s.rng.Shuffle(len(s.evaluated), func(i, j int) { s.evaluated[i], s.evaluated[j] = s.evaluated[j], s.evaluated[i] })
+	for _, op := range s.evaluated {
+		w, err := op.rep.propose(op.b)
+		op.b.Close()
+		op.b = nil
+		if err != nil {
+			op.rep.ReleaseLSN(op.first) // refused: no effect
+			continue
+		}
+		op.w = w
+		s.ops = append(s.ops, op)
+	}
+	s.evaluated = s.evaluated[:0]
+}
+
+// sessionRead is a session read of a logical partition with the token of
+// its last acknowledged write, at a random node: if that node's Replica
+// answers that the token's LSN is visible (replica.Replica.Visible, which
+// the API's session check asks), the node must hold the write, or a later
+// one, in the group the write was made in. A session read that is not
+// yet visible would wait (or answer 404/1002): nothing to check.
+func (s *sim) sessionRead() {
+	s.sessionReadAt(s.nodes[s.rng.IntN(simNodes)], s.rng.IntN(simLPs))
+}
+
+// sessionReadAt is sessionRead of logical partition lp at node m.
+func (s *sim) sessionReadAt(m *simNode, lp int) {
+	w := s.lastAcked[lp]
+	if w == nil || !m.running() || s.sessionErr != nil {
+		return
+	}
+	r, err := m.rep(w.group)
+	if err != nil {
+		return
+	}
+	if !r.Visible(w.lsn) {
+		s.stats.sessionWaits++
+		return
+	}
+	v, err := m.st.Get(lpKey(w.group, lp, 0))
+	if err != nil && err != store.ErrNotFound {
+		return
+	}
+	if fenced(m.st, w.group, lp) {
+		return // moved away: the read goes to the new group (not checked)
+	}
+	s.stats.sessions++
+	if got := lastNum(string(v)); got < w.num {
+		l, _ := m.h.Leader(w.group)
+		s.sessionErr = fmt.Errorf("step %d: session read of lp %d at node %d (leader %d, term %d, settled %v): LSN %d of group %d visible, "+
+			"but key 0 is %q (write %d), older than the write that took the LSN (%d)",
+			s.now, lp, m.id, l.ID, l.Term, l.Settled, w.lsn, w.group, v, got, w.num)
+	}
 }
 
 // fault injects, now and then, a crash (keeping only synced data) or a
@@ -487,7 +647,7 @@ func (s *sim) fault() error {
 	}
 	down := 0
 	for _, n := range s.nodes {
-		if n.down != 0 || s.cut[n.id] > s.now {
+		if !n.running() || s.cut[n.id] > s.now {
 			down++
 		}
 	}
@@ -495,12 +655,17 @@ func (s *sim) fault() error {
 		return nil
 	}
 	n := s.nodes[s.rng.IntN(simNodes)]
-	if n.down != 0 {
+	if !n.running() {
 		return nil
 	}
-	if s.rng.IntN(2) == 0 {
+	switch s.rng.IntN(3) {
+	case 0:
 		s.stats.cuts++
 		s.cut[n.id] = s.now + 20 + int64(s.rng.IntN(60))
+		return nil
+	case 1:
+		s.stats.pauses++
+		n.paused = s.now + 20 + int64(s.rng.IntN(60))
 		return nil
 	}
 	s.stats.crashes++
