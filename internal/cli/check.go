@@ -14,7 +14,6 @@ import (
 	"github.com/partitadb/partita/internal/config"
 	"github.com/partitadb/partita/internal/engine"
 	"github.com/partitadb/partita/internal/replica"
-	"github.com/partitadb/partita/internal/replication"
 	"github.com/partitadb/partita/internal/store"
 )
 
@@ -111,7 +110,7 @@ func checkDir(ctx context.Context, dir string) (*engine.CheckReport, error) {
 		}
 		defer oc.Close()
 		meta = oc
-		check = memberHost{host, st}
+		check = cluster.MemberKeyspaces(host, st)
 	}
 	e, err := engine.OpenForCheck(ctx, check, readOnly{meta}, nil)
 	if err != nil {
@@ -160,33 +159,3 @@ var errReadOnly = errors.New("the catalog needs an upgrade that partita check do
 type readOnly struct{ catalog.Backend }
 
 func (readOnly) Apply(map[string][]byte, []string) error { return errReadOnly }
-
-// memberHost is a stopped cluster member's keyspaces for a check: their
-// LSNs were issued by their groups' leaders, so a keyspace's last LSN is
-// the largest its group applied here, not a local reservation's.
-type memberHost struct {
-	*replica.Local
-	st *store.Store
-}
-
-func (h memberHost) Replica(id uint64) (replica.Replica, error) {
-	r, err := h.Local.Replica(id)
-	if err != nil {
-		return nil, err
-	}
-	lsn, ok, err := replication.AppliedLSN(h.st, id)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return r, nil
-	}
-	return memberReplica{r, lsn}, nil
-}
-
-type memberReplica struct {
-	replica.Replica
-	last uint64
-}
-
-func (r memberReplica) LastLSN() uint64 { return r.last }

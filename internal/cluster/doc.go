@@ -33,9 +33,10 @@
 //   - Backend (backend.go) and SharedCatalog (shared.go): catalog.Backend
 //     over etcd, each Apply one transaction, fenced by the cluster-wide
 //     catalog lock; a watch feeds the other nodes' changes to the catalog.
-//   - OpenOfflineCatalog (offline.go): the catalog a stopped member last
-//     knew, read from a copy of its etcd data started alone (partita check
-//     of a member's data directory).
+//   - OpenOfflineCatalog and MemberKeyspaces (offline.go): for partita
+//     check of a stopped member's data directory, the catalog the member
+//     last knew, read from a copy of its etcd data started alone, and its
+//     keyspaces with their groups' LSNs.
 //   - Transport (transport.go): replication.Transport over mutual TLS:
 //     per peer a bounded queue and a goroutine writing batches of
 //     length-prefixed protobuf frames to one connection of its own

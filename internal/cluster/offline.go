@@ -17,6 +17,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/partitadb/partita/internal/replica"
+	"github.com/partitadb/partita/internal/replication"
+	"github.com/partitadb/partita/internal/store"
 )
 
 // OfflineCatalog is the catalog a stopped member last knew, read from a
@@ -194,3 +198,38 @@ func copyFile(src, dst string) error {
 	}
 	return out.Close()
 }
+
+// MemberKeyspaces returns a stopped member's keyspaces for partita check:
+// local's, except that a replicated keyspace's LastLSN is the largest LSN
+// its group applied on the member (replication.AppliedLSN), since its LSNs
+// were issued by the group's leaders, not reserved locally.
+func MemberKeyspaces(local *replica.Local, st *store.Store) replica.Host {
+	return memberHost{local, st}
+}
+
+type memberHost struct {
+	*replica.Local
+	st *store.Store
+}
+
+func (h memberHost) Replica(id uint64) (replica.Replica, error) {
+	r, err := h.Local.Replica(id)
+	if err != nil {
+		return nil, err
+	}
+	lsn, ok, err := replication.AppliedLSN(h.st, id)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return r, nil
+	}
+	return memberReplica{r, lsn}, nil
+}
+
+type memberReplica struct {
+	replica.Replica
+	last uint64
+}
+
+func (r memberReplica) LastLSN() uint64 { return r.last }
