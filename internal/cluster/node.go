@@ -79,9 +79,9 @@ type Node struct {
 	// forwarded serves requests other nodes forward, by the name of the
 	// listener they arrived on (SetForwarded).
 	forwarded sync.Map // string → http.Handler
-	// unknown is told of groups other nodes send messages for that this
-	// node has no replica of (SetUnknown).
-	unknown atomic.Pointer[func(uint64)]
+	// reconcile is told when the node's replicas should be reconciled
+	// with the catalog (SetReconcile).
+	reconcile atomic.Pointer[func()]
 	// pinned tells which groups leader balance must leave where they are
 	// (SetPinned).
 	pinned atomic.Pointer[func(uint64) bool]
@@ -164,11 +164,12 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n.host, err = replication.Open(cfg.Store, self.ID, n.tr, replication.Config{Logger: lg, LogKeep: cfg.LogKeep, Unknown: func(g uint64) {
-		if f := n.unknown.Load(); f != nil {
-			(*f)(g)
+	wake := func(uint64) {
+		if f := n.reconcile.Load(); f != nil {
+			(*f)()
 		}
-	}})
+	}
+	n.host, err = replication.Open(cfg.Store, self.ID, n.tr, replication.Config{Logger: lg, LogKeep: cfg.LogKeep, Unknown: wake, Settled: wake})
 	if err != nil {
 		return nil, err
 	}
@@ -293,9 +294,12 @@ func (n *Node) Err() <-chan error {
 // the same listener here, marking them forwarded).
 func (n *Node) SetForwarded(listener string, h http.Handler) { n.forwarded.Store(listener, h) }
 
-// SetUnknown sets what is told of groups other nodes send messages for
-// that this node has no replica of; it must not block.
-func (n *Node) SetUnknown(f func(group uint64)) { n.unknown.Store(&f) }
+// SetReconcile sets what is told when this node's replicas should be
+// reconciled with the catalog: another node sent messages for a group this
+// node has no replica of (it may have to create it), or this node became a
+// group's settled leader (a new keyspace's format record, an index rebuild
+// are its leader's to do). f must not block.
+func (n *Node) SetReconcile(f func()) { n.reconcile.Store(&f) }
 
 // SetPinned sets which groups leader balance leaves alone: those of a
 // separation under way, which one node must lead through its cut-over

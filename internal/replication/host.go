@@ -64,6 +64,11 @@ type Config struct {
 	// replica of (the message is dropped): its owner may create the group
 	// if it should exist. It must not block or call back into the host.
 	Unknown func(group uint64)
+	// Settled, if set, is told when this node becomes a group's settled
+	// leader (it has applied an entry of its term): what only a leader
+	// does may start at once. It is called with the host's lock held, so
+	// it must not block or call back into the host.
+	Settled func(group uint64)
 }
 
 func (c *Config) defaults() {
@@ -885,6 +890,9 @@ func (h *Host) noteApplied(g *group, a applied, ents []*pb.Entry, outs []outcome
 	h.advancedLocked()
 	last := ents[len(ents)-1]
 	if g.soft.RaftState == raft.StateLeader && last.GetTerm() == g.term {
+		if !g.settled && h.cfg.Settled != nil {
+			h.cfg.Settled(g.id)
+		}
 		g.settled = true
 	}
 	for _, o := range outs {

@@ -465,3 +465,39 @@ func TestLSNAppliedOutOfOrder(t *testing.T) {
 		t.Errorf("LSNs kept above the stable mark: %v, want [14]", g.above)
 	}
 }
+
+// TestSettledCallback: Config.Settled is told once when this node becomes
+// a group's settled leader, not at every entry it applies after, and again
+// on the node that leadership is handed to.
+func TestSettledCallback(t *testing.T) {
+	net := &procNet{}
+	nodes := newProcCluster(t, net, nil)
+	told := map[uint64]int{}
+	for _, n := range nodes {
+		n.h.cfg.Settled = func(g uint64) {
+			if g == procGroup {
+				told[n.id]++
+			}
+		}
+	}
+	elect(t, net, nodes)
+	settle(t, net, nodes)
+	if told[1] != 1 || told[2]+told[3] != 0 {
+		t.Fatalf("after node 1's election: told %v, want node 1 once", told)
+	}
+	if err := nodes[0].h.TransferLeader(procGroup, 2); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		settle(t, net, nodes)
+		for _, n := range nodes {
+			n.h.Tick()
+		}
+	}
+	if l, _ := nodes[1].h.Leader(procGroup); !l.Settled {
+		t.Fatalf("node 2 did not settle after the transfer: %+v", l)
+	}
+	if told[1] != 1 || told[2] != 1 || told[3] != 0 {
+		t.Errorf("after the transfer to node 2: told %v, want nodes 1 and 2 once each", told)
+	}
+}

@@ -154,7 +154,7 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 		s.node.SetForwarded("api", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			handler.ServeHTTP(w, api.MarkForwarded(r))
 		}))
-		s.node.SetUnknown(func(uint64) { eng.Reconcile() })
+		s.node.SetReconcile(eng.Reconcile)
 		s.node.SetPinned(eng.Moving)
 		if err := s.node.Catalog().Follow(eng.Observe); err != nil {
 			s.closeNode()
