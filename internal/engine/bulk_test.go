@@ -10,6 +10,33 @@ import (
 	"github.com/partitadb/partita/internal/store"
 )
 
+// engineOnHost returns an engine over a store in a temporary directory,
+// its keyspaces served by wrap(local), a test's replica.Host around the
+// local one, with container db/k (partition key /pk) of throughput tp.
+func engineOnHost(t *testing.T, wrap func(*replica.Local) replica.Host, tp Throughput) *Engine {
+	t.Helper()
+	st, err := store.Open(store.Options{Dir: t.TempDir(), Sync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	local, err := replica.OpenLocal(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(t.Context(), wrap(local), local.Meta(), Config{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateDatabase("db", Throughput{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateContainer("db", []byte(`{"id":"k","partitionKey":{"paths":["/pk"]}}`), tp); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
 // followerHost is a replica.Host whose keyspaces in away another node
 // leads (the value: that node, 0 when unknown), as a cluster node's
 // followers: their Lead answers *replica.NotLeaderError.
@@ -41,26 +68,11 @@ func (r followerReplica) Lead() error {
 // retries no operation's 503, found by the Node tests against a cluster);
 // otherwise only the operations led elsewhere fail, with 503.
 func TestBulkNotLeader(t *testing.T) {
-	st, err := store.Open(store.Options{Dir: t.TempDir(), Sync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	local, err := replica.OpenLocal(t.Context(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := &followerHost{Local: local, away: map[uint64]uint64{}}
-	e, err := New(t.Context(), host, local.Meta(), Config{}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.CreateDatabase("db", Throughput{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.CreateContainer("db", []byte(`{"id":"k","partitionKey":{"paths":["/pk"]}}`), Throughput{Manual: 24000}); err != nil {
-		t.Fatal(err)
-	}
+	var host *followerHost
+	e := engineOnHost(t, func(local *replica.Local) replica.Host {
+		host = &followerHost{Local: local, away: map[uint64]uint64{}}
+		return host
+	}, Throughput{Manual: 24000})
 	c, err := e.cat.Container("db", "k")
 	if err != nil {
 		t.Fatal(err)

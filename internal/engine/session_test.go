@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/partitadb/partita/internal/replica"
-	"github.com/partitadb/partita/internal/store"
 )
 
 // lagHost is a replica.Host whose keyspaces in upTo have made visible only
@@ -38,26 +37,11 @@ func (r lagReplica) Visible(lsn uint64) bool { return lsn <= r.upTo }
 // child's keyspace still catching up, while its sibling's keyspace had
 // passed the token.
 func TestSessionAfterSplit(t *testing.T) {
-	st, err := store.Open(store.Options{Dir: t.TempDir(), Sync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	local, err := replica.OpenLocal(t.Context(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := &lagHost{Local: local, upTo: map[uint64]uint64{}}
-	e, err := New(t.Context(), host, local.Meta(), Config{}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.CreateDatabase("db", Throughput{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.CreateContainer("db", []byte(`{"id":"k","partitionKey":{"paths":["/pk"]}}`), Throughput{Manual: 400}); err != nil {
-		t.Fatal(err)
-	}
+	var host *lagHost
+	e := engineOnHost(t, func(local *replica.Local) replica.Host {
+		host = &lagHost{Local: local, upTo: map[uint64]uint64{}}
+		return host
+	}, Throughput{Manual: 400})
 	c, err := e.cat.Container("db", "k")
 	if err != nil {
 		t.Fatal(err)

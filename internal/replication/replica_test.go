@@ -122,6 +122,36 @@ func (n *liveNode) stop(t *testing.T) {
 	n.st.Close()
 }
 
+// startLiveNodes starts nodes 1–3, the voters of group 1, on net; the
+// caller stops them.
+func startLiveNodes(t *testing.T, net *chanNet) []*liveNode {
+	t.Helper()
+	voters := []uint64{1, 2, 3}
+	var nodes []*liveNode
+	for _, id := range voters {
+		n := &liveNode{id: id, fs: vfs.NewCrashableMem()}
+		n.start(t, net, voters)
+		nodes = append(nodes, n)
+	}
+	return nodes
+}
+
+// awaitLeader returns the node among nodes that is group 1's settled
+// leader, waiting at most 20 s for one.
+func awaitLeader(t *testing.T, nodes []*liveNode) *liveNode {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no leader")
+		}
+		for _, n := range nodes {
+			if n.r.Lead() == nil {
+				return n
+			}
+		}
+	}
+}
+
 // TestReplicaFailover writes through the engine's seam (NextLSN, NewBatch,
 // Commit) from several goroutines to whichever node leads, crashes the
 // leader midway and restarts it, and checks that every acknowledged write
@@ -285,26 +315,11 @@ func TestReplicaFailover(t *testing.T) {
 // the next LSN follows them; PublishStable then brings the followers'
 // stable mark up to the leader's.
 func TestReplicaCommitWithoutLSN(t *testing.T) {
-	net := &chanNet{inboxes: map[uint64]chan Message{}}
-	voters := []uint64{1, 2, 3}
-	var nodes []*liveNode
-	for _, id := range voters {
-		n := &liveNode{id: id, fs: vfs.NewCrashableMem()}
-		n.start(t, net, voters)
-		nodes = append(nodes, n)
+	nodes := startLiveNodes(t, &chanNet{inboxes: map[uint64]chan Message{}})
+	for _, n := range nodes {
 		defer n.stop(t)
 	}
-	var lead *liveNode
-	for deadline := time.Now().Add(20 * time.Second); lead == nil; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no leader")
-		}
-		for _, n := range nodes {
-			if n.r.Lead() == nil {
-				lead = n
-			}
-		}
-	}
+	lead := awaitLeader(t, nodes)
 	b := lead.r.NewBatch(false)
 	b.Set([]byte("\x01format"), []byte("1"))
 	if err := lead.r.Commit(b); err != nil {
@@ -355,26 +370,11 @@ func TestReplicaCommitWithoutLSN(t *testing.T) {
 // moment held the node's Close for the whole write wait (10 s in a cluster),
 // past the Python tests' stop timeout.
 func TestPublishStableStops(t *testing.T) {
-	net := &chanNet{inboxes: map[uint64]chan Message{}}
-	voters := []uint64{1, 2, 3}
-	var nodes []*liveNode
-	for _, id := range voters {
-		n := &liveNode{id: id, fs: vfs.NewCrashableMem()}
-		n.start(t, net, voters)
-		nodes = append(nodes, n)
+	nodes := startLiveNodes(t, &chanNet{inboxes: map[uint64]chan Message{}})
+	for _, n := range nodes {
 		defer n.stop(t)
 	}
-	var lead *liveNode
-	for deadline := time.Now().Add(20 * time.Second); lead == nil; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no leader")
-		}
-		for _, n := range nodes {
-			if n.r.Lead() == nil {
-				lead = n
-			}
-		}
-	}
+	lead := awaitLeader(t, nodes)
 	// A write leaves the leader's stable mark ahead of the applied one (the
 	// write's proposal carried the mark from before it), so PublishStable
 	// has a mark to propose.
@@ -411,26 +411,11 @@ func TestPublishStableStops(t *testing.T) {
 // other transaction's LSN: the kill loop read an old value with a session
 // token.)
 func TestReplicaVisibleInterleaved(t *testing.T) {
-	net := &chanNet{inboxes: map[uint64]chan Message{}}
-	voters := []uint64{1, 2, 3}
-	var nodes []*liveNode
-	for _, id := range voters {
-		n := &liveNode{id: id, fs: vfs.NewCrashableMem()}
-		n.start(t, net, voters)
-		nodes = append(nodes, n)
+	nodes := startLiveNodes(t, &chanNet{inboxes: map[uint64]chan Message{}})
+	for _, n := range nodes {
 		defer n.stop(t)
 	}
-	var lead *liveNode
-	for deadline := time.Now().Add(20 * time.Second); lead == nil; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no leader")
-		}
-		for _, n := range nodes {
-			if n.r.Lead() == nil {
-				lead = n
-			}
-		}
-	}
+	lead := awaitLeader(t, nodes)
 	var first1, first2 uint64
 	b1, b2 := lead.r.NewBatch(false), lead.r.NewBatch(false)
 	defer b1.Close()
@@ -484,27 +469,8 @@ func TestReplicaVisibleInterleaved(t *testing.T) {
 // with the token of the new leader's write.)
 func TestReplicaVisiblePausedLeader(t *testing.T) {
 	net := &chanNet{inboxes: map[uint64]chan Message{}}
-	voters := []uint64{1, 2, 3}
-	var nodes []*liveNode
-	for _, id := range voters {
-		n := &liveNode{id: id, fs: vfs.NewCrashableMem()}
-		n.start(t, net, voters)
-		nodes = append(nodes, n)
-	}
-	leader := func(among []*liveNode) *liveNode {
-		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("no leader")
-			}
-			for _, n := range among {
-				if n.r.Lead() == nil {
-					return n
-				}
-			}
-		}
-	}
-	old := leader(nodes)
+	nodes := startLiveNodes(t, net)
+	old := awaitLeader(t, nodes)
 	// A committed write, then LSNs issued to writes that never commit.
 	var first uint64
 	b := old.r.NewBatch(false)
@@ -546,7 +512,7 @@ func TestReplicaVisiblePausedLeader(t *testing.T) {
 		ob.Close()
 		old.st.Close()
 	}()
-	lead := leader(rest)
+	lead := awaitLeader(t, rest)
 	var f2 uint64
 	b2 := lead.r.NewBatch(false)
 	lsn, err := lead.r.NextLSN(b2, &f2)
