@@ -333,18 +333,7 @@ func TestReplicaCommitWithoutLSN(t *testing.T) {
 	if l.LSN > 1<<32 || l.Stable > 1<<32 {
 		t.Fatalf("after a batch without an LSN: applied LSN %d, stable %d (wrapped around)", l.LSN, l.Stable)
 	}
-	var first uint64
-	b = lead.r.NewBatch(false)
-	lsn, err := lead.r.NextLSN(b, &first)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Set([]byte("\x02k"), []byte("v"))
-	if err := lead.r.Commit(b); err != nil {
-		t.Fatal(err)
-	}
-	b.Close()
-	lead.r.ReleaseLSN(first)
+	lsn := commitLSN(t, lead.r, "v")
 	if got := lead.r.StableLSN(); got != lsn {
 		t.Fatalf("leader's stable LSN %d, want %d", got, lsn)
 	}
@@ -378,17 +367,7 @@ func TestPublishStableStops(t *testing.T) {
 	// A write leaves the leader's stable mark ahead of the applied one (the
 	// write's proposal carried the mark from before it), so PublishStable
 	// has a mark to propose.
-	var first uint64
-	b := lead.r.NewBatch(false)
-	if _, err := lead.r.NextLSN(b, &first); err != nil {
-		t.Fatal(err)
-	}
-	b.Set([]byte("\x02k"), []byte("v"))
-	if err := lead.r.Commit(b); err != nil {
-		t.Fatal(err)
-	}
-	b.Close()
-	lead.r.ReleaseLSN(first)
+	commitLSN(t, lead.r, "v")
 
 	// The leader's driver stops, as a closing node's does: the host still
 	// says it leads, but refuses the proposal (ErrStopped; before it did,
@@ -472,17 +451,7 @@ func TestReplicaVisiblePausedLeader(t *testing.T) {
 	nodes := startLiveNodes(t, net)
 	old := awaitLeader(t, nodes)
 	// A committed write, then LSNs issued to writes that never commit.
-	var first uint64
-	b := old.r.NewBatch(false)
-	if _, err := old.r.NextLSN(b, &first); err != nil {
-		t.Fatal(err)
-	}
-	b.Set([]byte("\x02k"), []byte("1"))
-	if err := old.r.Commit(b); err != nil {
-		t.Fatal(err)
-	}
-	b.Close()
-	old.r.ReleaseLSN(first)
+	commitLSN(t, old.r, "1")
 	var open uint64
 	ob := old.r.NewBatch(false)
 	for range 3 {
@@ -537,4 +506,23 @@ func TestReplicaVisiblePausedLeader(t *testing.T) {
 	if !lead.r.Visible(lsn) {
 		t.Errorf("the new leader answers that its own write %d is not visible", lsn)
 	}
+}
+
+// commitLSN commits, through leader r, a write of key k = v that takes an
+// LSN, as an engine transaction does, and returns the LSN.
+func commitLSN(t *testing.T, r *Replica, v string) uint64 {
+	t.Helper()
+	var first uint64
+	b := r.NewBatch(false)
+	defer b.Close()
+	lsn, err := r.NextLSN(b, &first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.ReleaseLSN(first)
+	b.Set([]byte("\x02k"), []byte(v))
+	if err := r.Commit(b); err != nil {
+		t.Fatal(err)
+	}
+	return lsn
 }
