@@ -87,9 +87,11 @@ crashloop:
 # Long kill -9 loop of a three-process cluster, opt-in: CLUSTER_CYCLES
 # cycles of load through every node with one node killed and restarted,
 # the history checked for linearizability (porcupine); make test runs 2.
+# CLUSTER_NODES=4 (or more) runs that many, three replicas per partition.
 CLUSTER_CYCLES ?= 30
+CLUSTER_NODES ?= 3
 clusterloop:
-	PARTITA_CLUSTER_CYCLES=$(CLUSTER_CYCLES) $(GO) test -count=1 -timeout 0 -run '^TestClusterKillLoop$$' -v ./cmd/partita
+	PARTITA_CLUSTER_CYCLES=$(CLUSTER_CYCLES) PARTITA_CLUSTER_NODES=$(CLUSTER_NODES) $(GO) test -count=1 -timeout 0 -run '^TestClusterKillLoop$$' -v ./cmd/partita
 
 # Long power-loss simulation, opt-in: the engine on Pebble's crash-simulating
 # filesystem, POWERLOSS_CYCLES crash clones; make test runs a few.

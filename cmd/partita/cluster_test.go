@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -249,7 +250,7 @@ func (n *clusterNode) stop(t *testing.T) {
 // separations it caused finish, and then nothing moves.
 func checkMembers(t *testing.T, bin string, nodes []*clusterNode) {
 	t.Helper()
-	var last string
+	var last, prev string // the keyspaces' applied indexes, the last two seen
 	quietSince := time.Now()
 settle:
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(250 * time.Millisecond) {
@@ -263,12 +264,12 @@ settle:
 		}
 		switch sig := b.String(); {
 		case lag != "" || sig != last:
-			last, quietSince = sig, time.Now()
+			prev, last, quietSince = last, sig, time.Now()
 		case time.Since(quietSince) >= 2*time.Second:
 			break settle
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the cluster did not settle within 60 s: %s", lag)
+			t.Fatalf("the cluster did not settle within 60 s: %s (keyspace:applied on each node, then and before: %s; %s)", lag, last, prev)
 		}
 	}
 	var wg sync.WaitGroup
@@ -618,9 +619,10 @@ func clusterStatusProblems(t *testing.T, bin string, nodes []*clusterNode) []str
 	var views []struct {
 		Node      string `json:"node"`
 		Keyspaces []struct {
-			ID      uint64 `json:"id"`
-			Leader  string `json:"leader"`
-			Leading bool   `json:"leading"`
+			ID       uint64   `json:"id"`
+			Replicas []string `json:"replicas"`
+			Leader   string   `json:"leader"`
+			Leading  bool     `json:"leading"`
 		} `json:"keyspaces"`
 	}
 	if err := json.Unmarshal(out, &views); err != nil {
@@ -631,6 +633,9 @@ func clusterStatusProblems(t *testing.T, bin string, nodes []*clusterNode) []str
 	}
 	leaders := map[uint64]map[string]bool{} // keyspace → leaders named
 	leading := map[uint64][]string{}        // keyspace → nodes that say they lead
+	listing := map[uint64][]string{}        // keyspace → nodes that list it
+	replicas := map[uint64]string{}         // keyspace → its voters, as listed
+	var problems []string
 	for _, v := range views {
 		for _, k := range v.Keyspaces {
 			if leaders[k.ID] == nil {
@@ -640,30 +645,48 @@ func clusterStatusProblems(t *testing.T, bin string, nodes []*clusterNode) []str
 			if k.Leading {
 				leading[k.ID] = append(leading[k.ID], v.Node)
 			}
+			listing[k.ID] = append(listing[k.ID], v.Node)
+			set := strings.Join(k.Replicas, ",")
+			if r, ok := replicas[k.ID]; ok && r != set {
+				problems = append(problems, fmt.Sprintf("keyspace %d: replicas %s on one node, %s on another", k.ID, r, set))
+			}
+			replicas[k.ID] = set
 		}
 	}
 	if len(leaders) == 0 {
 		return []string{"partita cluster status lists no keyspace:\n" + string(out)}
 	}
-	var problems []string
-	count := map[string]int{} // node → keyspaces it leads
-	for _, v := range views {
-		count[v.Node] = 0
+	// Each keyspace is listed by exactly its replicas.
+	for ks, set := range replicas {
+		if got := strings.Join(slices.Sorted(slices.Values(listing[ks])), ","); got != set {
+			problems = append(problems, fmt.Sprintf("keyspace %d: listed by nodes %s, its replicas are %s", ks, got, set))
+		}
 	}
+	count := map[string]map[string]int{} // replica set → node → keyspaces of it it leads
 	for ks, names := range leaders {
 		if len(names) != 1 || len(leading[ks]) != 1 || !names[leading[ks][0]] {
 			problems = append(problems, fmt.Sprintf("keyspace %d: leaders named %v, nodes leading %v; want one, the same", ks, names, leading[ks]))
 			continue
 		}
-		count[leading[ks][0]]++
+		set := replicas[ks]
+		if count[set] == nil {
+			count[set] = map[string]int{}
+			for _, n := range strings.Split(set, ",") {
+				count[set][n] = 0
+			}
+		}
+		count[set][leading[ks][0]]++
 	}
-	// Leader balance: no node leads two more keyspaces than another.
-	lo, hi := len(leaders), 0
-	for _, c := range count {
-		lo, hi = min(lo, c), max(hi, c)
-	}
-	if len(problems) == 0 && hi-lo > 1 {
-		problems = append(problems, fmt.Sprintf("leaders are not balanced: keyspaces led per node %v", count))
+	// Leader balance: among the keyspaces of the same replicas, no node
+	// leads two more than another.
+	for set, per := range count {
+		lo, hi := len(leaders), 0
+		for _, c := range per {
+			lo, hi = min(lo, c), max(hi, c)
+		}
+		if len(problems) == 0 && hi-lo > 1 {
+			problems = append(problems, fmt.Sprintf("leaders are not balanced among replicas %s: keyspaces led per node %v", set, per))
+		}
 	}
 	return problems
 }

@@ -40,6 +40,21 @@ func clusterCycles(t *testing.T) int {
 	return 2
 }
 
+// clusterNodes is how many members TestClusterKillLoop runs:
+// PARTITA_CLUSTER_NODES (make clusterloop CLUSTER_NODES=n), else 3. With
+// more than three, each partition has three replicas (--replicas 3), so
+// that nodes read partitions they hold no replica of remotely.
+func clusterNodes(t *testing.T) int {
+	if v := os.Getenv("PARTITA_CLUSTER_NODES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 3 {
+			t.Fatalf("PARTITA_CLUSTER_NODES=%q: want 3 or more", v)
+		}
+		return n
+	}
+	return 3
+}
+
 // regOp is one operation of the kill loop's history: a write of value to
 // key, or a read of key that found value (0: no item).
 type regOp struct {
@@ -80,7 +95,8 @@ var registers = porcupine.Model{
 	},
 }
 
-// TestClusterKillLoop runs a three-node cluster of real processes under a
+// TestClusterKillLoop runs a three-node cluster (PARTITA_CLUSTER_NODES) of
+// real processes under a
 // load of azcosmos upserts and Strong reads through every live node, and
 // each cycle kills a random node with SIGKILL, then restarts it, or pauses
 // it with SIGSTOP for as long, then resumes it (SIGCONT). The
@@ -97,15 +113,22 @@ func TestClusterKillLoop(t *testing.T) {
 	t.Logf("seed %d, %d cycles", seed, cycles)
 	rng := rand.New(rand.NewPCG(uint64(seed), 0))
 	bin := build(t)
-	nodes := newCluster(t, 3)
+	nodes := newCluster(t, clusterNodes(t))
 	// Partitions split at 64 KiB, so that the filler below makes the
 	// container split and its children move to groups of their own
 	// (separations) while nodes are killed.
 	flags := []string{"--consistency", "Strong", "--partition-max-bytes=65536"}
+	ru := int32(0) // one partition
+	if len(nodes) > 3 {
+		// Three replicas of each partition, and from the start as many
+		// partitions as nodes, each of which some node reads remotely.
+		flags = append(flags, "--replicas", "3")
+		ru = int32(6000 * len(nodes))
+	}
 	startAll(t, bin, nodes, flags...)
 	ctx := t.Context()
 
-	createContainer(t, nodes[0], 0)
+	createContainer(t, nodes[0], ru)
 
 	// The live nodes' containers; a killed node's slot is nil.
 	var mu sync.Mutex
@@ -476,7 +499,8 @@ func clusterViews(t *testing.T, bin string, nodes []*clusterNode, digest bool) [
 }
 
 // appliedLag describes how the views disagree on the keyspaces' applied
-// indexes ("" when all n views list the same keyspaces at the same index).
+// indexes ("" when each keyspace is listed at the same index by as many of
+// the n views as it has replicas).
 func appliedLag(views []cluster.Status, n int) string {
 	applied := map[uint64]map[uint64][]string{} // keyspace → index → nodes
 	for _, v := range views {
@@ -487,7 +511,22 @@ func appliedLag(views []cluster.Status, n int) string {
 			applied[k.ID][k.Applied] = append(applied[k.ID][k.Applied], v.Node)
 		}
 	}
-	return lagOf(applied, n)
+	return lagOf(applied, replicaCounts(views, n))
+}
+
+// replicaCounts returns how many replicas each keyspace the views list
+// has: as many as its status names, or n.
+func replicaCounts(views []cluster.Status, n int) map[uint64]int {
+	want := map[uint64]int{}
+	for _, v := range views {
+		for _, k := range v.Keyspaces {
+			want[k.ID] = n
+			if len(k.Replicas) > 0 {
+				want[k.ID] = min(n, len(k.Replicas))
+			}
+		}
+	}
+	return want
 }
 
 // digestLag is appliedLag of the digests' indexes.
@@ -504,10 +543,10 @@ func digestLag(views []cluster.Status, n int) string {
 			applied[k.ID][k.Digest.Applied] = append(applied[k.ID][k.Digest.Applied], v.Node)
 		}
 	}
-	return lagOf(applied, n)
+	return lagOf(applied, replicaCounts(views, n))
 }
 
-func lagOf(applied map[uint64]map[uint64][]string, n int) string {
+func lagOf(applied map[uint64]map[uint64][]string, want map[uint64]int) string {
 	if len(applied) == 0 {
 		return "no keyspace listed"
 	}
@@ -515,10 +554,10 @@ func lagOf(applied map[uint64]map[uint64][]string, n int) string {
 	for ks, at := range applied {
 		if len(at) == 1 {
 			for _, nodes := range at {
-				if len(nodes) == n {
+				if len(nodes) == want[ks] {
 					continue
 				}
-				lags = append(lags, fmt.Sprintf("keyspace %d: listed by %d of %d nodes", ks, len(nodes), n))
+				lags = append(lags, fmt.Sprintf("keyspace %d: listed by %d nodes, want %d", ks, len(nodes), want[ks]))
 			}
 			continue
 		}

@@ -438,6 +438,9 @@ func (c *Catalog) upgradeLegacy() error {
 	return nil
 }
 
+// maxKeyspaceTries bounds how many keyspace ids BeginMove passes over.
+const maxKeyspaceTries = 1 << 16
+
 // newKeyspaceLocked allocates a keyspace id, recorded in ch.
 func (c *Catalog) newKeyspaceLocked(ch *changes) (uint64, error) {
 	if c.mu.keyspace >= maxKeyspace {
@@ -452,18 +455,30 @@ func (c *Catalog) newKeyspaceLocked(ch *changes) (uint64, error) {
 // (internal id internal), which lives in keyspace from, and records that
 // the range is being copied there (RangeRecord.Moving), in one change: from
 // then on the keyspace is referenced, so every node of a cluster creates
-// its replica. It returns the new keyspace's id; ErrNotFound when the
-// container or the range is gone; an *InvalidError when the range does not
-// live in from, has leftovers not yet collected, or is already moving.
-func (c *Catalog) BeginMove(db, id string, internal uint64, rangeID string, from uint64) (*Container, uint64, error) {
+// its replica. The new keyspace is the next id that accept takes (nil:
+// the next; in a cluster, one the separating node holds a replica of: ids
+// passed over are never used). It returns the new keyspace's id; ErrNotFound when
+// the container or the range is gone; an *InvalidError when the range
+// does not live in from, has leftovers not yet collected, or is already
+// moving.
+func (c *Catalog) BeginMove(db, id string, internal uint64, rangeID string, from uint64, accept func(uint64) bool) (*Container, uint64, error) {
 	var to uint64
 	k, err := c.updateRangeLocked(db, id, internal, rangeID, func(r *RangeRecord, ch *changes) error {
 		if r.Keyspace != from || r.From != 0 || r.Moving != 0 {
 			return invalid(fmt.Sprintf("range %s lives in keyspace %d (from %d, moving to %d), not %d alone", rangeID, r.Keyspace, r.From, r.Moving, from))
 		}
-		ks, err := c.newKeyspaceLocked(ch)
-		if err != nil {
-			return err
+		var ks uint64
+		for tries := 0; ; tries++ {
+			var err error
+			if ks, err = c.newKeyspaceLocked(ch); err != nil {
+				return err
+			}
+			if accept == nil || accept(ks) {
+				break
+			}
+			if tries == maxKeyspaceTries {
+				return fmt.Errorf("catalog: no keyspace id among %d tried is accepted for a move from keyspace %d", tries+1, from)
+			}
 		}
 		r.Moving, to = ks, ks
 		return nil

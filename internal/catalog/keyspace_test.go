@@ -122,7 +122,8 @@ func TestLegacyUpgrade(t *testing.T) {
 // TestMoveRecords: BeginMove allocates a keyspace and records it as the
 // range's target (referenced by Targets, refusing splits and a second
 // move) in one change that survives a restart; MoveRange needs that
-// target; AbandonMove clears it; a failed change allocates no keyspace.
+// target; AbandonMove clears it; a failed change allocates no keyspace;
+// the target is the next id its accept function takes.
 func TestMoveRecords(t *testing.T) {
 	be := newMemBackend()
 	c, _ := openCatalog(t, be)
@@ -135,10 +136,10 @@ func TestMoveRecords(t *testing.T) {
 	}
 	r := k.Map().Ranges()[0]
 	from, _ := k.Keyspace(r.ID)
-	if _, _, err := c.BeginMove("db", "a", k.Internal, r.ID, from+1); err == nil {
+	if _, _, err := c.BeginMove("db", "a", k.Internal, r.ID, from+1, nil); err == nil {
 		t.Fatal("BeginMove from a keyspace the range does not live in: want an error")
 	}
-	m, to, err := c.BeginMove("db", "a", k.Internal, r.ID, from)
+	m, to, err := c.BeginMove("db", "a", k.Internal, r.ID, from, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func TestMoveRecords(t *testing.T) {
 	if _, err := c.SplitRange("db", "a", r.ID, at); err != ErrMoving {
 		t.Fatalf("split of a moving range: %v, want ErrMoving", err)
 	}
-	if _, _, err := c.BeginMove("db", "a", k.Internal, r.ID, from); err == nil {
+	if _, _, err := c.BeginMove("db", "a", k.Internal, r.ID, from, nil); err == nil {
 		t.Fatal("a second move of a moving range: want an error")
 	}
 	if _, err := c.MoveRange("db", "a", k.Internal, r.ID, from, to+1); err == nil {
@@ -171,9 +172,11 @@ func TestMoveRecords(t *testing.T) {
 	if err != nil || len(m.Targets()) != 0 {
 		t.Fatalf("AbandonMove: %v, targets %v", err, m.Targets())
 	}
-	_, to2, err := c.BeginMove("db", "a", k.Internal, r.ID, from)
-	if err != nil || to2 == to {
-		t.Fatalf("BeginMove after an abandon: keyspace %d (the abandoned one %d), %v", to2, to, err)
+	// A cluster takes only keyspaces the separating node holds: here ids
+	// congruent to from modulo four.
+	_, to2, err := c.BeginMove("db", "a", k.Internal, r.ID, from, func(ks uint64) bool { return ks%4 == from%4 })
+	if err != nil || to2 == to || to2%4 != from%4 || to2 <= to {
+		t.Fatalf("BeginMove after an abandon, colocated: keyspace %d (the abandoned one %d, from %d), %v", to2, to, from, err)
 	}
 	m, err = c.MoveRange("db", "a", k.Internal, r.ID, from, to2)
 	if err != nil {

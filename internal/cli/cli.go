@@ -88,7 +88,7 @@ func serveFlags(fs *flag.FlagSet, cfg *config.Config) {
 	fs.StringVar(&cfg.Store.Dir, "data", cfg.Store.Dir, "data directory")
 	fs.StringVar(&cfg.Cluster.Addr, "cluster-addr", cfg.Cluster.Addr, "this node's cluster address (host:port; port+1 is also used) for Raft and forwarded requests over mutual TLS; with --join and --cluster-secret, the node is a member of a cluster (default: a single node)")
 	fs.Var((*listFlag)(&cfg.Cluster.Join), "join", "every member's cluster address, comma-separated, this node's among them: the same list on every member")
-	fs.IntVar(&cfg.Cluster.Replicas, "replicas", cfg.Cluster.Replicas, "replicas of each physical partition in a cluster; every member holds one for now, so the join list may name at most this many members")
+	fs.IntVar(&cfg.Cluster.Replicas, "replicas", cfg.Cluster.Replicas, "replicas of each physical partition in a cluster: each partition's Raft group has this many of the members (all of them, in a cluster of fewer)")
 	fs.IntVar(&cfg.Cluster.SnapshotRateMB, "raft-snapshot-rate", cfg.Cluster.SnapshotRateMB, "MiB per second of the snapshots a node sends to replicas catching up, all together (0: unbound)")
 	fs.IntVar(&cfg.Cluster.RaftLogKeep, "raft-log-keep", cfg.Cluster.RaftLogKeep, "applied entries each partition's Raft log keeps before truncating it; a replica further behind (down longer) catches up from a snapshot, streamed")
 	fs.StringVar(&cfg.Cluster.Secret, "cluster-secret", cfg.Cluster.Secret, "the secret every member shares, at least 16 bytes (prefer PARTITA_CLUSTER_SECRET: a flag shows in the process list)")

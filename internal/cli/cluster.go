@@ -22,9 +22,10 @@ const clusterUsage = `Usage:
   partita cluster status --endpoint URL[,URL...] [--key KEY] [--ca-cert FILE | --insecure] [--json] [--digest]
 
 Prints each node's view of its cluster (GET /_partita/cluster): its members
-and, for every keyspace (a physical partition's replicas, one Raft group),
-the leader it knows, whether it leads, the term and how far it has applied.
-Give every member's endpoint to compare their views.
+and, for every keyspace (a physical partition's replicas, one Raft group)
+it holds a replica of, the members holding its replicas (--replicas of
+them), the leader it knows, whether it leads, the term and how far it has
+applied. Give every member's endpoint to compare their views.
 
 With --digest, each node also hashes its replica of every keyspace (a scan
 of all its data), and the replicas that have applied the same log index are
@@ -170,7 +171,7 @@ func writeClusterStatus(w io.Writer, views []cluster.Status, digest bool) {
 		}
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		head := "KEYSPACE\tLEADER\tLEADS\tTERM\tAPPLIED\tLSN\tSTABLE"
+		head := "KEYSPACE\tREPLICAS\tLEADER\tLEADS\tTERM\tAPPLIED\tLSN\tSTABLE"
 		if digest {
 			head += "\tDIGEST AT\tKEYS\tSHA256"
 		}
@@ -180,7 +181,11 @@ func writeClusterStatus(w io.Writer, views []cluster.Status, digest bool) {
 			if leader == "" {
 				leader = "(none)"
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%v\t%d\t%d\t%d\t%d", k.ID, leader, k.Leading, k.Term, k.Applied, k.LSN, k.Stable)
+			short := make([]string, len(k.Replicas))
+			for i, r := range k.Replicas {
+				short[i] = fmt.Sprintf("%.8s", r)
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%v\t%d\t%d\t%d\t%d", k.ID, strings.Join(short, ","), leader, k.Leading, k.Term, k.Applied, k.LSN, k.Stable)
 			if d := k.Digest; d != nil {
 				fmt.Fprintf(tw, "\t%d\t%d\t%.16s", d.Applied, d.Keys, d.SHA256)
 			}

@@ -3,6 +3,7 @@ package cluster
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -18,7 +19,10 @@ import (
 // transfer), until no node leads two more than another: the count-based
 // leader balance of TiKV's placement driver (its balance-leader scheduler)
 // and CockroachDB's lease rebalancing, done here by each node for its own
-// groups from its own view, with no coordinator.
+// groups from its own view, with no coordinator. With replicas on a subset
+// of the members, the groups of each set of voters are balanced among
+// those voters: each of them sees all of those groups, where a node's view
+// of the whole cluster would miss the groups it holds no replica of.
 
 // balanceInterval is how often a node looks at the spread of leaders.
 const balanceInterval = time.Second
@@ -80,21 +84,38 @@ func leaderMoves(self uint64, members []uint64, leaders map[uint64]uint64) []lea
 // the spread of leaders, as this node sees it. It returns the move
 // started, if any.
 func (n *Node) balanceLeaders() (leaderMove, bool) {
-	leaders := map[uint64]uint64{}
 	pinned := func(uint64) bool { return false }
 	if f := n.pinned.Load(); f != nil {
 		pinned = *f
 	}
+	// Groups with the same voters are balanced among those voters, each of
+	// whom sees every one of them ("Placement on a subset").
+	type set struct {
+		voters  []uint64
+		leaders map[uint64]uint64
+	}
+	sets := map[string]*set{}
+	var keys []string
 	for _, g := range n.host.Groups() {
-		if l, err := n.host.Leader(g); err == nil && !pinned(g) {
-			leaders[g] = l.ID
+		l, err := n.host.Leader(g)
+		if err != nil || pinned(g) {
+			continue
 		}
+		voters := n.placement.Voters(g)
+		key := fmt.Sprint(voters)
+		st, ok := sets[key]
+		if !ok {
+			st = &set{voters: voters, leaders: map[uint64]uint64{}}
+			sets[key] = st
+			keys = append(keys, key)
+		}
+		st.leaders[g] = l.ID
 	}
-	ids := make([]uint64, len(n.members))
-	for i, m := range n.members {
-		ids[i] = m.ID
+	var moves []leaderMove
+	for _, key := range keys {
+		moves = append(moves, leaderMoves(n.self.ID, sets[key].voters, sets[key].leaders)...)
 	}
-	for _, mv := range leaderMoves(n.self.ID, ids, leaders) {
+	for _, mv := range moves {
 		err := n.host.TransferLeader(mv.group, mv.to)
 		if err == nil {
 			n.log.Info("leadership transfer for leader balance", "keyspace", mv.group, "to", nodeHex(mv.to))

@@ -12,40 +12,55 @@ import (
 )
 
 // Keyspaces is a node's replica.Host in a cluster: every keyspace is a Raft
-// group of the replication host whose voters are the cluster's members,
-// its data in this node's store (through replica.Local). A keyspace's
-// group is created on first use, with the same voters on every node
-// (replication.Host.Create), so any node may create it: the engine asks
+// group of the replication host whose voters the placement names, its data
+// in their stores (through replica.Local). On a voter, a keyspace's group
+// is created on first use, with the same voters on every node
+// (replication.Host.Create), so any voter may create it: the engine asks
 // for the keyspaces its catalog refers to, and for a group another node
-// sends messages for.
+// sends messages for. On any other node the keyspace is a Remote, read
+// from its voters.
 type Keyspaces struct {
-	host   *replication.Host
-	local  *replica.Local
-	voters []uint64
-	wait   time.Duration
+	host      *replication.Host
+	local     *replica.Local
+	self      uint64
+	placement Placement
+	wait      time.Duration
+	net       *remoteNet
 
-	mu   sync.Mutex
-	reps map[uint64]*replication.Replica
+	mu      sync.Mutex
+	reps    map[uint64]*replication.Replica
+	remotes map[uint64]*Remote
 }
 
 var _ replica.Host = (*Keyspaces)(nil)
 
-// NewKeyspaces returns the keyspaces of host, over local's store, with
-// voters as every group's members; wait bounds how long a write or a
-// linearizable read waits for its group.
-func NewKeyspaces(host *replication.Host, local *replica.Local, voters []uint64, wait time.Duration) *Keyspaces {
-	return &Keyspaces{host: host, local: local, voters: slices.Clone(voters), wait: wait, reps: map[uint64]*replication.Replica{}}
+// NewKeyspaces returns the keyspaces of host (node self), over local's
+// store, placed by placement; wait bounds how long a write or a
+// linearizable read waits for its group; net reaches the other members
+// for the keyspaces this node holds no replica of.
+func NewKeyspaces(host *replication.Host, local *replica.Local, self uint64, placement Placement, wait time.Duration, net *remoteNet) *Keyspaces {
+	return &Keyspaces{host: host, local: local, self: self, placement: placement, wait: wait, net: net,
+		reps: map[uint64]*replication.Replica{}, remotes: map[uint64]*Remote{}}
 }
 
-// Replica returns keyspace id's replica, creating this node's replica of
-// its group if it has none.
+// Replica returns keyspace id's replica: on one of its voters this node's
+// (creating its replica of the group if it has none), elsewhere a Remote.
 func (k *Keyspaces) Replica(id uint64) (replica.Replica, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if r, ok := k.reps[id]; ok {
 		return r, nil
 	}
-	if err := k.host.Create(id, k.voters); err != nil {
+	voters := k.placement.Voters(id)
+	if !slices.Contains(voters, k.self) {
+		r, ok := k.remotes[id]
+		if !ok {
+			r = &Remote{id: id, voters: voters, net: k.net}
+			k.remotes[id] = r
+		}
+		return r, nil
+	}
+	if err := k.host.Create(id, voters); err != nil {
 		return nil, fmt.Errorf("cluster: keyspace %d: create its group: %w: %w", id, replica.ErrUnavailable, err)
 	}
 	l, err := k.local.Replica(id)
@@ -55,6 +70,17 @@ func (k *Keyspaces) Replica(id uint64) (replica.Replica, error) {
 	r := replication.NewReplica(k.host, id, l, k.wait)
 	k.reps[id] = r
 	return r, nil
+}
+
+// held returns this node's replica of keyspace id if it has created one:
+// a remote read must not create a group (a node creates its replica only
+// while its catalog refers to the keyspace, which a reader's may have
+// stopped doing).
+func (k *Keyspaces) held(id uint64) (*replication.Replica, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	r, ok := k.reps[id]
+	return r, ok
 }
 
 // Advanced returns a channel closed the next time a replica here applies,
@@ -73,6 +99,7 @@ func (k *Keyspaces) Drop(id uint64) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	delete(k.reps, id)
+	delete(k.remotes, id)
 	if err := k.host.Remove(id); err != nil {
 		return err
 	}
@@ -102,9 +129,18 @@ func (k *Keyspaces) PublishStable(ctx context.Context) {
 	}
 }
 
+// Holds reports whether this node is one of keyspace id's voters
+// (replica.Host.Holds).
+func (k *Keyspaces) Holds(id uint64) bool { return k.placement.Holds(k.self, id) }
+
 // Leader returns the node this node believes leads keyspace id's group
-// (0: none known, or no replica here).
+// (0: none known); for a keyspace this node holds no replica of, as its
+// voters last named it.
 func (k *Keyspaces) Leader(id uint64) uint64 {
+	if !k.placement.Holds(k.self, id) {
+		r, _ := k.Replica(id)
+		return r.(*Remote).Leader()
+	}
 	l, err := k.host.Leader(id)
 	if err != nil {
 		return 0

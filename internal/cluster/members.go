@@ -140,3 +140,12 @@ func Find(ms []Member, addr string) (Member, bool) {
 	}
 	return ms[i], true
 }
+
+// memberIDs returns the members' node ids, in order.
+func memberIDs(members []Member) []uint64 {
+	ids := make([]uint64, len(members))
+	for i, m := range members {
+		ids[i] = m.ID
+	}
+	return ids
+}

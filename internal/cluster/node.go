@@ -55,6 +55,9 @@ type NodeConfig struct {
 	// SnapshotRate bounds the bytes per second of the snapshots the node
 	// sends (TransportConfig.SnapshotRate); 0: unbound.
 	SnapshotRate int64
+	// Replicas is how many members hold each keyspace's replicas
+	// (Placement); 0, or as many as the members or more: every member.
+	Replicas int
 	// Logger receives the node's messages; nil discards them.
 	Logger *slog.Logger
 }
@@ -72,9 +75,13 @@ type Node struct {
 	tr      *Transport
 	host    *replication.Host
 	ks      *Keyspaces
-	ln      net.Listener
-	srv     *http.Server
-	client  *http.Client
+	// placement names each keyspace's voters; kv serves the remote reads
+	// of the keyspaces this node holds (kvserve.go).
+	placement Placement
+	kv        *kvServer
+	ln        net.Listener
+	srv       *http.Server
+	client    *http.Client
 
 	// forwarded serves requests other nodes forward, by the name of the
 	// listener they arrived on (SetForwarded).
@@ -144,15 +151,17 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	if n.etcd, err = StartEtcd(ctx, EtcdConfig{DataDir: cfg.DataDir, Self: self, Members: members, Cert: cert, Logger: lg}); err != nil {
 		return nil, err
 	}
+	n.placement = NewPlacement(memberIDs(members), cfg.Replicas)
+	if err := recordPlacement(ctx, n.etcd.Client(), n.placement); err != nil {
+		return nil, err
+	}
 	if n.shared, err = NewSharedCatalog(ctx, n.etcd.Client(), BackendConfig{}, 0); err != nil {
 		return nil, err
 	}
 	inbox := make(chan replication.Message, 4096)
 	peers := map[uint64]string{}
-	voters := make([]uint64, 0, len(members))
 	for _, m := range members {
 		peers[m.ID] = m.Addr
-		voters = append(voters, m.ID)
 	}
 	n.tr, err = NewTransport(TransportConfig{Self: self.ID, Peers: peers, Cert: cert, Logger: lg, SnapshotRate: cfg.SnapshotRate,
 		Deliver: func(m replication.Message) {
@@ -174,10 +183,13 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 		return nil, err
 	}
 	n.tr.SetHost(n.host)
-	n.ks = NewKeyspaces(n.host, cfg.Local, voters, cfg.Wait)
 	n.client = newPeerClient(cert)
+	n.ks = NewKeyspaces(n.host, cfg.Local, self.ID, n.placement, cfg.Wait, &remoteNet{self: self.ID, client: n.client, wait: cfg.Wait,
+		addr: func(id uint64) (string, bool) { m, ok := n.member(id); return m.Addr, ok }})
 	mux := http.NewServeMux()
 	mux.HandleFunc(ForwardPath+"/{listener}/", n.serveForwarded)
+	n.kv = &kvServer{self: self.ID, src: nodeKV{n}}
+	n.kv.register(mux)
 	mux.HandleFunc("POST "+BudgetPath, n.serveBudget)
 	n.srv = &http.Server{Handler: mux, TLSConfig: cert.ServerTLS(), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: log.New(io.Discard, "", 0)} // refused handshakes are expected
@@ -200,6 +212,7 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	n.wg.Go(func() { every(runCtx, stableInterval, func() { n.ks.PublishStable(runCtx) }) })
 	n.wg.Go(func() { every(runCtx, balanceInterval, func() { n.balanceLeaders() }) })
 	n.wg.Go(func() { every(runCtx, budgetInterval, func() { n.reportBudgets(runCtx) }) })
+	n.wg.Go(func() { every(runCtx, kvSnapIdle/4, func() { n.kv.snaps.expire(false) }) })
 	lg.Info("cluster node started", "node", fmt.Sprintf("%016x", self.ID), "addr", self.Addr, "members", len(members))
 	return n, nil
 }
@@ -454,6 +467,9 @@ func (n *Node) Close() error {
 		n.stop()
 	}
 	n.wg.Wait()
+	if n.kv != nil {
+		n.kv.snaps.expire(true)
+	}
 	if n.tr != nil {
 		errs = append(errs, n.tr.Close())
 	}

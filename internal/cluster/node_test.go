@@ -22,21 +22,29 @@ func TestStartNodeFailsCleanly(t *testing.T) {
 	}
 	defer ln.Close()
 	dir := t.TempDir()
-	st, err := store.Open(store.Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	local, err := replica.OpenLocal(t.Context(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, local := openLocal(t, dir)
 	addr := ln.Addr().String()
 	_, err = StartNode(t.Context(), NodeConfig{DataDir: dir, Addr: addr, Join: []string{addr},
 		Secret: []byte("a-cluster-secret-of-some-length"), Store: st, Local: local})
 	if err == nil || !strings.Contains(err.Error(), "listen") {
 		t.Fatalf("StartNode on a taken port = %v, want an error naming the listen", err)
 	}
+}
+
+// openLocal opens a store in dir, closed when the test ends, and its
+// keyspaces.
+func openLocal(t *testing.T, dir string) (*store.Store, *replica.Local) {
+	t.Helper()
+	st, err := store.Open(store.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	local, err := replica.OpenLocal(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, local
 }
 
 // TestPeerClient: requests to other members (forwarded requests) go over

@@ -202,7 +202,10 @@ func copyFile(src, dst string) error {
 // MemberKeyspaces returns a stopped member's keyspaces for partita check:
 // local's, except that a replicated keyspace's LastLSN is the largest LSN
 // its group applied on the member (replication.AppliedLSN), since its LSNs
-// were issued by the group's leaders, not reserved locally.
+// were issued by the group's leaders, not reserved locally; and a keyspace
+// of whose group the member has no replica (its replicas are on other
+// members, docs/cluster.md "Placement on a subset", or the member never
+// created its replica) is replica.ErrNotHeld.
 func MemberKeyspaces(local *replica.Local, st *store.Store) replica.Host {
 	return memberHost{local, st}
 }
@@ -222,7 +225,7 @@ func (h memberHost) Replica(id uint64) (replica.Replica, error) {
 		return nil, err
 	}
 	if !ok {
-		return r, nil
+		return nil, fmt.Errorf("cluster: keyspace %d: %w", id, replica.ErrNotHeld)
 	}
 	return memberReplica{r, lsn}, nil
 }

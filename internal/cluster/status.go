@@ -31,13 +31,14 @@ type MemberStatus struct {
 
 // KeyspaceStatus is this node's replica of one keyspace's group.
 type KeyspaceStatus struct {
-	ID      uint64 `json:"id"`
-	Leader  string `json:"leader"`  // the leader's node id as this node knows it; "" when none is known
-	Leading bool   `json:"leading"` // this node is the settled leader
-	Term    uint64 `json:"term"`
-	Applied uint64 `json:"applied"` // the last log index applied here
-	LSN     uint64 `json:"lsn"`     // the largest LSN applied here
-	Stable  uint64 `json:"stable"`  // the stable LSN applied here
+	ID       uint64   `json:"id"`
+	Replicas []string `json:"replicas"` // the group's voters, node ids in order ("Placement on a subset")
+	Leader   string   `json:"leader"`   // the leader's node id as this node knows it; "" when none is known
+	Leading  bool     `json:"leading"`  // this node is the settled leader
+	Term     uint64   `json:"term"`
+	Applied  uint64   `json:"applied"` // the last log index applied here
+	LSN      uint64   `json:"lsn"`     // the largest LSN applied here
+	Stable   uint64   `json:"stable"`  // the stable LSN applied here
 	// Digest is filled only when asked (`partita cluster status --digest`;
 	// GET /_partita/cluster with x-partita-cluster-digest: true): it reads
 	// the whole keyspace.
@@ -70,6 +71,9 @@ func (n *Node) Status(ctx context.Context, digest bool) (Status, error) {
 			continue // removed meanwhile
 		}
 		ks := KeyspaceStatus{ID: g, Leading: l.Settled, Term: l.Term, Applied: l.Applied, LSN: l.LSN, Stable: l.Stable}
+		for _, v := range n.placement.Voters(g) {
+			ks.Replicas = append(ks.Replicas, nodeHex(v))
+		}
 		if l.ID != 0 {
 			ks.Leader = nodeHex(l.ID)
 		}

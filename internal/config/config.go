@@ -43,9 +43,9 @@ type Cluster struct {
 	// cluster's certificate authority derives from it.
 	Secret string
 	// Replicas is how many replicas each physical partition has (default
-	// 3). Every member holds a replica of every partition for now, so a
-	// cluster has at most Replicas members; one with fewer members has a
-	// replica on each.
+	// 3): each partition's group has this many of the members as voters
+	// (docs/cluster.md, "Placement on a subset"); a cluster of fewer
+	// members has a replica on each.
 	Replicas int
 	// RaftLogKeep is how many applied entries a partition's Raft log keeps
 	// before it is truncated: a replica further behind catches up from a
@@ -244,16 +244,13 @@ func (c Config) Validate() error {
 		if len(cl.Secret) < 16 {
 			bad("cluster-secret is required with cluster-addr, at least 16 bytes, the same on every member")
 		}
-		switch members := len(slices.Compact(slices.Sorted(slices.Values(cl.Join)))); {
+		switch {
 		case cl.Replicas < 1:
 			bad("replicas %d: want 1 or more", cl.Replicas)
 		case cl.RaftLogKeep < 1:
 			bad("raft-log-keep %d: want 1 or more", cl.RaftLogKeep)
 		case cl.SnapshotRateMB < 0:
 			bad("raft-snapshot-rate %d: want 0 (unbound) or more MiB/s", cl.SnapshotRateMB)
-		case members > cl.Replicas:
-			bad("replicas %d with %d members in join: every member holds a replica of every partition for now; "+
-				"placing a partition's replicas on some of the members is not supported yet (docs/cluster.md)", cl.Replicas, members)
 		}
 	}
 	if c.Store.CacheMB < 8 {

@@ -119,7 +119,7 @@ func TestSettleMove(t *testing.T) {
 			c, _ := e.container("db", "k")
 			r := c.Map().Ranges()[0]
 			from, _ := c.Keyspace(r.ID)
-			_, to, err := e.cat.BeginMove("db", "k", c.Internal, r.ID, from)
+			_, to, err := e.cat.BeginMove("db", "k", c.Internal, r.ID, from, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -129,7 +129,7 @@ func (e *Engine) separate(ctx context.Context, c *catalog.Container, r partition
 	if src.Lead() != nil {
 		return nil // the source's leader separates it
 	}
-	c, to, err := e.cat.BeginMove(c.DB, c.ID, c.Internal, r.ID, from)
+	c, to, err := e.cat.BeginMove(c.DB, c.ID, c.Internal, r.ID, from, e.host.Holds)
 	if err != nil {
 		return err
 	}

@@ -69,7 +69,7 @@ func TestSessionAfterSplit(t *testing.T) {
 	moved := children[1].ID
 	from, _ := c.Keyspace(moved)
 	if other, _ := c.Keyspace(children[0].ID); other == from {
-		_, to, err := e.cat.BeginMove("db", "k", c.Internal, moved, from)
+		_, to, err := e.cat.BeginMove("db", "k", c.Internal, moved, from, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

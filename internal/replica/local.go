@@ -195,6 +195,9 @@ func (l *Local) newReplica(id uint64) (*localReplica, error) {
 }
 
 // Compact rewrites keyspace id's storage (see Host).
+// Holds is true: one node holds every keyspace.
+func (l *Local) Holds(uint64) bool { return true }
+
 func (l *Local) Compact(ctx context.Context, id uint64) error {
 	if err := l.st.Compact(ctx, keyspaceSpan(id)); err != nil {
 		return fmt.Errorf("replica: compact keyspace %d: %w", id, mapErr(err))

@@ -35,6 +35,11 @@ var ErrNotFound = errors.New("replica: not found")
 // failed operation carried was applied; retrying later is safe.
 var ErrUnavailable = errors.New("replica: unavailable")
 
+// ErrNotHeld is returned by a Host that holds no replica of a keyspace
+// and cannot read it (a stopped cluster member's data, checked offline:
+// the keyspace's replicas are on other members).
+var ErrNotHeld = errors.New("replica: this node holds no replica of the keyspace")
+
 // NoSpaceError is returned by Commit when the store refuses writes for
 // lack of disk space; reads go on.
 type NoSpaceError struct {
@@ -206,6 +211,11 @@ type Host interface {
 	// Compact rewrites keyspace id's storage, dropping what deletions left
 	// behind, so that reads need not pass over their tombstones.
 	Compact(ctx context.Context, id uint64) error
+	// Holds reports whether this node holds a replica of keyspace id (and
+	// so may lead it: a separation's new keyspace must be one the
+	// separating node holds). Always on a single node; in a cluster, for
+	// the keyspaces the placement gives this node.
+	Holds(id uint64) bool
 }
 
 // Scan calls fn with every key and value of span in r, in key order, until

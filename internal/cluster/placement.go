@@ -1,0 +1,112 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Placement says which members hold each keyspace's replicas
+// (docs/cluster.md, "Placement on a subset"): with the members sorted by
+// node id, keyspace k's voters are the R members from index k mod N on,
+// wrapping round. The catalog hands out keyspace ids in sequence, so new
+// keyspaces go round the members evenly; every node computes the same
+// placement from the --join list, which is fixed for a cluster's life.
+type Placement struct {
+	members  []uint64 // sorted
+	replicas int
+}
+
+// NewPlacement returns the placement of replicas replicas of each keyspace
+// over members (node ids); replicas ≥ len(members), or < 1, puts every
+// keyspace on every member.
+func NewPlacement(members []uint64, replicas int) Placement {
+	m := slices.Sorted(slices.Values(members))
+	m = slices.Compact(m)
+	if replicas < 1 || replicas > len(m) {
+		replicas = len(m)
+	}
+	return Placement{members: m, replicas: replicas}
+}
+
+// Voters returns keyspace ks's voters, sorted by node id.
+func (p Placement) Voters(ks uint64) []uint64 {
+	n := uint64(len(p.members))
+	if n == 0 {
+		return nil
+	}
+	out := make([]uint64, 0, p.replicas)
+	start := ks % n
+	for i := range uint64(p.replicas) {
+		out = append(out, p.members[(start+i)%n])
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Holds reports whether node holds a replica of keyspace ks.
+func (p Placement) Holds(node, ks uint64) bool {
+	return slices.Contains(p.Voters(ks), node)
+}
+
+// placementKey is the etcd key recording the placement a cluster was
+// created with.
+const placementKey = "/partita/placement"
+
+// placementRecord is what placementKey holds.
+type placementRecord struct {
+	Replicas int      `json:"replicas"` // voters per keyspace (at most the members)
+	Members  []string `json:"members"`  // node ids, 16 hex digits, sorted
+}
+
+func (p Placement) record() placementRecord {
+	r := placementRecord{Replicas: p.replicas}
+	for _, m := range p.members {
+		r.Members = append(r.Members, nodeHex(m))
+	}
+	return r
+}
+
+// ErrPlacementChanged is returned by StartNode when the cluster was
+// created with another number of replicas per keyspace (or other
+// members): every keyspace's voters follow from both, so a member started
+// with another --replicas would put groups on other nodes than its peers.
+var ErrPlacementChanged = errors.New("cluster: --replicas differs from the cluster's")
+
+// recordPlacement records p as the cluster's placement if none is
+// recorded yet, else checks that the recorded one is p.
+func recordPlacement(ctx context.Context, cli *clientv3.Client, p Placement) error {
+	want, err := json.Marshal(p.record())
+	if err != nil {
+		return err
+	}
+	var resp *clientv3.TxnResponse
+	if err := retryEtcd(ctx, func() error {
+		var err error
+		resp, err = cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(placementKey), "=", 0)).
+			Then(clientv3.OpPut(placementKey, string(want))).Else(clientv3.OpGet(placementKey)).Commit()
+		return err
+	}); err != nil {
+		return fmt.Errorf("cluster: record the placement: %w", err)
+	}
+	if resp.Succeeded {
+		return nil
+	}
+	kvs := resp.Responses[0].GetResponseRange().Kvs
+	if len(kvs) == 0 {
+		return fmt.Errorf("cluster: the placement record vanished while it was read")
+	}
+	var got placementRecord
+	if err := json.Unmarshal(kvs[0].Value, &got); err != nil {
+		return fmt.Errorf("cluster: the recorded placement %q: %w", kvs[0].Value, err)
+	}
+	if got.Replicas != p.replicas || !slices.Equal(got.Members, p.record().Members) {
+		return fmt.Errorf("%w: the cluster was created with %d replicas of each partition over %d members; this node was started with --replicas %d over %d (start it with --replicas %d)",
+			ErrPlacementChanged, got.Replicas, len(got.Members), p.replicas, len(p.members), got.Replicas)
+	}
+	return nil
+}

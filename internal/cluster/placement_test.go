@@ -1,0 +1,70 @@
+package cluster
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestPlacement: every keyspace has min(R, N) voters, sorted, the same
+// however the members are listed; consecutive keyspaces go round the
+// members evenly; Holds agrees with the voters.
+func TestPlacement(t *testing.T) {
+	members := []uint64{40, 10, 30, 20, 50}
+	for _, r := range []int{0, 1, 2, 3, 5, 7} {
+		p := NewPlacement(members, r)
+		rev := slices.Clone(members)
+		slices.Reverse(rev)
+		q := NewPlacement(rev, r)
+		want := r
+		if r < 1 || r > len(members) {
+			want = len(members)
+		}
+		held := map[uint64]int{}
+		for ks := uint64(1); ks <= 100; ks++ {
+			v := p.Voters(ks)
+			if len(v) != want || !slices.IsSorted(v) || len(slices.Compact(slices.Clone(v))) != want {
+				t.Fatalf("R=%d: Voters(%d) = %v, want %d distinct, sorted", r, ks, v, want)
+			}
+			if !slices.Equal(v, q.Voters(ks)) {
+				t.Fatalf("R=%d: Voters(%d) = %v, %v with the members in another order", r, ks, v, q.Voters(ks))
+			}
+			for _, m := range v {
+				held[m]++
+				if !p.Holds(m, ks) {
+					t.Fatalf("R=%d: Holds(%d, %d) = false, but it is a voter", r, m, ks)
+				}
+			}
+		}
+		for _, m := range members {
+			if held[m] != 100*want/len(members) {
+				t.Errorf("R=%d: member %d holds %d of 100 keyspaces, want %d", r, m, held[m], 100*want/len(members))
+			}
+		}
+	}
+}
+
+// TestRecordPlacement: the first member to start records the cluster's
+// placement; a member started with the same one starts, one started with
+// another --replicas is refused with ErrPlacementChanged, naming the
+// recorded number.
+func TestRecordPlacement(t *testing.T) {
+	e := startSingle(t, t.TempDir())
+	cli := e.Client()
+	ctx := opCtx(t)
+	members := []uint64{1, 2, 3, 4, 5}
+	if err := recordPlacement(ctx, cli, NewPlacement(members, 3)); err != nil {
+		t.Fatalf("first record: %v", err)
+	}
+	if err := recordPlacement(ctx, cli, NewPlacement(members, 3)); err != nil {
+		t.Fatalf("the same placement again: %v", err)
+	}
+	err := recordPlacement(ctx, cli, NewPlacement(members, 5))
+	if !errors.Is(err, ErrPlacementChanged) || !strings.Contains(err.Error(), "--replicas 3") {
+		t.Fatalf("another --replicas: %v, want ErrPlacementChanged naming --replicas 3", err)
+	}
+	if err := recordPlacement(ctx, cli, NewPlacement(members[:4], 3)); !errors.Is(err, ErrPlacementChanged) {
+		t.Fatalf("other members: %v, want ErrPlacementChanged", err)
+	}
+}
