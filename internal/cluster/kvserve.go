@@ -36,6 +36,7 @@ const (
 // Remote read operations.
 const (
 	kvGet     = "get"     // Key's value
+	kvGetMany = "getmany" // Keys' values, as frames: a found byte (0, 1), then the value's frame if found
 	kvScan    = "scan"    // a page of Span from After (in Snap, or a new snapshot)
 	kvSync    = "sync"    // Sync, then answer
 	kvVisible = "visible" // Visible(LSN): "1" or "0"
@@ -52,6 +53,7 @@ type kvRequest struct {
 	Op      string       `json:"op"`
 	Fence   uint64       `json:"fence,omitempty"`
 	Key     []byte       `json:"key,omitempty"`
+	Keys    [][]byte     `json:"keys,omitempty"`
 	Span    replica.Span `json:"span"`
 	Reverse bool         `json:"reverse,omitempty"`
 	After   []byte       `json:"after,omitempty"` // resume after this key (before it, in reverse)
@@ -199,6 +201,15 @@ type kvServer struct {
 	src       kvSource
 	snaps     kvSnaps
 	fenceWait time.Duration // 0: kvFenceWait
+	pageBytes int           // 0: kvPageBytes
+}
+
+// page returns the bytes past which an answer ends.
+func (n *kvServer) page() int {
+	if n.pageBytes > 0 {
+		return n.pageBytes
+	}
+	return kvPageBytes
 }
 
 // register routes the remote reads on mux to k.
@@ -268,6 +279,36 @@ func (n *kvServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		body = v
+	case kvGetMany:
+		var r replica.Reader = rep
+		if req.Snap != 0 {
+			s, ok := n.snaps.take(req.Snap, ks)
+			if !ok {
+				http.Error(w, snapGone(ks, req.Snap).Error(), http.StatusServiceUnavailable)
+				return
+			}
+			defer n.snaps.put(s)
+			r = s.snap
+		}
+		// As many values as fit a page (at least one): the reader asks
+		// again for the rest.
+		for _, k := range req.Keys {
+			if len(body) >= n.page() {
+				break
+			}
+			v, err := r.Get(k)
+			switch {
+			case errors.Is(err, replica.ErrNotFound):
+				body = append(body, 0)
+			case err != nil:
+				http.Error(w, err.Error(), http.StatusServiceUnavailable)
+				return
+			default:
+				body = append(body, 1)
+				body = binary.AppendUvarint(body, uint64(len(v)))
+				body = append(body, v...)
+			}
+		}
 	case kvScan:
 		var page []byte
 		page, err = n.kvScan(w, rep, ks, &req)
@@ -386,7 +427,7 @@ func (n *kvServer) kvScan(w http.ResponseWriter, rep replica.Replica, ks uint64,
 	it := snap.NewIter(span, req.Reverse)
 	more := false
 	for keys := 0; it.Next(); keys++ {
-		if keys >= kvPageKeys || len(page) >= kvPageBytes {
+		if keys >= kvPageKeys || len(page) >= n.page() {
 			more = true
 			break
 		}

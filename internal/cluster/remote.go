@@ -42,7 +42,11 @@ type Remote struct {
 	target   uint64    // the member that last answered
 }
 
-var _ replica.Replica = (*Remote)(nil)
+var (
+	_ replica.Replica     = (*Remote)(nil)
+	_ replica.BatchReader = (*Remote)(nil)
+	_ replica.BatchReader = (*remoteSnap)(nil)
+)
 
 // remoteNet is how a node's Remotes reach the members.
 type remoteNet struct {
@@ -180,6 +184,42 @@ func (r *Remote) get(ctx context.Context, key []byte, snap, pin uint64) ([]byte,
 	return a.body, nil
 }
 
+// GetMany reads keys from a member, as many per request as fit its page
+// (replica.BatchReader).
+func (r *Remote) GetMany(keys [][]byte) ([][]byte, error) {
+	ctx, cancel := r.bounded()
+	defer cancel()
+	return r.getMany(ctx, keys, 0, 0)
+}
+
+func (r *Remote) getMany(ctx context.Context, keys [][]byte, snap, pin uint64) ([][]byte, error) {
+	out := make([][]byte, 0, len(keys))
+	for len(out) < len(keys) {
+		a, err := r.call(ctx, kvRequest{Op: kvGetMany, Keys: keys[len(out):], Snap: snap}, pin)
+		if err != nil {
+			return nil, err
+		}
+		before := len(out)
+		for b := a.body; len(b) > 0 && len(out) < len(keys); {
+			found := b[0]
+			b = b[1:]
+			if found == 0 {
+				out = append(out, nil)
+				continue
+			}
+			var v []byte
+			if v, b, err = frame(b); err != nil {
+				return nil, fmt.Errorf("cluster: keyspace %d: a malformed answer to a remote read: %w", r.id, err)
+			}
+			out = append(out, v)
+		}
+		if len(out) == before {
+			return nil, fmt.Errorf("cluster: keyspace %d: member %016x answered none of %d keys: %w", r.id, a.member, len(keys)-before, replica.ErrUnavailable)
+		}
+	}
+	return out, nil
+}
+
 // NewIter iterates span of a member's applied state, in pages; the
 // member keeps the snapshot of the first page for the rest.
 func (r *Remote) NewIter(span replica.Span, reverse bool) replica.Iter {
@@ -308,6 +348,12 @@ func (s *remoteSnap) Get(key []byte) ([]byte, error) {
 	ctx, cancel := s.r.bounded()
 	defer cancel()
 	return s.r.get(ctx, key, s.id, s.member)
+}
+
+func (s *remoteSnap) GetMany(keys [][]byte) ([][]byte, error) {
+	ctx, cancel := s.r.bounded()
+	defer cancel()
+	return s.r.getMany(ctx, keys, s.id, s.member)
 }
 
 func (s *remoteSnap) NewIter(span replica.Span, reverse bool) replica.Iter {

@@ -84,7 +84,7 @@ func TestRemoteReplica(t *testing.T) {
 		}
 	})
 	src := &fakeSource{rep: rep, applied: 5, leader: 3, adv: make(chan struct{})}
-	kv := &kvServer{self: 3, src: src, fenceWait: 200 * time.Millisecond}
+	kv := &kvServer{self: 3, src: src, fenceWait: 200 * time.Millisecond, pageBytes: 1000}
 	mux := http.NewServeMux()
 	kv.register(mux)
 	srv := httptest.NewTLSServer(mux)
@@ -103,6 +103,10 @@ func TestRemoteReplica(t *testing.T) {
 	}
 	if _, err := r.Get([]byte("absent")); !errors.Is(err, replica.ErrNotFound) {
 		t.Fatalf("Get of an absent key: %v, want ErrNotFound", err)
+	}
+	vs, err := r.GetMany([][]byte{key(3), []byte("absent"), key(599)})
+	if err != nil || len(vs) != 3 || string(vs[0]) != "v3" || vs[1] != nil || string(vs[2]) != "v599" {
+		t.Fatalf("GetMany = %q, %v; want v3, nil, v599", vs, err)
 	}
 	if r.fence != 5 || r.target != 3 {
 		t.Fatalf("after a read: fence %d, target %d; want 5, 3", r.fence, r.target)
@@ -173,6 +177,16 @@ func TestRemoteReplica(t *testing.T) {
 	commit(func(b replica.Batch) { b.Set(key(1), []byte("changed")) })
 	if v, err := snap.Get(key(1)); err != nil || string(v) != "v1" {
 		t.Fatalf("snapshot Get = %q, %v; want the value when it was taken", v, err)
+	}
+	// A batch larger than a member's page (1000 bytes here) comes in
+	// several answers.
+	many := make([][]byte, 0, n)
+	for i := range n {
+		many = append(many, key(i))
+	}
+	vs, err = snap.(replica.BatchReader).GetMany(many)
+	if err != nil || len(vs) != n || string(vs[1]) != "v1" || vs[500] != nil || string(vs[n-1]) != fmt.Sprintf("v%d", n-1) {
+		t.Fatalf("snapshot GetMany: %d values, %v; want %d, the snapshot's", len(vs), err, n)
 	}
 	cnt := 0
 	sit := snap.NewIter(replica.Span{}, false)

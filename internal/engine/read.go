@@ -248,6 +248,9 @@ func (s docSource) readUnit(ctx context.Context, u unit, from uint64, after []by
 		if err != nil {
 			return false, err
 		}
+		if br, ok := r.(replica.BatchReader); ok {
+			st = &prefetchStream{src: st, r: br}
+		}
 		streams = append(streams, st)
 	}
 	var key [8]byte
@@ -265,7 +268,13 @@ func (s docSource) readUnit(ctx context.Context, u unit, from uint64, after []by
 			break
 		}
 		h := streams[i].head()
-		doc, err := h.r.Get(h.itemKey)
+		doc, err := h.doc, error(nil)
+		switch {
+		case !h.fetched:
+			doc, err = h.r.Get(h.itemKey)
+		case doc == nil:
+			err = replica.ErrNotFound
+		}
 		switch {
 		case errors.Is(err, replica.ErrNotFound):
 			// The entry and the item come from one snapshot, so this
@@ -335,11 +344,67 @@ func (s docSource) readByKey(ctx context.Context, u unit, after []byte, loaded *
 }
 
 // seqEntry is an item found through an order or index entry: its _rid
-// sequence number, its key and the snapshot holding it.
+// sequence number, its key and the snapshot holding it; and, once fetched
+// ahead (prefetchStream), the item itself (nil: not found).
 type seqEntry struct {
 	seq     uint64
 	itemKey []byte
 	r       replica.Reader
+	doc     []byte
+	fetched bool
+}
+
+// prefetchStream reads ahead of a stream whose reader fetches each item
+// with a round trip (replica.BatchReader: a keyspace another node holds),
+// fetching the items of its next entries in one request: 16 first, then
+// twice as many each time up to 256, so that a page that stops early has
+// not read much ahead.
+type prefetchStream struct {
+	src    seqStream
+	r      replica.BatchReader
+	buf    []seqEntry
+	n      int
+	failed error
+}
+
+func (st *prefetchStream) fill() {
+	if len(st.buf) > 0 || st.failed != nil {
+		return
+	}
+	st.n = min(max(2*st.n, 16), 256)
+	var keys [][]byte
+	for len(keys) < st.n && st.src.valid() {
+		h := st.src.head()
+		h.itemKey = bytes.Clone(h.itemKey) // the source's may not outlive its advance
+		st.buf = append(st.buf, h)
+		keys = append(keys, h.itemKey)
+		st.src.advance()
+	}
+	if len(keys) == 0 {
+		return
+	}
+	docs, err := st.r.GetMany(keys)
+	if err != nil {
+		st.buf, st.failed = nil, err
+		return
+	}
+	for i := range st.buf {
+		st.buf[i].doc, st.buf[i].fetched = docs[i], true
+	}
+}
+
+func (st *prefetchStream) valid() bool {
+	st.fill()
+	return len(st.buf) > 0
+}
+func (st *prefetchStream) head() seqEntry { return st.buf[0] }
+func (st *prefetchStream) advance()       { st.buf = st.buf[1:] }
+func (st *prefetchStream) close()         { st.src.close() }
+func (st *prefetchStream) err() error {
+	if st.failed != nil {
+		return st.failed
+	}
+	return st.src.err()
 }
 
 // seqStream yields a part's items in sequence-number order.

@@ -109,6 +109,16 @@ type Reader interface {
 	NewIter(span Span, reverse bool) Iter
 }
 
+// BatchReader is a Reader whose point reads each cost a round trip (a
+// keyspace read from another node): a reader that knows the keys it will
+// read next asks for many at once.
+type BatchReader interface {
+	Reader
+	// GetMany returns the values of keys in order, nil for a key that
+	// has none.
+	GetMany(keys [][]byte) ([][]byte, error)
+}
+
 // Snapshot is a consistent view of a keyspace's applied state: every read
 // sees the same writes. It must be closed.
 type Snapshot interface {
