@@ -64,13 +64,16 @@ func (s *batchSnap) GetMany(keys [][]byte) ([][]byte, error) {
 
 // TestPrefetchRemoteItems: a query reading keyspaces whose items cost a
 // round trip each (another node's) fetches them in batches ahead of the
-// merge, and returns exactly, page for page, what the same query returns
+// merge (in creation order, and by an ORDER BY's index), and returns exactly, page for page, what the same query returns
 // over local keyspaces (deleted items included, which a batch answers as
 // absent).
 func TestPrefetchRemoteItems(t *testing.T) {
 	host := &batchHost{}
 	remote := engineOnHost(t, func(l *replica.Local) replica.Host { host.Local = l; return host }, Throughput{Manual: 24000})
 	local := engineOnHost(t, func(l *replica.Local) replica.Host { return l }, Throughput{Manual: 24000})
+	ordered := 0 // entries read by the index's order (orderedStream)
+	testHookOrderedEntry = func() { ordered++ }
+	defer func() { testHookOrderedEntry = nil }()
 	for _, e := range []*Engine{remote, local} {
 		e.cfg.GatewayQueryFull = true
 		queryFixture(t, e, 400)
@@ -80,6 +83,10 @@ func TestPrefetchRemoteItems(t *testing.T) {
 		{Text: "SELECT VALUE c.id FROM c WHERE c.n > 100", MaxItems: 37},
 		{Text: "SELECT VALUE c.id FROM c WHERE c.n IN (3, 50, 51, 399)"},
 		{Text: "SELECT c.id, c.n FROM c WHERE ARRAY_CONTAINS(c.tags, 't')", MaxItems: 100},
+		// ORDER BY served from the index: its own merge (orderedStream).
+		{Text: "SELECT VALUE c.id FROM c ORDER BY c.n DESC", MaxItems: 50},
+		{Text: "SELECT VALUE c.id FROM c WHERE c.n < 200 ORDER BY c.id"},
+		{Text: "SELECT c.id, c.n FROM c WHERE c.n >= 0 ORDER BY c.n DESC", MaxItems: 40},
 	} {
 		q.EnableCrossPartition = true
 		host.gets.Store(0)
@@ -93,6 +100,12 @@ func TestPrefetchRemoteItems(t *testing.T) {
 		if len(want) > 0 && host.batches.Load() == 0 {
 			t.Errorf("%q: no batch read", q.Text)
 		}
+		if host.gets.Load() != 0 {
+			t.Errorf("%q: %d point reads, want every item read in a batch", q.Text, host.gets.Load())
+		}
 		t.Logf("%q: %d rows, %d batches of %d keys, %d point reads", q.Text, len(got), host.batches.Load(), host.batched.Load(), host.gets.Load())
+	}
+	if ordered == 0 {
+		t.Error("no query read the index in order: orderedStream's batches untested")
 	}
 }

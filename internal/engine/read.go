@@ -813,7 +813,9 @@ func (s docSource) readOrdered(ctx context.Context, scan *plan.IndexScan, desc b
 				streams[i].p.spans = append(streams[i].p.spans, p.spans...)
 				continue
 			}
-			streams = append(streams, &orderedStream{ks: p.ks, p: p, r: r, spans: spans, desc: desc, entries: entries})
+			st := &orderedStream{ks: p.ks, p: p, r: r, spans: spans, desc: desc, entries: entries}
+			st.br, _ = r.(replica.BatchReader)
+			streams = append(streams, st)
 		}
 	}
 	for _, st := range streams {
@@ -841,7 +843,13 @@ func (s docSource) readOrdered(ctx context.Context, scan *plan.IndexScan, desc b
 		if testHookOrderedEntry != nil {
 			testHookOrderedEntry()
 		}
-		doc, err := st.r.Get(st.item)
+		doc, err := st.doc, error(nil)
+		switch {
+		case !st.fetched:
+			doc, err = st.r.Get(st.item)
+		case doc == nil:
+			err = replica.ErrNotFound
+		}
 		switch {
 		case errors.Is(err, replica.ErrNotFound):
 		case err != nil:
@@ -886,9 +894,59 @@ type orderedStream struct {
 	ok      bool
 	entries *int
 	failed  error
+
+	// With a reader whose point reads cost a round trip
+	// (replica.BatchReader), the items of the next entries are fetched
+	// at once, as prefetchStream does: doc is the current entry's item
+	// (nil: not found) when fetched is set.
+	br      replica.BatchReader
+	ahead   []orderedEntry
+	n       int
+	doc     []byte
+	fetched bool
+}
+
+// orderedEntry is an entry an orderedStream read ahead, with its item.
+type orderedEntry struct {
+	key, item, doc []byte
 }
 
 func (st *orderedStream) advance() {
+	if st.br == nil {
+		st.advanceRaw()
+		return
+	}
+	if len(st.ahead) == 0 && st.failed == nil {
+		st.n = min(max(2*st.n, 16), 256)
+		var keys [][]byte
+		for len(keys) < st.n {
+			if st.advanceRaw(); !st.ok {
+				break
+			}
+			st.ahead = append(st.ahead, orderedEntry{key: bytes.Clone(st.key), item: bytes.Clone(st.item)})
+			keys = append(keys, st.ahead[len(st.ahead)-1].item)
+		}
+		if len(keys) > 0 {
+			docs, err := st.br.GetMany(keys)
+			if err != nil {
+				st.failed, st.ahead = err, nil
+			}
+			for i := range st.ahead {
+				st.ahead[i].doc = docs[i]
+			}
+		}
+	}
+	if len(st.ahead) == 0 {
+		st.ok = false
+		return
+	}
+	e := st.ahead[0]
+	st.ahead = st.ahead[1:]
+	st.key, st.item, st.doc, st.fetched, st.ok = e.key, e.item, e.doc, true, true
+}
+
+// advanceRaw moves to the next entry the part holds.
+func (st *orderedStream) advanceRaw() {
 	st.ok = false
 	for {
 		if st.it == nil {
