@@ -328,3 +328,34 @@ func newKey(workload string, buckets int) (*synthkey.Key, error) {
 
 // padding returns filler that brings an item of about base bytes to size.
 func padding(size, base int) string { return strings.Repeat("x", max(0, size-base)) }
+
+// Records are the records a workload's preload writes (ycsb-*, query,
+// query-pk, query-filter), for a loader that writes them by another way
+// than the SDK: partita load, straight into a stopped server's data
+// directory, where the SDK would take hours for millions.
+type Records struct{ r *runner }
+
+// NewRecords returns cfg's records; cfg takes the defaults bench gives it
+// (database, container, item size, records).
+func NewRecords(cfg Config) (*Records, error) {
+	// No endpoint is read: what the configuration requires of one is met.
+	cfg.Endpoint, cfg.Key = "https://127.0.0.1:1/", "unused"
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if isVehicles(cfg.Workload) {
+		return nil, fmt.Errorf("workload %s has no preloaded records", cfg.Workload)
+	}
+	return &Records{r: &runner{cfg: cfg, pad: padding(cfg.ItemBytes, 200)}}, nil
+}
+
+// Config is the configuration with its defaults.
+func (rs *Records) Config() Config { return rs.r.cfg }
+
+// Record returns record i's partition key and JSON body, as the preload
+// writes it.
+func (rs *Records) Record(i int) (pk string, body []byte, err error) {
+	body, err = rs.r.record(i, 0)
+	return rs.r.recordPK(i), body, err
+}

@@ -32,6 +32,7 @@ Usage:
   partita serve [flags]    run the server (partita serve -h for flags)
   partita check --data DIR check a stopped server's data directory for inconsistencies (exit 1 if any)
   partita advise [flags]   recommend a partition key from a sample of items (and a workload)
+  partita load [flags]     write bench's preload records straight into a stopped server's data directory (benchmarks)
   partita bench [flags]    generate load against a Cosmos DB endpoint and report throughput, RU/s, 429s, latency
                            (--floor: against partita serve and the floor server in one run, as ratios)
   partita floor [flags]    run the floor server: a null Cosmos DB server on serve's stack, with no storage (benchmarks only)
@@ -54,6 +55,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return serve(ctx, args[1:], stdout, stderr)
 	case "check":
 		return checkCmd(ctx, args[1:], stdout, stderr)
+	case "load":
+		return loadCmd(ctx, args[1:], stdout, stderr)
 	case "advise":
 		return adviseCmd(ctx, args[1:], stdout, stderr)
 	case "bench":

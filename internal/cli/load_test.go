@@ -1,0 +1,35 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestLoad: partita load writes bench's records into a data directory that
+// partita check then finds sound, holding exactly those records; a second
+// load over the same records leaves them as many (upserts); a bad
+// workload is a usage error.
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	for range 2 {
+		var out, errs bytes.Buffer
+		if code := Main(t.Context(), []string{"load", "--data", dir, "--workload", "query-filter", "--records", "300", "--workers", "3"}, &out, &errs); code != 0 {
+			t.Fatalf("partita load = %d: %s%s", code, out.String(), errs.String())
+		}
+		if !strings.Contains(out.String(), "wrote 300 records of workload query-filter into bench/rows") {
+			t.Fatalf("partita load said %q", out.String())
+		}
+		r, err := checkDir(t.Context(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.OK() || r.Items != 300 {
+			t.Fatalf("partita check after the load: %d items, %v", r.Items, r)
+		}
+	}
+	var out, errs bytes.Buffer
+	if code := Main(t.Context(), []string{"load", "--data", t.TempDir(), "--workload", "vehicles-date"}, &out, &errs); code != 2 {
+		t.Fatalf("partita load of a workload without records = %d, want 2: %s", code, errs.String())
+	}
+}
