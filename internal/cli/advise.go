@@ -81,12 +81,7 @@ Flags:
 func parseAdvise(args []string, getenv func(string) string, stderr io.Writer) (adviseConfig, error) {
 	c := adviseConfig{onError: "stop", sample: 100000, top: 15, buckets: advise.DefaultBuckets,
 		endpoint: "https://127.0.0.1:8081/", key: config.EmulatorKey}
-	fs := flag.NewFlagSet("partita advise", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), adviseUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("partita advise", adviseUsage, stderr)
 	fs.StringVar(&c.input, "input", "", "JSON-lines file of items, one per line (- for stdin)")
 	fs.StringVar(&c.workload, "workload", "", "workload description, JSON: queries with the paths they filter on and weights, and writes (see go doc internal/advise)")
 	fs.StringVar(&c.onError, "on-error", c.onError, "what a malformed line does: stop (exit 1 naming the line) or skip (report it and go on)")

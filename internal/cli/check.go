@@ -45,12 +45,7 @@ Flags:
 
 // checkCmd runs `partita check`.
 func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("partita check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), checkUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("partita check", checkUsage, stderr)
 	dir := config.Default().Store.Dir
 	fs.StringVar(&dir, "data", dir, "data directory")
 	if err := parseFlags(fs, args, os.Getenv); err != nil {

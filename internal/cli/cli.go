@@ -277,3 +277,15 @@ func certPath(cfg config.Config) string {
 	}
 	return cfg.Store.Dir + "/tls/cert.pem"
 }
+
+// newFlagSet returns the flag set of a command that prints usage, then the
+// flags' defaults, for -h and on errors (to stderr).
+func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}

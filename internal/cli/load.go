@@ -40,12 +40,7 @@ Flags:
 
 // loadCmd runs `partita load`.
 func loadCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("partita load", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), loadUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("partita load", loadUsage, stderr)
 	dir := config.Default().Store.Dir
 	var bc bench.Config
 	workers := 4
