@@ -159,12 +159,7 @@ func awaitLeader(t *testing.T, nodes []*liveNode) *liveNode {
 func TestReplicaFailover(t *testing.T) {
 	net := &chanNet{inboxes: map[uint64]chan Message{}}
 	voters := []uint64{1, 2, 3}
-	var nodes []*liveNode
-	for _, id := range voters {
-		n := &liveNode{id: id, fs: vfs.NewCrashableMem()}
-		n.start(t, net, voters)
-		nodes = append(nodes, n)
-	}
+	nodes := startLiveNodes(t, net)
 	var mu sync.Mutex // guards nodes' fields swapped by crash and restart
 	leader := func() *liveNode {
 		mu.Lock()
