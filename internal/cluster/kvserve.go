@@ -205,15 +205,15 @@ type kvServer struct {
 }
 
 // page returns the bytes past which an answer ends.
-func (n *kvServer) page() int {
-	if n.pageBytes > 0 {
-		return n.pageBytes
+func (kv *kvServer) page() int {
+	if kv.pageBytes > 0 {
+		return kv.pageBytes
 	}
 	return kvPageBytes
 }
 
-// register routes the remote reads on mux to k.
-func (k *kvServer) register(mux *http.ServeMux) { mux.Handle("POST "+KVPath+"/{id}", k) }
+// register routes the remote reads on mux to kv.
+func (kv *kvServer) register(mux *http.ServeMux) { mux.Handle("POST "+KVPath+"/{id}", kv) }
 
 // nodeKV is a node's kvSource.
 type nodeKV struct{ n *Node }
@@ -235,7 +235,7 @@ func (s nodeKV) advanced() <-chan struct{} { return s.n.host.Advanced() }
 
 // ServeHTTP serves a remote read of keyspace <id> (the cluster listener's
 // mutual TLS admitted only members).
-func (n *kvServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (kv *kvServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ks, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
 	if err != nil {
 		http.Error(w, "a keyspace id that is not a number", http.StatusBadRequest)
@@ -246,13 +246,13 @@ func (n *kvServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "a remote read that is not JSON: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	rep, ok := n.src.held(ks)
+	rep, ok := kv.src.held(ks)
 	if !ok {
-		http.Error(w, fmt.Sprintf("node %016x holds no replica of keyspace %d (not one of its voters, or not created here yet)", n.self, ks), http.StatusServiceUnavailable)
+		http.Error(w, fmt.Sprintf("node %016x holds no replica of keyspace %d (not one of its voters, or not created here yet)", kv.self, ks), http.StatusServiceUnavailable)
 		return
 	}
 	ctx := r.Context()
-	if err := n.awaitApplied(ctx, ks, req.Fence); err != nil {
+	if err := kv.awaitApplied(ctx, ks, req.Fence); err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
@@ -261,13 +261,13 @@ func (n *kvServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case kvGet:
 		var v []byte
 		if req.Snap != 0 {
-			s, ok := n.snaps.take(req.Snap, ks)
+			s, ok := kv.snaps.take(req.Snap, ks)
 			if !ok {
 				http.Error(w, snapGone(ks, req.Snap).Error(), http.StatusServiceUnavailable)
 				return
 			}
 			v, err = s.snap.Get(req.Key)
-			n.snaps.put(s)
+			kv.snaps.put(s)
 		} else {
 			v, err = rep.Get(req.Key)
 		}
@@ -282,18 +282,18 @@ func (n *kvServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case kvGetMany:
 		var r replica.Reader = rep
 		if req.Snap != 0 {
-			s, ok := n.snaps.take(req.Snap, ks)
+			s, ok := kv.snaps.take(req.Snap, ks)
 			if !ok {
 				http.Error(w, snapGone(ks, req.Snap).Error(), http.StatusServiceUnavailable)
 				return
 			}
-			defer n.snaps.put(s)
+			defer kv.snaps.put(s)
 			r = s.snap
 		}
 		// As many values as fit a page (at least one): the reader asks
 		// again for the rest.
 		for _, k := range req.Keys {
-			if len(body) >= n.page() {
+			if len(body) >= kv.page() {
 				break
 			}
 			v, err := r.Get(k)
@@ -311,7 +311,7 @@ func (n *kvServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case kvScan:
 		var page []byte
-		page, err = n.kvScan(w, rep, ks, &req)
+		page, err = kv.kvScan(w, rep, ks, &req)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
@@ -334,7 +334,7 @@ func (n *kvServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s, err := rep.Snapshot()
 		if err == nil {
 			var id uint64
-			if id, err = n.snaps.add(ks, s); err == nil {
+			if id, err = kv.snaps.add(ks, s); err == nil {
 				w.Header().Set(kvSnap, strconv.FormatUint(id, 10))
 			} else {
 				s.Close()
@@ -345,12 +345,12 @@ func (n *kvServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	case kvClose:
-		n.snaps.drop(req.Snap, ks)
+		kv.snaps.drop(req.Snap, ks)
 	default:
 		http.Error(w, "unknown remote read "+strconv.Quote(req.Op), http.StatusBadRequest)
 		return
 	}
-	n.kvHeaders(w, ks, rep)
+	kv.kvHeaders(w, ks, rep)
 	w.Header().Set("Content-Type", "application/octet-stream")
 	_, _ = w.Write(body)
 }
@@ -359,8 +359,8 @@ func (n *kvServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // applied of keyspace ks, its last LSN and the leader it knows. The
 // applied index is read after the operation, so it is at least the state
 // the operation saw.
-func (n *kvServer) kvHeaders(w http.ResponseWriter, ks uint64, rep replica.Replica) {
-	applied, leader := n.src.position(ks)
+func (kv *kvServer) kvHeaders(w http.ResponseWriter, ks uint64, rep replica.Replica) {
+	applied, leader := kv.src.position(ks)
 	w.Header().Set(kvApplied, strconv.FormatUint(applied, 10))
 	w.Header().Set(kvLeader, fmt.Sprintf("%016x", leader))
 	w.Header().Set(kvLastLSN, strconv.FormatUint(rep.LastLSN(), 10))
@@ -368,19 +368,19 @@ func (n *kvServer) kvHeaders(w http.ResponseWriter, ks uint64, rep replica.Repli
 
 // awaitApplied waits until this node has applied index fence of group ks,
 // at most kvFenceWait.
-func (n *kvServer) awaitApplied(ctx context.Context, ks, fence uint64) error {
+func (kv *kvServer) awaitApplied(ctx context.Context, ks, fence uint64) error {
 	if fence == 0 {
 		return nil
 	}
-	wait := n.fenceWait
+	wait := kv.fenceWait
 	if wait == 0 {
 		wait = kvFenceWait
 	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
-		advanced := n.src.advanced()
-		applied, _ := n.src.position(ks)
+		advanced := kv.src.advanced()
+		applied, _ := kv.src.position(ks)
 		if applied >= fence {
 			return nil
 		}
@@ -397,7 +397,7 @@ func (n *kvServer) awaitApplied(ctx context.Context, ks, fence uint64) error {
 // kvScan reads a page of req's scan into a body of frames (uvarint key
 // length, key, uvarint value length, value). When more remains, the
 // snapshot it read stays open for the rest and its id goes in kvSnap.
-func (n *kvServer) kvScan(w http.ResponseWriter, rep replica.Replica, ks uint64, req *kvRequest) ([]byte, error) {
+func (kv *kvServer) kvScan(w http.ResponseWriter, rep replica.Replica, ks uint64, req *kvRequest) ([]byte, error) {
 	var (
 		s    *openSnap
 		id   = req.Snap
@@ -405,7 +405,7 @@ func (n *kvServer) kvScan(w http.ResponseWriter, rep replica.Replica, ks uint64,
 	)
 	if id != 0 {
 		var ok bool
-		if s, ok = n.snaps.take(id, ks); !ok {
+		if s, ok = kv.snaps.take(id, ks); !ok {
 			return nil, snapGone(ks, id)
 		}
 		snap = s.snap
@@ -427,7 +427,7 @@ func (n *kvServer) kvScan(w http.ResponseWriter, rep replica.Replica, ks uint64,
 	it := snap.NewIter(span, req.Reverse)
 	more := false
 	for keys := 0; it.Next(); keys++ {
-		if keys >= kvPageKeys || len(page) >= n.page() {
+		if keys >= kvPageKeys || len(page) >= kv.page() {
 			more = true
 			break
 		}
@@ -442,12 +442,12 @@ func (n *kvServer) kvScan(w http.ResponseWriter, rep replica.Replica, ks uint64,
 	switch {
 	case s != nil: // an open snapshot, kept while the reader may read it again
 		kept = err == nil && (more || req.Keep)
-		n.snaps.put(s)
+		kv.snaps.put(s)
 		if !kept {
-			n.snaps.drop(id, ks)
+			kv.snaps.drop(id, ks)
 		}
 	case err == nil && more: // a new snapshot, kept for the rest of the scan
-		if id, err = n.snaps.add(ks, snap); err != nil {
+		if id, err = kv.snaps.add(ks, snap); err != nil {
 			snap.Close()
 		}
 		kept = err == nil
