@@ -1,8 +1,9 @@
 // Package cluster holds what turns Partita nodes into a cluster
 // (docs/cluster.md): the node itself, node identities and credentials, the
 // embedded etcd member that is the control plane, the catalog's etcd
-// backend, the keyspaces as Raft groups, and the transport that carries
-// Raft messages and forwarded requests between nodes.
+// backend, the keyspaces as Raft groups and their placement, remote reads
+// of the keyspaces a node holds no replica of, and the transport that
+// carries Raft messages and forwarded requests between nodes.
 //
 //   - Node (node.go): StartNode runs a member in the server's process: the
 //     cluster listener (mutual TLS: RaftProto connections for Raft
@@ -13,11 +14,18 @@
 //     leader; Status is the node's view (partita cluster status). A member
 //     starts only on an empty data directory (IsMember, ErrNotEmpty).
 //   - Keyspaces (keyspaces.go): the engine's replica.Host in a cluster:
-//     every keyspace a Raft group with every member as voter, created on
-//     first use; idle leaders publish their stable marks.
+//     every keyspace a Raft group whose voters Placement names, created on
+//     first use on each of them; idle leaders publish their stable marks.
+//   - Placement (placement.go): keyspace k's voters are --replicas of the
+//     members, from index k mod N on; recorded in etcd at the first start,
+//     and a member started with another --replicas is refused.
+//   - Remote reads (remote.go, kvserve.go): a keyspace this node holds no
+//     replica of is a Remote, read through the /kv service of its voters,
+//     monotonically (each request carries the largest applied index seen).
 //   - Leader balance (balance.go): every second each node hands one group
-//     it leads to the member leading the fewest, while it leads two more
-//     (Raft leadership transfer, replication.Host.TransferLeader).
+//     it leads to the voter of that group leading the fewest of the groups
+//     with the same voters, while it leads two more (Raft leadership
+//     transfer, replication.Host.TransferLeader).
 //   - Members and NodeID (members.go): the --join list as sorted members,
 //     each with a node id derived from its cluster address (SHA-256, never
 //     0), its canonical address (also its etcd member name) and its etcd
