@@ -276,11 +276,29 @@ func (e *Engine) prepareQuery(ctx context.Context, c *catalog.Container, ast *pa
 		// partitions).
 		Scope: plan.Scope{Logical: lp, Ranges: len(r.ranges), Units: len(src.units(nil)), Cross: cross, IndexCurrent: c.IndexCurrent()},
 		Stats: tok.Stats, PageSize: e.pageLimit(q.MaxItems)}
+	// Whether an ORDER BY's path covers the scope (plan.Physical.Cover) is
+	// counted on the first page; the others know it from their position.
+	covered, uncovered := true, false
+	switch {
+	case tok.Ordered:
+		in.Covered = &covered
+	case tok.Sort != nil:
+		in.Covered = &uncovered
+	}
 	pp := plan.Choose(in)
 	run := &queryRun{e: e, q: q, prog: prog, start: start}
 	if err := tok.bind(&src.r, pp.Executor == plan.Whole || pp.Executor == plan.Folded); err != nil {
 		src.v.close()
 		return nil, queryToken{}, err
+	}
+	if pp.Cover != nil {
+		ok, err := src.covered(ctx, pp.Cover, &run.entries)
+		if err != nil {
+			src.v.close()
+			return nil, queryToken{}, translate(err)
+		}
+		in.Covered = &ok
+		pp = plan.Choose(in)
 	}
 	if pp.NeedStats {
 		st, err := src.measure(ctx, pp.Lookup, in.PageSize, &run.entries)

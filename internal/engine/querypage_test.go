@@ -160,7 +160,8 @@ func TestExplainQuery(t *testing.T) {
 // an order scan, with the same rows.
 func TestQueryMergeBounded(t *testing.T) {
 	e := pagedItems(t)
-	q := Query{Text: "SELECT VALUE c.id FROM c WHERE c.m >= 10", EnableCrossPartition: true, MaxItems: 7}
+	// Pages of 250: each page opens the merge again (about 24 pages here).
+	q := Query{Text: "SELECT VALUE c.id FROM c WHERE c.m >= 10", EnableCrossPartition: true, MaxItems: 250}
 	want := queryAllIn(t, e, "scan", q)
 	p, err := e.QueryItems(t.Context(), "db", "paged", Scope{}, q)
 	if err != nil {

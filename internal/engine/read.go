@@ -715,24 +715,9 @@ func (s docSource) measure(ctx context.Context, lookup *plan.IndexScan, page int
 		return st, nil
 	}
 	for i, ks := range order {
-		var items int64
-		for _, sp := range parts[ks] {
-			var failed error
-			err := replica.Scan(ctx, readers[i], statsSpanOf(sp), func(_, v []byte) bool {
-				ls, err := decodeStats(v)
-				if err != nil {
-					failed = err
-					return false
-				}
-				items += ls.items
-				return true
-			})
-			if err == nil {
-				err = failed
-			}
-			if err != nil {
-				return plan.Stats{}, err
-			}
+		items, err := scopeItems(ctx, readers[i], parts[ks])
+		if err != nil {
+			return plan.Stats{}, err
 		}
 		limit, n := plan.GatherLimit(items, page), 0
 		for _, ts := range lookup.Spans {
@@ -758,6 +743,81 @@ func (s docSource) measure(ctx context.Context, lookup *plan.IndexScan, page int
 		}
 	}
 	return st, nil
+}
+
+// covered reports whether every document of the scope has a term in scan's
+// spans (those of an ORDER BY's path: a document has at most one there,
+// its scalar), so that reading them in order finds every document. Per
+// keyspace, it compares the scope's items (its logical partitions'
+// statistics entries) with the entries whose items the scope holds,
+// counted up to one more than the items; the entries it reads are counted
+// in *entries (charged). More entries than items (stored by a release
+// that accepted duplicate member names) count as not covered too.
+func (s docSource) covered(ctx context.Context, scan *plan.IndexScan, entries *int) (bool, error) {
+	var parts []part
+	for _, u := range s.units(nil) {
+		for _, p := range u.parts {
+			i := slices.IndexFunc(parts, func(q part) bool { return q.ks == p.ks })
+			if i < 0 {
+				parts = append(parts, part{ks: p.ks})
+				i = len(parts) - 1
+			}
+			parts[i].spans = append(parts[i].spans, p.spans...)
+		}
+	}
+	for _, p := range parts {
+		r, err := s.v.reader(p.ks)
+		if err != nil {
+			return false, err
+		}
+		items, err := scopeItems(ctx, r, p.spans)
+		if err != nil {
+			return false, err
+		}
+		var n int64
+		for _, ts := range scan.Spans {
+			err := replica.Scan(ctx, r, indexSpan(ts.Lower, ts.Upper), func(_, item []byte) bool {
+				*entries++
+				if p.holds(item) {
+					n++
+				}
+				return n <= items
+			})
+			if err != nil {
+				return false, err
+			}
+		}
+		if n != items {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// scopeItems returns the items in spans (item-key spans of one keyspace,
+// read through r): the sum of their logical partitions' statistics
+// entries.
+func scopeItems(ctx context.Context, r replica.Reader, spans []replica.Span) (int64, error) {
+	var items int64
+	for _, sp := range spans {
+		var failed error
+		err := replica.Scan(ctx, r, statsSpanOf(sp), func(_, v []byte) bool {
+			ls, err := decodeStats(v)
+			if err != nil {
+				failed = err
+				return false
+			}
+			items += ls.items
+			return true
+		})
+		if err == nil {
+			err = failed
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	return items, nil
 }
 
 // statsSpanOf returns the span of the statistics entries of the logical

@@ -25,6 +25,10 @@ type IndexScan struct {
 	Kind string
 	// Pred is the predicate, printed: "n >= 500", "cat IN (\"a\", \"b\")".
 	Pred string
+	// Counted: a "path" scan that finds every document only if every
+	// document of the scope has a scalar on the path, which the engine
+	// counts (Physical.Cover).
+	Counted bool
 }
 
 // Point reports whether the scan reads a single term: its entries then come

@@ -168,6 +168,11 @@ type Input struct {
 	// Stats, when not nil, are the scope's measurements for the lookup
 	// that a plan made without them needed (NeedStats).
 	Stats *Stats
+	// Covered, when not nil, says whether every document of the scope has
+	// a term in the spans of the ORDER BY's path, as a plan made without
+	// it needed (Cover): counted by the engine on a query's first page,
+	// known from the position on the others.
+	Covered *bool
 	// PageSize is the most rows a page holds (x-ms-max-item-count, or
 	// the default; a large number when unbounded).
 	PageSize int
@@ -197,6 +202,12 @@ type Physical struct {
 	NeedStats bool
 	// Stats are the measurements the choice was made from, if any.
 	Stats *Stats
+	// Cover, when not nil, is the index scan of an ORDER BY path that no
+	// conjunct filters: the query can be read in index order along it if
+	// every document of the scope has a scalar there (a term in its
+	// spans); the engine counts them and chooses again with
+	// Input.Covered.
+	Cover *IndexScan
 	// Why says why Access was chosen.
 	Why string
 }
@@ -255,9 +266,22 @@ func Choose(in Input) Physical {
 		}
 	}
 	if usable && !byKey && !prog.Grouped {
-		if o, desc, ok := orderedScan(in.Query, hits, in.Policy); ok && (prog.Take >= 0 || scan == nil || scan.Kind == o.Kind) {
-			p.Access, p.Lookup, p.Desc, p.NeedStats, p.Stats = IndexOrdered, o, desc, false, nil
-			p.Why = "ORDER BY " + strings.Join(o.Path, ".") + " read in index order"
+		o, desc, ok := orderedScan(in.Query, hits, in.Policy, in.Scope.Logical)
+		if ok && (prog.Take >= 0 || scan == nil || scan.Kind == o.Kind) {
+			why := "ORDER BY " + strings.Join(o.Path, ".") + " read in index order"
+			switch {
+			case !o.Counted:
+			case in.Covered == nil:
+				p.Cover, ok = o, false
+			case *in.Covered:
+				why += ": every document of the scope has a scalar there (counted)"
+			default:
+				ok = false
+				p.Why += "; ORDER BY " + strings.Join(o.Path, ".") + " not in index order: a document of the scope has no scalar there (counted)"
+			}
+			if ok {
+				p.Access, p.Lookup, p.Desc, p.NeedStats, p.Stats, p.Why = IndexOrdered, o, desc, false, nil, why
+			}
 		}
 	}
 	switch {
@@ -371,9 +395,11 @@ func lookupRank(kind string) int {
 // an index entry (the index has none for undefined, arrays or objects,
 // which ORDER BY would otherwise return too). Without such a filter, it
 // scans the whole path when every document has a scalar there: the system
-// properties id (a string) and _ts (a number). The scan's spans are
-// ascending; desc says to read them backwards.
-func orderedScan(q *parse.Query, hits []*IndexScan, pol *index.Policy) (scan *IndexScan, desc, ok bool) {
+// properties id (a string) and _ts (a number), and, over a scope that is
+// not one logical partition, any other path if counting shows it (the
+// scan is Counted: Physical.Cover). The scan's spans are ascending; desc
+// says to read them backwards.
+func orderedScan(q *parse.Query, hits []*IndexScan, pol *index.Policy, logical bool) (scan *IndexScan, desc, ok bool) {
 	if len(q.OrderBy) != 1 {
 		return nil, false, false
 	}
@@ -389,8 +415,14 @@ func orderedScan(q *parse.Query, hits []*IndexScan, pol *index.Policy) (scan *In
 			scan = s
 		}
 	}
-	if scan == nil && len(path) == 1 && (path[0] == "id" || path[0] == "_ts") {
+	switch {
+	case scan != nil:
+	case len(path) == 1 && (path[0] == "id" || path[0] == "_ts"):
 		scan = &IndexScan{Path: path, Spans: []index.Span{index.PathSpan(path)}, Kind: "path", Pred: "every " + path[0]}
+	case !logical:
+		// Counting reads the keyspace's entries of the path, which for
+		// one logical partition would cost more than sorting its items.
+		scan = &IndexScan{Path: path, Spans: []index.Span{index.PathSpan(path)}, Kind: "path", Pred: "every " + strings.Join(path, "."), Counted: true}
 	}
 	return scan, q.OrderBy[0].Desc, scan != nil
 }
@@ -418,6 +450,9 @@ func (p Physical) String() string {
 	}
 	if p.NeedStats {
 		b.WriteString("\nneeds stats")
+	}
+	if p.Cover != nil {
+		fmt.Fprintf(&b, "\nneeds a count of /%s", strings.Join(p.Cover.Path, "/"))
 	}
 	fmt.Fprintf(&b, "\nexecutor: %s\ntoken: %s", p.Executor, p.Token)
 	switch {

@@ -22,7 +22,7 @@ import (
 //	<indexing policy JSON; empty: the default, index everything>
 //	----
 //
-//	explain [logical] [ranges=N] [units=N] [page=N] [stale] [params=<JSON object>] [stats=(terms,entries,items)] [json]
+//	explain [logical] [ranges=N] [units=N] [page=N] [stale] [params=<JSON object>] [stats=(terms,entries,items)] [covered=<bool>] [json]
 //	<query>
 //	----
 //	<the plan, as Physical.String prints it, or its JSON with json>
@@ -31,7 +31,8 @@ import (
 // default), read from units keyspaces (ranges by default), cross-partition
 // unless logical (one logical partition). stale marks the index as being
 // rebuilt. page is the page size (100 by default). stats are the
-// measurements of the lookup (Plan.NeedStats).
+// measurements of the lookup (Plan.NeedStats); covered says whether every
+// document has a scalar on the ORDER BY's path (Plan.Cover).
 func TestPhysical(t *testing.T) {
 	datadriven.Walk(t, "testdata/physical", func(t *testing.T, path string) {
 		pol := index.DefaultPolicy()
@@ -88,6 +89,12 @@ func explain(t *testing.T, d *datadriven.TestData, pol *index.Policy) string {
 			for k, v := range raw {
 				in.Params[k] = v
 			}
+		case "covered":
+			b, err := strconv.ParseBool(val)
+			if err != nil {
+				d.Fatalf(t, "covered: %v", err)
+			}
+			in.Covered = &b
 		case "stats":
 			if len(arg.Vals) != 3 {
 				d.Fatalf(t, "stats=(terms,entries,items)")

@@ -1,0 +1,181 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/partitadb/partita/internal/query/plan"
+)
+
+// orderPages drains q over scope in pages, returning its rows, the
+// documents it loaded and each page's access.
+func orderPages(t *testing.T, e *Engine, scope Scope, q Query, between func(page int)) (rows []string, loaded int, access []plan.Access) {
+	t.Helper()
+	for page := 0; ; page++ {
+		if page > 500 {
+			t.Fatalf("%q: no end after %d pages", q.Text, page)
+		}
+		p, err := e.QueryItems(t.Context(), "db", "k", scope, q)
+		if err != nil {
+			t.Fatalf("%q page %d: %v", q.Text, page, err)
+		}
+		loaded += p.Loaded
+		access = append(access, p.Metrics.Plan.Access)
+		for _, it := range p.Items {
+			rows = append(rows, string(it))
+		}
+		if p.Continuation == "" {
+			return rows, loaded, access
+		}
+		q.Continuation = p.Continuation
+		if between != nil {
+			between(page)
+		}
+	}
+}
+
+// TestOrderByCountedPath: an ORDER BY on a path that no conjunct filters is
+// read in index order when every document of the scope has a scalar there
+// (the engine counts the path's entries against the scope's items on the
+// first page), loading about a page of documents per page rather than the
+// whole scope, with the rows a sort gives; a document without a scalar
+// there (undefined, an array, an object) makes it sort as before; and a
+// query keeps its first page's plan whatever is written between pages.
+func TestOrderByCountedPath(t *testing.T) {
+	e := testEngineWith(t, Config{GatewayQueryFull: true})
+	kept := queryFixture(t, e, 300) // every item has n, its id's number
+	const pageSize = 20
+	all := func(text string) Query {
+		return Query{Text: text, EnableCrossPartition: true, MaxItems: pageSize}
+	}
+	for _, desc := range []bool{false, true} {
+		dir := ""
+		if desc {
+			dir = " DESC"
+		}
+		got, loaded, access := orderPages(t, e, Scope{}, all("SELECT VALUE c.id FROM c ORDER BY c.n"+dir), nil)
+		// c.n + 0 is no path: always sorted, the same order (n is unique).
+		want, sortLoaded, _ := orderPages(t, e, Scope{}, all("SELECT VALUE c.id FROM c ORDER BY c.n + 0"+dir), nil)
+		if !slices.Equal(got, want) || len(got) != len(kept) {
+			t.Fatalf("ORDER BY c.n%s: %d rows, want the %d of a sort:\n%v\n%v", dir, len(got), len(want), got, want)
+		}
+		for i, a := range access {
+			if a != plan.IndexOrdered {
+				t.Errorf("ORDER BY c.n%s: page %d read by %v, want index order", dir, i, a)
+			}
+		}
+		// A page loads its rows and the one after (is there a next page?).
+		if max := len(got) + len(access); loaded > max {
+			t.Errorf("ORDER BY c.n%s: %d documents loaded for %d rows in %d pages, want at most %d", dir, loaded, len(got), len(access), max)
+		}
+		t.Logf("ORDER BY c.n%s: %d rows in %d pages: %d documents loaded in index order, %d sorted", dir, len(got), len(access), loaded, sortLoaded)
+	}
+
+	// A query begun in index order keeps it: an item without n written
+	// between its pages would sort first, before its position.
+	q := all("SELECT VALUE c.id FROM c ORDER BY c.n")
+	got, _, access := orderPages(t, e, Scope{}, q, func(page int) {
+		if page == 0 {
+			upsertRaw(t, e, 1, `{"id":"none","pk":"p1"}`)
+		}
+	})
+	if !slices.Equal(got, sortedIDs(kept)) {
+		t.Errorf("a query begun in index order, an item without n written after its first page: %v", got)
+	}
+	if slices.ContainsFunc(access, func(a plan.Access) bool { return a != plan.IndexOrdered }) {
+		t.Errorf("a query begun in index order changed plans: %v", access)
+	}
+
+	// Now one item has no n: every page sorts, and the item comes first
+	// (undefined sorts before every value), or last backwards; with n an
+	// array or an object, last (after every scalar), or first backwards.
+	for _, odd := range []string{``, `,"n":[1]`, `,"n":{"a":1}`} {
+		upsertRaw(t, e, 1, `{"id":"none","pk":"p1"`+odd+`}`)
+		for _, desc := range []bool{false, true} {
+			text := "SELECT VALUE c.id FROM c ORDER BY c.n"
+			if desc {
+				text += " DESC"
+			}
+			got, _, access := orderPages(t, e, Scope{}, all(text), nil)
+			first := desc == (odd != "")
+			if len(got) != len(kept)+1 || (first && got[0] != `"none"`) || (!first && got[len(got)-1] != `"none"`) {
+				t.Errorf("%q with n%s: %d rows, want %d with \"none\" first: %v; %v", text, odd, len(got), len(kept)+1, first, got)
+			}
+			if slices.Contains(access, plan.IndexOrdered) {
+				t.Errorf("%q with n%s: read in index order (%v), which misses the item", text, odd, access)
+			}
+		}
+	}
+	// A query begun sorted stays sorted once the item is gone.
+	got, _, access = orderPages(t, e, Scope{}, q, func(page int) {
+		if page == 0 {
+			deleteRaw(t, e, 1, "none")
+		}
+	})
+	if len(got) != len(kept) || slices.Contains(access, plan.IndexOrdered) {
+		t.Errorf("a query begun sorted, its odd item deleted after the first page: %d rows of %d, pages %v", len(got), len(kept), access)
+	}
+
+	// The count is per range of the scope: an item without n in one half
+	// of a split range (the halves share a keyspace until separated) does
+	// not keep the other half from its index.
+	ranges, _, _, err := e.PKRanges("db", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.SplitRange(t.Context(), "db", "k", ranges[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	upsertRaw(t, e, 1, `{"id":"none","pk":"p1"}`)
+	ranges, _, _, err = e.PKRanges("db", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var covered, uncovered int
+	for _, r := range ranges {
+		scope := Scope{RangeID: r.ID}
+		rq := Query{Text: "SELECT VALUE c.id FROM c ORDER BY c.n", MaxItems: pageSize}
+		got, _, access := orderPages(t, e, scope, rq, nil)
+		odd, _, _ := orderPages(t, e, scope, Query{Text: "SELECT VALUE c.id FROM c WHERE NOT IS_NUMBER(c.n)"}, nil)
+		switch {
+		case len(odd) > 0 && (slices.Contains(access, plan.IndexOrdered) || got[0] != `"none"`):
+			t.Errorf("range %s holds %v: read by %v, first row %s", r.ID, odd, access, got[0])
+		case len(odd) > 0:
+			uncovered++
+		case slices.ContainsFunc(access, func(a plan.Access) bool { return a != plan.IndexOrdered }):
+			t.Errorf("range %s, every item with an n: read by %v, want index order", r.ID, access)
+		default:
+			covered++
+		}
+	}
+	if uncovered != 1 || covered != len(ranges)-1 {
+		t.Errorf("%d ranges: %d read in index order, %d sorted; want all but the one with the item", len(ranges), covered, uncovered)
+	}
+}
+
+// sortedIDs returns ids sorted, as JSON strings (the fixture's n follows
+// its ids' order).
+func sortedIDs(ids []string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = fmt.Sprintf("%q", id)
+	}
+	slices.SortFunc(out, strings.Compare)
+	return out
+}
+
+func upsertRaw(t *testing.T, e *Engine, pk int, body string) {
+	t.Helper()
+	if _, err := e.WriteItem(t.Context(), Write{DB: "db", Container: "k", Kind: Upsert, PK: pkN(pk), Body: []byte(body)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func deleteRaw(t *testing.T, e *Engine, pk int, id string) {
+	t.Helper()
+	if _, err := e.DeleteItem(t.Context(), ItemRef{DB: "db", Container: "k", ID: id}, pkN(pk), "", TriggerSet{}); err != nil {
+		t.Fatal(err)
+	}
+}
