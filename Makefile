@@ -33,8 +33,10 @@ test:
 	if [ -n "$$failed" ]; then echo "make test: failed:$$failed"; exit 1; fi; \
 	echo "make test: every suite passed"
 
+# -tags invariants: every engine an engine test opens is checked when the
+# test ends (make invariants runs those tests alone).
 test-go:
-	$(GO) test -race -shuffle=on ./...
+	$(GO) test -race -shuffle=on -tags invariants ./...
 
 test-node: build
 	cd test/node && { [ -d node_modules ] || npm ci --no-audit --no-fund; }
@@ -55,8 +57,9 @@ test-python: build
 test-python-cluster: build
 	PARTITA_CLUSTER=1 PARTITA_BIN=$(CURDIR)/$(BIN) $(PYTHON) test/python/test_sdk.py
 
-# The engine's tests with its invariants checked: every engine a test
-# opens is checked (engine.Check) when the test ends.
+# The engine's tests alone with its invariants checked (make test checks
+# them too): every engine a test opens is checked (engine.Check) when the
+# test ends.
 invariants:
 	$(GO) test -race -tags invariants ./internal/engine/...
 
