@@ -142,7 +142,9 @@ func startNode(t *testing.T, bin string, nodes []*clusterNode, i int, extra ...s
 	args := append([]string{"serve", "--addr", n.addr, "--data", n.data, "--rate-limit=off",
 		"--cluster-addr", n.clusterAddr, "--join", strings.Join(join, ",")}, extra...)
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "PARTITA_LOG_LEVEL=error", "PARTITA_CLUSTER_SECRET=test-cluster-secret-0123456789")
+	// Info: a failing test prints the last lines of each node's log
+	// (transfers, splits, separations, elections explain most failures).
+	cmd.Env = append(os.Environ(), "PARTITA_LOG_LEVEL=info", "PARTITA_CLUSTER_SECRET=test-cluster-secret-0123456789")
 	logs := &syncBuf{}
 	cmd.Stderr = logs
 	stdout, err := cmd.StdoutPipe()
@@ -152,7 +154,13 @@ func startNode(t *testing.T, bin string, nodes []*clusterNode, i int, extra ...s
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("node %d (pid %d), the last lines of its log:\n%s", i+1, cmd.Process.Pid, lastLines(logs.String(), 60))
+		}
+	})
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)

@@ -477,21 +477,34 @@ func (h *Host) Propose(group uint64, p Proposal) (*Waiter, error) {
 // this replica has applied every entry committed when the request was made,
 // so a read of its applied state then is linearizable.
 func (h *Host) ReadIndex(group uint64) (*Waiter, error) {
+	w := newWaiter()
+	if err := h.rereadIndex(group, w); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// rereadIndex asks group's leader for a read index again on behalf of w,
+// a waiter ReadIndex returned: Raft drops a read request that no leader
+// answers (none known when it was made, a leader stepping down, a message
+// lost), and the reader would wait for nothing. Whichever answer comes
+// first finishes w; each was asked for after w's reader began, so either
+// index serves it.
+func (h *Host) rereadIndex(group uint64, w *Waiter) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.stopped {
-		return nil, ErrStopped
+		return ErrStopped
 	}
 	g, ok := h.groups[group]
 	if !ok {
-		return nil, ErrNoGroup
+		return ErrNoGroup
 	}
 	h.nextID++
-	w := newWaiter()
 	g.reads[h.nextID] = w
 	g.rn.ReadIndex(binary.BigEndian.AppendUint64(nil, h.nextID))
 	h.nudge()
-	return w, nil
+	return nil
 }
 
 // forgetRead drops read request w of group (its reader stopped waiting;

@@ -94,29 +94,44 @@ func (r *Replica) Campaign() error { return r.h.Campaign(r.id) }
 
 // Sync waits until this node has applied every entry committed when it was
 // called (ReadIndex), at most r.wait: a read of its applied state after
-// that is linearizable. After r.wait it fails with replica.ErrNoLeader
-// (and replica.ErrUnavailable).
+// that is linearizable. Raft drops a read request that no leader answers
+// (none known, a leader stepping down or transferring its leadership, a
+// message lost), so it asks again every readRetry until one is answered.
+// After r.wait it fails with replica.ErrNoLeader (and
+// replica.ErrUnavailable).
 func (r *Replica) Sync(ctx context.Context) error {
 	w, err := r.h.ReadIndex(r.id)
 	if err != nil {
 		return fmt.Errorf("replication: keyspace %d: %w: %w", r.id, replica.ErrUnavailable, err)
 	}
+	defer r.h.forgetRead(r.id, w) // the requests not answered yet, if any
 	t := time.NewTimer(r.wait)
 	defer t.Stop()
-	select {
-	case err := <-w.Done():
-		if err != nil {
-			return fmt.Errorf("replication: keyspace %d: %w: %w", r.id, replica.ErrUnavailable, err)
+	again := time.NewTicker(readRetry)
+	defer again.Stop()
+	for {
+		select {
+		case err := <-w.Done():
+			if err != nil {
+				return fmt.Errorf("replication: keyspace %d: %w: %w", r.id, replica.ErrUnavailable, err)
+			}
+			return nil
+		case <-again.C:
+			if err := r.h.rereadIndex(r.id, w); err != nil {
+				return fmt.Errorf("replication: keyspace %d: %w: %w", r.id, replica.ErrUnavailable, err)
+			}
+		case <-t.C:
+			return fmt.Errorf("replication: keyspace %d: within %v: %w: %w", r.id, r.wait, replica.ErrNoLeader, replica.ErrUnavailable)
+		case <-ctx.Done():
+			return ctx.Err()
 		}
-		return nil
-	case <-t.C:
-		r.h.forgetRead(r.id, w)
-		return fmt.Errorf("replication: keyspace %d: within %v: %w: %w", r.id, r.wait, replica.ErrNoLeader, replica.ErrUnavailable)
-	case <-ctx.Done():
-		r.h.forgetRead(r.id, w)
-		return ctx.Err()
 	}
 }
+
+// readRetry is how long Sync waits for a read index before asking again:
+// a healthy group answers in a round trip, and an election takes about a
+// second.
+const readRetry = 500 * time.Millisecond
 
 // notLeader returns the error of a write on a replica that does not lead.
 func (r *Replica) notLeader() error {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	pb "go.etcd.io/raft/v3/raftpb"
 
 	"github.com/partitadb/partita/internal/replica"
 	"github.com/partitadb/partita/internal/store"
@@ -22,6 +23,8 @@ type chanNet struct {
 	mu      sync.Mutex
 	inboxes map[uint64]chan Message
 	hosts   map[uint64]*Host // of the nodes up, for snapshots
+	// drop, when set, loses the messages it reports.
+	drop func(from uint64, m Message) bool
 }
 
 type chanTransport struct {
@@ -33,8 +36,9 @@ func (tr chanTransport) Send(to uint64, m Message) {
 	tr.n.mu.Lock()
 	in, ok := tr.n.inboxes[to]
 	_, up := tr.n.inboxes[tr.from]
+	drop := tr.n.drop
 	tr.n.mu.Unlock()
-	if !ok || !up {
+	if !ok || !up || (drop != nil && drop(tr.from, m)) {
 		return
 	}
 	if IsSnapshot(m) {
@@ -520,4 +524,41 @@ func commitLSN(t *testing.T, r *Replica, v string) uint64 {
 		t.Fatal(err)
 	}
 	return lsn
+}
+
+// TestSyncAsksAgain: a follower's read request that no leader answers (the
+// request lost, as when the follower knows no leader or the leader steps
+// down) is asked again, so Sync succeeds within its wait rather than
+// failing at the end of it (2 s here); without asking again every request
+// but the first would be needed, and Sync fails.
+func TestSyncAsksAgain(t *testing.T) {
+	net := &chanNet{inboxes: map[uint64]chan Message{}}
+	nodes := startLiveNodes(t, net)
+	defer func() {
+		for _, n := range nodes {
+			n.stop(t)
+		}
+	}()
+	leader := awaitLeader(t, nodes)
+	commitLSN(t, leader.r, "v1")
+	var follower *liveNode
+	for _, n := range nodes {
+		if n != leader {
+			follower = n
+			break
+		}
+	}
+	var lost atomic.Int32
+	net.mu.Lock()
+	net.drop = func(from uint64, m Message) bool {
+		// The follower's first read request to the leader is lost.
+		return from == follower.id && m.Raft.GetType() == pb.MsgReadIndex && lost.Add(1) == 1
+	}
+	net.mu.Unlock()
+	if err := follower.r.Sync(t.Context()); err != nil {
+		t.Fatalf("Sync with its first read request lost: %v", err)
+	}
+	if lost.Load() < 2 {
+		t.Fatalf("%d read requests sent, want the lost one and another", lost.Load())
+	}
 }
