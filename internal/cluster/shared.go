@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
@@ -33,9 +35,13 @@ const CatalogLockKey = "/partita/locks/catalog"
 type SharedCatalog struct {
 	base *Backend
 	cli  *clientv3.Client
-	sess *concurrency.Session
+	ttl  int
+	lock sync.Mutex // one holder of mx on this node at a time; guards mx
+	// sess is the node's session: its lease keeps mx's key. A session whose
+	// lease expired (the process paused, or etcd without a quorum, longer
+	// than its TTL) is replaced by the next Lock (renewLocked), under lock.
+	sess atomic.Pointer[concurrency.Session]
 	mx   *concurrency.Mutex
-	lock sync.Mutex // one holder of mx on this node at a time
 
 	mu struct {
 		sync.Mutex
@@ -66,7 +72,8 @@ func NewSharedCatalog(ctx context.Context, cli *clientv3.Client, cfg BackendConf
 	if err != nil {
 		return nil, fmt.Errorf("cluster: catalog session: %w", err)
 	}
-	s := &SharedCatalog{base: base, cli: cli, sess: sess, mx: concurrency.NewMutex(sess, CatalogLockKey), done: make(chan struct{})}
+	s := &SharedCatalog{base: base, cli: cli, ttl: ttl, mx: concurrency.NewMutex(sess, CatalogLockKey), done: make(chan struct{})}
+	s.sess.Store(sess)
 	s.mu.own = map[string]int64{}
 	// The watch starts after the revision now, before the catalog reads
 	// anything, so no change falls between its reads and the watch.
@@ -206,7 +213,21 @@ func (s *SharedCatalog) Lock(ctx context.Context) (func(), error) {
 	}
 	s.lock.Lock()
 	// Lock is idempotent for the session (its key is the session's lease).
-	if err := retryEtcd(ctx, func() error { return s.mx.Lock(ctx) }); err != nil {
+	err := retryEtcd(ctx, func() error {
+		if err := s.renewLocked(ctx, false); err != nil {
+			return err
+		}
+		err := s.mx.Lock(ctx)
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			// Expired before the session noticed: a new one, at once.
+			if err := s.renewLocked(ctx, true); err != nil {
+				return err
+			}
+			err = s.mx.Lock(ctx)
+		}
+		return err
+	})
+	if err != nil {
 		s.lock.Unlock()
 		return nil, fmt.Errorf("cluster: catalog lock: %w", err)
 	}
@@ -221,7 +242,7 @@ func (s *SharedCatalog) Lock(ctx context.Context) (func(), error) {
 	}
 	granted := s.mx.Header().Revision
 	var key *clientv3.GetResponse
-	err := retryEtcd(ctx, func() (err error) { key, err = s.cli.Get(ctx, s.mx.Key()); return err })
+	err = retryEtcd(ctx, func() (err error) { key, err = s.cli.Get(ctx, s.mx.Key()); return err })
 	switch {
 	case err != nil:
 		release()
@@ -239,6 +260,37 @@ func (s *SharedCatalog) Lock(ctx context.Context) (func(), error) {
 	s.mu.granted = granted
 	s.mu.Unlock()
 	return release, nil
+}
+
+// renewLocked replaces the node's session with a new one, on a new lease,
+// when the session has ended (its lease expired: its keep-alive stopped)
+// or expired is set (etcd answered that its lease is gone): otherwise the
+// node could never take the catalog's lock again, and no split, container
+// or database could be made through it until it restarted. The lock the
+// old session held, if any, went with its lease; writes under it are
+// fenced (ErrFenced). The caller holds s.lock.
+func (s *SharedCatalog) renewLocked(ctx context.Context, expired bool) error {
+	if !expired {
+		select {
+		case <-s.sess.Load().Done():
+		default:
+			return nil
+		}
+	}
+	// The lease is granted under ctx; the session keeps it alive for as
+	// long as the client lives (NewSession's own context would end with
+	// this request).
+	lease, err := s.cli.Grant(ctx, int64(s.ttl))
+	if err != nil {
+		return err
+	}
+	sess, err := concurrency.NewSession(s.cli, concurrency.WithLease(lease.ID))
+	if err != nil {
+		return err
+	}
+	s.sess.Swap(sess).Orphan()
+	s.mx = concurrency.NewMutex(sess, CatalogLockKey)
+	return nil
 }
 
 // Sync returns once every change to the catalog made before the call has
@@ -293,10 +345,11 @@ const revokeTimeout = time.Second
 func (s *SharedCatalog) Close() error {
 	s.stop()
 	<-s.done
-	s.sess.Orphan()
+	sess := s.sess.Load()
+	sess.Orphan()
 	ctx, cancel := context.WithTimeout(context.Background(), revokeTimeout)
 	defer cancel()
-	if _, err := s.cli.Revoke(ctx, s.sess.Lease()); err != nil {
+	if _, err := s.cli.Revoke(ctx, sess.Lease()); err != nil {
 		return fmt.Errorf("cluster: revoke the catalog session's lease: %w", err)
 	}
 	return nil

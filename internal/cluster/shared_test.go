@@ -121,7 +121,7 @@ func TestSharedCatalogEtcd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sb.sess.Close(); err != nil {
+	if err := sb.sess.Load().Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := sb.Apply(map[string][]byte{"cat/x": []byte("1")}, nil); !errors.Is(err, ErrFenced) {
@@ -130,6 +130,26 @@ func TestSharedCatalogEtcd(t *testing.T) {
 	unlock()
 	if _, err := a.CreateDatabase("db2", catalog.Throughput{}); err != nil {
 		t.Fatalf("node a after node b's session ended: %v", err)
+	}
+	// Node b writes again, on a new session (the kill loop's members
+	// paused longer than the TTL could never write the catalog again).
+	if _, err := b.CreateDatabase("db3", catalog.Throughput{}); err != nil {
+		t.Fatalf("node b after its session ended: %v", err)
+	}
+	// Its lease revoked behind its session's back (expired before the
+	// session noticed): etcd answers that the lease is gone, and b takes a
+	// new one at once.
+	if _, err := e.Client().Revoke(t.Context(), sb.sess.Load().Lease()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.CreateDatabase("db4", catalog.Throughput{}); err != nil {
+		t.Fatalf("node b after its lease was revoked: %v", err)
+	}
+	for _, id := range []string{"db3", "db4"} {
+		eventually(t, "node a sees node b's "+id, func() bool {
+			_, err := a.Database(id)
+			return err == nil
+		})
 	}
 }
 
