@@ -1,11 +1,15 @@
 package bench
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 )
 
 // Workload names, as --workload takes them.
@@ -73,6 +77,10 @@ type Config struct {
 	// Reset deletes the container first (and implies Create).
 	Create, Reset bool
 	Throughput    int // RU/s for a created container; default 24,000
+	// IndexingPolicy, when not empty, is the indexing policy (JSON, as in
+	// a container's definition) of a created container; empty: the
+	// service's default (every path indexed).
+	IndexingPolicy string
 	// Partitions, when positive, makes a created container start with at
 	// least this many physical partitions: it is created with
 	// Partitions × 6,000 RU/s (Cosmos DB and Partita give a new manual
@@ -189,6 +197,11 @@ func (c Config) withDefaults() (Config, error) {
 		mix = m
 	}
 	c.Mix = &mix
+	if c.IndexingPolicy != "" {
+		if _, err := c.indexingPolicy(); err != nil {
+			bad("indexing policy: %v", err)
+		}
+	}
 	if c.Database == "" {
 		c.Database = "bench"
 	}
@@ -272,4 +285,17 @@ func (c Config) withDefaults() (Config, error) {
 		c.Seed = 1
 	}
 	return c, errors.Join(errs...)
+}
+
+// indexingPolicy decodes IndexingPolicy, refusing members the SDK's
+// policy does not have (a misspelt "excludedPaths" would silently index
+// everything).
+func (c Config) indexingPolicy() (*azcosmos.IndexingPolicy, error) {
+	var p azcosmos.IndexingPolicy
+	dec := json.NewDecoder(bytes.NewReader([]byte(c.IndexingPolicy)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return nil, err
+	}
+	return &p, nil
 }

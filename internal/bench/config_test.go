@@ -91,6 +91,8 @@ func TestWithDefaults(t *testing.T) {
 		{Endpoint: "e", Key: "k", Workload: YCSBA, Retries: -1},
 		{Endpoint: "e", Key: "k", Workload: YCSBA, Partitions: -1},
 		{Endpoint: "e", Key: "k", Workload: VehiclesRandom, FanOut: "sometimes"},
+		{Endpoint: "e", Key: "k", Workload: YCSBA, IndexingPolicy: `{"excludePaths":[{"path":"/data/?"}]}`}, // misspelt
+		{Endpoint: "e", Key: "k", Workload: YCSBA, IndexingPolicy: `{`},
 	}
 	for _, c := range bad {
 		if _, err := c.withDefaults(); !errors.Is(err, ErrInvalidConfig) {

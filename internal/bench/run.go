@@ -237,6 +237,13 @@ func (r *runner) createContainer(ctx context.Context, db *azcosmos.DatabaseClien
 	}
 	tp := azcosmos.NewManualThroughputProperties(int32(ru))
 	props := azcosmos.ContainerProperties{ID: cfg.Container, PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}
+	if cfg.IndexingPolicy != "" {
+		p, err := cfg.indexingPolicy()
+		if err != nil {
+			return err
+		}
+		props.IndexingPolicy = p
+	}
 	_, err := db.CreateContainer(ctx, props, &azcosmos.CreateContainerOptions{ThroughputProperties: &tp})
 	if hasStatus(err, http.StatusConflict) {
 		return nil

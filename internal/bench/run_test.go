@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/partitadb/partita/internal/config"
 	"github.com/partitadb/partita/internal/testserver"
@@ -254,5 +257,35 @@ func TestSetupErrors(t *testing.T) {
 	bad.Workload = "ycsb-z"
 	if _, err := Run(t.Context(), bad, nil); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("Run(ycsb-z) = %v, want ErrInvalidConfig", err)
+	}
+}
+
+// TestIndexingPolicy: a created container gets Config.IndexingPolicy.
+func TestIndexingPolicy(t *testing.T) {
+	s, ca := startServer(t)
+	cfg := Config{Endpoint: s.Endpoint, Key: s.Key, CACert: ca, Workload: YCSBA, Create: true, Records: 20, Ops: 20, Concurrency: 2,
+		IndexingPolicy: `{"indexingMode":"consistent","automatic":true,"includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/data/?"}]}`}
+	if _, err := Run(t.Context(), cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := newClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := c.NewContainer(cfg.Database, cfg.Container)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := k.Read(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := resp.ContainerProperties.IndexingPolicy
+	if p == nil || !slices.ContainsFunc(p.ExcludedPaths, func(e azcosmos.ExcludedPath) bool { return e.Path == "/data/?" }) {
+		t.Fatalf("the created container's indexing policy is %+v, want /data/? excluded", p)
 	}
 }

@@ -39,6 +39,7 @@ func benchFlags(fs *flag.FlagSet, cfg *bench.Config, o *benchOptions, mix *strin
 	fs.BoolVar(&cfg.Create, "create", cfg.Create, "create the database and container if missing")
 	fs.BoolVar(&cfg.Reset, "reset", cfg.Reset, "delete and recreate the container first (implies --create)")
 	fs.IntVar(&cfg.Throughput, "throughput", 24000, "manual RU/s of a created container (a new container gets ceil(RU/6000) partitions)")
+	fs.StringVar(&cfg.IndexingPolicy, "indexing-policy", cfg.IndexingPolicy, `indexing policy (JSON) of a created container, e.g. '{"indexingMode":"consistent","includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/data/?"}]}' (default: every path indexed)`)
 	fs.IntVar(&cfg.Partitions, "partitions", cfg.Partitions, "create the container with at least this many partitions (at 6000 RU/s each), then set --throughput")
 	fs.StringVar(&cfg.Workload, "workload", bench.VehiclesHash, "workload: "+strings.Join(bench.Workloads(), ", "))
 	fs.StringVar(mix, "mix", "", "write,read,query percentages, e.g. 80,10,10 (default: the workload's)")
