@@ -55,7 +55,20 @@ type forwardState struct {
 	forwarded bool          // the request came from another node: never forward again
 	retries   int           // times served again here
 	moved     time.Time     // when it first met a moved partition (engine.RangeMoved)
+	dropped   time.Time     // when its write was first not applied (engine.NotApplied)
 }
+
+// droppedWait bounds how long a write whose replicated batch was not
+// applied (its proposal dropped or refused while the partition's
+// leadership changed: a leader balance transfer, an election) is served
+// again; droppedPause is the pause before each time. A transfer completes
+// in a round trip, an election in about a second. @azure/cosmos does not
+// retry a write's 503, so without this a leadership transfer reached its
+// clients (the Node change-feed test's upserts during splits saw it).
+const (
+	droppedWait  = 5 * time.Second
+	droppedPause = 50 * time.Millisecond
+)
 
 // movedWait bounds how long a request that met a moved partition is served
 // again, each time after syncing this node's catalog: the move is recorded
@@ -116,6 +129,9 @@ func (h *Handler) keepBody(r *http.Request) (*http.Request, error) {
 func (h *Handler) forward(w http.ResponseWriter, r *http.Request, err error) (bool, error) {
 	if engine.RangeMoved(err) {
 		return h.moved(w, r, err)
+	}
+	if engine.NotApplied(err) {
+		return h.dropped(w, r, err)
 	}
 	keyspace, leader, ok := engine.NotLeader(err)
 	if !ok || h.cfg.Forward == nil {
@@ -180,6 +196,35 @@ func (h *Handler) moved(w http.ResponseWriter, r *http.Request, err error) (bool
 	case <-ctx.Done():
 		return false, err
 	case <-time.After(20 * time.Millisecond):
+	}
+	r = st.orig
+	if st.body != nil {
+		r.Body = io.NopCloser(bytes.NewReader(st.body))
+	}
+	h.serve(w, r)
+	return true, nil
+}
+
+// dropped serves again a request whose write was not applied (nothing was
+// written: engine.NotApplied), after droppedPause, for at most
+// droppedWait; it is evaluated afresh, and forwarded if another node leads
+// now. Then it returns err (503).
+func (h *Handler) dropped(w http.ResponseWriter, r *http.Request, err error) (bool, error) {
+	st, _ := r.Context().Value(forwardKey{}).(*forwardState)
+	if st == nil || st.orig == nil {
+		return false, err
+	}
+	if st.dropped.IsZero() {
+		st.dropped = time.Now()
+	}
+	if time.Since(st.dropped) > droppedWait {
+		return false, err
+	}
+	ctx := r.Context()
+	select {
+	case <-ctx.Done():
+		return false, err
+	case <-time.After(droppedPause):
 	}
 	r = st.orig
 	if st.body != nil {

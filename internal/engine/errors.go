@@ -64,6 +64,10 @@ func translate(err error) error {
 		return status.Unavailable("no leader of the partition's replicas confirmed the read in time: " +
 			"a majority of the cluster's nodes may be down or cut off; retry").Wrap(err)
 	}
+	if errors.Is(err, replica.ErrNotApplied) { // an ErrUnavailable too: first
+		return status.Unavailable("the write was not applied: the leadership of the partition's replicas changed while it " +
+			"was proposed (nothing was written); retry").Wrap(err)
+	}
 	if errors.Is(err, replica.ErrUnavailable) {
 		return status.Unavailable("the store is recovering from a failed disk write or shutting down; retry shortly").Wrap(err)
 	}
@@ -93,6 +97,12 @@ func NotLeader(err error) (keyspace, leader uint64, ok bool) {
 	}
 	return e.Keyspace, e.Leader, true
 }
+
+// NotApplied reports whether err (from an engine call) is a write whose
+// replicated batch was not applied and never will be (its proposal was
+// dropped or refused as the partition's leadership changed): nothing was
+// written, and the request may be served again (api does, briefly).
+func NotApplied(err error) bool { return errors.Is(err, replica.ErrNotApplied) }
 
 // pkMismatch is Cosmos's answer to a body whose partition key differs from
 // the header's.

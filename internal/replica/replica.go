@@ -282,6 +282,13 @@ func (e *NotLeaderError) Error() string {
 // replicas down or cut off), or this replica is far behind it.
 var ErrNoLeader = errors.New("replica: no leader of the keyspace's group confirmed the read")
 
+// ErrNotApplied is returned, with ErrUnavailable, by Commit of a
+// replicated keyspace when the batch was not applied and never will be:
+// its proposal was dropped or refused (the group's leadership changed or
+// was being handed over, or the group is gone). Nothing was written: the
+// write may be evaluated again, on whichever replica leads now.
+var ErrNotApplied = errors.New("replica: the write was not applied (its proposal was dropped or refused)")
+
 // ErrIndeterminate is returned by Commit of a replicated keyspace when the
 // batch was proposed but leadership was lost (or the wait timed out)
 // before it applied: it may or may not take effect.

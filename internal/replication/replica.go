@@ -185,8 +185,11 @@ func (r *Replica) propose(b replica.Batch) (*Waiter, error) {
 }
 
 func (r *Replica) proposeErr(err error) error {
-	if errors.Is(err, ErrNotLeader) {
+	switch {
+	case errors.Is(err, ErrNotLeader):
 		return r.notLeader()
+	case errors.Is(err, ErrNotApplied):
+		return fmt.Errorf("replication: keyspace %d: %w: %w: %w", r.id, replica.ErrNotApplied, replica.ErrUnavailable, err)
 	}
 	return fmt.Errorf("replication: keyspace %d: %w: %w", r.id, replica.ErrUnavailable, err)
 }
@@ -206,7 +209,7 @@ func (r *Replica) await(ctx context.Context, w *Waiter) error {
 		case errors.Is(err, ErrIndeterminate):
 			return fmt.Errorf("replication: keyspace %d: %w", r.id, replica.ErrIndeterminate)
 		}
-		return fmt.Errorf("replication: keyspace %d: %w: %w", r.id, replica.ErrUnavailable, err)
+		return r.proposeErr(err)
 	case <-t.C:
 		return fmt.Errorf("replication: keyspace %d: no outcome after %v: %w", r.id, r.wait, replica.ErrIndeterminate)
 	}

@@ -562,3 +562,24 @@ func TestSyncAsksAgain(t *testing.T) {
 		t.Fatalf("%d read requests sent, want the lost one and another", lost.Load())
 	}
 }
+
+// TestNotAppliedErrors: a proposal Raft drops or refuses, and one decided
+// not to apply, reach the engine as replica.ErrNotApplied (nothing written:
+// the API serves the request again) and replica.ErrUnavailable; an unknown
+// outcome stays replica.ErrIndeterminate, and not leading stays a
+// *replica.NotLeaderError.
+func TestNotAppliedErrors(t *testing.T) {
+	r := &Replica{id: 7}
+	for _, err := range []error{
+		fmt.Errorf("%w: %w", ErrNotApplied, errors.New("raft: proposal dropped")), // Propose's
+		ErrNotApplied, // a waiter's: evaluated under another leadership, or the group removed
+	} {
+		got := r.proposeErr(err)
+		if !errors.Is(got, replica.ErrNotApplied) || !errors.Is(got, replica.ErrUnavailable) {
+			t.Errorf("proposeErr(%v) = %v, want replica.ErrNotApplied and ErrUnavailable", err, got)
+		}
+	}
+	if got := r.proposeErr(ErrStopped); errors.Is(got, replica.ErrNotApplied) || !errors.Is(got, replica.ErrUnavailable) {
+		t.Errorf("proposeErr(ErrStopped) = %v, want ErrUnavailable alone", got)
+	}
+}
