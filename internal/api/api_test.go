@@ -20,16 +20,23 @@ const testKey = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyP
 
 func newTestHandler(t *testing.T, cfg Config) *httptest.Server {
 	t.Helper()
+	return newTestHandlerOn(t, cfg, func(l *replica.Local) replica.Host { return l })
+}
+
+// newTestHandlerOn is newTestHandler with the engine on the replica.Host
+// wrap returns for the local one.
+func newTestHandlerOn(t *testing.T, cfg Config, wrap func(*replica.Local) replica.Host) *httptest.Server {
+	t.Helper()
 	st, err := store.Open(store.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	host, err := replica.OpenLocal(t.Context(), st, nil)
+	local, err := replica.OpenLocal(t.Context(), st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := engine.New(t.Context(), host, host.Meta(), engine.Config{}, nil, nil)
+	eng, err := engine.New(t.Context(), wrap(local), local.Meta(), engine.Config{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,10 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/partitadb/partita/internal/auth"
-	"github.com/partitadb/partita/internal/engine"
 	"github.com/partitadb/partita/internal/replica"
-	"github.com/partitadb/partita/internal/store"
 )
 
 // droppingHost is a replica.Host whose replicas' Commit fails, while drops
@@ -50,33 +47,17 @@ func (r droppingReplica) Commit(b replica.Batch) error {
 // transfer during the Node tests' splits reached one); past droppedWait it
 // gets 503 saying what happened.
 func TestWriteNotApplied(t *testing.T) {
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	local, err := replica.OpenLocal(t.Context(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := &droppingHost{Local: local}
-	eng, err := engine.New(t.Context(), host, local.Meta(), engine.Config{}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, _ := auth.DecodeKey(testKey)
-	v, err := auth.NewVerifier(auth.Config{MasterKey: key})
-	if err != nil {
-		t.Fatal(err)
-	}
+	var host *droppingHost
 	// A cluster's handler (Forward set: it keeps each request to serve it
 	// again); nothing here is led elsewhere.
 	forward := func(http.ResponseWriter, *http.Request, []byte, uint64, uint64) ForwardResult {
 		t.Error("a request was forwarded")
 		return ForwardFailed
 	}
-	srv := httptest.NewServer(New(Config{Forward: forward}, eng, v, nil, nil))
-	t.Cleanup(srv.Close)
+	srv := newTestHandlerOn(t, Config{Forward: forward}, func(l *replica.Local) replica.Host {
+		host = &droppingHost{Local: l}
+		return host
+	})
 	mustDo(t, srv, http.MethodPost, "/dbs", nil, `{"id":"db"}`, http.StatusCreated)
 	mustDo(t, srv, http.MethodPost, "/dbs/db/colls", nil, `{"id":"c","partitionKey":{"paths":["/pk"]}}`, http.StatusCreated)
 	pk := map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}

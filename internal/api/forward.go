@@ -178,31 +178,7 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, err error) (bo
 // mapped it to (nothing was written), for at most movedWait; then it
 // returns err (503: the SDKs retry).
 func (h *Handler) moved(w http.ResponseWriter, r *http.Request, err error) (bool, error) {
-	st, _ := r.Context().Value(forwardKey{}).(*forwardState)
-	if st == nil || st.orig == nil {
-		return false, err
-	}
-	if st.moved.IsZero() {
-		st.moved = time.Now()
-	}
-	if time.Since(st.moved) > movedWait {
-		return false, err
-	}
-	ctx := r.Context()
-	if serr := h.eng.SyncCatalog(ctx); serr != nil {
-		return false, err
-	}
-	select {
-	case <-ctx.Done():
-		return false, err
-	case <-time.After(20 * time.Millisecond):
-	}
-	r = st.orig
-	if st.body != nil {
-		r.Body = io.NopCloser(bytes.NewReader(st.body))
-	}
-	h.serve(w, r)
-	return true, nil
+	return h.serveAgain(w, r, err, func(st *forwardState) *time.Time { return &st.moved }, movedWait, 20*time.Millisecond, h.eng.SyncCatalog)
 }
 
 // dropped serves again a request whose write was not applied (nothing was
@@ -210,21 +186,37 @@ func (h *Handler) moved(w http.ResponseWriter, r *http.Request, err error) (bool
 // droppedWait; it is evaluated afresh, and forwarded if another node leads
 // now. Then it returns err (503).
 func (h *Handler) dropped(w http.ResponseWriter, r *http.Request, err error) (bool, error) {
+	return h.serveAgain(w, r, err, func(st *forwardState) *time.Time { return &st.dropped }, droppedWait, droppedPause, nil)
+}
+
+// serveAgain serves the request r began as again, after prepare (if set)
+// and a pause, unless the time since the first failure of its kind (the
+// time since returns, set on the first call) passed wait, or its client
+// gave up; then it returns err for the caller to answer. Nothing of the
+// failed attempt may have been written.
+func (h *Handler) serveAgain(w http.ResponseWriter, r *http.Request, err error, since func(*forwardState) *time.Time,
+	wait, pause time.Duration, prepare func(context.Context) error) (bool, error) {
 	st, _ := r.Context().Value(forwardKey{}).(*forwardState)
 	if st == nil || st.orig == nil {
 		return false, err
 	}
-	if st.dropped.IsZero() {
-		st.dropped = time.Now()
+	first := since(st)
+	if first.IsZero() {
+		*first = time.Now()
 	}
-	if time.Since(st.dropped) > droppedWait {
+	if time.Since(*first) > wait {
 		return false, err
 	}
 	ctx := r.Context()
+	if prepare != nil {
+		if perr := prepare(ctx); perr != nil {
+			return false, err
+		}
+	}
 	select {
 	case <-ctx.Done():
 		return false, err
-	case <-time.After(droppedPause):
+	case <-time.After(pause):
 	}
 	r = st.orig
 	if st.body != nil {
