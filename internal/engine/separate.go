@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/partitadb/partita/internal/catalog"
@@ -641,10 +642,17 @@ func (e *Engine) checkSeparations(ctx context.Context) {
 		}
 		for _, c := range colls {
 			for _, rec := range c.Ranges {
-				if rec.From != 0 {
-					if err := e.collect(ctx, c, rec.ID); err != nil && !storeRefused(err) {
-						e.log.Warn("collect a separated partition's leftovers", "container", c.Link(), "range", rec.ID, "err", err)
-					}
+				if rec.From == 0 {
+					continue
+				}
+				key := fmt.Sprintf("%d/%s", c.Internal, rec.ID)
+				if !e.collectRetry.due(key, e.now()) {
+					continue
+				}
+				err := e.collect(ctx, c, rec.ID)
+				e.collectRetry.done(key, e.now(), err != nil)
+				if err != nil && !storeRefused(err) {
+					e.log.Warn("collect a separated partition's leftovers", "container", c.Link(), "range", rec.ID, "err", err)
 				}
 			}
 			for _, r := range c.Map().Ranges() {
@@ -662,6 +670,53 @@ func (e *Engine) checkSeparations(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// backoffs spaces the retries of work that failed, by key: each attempt
+// of a collection commits its deletions and compacts the source keyspace
+// again before it records itself in the catalog, so while the catalog
+// cannot be written (etcd without a quorum) retrying at every check would
+// do that every second.
+type backoffs struct {
+	mu sync.Mutex
+	at map[string]backoff
+}
+
+type backoff struct {
+	next time.Time
+	wait time.Duration
+}
+
+// The first retry of failed work waits backoffMin, each later one twice
+// the last, up to backoffMax.
+const (
+	backoffMin = 2 * time.Second
+	backoffMax = time.Minute
+)
+
+// due reports whether the work of key may run at now.
+func (b *backoffs) due(key string, now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := b.at[key]
+	return !ok || !now.Before(r.next)
+}
+
+// done records the outcome of key's attempt at now.
+func (b *backoffs) done(key string, now time.Time, failed bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !failed {
+		delete(b.at, key)
+		return
+	}
+	if b.at == nil {
+		b.at = map[string]backoff{}
+	}
+	r := b.at[key]
+	r.wait = min(max(2*r.wait, backoffMin), backoffMax)
+	r.next = now.Add(r.wait)
+	b.at[key] = r
 }
 
 // Moving reports whether keyspace ks takes part in a separation under way

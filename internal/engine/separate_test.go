@@ -3,15 +3,20 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/partitadb/partita/internal/catalog"
 	"github.com/partitadb/partita/internal/document"
 	"github.com/partitadb/partita/internal/replica"
+	"github.com/partitadb/partita/internal/store"
 )
 
 // TestSeparation: a split child sharing its parent's keyspace gets one of
@@ -306,4 +311,91 @@ func countIn(t *testing.T, r replica.Reader, sp replica.Span) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// compactFailHost is a replica.Host whose Compact fails while failing is
+// set, counting its calls.
+type compactFailHost struct {
+	*replica.Local
+	failing  atomic.Bool
+	compacts atomic.Int32
+}
+
+func (h *compactFailHost) Compact(ctx context.Context, id uint64) error {
+	h.compacts.Add(1)
+	if h.failing.Load() {
+		return errors.New("test: compaction failed")
+	}
+	return h.Local.Compact(ctx, id)
+}
+
+// TestCollectionBackoff: a leftover collection that fails (each attempt
+// deletes and compacts before it records itself in the catalog) is tried
+// again after 2 s, then 4 s, 8 s, … at most a minute apart, not at every
+// check; once it succeeds the record is cleared.
+func TestCollectionBackoff(t *testing.T) {
+	st, err := store.Open(store.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	local, err := replica.OpenLocal(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := &compactFailHost{Local: local}
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	e, err := New(t.Context(), host, local.Meta(), Config{}, clock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, err := e.CreateDatabase("db", Throughput{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateContainer("db", []byte(`{"id":"k","partitionKey":{"paths":["/pk"]}}`), Throughput{Manual: 400}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		body := fmt.Sprintf(`{"id":"i%03d","pk":"p%d"}`, i, i%20)
+		if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Create, PK: pkN(i % 20), Body: []byte(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, _ := e.container("db", "k")
+	kids, err := e.SplitRange(ctx, "db", "k", c.Map().Ranges()[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host.failing.Store(true)
+	c, _ = e.container("db", "k")
+	moved, _ := c.Map().ByID(kids[1].ID)
+	if err := e.separate(ctx, c, moved); err != nil {
+		t.Fatal(err)
+	}
+	pending := func() bool {
+		c, _ := e.container("db", "k")
+		return slices.ContainsFunc(c.Ranges, func(r catalog.RangeRecord) bool { return r.From != 0 })
+	}
+	if !pending() {
+		t.Fatal("no collection pending with compactions failing")
+	}
+	// One check a second for 40 s: attempts at 0, 2, 6, 14 and 30 s.
+	host.compacts.Store(0)
+	for range 40 {
+		e.checkSeparations(ctx)
+		advance(time.Second)
+	}
+	if n := host.compacts.Load(); n != 5 {
+		t.Errorf("%d collection attempts in 40 checks a second apart, want 5 (backing off 2, 4, 8, 16 s)", n)
+	}
+	host.failing.Store(false)
+	advance(time.Minute)
+	e.checkSeparations(ctx)
+	if pending() {
+		t.Error("the collection is still pending once compactions work")
+	}
 }
