@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/partitadb/partita/internal/document"
 	"github.com/partitadb/partita/internal/replica"
@@ -15,6 +16,12 @@ import (
 // local one, with container db/k (partition key /pk) of throughput tp.
 func engineOnHost(t *testing.T, wrap func(*replica.Local) replica.Host, tp Throughput) *Engine {
 	t.Helper()
+	return engineOnHostAt(t, wrap, tp, nil)
+}
+
+// engineOnHostAt is engineOnHost on clock now (nil: the real one).
+func engineOnHostAt(t *testing.T, wrap func(*replica.Local) replica.Host, tp Throughput, now func() time.Time) *Engine {
+	t.Helper()
 	st, err := store.Open(store.Options{Dir: t.TempDir(), Sync: true})
 	if err != nil {
 		t.Fatal(err)
@@ -24,7 +31,7 @@ func engineOnHost(t *testing.T, wrap func(*replica.Local) replica.Host, tp Throu
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(t.Context(), wrap(local), local.Meta(), Config{}, nil, nil)
+	e, err := New(t.Context(), wrap(local), local.Meta(), Config{}, now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/partitadb/partita/internal/catalog"
 	"github.com/partitadb/partita/internal/document"
 	"github.com/partitadb/partita/internal/replica"
-	"github.com/partitadb/partita/internal/store"
 )
 
 // TestSeparation: a split child sharing its parent's keyspace gets one of
@@ -334,31 +333,16 @@ func (h *compactFailHost) Compact(ctx context.Context, id uint64) error {
 // again after 2 s, then 4 s, 8 s, … at most a minute apart, not at every
 // check; once it succeeds the record is cleared.
 func TestCollectionBackoff(t *testing.T) {
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	local, err := replica.OpenLocal(t.Context(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := &compactFailHost{Local: local}
+	var host *compactFailHost
 	var mu sync.Mutex
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	e, err := New(t.Context(), host, local.Meta(), Config{}, clock, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := engineOnHostAt(t, func(l *replica.Local) replica.Host {
+		host = &compactFailHost{Local: l}
+		return host
+	}, Throughput{Manual: 400}, clock)
 	ctx := t.Context()
-	if _, err := e.CreateDatabase("db", Throughput{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.CreateContainer("db", []byte(`{"id":"k","partitionKey":{"paths":["/pk"]}}`), Throughput{Manual: 400}); err != nil {
-		t.Fatal(err)
-	}
 	for i := range 100 {
 		body := fmt.Sprintf(`{"id":"i%03d","pk":"p%d"}`, i, i%20)
 		if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Create, PK: pkN(i % 20), Body: []byte(body)}); err != nil {
