@@ -104,7 +104,12 @@ func (r *Replica) Sync(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("replication: keyspace %d: %w: %w", r.id, replica.ErrUnavailable, err)
 	}
-	defer r.h.forgetRead(r.id, w) // the requests not answered yet, if any
+	answered, asked := false, 1
+	defer func() {
+		if !answered || asked > 1 {
+			r.h.forgetRead(r.id, w) // the requests not answered, if any
+		}
+	}()
 	t := time.NewTimer(r.wait)
 	defer t.Stop()
 	again := time.NewTicker(readRetry)
@@ -112,11 +117,13 @@ func (r *Replica) Sync(ctx context.Context) error {
 	for {
 		select {
 		case err := <-w.Done():
+			answered = true
 			if err != nil {
 				return fmt.Errorf("replication: keyspace %d: %w: %w", r.id, replica.ErrUnavailable, err)
 			}
 			return nil
 		case <-again.C:
+			asked++
 			if err := r.h.rereadIndex(r.id, w); err != nil {
 				return fmt.Errorf("replication: keyspace %d: %w: %w", r.id, replica.ErrUnavailable, err)
 			}
