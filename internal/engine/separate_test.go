@@ -15,6 +15,7 @@ import (
 
 	"github.com/partitadb/partita/internal/catalog"
 	"github.com/partitadb/partita/internal/document"
+	"github.com/partitadb/partita/internal/partition"
 	"github.com/partitadb/partita/internal/replica"
 )
 
@@ -252,13 +253,13 @@ func sameFields(t *testing.T, body, doc string) bool {
 	return true
 }
 
-// TestCollectionResumes: a separation whose collection did not run (a crash
-// after the cut-over) leaves RangeRecord.From set; the next check collects
-// the leftovers and clears it, and the sibling's data is untouched.
-func TestCollectionResumes(t *testing.T) {
-	e := testEngine(t)
-	ctx := context.Background()
-	for i := range 200 {
+// separateChild creates n items over 20 logical partitions in db/k, splits
+// its first range, calls before (if set), and separates the split's second
+// child, whose range it returns; its collection is left pending.
+func separateChild(t *testing.T, e *Engine, n int, before func()) partition.Range {
+	t.Helper()
+	ctx := t.Context()
+	for i := range n {
 		body := fmt.Sprintf(`{"id":"i%03d","pk":"p%d"}`, i, i%20)
 		if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Create, PK: pkN(i % 20), Body: []byte(body)}); err != nil {
 			t.Fatal(err)
@@ -269,12 +270,25 @@ func TestCollectionResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if before != nil {
+		before()
+	}
 	c, _ = e.container("db", "k")
 	moved, _ := c.Map().ByID(kids[1].ID)
 	if err := e.separate(ctx, c, moved); err != nil {
 		t.Fatal(err)
 	}
-	c, _ = e.container("db", "k")
+	return moved
+}
+
+// TestCollectionResumes: a separation whose collection did not run (a crash
+// after the cut-over) leaves RangeRecord.From set; the next check collects
+// the leftovers and clears it, and the sibling's data is untouched.
+func TestCollectionResumes(t *testing.T) {
+	e := testEngine(t)
+	ctx := context.Background()
+	moved := separateChild(t, e, 200, nil)
+	c, _ := e.container("db", "k")
 	var from uint64
 	for _, rec := range c.Ranges {
 		if rec.ID == moved.ID {
@@ -343,23 +357,7 @@ func TestCollectionBackoff(t *testing.T) {
 		return host
 	}, Throughput{Manual: 400}, clock)
 	ctx := t.Context()
-	for i := range 100 {
-		body := fmt.Sprintf(`{"id":"i%03d","pk":"p%d"}`, i, i%20)
-		if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Create, PK: pkN(i % 20), Body: []byte(body)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c, _ := e.container("db", "k")
-	kids, err := e.SplitRange(ctx, "db", "k", c.Map().Ranges()[0].ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	host.failing.Store(true)
-	c, _ = e.container("db", "k")
-	moved, _ := c.Map().ByID(kids[1].ID)
-	if err := e.separate(ctx, c, moved); err != nil {
-		t.Fatal(err)
-	}
+	separateChild(t, e, 100, func() { host.failing.Store(true) })
 	pending := func() bool {
 		c, _ := e.container("db", "k")
 		return slices.ContainsFunc(c.Ranges, func(r catalog.RangeRecord) bool { return r.From != 0 })
