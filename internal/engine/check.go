@@ -169,14 +169,17 @@ func OpenForCheck(ctx context.Context, host replica.Host, meta catalog.Backend, 
 //     nothing else. Keys starting with 0x00 belong to the replica and are
 //     skipped.
 //
-// Then it reports every keyspace no container's range maps to. What a
-// separated range left in the keyspace it moved from, until collected
-// (catalog.RangeRecord.From), is neither misplaced nor orphaned.
+// Then it reports every keyspace nothing in the catalog refers to, as the
+// start (dropOrphans) sees them: a range's keyspace, one a separation is
+// filling (catalog.RangeRecord.Moving: a separation a crash or a shutdown
+// interrupted, which the next start settles; its partial copy is not
+// checked) and one a separated range left data in, until collected
+// (catalog.RangeRecord.From; that data is neither misplaced nor orphaned).
 //
 // Check takes no lock: one snapshot per keyspace makes each keyspace's
 // check consistent, so it may run while the engine serves (a container
 // changed while its keyspace is read gets a second snapshot). Online, a
-// keyspace of a container being deleted, or one a separation is filling,
+// keyspace of a container being deleted, or one a separation is abandoning,
 // may show as unreferenced. Memory: one kind of one keyspace's derived
 // entries at a time (all its index entries, say), and the problems, at
 // most maxProblems of them.
@@ -220,34 +223,15 @@ func (e *Engine) Check(ctx context.Context) (*CheckReport, error) {
 		if err != nil {
 			return r, fmt.Errorf("engine: check: %w", err)
 		}
-		claimed := e.claimed()
+		ref := e.referenced()
 		for _, ks := range unref {
-			if !claimed[ks] && slices.Contains(again, ks) {
+			if ref[ks] == nil && slices.Contains(again, ks) {
 				r.add(Problem{Keyspace: ks, Kind: problemUnreferenced,
 					Detail: "no container's range maps to the keyspace: data of a deleted container or of an interrupted separation (the next start drops it)"})
 			}
 		}
 	}
 	return r, nil
-}
-
-// claimed returns every keyspace a container's range maps to, or that a
-// separated range left data in that is yet to be collected
-// (RangeRecord.From).
-func (e *Engine) claimed() map[uint64]bool {
-	out := map[uint64]bool{}
-	for _, d := range e.cat.Databases() {
-		colls, _ := e.cat.Containers(d.ID)
-		for _, c := range colls {
-			for _, rec := range c.Ranges {
-				out[rec.Keyspace] = true
-				if rec.From != 0 {
-					out[rec.From] = true
-				}
-			}
-		}
-	}
-	return out
 }
 
 // sameLayout reports whether a and b map the same ranges to the same
