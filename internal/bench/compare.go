@@ -19,6 +19,11 @@ type Side struct {
 	// (an empty Key keeps Config's).
 	Endpoint, Key, CACert string
 	Insecure              bool
+	// Container, Partitions and Throughput, when set, replace Config's
+	// for this side: two sides on one server, each with a container of its
+	// own, compare partition counts (partita bench --compare-partitions).
+	Container              string
+	Partitions, Throughput int
 	// CPU, if set, returns the server's CPU time (user and system) so far;
 	// a round's server CPU per operation is its difference over the round
 	// divided by the operations completed. Nil: not measured.
@@ -56,6 +61,15 @@ func Compare(ctx context.Context, cfg Config, sides []Side, rounds int, progress
 		c.Endpoint, c.CACert, c.Insecure = s.Endpoint, s.CACert, s.Insecure
 		if s.Key != "" {
 			c.Key = s.Key
+		}
+		if s.Container != "" {
+			c.Container = s.Container
+		}
+		if s.Partitions > 0 {
+			c.Partitions = s.Partitions
+		}
+		if s.Throughput > 0 {
+			c.Throughput = s.Throughput
 		}
 		if progress != nil {
 			fmt.Fprintf(progress, "preparing %s (%s)\n", s.Name, s.Endpoint)
@@ -345,7 +359,14 @@ func (c *Comparison) WriteText(w io.Writer) error {
 		for _, r := range s.Rounds {
 			fmt.Fprintf(&b, " %.0f", r.Total.OpsPerSec)
 		}
-		_, err := fmt.Fprintf(w, "%s ok/s per round:%s\n", s.Name, b.String())
+		parts := ""
+		switch {
+		case s.Partitions == 1:
+			parts = " (1 physical partition)"
+		case s.Partitions > 1:
+			parts = fmt.Sprintf(" (%d physical partitions)", s.Partitions)
+		}
+		_, err := fmt.Fprintf(w, "%s%s ok/s per round:%s\n", s.Name, parts, b.String())
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

@@ -172,6 +172,20 @@ func isVehicles(w string) bool { return strings.HasPrefix(w, "vehicles-") }
 // records per partition key, half of them with half = 1.
 func isRows(w string) bool { return w == QueryPK || w == QueryFilter }
 
+// DefaultContainer is the container workload w runs in when Config names
+// none: "ycsb" for ycsb-* and query, "rows" for query-pk and query-filter,
+// else the workload's name.
+func DefaultContainer(w string) string {
+	switch {
+	case isVehicles(w):
+		return w
+	case isRows(w):
+		return "rows"
+	default:
+		return "ycsb"
+	}
+}
+
 // withDefaults returns c with defaults filled in, or an error wrapping
 // ErrInvalidConfig that lists every problem.
 func (c Config) withDefaults() (Config, error) {
@@ -206,14 +220,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Database = "bench"
 	}
 	if c.Container == "" {
-		switch {
-		case isVehicles(c.Workload):
-			c.Container = c.Workload
-		case isRows(c.Workload):
-			c.Container = "rows"
-		default:
-			c.Container = "ycsb"
-		}
+		c.Container = DefaultContainer(c.Workload)
 	}
 	if c.Reset {
 		c.Create = true

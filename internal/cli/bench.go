@@ -19,13 +19,15 @@ type benchOptions struct {
 	json       bool // print the result as JSON instead of a table
 	noProgress bool
 
-	// --floor: compare with the floor server (benchfloor.go).
-	floor       bool
-	rounds      int
-	durability  string // of the partita serve child
-	serveData   string // its data directory; "" for a temporary one
-	serveFlags  string // more flags for it, space-separated
-	endpointSet bool   // --endpoint given: measure it instead of a child
+	// --floor: compare with the floor server; --compare-partitions: a
+	// container of that many partitions with one of one (benchfloor.go).
+	floor             bool
+	comparePartitions int
+	rounds            int
+	durability        string // of the partita serve child
+	serveData         string // its data directory; "" for a temporary one
+	serveFlags        string // more flags for it, space-separated
+	endpointSet       bool   // --endpoint given: measure it instead of a child
 }
 
 // benchFlags binds the bench flags to cfg and o.
@@ -55,10 +57,11 @@ func benchFlags(fs *flag.FlagSet, cfg *bench.Config, o *benchOptions, mix *strin
 	fs.StringVar(&cfg.Keys, "keys", cfg.Keys, "how ycsb-* and query-pk pick records or keys: zipfian (default) or uniform")
 	fs.IntVar(&cfg.PageSize, "page-size", cfg.PageSize, "x-ms-max-item-count of queries (0: the service's default, 100; -1: unbounded)")
 	fs.BoolVar(&o.floor, "floor", o.floor, "compare with the floor server: start `partita floor` and (unless --endpoint is given) `partita serve` as child processes, run --rounds interleaved rounds of --duration on each, and report medians, ratios and the servers' CPU per operation")
-	fs.IntVar(&o.rounds, "rounds", 5, "with --floor: rounds per side")
-	fs.StringVar(&o.durability, "durability", "sync", "with --floor: the durability of the partita serve child (sync or relaxed)")
-	fs.StringVar(&o.serveData, "serve-data", "", "with --floor: data directory of the partita serve child (default: a temporary directory, removed afterwards)")
-	fs.StringVar(&o.serveFlags, "serve-flags", "", "with --floor: more flags for the partita serve child, space-separated, e.g. \"--pprof-addr 127.0.0.1:6060\"")
+	fs.IntVar(&o.comparePartitions, "compare-partitions", 0, "compare the workload on a container of this many physical partitions with the same on a container of one, on one server: `partita serve` as a child process unless --endpoint is given (then run it with --rate-limit off), in --rounds interleaved rounds as --floor does; the containers are <container>-p<N> and <container>-p1, each created with N × 6000 RU/s")
+	fs.IntVar(&o.rounds, "rounds", 5, "with --floor or --compare-partitions: rounds per side")
+	fs.StringVar(&o.durability, "durability", "sync", "with --floor or --compare-partitions: the durability of the partita serve child (sync or relaxed)")
+	fs.StringVar(&o.serveData, "serve-data", "", "with --floor or --compare-partitions: data directory of the partita serve child (default: a temporary directory, removed afterwards)")
+	fs.StringVar(&o.serveFlags, "serve-flags", "", "with --floor or --compare-partitions: more flags for the partita serve child, space-separated, e.g. \"--pprof-addr 127.0.0.1:6060\"")
 	fs.IntVar(&cfg.ItemBytes, "item-bytes", cfg.ItemBytes, "approximate item size (default 1000 for ycsb-* and query, 300 for vehicles)")
 	fs.IntVar(&cfg.Buckets, "buckets", 400, "suffix buckets of vehicles-random and vehicles-hash")
 	fs.IntVar(&cfg.Vehicles, "vehicles", 10000, "distinct VINs")
@@ -87,7 +90,12 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 	}
 	fs.Visit(func(f *flag.Flag) { o.endpointSet = o.endpointSet || f.Name == "endpoint" })
 	o.endpointSet = o.endpointSet || getenv("PARTITA_ENDPOINT") != ""
-	if o.floor && o.rounds < 1 {
+	switch {
+	case o.floor && o.comparePartitions != 0:
+		return cfg, o, fmt.Errorf("%w: --floor and --compare-partitions: choose one comparison", bench.ErrInvalidConfig)
+	case o.comparePartitions < 0 || o.comparePartitions == 1:
+		return cfg, o, fmt.Errorf("%w: compare-partitions %d: want 2 or more (the other side has one)", bench.ErrInvalidConfig, o.comparePartitions)
+	case (o.floor || o.comparePartitions > 0) && o.rounds < 1:
 		return cfg, o, fmt.Errorf("%w: rounds %d: want at least 1", bench.ErrInvalidConfig, o.rounds)
 	}
 	if mix != "" {
@@ -126,8 +134,8 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if !o.noProgress && isTerminal(stderr) {
 		progress = stderr
 	}
-	if o.floor {
-		return benchFloor(ctx, cfg, o, stdout, stderr)
+	if o.floor || o.comparePartitions > 0 {
+		return benchCompare(ctx, cfg, o, stdout, stderr)
 	}
 	res, err := bench.Run(ctx, cfg, progress)
 	if err != nil {

@@ -47,6 +47,10 @@ func TestBenchCmdErrors(t *testing.T) {
 		{[]string{"--mix=1,2,3"}, 2},
 		{[]string{"--workload=ycsb-z"}, 2},
 		{[]string{"--duration=-1s"}, 2},
+		{[]string{"--floor", "--compare-partitions=4"}, 2},
+		{[]string{"--compare-partitions=1"}, 2},
+		{[]string{"--compare-partitions=-3"}, 2},
+		{[]string{"--compare-partitions=4", "--rounds=0"}, 2},
 		{[]string{"--endpoint=https://127.0.0.1:1/", "--duration=1s"}, 1}, // nothing listens there
 	}
 	for _, tt := range tests {
@@ -95,5 +99,41 @@ func TestBenchCmd(t *testing.T) {
 	}
 	if r.Total.Count != 100 || r.Config.Partitions != 4 || r.Op(bench.KindWrite).OK == 0 {
 		t.Errorf("--json result: total %d, %d partitions, %d writes; want 100, 4, some", r.Total.Count, r.Config.Partitions, r.Op(bench.KindWrite).OK)
+	}
+}
+
+// TestBenchComparePartitions runs `partita bench --compare-partitions`
+// against a server: a container of three physical partitions and one of
+// one, the same query returning the same rows on both, and their ratio.
+func TestBenchComparePartitions(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	ca := t.TempDir() + "/ca.pem"
+	if err := os.WriteFile(ca, s.CertPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--endpoint", s.Endpoint, "--key", s.Key, "--ca-cert", ca, "--create", "--compare-partitions=3",
+		"--workload=query-filter", "--records=60", "--page-size=7", "--ops=4", "--concurrency=2", "--rounds=2", "--warmup=0s", "--json"}
+	var out, errb bytes.Buffer
+	if code := benchCmd(t.Context(), args, &out, &errb); code != 0 {
+		t.Fatalf("benchCmd = %d, stderr %q", code, errb.String())
+	}
+	var cmp bench.Comparison
+	if err := json.Unmarshal(out.Bytes(), &cmp); err != nil {
+		t.Fatalf("--json output is not JSON: %v\n%s", err, out.String())
+	}
+	if len(cmp.Sides) != 2 || cmp.Sides[0].Name != "3-partitions" || cmp.Sides[1].Name != "1-partition" {
+		t.Fatalf("sides %+v, want 3-partitions and 1-partition", cmp.Sides)
+	}
+	for i, want := range []int{3, 1} {
+		side := cmp.Sides[i]
+		if side.Partitions != want || len(side.Rounds) != 2 {
+			t.Errorf("%s: %d partitions, %d rounds; want %d and 2", side.Name, side.Partitions, len(side.Rounds), want)
+		}
+		if m := side.Medians[0]; m.RowsPerOp != 30 || m.Errors != 0 {
+			t.Errorf("%s: %+v, want 30 rows per query (half of 60) and no errors", side.Name, m)
+		}
+	}
+	if len(cmp.Ratios) == 0 || cmp.Ratios[0].Side != "3-partitions" || cmp.Ratios[0].Baseline != "1-partition" {
+		t.Errorf("ratios %+v, want 3-partitions/1-partition", cmp.Ratios)
 	}
 }

@@ -17,15 +17,17 @@ import (
 	"github.com/partitadb/partita/internal/bench"
 )
 
-// benchFloor runs `partita bench --floor`: the workload against Partita
-// and the floor server in one run, interleaved (bench.Compare).
+// benchCompare runs `partita bench --floor`: the workload against Partita
+// and the floor server in one run, interleaved (bench.Compare); or
+// `--compare-partitions N`: against a container of N physical partitions
+// and one of one, on the same Partita server.
 //
-// Both servers run as child processes of this binary (`partita serve` and
+// The servers run as child processes of this binary (`partita serve` and
 // `partita floor`, on free loopback ports, with TLS), so that each one's CPU
 // time can be read from /proc/<pid>/stat apart from the load generator's,
 // which shares the machine but not the process. With --endpoint, that
 // endpoint is measured instead of a partita child, and its CPU is not.
-func benchFloor(ctx context.Context, cfg bench.Config, o benchOptions, stdout, stderr io.Writer) int {
+func benchCompare(ctx context.Context, cfg bench.Config, o benchOptions, stdout, stderr io.Writer) int {
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "partita bench: %v\n", err)
 		if errors.Is(err, bench.ErrInvalidConfig) {
@@ -45,11 +47,6 @@ func benchFloor(ctx context.Context, cfg bench.Config, o benchOptions, stdout, s
 	// Rate limiting off on both: the floor has none, and the comparison is
 	// of the work a request does, not of the budget.
 	common := []string{"--addr", "127.0.0.1:0", "--key", cfg.Key, "--tls", "--log-level", "warn", "--rate-limit", "off"}
-	fl, err := startChild(exe, append([]string{"floor", "--data", filepath.Join(tmp, "floor")}, common...), stderr)
-	if err != nil {
-		return fail(fmt.Errorf("start the floor server: %w", err))
-	}
-	defer fl.stop(stderr)
 	partita := bench.Side{Name: "partita", Endpoint: cfg.Endpoint, CACert: cfg.CACert, Insecure: cfg.Insecure}
 	if !o.endpointSet {
 		data := o.serveData
@@ -66,12 +63,23 @@ func benchFloor(ctx context.Context, cfg bench.Config, o benchOptions, stdout, s
 		partita = ch.side("partita")
 		cfg.Create = true
 	}
+	var sides []bench.Side
+	if o.floor {
+		fl, err := startChild(exe, append([]string{"floor", "--data", filepath.Join(tmp, "floor")}, common...), stderr)
+		if err != nil {
+			return fail(fmt.Errorf("start the floor server: %w", err))
+		}
+		defer fl.stop(stderr)
+		sides = []bench.Side{partita, fl.side("floor")}
+	} else {
+		sides = partitionSides(partita, cfg, o.comparePartitions)
+	}
 	cfg.Endpoint = partita.Endpoint // for the configuration's check; each side has its own
 	var progress io.Writer
 	if !o.noProgress {
 		progress = stderr
 	}
-	cmp, err := bench.Compare(ctx, cfg, []bench.Side{partita, fl.side("floor")}, o.rounds, progress)
+	cmp, err := bench.Compare(ctx, cfg, sides, o.rounds, progress)
 	if err != nil {
 		return fail(err)
 	}
@@ -84,6 +92,21 @@ func benchFloor(ctx context.Context, cfg bench.Config, o benchOptions, stdout, s
 		return fail(err)
 	}
 	return 0
+}
+
+// partitionSides returns the sides of --compare-partitions n on server
+// s: a container of n physical partitions, then one of one (the baseline
+// the report divides by), each named after its count and created with
+// 6,000 RU/s a partition, so that no throughput split changes the count.
+func partitionSides(s bench.Side, cfg bench.Config, n int) []bench.Side {
+	base := cfg.Container
+	if base == "" {
+		base = bench.DefaultContainer(cfg.Workload)
+	}
+	many, one := s, s
+	many.Name, many.Container, many.Partitions, many.Throughput = fmt.Sprintf("%d-partitions", n), fmt.Sprintf("%s-p%d", base, n), n, n*6000
+	one.Name, one.Container, one.Partitions, one.Throughput = "1-partition", base+"-p1", 1, 6000
+	return []bench.Side{many, one}
 }
 
 // child is a server this process started.
