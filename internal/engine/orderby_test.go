@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -177,5 +178,55 @@ func deleteRaw(t *testing.T, e *Engine, pk int, id string) {
 	t.Helper()
 	if _, err := e.DeleteItem(t.Context(), ItemRef{DB: "db", Container: "k", ID: id}, pkN(pk), "", TriggerSet{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestQueryKeyConjunctReadsByKey: in one logical partition, named by the
+// partition key header or pinned by the filter, a conjunct on the
+// partition key path narrows nothing: the partition is read by key, in id
+// order, with no index entry read and no item loaded twice; another
+// conjunct's lookup still narrows it.
+func TestQueryKeyConjunctReadsByKey(t *testing.T) {
+	e := testEngine(t)
+	var want []string
+	for i := 29; i >= 0; i-- { // created in reverse id order
+		id := fmt.Sprintf("i%02d", i)
+		upsertRaw(t, e, 1, fmt.Sprintf(`{"id":%q,"pk":"p1","kind":"k%d"}`, id, i%3))
+		upsertRaw(t, e, 2, fmt.Sprintf(`{"id":%q,"pk":"p2","kind":"k%d"}`, id, i%3))
+		want = append([]string{strconv.Quote(id)}, want...)
+	}
+	params := map[string][]byte{"@pk": []byte(`"p1"`)}
+	for _, sc := range []struct {
+		name  string
+		scope Scope
+	}{{"the header", Scope{PK: pkN(1)}}, {"the filter", Scope{}}} {
+		q := Query{Text: "SELECT VALUE c.id FROM c WHERE c.pk = @pk", Params: params, EnableCrossPartition: true, MaxItems: 7}
+		var got []string
+		for pages := 0; pages < 10; pages++ {
+			p, err := e.QueryItems(t.Context(), "db", "k", sc.scope, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Metrics.Plan.Access != plan.KeyRange || p.Metrics.Entries != 0 {
+				t.Errorf("%s: page %d read by %v with %d entries, want by key with none", sc.name, pages, p.Metrics.Plan.Access, p.Metrics.Entries)
+			}
+			for _, it := range p.Items {
+				got = append(got, string(it))
+			}
+			if q.Continuation = p.Continuation; q.Continuation == "" {
+				break
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: %v, want the partition's items in id order %v", sc.name, got, want)
+		}
+	}
+	q := Query{Text: "SELECT VALUE c.id FROM c WHERE c.pk = @pk AND c.kind = 'k0'", Params: params, MaxItems: -1}
+	p, err := e.QueryItems(t.Context(), "db", "k", Scope{PK: pkN(1)}, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Metrics.Plan.Access != plan.IndexPoint || p.Metrics.Plan.Lookup == nil || p.Metrics.Plan.Lookup.Path[0] != "kind" || len(p.Items) != 10 {
+		t.Errorf("pk and kind: %d rows by %v on %v, want 10 through the index on /kind", len(p.Items), p.Metrics.Plan.Access, p.Metrics.Plan.Lookup)
 	}
 }

@@ -274,7 +274,7 @@ func (e *Engine) prepareQuery(ctx context.Context, c *catalog.Container, ast *pa
 		// last result: the JavaScript SDK's async iterator must yield nothing
 		// after it (its crossPartition.spec, validateAsyncIterator, 5
 		// partitions).
-		Scope: plan.Scope{Logical: lp, Ranges: len(r.ranges), Units: len(src.units(nil)), Cross: cross, IndexCurrent: c.IndexCurrent()},
+		Scope: plan.Scope{Logical: lp, KeyPaths: c.PK.Paths, Ranges: len(r.ranges), Units: len(src.units(nil)), Cross: cross, IndexCurrent: c.IndexCurrent()},
 		Stats: tok.Stats, PageSize: e.pageLimit(q.MaxItems)}
 	// Whether an ORDER BY's path covers the scope (plan.Physical.Cover) is
 	// counted on the first page; the others know it from their position.

@@ -103,6 +103,11 @@ type Program struct {
 type Scope struct {
 	// Logical: the scope is one logical partition (a full partition key).
 	Logical bool
+	// KeyPaths are the container's partition key paths ("/pk"). In one
+	// logical partition a conjunct on one of them does not narrow the
+	// scope (every document there has the scope's key, or none matches):
+	// it is no lookup, and the partition is read by key.
+	KeyPaths []string
 	// Ranges is the number of physical partitions the scope touches, and
 	// Units the number of keyspaces they are read from as one.
 	Ranges, Units int
@@ -220,7 +225,8 @@ type Physical struct {
 // The rules (docs/query-plan.md):
 //   - with a current index, the best top-level conjunct on an indexed path
 //     (= > IN > STARTSWITH > range) is the lookup; one logical partition
-//     uses only = and IN lookups, and is otherwise read by key;
+//     uses only = and IN lookups on paths other than the partition key's
+//     (the scope pins those), and is otherwise read by key;
 //   - an ORDER BY on one indexed path that a conjunct filters (or id, _ts)
 //     is read in index order when the query is not grouped and has a TOP
 //     or LIMIT, or no other lookup, or a lookup on that path;
@@ -242,7 +248,7 @@ func Choose(in Input) Physical {
 	}
 	var scan *IndexScan
 	if usable {
-		scan = bestLookup(hits, in.Policy)
+		scan = bestLookup(narrowing(hits, in.Scope), in.Policy)
 		if scan != nil && in.Scope.Logical && scan.Kind != "equality" && scan.Kind != "in" {
 			scan = nil // a logical partition is read by key rather than by a range of the index
 		}
@@ -303,6 +309,23 @@ func Choose(in Input) Physical {
 		p.Executor, p.Token = Whole, TokenOffset
 	}
 	return p
+}
+
+// narrowing returns the lookups of hits that can narrow the scope: in one
+// logical partition, not those on a partition key path (the scope already
+// pins it). It does not change hits.
+func narrowing(hits []*IndexScan, sc Scope) []*IndexScan {
+	if !sc.Logical || len(sc.KeyPaths) == 0 {
+		return hits
+	}
+	out := make([]*IndexScan, 0, len(hits))
+	for _, h := range hits {
+		if h != nil && slices.ContainsFunc(sc.KeyPaths, func(p string) bool { return slices.Equal(splitPath(p), h.Path) }) {
+			continue
+		}
+		out = append(out, h)
+	}
+	return out
 }
 
 // plainFrom reports whether q reads documents directly (FROM c, not FROM

@@ -29,7 +29,8 @@ import (
 //
 // explain plans a query over a scope of ranges physical partitions (4 by
 // default), read from units keyspaces (ranges by default), cross-partition
-// unless logical (one logical partition). stale marks the index as being
+// unless logical (one logical partition), of a container whose partition
+// key path is /pk. stale marks the index as being
 // rebuilt. page is the page size (100 by default). stats are the
 // measurements of the lookup (Plan.NeedStats); covered says whether every
 // document has a scalar on the ORDER BY's path (Plan.Cover).
@@ -59,7 +60,7 @@ func TestPhysical(t *testing.T) {
 }
 
 func explain(t *testing.T, d *datadriven.TestData, pol *index.Policy) string {
-	in := plan.Input{Policy: pol, Scope: plan.Scope{Cross: true, Ranges: 4, IndexCurrent: true}, PageSize: 100}
+	in := plan.Input{Policy: pol, Scope: plan.Scope{Cross: true, Ranges: 4, IndexCurrent: true, KeyPaths: []string{"/pk"}}, PageSize: 100}
 	units := -1
 	asJSON := false
 	for _, arg := range d.CmdArgs {
