@@ -155,7 +155,7 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	if err := recordPlacement(ctx, n.etcd.Client(), n.placement); err != nil {
 		return nil, err
 	}
-	if n.shared, err = NewSharedCatalog(ctx, n.etcd.Client(), BackendConfig{}, 0); err != nil {
+	if n.shared, err = NewSharedCatalog(ctx, n.etcd.Client(), BackendConfig{}, 0, lg); err != nil {
 		return nil, err
 	}
 	inbox := make(chan replication.Message, 4096)

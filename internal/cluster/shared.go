@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +37,7 @@ type SharedCatalog struct {
 	base *Backend
 	cli  *clientv3.Client
 	ttl  int
+	log  *slog.Logger
 	lock sync.Mutex // one holder of mx on this node at a time; guards mx
 	// sess is the node's session: its lease keeps mx's key. A session whose
 	// lease expired (the process paused, or etcd without a quorum, longer
@@ -62,17 +64,20 @@ var _ catalog.Shared = (*SharedCatalog)(nil)
 // NewSharedCatalog starts following the catalog in etcd through cli, on a
 // session of ttl seconds (default 10): the node's lock, if it holds it,
 // goes when the session does. Open the node's catalog on it, then call
-// Follow. Close stops it.
-func NewSharedCatalog(ctx context.Context, cli *clientv3.Client, cfg BackendConfig, ttl int) (*SharedCatalog, error) {
+// Follow. Close stops it. log (nil: discard) hears of renewed sessions.
+func NewSharedCatalog(ctx context.Context, cli *clientv3.Client, cfg BackendConfig, ttl int, log *slog.Logger) (*SharedCatalog, error) {
 	if ttl <= 0 {
 		ttl = 10
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	base := NewBackend(cli, cfg)
 	sess, err := concurrency.NewSession(cli, concurrency.WithTTL(ttl))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: catalog session: %w", err)
 	}
-	s := &SharedCatalog{base: base, cli: cli, ttl: ttl, mx: concurrency.NewMutex(sess, CatalogLockKey), done: make(chan struct{})}
+	s := &SharedCatalog{base: base, cli: cli, ttl: ttl, log: log, mx: concurrency.NewMutex(sess, CatalogLockKey), done: make(chan struct{})}
 	s.sess.Store(sess)
 	s.mu.own = map[string]int64{}
 	// The watch starts after the revision now, before the catalog reads
@@ -288,8 +293,11 @@ func (s *SharedCatalog) renewLocked(ctx context.Context, expired bool) error {
 	if err != nil {
 		return err
 	}
-	s.sess.Swap(sess).Orphan()
+	old := s.sess.Swap(sess)
+	old.Orphan()
 	s.mx = concurrency.NewMutex(sess, CatalogLockKey)
+	s.log.Warn("the catalog's etcd session had expired (this process paused, or etcd had no quorum, for longer than its TTL): took a new one",
+		"ttl_seconds", s.ttl, "old_lease", fmt.Sprintf("%x", int64(old.Lease())), "new_lease", fmt.Sprintf("%x", int64(lease.ID)))
 	return nil
 }
 

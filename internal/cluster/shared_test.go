@@ -3,7 +3,9 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,11 +13,11 @@ import (
 	"github.com/partitadb/partita/internal/catalog"
 )
 
-// sharedNode opens one node's catalog on a SharedCatalog over e and makes
-// it follow the others.
-func sharedNode(t *testing.T, e *Etcd) (*catalog.Catalog, *SharedCatalog) {
+// sharedNode opens one node's catalog on a SharedCatalog over e, logging
+// to log (nil: discard), and makes it follow the others.
+func sharedNode(t *testing.T, e *Etcd, log *slog.Logger) (*catalog.Catalog, *SharedCatalog) {
 	t.Helper()
-	s, err := NewSharedCatalog(t.Context(), e.Client(), BackendConfig{}, 5)
+	s, err := NewSharedCatalog(t.Context(), e.Client(), BackendConfig{}, 5, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,12 +50,13 @@ func eventually(t *testing.T, what string, ok func() bool) {
 // overlap; and a node whose session expired can write nothing.
 func TestSharedCatalogEtcd(t *testing.T) {
 	e := startSingle(t, t.TempDir())
-	a, _ := sharedNode(t, e)
+	a, _ := sharedNode(t, e, nil)
 	// A database created before b starts is in b's catalog when it opens.
 	if _, err := a.CreateDatabase("db", catalog.Throughput{}); err != nil {
 		t.Fatal(err)
 	}
-	b, sb := sharedNode(t, e)
+	var blog logBuffer
+	b, sb := sharedNode(t, e, slog.New(slog.NewTextHandler(&blog, nil)))
 	if _, err := b.Database("db"); err != nil {
 		t.Fatalf("node b opened without node a's database: %v", err)
 	}
@@ -151,6 +154,28 @@ func TestSharedCatalogEtcd(t *testing.T) {
 			return err == nil
 		})
 	}
+	// Each new session was logged, naming the leases.
+	if n := strings.Count(blog.String(), "etcd session had expired"); n != 2 {
+		t.Errorf("node b logged %d renewed sessions, want 2:\n%s", n, blog.String())
+	}
+}
+
+// logBuffer is a log's output, read while goroutines may write to it.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // TestSharedCatalogCloseWithoutQuorum: a node whose etcd has lost its
@@ -160,7 +185,7 @@ func TestSharedCatalogEtcd(t *testing.T) {
 func TestSharedCatalogCloseWithoutQuorum(t *testing.T) {
 	ms := testMembers(t, 3)
 	es := startMembers(t, ms, ms)
-	s, err := NewSharedCatalog(t.Context(), es[0].Client(), BackendConfig{}, 10)
+	s, err := NewSharedCatalog(t.Context(), es[0].Client(), BackendConfig{}, 10, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
