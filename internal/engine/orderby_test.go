@@ -230,3 +230,44 @@ func TestQueryKeyConjunctReadsByKey(t *testing.T) {
 		t.Errorf("pk and kind: %d rows by %v on %v, want 10 through the index on /kind", len(p.Items), p.Metrics.Plan.Access, p.Metrics.Plan.Lookup)
 	}
 }
+
+// TestOrderByIDInPartition: in one logical partition ORDER BY c.id is the
+// order its keys are read in, so a drain streams it, loading about a page
+// of documents per page rather than the whole partition, with the rows a
+// sort gives (DESC, which is sorted, reversed); ids of several scripts
+// check that key order is the ORDER BY's string order.
+func TestOrderByIDInPartition(t *testing.T) {
+	e := testEngine(t)
+	ids := []string{"b", "a", "B", "Z", "10", "9", "a b", "a-1", "a_1", "é", "ä", "z", "\uff61", "😀", "ab", "a"}
+	ids = ids[:len(ids)-1] // "a" once
+	for i := range 40 {
+		ids = append(ids, fmt.Sprintf("n%03d", 39-i))
+	}
+	for _, id := range ids {
+		upsertRaw(t, e, 1, fmt.Sprintf(`{"id":%q,"pk":"p1","n":1}`, id))
+		upsertRaw(t, e, 2, fmt.Sprintf(`{"id":%q,"pk":"p2","n":1}`, id)) // another partition, not read
+	}
+	const pageSize = 7
+	scope := Scope{PK: pkN(1)}
+	q := func(text string) Query { return Query{Text: text, MaxItems: pageSize} }
+	got, loaded, access := orderPages(t, e, scope, q("SELECT VALUE c.id FROM c ORDER BY c.id"), nil)
+	desc, _, _ := orderPages(t, e, scope, q("SELECT VALUE c.id FROM c ORDER BY c.id DESC"), nil)
+	slices.Reverse(desc)
+	want := slices.Clone(ids)
+	slices.Sort(want)
+	for i := range want {
+		want[i] = strconv.Quote(want[i])
+	}
+	if !slices.Equal(got, want) || !slices.Equal(desc, want) {
+		t.Fatalf("ORDER BY c.id:\n%v\nDESC reversed:\n%v\nwant:\n%v", got, desc, want)
+	}
+	// A page loads its rows and the one after (is there a next page?).
+	if max := len(got) + len(access); loaded > max {
+		t.Errorf("%d documents loaded for %d rows in %d pages, want at most %d", loaded, len(got), len(access), max)
+	}
+	// With a filter and TOP, through the partition key's conjunct too.
+	top, _, _ := orderPages(t, e, Scope{}, Query{Text: `SELECT TOP 5 VALUE c.id FROM c WHERE c.pk = "p1" AND STARTSWITH(c.id, "n") ORDER BY c.id`, MaxItems: 2}, nil)
+	if wantTop := []string{`"n000"`, `"n001"`, `"n002"`, `"n003"`, `"n004"`}; !slices.Equal(top, wantTop) {
+		t.Errorf("TOP 5 with a filter: %v, want %v", top, wantTop)
+	}
+}

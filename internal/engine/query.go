@@ -471,7 +471,9 @@ func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error)
 	var err error
 	if !finished {
 		stream := run.prog.Stream
-		if run.ordered != nil {
+		if run.ordered != nil || run.plan.KeyOrder {
+			// The documents come in the ORDER BY's order: an index's, or
+			// one logical partition's keys for ORDER BY c.id.
 			stream = run.prog.StreamOrdered
 		}
 		err = stream(ctx, feed, func(row []byte) bool {

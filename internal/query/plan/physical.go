@@ -196,6 +196,10 @@ type Physical struct {
 	Lookup *IndexScan
 	// Desc: an index-ordered access reads its spans backwards.
 	Desc bool
+	// KeyOrder: the ORDER BY is the order the key-range access reads in
+	// (id ascending, in one logical partition): streamed as read, with no
+	// sort.
+	KeyOrder bool
 	// Cross, Ranges: the scope spans logical partitions, over that many
 	// physical partitions. PassThrough: a fan-out over one physical
 	// partition, whose full pages carry a continuation.
@@ -271,6 +275,9 @@ func Choose(in Input) Physical {
 			p.Lookup = nil // rejected: Why names it
 		}
 	}
+	if byKey && in.Scope.Logical && !prog.Grouped && idAscending(in.Query) {
+		p.KeyOrder, p.Why = true, "one logical partition: its items in id order, the ORDER BY's"
+	}
 	if usable && !byKey && !prog.Grouped {
 		o, desc, ok := orderedScan(in.Query, hits, in.Policy, in.Scope.Logical)
 		if ok && (prog.Take >= 0 || scan == nil || scan.Kind == o.Kind) {
@@ -291,7 +298,7 @@ func Choose(in Input) Physical {
 		}
 	}
 	switch {
-	case prog.Streamable || p.Access == IndexOrdered:
+	case prog.Streamable || p.Access == IndexOrdered || p.KeyOrder:
 		p.Executor = Streamed
 		switch {
 		case p.Access == IndexOrdered:
@@ -309,6 +316,16 @@ func Choose(in Input) Physical {
 		p.Executor, p.Token = Whole, TokenOffset
 	}
 	return p
+}
+
+// idAscending reports whether q reads documents directly and is ordered
+// by their id alone, ascending: one logical partition's key order.
+func idAscending(q *parse.Query) bool {
+	if !plainFrom(q) || len(q.OrderBy) != 1 || q.OrderBy[0].Desc {
+		return false
+	}
+	path, ok := indexPath(q.OrderBy[0].Expr, q.From.Alias)
+	return ok && slices.Equal(path, []string{"id"})
 }
 
 // narrowing returns the lookups of hits that can narrow the scope: in one
