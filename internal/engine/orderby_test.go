@@ -232,10 +232,11 @@ func TestQueryKeyConjunctReadsByKey(t *testing.T) {
 }
 
 // TestOrderByIDInPartition: in one logical partition ORDER BY c.id is the
-// order its keys are read in, so a drain streams it, loading about a page
-// of documents per page rather than the whole partition, with the rows a
-// sort gives (DESC, which is sorted, reversed); ids of several scripts
-// check that key order is the ORDER BY's string order.
+// order its keys are read in (backwards for DESC), so a drain streams it,
+// loading about a page of documents per page rather than the whole
+// partition, with the rows a sort gives; ids of several scripts check that
+// key order is the ORDER BY's string order, and an item written between
+// pages shows only if it sorts after the position.
 func TestOrderByIDInPartition(t *testing.T) {
 	e := testEngine(t)
 	ids := []string{"b", "a", "B", "Z", "10", "9", "a b", "a-1", "a_1", "é", "ä", "z", "\uff61", "😀", "ab", "a"}
@@ -250,20 +251,47 @@ func TestOrderByIDInPartition(t *testing.T) {
 	const pageSize = 7
 	scope := Scope{PK: pkN(1)}
 	q := func(text string) Query { return Query{Text: text, MaxItems: pageSize} }
-	got, loaded, access := orderPages(t, e, scope, q("SELECT VALUE c.id FROM c ORDER BY c.id"), nil)
-	desc, _, _ := orderPages(t, e, scope, q("SELECT VALUE c.id FROM c ORDER BY c.id DESC"), nil)
-	slices.Reverse(desc)
 	want := slices.Clone(ids)
 	slices.Sort(want)
 	for i := range want {
 		want[i] = strconv.Quote(want[i])
 	}
-	if !slices.Equal(got, want) || !slices.Equal(desc, want) {
-		t.Fatalf("ORDER BY c.id:\n%v\nDESC reversed:\n%v\nwant:\n%v", got, desc, want)
+	// c.id || "" is no path: sorted, the same order (ids are unique).
+	sorted, sortLoaded, _ := orderPages(t, e, scope, q(`SELECT VALUE c.id FROM c ORDER BY c.id || ""`), nil)
+	if !slices.Equal(sorted, want) {
+		t.Fatalf("a sort by id:\n%v\nwant:\n%v", sorted, want)
 	}
-	// A page loads its rows and the one after (is there a next page?).
-	if max := len(got) + len(access); loaded > max {
-		t.Errorf("%d documents loaded for %d rows in %d pages, want at most %d", loaded, len(got), len(access), max)
+	for _, dir := range []string{"", " DESC"} {
+		got, loaded, access := orderPages(t, e, scope, q("SELECT VALUE c.id FROM c ORDER BY c.id"+dir), nil)
+		if dir != "" {
+			slices.Reverse(got)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("ORDER BY c.id%s:\n%v\nwant:\n%v", dir, got, want)
+		}
+		// A page loads its rows and the one after (is there a next page?).
+		if max := len(got) + len(access); loaded > max {
+			t.Errorf("ORDER BY c.id%s: %d documents loaded for %d rows in %d pages, want at most %d (a sort loaded %d)", dir, loaded, len(got), len(access), max, sortLoaded)
+		}
+	}
+	// Items written between pages: one before the position (not
+	// returned) and one after it (returned), either way.
+	for _, dir := range []string{"", " DESC"} {
+		early, late := "a0", "n0395"
+		if dir != "" {
+			early, late = late, early
+		}
+		got, _, _ := orderPages(t, e, scope, q("SELECT VALUE c.id FROM c ORDER BY c.id"+dir), func(page int) {
+			if page == 2 {
+				upsertRaw(t, e, 1, fmt.Sprintf(`{"id":%q,"pk":"p1"}`, early))
+				upsertRaw(t, e, 1, fmt.Sprintf(`{"id":%q,"pk":"p1"}`, late))
+			}
+		})
+		if slices.Contains(got, strconv.Quote(early)) || !slices.Contains(got, strconv.Quote(late)) || len(got) != len(want)+1 {
+			t.Errorf("ORDER BY c.id%s with %s and %s written after page 3: %d rows %v", dir, early, late, len(got), got)
+		}
+		deleteRaw(t, e, 1, early)
+		deleteRaw(t, e, 1, late)
 	}
 	// With a filter and TOP, through the partition key's conjunct too.
 	top, _, _ := orderPages(t, e, Scope{}, Query{Text: `SELECT TOP 5 VALUE c.id FROM c WHERE c.pk = "p1" AND STARTSWITH(c.id, "n") ORDER BY c.id`, MaxItems: 2}, nil)

@@ -310,7 +310,7 @@ func (e *Engine) prepareQuery(ctx context.Context, c *catalog.Container, ast *pa
 		pp = plan.Choose(in)
 	}
 	tok.Stats = pp.Stats // every page of the query runs this plan
-	src.access, src.byID = pp.Access, pp.Access == plan.KeyRange
+	src.access, src.byID, src.desc = pp.Access, pp.Access == plan.KeyRange, pp.KeyOrder && pp.Desc
 	switch pp.Access {
 	case plan.IndexPoint, plan.IndexMerge, plan.IndexGather:
 		src.scan = pp.Lookup

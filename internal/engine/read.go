@@ -148,6 +148,7 @@ type docSource struct {
 	r    resolved
 	v    *view
 	byID bool            // read the scope in key order (for one logical partition: id order)
+	desc bool            // read it backwards (byID only)
 	scan *plan.IndexScan // nil: no index lookup narrows the scope
 	// access says how scan's entries are read: plan.IndexPoint,
 	// IndexMerge or IndexGather.
@@ -191,7 +192,12 @@ const maxGather = 1 << 16
 // continuation made by one resumes the other.
 func (s docSource) read(ctx context.Context, at queryToken, loaded, entries *int, fn docFunc) error {
 	if s.byID {
-		for _, u := range s.units(at.Key) {
+		units := s.units(at.Key)
+		if s.desc {
+			units = s.units(nil) // readByKey trims them to at.Key
+			slices.Reverse(units)
+		}
+		for _, u := range units {
 			if stopped, err := s.readUnit(ctx, u, 0, at.Key, loaded, entries, fn); err != nil || stopped {
 				return err
 			}
@@ -305,7 +311,8 @@ func (s docSource) readUnit(ctx context.Context, u unit, from uint64, after []by
 	return false, nil
 }
 
-// readByKey reads unit u's items in key order, from item key after on.
+// readByKey reads unit u's items in key order, from item key after on
+// (inclusive; nil: the start); backwards, down from it, when s.desc.
 func (s docSource) readByKey(ctx context.Context, u unit, after []byte, loaded *int, fn docFunc) (stopped bool, err error) {
 	type piece struct {
 		ks   uint64
@@ -314,7 +321,13 @@ func (s docSource) readByKey(ctx context.Context, u unit, after []byte, loaded *
 	var pieces []piece
 	for _, p := range u.parts {
 		for _, sp := range p.spans {
-			if after != nil {
+			switch {
+			case after == nil:
+			case s.desc:
+				// Up to after itself: its successor, since no key lies
+				// between a key and the key extended by 0x00.
+				sp = intersect(sp, replica.Span{Lower: sp.Lower, Upper: append(bytes.Clone(after), 0)})
+			default:
 				sp = intersect(sp, replica.Span{Lower: after, Upper: sp.Upper})
 			}
 			if !sp.Empty() {
@@ -323,12 +336,17 @@ func (s docSource) readByKey(ctx context.Context, u unit, after []byte, loaded *
 		}
 	}
 	slices.SortFunc(pieces, func(a, b piece) int { return bytes.Compare(a.span.Lower, b.span.Lower) })
+	scan := replica.Scan
+	if s.desc {
+		slices.Reverse(pieces)
+		scan = replica.ScanReverse
+	}
 	for _, pc := range pieces {
 		r, err := s.v.reader(pc.ks)
 		if err != nil {
 			return false, err
 		}
-		err = replica.Scan(ctx, r, pc.span, func(k, v []byte) bool {
+		err = scan(ctx, r, pc.span, func(k, v []byte) bool {
 			*loaded++
 			if !s.gone(k, v) && !fn(u.hull.Lower, u.hull.Upper, k, v) {
 				stopped = true

@@ -194,11 +194,12 @@ type Physical struct {
 	// spans (sorted, not overlapping) and the predicate. The filter is
 	// still evaluated on every document it finds.
 	Lookup *IndexScan
-	// Desc: an index-ordered access reads its spans backwards.
+	// Desc: an index-ordered access reads its spans backwards, a
+	// key-order one (KeyOrder) its keys.
 	Desc bool
 	// KeyOrder: the ORDER BY is the order the key-range access reads in
-	// (id ascending, in one logical partition): streamed as read, with no
-	// sort.
+	// (id, in one logical partition; backwards when Desc): streamed as
+	// read, with no sort.
 	KeyOrder bool
 	// Cross, Ranges: the scope spans logical partitions, over that many
 	// physical partitions. PassThrough: a fan-out over one physical
@@ -275,8 +276,11 @@ func Choose(in Input) Physical {
 			p.Lookup = nil // rejected: Why names it
 		}
 	}
-	if byKey && in.Scope.Logical && !prog.Grouped && idAscending(in.Query) {
-		p.KeyOrder, p.Why = true, "one logical partition: its items in id order, the ORDER BY's"
+	if desc, ok := idOrder(in.Query); ok && byKey && in.Scope.Logical && !prog.Grouped {
+		p.KeyOrder, p.Desc, p.Why = true, desc, "one logical partition: its items in id order, the ORDER BY's"
+		if desc {
+			p.Why = "one logical partition: its items in id order backwards, the ORDER BY's"
+		}
 	}
 	if usable && !byKey && !prog.Grouped {
 		o, desc, ok := orderedScan(in.Query, hits, in.Policy, in.Scope.Logical)
@@ -318,14 +322,15 @@ func Choose(in Input) Physical {
 	return p
 }
 
-// idAscending reports whether q reads documents directly and is ordered
-// by their id alone, ascending: one logical partition's key order.
-func idAscending(q *parse.Query) bool {
-	if !plainFrom(q) || len(q.OrderBy) != 1 || q.OrderBy[0].Desc {
-		return false
+// idOrder reports whether q reads documents directly and is ordered by
+// their id alone (one logical partition's key order), and whether
+// descending.
+func idOrder(q *parse.Query) (desc, ok bool) {
+	if !plainFrom(q) || len(q.OrderBy) != 1 {
+		return false, false
 	}
 	path, ok := indexPath(q.OrderBy[0].Expr, q.From.Alias)
-	return ok && slices.Equal(path, []string{"id"})
+	return q.OrderBy[0].Desc, ok && slices.Equal(path, []string{"id"})
 }
 
 // narrowing returns the lookups of hits that can narrow the scope: in one
