@@ -644,7 +644,9 @@ func TestCheckMoveUnderWay(t *testing.T) {
 	}
 	// Part of a copy: an item the copy put there, nothing derived yet.
 	damage(t, e, to, func(b replica.Batch) { b.Set([]byte{kindItem, 'x'}, []byte(`{"id":"x"}`)) })
-	checkOK(t, e)
+	if r := checkOK(t, e); r.Moving != 1 || !strings.Contains(r.String(), "1 keyspaces are being filled by a separation") {
+		t.Errorf("a move under way: Moving = %d, report %q; want 1, said", r.Moving, r)
+	}
 
 	e.checkSeparations(ctx) // the start's first check settles the move
 	c, _ = e.container("db", "k")
@@ -658,5 +660,7 @@ func TestCheckMoveUnderWay(t *testing.T) {
 	if slices.Contains(present, to) {
 		t.Errorf("keyspace %d of the abandoned move is still present", to)
 	}
-	checkOK(t, e)
+	if r := checkOK(t, e); r.Moving != 0 {
+		t.Errorf("after the move was settled: Moving = %d, want 0", r.Moving)
+	}
 }
