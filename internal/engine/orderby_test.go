@@ -184,8 +184,9 @@ func deleteRaw(t *testing.T, e *Engine, pk int, id string) {
 // TestQueryKeyConjunctReadsByKey: in one logical partition, named by the
 // partition key header or pinned by the filter, a conjunct on the
 // partition key path narrows nothing: the partition is read by key, in id
-// order, with no index entry read and no item loaded twice; another
-// conjunct's lookup still narrows it.
+// order, with no index entry read and no item loaded twice, and the
+// conjunct is not evaluated (plan.Implied); another conjunct's lookup still
+// narrows it, and a conjunct naming another key matches nothing.
 func TestQueryKeyConjunctReadsByKey(t *testing.T) {
 	e := testEngine(t)
 	var want []string
@@ -210,6 +211,9 @@ func TestQueryKeyConjunctReadsByKey(t *testing.T) {
 			if p.Metrics.Plan.Access != plan.KeyRange || p.Metrics.Entries != 0 {
 				t.Errorf("%s: page %d read by %v with %d entries, want by key with none", sc.name, pages, p.Metrics.Plan.Access, p.Metrics.Entries)
 			}
+			if !slices.Equal(p.Metrics.Plan.Implied, []string{"c.pk = @pk"}) {
+				t.Errorf("%s: page %d implied %q, want the key conjunct", sc.name, pages, p.Metrics.Plan.Implied)
+			}
 			for _, it := range p.Items {
 				got = append(got, string(it))
 			}
@@ -221,8 +225,15 @@ func TestQueryKeyConjunctReadsByKey(t *testing.T) {
 			t.Errorf("%s: %v, want the partition's items in id order %v", sc.name, got, want)
 		}
 	}
-	q := Query{Text: "SELECT VALUE c.id FROM c WHERE c.pk = @pk AND c.kind = 'k0'", Params: params, MaxItems: -1}
+	// A conjunct naming another key than the scope's is evaluated: nothing
+	// matches.
+	q := Query{Text: "SELECT * FROM c WHERE c.pk = 'p2'", MaxItems: -1}
 	p, err := e.QueryItems(t.Context(), "db", "k", Scope{PK: pkN(1)}, q)
+	if err != nil || len(p.Items) != 0 || p.Metrics.Plan.Implied != nil {
+		t.Errorf("p1 scope, p2 filter: %d rows, implied %q, %v; want none", len(p.Items), p.Metrics.Plan.Implied, err)
+	}
+	q = Query{Text: "SELECT VALUE c.id FROM c WHERE c.pk = @pk AND c.kind = 'k0'", Params: params, MaxItems: -1}
+	p, err = e.QueryItems(t.Context(), "db", "k", Scope{PK: pkN(1)}, q)
 	if err != nil {
 		t.Fatal(err)
 	}

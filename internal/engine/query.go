@@ -145,19 +145,11 @@ func (e *Engine) QueryItems(ctx context.Context, db, coll string, scope Scope, q
 		return Page{}, err
 	}
 	defer release()
-	scope.PK = scopeKey(c, scope.PK)
-	ast, prog, err := compile(q, exec.WithUDFs(e.udfLookup(c)))
+	ast, prog, r, scope, err := e.compileQuery(c, scope, q)
 	if err != nil {
 		return Page{}, err
-	}
-	if err := plan.CheckOrderBy(ast, c.Policy()); err != nil {
-		return Page{}, status.BadRequest("%v", err)
 	}
 	compiled := time.Now()
-	r, scope, err := routeQuery(c, ast, scope, q)
-	if err != nil {
-		return Page{}, err
-	}
 	if err := e.admit(c, r.ranges...); err != nil {
 		return Page{}, err
 	}
@@ -168,6 +160,48 @@ func (e *Engine) QueryItems(ctx context.Context, db, coll string, scope Scope, q
 	}
 	e.charge(c, p.RU, r.ranges...)
 	return p, nil
+}
+
+// compileQuery parses q, resolves its scope (routeQuery) and compiles it
+// for that scope: in one logical partition, without the WHERE clause's
+// conjuncts that the partition's key makes true (plan.Implied), so that
+// SELECT * FROM c WHERE c.pk = @pk, scoped to that key, evaluates no filter
+// and parses no document.
+func (e *Engine) compileQuery(c *catalog.Container, scope Scope, q Query) (*parse.Query, *exec.Program, resolved, Scope, error) {
+	scope.PK = scopeKey(c, scope.PK)
+	ast, err := parse.Parse(q.Text)
+	if err != nil {
+		return nil, nil, resolved{}, scope, translate(err)
+	}
+	r, scope, err := routeQuery(c, ast, scope, q)
+	if err != nil {
+		return nil, nil, resolved{}, scope, err
+	}
+	run := ast
+	if rest, implied := plan.Implied(ast, q.Params, planScope(c, scope)); implied != nil {
+		reduced := *ast
+		reduced.Where = rest
+		run = &reduced
+	}
+	prog, err := exec.Compile(run, q.Params, exec.WithUDFs(e.udfLookup(c)))
+	if err != nil {
+		return nil, nil, resolved{}, scope, translate(err)
+	}
+	if err := plan.CheckOrderBy(ast, c.Policy()); err != nil {
+		return nil, nil, resolved{}, scope, status.BadRequest("%v", err)
+	}
+	return ast, prog, r, scope, nil
+}
+
+// planScope is what plan needs to know of scope alone: whether it is one
+// logical partition, and its key.
+func planScope(c *catalog.Container, scope Scope) plan.Scope {
+	lp := scope.PK != nil && len(scope.PK) == len(c.PK.Paths)
+	ps := plan.Scope{Logical: lp, KeyPaths: c.PK.Paths}
+	if lp {
+		ps.Key = scope.PK
+	}
+	return ps
 }
 
 // routeQuery resolves a query's scope: a filter that pins the partition
@@ -260,7 +294,7 @@ func (e *Engine) prepareQuery(ctx context.Context, c *catalog.Container, ast *pa
 	if err != nil {
 		return nil, queryToken{}, err
 	}
-	lp := scope.PK != nil && len(scope.PK) == len(c.PK.Paths)
+	ps := planScope(c, scope)
 	src := docSource{e: e, c: c, r: r, v: e.newView(ctx, c), hidden: e.goneFilter(c)}
 	_, take := prog.Window()
 	in := plan.Input{Query: ast, Params: q.Params, Policy: c.Policy(),
@@ -274,7 +308,7 @@ func (e *Engine) prepareQuery(ctx context.Context, c *catalog.Container, ast *pa
 		// last result: the JavaScript SDK's async iterator must yield nothing
 		// after it (its crossPartition.spec, validateAsyncIterator, 5
 		// partitions).
-		Scope: plan.Scope{Logical: lp, KeyPaths: c.PK.Paths, Ranges: len(r.ranges), Units: len(src.units(nil)), Cross: cross, IndexCurrent: c.IndexCurrent()},
+		Scope: plan.Scope{Logical: ps.Logical, KeyPaths: ps.KeyPaths, Key: ps.Key, Ranges: len(r.ranges), Units: len(src.units(nil)), Cross: cross, IndexCurrent: c.IndexCurrent()},
 		Stats: tok.Stats, PageSize: e.pageLimit(q.MaxItems)}
 	// Whether an ORDER BY's path covers the scope (plan.Physical.Cover) is
 	// counted on the first page; the others know it from their position.

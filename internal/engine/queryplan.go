@@ -58,15 +58,7 @@ func (e *Engine) ExplainQuery(ctx context.Context, db, coll string, scope Scope,
 		return plan.Physical{}, err
 	}
 	defer release()
-	scope.PK = scopeKey(c, scope.PK)
-	ast, prog, err := compile(q, exec.WithUDFs(e.udfLookup(c)))
-	if err != nil {
-		return plan.Physical{}, err
-	}
-	if err := plan.CheckOrderBy(ast, c.Policy()); err != nil {
-		return plan.Physical{}, status.BadRequest("%v", err)
-	}
-	r, scope, err := routeQuery(c, ast, scope, q)
+	ast, prog, r, scope, err := e.compileQuery(c, scope, q)
 	if err != nil {
 		return plan.Physical{}, err
 	}

@@ -58,6 +58,9 @@ type Program struct {
 	pool     fastjson.ParserPool // parsers for Match
 	udfs     func(name string) (UDF, bool)
 	hasUDFs  bool // the query calls user-defined functions
+	// whole: every document is a row as it is (wholeDocs), so streaming
+	// needs no parse of it.
+	whole bool
 }
 
 // Option configures Compile.
@@ -102,11 +105,29 @@ func Compile(q *parse.Query, params Params, opts ...Option) (*Program, error) {
 		Top:         q.Top != nil,
 		OffsetLimit: q.Offset != nil || q.Limit != nil,
 	}
-	p := &Program{q: cq, nslots: c.nslots, features: f, now: time.Now, hasUDFs: c.usedUDF}
+	p := &Program{q: cq, nslots: c.nslots, features: f, now: time.Now, hasUDFs: c.usedUDF, whole: wholeDocs(q)}
 	for _, o := range opts {
 		o(p)
 	}
 	return p, nil
+}
+
+// wholeDocs reports whether q's rows are its documents as they are: FROM a
+// plain alias (FROM c, FROM root r), no JOIN, WHERE, GROUP BY, aggregate or
+// DISTINCT, and SELECT * or SELECT VALUE of the alias.
+func wholeDocs(q *parse.Query) bool {
+	if q.From == nil || q.From.In || q.From.Subquery != nil || len(q.Joins) > 0 || q.Where != nil ||
+		len(q.GroupBy) > 0 || q.Distinct || hasAggregate(q) {
+		return false
+	}
+	if _, ok := q.From.Expr.(*parse.Ident); !ok {
+		return false
+	}
+	if q.Select.Star {
+		return true
+	}
+	v, ok := q.Select.Value.(*parse.Ident)
+	return ok && v.Name == q.From.Alias
 }
 
 // Features reports what the query needs when it spans several partitions.

@@ -621,3 +621,77 @@ func TestSpatial(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamWhole checks the stream of a query whose rows are its documents
+// as they are (wholeDocs): the same rows as the general path gives, the
+// document's own bytes, early stops, cancellation and the source's errors,
+// and no document parsed (an invalid one passes).
+func TestStreamWhole(t *testing.T) {
+	for _, tt := range []struct {
+		query string
+		whole bool
+	}{
+		{"SELECT * FROM c", true},
+		{"SELECT VALUE c FROM c", true},
+		{"SELECT * FROM root r", true},
+		{"SELECT VALUE r FROM root r", true},
+		{"SELECT * FROM c ORDER BY c.id", true}, // Stream drops the ORDER BY: the caller reads in order
+		{"SELECT TOP 2 * FROM c", true},         // and leaves TOP to the caller
+		{"SELECT * FROM c WHERE true", false},
+		{"SELECT VALUE c.name FROM c", false},
+		{"SELECT c FROM c", false},
+		{"SELECT DISTINCT VALUE c FROM c", false},
+		{"SELECT * FROM c.kids", false},
+		{"SELECT * FROM k IN c.kids", false},
+		{"SELECT VALUE c FROM c JOIN k IN c.kids", false},
+	} {
+		q, err := parse.Parse(tt.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Compile(q, nil)
+		if err != nil {
+			t.Fatal(tt.query, err)
+		}
+		if p.whole != tt.whole {
+			t.Errorf("%s: whole = %v, want %v", tt.query, p.whole, tt.whole)
+		}
+		if !p.whole {
+			continue
+		}
+		var got []string
+		if err := p.StreamOrdered(t.Context(), docsOf(fixture, nil), func(row []byte) bool { got = append(got, string(row)); return true }); err != nil {
+			t.Fatal(tt.query, err)
+		}
+		general, err := Compile(q, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		general.whole = false
+		var want []string
+		if err := general.StreamOrdered(t.Context(), docsOf(fixture, nil), func(row []byte) bool { want = append(want, string(row)); return true }); err != nil {
+			t.Fatal(tt.query, err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" || len(got) != len(fixture) {
+			t.Errorf("%s: rows differ from the general path's (-general +whole):\n%s", tt.query, diff)
+		}
+	}
+	q, _ := parse.Parse("SELECT * FROM c")
+	p, _ := Compile(q, nil)
+	n, rows := 0, 0
+	if err := p.Stream(t.Context(), docsOf(fixture, &n), func([]byte) bool { rows++; return rows < 2 }); err != nil || n != 2 || rows != 2 {
+		t.Errorf("stop after 2 rows: read %d documents, %d rows, %v", n, rows, err)
+	}
+	if err := p.Stream(t.Context(), docsOf([]string{`{"a":`}, nil), func([]byte) bool { return true }); err != nil {
+		t.Errorf("a document is parsed: %v", err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := p.Stream(ctx, docsOf(fixture, nil), func([]byte) bool { return true }); !errors.Is(err, context.Canceled) {
+		t.Errorf("Stream(cancelled) error = %v, want context.Canceled", err)
+	}
+	errSource := errors.New("source failed")
+	if err := p.Stream(t.Context(), func(yield func([]byte) bool) error { return errSource }, func([]byte) bool { return true }); !errors.Is(err, errSource) {
+		t.Errorf("Stream(failing source) error = %v, want %v", err, errSource)
+	}
+}

@@ -26,7 +26,8 @@ func (p *Program) Streamable() bool {
 // result row, ignoring OFFSET, LIMIT and TOP, until fn returns false. Each row is produced
 // while docs is inside its yield call for the document it comes from, so the caller knows
 // which document a row belongs to. row is only valid during the call. Errors are those of
-// Run; a program that is not streamable fails with an *Error.
+// Run (but a query whose rows are its documents as they are, SELECT * FROM c, passes them on
+// unparsed: streamWhole); a program that is not streamable fails with an *Error.
 func (p *Program) Stream(ctx context.Context, docs func(yield func(doc []byte) bool) error, fn func(row []byte) bool) error {
 	if !p.Streamable() {
 		return &Error{Msg: "the query cannot be streamed"}
@@ -46,6 +47,9 @@ func (p *Program) StreamOrdered(ctx context.Context, docs func(yield func(doc []
 }
 
 func (p *Program) stream(ctx context.Context, docs func(yield func(doc []byte) bool) error, fn func(row []byte) bool) error {
+	if p.whole {
+		return p.streamWhole(ctx, docs, fn)
+	}
 	q := *p.q
 	q.topN, q.offset, q.limit, q.orderBy = -1, 0, -1, nil
 	rc := &runCtx{ctx: ctx, docs: docs, now: p.now()}
@@ -73,4 +77,23 @@ func (p *Program) BuffersInput() bool {
 // folds every row into one group (aggregates without GROUP BY).
 func (p *Program) OrderFree() bool {
 	return p.q.grouped && len(p.q.groupBy) == 0
+}
+
+// streamWhole is stream for a program whose rows are its documents as they
+// are (wholeDocs): each document is passed on without being parsed. A
+// document that is not valid JSON is passed on too: the engine's documents
+// are its own (document.Item.Marshal wrote them), and the SDKs parse every
+// page they get.
+func (p *Program) streamWhole(ctx context.Context, docs func(yield func(doc []byte) bool) error, fn func(row []byte) bool) error {
+	rc := &runCtx{ctx: ctx, docs: docs}
+	err := docs(func(doc []byte) bool {
+		if rc.tick(&rc.ndocs) {
+			return false
+		}
+		return fn(doc)
+	})
+	if err != nil {
+		rc.fail(err)
+	}
+	return rc.err
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/partitadb/partita/internal/document"
 	"github.com/partitadb/partita/internal/index"
 	"github.com/partitadb/partita/internal/query/parse"
 )
@@ -108,6 +109,9 @@ type Scope struct {
 	// scope (every document there has the scope's key, or none matches):
 	// it is no lookup, and the partition is read by key.
 	KeyPaths []string
+	// Key is the logical partition's key when Logical (one component per
+	// KeyPaths entry); conjuncts it makes true are not evaluated (Implied).
+	Key document.PartitionKey
 	// Ranges is the number of physical partitions the scope touches, and
 	// Units the number of keyspaces they are read from as one.
 	Ranges, Units int
@@ -218,6 +222,10 @@ type Physical struct {
 	// spans); the engine counts them and chooses again with
 	// Input.Covered.
 	Cover *IndexScan
+	// Implied are the WHERE clause's conjuncts that the scope makes true
+	// on every document (Implied), as the query wrote them: the engine
+	// evaluates the filter without them.
+	Implied []string
 	// Why says why Access was chosen.
 	Why string
 }
@@ -243,6 +251,11 @@ type Physical struct {
 //     anything else in creation order.
 func Choose(in Input) Physical {
 	p := Physical{Cross: in.Scope.Cross, Ranges: in.Scope.Ranges, PassThrough: in.Scope.Cross && in.Scope.Ranges == 1}
+	if _, implied := Implied(in.Query, in.Params, in.Scope); implied != nil {
+		for _, c := range implied {
+			p.Implied = append(p.Implied, parse.ExprString(c))
+		}
+	}
 	prog := in.Program
 	var hits []*IndexScan // the lookup of each top-level conjunct, nil where none
 	usable := in.Scope.IndexCurrent && in.Policy != nil && !in.Policy.None() && plainFrom(in.Query)
@@ -499,6 +512,9 @@ func (p Physical) String() string {
 	if p.Cover != nil {
 		fmt.Fprintf(&b, "\nneeds a count of /%s", strings.Join(p.Cover.Path, "/"))
 	}
+	for _, c := range p.Implied {
+		fmt.Fprintf(&b, "\nimplied by the scope, not evaluated: %s", c)
+	}
 	fmt.Fprintf(&b, "\nexecutor: %s\ntoken: %s", p.Executor, p.Token)
 	switch {
 	case p.PassThrough:
@@ -547,6 +563,16 @@ func (p Physical) MarshalJSON() ([]byte, error) {
 		b = append(b, `,"n":`...)
 		b = strconv.AppendInt(b, p.Stats.Items, 10)
 		b = append(b, '}')
+	}
+	if len(p.Implied) > 0 {
+		b = append(b, `,"implied":[`...)
+		for i, c := range p.Implied {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, c)
+		}
+		b = append(b, ']')
 	}
 	b = append(b, `,"executor":`...)
 	b = appendJSONString(b, p.Executor.String())

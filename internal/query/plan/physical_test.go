@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
+	"github.com/partitadb/partita/internal/document"
 	"github.com/partitadb/partita/internal/index"
 	"github.com/partitadb/partita/internal/query/exec"
 	"github.com/partitadb/partita/internal/query/parse"
@@ -22,15 +23,15 @@ import (
 //	<indexing policy JSON; empty: the default, index everything>
 //	----
 //
-//	explain [logical] [ranges=N] [units=N] [page=N] [stale] [params=<JSON object>] [stats=(terms,entries,items)] [covered=<bool>] [json]
+//	explain [logical] [key=<partition key header JSON>] [paths=(/a,/b)] [ranges=N] [units=N] [page=N] [stale] [params=<JSON object>] [stats=(terms,entries,items)] [covered=<bool>] [json]
 //	<query>
 //	----
 //	<the plan, as Physical.String prints it, or its JSON with json>
 //
 // explain plans a query over a scope of ranges physical partitions (4 by
 // default), read from units keyspaces (ranges by default), cross-partition
-// unless logical (one logical partition), of a container whose partition
-// key path is /pk. stale marks the index as being
+// unless logical (one logical partition, whose key is key when given), of
+// a container whose partition key path is /pk (or paths). stale marks the index as being
 // rebuilt. page is the page size (100 by default). stats are the
 // measurements of the lookup (Plan.NeedStats); covered says whether every
 // document has a scalar on the ORDER BY's path (Plan.Cover).
@@ -71,6 +72,14 @@ func explain(t *testing.T, d *datadriven.TestData, pol *index.Policy) string {
 		switch arg.Key {
 		case "logical":
 			in.Scope.Logical, in.Scope.Cross, in.Scope.Ranges = true, false, 1
+		case "key":
+			k, err := document.ParsePKHeader(val)
+			if err != nil {
+				d.Fatalf(t, "key: %v", err)
+			}
+			in.Scope.Key = k
+		case "paths":
+			in.Scope.KeyPaths = arg.Vals
 		case "page":
 			in.PageSize = atoi(t, d, val)
 		case "ranges":

@@ -17,17 +17,18 @@ func reflectJSON(p Physical) ([]byte, error) {
 		Spans int    `json:"spans"`
 	}
 	out := struct {
-		Access   string  `json:"access"`
-		Path     string  `json:"path,omitempty"`
-		Desc     bool    `json:"descending,omitempty"`
-		Lookup   *lookup `json:"lookup,omitempty"`
-		Why      string  `json:"why"`
-		Stats    *Stats  `json:"stats,omitempty"`
-		Executor string  `json:"executor"`
-		Token    string  `json:"token"`
-		Cross    bool    `json:"crossPartition"`
-		Ranges   int     `json:"physicalPartitions"`
-	}{Access: p.Access.String(), Desc: p.Desc, Why: p.Why, Stats: p.Stats, Executor: p.Executor.String(), Token: p.Token.String(), Cross: p.Cross, Ranges: p.Ranges}
+		Access   string   `json:"access"`
+		Path     string   `json:"path,omitempty"`
+		Desc     bool     `json:"descending,omitempty"`
+		Lookup   *lookup  `json:"lookup,omitempty"`
+		Why      string   `json:"why"`
+		Stats    *Stats   `json:"stats,omitempty"`
+		Implied  []string `json:"implied,omitempty"`
+		Executor string   `json:"executor"`
+		Token    string   `json:"token"`
+		Cross    bool     `json:"crossPartition"`
+		Ranges   int      `json:"physicalPartitions"`
+	}{Access: p.Access.String(), Desc: p.Desc, Why: p.Why, Stats: p.Stats, Implied: p.Implied, Executor: p.Executor.String(), Token: p.Token.String(), Cross: p.Cross, Ranges: p.Ranges}
 	if p.Lookup != nil {
 		out.Path = "/" + strings.Join(p.Lookup.Path, "/")
 		out.Lookup = &lookup{Kind: p.Lookup.Kind, Pred: p.Lookup.Pred, Spans: len(p.Lookup.Spans)}
@@ -44,7 +45,7 @@ func TestMarshalJSONMatchesReflection(t *testing.T) {
 		{},
 		{Access: IndexMerge, Executor: Sorted, Token: TokenSort, Cross: true, Ranges: 4, PassThrough: true, NeedStats: true,
 			Lookup: &IndexScan{Path: []string{"n", odd}, Spans: make([]index.Span, 3), Kind: "range", Pred: "n >= " + odd},
-			Stats:  &Stats{Terms: 65, Entries: 11595, Items: 1 << 40}, Why: "why " + odd, Desc: true},
+			Stats:  &Stats{Terms: 65, Entries: 11595, Items: 1 << 40}, Why: "why " + odd, Desc: true, Implied: []string{"c.pk = " + odd, "c.k = 1"}},
 		{Access: IndexOrdered, Executor: Folded, Token: TokenOffset, Lookup: &IndexScan{Path: []string{"_ts"}, Kind: "path", Pred: "every _ts"},
 			Why: "ORDER BY _ts read in index order"},
 	}
