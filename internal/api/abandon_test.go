@@ -40,3 +40,40 @@ func TestWriteErrorAbandoned(t *testing.T) {
 		t.Errorf("live request: %d, logged:\n%s", rec.Code, logs.String())
 	}
 }
+
+// TestWriteErrorUndelivered: a response that could not be written after its
+// status went out (the connection closed under it: "use of closed network
+// connection" as a server stops) is not answered again with a 500, nor
+// logged as a server failure.
+func TestWriteErrorUndelivered(t *testing.T) {
+	var logs bytes.Buffer
+	h := New(Config{}, nil, nil, nil, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	w := &failingWriter{ResponseRecorder: httptest.NewRecorder()}
+	err := writeJSON(w, http.StatusOK, []byte(`{}`))
+	if err == nil {
+		t.Fatal("writeJSON on a closed connection succeeded")
+	}
+	h.writeError(w, httptest.NewRequest(http.MethodPost, "/dbs/db/colls/c/docs", nil), err)
+	if w.Code != http.StatusOK || w.headers != 1 {
+		t.Errorf("undelivered response answered again: status %d, %d status lines", w.Code, w.headers)
+	}
+	if strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "response not delivered") {
+		t.Errorf("undelivered response logged as:\n%s", logs.String())
+	}
+}
+
+// failingWriter is a response writer whose connection closed: every Write
+// fails. It counts the status lines written.
+type failingWriter struct {
+	*httptest.ResponseRecorder
+	headers int
+}
+
+func (f *failingWriter) WriteHeader(code int) {
+	f.headers++
+	f.ResponseRecorder.WriteHeader(code)
+}
+
+func (f *failingWriter) Write([]byte) (int, error) {
+	return 0, errors.New("write tcp 127.0.0.1:8081->127.0.0.1:50000: use of closed network connection")
+}

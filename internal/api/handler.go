@@ -459,11 +459,18 @@ type errorBody struct {
 // A request its client gave up on (it closed the stream or the connection:
 // the request's context is done) gets no response, which could not reach
 // it, and its error is logged at debug level: a client's timeout or a
-// cancelled query is not the server's failure.
+// cancelled query is not the server's failure. So is a response whose
+// writing failed once its status was sent (undelivered): nothing more can
+// reach the client, and the request was served.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil {
 		h.log.Debug("request abandoned by its client", "method", r.Method, "path", r.URL.Path,
 			"activity_id", responseHeader(w, "x-ms-activity-id"), "err", err)
+		return
+	}
+	if u, ok := errors.AsType[*undelivered](err); ok {
+		h.log.Debug("response not delivered", "method", r.Method, "path", r.URL.Path,
+			"activity_id", responseHeader(w, "x-ms-activity-id"), "err", u.err)
 		return
 	}
 	written, err := h.forward(w, r, err)
@@ -516,9 +523,20 @@ func writeJSON(w http.ResponseWriter, code int, body []byte) error {
 func writeBody(w http.ResponseWriter, code int, body []byte) error {
 	setHeader(w, "Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(code)
-	_, err := w.Write(body)
-	return err
+	if _, err := w.Write(body); err != nil {
+		return &undelivered{err}
+	}
+	return nil
 }
+
+// undelivered is the failure to write a response whose status line has
+// gone out already: the connection or stream closed under it (a client
+// gone, the server closing its connections as it stops). Nothing more can
+// be sent on it.
+type undelivered struct{ err error }
+
+func (u *undelivered) Error() string { return "response not delivered: " + u.err.Error() }
+func (u *undelivered) Unwrap() error { return u.err }
 
 // readBody reads the whole request body.
 func readBody(r *http.Request) ([]byte, error) {
