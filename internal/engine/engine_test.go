@@ -24,12 +24,18 @@ func testEngine(t testing.TB) *Engine {
 // testEngineWith is testEngine with configuration cfg.
 func testEngineWith(t testing.TB, cfg Config) *Engine {
 	t.Helper()
+	return testEngineAt(t, cfg, nil)
+}
+
+// testEngineAt is testEngineWith whose clock is now (nil: time.Now).
+func testEngineAt(t testing.TB, cfg Config, now func() time.Time) *Engine {
+	t.Helper()
 	st, err := store.Open(store.Options{Dir: t.TempDir(), Sync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	e, err := openOn(t, t.Context(), st, cfg, nil, nil)
+	e, err := openOn(t, t.Context(), st, cfg, now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/partitadb/partita/internal/query/plan"
 )
@@ -308,5 +310,62 @@ func TestOrderByIDInPartition(t *testing.T) {
 	top, _, _ := orderPages(t, e, Scope{}, Query{Text: `SELECT TOP 5 VALUE c.id FROM c WHERE c.pk = "p1" AND STARTSWITH(c.id, "n") ORDER BY c.id`, MaxItems: 2}, nil)
 	if wantTop := []string{`"n000"`, `"n001"`, `"n002"`, `"n003"`, `"n004"`}; !slices.Equal(top, wantTop) {
 		t.Errorf("TOP 5 with a filter: %v, want %v", top, wantTop)
+	}
+}
+
+// TestOrderByTsInPartition: in one logical partition, ORDER BY c._ts (or a
+// path the filter constrains) is read in the path's index order when the
+// first page's probe finds the partition's entries dense enough in the
+// keyspace's (plan.ProbeBudget), loading about a page of documents per
+// page, and sorted otherwise (a partition of a few old items among many
+// newer ones); either way with the rows a sort gives.
+func TestOrderByTsInPartition(t *testing.T) {
+	var tick atomic.Int64
+	clock := func() time.Time { return time.Unix(1_700_000_000+tick.Add(1), 0) } // every call a second later: _ts never ties
+	e := testEngineAt(t, Config{}, clock)
+	// p9: three old items; then p1's 150 items interleaved with as many of
+	// p2, and 1,200 of p10 to p49.
+	for i := range 3 {
+		upsertRaw(t, e, 9, fmt.Sprintf(`{"id":"old%d","pk":"p9","n":%d}`, i, i))
+	}
+	for i := range 150 {
+		upsertRaw(t, e, 1, fmt.Sprintf(`{"id":"a%03d","pk":"p1","n":%d}`, i, 1000-i))
+		upsertRaw(t, e, 2, fmt.Sprintf(`{"id":"b%03d","pk":"p2","n":%d}`, i, i))
+	}
+	for i := range 1200 {
+		upsertRaw(t, e, 10+i%40, fmt.Sprintf(`{"id":"c%04d","pk":"p%d","n":%d}`, i, 10+i%40, i))
+	}
+	page := func(text string, n int) Query { return Query{Text: text, MaxItems: n} }
+	for _, tt := range []struct {
+		pk      int
+		query   string
+		ordered bool
+	}{
+		{1, "SELECT VALUE c.id FROM c ORDER BY c._ts DESC", true},
+		{1, "SELECT VALUE c.id FROM c ORDER BY c._ts", true},
+		{1, "SELECT TOP 5 VALUE c.id FROM c ORDER BY c._ts DESC", true},
+		{1, "SELECT VALUE c.id FROM c WHERE c.n > 900 ORDER BY c.n", true},
+		{9, "SELECT VALUE c.id FROM c ORDER BY c._ts DESC", false},
+		{9, "SELECT VALUE c.id FROM c ORDER BY c._ts", true}, // the oldest: found at once
+	} {
+		const size = 20
+		got, loaded, access := orderPages(t, e, Scope{PK: pkN(tt.pk)}, page(tt.query, size), nil)
+		sorted := strings.Replace(strings.Replace(tt.query, "c._ts", "c._ts + 0", 1), "ORDER BY c.n", "ORDER BY c.n + 0", 1)
+		want, sortLoaded, sortAccess := orderPages(t, e, Scope{PK: pkN(tt.pk)}, page(sorted, size), nil)
+		if !slices.Equal(got, want) || len(got) == 0 {
+			t.Errorf("p%d %s: %d rows, want the %d of a sort:\n%v\n%v", tt.pk, tt.query, len(got), len(want), got, want)
+		}
+		for i, a := range access {
+			if (a == plan.IndexOrdered) != tt.ordered {
+				t.Errorf("p%d %s: page %d read by %v (index order: %v)", tt.pk, tt.query, i, a, tt.ordered)
+			}
+		}
+		if sortAccess[0] == plan.IndexOrdered {
+			t.Fatalf("%s: the reference read in index order", sorted)
+		}
+		if max := len(got) + len(access); tt.ordered && loaded > max {
+			t.Errorf("p%d %s: %d documents loaded for %d rows in %d pages, want at most %d", tt.pk, tt.query, loaded, len(got), len(access), max)
+		}
+		t.Logf("p%d %s: %d rows in %d pages, %d documents loaded (sorted: %d)", tt.pk, tt.query, len(got), len(access), loaded, sortLoaded)
 	}
 }

@@ -312,12 +312,14 @@ func (e *Engine) prepareQuery(ctx context.Context, c *catalog.Container, ast *pa
 		Stats: tok.Stats, PageSize: e.pageLimit(q.MaxItems)}
 	// Whether an ORDER BY's path covers the scope (plan.Physical.Cover) is
 	// counted on the first page; the others know it from their position.
+	// So is, for one logical partition, whether its entries are dense
+	// enough in the path's index (plan.Physical.Probe).
 	covered, uncovered := true, false
 	switch {
 	case tok.Ordered:
-		in.Covered = &covered
+		in.Covered, in.Dense = &covered, &covered
 	case tok.Sort != nil:
-		in.Covered = &uncovered
+		in.Covered, in.Dense = &uncovered, &uncovered
 	}
 	pp := plan.Choose(in)
 	run := &queryRun{e: e, q: q, prog: prog, start: start}
@@ -332,6 +334,19 @@ func (e *Engine) prepareQuery(ctx context.Context, c *catalog.Container, ast *pa
 			return nil, queryToken{}, translate(err)
 		}
 		in.Covered = &ok
+		pp = plan.Choose(in)
+	}
+	if pp.Probe != nil {
+		want := in.PageSize
+		if take >= 0 {
+			want = min(want, take)
+		}
+		ok, err := src.dense(ctx, pp.Probe, len(ast.OrderBy) == 1 && ast.OrderBy[0].Desc, want, &run.entries)
+		if err != nil {
+			src.v.close()
+			return nil, queryToken{}, translate(err)
+		}
+		in.Dense = &ok
 		pp = plan.Choose(in)
 	}
 	if pp.NeedStats {

@@ -812,6 +812,72 @@ func (s docSource) covered(ctx context.Context, scan *plan.IndexScan, entries *i
 	return true, nil
 }
 
+// dense reports whether the scope's entries in scan's spans (those of an
+// ORDER BY's path, over one logical partition: plan.Physical.Probe) are
+// dense enough in their keyspace's index to read the scope in that order:
+// whether, reading the entries in order (backwards when desc), want of the
+// scope's items, or all of them if fewer, are found within
+// plan.ProbeBudget of the scope's item count. An empty scope is not dense
+// (sorting it reads nothing). The entries it reads are counted in
+// *entries (charged).
+func (s docSource) dense(ctx context.Context, scan *plan.IndexScan, desc bool, want int, entries *int) (bool, error) {
+	for _, u := range s.units(nil) {
+		for _, p := range u.parts {
+			r, err := s.v.reader(p.ks)
+			if err != nil {
+				return false, err
+			}
+			items, err := scopeItems(ctx, r, p.spans)
+			if err != nil {
+				return false, err
+			}
+			need := min(int64(want), items)
+			if need <= 0 {
+				return false, nil
+			}
+			found, err := probeEntries(ctx, r, p, scan, desc, need, plan.ProbeBudget(items), entries)
+			if err != nil || found < need {
+				return false, err
+			}
+		}
+	}
+	return true, nil
+}
+
+// probeEntries reads scan's entries through r in order (backwards when
+// desc), counting those whose items p holds, until it has found need of
+// them or read budget entries; it returns how many it found.
+func probeEntries(ctx context.Context, r replica.Reader, p part, scan *plan.IndexScan, desc bool, need int64, budget int, entries *int) (int64, error) {
+	spans := slices.Clone(scan.Spans)
+	if desc {
+		slices.Reverse(spans)
+	}
+	var found int64
+	read := 0
+	for _, ts := range spans {
+		it := r.NewIter(indexSpan(ts.Lower, ts.Upper), desc)
+		for found < need && read < budget && it.Next() {
+			read++
+			*entries++
+			if p.holds(it.Value()) {
+				found++
+			}
+		}
+		err := it.Err()
+		_ = it.Close()
+		if err != nil {
+			return found, err
+		}
+		if found >= need || read >= budget {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return found, err
+		}
+	}
+	return found, nil
+}
+
 // scopeItems returns the items in spans (item-key spans of one keyspace,
 // read through r): the sum of their logical partitions' statistics
 // entries.

@@ -182,6 +182,12 @@ type Input struct {
 	// it needed (Cover): counted by the engine on a query's first page,
 	// known from the position on the others.
 	Covered *bool
+	// Dense, when not nil, says whether one logical partition's entries of
+	// the ORDER BY's path are dense enough in its keyspace's index to read
+	// it in that order, as a plan made without it needed (Probe): probed by
+	// the engine on a query's first page, known from the position on the
+	// others.
+	Dense *bool
 	// PageSize is the most rows a page holds (x-ms-max-item-count, or
 	// the default; a large number when unbounded).
 	PageSize int
@@ -222,6 +228,12 @@ type Physical struct {
 	// spans); the engine counts them and chooses again with
 	// Input.Covered.
 	Cover *IndexScan
+	// Probe, when not nil, is the index scan of a single-path ORDER BY in
+	// one logical partition: the path's entries hold the whole keyspace's
+	// documents, so the partition is read in that order only if its
+	// entries are dense enough there (ProbeBudget); the engine probes,
+	// then chooses again with Input.Dense.
+	Probe *IndexScan
 	// Implied are the WHERE clause's conjuncts that the scope makes true
 	// on every document (Implied), as the query wrote them: the engine
 	// evaluates the filter without them.
@@ -295,7 +307,21 @@ func Choose(in Input) Physical {
 			p.Why = "one logical partition: its items in id order backwards, the ORDER BY's"
 		}
 	}
-	if usable && !byKey && !prog.Grouped {
+	if usable && byKey && in.Scope.Logical && !p.KeyOrder && !prog.Grouped {
+		if o, desc, ok := orderedScan(in.Query, hits, in.Policy, true); ok {
+			order := "ORDER BY " + strings.Join(o.Path, ".")
+			switch {
+			case in.Dense == nil:
+				p.Probe = o
+			case *in.Dense:
+				p.Access, p.Lookup, p.Desc, byKey = IndexOrdered, o, desc, false
+				p.Why = "one logical partition: " + order + " read in index order: its entries are dense enough in the keyspace's (probed)"
+			default:
+				p.Why += "; " + order + " sorted: the partition's entries are sparse in the keyspace's index (probed)"
+			}
+		}
+	}
+	if usable && !byKey && p.Access != IndexOrdered && !prog.Grouped {
 		o, desc, ok := orderedScan(in.Query, hits, in.Policy, in.Scope.Logical)
 		if ok && (prog.Take >= 0 || scan == nil || scan.Kind == o.Kind) {
 			why := "ORDER BY " + strings.Join(o.Path, ".") + " read in index order"
@@ -333,6 +359,17 @@ func Choose(in Input) Physical {
 		p.Executor, p.Token = Whole, TokenOffset
 	}
 	return p
+}
+
+// ProbeBudget is the most index entries a probe of the ORDER BY's path
+// reads to find a page of one logical partition's items (Physical.Probe):
+// sorting costs a load of each of the partition's items per page, a
+// load costing loadCost entries, so the index order is chosen when a
+// page's rows are found within that many entries. At least 256, so that
+// a small partition is not sorted only because a few other documents sort
+// before its first.
+func ProbeBudget(items int64) int {
+	return int(min(max(loadCost*items, 256), 1<<20))
 }
 
 // idOrder reports whether q reads documents directly and is ordered by
@@ -511,6 +548,9 @@ func (p Physical) String() string {
 	}
 	if p.Cover != nil {
 		fmt.Fprintf(&b, "\nneeds a count of /%s", strings.Join(p.Cover.Path, "/"))
+	}
+	if p.Probe != nil {
+		fmt.Fprintf(&b, "\nneeds a probe of /%s", strings.Join(p.Probe.Path, "/"))
 	}
 	for _, c := range p.Implied {
 		fmt.Fprintf(&b, "\nimplied by the scope, not evaluated: %s", c)

@@ -23,7 +23,7 @@ import (
 //	<indexing policy JSON; empty: the default, index everything>
 //	----
 //
-//	explain [logical] [key=<partition key header JSON>] [paths=(/a,/b)] [ranges=N] [units=N] [page=N] [stale] [params=<JSON object>] [stats=(terms,entries,items)] [covered=<bool>] [json]
+//	explain [logical] [key=<partition key header JSON>] [paths=(/a,/b)] [ranges=N] [units=N] [page=N] [stale] [params=<JSON object>] [stats=(terms,entries,items)] [covered=<bool>] [dense=<bool>] [json]
 //	<query>
 //	----
 //	<the plan, as Physical.String prints it, or its JSON with json>
@@ -34,7 +34,8 @@ import (
 // a container whose partition key path is /pk (or paths). stale marks the index as being
 // rebuilt. page is the page size (100 by default). stats are the
 // measurements of the lookup (Plan.NeedStats); covered says whether every
-// document has a scalar on the ORDER BY's path (Plan.Cover).
+// document has a scalar on the ORDER BY's path (Plan.Cover); dense whether
+// a logical partition's entries are dense in the path's index (Plan.Probe).
 func TestPhysical(t *testing.T) {
 	datadriven.Walk(t, "testdata/physical", func(t *testing.T, path string) {
 		pol := index.DefaultPolicy()
@@ -99,6 +100,12 @@ func explain(t *testing.T, d *datadriven.TestData, pol *index.Policy) string {
 			for k, v := range raw {
 				in.Params[k] = v
 			}
+		case "dense":
+			b, err := strconv.ParseBool(val)
+			if err != nil {
+				d.Fatalf(t, "dense: %v", err)
+			}
+			in.Dense = &b
 		case "covered":
 			b, err := strconv.ParseBool(val)
 			if err != nil {
