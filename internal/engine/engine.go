@@ -189,6 +189,7 @@ type Engine struct {
 	sizes      rangeSizes          // ranges' size estimates, so the split check scans few
 	hot        hotKeys             // request units per logical partition, per range
 	progs      programs
+	qcache     queryCache // parsed queries and compiled programs
 	// collectRetry spaces a separated range's failed leftover collections.
 	collectRetry backoffs
 	// reindex holds the progress of each running index rebuild

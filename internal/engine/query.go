@@ -169,7 +169,7 @@ func (e *Engine) QueryItems(ctx context.Context, db, coll string, scope Scope, q
 // and parses no document.
 func (e *Engine) compileQuery(c *catalog.Container, scope Scope, q Query) (*parse.Query, *exec.Program, resolved, Scope, error) {
 	scope.PK = scopeKey(c, scope.PK)
-	ast, err := parse.Parse(q.Text)
+	ast, err := e.qcache.parse(q.Text)
 	if err != nil {
 		return nil, nil, resolved{}, scope, translate(err)
 	}
@@ -177,13 +177,8 @@ func (e *Engine) compileQuery(c *catalog.Container, scope Scope, q Query) (*pars
 	if err != nil {
 		return nil, nil, resolved{}, scope, err
 	}
-	run := ast
-	if rest, implied := plan.Implied(ast, q.Params, planScope(c, scope)); implied != nil {
-		reduced := *ast
-		reduced.Where = rest
-		run = &reduced
-	}
-	prog, err := exec.Compile(run, q.Params, exec.WithUDFs(e.udfLookup(c)))
+	rest, implied := plan.Implied(ast, q.Params, planScope(c, scope))
+	prog, err := e.qcache.compile(q.Text, ast, q.Params, rest, implied, exec.WithUDFs(e.udfLookup(c)))
 	if err != nil {
 		return nil, nil, resolved{}, scope, translate(err)
 	}

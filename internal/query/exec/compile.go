@@ -133,6 +133,10 @@ func wholeDocs(q *parse.Query) bool {
 // Features reports what the query needs when it spans several partitions.
 func (p *Program) Features() Features { return p.features }
 
+// CallsUDFs reports whether the query calls user-defined functions (bound
+// when it was compiled, through WithUDFs).
+func (p *Program) CallsUDFs() bool { return p.hasUDFs }
+
 // evalFn evaluates an expression against the bindings in e.
 type evalFn func(e *env) value
 

@@ -1,0 +1,144 @@
+package engine
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/partitadb/partita/internal/query/exec"
+	"github.com/partitadb/partita/internal/query/parse"
+)
+
+// queryCache keeps parsed queries and compiled programs, so that the pages
+// of a query, and the same query sent again, are not parsed and compiled
+// each time (5% of a server's CPU under the single-partition query
+// benchmark, docs/performance.md). Both are immutable once made: the
+// planner, the router and exec read a parsed query and never change it
+// (plan.Build rewrites a shallow copy; TestChooseIsPure), and a Program is
+// safe for concurrent use.
+//
+// A parsed query is keyed by its text alone. A program is keyed by the
+// text, the parameters and the conjuncts left out of its filter
+// (plan.Implied), by their positions in the text; a program that calls
+// user-defined functions is not kept (it binds the container's functions as
+// they were), nor is anything for a query whose text and parameters pass
+// maxQueryCacheKey bytes. Each map holds at most maxQueryCacheEntries; a
+// full map drops about half its entries, whichever they are.
+type queryCache struct {
+	mu    sync.Mutex
+	asts  map[string]*parse.Query
+	progs map[string]*exec.Program
+}
+
+const (
+	maxQueryCacheEntries = 512
+	maxQueryCacheKey     = 16 << 10
+)
+
+// parse returns text parsed, from the cache when it is there.
+func (qc *queryCache) parse(text string) (*parse.Query, error) {
+	if len(text) > maxQueryCacheKey {
+		return parse.Parse(text)
+	}
+	qc.mu.Lock()
+	ast, ok := qc.asts[text]
+	qc.mu.Unlock()
+	if ok {
+		return ast, nil
+	}
+	ast, err := parse.Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	qc.mu.Lock()
+	qc.asts = keep(qc.asts, text, ast)
+	qc.mu.Unlock()
+	return ast, nil
+}
+
+// compile returns the program of q (whose text is text) with its filter
+// replaced by rest when implied names conjuncts left out, from the cache
+// when it is there.
+func (qc *queryCache) compile(text string, q *parse.Query, params exec.Params, rest parse.Expr, implied []parse.Expr, opts ...exec.Option) (*exec.Program, error) {
+	run := q
+	if implied != nil {
+		reduced := *q
+		reduced.Where = rest
+		run = &reduced
+	}
+	key, ok := programKey(text, params, implied)
+	if !ok {
+		return exec.Compile(run, params, opts...)
+	}
+	qc.mu.Lock()
+	prog, ok := qc.progs[key]
+	qc.mu.Unlock()
+	if ok {
+		return prog, nil
+	}
+	prog, err := exec.Compile(run, params, opts...)
+	if err != nil || prog.CallsUDFs() {
+		return prog, err
+	}
+	qc.mu.Lock()
+	qc.progs = keep(qc.progs, key, prog)
+	qc.mu.Unlock()
+	return prog, nil
+}
+
+// programKey is the cache key of a program: the text, each parameter's
+// name and JSON in name order, and the positions of the implied
+// conjuncts (byte offsets: two conjuncts of a WHERE clause never start at
+// the same one); false when it would pass maxQueryCacheKey, or a conjunct
+// has no position.
+func programKey(text string, params exec.Params, implied []parse.Expr) (string, bool) {
+	n := len(text)
+	for k, v := range params {
+		n += len(k) + len(v) + 2
+	}
+	if n > maxQueryCacheKey {
+		return "", false
+	}
+	var b strings.Builder
+	b.Grow(n + 2 + 12*len(implied))
+	b.WriteString(text)
+	b.WriteByte(0)
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		b.WriteString(k)
+		b.WriteByte(0)
+		b.Write(params[k])
+		b.WriteByte(0)
+	}
+	b.WriteByte(0)
+	for _, c := range implied {
+		p := c.Pos()
+		if p.Line == 0 {
+			return "", false // no position: not told apart from another
+		}
+		b.WriteString(strconv.Itoa(p.Offset))
+		b.WriteByte(' ')
+	}
+	return b.String(), true
+}
+
+// keep adds key to m (made when nil), first dropping about half of m's
+// entries when it is full.
+func keep[V any](m map[string]V, key string, v V) map[string]V {
+	if m == nil {
+		m = make(map[string]V)
+	}
+	if len(m) >= maxQueryCacheEntries {
+		drop := len(m) / 2
+		for k := range m { // Go's map order is random: a random half
+			if drop == 0 {
+				break
+			}
+			delete(m, k)
+			drop--
+		}
+	}
+	m[key] = v
+	return m
+}
