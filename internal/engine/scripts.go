@@ -27,22 +27,29 @@ const (
 	UDFs             = catalog.UDFs
 )
 
-// programs caches compiled scripts by _rid and _etag (a replace changes the
-// etag, so a stale entry is never used).
+// programs caches compiled scripts by _rid, each with the _etag of the
+// version it was compiled from: a replace changes the etag, so a stale
+// program is never used, and the new version's takes its place (a
+// script's programs do not pile up with its replacements). A deleted
+// script's program stays until the process ends.
 type programs struct {
-	m sync.Map // string → *script.Program
+	m sync.Map // _rid string → compiledScript
+}
+
+type compiledScript struct {
+	etag string
+	prog *script.Program
 }
 
 func (p *programs) get(sc *catalog.Script) (*script.Program, error) {
-	key := sc.RID + sc.ETag
-	if v, ok := p.m.Load(key); ok {
-		return v.(*script.Program), nil
+	if v, ok := p.m.Load(sc.RID); ok && v.(compiledScript).etag == sc.ETag {
+		return v.(compiledScript).prog, nil
 	}
 	prog, err := compileScript(sc.Kind, sc.Body)
 	if err != nil {
 		return nil, err
 	}
-	p.m.Store(key, prog)
+	p.m.Store(sc.RID, compiledScript{etag: sc.ETag, prog: prog})
 	return prog, nil
 }
 
