@@ -5,7 +5,9 @@
 // gateway's query plan that SDKs run across partitions (Build); and Choose
 // turns a parsed query, its parameters, the indexing policy, the scope and
 // its statistics into the physical plan the engine executes (Physical:
-// access path, executor, continuation kind; docs/query-plan.md). Everything
+// access path, executor, continuation kind; docs/query-plan.md), and
+// Implied finds the filter's conjuncts that one logical partition's key
+// makes true, which the engine leaves out of what it evaluates. Everything
 // here is pure: no I/O, no clock.
 package plan
 
