@@ -13,8 +13,19 @@ import (
 	"github.com/partitadb/partita/internal/store"
 )
 
+// benchEngine returns an engine on a fresh store (synced or not) with an
+// empty container db/k, partition key /pk, default throughput.
 func benchEngine(b *testing.B, sync bool) *Engine {
-	st, err := store.Open(store.Options{Dir: b.TempDir(), Sync: sync})
+	return benchEngineOn(b, store.Options{Sync: sync}, "k", 0)
+}
+
+// benchEngineOn returns an engine on a fresh store opened with opts (in a
+// temporary directory) and an empty container db/<container>, partition
+// key /pk, with ru RU/s of manual throughput (0: the default; a physical
+// partition per 6,000).
+func benchEngineOn(b *testing.B, opts store.Options, container string, ru int) *Engine {
+	opts.Dir = b.TempDir()
+	st, err := store.Open(opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -26,7 +37,7 @@ func benchEngine(b *testing.B, sync bool) *Engine {
 	if _, err := e.CreateDatabase("db", Throughput{}); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := e.CreateContainer("db", []byte(`{"id":"k","partitionKey":{"paths":["/pk"]}}`), Throughput{}); err != nil {
+	if _, err := e.CreateContainer("db", fmt.Appendf(nil, `{"id":%q,"partitionKey":{"paths":["/pk"]}}`, container), Throughput{Manual: ru}); err != nil {
 		b.Fatal(err)
 	}
 	return e

@@ -18,22 +18,8 @@ import (
 // (compacted). It reports the documents loaded and index entries read per
 // query.
 func BenchmarkQueryLatestInPartition(b *testing.B) {
-	st, err := store.Open(store.Options{Dir: b.TempDir(), CacheBytes: 256 << 20})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { st.Close() })
+	e := benchEngineOn(b, store.Options{CacheBytes: 256 << 20}, "q", 6000)
 	ctx := context.Background()
-	e, err := openOn(b, ctx, st, Config{}, nil, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := e.CreateDatabase("db", Throughput{}); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := e.CreateContainer("db", []byte(`{"id":"q","partitionKey":{"paths":["/pk"]}}`), Throughput{Manual: 6000}); err != nil {
-		b.Fatal(err)
-	}
 	pad := strings.Repeat("x", 440)
 	for i := range 5000 {
 		for _, pk := range []string{"hot", fmt.Sprintf("k%d", i%100)} {

@@ -34,22 +34,8 @@ func pageBenchEngine(b *testing.B, parts int) *Engine {
 	// The server's default block cache (--cache-mb 256). NB: the store's
 	// own default, 64 MiB, is all reserved by Pebble for its two 32 MiB
 	// memtables once a flush happened, leaving no block cache at all.
-	st, err := store.Open(store.Options{Dir: b.TempDir(), CacheBytes: 256 << 20})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { st.Close() })
+	e := benchEngineOn(b, store.Options{CacheBytes: 256 << 20}, "q", parts*6000)
 	ctx := context.Background()
-	e, err := openOn(b, ctx, st, Config{}, nil, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := e.CreateDatabase("db", Throughput{}); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := e.CreateContainer("db", []byte(`{"id":"q","partitionKey":{"paths":["/pk"]}}`), Throughput{Manual: parts * 6000}); err != nil {
-		b.Fatal(err)
-	}
 	pad := strings.Repeat("x", 440)
 	for k := range 1000 {
 		pk := fmt.Sprintf("k%d", k)

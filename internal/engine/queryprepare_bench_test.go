@@ -27,22 +27,8 @@ import (
 //
 //     go test -run=NONE -bench=BenchmarkQueryPrepare -count=6 ./internal/engine
 func BenchmarkQueryPrepare(b *testing.B) {
-	st, err := store.Open(store.Options{Dir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { st.Close() })
+	e := benchEngineOn(b, store.Options{}, "q", 24000)
 	ctx := context.Background()
-	e, err := openOn(b, ctx, st, Config{}, nil, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := e.CreateDatabase("db", Throughput{}); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := e.CreateContainer("db", []byte(`{"id":"q","partitionKey":{"paths":["/pk"]}}`), Throughput{Manual: 24000}); err != nil {
-		b.Fatal(err)
-	}
 	pk := document.PartitionKey{{Kind: document.String, String: "key0000123"}}
 	for _, tc := range []struct {
 		name  string
