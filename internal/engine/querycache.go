@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,8 +18,11 @@ import (
 // safe for concurrent use.
 //
 // A parsed query is keyed by its text alone. A program is keyed by the
-// text, the parameters and the conjuncts left out of its filter
-// (plan.Implied), by their positions in the text; a program that calls
+// text, the conjuncts left out of its filter (plan.Implied), by their
+// positions in the text, and the values of the parameters the rest of the
+// query refers to (parse.ParamNames): the query by partition key, whose
+// only parameter is the key its scope implies, compiles once for every
+// key. A program that calls
 // user-defined functions is not kept (it binds the container's functions as
 // they were), nor is anything for a query whose text and parameters pass
 // maxQueryCacheKey bytes. Each map holds at most maxQueryCacheEntries; a
@@ -68,7 +69,7 @@ func (qc *queryCache) compile(text string, q *parse.Query, params exec.Params, r
 		reduced.Where = rest
 		run = &reduced
 	}
-	key, ok := programKey(text, params, implied)
+	key, ok := programKey(text, parse.ParamNames(run), params, implied)
 	if !ok {
 		return exec.Compile(run, params, opts...)
 	}
@@ -88,29 +89,22 @@ func (qc *queryCache) compile(text string, q *parse.Query, params exec.Params, r
 	return prog, nil
 }
 
-// programKey is the cache key of a program: the text, each parameter's
-// name and JSON in name order, and the positions of the implied
-// conjuncts (byte offsets: two conjuncts of a WHERE clause never start at
-// the same one); false when it would pass maxQueryCacheKey, or a conjunct
-// has no position.
-func programKey(text string, params exec.Params, implied []parse.Expr) (string, bool) {
-	n := len(text)
-	for k, v := range params {
-		n += len(k) + len(v) + 2
+// programKey is the cache key of a program: the text, the positions of the
+// implied conjuncts (byte offsets: two conjuncts of a WHERE clause never
+// start at the same one), and the JSON of each parameter in names (length
+// prefixed; one not given is marked so); false when it would pass
+// maxQueryCacheKey, or a conjunct has no position.
+func programKey(text string, names []string, params exec.Params, implied []parse.Expr) (string, bool) {
+	n := len(text) + 2 + 12*len(implied)
+	for _, k := range names {
+		n += len(k) + len(params[k]) + 12
 	}
 	if n > maxQueryCacheKey {
 		return "", false
 	}
 	var b strings.Builder
-	b.Grow(n + 2 + 12*len(implied))
+	b.Grow(n)
 	b.WriteString(text)
-	b.WriteByte(0)
-	for _, k := range slices.Sorted(maps.Keys(params)) {
-		b.WriteString(k)
-		b.WriteByte(0)
-		b.Write(params[k])
-		b.WriteByte(0)
-	}
 	b.WriteByte(0)
 	for _, c := range implied {
 		p := c.Pos()
@@ -119,6 +113,19 @@ func programKey(text string, params exec.Params, implied []parse.Expr) (string, 
 		}
 		b.WriteString(strconv.Itoa(p.Offset))
 		b.WriteByte(' ')
+	}
+	b.WriteByte(0)
+	for _, k := range names {
+		b.WriteString(k)
+		v, ok := params[k]
+		if !ok {
+			b.WriteString("\x00-")
+			continue
+		}
+		b.WriteByte(0)
+		b.WriteString(strconv.Itoa(len(v)))
+		b.WriteByte(':')
+		b.Write(v)
 	}
 	return b.String(), true
 }

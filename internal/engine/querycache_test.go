@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/partitadb/partita/internal/query/parse"
@@ -43,12 +44,39 @@ func TestQueryCache(t *testing.T) {
 		t.Errorf("p2, n >= 40: %v", got)
 	}
 
+	// The query by key: its only parameter is the key each scope implies,
+	// so every key runs one program; a parameter the query does not name
+	// is not part of it.
+	const byKey = "SELECT VALUE c.id FROM c WHERE c.pk = @pk"
+	before := len(e.qcache.progs)
+	byKeyOK := func(got []string, i int) bool {
+		for _, id := range got {
+			if !strings.HasSuffix(id, fmt.Sprintf(`%d"`, i)) {
+				return false
+			}
+		}
+		return len(got) >= 4
+	}
+	for i := range 10 {
+		params := map[string][]byte{"@pk": fmt.Appendf(nil, `"p%d"`, i), "@unused": fmt.Appendf(nil, "%d", i)}
+		if got := run(Scope{PK: pkN(i)}, byKey, params); !byKeyOK(got, i) {
+			t.Errorf("by key p%d: %v", i, got)
+		}
+		// Unscoped, the query is routed to its key's partition all the same.
+		if got := run(Scope{}, byKey, params); !byKeyOK(got, i) {
+			t.Errorf("by key p%d, unscoped: %v", i, got)
+		}
+	}
+	if got := len(e.qcache.progs); got != before+1 {
+		t.Errorf("by key over 10 keys: %d programs added, want 1", got-before)
+	}
+
 	// A program calling a user-defined function is compiled every time.
 	if _, err := e.CreateScript("db", "k", UDFs, []byte(`{"id":"f","body":"function f(x){return x*2}"}`)); err != nil {
 		t.Fatal(err)
 	}
 	const udf = "SELECT VALUE udf.f(c.n) FROM c WHERE c.id = 'i008'"
-	before := len(e.qcache.progs)
+	before = len(e.qcache.progs)
 	if got := run(Scope{PK: pkN(8)}, udf, nil); !slices.Equal(got, []string{"16"}) {
 		t.Fatalf("udf.f: %v", got)
 	}

@@ -1,5 +1,7 @@
 package parse
 
+import "slices"
+
 // Position is a location in the query text. Offset is a byte offset; Line and Col count from 1,
 // and Col counts characters (runes), not bytes. The zero Position means "unknown".
 type Position struct {
@@ -368,4 +370,63 @@ func InferName(e Expr) string {
 		}
 	}
 	return ""
+}
+
+// ParamNames returns the names of the parameters q refers to anywhere,
+// subqueries included, each once, in sorted order.
+func ParamNames(q *Query) []string {
+	seen := map[string]bool{}
+	var query func(*Query)
+	f := func(e Expr) bool {
+		switch e := e.(type) {
+		case *Param:
+			seen[e.Name] = true
+		case *Exists:
+			query(e.Query)
+		case *ArrayQuery:
+			query(e.Query)
+		case *Subquery:
+			query(e.Query)
+		}
+		return true
+	}
+	from := func(s *From) {
+		if s == nil {
+			return
+		}
+		Inspect(s.Expr, f)
+		if s.Subquery != nil {
+			query(s.Subquery)
+		}
+	}
+	query = func(q *Query) {
+		if q == nil {
+			return
+		}
+		Inspect(q.Top, f)
+		Inspect(q.Select.Value, f)
+		for _, it := range q.Select.Items {
+			Inspect(it.Expr, f)
+		}
+		from(q.From)
+		for _, j := range q.Joins {
+			from(j)
+		}
+		Inspect(q.Where, f)
+		for _, g := range q.GroupBy {
+			Inspect(g, f)
+		}
+		for _, o := range q.OrderBy {
+			Inspect(o.Expr, f)
+		}
+		Inspect(q.Offset, f)
+		Inspect(q.Limit, f)
+	}
+	query(q)
+	names := make([]string, 0, len(seen))
+	for n := range seen {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
 }

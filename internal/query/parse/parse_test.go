@@ -2,6 +2,7 @@ package parse
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -278,6 +279,31 @@ func BenchmarkParse(b *testing.B) {
 	for b.Loop() {
 		if _, err := Parse(q); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+func TestParamNames(t *testing.T) {
+	cases := []struct {
+		q    string
+		want []string
+	}{
+		{"SELECT * FROM c", []string{}},
+		{"SELECT * FROM c WHERE c.pk = @pk AND c.n > @n AND c.m < @n", []string{"@n", "@pk"}},
+		{"SELECT TOP @top VALUE {a: @a, b: [@b]} FROM c ORDER BY c.x", []string{"@a", "@b", "@top"}},
+		{"SELECT c.id FROM c JOIN t IN c.tags WHERE EXISTS(SELECT VALUE 1 FROM x IN c.y WHERE x = @e) OFFSET @o LIMIT @l", []string{"@e", "@l", "@o"}},
+		{"SELECT VALUE COUNT(1) FROM (SELECT * FROM c WHERE c.a = @in) s GROUP BY s.g", []string{"@in"}},
+		{"SELECT ARRAY(SELECT VALUE t FROM t IN c.tags WHERE t = @arr) AS a, (SELECT VALUE MAX(@sub)) AS m FROM c", []string{"@arr", "@sub"}},
+		{"SELECT * FROM c WHERE REGEXMATCH(c.s, @re, @mod) AND c.v BETWEEN @lo AND @hi AND c.k IN (@i1, @i2) AND (c.b ? @t : @f) AND c.l LIKE @p ESCAPE '!'",
+			[]string{"@f", "@hi", "@i1", "@i2", "@lo", "@mod", "@p", "@re", "@t"}},
+	}
+	for _, tc := range cases {
+		q, err := Parse(tc.q)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.q, err)
+		}
+		if got := ParamNames(q); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: ParamNames = %q, want %q", tc.q, got, tc.want)
 		}
 	}
 }
