@@ -54,7 +54,7 @@ func (qc *queryCache) parse(text string) (*parse.Query, error) {
 		return nil, err
 	}
 	qc.mu.Lock()
-	qc.asts = keep(qc.asts, text, ast)
+	qc.asts = keep(qc.asts, text, ast, maxQueryCacheEntries)
 	qc.mu.Unlock()
 	return ast, nil
 }
@@ -84,7 +84,7 @@ func (qc *queryCache) compile(text string, q *parse.Query, params exec.Params, r
 		return prog, err
 	}
 	qc.mu.Lock()
-	qc.progs = keep(qc.progs, key, prog)
+	qc.progs = keep(qc.progs, key, prog, maxQueryCacheEntries)
 	qc.mu.Unlock()
 	return prog, nil
 }
@@ -131,12 +131,12 @@ func programKey(text string, names []string, params exec.Params, implied []parse
 }
 
 // keep adds key to m (made when nil), first dropping about half of m's
-// entries when it is full.
-func keep[V any](m map[string]V, key string, v V) map[string]V {
+// entries when it holds limit.
+func keep[V any](m map[string]V, key string, v V, limit int) map[string]V {
 	if m == nil {
 		m = make(map[string]V)
 	}
-	if len(m) >= maxQueryCacheEntries {
+	if _, ok := m[key]; !ok && len(m) >= limit {
 		drop := len(m) / 2
 		for k := range m { // Go's map order is random: a random half
 			if drop == 0 {

@@ -30,11 +30,17 @@ const (
 // programs caches compiled scripts by _rid, each with the _etag of the
 // version it was compiled from: a replace changes the etag, so a stale
 // program is never used, and the new version's takes its place (a
-// script's programs do not pile up with its replacements). A deleted
-// script's program stays until the process ends.
+// script's programs do not pile up with its replacements). It holds at
+// most maxScriptPrograms, dropping about half when full, so that the
+// programs of deleted scripts (by whichever path: the script, its
+// container or its database deleted, here or through another node) do
+// not accumulate; a dropped program is compiled again when next run.
 type programs struct {
-	m sync.Map // _rid string → compiledScript
+	mu sync.Mutex
+	m  map[string]compiledScript // _rid → the program of one version
 }
+
+const maxScriptPrograms = 1024
 
 type compiledScript struct {
 	etag string
@@ -42,15 +48,27 @@ type compiledScript struct {
 }
 
 func (p *programs) get(sc *catalog.Script) (*script.Program, error) {
-	if v, ok := p.m.Load(sc.RID); ok && v.(compiledScript).etag == sc.ETag {
-		return v.(compiledScript).prog, nil
+	p.mu.Lock()
+	c, ok := p.m[sc.RID]
+	p.mu.Unlock()
+	if ok && c.etag == sc.ETag {
+		return c.prog, nil
 	}
 	prog, err := compileScript(sc.Kind, sc.Body)
 	if err != nil {
 		return nil, err
 	}
-	p.m.Store(sc.RID, compiledScript{etag: sc.ETag, prog: prog})
+	p.mu.Lock()
+	p.m = keep(p.m, sc.RID, compiledScript{etag: sc.ETag, prog: prog}, maxScriptPrograms)
+	p.mu.Unlock()
 	return prog, nil
+}
+
+// len returns how many programs are kept.
+func (p *programs) len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.m)
 }
 
 func compileScript(kind ScriptKind, body string) (*script.Program, error) {

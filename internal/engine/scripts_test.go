@@ -23,9 +23,47 @@ func TestScriptProgramsReplaced(t *testing.T) {
 			t.Fatalf("after replace %d: %q, %v; want %d", i, p.Items, err, 1+i)
 		}
 	}
-	n := 0
-	e.progs.m.Range(func(any, any) bool { n++; return true })
-	if n != 1 {
+	if n := e.progs.len(); n != 1 {
 		t.Errorf("%d programs kept for one script replaced 20 times, want 1", n)
+	}
+}
+
+// TestScriptProgramsBounded: the programs of scripts that are gone do not
+// accumulate (the map keeps at most its limit), and a script whose program
+// was dropped runs again, compiled afresh.
+func TestScriptProgramsBounded(t *testing.T) {
+	var m map[string]int
+	for i := range 10 * maxScriptPrograms {
+		m = keep(m, fmt.Sprint(i), i, maxScriptPrograms)
+		if len(m) > maxScriptPrograms {
+			t.Fatalf("%d entries after %d added, limit %d", len(m), i+1, maxScriptPrograms)
+		}
+	}
+	m = keep(m, "last", 1, maxScriptPrograms)
+	for range maxScriptPrograms { // replacing a kept key drops nothing
+		m = keep(m, "last", 2, maxScriptPrograms)
+	}
+	if m["last"] != 2 || len(m) < maxScriptPrograms/2 {
+		t.Errorf("after replacing one key: %d entries, last=%d", len(m), m["last"])
+	}
+
+	e := testEngine(t)
+	if _, err := e.CreateScript("db", "k", UDFs, []byte(`{"id":"f","body":"function f(x){return x*5}"}`)); err != nil {
+		t.Fatal(err)
+	}
+	run := func() {
+		t.Helper()
+		p, err := e.QueryItems(t.Context(), "db", "k", Scope{PK: pkN(1)}, Query{Text: "SELECT VALUE udf.f(2)"})
+		if err != nil || len(p.Items) != 1 || string(p.Items[0]) != "10" {
+			t.Fatalf("udf.f(2): %q, %v", p.Items, err)
+		}
+	}
+	run()
+	e.progs.mu.Lock()
+	clear(e.progs.m) // as a full map's drop would
+	e.progs.mu.Unlock()
+	run()
+	if n := e.progs.len(); n != 1 {
+		t.Errorf("%d programs after a run, want 1", n)
 	}
 }
