@@ -27,6 +27,14 @@ func newTestHandler(t *testing.T, cfg Config) *httptest.Server {
 // wrap returns for the local one.
 func newTestHandlerOn(t *testing.T, cfg Config, wrap func(*replica.Local) replica.Host) *httptest.Server {
 	t.Helper()
+	srv := httptest.NewServer(newTestAPI(t, cfg, wrap))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// newTestAPI returns the handler newTestHandlerOn serves.
+func newTestAPI(t *testing.T, cfg Config, wrap func(*replica.Local) replica.Host) http.Handler {
+	t.Helper()
 	st, err := store.Open(store.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -45,9 +53,7 @@ func newTestHandlerOn(t *testing.T, cfg Config, wrap func(*replica.Local) replic
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(New(cfg, eng, v, nil, nil))
-	t.Cleanup(srv.Close)
-	return srv
+	return New(cfg, eng, v, nil, nil)
 }
 
 // do sends a signed request.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/partitadb/partita/internal/engine"
@@ -20,7 +21,9 @@ import (
 // to Config.Forward, which sends it to the leader over the cluster's mutual
 // TLS and copies the leader's answer back. The leader authenticates and
 // authorizes the request again, from its own signature: forwarding grants
-// nothing.
+// nothing. A read of a single keyspace that this node holds no replica of
+// goes the same way, to Config.ForwardRead, before it reads anything
+// (forwardRead).
 
 // Forwarder sends a request that this node cannot serve to the node that
 // leads keyspace (leader: the node this node believes leads it, 0 when
@@ -45,6 +48,12 @@ const (
 // a Forwarder found this node leading: leadership settles within an
 // election, and a request must not loop.
 const maxLocalRetries = 3
+
+// ReadForwarder sends a read to node, a voter of the keyspace it reads
+// (which this node holds no replica of), to be served there, and writes
+// that node's response to w. It reports whether it did; if not, nothing
+// was written and the read is served here, reading the keyspace remotely.
+type ReadForwarder func(w http.ResponseWriter, r *http.Request, body []byte, node uint64) bool
 
 // forwardKey holds a request's forwarding state in its context.
 type forwardKey struct{}
@@ -100,7 +109,7 @@ func forwardedHere(r *http.Request) bool {
 // keepBody reads r's body into memory when a Forwarder may need it, so it
 // can be sent on, and returns r reading it again.
 func (h *Handler) keepBody(r *http.Request) (*http.Request, error) {
-	if h.cfg.Forward == nil {
+	if h.cfg.Forward == nil && h.cfg.ForwardRead == nil {
 		return r, nil
 	}
 	st, _ := r.Context().Value(forwardKey{}).(*forwardState)
@@ -120,6 +129,51 @@ func (h *Handler) keepBody(r *http.Request) (*http.Request, error) {
 	}
 	st.orig = r
 	return r, nil
+}
+
+// forwardRead serves r, a read of scope sc, on another node when it reads
+// a single keyspace that this node holds no replica of (with --replicas
+// below the number of members) and the keyspace's leader is known: there
+// it costs one hop, where read here each of its reads would be a round
+// trip to a member (engine.ReadElsewhere). It reports whether r was
+// answered that way. A session read carries this node's own session
+// (nodesession.go) on to the other node in its session token, so the
+// writes this node answered are read there too. A request forwarded here
+// is never forwarded again, and one the other node did not answer is
+// served here.
+func (h *Handler) forwardRead(w http.ResponseWriter, r *http.Request, sc engine.Scope) bool {
+	if h.cfg.ForwardRead == nil {
+		return false
+	}
+	st, _ := r.Context().Value(forwardKey{}).(*forwardState)
+	if st == nil || st.forwarded {
+		return false
+	}
+	_, leader, ok := h.eng.ReadElsewhere(r.PathValue("db"), r.PathValue("coll"), sc)
+	if !ok || leader == 0 {
+		return false
+	}
+	fr := st.orig
+	if h.cfg.Replicated && h.readLevel(r) == consistencyStrength["session"] {
+		if toks := h.nodeSession(r.PathValue("db"), r.PathValue("coll")); len(toks) > 0 {
+			fr = fr.Clone(fr.Context())
+			fr.Header.Set("x-ms-session-token", withTokens(fr.Header.Get("x-ms-session-token"), toks))
+		}
+	}
+	return h.cfg.ForwardRead(cosmosCaseWriter{w}, fr, st.body, leader)
+}
+
+// withTokens appends toks to the session token list v.
+func withTokens(v string, toks []engine.SessionToken) string {
+	b := []byte(strings.TrimSpace(v))
+	for _, t := range toks {
+		if len(b) > 0 {
+			b = append(b, ',')
+		}
+		b = append(append(b, t.RangeID...), ":-1#"...)
+		b = strconv.AppendUint(b, t.LSN, 10)
+	}
+	return string(b)
 }
 
 // forward hands a request that failed with NotLeaderError to the

@@ -3,7 +3,12 @@ package api
 import (
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/partitadb/partita/internal/replica"
 )
 
 // TestCosmosCaseWriter: a forwarded response's headers, which Go's HTTP
@@ -29,5 +34,174 @@ func TestCosmosCaseWriter(t *testing.T) {
 	}
 	if rec.Code != http.StatusCreated {
 		t.Fatalf("status %d", rec.Code)
+	}
+}
+
+// elsewhereHost is a replica.Host that, while away is set, holds no
+// replica of any keyspace, whose leader is node leader (as cluster.Keyspaces
+// with --replicas below the number of members does for the keyspaces
+// placed on other nodes); its replicas still read locally, as a remote
+// one reads through a member.
+type elsewhereHost struct {
+	*replica.Local
+	away   atomic.Bool
+	leader atomic.Uint64 // 0: not known
+}
+
+func (h *elsewhereHost) Holds(id uint64) bool { return !h.away.Load() && h.Local.Holds(id) }
+
+func (h *elsewhereHost) Replica(id uint64) (replica.Replica, error) {
+	r, err := h.Local.Replica(id)
+	if err != nil {
+		return nil, err
+	}
+	return elsewhereReplica{r, h}, nil
+}
+
+type elsewhereReplica struct {
+	replica.Replica
+	h *elsewhereHost
+}
+
+func (r elsewhereReplica) Lead() error {
+	if r.h.away.Load() {
+		return &replica.NotLeaderError{Keyspace: r.ID(), Leader: r.h.leader.Load()}
+	}
+	return r.Replica.Lead()
+}
+
+// TestForwardRead: a read of a single keyspace that this node holds no
+// replica of (a point read, a query or read feed scoped to a partition key
+// or a range) is handed whole to the keyspace's leader, carrying this
+// node's own session in its token; one that the leader does not answer,
+// or that another node forwarded here, or whose keyspace's leader is not
+// known, is served here; a query plan is not forwarded, nor is anything
+// while this node holds the keyspace.
+func TestForwardRead(t *testing.T) {
+	var (
+		host      *elsewhereHost
+		forwarded []*http.Request
+		answer    atomic.Bool // whether the forwarder answers
+	)
+	readFwd := func(w http.ResponseWriter, r *http.Request, body []byte, node uint64) bool {
+		if node != host.leader.Load() {
+			t.Errorf("read forwarded to node %d, want %d", node, host.leader.Load())
+		}
+		forwarded = append(forwarded, r)
+		if !answer.Load() {
+			return false
+		}
+		w.Header().Set("x-ms-session-token", "0:-1#999")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte(`{"from":"leader","body":` + strconv.Quote(string(body)) + `}`))
+		return true
+	}
+	writeFwd := func(http.ResponseWriter, *http.Request, []byte, uint64, uint64) ForwardResult {
+		t.Error("a write was forwarded")
+		return ForwardFailed
+	}
+	h := newTestAPI(t, Config{Forward: writeFwd, ForwardRead: readFwd, Replicated: true}, func(l *replica.Local) replica.Host {
+		host = &elsewhereHost{Local: l}
+		return host
+	})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	// The same node's cluster listener: requests other nodes forward.
+	peer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, MarkForwarded(r)) }))
+	t.Cleanup(peer.Close)
+	mustDo(t, srv, http.MethodPost, "/dbs", nil, `{"id":"db"}`, http.StatusCreated)
+	mustDo(t, srv, http.MethodPost, "/dbs/db/colls", nil, `{"id":"c","partitionKey":{"paths":["/pk"]}}`, http.StatusCreated)
+	pk := map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}
+	resp, _ := do(t, srv, http.MethodPost, "/dbs/db/colls/c/docs", pk, `{"id":"x","pk":"a","v":1}`)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %d", resp.StatusCode)
+	}
+	written := resp.Header.Get("x-ms-session-token") // this node's session now holds it
+
+	query := map[string]string{"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "True"}
+	with := func(a, b map[string]string) map[string]string {
+		m := map[string]string{}
+		for k, v := range a {
+			m[k] = v
+		}
+		for k, v := range b {
+			m[k] = v
+		}
+		return m
+	}
+	// A container of two physical partitions, each its own keyspace: a
+	// query of both reads two keyspaces, and is not forwarded.
+	mustDo(t, srv, http.MethodPost, "/dbs/db/colls", map[string]string{"x-ms-offer-throughput": "12000"}, `{"id":"two","partitionKey":{"paths":["/pk"]}}`, http.StatusCreated)
+	cross := map[string]string{"x-ms-documentdb-query-enablecrosspartition": "True"}
+	reads := []struct {
+		name, method, path string
+		hdr                map[string]string
+		body               string
+		forward            bool
+	}{
+		{"point read", http.MethodGet, "/dbs/db/colls/c/docs/x", pk, "", true},
+		{"point read with a token", http.MethodGet, "/dbs/db/colls/c/docs/x", with(pk, map[string]string{"x-ms-session-token": "0:-1#1"}), "", true},
+		{"query by key", http.MethodPost, "/dbs/db/colls/c/docs", with(query, pk), `{"query":"SELECT * FROM c"}`, true},
+		{"query of a range", http.MethodPost, "/dbs/db/colls/c/docs", with(query, map[string]string{"x-ms-documentdb-partitionkeyrangeid": "0"}), `{"query":"SELECT * FROM c"}`, true},
+		{"read feed of a range", http.MethodGet, "/dbs/db/colls/c/docs", map[string]string{"x-ms-documentdb-partitionkeyrangeid": "0"}, "", true},
+		{"query of two keyspaces", http.MethodPost, "/dbs/db/colls/two/docs", with(query, cross), `{"query":"SELECT * FROM c"}`, false},
+		{"query of one of them", http.MethodPost, "/dbs/db/colls/two/docs", with(query, map[string]string{"x-ms-documentdb-partitionkeyrangeid": "1"}), `{"query":"SELECT * FROM c"}`, true},
+		{"query plan", http.MethodPost, "/dbs/db/colls/c/docs", with(query, map[string]string{"x-ms-cosmos-is-query-plan-request": "True"}), `{"query":"SELECT * FROM c"}`, false},
+	}
+	run := func(wantForward, wantLeader bool) {
+		t.Helper()
+		for _, rd := range reads {
+			forwarded = nil
+			resp, body := do(t, srv, rd.method, rd.path, rd.hdr, rd.body)
+			fwd := wantForward && rd.forward
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("%s: %d %s", rd.name, resp.StatusCode, body)
+				continue
+			}
+			if got := len(forwarded) > 0; got != fwd {
+				t.Errorf("%s: forwarded %v, want %v", rd.name, got, fwd)
+				continue
+			}
+			fromLeader := strings.Contains(string(body), `"from":"leader"`)
+			if fromLeader != (fwd && wantLeader) {
+				t.Errorf("%s: answered by the leader %v, want %v: %s", rd.name, fromLeader, fwd && wantLeader, body)
+			}
+			if !fwd {
+				continue
+			}
+			tok := forwarded[0].Header.Get("x-ms-session-token")
+			mine := written // this node's session of the container read
+			if !strings.HasPrefix(rd.path, "/dbs/db/colls/c/") {
+				mine = "" // none: nothing written to it here
+			}
+			if !strings.Contains(tok, mine) || (rd.hdr["x-ms-session-token"] != "" && !strings.HasPrefix(tok, rd.hdr["x-ms-session-token"]+",")) {
+				t.Errorf("%s: forwarded with session token %q, want the client's %q and this node's %q", rd.name, tok, rd.hdr["x-ms-session-token"], mine)
+			}
+			if wantLeader && rd.body != "" && !strings.Contains(string(body), strconv.Quote(rd.body)[1:len(strconv.Quote(rd.body))-1]) {
+				t.Errorf("%s: the body forwarded is not the request's: %s", rd.name, body)
+			}
+		}
+	}
+
+	t.Run("held here", func(t *testing.T) { run(false, false) })
+	host.away.Store(true)
+	host.leader.Store(7)
+	answer.Store(true)
+	t.Run("held elsewhere", func(t *testing.T) { run(true, true) })
+	answer.Store(false)
+	t.Run("the leader does not answer", func(t *testing.T) { run(true, false) })
+
+	// Forwarded here by another node: served here.
+	answer.Store(true)
+	forwarded = nil
+	resp, body := do(t, peer, http.MethodGet, "/dbs/db/colls/c/docs/x", pk, "")
+	if resp.StatusCode != http.StatusOK || len(forwarded) != 0 || !strings.Contains(string(body), `"v":1`) {
+		t.Errorf("a read forwarded here: %d %s, forwarded again: %v", resp.StatusCode, body, len(forwarded) != 0)
+	}
+	// The keyspace's leader not known: served here.
+	host.leader.Store(0)
+	resp, body = do(t, srv, http.MethodGet, "/dbs/db/colls/c/docs/x", pk, "")
+	if resp.StatusCode != http.StatusOK || len(forwarded) != 0 || !strings.Contains(string(body), `"v":1`) {
+		t.Errorf("leader unknown: %d %s, forwarded: %v", resp.StatusCode, body, len(forwarded) != 0)
 	}
 }

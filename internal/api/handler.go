@@ -54,6 +54,10 @@ type Config struct {
 	// not lead their partition's replicas) to the node that does
 	// (forward.go). Nil on a single node.
 	Forward Forwarder
+	// ForwardRead, if set, sends a read of a single keyspace that this
+	// node holds no replica of to a node that holds one (forward.go). Nil
+	// on a single node.
+	ForwardRead ReadForwarder
 	// Replicated: the engine's keyspaces are replicated (a cluster), so a
 	// read this node serves may lag its partition's leader. Strong and
 	// bounded-staleness reads are made linearizable (engine.Linearizable),

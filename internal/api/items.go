@@ -122,11 +122,14 @@ func (h *Handler) patchItem(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) readItem(w http.ResponseWriter, r *http.Request) error {
-	if err := h.checkRead(r); err != nil {
-		return err
-	}
 	pk, err := partitionKey(r)
 	if err != nil {
+		return err
+	}
+	if h.forwardRead(w, r, engine.Scope{PK: pk}) {
+		return nil
+	}
+	if err := h.checkRead(r); err != nil {
 		return err
 	}
 	res, err := h.eng.ReadItem(r.Context(), itemRef(r), pk, r.Header.Get("If-None-Match"))
@@ -153,14 +156,20 @@ func (h *Handler) deleteItem(w http.ResponseWriter, r *http.Request) error {
 
 // readFeed serves GET …/docs: all items of the scope, paged.
 func (h *Handler) readFeed(w http.ResponseWriter, r *http.Request) error {
-	if err := h.checkRead(r); err != nil {
-		return err
-	}
 	if r.Header.Get(hdrAIM) != "" {
+		if err := h.checkRead(r); err != nil {
+			return err
+		}
 		return h.changeFeed(w, r)
 	}
 	sc, err := scope(r)
 	if err != nil {
+		return err
+	}
+	if h.forwardRead(w, r, sc) {
+		return nil
+	}
+	if err := h.checkRead(r); err != nil {
 		return err
 	}
 	n, err := maxItemCount(r)
@@ -176,11 +185,14 @@ func (h *Handler) readFeed(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) queryItems(w http.ResponseWriter, r *http.Request) error {
-	if err := h.checkRead(r); err != nil {
-		return err
-	}
 	q, sc, err := queryRequest(r)
 	if err != nil {
+		return err
+	}
+	if h.forwardRead(w, r, sc) {
+		return nil
+	}
+	if err := h.checkRead(r); err != nil {
 		return err
 	}
 	p, err := h.eng.QueryItems(r.Context(), r.PathValue("db"), r.PathValue("coll"), sc, q)

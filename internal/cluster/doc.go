@@ -11,7 +11,8 @@
 //     the etcd member, the shared catalog, the replication host and its
 //     driver, and Keyspaces.
 //     Forward sends a request this node cannot serve to its partition's
-//     leader; Status is the node's view (partita cluster status). A member
+//     leader, ForwardRead a read of a keyspace it holds no replica of to
+//     that keyspace's leader, once; Status is the node's view (partita cluster status). A member
 //     starts only on an empty data directory (IsMember, ErrNotEmpty).
 //   - Keyspaces (keyspaces.go): the engine's replica.Host in a cluster:
 //     every keyspace a Raft group whose voters Placement names, created on

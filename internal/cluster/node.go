@@ -404,16 +404,54 @@ func (n *Node) Forward(w http.ResponseWriter, r *http.Request, listener string, 
 			continue
 		}
 		defer resp.Body.Close()
-		for k := range w.Header() {
-			delete(w.Header(), k)
-		}
-		for k, vs := range resp.Header {
-			w.Header()[k] = vs
-		}
-		w.WriteHeader(resp.StatusCode)
-		_, _ = io.Copy(w, resp.Body)
+		copyResponse(w, resp)
 		return true, false
 	}
+}
+
+// copyResponse writes resp, another node's answer, to w as this node's.
+func copyResponse(w http.ResponseWriter, resp *http.Response) {
+	for k := range w.Header() {
+		delete(w.Header(), k)
+	}
+	for k, vs := range resp.Header {
+		w.Header()[k] = vs
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, resp.Body)
+}
+
+// readForwardWait bounds how long a forwarded read waits for the other
+// node's answer to begin before it is served here instead (a member
+// stopped or cut off; a remote read moves on to another member after the
+// same time).
+const readForwardWait = 3 * time.Second
+
+// ForwardRead sends r (body: its body), a read that arrived on the
+// listener named listener, to member to, to be served there as that
+// listener serves it, and copies the answer to w. It reports whether it
+// did: not when to is this node or no member, could not be reached, or
+// did not begin to answer within readForwardWait, and then nothing was
+// written (a read may be served again elsewhere: it changes nothing).
+func (n *Node) ForwardRead(w http.ResponseWriter, r *http.Request, listener string, body []byte, to uint64) bool {
+	m, ok := n.member(to)
+	if !ok || to == n.self.ID {
+		return false
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	timer := time.AfterFunc(readForwardWait, cancel)
+	resp, err := n.send(ctx, m, r, listener, body)
+	if err != nil {
+		timer.Stop()
+		return false
+	}
+	defer resp.Body.Close()
+	if !timer.Stop() || resp.Header.Get(notLeaderHeader) != "" {
+		return false
+	}
+	copyResponse(w, resp)
+	return true
 }
 
 // every calls fn every interval until ctx ends.

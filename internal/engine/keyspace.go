@@ -319,3 +319,39 @@ func (e *Engine) sessionFor(c *catalog.Container, rs []partition.Range) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// ReadElsewhere reports whether a read of container db/coll in scope sc (a
+// point read's partition key, a query's or feed's partition key or range)
+// reads a single keyspace that this node holds no replica of, and if so
+// that keyspace and the node its voters last named leader (0: none known).
+// The API forwards such a read whole to that node, where it costs one hop
+// instead of a round trip for each of its reads (docs/cluster.md,
+// "Placement on a subset"). Always false on a single node, and for a scope
+// that spans keyspaces or does not resolve (the read itself then answers).
+func (e *Engine) ReadElsewhere(db, coll string, sc Scope) (keyspace, leader uint64, ok bool) {
+	c, err := e.container(db, coll)
+	if err != nil {
+		return 0, 0, false
+	}
+	sc.PK = scopeKey(c, sc.PK)
+	r, err := resolveScope(c, sc)
+	if err != nil || len(r.ranges) == 0 {
+		return 0, 0, false
+	}
+	for i, rng := range r.ranges {
+		ks, found := c.Keyspace(rng.ID)
+		if !found || (i > 0 && ks != keyspace) {
+			return 0, 0, false
+		}
+		keyspace = ks
+	}
+	if e.host.Holds(keyspace) {
+		return 0, 0, false
+	}
+	rep, err := e.host.Replica(keyspace)
+	if err != nil {
+		return 0, 0, false
+	}
+	_, leader, _ = NotLeader(rep.Lead())
+	return keyspace, leader, true
+}

@@ -144,7 +144,7 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 		EmulatorIDQuirks: compat, TLS: cfg.Server.TLS,
 	}
 	if s.node != nil {
-		acfg.Forward, acfg.Replicated = forwarder(s.node, "api"), true
+		acfg.Forward, acfg.ForwardRead, acfg.Replicated = forwarder(s.node, "api"), readForwarder(s.node, "api"), true
 		node := s.node
 		acfg.ClusterStatus = func(ctx context.Context, digest bool) (any, error) { return node.Status(ctx, digest) }
 		acfg.Gather = gatherer(node, "api")
@@ -176,7 +176,7 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 	if cfg.Server.ComputeGatewayAddr != "" || s.node != nil {
 		ccfg := api.Config{AccountID: accountID, Consistency: consistency, TLS: cfg.Server.TLS}
 		if s.node != nil {
-			ccfg.Forward, ccfg.Replicated = forwarder(s.node, "compute"), true
+			ccfg.Forward, ccfg.ForwardRead, ccfg.Replicated = forwarder(s.node, "compute"), readForwarder(s.node, "compute"), true
 		}
 		compute = api.New(ccfg, eng, verifier, now, log)
 		if s.node != nil {
@@ -526,6 +526,13 @@ func gatherer(node *cluster.Node, listener string) func(*http.Request) []api.Pee
 			out = append(out, api.PeerAnswer{Node: a.Node, Addr: a.Addr, Status: a.Status, Body: a.Body, Err: a.Err})
 		}
 		return out
+	}
+}
+
+// readForwarder is the api.ReadForwarder of listener through node.
+func readForwarder(node *cluster.Node, listener string) api.ReadForwarder {
+	return func(w http.ResponseWriter, r *http.Request, body []byte, to uint64) bool {
+		return node.ForwardRead(w, r, listener, body, to)
 	}
 }
 
