@@ -131,7 +131,8 @@ func (h *Handler) keepBody(r *http.Request) (*http.Request, error) {
 	return r, nil
 }
 
-// forwardRead serves r, a read of scope sc, on another node when it reads
+// forwardRead serves r, a read of scope sc (a point read, a query, a read
+// or change feed), on another node when it reads
 // a single keyspace that this node holds no replica of (with --replicas
 // below the number of members) and the keyspace's leader is known: there
 // it costs one hop, where read here each of its reads would be a round

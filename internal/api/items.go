@@ -156,12 +156,6 @@ func (h *Handler) deleteItem(w http.ResponseWriter, r *http.Request) error {
 
 // readFeed serves GET …/docs: all items of the scope, paged.
 func (h *Handler) readFeed(w http.ResponseWriter, r *http.Request) error {
-	if r.Header.Get(hdrAIM) != "" {
-		if err := h.checkRead(r); err != nil {
-			return err
-		}
-		return h.changeFeed(w, r)
-	}
 	sc, err := scope(r)
 	if err != nil {
 		return err
@@ -171,6 +165,9 @@ func (h *Handler) readFeed(w http.ResponseWriter, r *http.Request) error {
 	}
 	if err := h.checkRead(r); err != nil {
 		return err
+	}
+	if r.Header.Get(hdrAIM) != "" {
+		return h.changeFeed(w, r)
 	}
 	n, err := maxItemCount(r)
 	if err != nil {
