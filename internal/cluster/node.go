@@ -432,10 +432,13 @@ const readForwardWait = 3 * time.Second
 // listener serves it, and copies the answer to w. It reports whether it
 // did: not when to is this node or no member, could not be reached, or
 // did not begin to answer within readForwardWait, and then nothing was
-// written (a read may be served again elsewhere: it changes nothing).
+// written (a read may be served again elsewhere: it changes nothing). A
+// member that failed to answer is not forwarded reads for a while, and
+// this node's remote reads ask it last (slowMembers).
 func (n *Node) ForwardRead(w http.ResponseWriter, r *http.Request, listener string, body []byte, to uint64) bool {
 	m, ok := n.member(to)
-	if !ok || to == n.self.ID {
+	slow := &n.ks.net.slow
+	if !ok || to == n.self.ID || slow.is(to) {
 		return false
 	}
 	ctx, cancel := context.WithCancel(r.Context())
@@ -443,13 +446,23 @@ func (n *Node) ForwardRead(w http.ResponseWriter, r *http.Request, listener stri
 	timer := time.AfterFunc(readForwardWait, cancel)
 	resp, err := n.send(ctx, m, r, listener, body)
 	if err != nil {
-		timer.Stop()
+		if timer.Stop() && r.Context().Err() == nil && !notSent(err) {
+			n.log.Debug("forward a read", "to", m.Addr, "err", err)
+		}
+		if r.Context().Err() == nil {
+			slow.failed(to)
+		}
 		return false
 	}
 	defer resp.Body.Close()
-	if !timer.Stop() || resp.Header.Get(notLeaderHeader) != "" {
+	if !timer.Stop() {
+		slow.failed(to)
 		return false
 	}
+	if resp.Header.Get(notLeaderHeader) != "" {
+		return false
+	}
+	slow.answered(to)
 	copyResponse(w, resp)
 	return true
 }

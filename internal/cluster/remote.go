@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -50,19 +51,66 @@ var (
 
 // remoteNet is how a node's Remotes reach the members.
 type remoteNet struct {
-	self   uint64
-	client *http.Client
-	addr   func(node uint64) (string, bool)
-	wait   time.Duration // bounds a read without a context of its own
+	self    uint64
+	client  *http.Client
+	addr    func(node uint64) (string, bool)
+	wait    time.Duration // bounds a read without a context of its own
+	attempt time.Duration // bounds one member's answer; 0: kvAttempt
+	slow    slowMembers
+}
+
+// slowFor is how long a member that failed to answer a read (a remote
+// read's attempt, or a forwarded read) is asked last, and not forwarded
+// reads, unless it answers again first: a stopped or cut-off member
+// would otherwise cost every read through this node its whole attempt
+// before another member is asked.
+const slowFor = 5 * time.Second
+
+// slowMembers remembers the members that recently failed to answer.
+type slowMembers struct {
+	mu    sync.Mutex
+	until map[uint64]time.Time
+}
+
+// failed notes that m did not answer.
+func (s *slowMembers) failed(m uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.until == nil {
+		s.until = map[uint64]time.Time{}
+	}
+	s.until[m] = time.Now().Add(slowFor)
+}
+
+// answered notes that m answered.
+func (s *slowMembers) answered(m uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.until, m)
+}
+
+// is reports whether m failed to answer within the last slowFor.
+func (s *slowMembers) is(m uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.until[m]
+	if ok && time.Now().After(t) {
+		delete(s.until, m)
+		return false
+	}
+	return ok
 }
 
 // leaderFresh is how long a Remote trusts the leader an answer named
 // before asking again.
 const leaderFresh = 100 * time.Millisecond
 
-// kvAttempt bounds one member's answer to a read other than a sync, so
-// that a member that does not answer (a dead host: the dial hangs) leaves
-// time to ask the others.
+// kvAttempt bounds one member's answer to a read, so that a member that
+// does not answer (a dead host: the dial hangs; a paused process) leaves
+// time to ask the others; a sync, which may wait for an election at the
+// member, gets two thirds more (5 s). Before syncs were bounded, one sent
+// to a paused leader took the read's whole bound (10 s), and the read
+// failed with 503 (the kill loop with four nodes).
 const kvAttempt = 3 * time.Second
 
 // maxKVAnswer bounds an answer's body (a page is at most 1 MiB and one
@@ -80,7 +128,8 @@ type kvAnswer struct {
 
 // call sends req to a member: to pin only when set, else to the leader
 // this node knows, then the member that answered last, then the others
-// in order, until one answers. A member that cannot be reached, or
+// in order (those that failed to answer lately last: slowMembers), until
+// one answers. A member that cannot be reached, or
 // refuses (it has not applied the fence in time, or has no group), is
 // passed over.
 func (r *Remote) call(ctx context.Context, req kvRequest, pin uint64) (*kvAnswer, error) {
@@ -92,6 +141,10 @@ func (r *Remote) call(ctx context.Context, req kvRequest, pin uint64) (*kvAnswer
 	if pin == 0 {
 		order = append(order[:0], r.leader, r.target)
 		order = append(order, r.voters...)
+		// Members that failed to answer lately last.
+		slices.SortStableFunc(order, func(a, b uint64) int {
+			return cmp.Compare(boolInt(r.net.slow.is(a)), boolInt(r.net.slow.is(b)))
+		})
 	}
 	r.mu.Unlock()
 	body, err := json.Marshal(req)
@@ -105,14 +158,22 @@ func (r *Remote) call(ctx context.Context, req kvRequest, pin uint64) (*kvAnswer
 			continue
 		}
 		tried = append(tried, m)
-		actx, cancel := ctx, context.CancelFunc(func() {})
-		if req.Op != kvSync { // a sync may wait for an election
-			actx, cancel = context.WithTimeout(ctx, kvAttempt)
+		attempt := r.net.attempt
+		if attempt == 0 {
+			attempt = kvAttempt
 		}
+		if req.Op == kvSync {
+			attempt += attempt * 2 / 3 // a sync may wait for an election
+		}
+		actx, cancel := context.WithTimeout(ctx, attempt)
 		a, err := r.send(actx, m, body)
 		cancel()
 		if err == nil {
+			r.net.slow.answered(m)
 			return a, nil
+		}
+		if ctx.Err() == nil {
+			r.net.slow.failed(m) // not the read's own deadline: the member's
 		}
 		errs = append(errs, err)
 		if ctx.Err() != nil {
@@ -475,3 +536,10 @@ func (b *remoteBatch) Delete([]byte)           {}
 func (b *remoteBatch) DeleteSpan(replica.Span) {}
 func (b *remoteBatch) Empty() bool             { return true }
 func (b *remoteBatch) Close()                  {}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -246,3 +246,109 @@ func TestRemoteReplica(t *testing.T) {
 		t.Fatalf("Sync: %v", err)
 	}
 }
+
+// TestRemoteSlowMember: a member that does not answer in time (paused,
+// cut off) is asked last by the next reads, here and through the node's
+// other Remotes, rather than costing each read its whole attempt; once it
+// answers again it is asked in its turn.
+func TestRemoteSlowMember(t *testing.T) {
+	_, local := openLocal(t, t.TempDir())
+	rep, err := local.Replica(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := rep.NewBatch(false)
+	b.Set([]byte("k"), []byte("v"))
+	if err := rep.Commit(b); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	// Member 3 answers, naming member 2 its leader; member 2 hangs while
+	// stalled is set.
+	src := &fakeSource{rep: rep, applied: 5, leader: 2, adv: make(chan struct{})}
+	kv := &kvServer{self: 3, src: src, fenceWait: 200 * time.Millisecond}
+	mux := http.NewServeMux()
+	kv.register(mux)
+	good := httptest.NewTLSServer(mux)
+	t.Cleanup(good.Close)
+	var (
+		mu      sync.Mutex
+		stalled = true
+		asked   int // requests that reached member 2
+	)
+	release := make(chan struct{})
+	hang := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		asked++
+		st := stalled
+		mu.Unlock()
+		if st {
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return
+		}
+		mux.ServeHTTP(w, r)
+	}))
+	hang.TLS = good.TLS
+	hang.StartTLS()
+	t.Cleanup(hang.Close)
+	t.Cleanup(func() { close(release) })
+	addrs := map[uint64]string{2: strings.TrimPrefix(hang.URL, "https://"), 3: strings.TrimPrefix(good.URL, "https://")}
+	net := &remoteNet{self: 1, client: good.Client(), wait: 5 * time.Second, attempt: 300 * time.Millisecond,
+		addr: func(id uint64) (string, bool) { a, ok := addrs[id]; return a, ok }}
+	r := &Remote{id: 7, voters: []uint64{2, 3}, net: net}
+	other := &Remote{id: 7, voters: []uint64{2, 3}, net: net} // another keyspace's, on the same node
+
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return asked
+	}
+	// The first read asks member 2 first (the voters' order), which does
+	// not answer within the attempt; member 3 does.
+	if v, err := r.Get([]byte("k")); err != nil || string(v) != "v" {
+		t.Fatalf("Get = %q, %v", v, err)
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("member 2 asked %d times by the first read, want 1", n)
+	}
+	// Member 3 names member 2 the leader, but the next reads, through
+	// either Remote, ask member 3 first.
+	for i := range 5 {
+		for _, rr := range []*Remote{r, other} {
+			if v, err := rr.Get([]byte("k")); err != nil || string(v) != "v" {
+				t.Fatalf("read %d: Get = %q, %v", i, v, err)
+			}
+		}
+	}
+	if n := count(); n != 1 {
+		t.Errorf("member 2 asked %d times in all, want 1: a member that did not answer is asked last", n)
+	}
+	// A sync (which has no context of its own but the read's whole
+	// bound) is bounded per member too: a stalled member first in line
+	// leaves the rest of the bound to the others.
+	fresh := &Remote{id: 7, voters: []uint64{2, 3}, net: &remoteNet{self: 1, client: good.Client(), wait: 5 * time.Second,
+		attempt: 300 * time.Millisecond, addr: net.addr}}
+	if err := fresh.Sync(context.Background()); err != nil {
+		t.Fatalf("Sync with member 2 stalled: %v", err)
+	}
+	if n := count(); n != 2 {
+		t.Fatalf("member 2 asked %d times in all, want 2", n)
+	}
+	// Once it answers again (here: asked directly), it is asked in its
+	// turn.
+	mu.Lock()
+	stalled = false
+	mu.Unlock()
+	if _, err := r.call(context.Background(), kvRequest{Op: kvGet, Key: []byte("k")}, 2); err != nil {
+		t.Fatalf("member 2 asked directly: %v", err)
+	}
+	if _, err := other.Get([]byte("k")); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 4 {
+		t.Errorf("member 2 asked %d times in all, want 4: it answered, so it is the leader asked first again", n)
+	}
+}
