@@ -188,21 +188,21 @@ func TestClusterKillLoop(t *testing.T) {
 				for time.Now().Before(until) && ctx.Err() == nil {
 					sessionVal[s]++ // this worker's alone
 					v := sessionVal[s]
-					_, wc := pick(r)
+					wn, wc := pick(r)
 					octx, cancel := context.WithTimeout(ctx, 15*time.Second)
 					resp, err := wc.UpsertItem(octx, pk, fmt.Appendf(nil, `{"id":%q,"pk":%q,"v":%d}`, id, id, v), nil)
 					if err != nil || resp.SessionToken == nil {
 						cancel()
 						continue // outcome unknown: nothing to check against
 					}
-					_, rc := pick(r)
+					rn, rc := pick(r)
 					rr, err := rc.ReadItem(octx, pk, id, &azcosmos.ItemOptions{SessionToken: resp.SessionToken, ConsistencyLevel: &session})
 					cancel()
 					var re *azcore.ResponseError
 					switch {
 					case errors.As(err, &re) && re.StatusCode == http.StatusNotFound && re.RawResponse.Header.Get("x-ms-substatus") != "1002":
 						sessionMu.Lock()
-						sessionViolations = append(sessionViolations, fmt.Sprintf("%s: read with the token %s of the write of v=%d: not found", id, *resp.SessionToken, v))
+						sessionViolations = append(sessionViolations, fmt.Sprintf("%s: read through node %d with the token %s of the write of v=%d through node %d: not found (%s)", id, rn+1, *resp.SessionToken, v, wn+1, time.Now().Format(time.StampMilli)))
 						sessionMu.Unlock()
 					case err != nil:
 						// Not served (the node died, or has not caught up
@@ -215,7 +215,7 @@ func TestClusterKillLoop(t *testing.T) {
 						sessionChecked.Add(1)
 						if d.V < v {
 							sessionMu.Lock()
-							sessionViolations = append(sessionViolations, fmt.Sprintf("%s: read with the token %s of the write of v=%d found v=%d", id, *resp.SessionToken, v, d.V))
+							sessionViolations = append(sessionViolations, fmt.Sprintf("%s: read through node %d with the token %s of the write of v=%d through node %d found v=%d (%s)", id, rn+1, *resp.SessionToken, v, wn+1, d.V, time.Now().Format(time.StampMilli)))
 							sessionMu.Unlock()
 						}
 					}
