@@ -446,10 +446,9 @@ func (n *Node) ForwardRead(w http.ResponseWriter, r *http.Request, listener stri
 	timer := time.AfterFunc(readForwardWait, cancel)
 	resp, err := n.send(ctx, m, r, listener, body)
 	if err != nil {
-		if timer.Stop() && r.Context().Err() == nil && !notSent(err) {
-			n.log.Debug("forward a read", "to", m.Addr, "err", err)
-		}
-		if r.Context().Err() == nil {
+		timer.Stop()
+		if r.Context().Err() == nil { // not the client giving up: the member
+			n.log.Debug("forward a read: served here instead", "to", m.Addr, "err", err)
 			slow.failed(to)
 		}
 		return false
