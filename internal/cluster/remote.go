@@ -359,9 +359,16 @@ func (r *Remote) Visible(lsn uint64) bool {
 	return err == nil && string(a.body) == "1"
 }
 
-// Lead returns *replica.NotLeaderError: this node is not a voter.
+// Lead returns *replica.NotLeaderError: this node is not a voter. The
+// leader it names is the one the last answer named, however old (0: none
+// yet), without asking: a forwarded write whose hint is stale is sent on
+// by the node it reaches (or Node.Forward asks, through Leader), and a
+// read forwarded to a voter that no longer leads is served there all the
+// same — so that forwarding a read costs no round trip besides its own.
 func (r *Remote) Lead() error {
-	return &replica.NotLeaderError{Keyspace: r.id, Leader: r.Leader()}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return &replica.NotLeaderError{Keyspace: r.id, Leader: r.leader}
 }
 
 // Leader returns the group's leader as a member last named it, asking a
