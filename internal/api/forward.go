@@ -171,8 +171,7 @@ func withTokens(v string, toks []engine.SessionToken) string {
 		if len(b) > 0 {
 			b = append(b, ',')
 		}
-		b = append(append(b, t.RangeID...), ":-1#"...)
-		b = strconv.AppendUint(b, t.LSN, 10)
+		b = t.AppendTo(b)
 	}
 	return string(b)
 }

@@ -132,9 +132,13 @@ func locate(c *catalog.Container, pk document.PartitionKey, id string) (located,
 // session returns the session token of a write or read at lsn of range
 // rangeID: "<range>:-1#<lsn>".
 func (e *Engine) session(rangeID string, lsn uint64) string {
-	b := make([]byte, 0, len(rangeID)+24)
-	b = append(append(b, rangeID...), ":-1#"...)
-	return string(strconv.AppendUint(b, lsn, 10))
+	return string(SessionToken{RangeID: rangeID, LSN: lsn}.AppendTo(make([]byte, 0, len(rangeID)+24)))
+}
+
+// AppendTo appends t in the session token format, "<range>:-1#<lsn>".
+func (t SessionToken) AppendTo(b []byte) []byte {
+	b = append(append(b, t.RangeID...), ":-1#"...)
+	return strconv.AppendUint(b, t.LSN, 10)
 }
 
 // WriteItem creates, upserts or replaces an item, in a transaction of its
