@@ -65,6 +65,7 @@ type forwardState struct {
 	retries   int           // times served again here
 	moved     time.Time     // when it first met a moved partition (engine.RangeMoved)
 	dropped   time.Time     // when its write was first not applied (engine.NotApplied)
+	behind    time.Time     // when its read first met a keyspace behind its session (engine.SessionBehind)
 }
 
 // droppedWait bounds how long a write whose replicated batch was not
@@ -187,6 +188,9 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, err error) (bo
 	if engine.NotApplied(err) {
 		return h.dropped(w, r, err)
 	}
+	if engine.SessionBehind(err) {
+		return h.sessionBehind(w, r, err)
+	}
 	keyspace, leader, ok := engine.NotLeader(err)
 	if !ok || h.cfg.Forward == nil {
 		return false, err
@@ -241,6 +245,16 @@ func (h *Handler) moved(w http.ResponseWriter, r *http.Request, err error) (bool
 // now. Then it returns err (503).
 func (h *Handler) dropped(w http.ResponseWriter, r *http.Request, err error) (bool, error) {
 	return h.serveAgain(w, r, err, func(st *forwardState) *time.Time { return &st.dropped }, droppedWait, droppedPause, nil)
+}
+
+// sessionBehind serves again a read that failed because the keyspace it
+// would read had not reached its session, though the wait before had found
+// the session reached (the range moved between the two: nothing was read):
+// serving it again waits for the session where the range is now. It does
+// so for at most sessionWait; then it returns err (404/1002: the SDKs
+// retry).
+func (h *Handler) sessionBehind(w http.ResponseWriter, r *http.Request, err error) (bool, error) {
+	return h.serveAgain(w, r, err, func(st *forwardState) *time.Time { return &st.behind }, sessionWait, 0, nil)
 }
 
 // serveAgain serves the request r began as again, after prepare (if set)

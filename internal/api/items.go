@@ -129,7 +129,7 @@ func (h *Handler) readItem(w http.ResponseWriter, r *http.Request) error {
 	if h.forwardRead(w, r, engine.Scope{PK: pk}) {
 		return nil
 	}
-	if err := h.checkRead(r); err != nil {
+	if r, err = h.checkRead(r); err != nil {
 		return err
 	}
 	res, err := h.eng.ReadItem(r.Context(), itemRef(r), pk, r.Header.Get("If-None-Match"))
@@ -163,7 +163,7 @@ func (h *Handler) readFeed(w http.ResponseWriter, r *http.Request) error {
 	if h.forwardRead(w, r, sc) {
 		return nil
 	}
-	if err := h.checkRead(r); err != nil {
+	if r, err = h.checkRead(r); err != nil {
 		return err
 	}
 	if r.Header.Get(hdrAIM) != "" {
@@ -189,7 +189,7 @@ func (h *Handler) queryItems(w http.ResponseWriter, r *http.Request) error {
 	if h.forwardRead(w, r, sc) {
 		return nil
 	}
-	if err := h.checkRead(r); err != nil {
+	if r, err = h.checkRead(r); err != nil {
 		return err
 	}
 	p, err := h.eng.QueryItems(r.Context(), r.PathValue("db"), r.PathValue("coll"), sc, q)

@@ -25,28 +25,30 @@ var consistencyStrength = map[string]int{
 // reached gets 404/1002 (ReadSessionNotAvailable), the answer a replica
 // behind the session gives. On one node that only happens to a token from
 // another server or an older data directory. In a cluster a session read
-// also waits for the node's own session (checkNodeSession).
-func (h *Handler) checkRead(r *http.Request) error {
+// also waits for the node's own session (checkNodeSession), and the
+// request it returns carries the positions waited for to the engine's
+// read, which checks them again in the keyspaces it reads
+// (engine.WithSession; SessionBehind, served again in forward).
+func (h *Handler) checkRead(r *http.Request) (*http.Request, error) {
 	if v := strings.TrimSpace(r.Header.Get("x-ms-consistency-level")); v != "" {
 		want, ok := consistencyStrength[strings.ToLower(v)]
 		if !ok {
-			return status.BadRequest("invalid x-ms-consistency-level %q: want Strong, BoundedStaleness, Session, ConsistentPrefix or Eventual", v)
+			return r, status.BadRequest("invalid x-ms-consistency-level %q: want Strong, BoundedStaleness, Session, ConsistentPrefix or Eventual", v)
 		}
 		if want > consistencyStrength[strings.ToLower(h.cfg.Consistency)] {
-			return status.BadRequest("the requested consistency level %s is stronger than the account's default consistency level %s", v, h.cfg.Consistency)
+			return r, status.BadRequest("the requested consistency level %s is stronger than the account's default consistency level %s", v, h.cfg.Consistency)
 		}
 	}
-	v := strings.TrimSpace(r.Header.Get("x-ms-session-token"))
-	if v == "" {
-		return h.checkNodeSession(r)
-	}
-	toks, err := sessionTokens(v)
-	if err != nil {
-		return err
-	}
-	if !h.sessionAvailable(r, toks) {
-		return status.Newf(http.StatusNotFound, "The read session is not available for the input session token %.100q: this server has not reached it (the token comes from another server or an older data directory)", v).
-			WithSub(status.SubNotFoundReadSessionNotAvailable)
+	var toks []engine.SessionToken
+	if v := strings.TrimSpace(r.Header.Get("x-ms-session-token")); v != "" {
+		var err error
+		if toks, err = sessionTokens(v); err != nil {
+			return r, err
+		}
+		if !h.sessionAvailable(r, toks) {
+			return r, status.Newf(http.StatusNotFound, "The read session is not available for the input session token %.100q: this server has not reached it (the token comes from another server or an older data directory)", v).
+				WithSub(status.SubNotFoundReadSessionNotAvailable)
+		}
 	}
 	// NB: a client's token may lag the writes it made through this node.
 	// The Python SDK v3 takes no token from a delete's answer (it files a
@@ -54,24 +56,42 @@ func (h *Handler) checkRead(r *http.Request) error {
 	// the read after a forwarded delete named the position before it and,
 	// through a follower, found the item (the Python tests against a
 	// cluster). The node's own session covers such writes too.
-	return h.checkNodeSession(r)
+	own, err := h.checkNodeSession(r)
+	if err != nil {
+		return r, err
+	}
+	if !h.cfg.Replicated {
+		// One node's keyspaces do not lag its catalog: what the wait
+		// found reached stays reached wherever the read looks.
+		return r, nil
+	}
+	toks = append(toks, own...)
+	return r.WithContext(engine.WithSession(r.Context(), toks, h.feedSession(r))), nil
 }
 
 // checkNodeSession applies, in a cluster, the node's own session to a
 // session read, with or without a session token (nodesession.go): it
 // waits, as for a token, until this node has applied the writes it
 // answered for the container, and answers 404/1002 (which the SDKs retry)
-// if it does not within sessionWait.
-func (h *Handler) checkNodeSession(r *http.Request) error {
+// if it does not within sessionWait. It returns the positions it waited
+// for.
+func (h *Handler) checkNodeSession(r *http.Request) ([]engine.SessionToken, error) {
 	if !h.cfg.Replicated || h.readLevel(r) != consistencyStrength["session"] {
-		return nil
+		return nil, nil
 	}
 	toks := h.nodeSession(r.PathValue("db"), r.PathValue("coll"))
 	if len(toks) == 0 || h.sessionAvailable(r, toks) {
-		return nil
+		return toks, nil
 	}
-	return status.New(http.StatusNotFound, "The read session is not available: this node has not yet applied the writes it acknowledged; retry").
+	return nil, status.New(http.StatusNotFound, "The read session is not available: this node has not yet applied the writes it acknowledged; retry").
 		WithSub(status.SubNotFoundReadSessionNotAvailable)
+}
+
+// feedSession reports whether r's session is a change feed's, reached when
+// its keyspaces' stable LSNs reach it (engine.FeedSessionAvailable): on a
+// replicated node only; on one node the stable LSN is the last.
+func (h *Handler) feedSession(r *http.Request) bool {
+	return h.cfg.Replicated && r.Header.Get(hdrAIM) != ""
 }
 
 // sessionWait bounds how long a session read on a replicated node waits
@@ -92,10 +112,11 @@ const sessionRecheck = 10 * time.Millisecond
 func (h *Handler) sessionAvailable(r *http.Request, toks []engine.SessionToken) bool {
 	db, coll := r.PathValue("db"), r.PathValue("coll")
 	available := h.eng.SessionAvailable
-	if h.cfg.Replicated && r.Header.Get(hdrAIM) != "" {
+	if h.feedSession(r) {
 		available = h.eng.FeedSessionAvailable
 	}
-	if available(db, coll, toks) {
+	ctx := r.Context()
+	if available(ctx, db, coll, toks) {
 		return true
 	}
 	if !h.cfg.Replicated {
@@ -108,11 +129,11 @@ func (h *Handler) sessionAvailable(r *http.Request, toks []engine.SessionToken) 
 	for {
 		// Taken before the check, so an advance after it is not missed.
 		advanced := h.eng.Advanced()
-		if available(db, coll, toks) {
+		if available(ctx, db, coll, toks) {
 			return true
 		}
 		select {
-		case <-r.Context().Done():
+		case <-ctx.Done():
 			return false
 		case <-deadline.C:
 			return false

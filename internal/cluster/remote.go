@@ -41,7 +41,13 @@ type Remote struct {
 	leader   uint64    // the leader the last answer named
 	leaderAt time.Time // when it was asked
 	target   uint64    // the member that last answered
+	visible  []uint64  // LSNs a member said it applied, newest last (at most maxVisible)
 }
+
+// maxVisible bounds the LSNs a Remote remembers as applied: a session read
+// asks twice about the same LSNs, once waiting for them and once as it
+// reads (engine.WithSession), and the second needs no round trip.
+const maxVisible = 16
 
 var (
 	_ replica.Replica     = (*Remote)(nil)
@@ -351,12 +357,30 @@ func (r *Remote) LastLSN() uint64 {
 	return last
 }
 
-// Visible asks a member whether it has applied the write that took lsn.
+// Visible asks a member whether it has applied the write that took lsn,
+// unless a member said so before: every read after that answer goes to a
+// member that has applied as much as that member had (the fence), so the
+// answer stands.
 func (r *Remote) Visible(lsn uint64) bool {
+	r.mu.Lock()
+	known := slices.Contains(r.visible, lsn)
+	r.mu.Unlock()
+	if known {
+		return true
+	}
 	ctx, cancel := r.bounded()
 	defer cancel()
 	a, err := r.call(ctx, kvRequest{Op: kvVisible, LSN: lsn}, 0)
-	return err == nil && string(a.body) == "1"
+	if err != nil || string(a.body) != "1" {
+		return false
+	}
+	r.mu.Lock()
+	if len(r.visible) == maxVisible {
+		r.visible = slices.Delete(r.visible, 0, 1)
+	}
+	r.visible = append(r.visible, lsn)
+	r.mu.Unlock()
+	return true
 }
 
 // Lead returns *replica.NotLeaderError: this node is not a voter. The

@@ -245,6 +245,17 @@ func TestRemoteReplica(t *testing.T) {
 	if err := r.Sync(context.Background()); err != nil {
 		t.Fatalf("Sync: %v", err)
 	}
+	// An LSN a member said it applied is remembered (every later read
+	// goes to a member at least as far along): asked again, no member is
+	// asked. Another LSN is.
+	srv.Close()
+	r.net.wait = 200 * time.Millisecond
+	if !r.Visible(rep.LastLSN()) {
+		t.Fatal("Visible of an LSN a member said it applied asked again, with no member up")
+	}
+	if r.Visible(rep.LastLSN() + 1) {
+		t.Fatal("Visible of an LSN no member was asked about: true with no member up")
+	}
 }
 
 // TestRemoteSlowMember: a member that does not answer in time (paused,

@@ -22,15 +22,7 @@ func engineOnHost(t *testing.T, wrap func(*replica.Local) replica.Host, tp Throu
 // engineOnHostAt is engineOnHost on clock now (nil: the real one).
 func engineOnHostAt(t *testing.T, wrap func(*replica.Local) replica.Host, tp Throughput, now func() time.Time) *Engine {
 	t.Helper()
-	st, err := store.Open(store.Options{Dir: t.TempDir(), Sync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	local, err := replica.OpenLocal(t.Context(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	local := openLocalReplicas(t)
 	e, err := New(t.Context(), wrap(local), local.Meta(), Config{}, now, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -42,6 +34,22 @@ func engineOnHostAt(t *testing.T, wrap func(*replica.Local) replica.Host, tp Thr
 		t.Fatal(err)
 	}
 	return e
+}
+
+// openLocalReplicas opens a synced store in a temporary directory and the
+// local replica host on it, closed when t ends.
+func openLocalReplicas(t *testing.T) *replica.Local {
+	t.Helper()
+	st, err := store.Open(store.Options{Dir: t.TempDir(), Sync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	local, err := replica.OpenLocal(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return local
 }
 
 // followerHost is a replica.Host whose keyspaces in away another node

@@ -93,7 +93,7 @@ func (g feedGroup) holds(key []byte) bool {
 // reads one snapshot of each keyspace. Errors: 404; 410/1002 for a range id
 // that no longer exists; 400 for a bad sub-range or position.
 func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFeed) (ChangePage, error) {
-	c, release, err := e.readContainer(db, coll)
+	c, release, err := e.readContainer(ctx, db, coll)
 	if err != nil {
 		return ChangePage{}, err
 	}

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,10 +61,12 @@ func (e *Engine) readReplica(ctx context.Context, ks uint64) (replica.Replica, e
 	return rep, nil
 }
 
-// readContainer resolves db/coll for a read and holds its mapping of ranges
-// to keyspaces until release: a separation cannot collect data the read may
-// still look for.
-func (e *Engine) readContainer(db, coll string) (c *catalog.Container, release func(), err error) {
+// readContainer resolves db/coll for a read under ctx and holds its mapping
+// of ranges to keyspaces until release: a separation cannot collect data
+// the read may still look for. The read's session (WithSession) must be
+// reached in the keyspaces of the mapping held, else it fails with
+// SessionBehind.
+func (e *Engine) readContainer(ctx context.Context, db, coll string) (c *catalog.Container, release func(), err error) {
 	c, err = e.container(db, coll)
 	if err != nil {
 		return nil, nil, err
@@ -73,6 +74,10 @@ func (e *Engine) readContainer(db, coll string) (c *catalog.Container, release f
 	release = e.maps.shared(c.Internal)
 	if cur, err := e.cat.Container(db, coll); err == nil && cur.Internal == c.Internal {
 		c = cur // the mapping as of now, held
+	}
+	if err := e.checkSession(ctx, c); err != nil {
+		release()
+		return nil, nil, err
 	}
 	return c, release, nil
 }
@@ -238,72 +243,6 @@ func (e *Engine) Advanced() <-chan struct{} {
 // (cluster.Keyspaces).
 type advancer interface {
 	Advanced() <-chan struct{}
-}
-
-// SessionAvailable reports whether every position of tokens is readable
-// here: the write that took the token's LSN is visible in the range's
-// keyspace (replica.Replica.Visible: on a follower, applied, which the
-// largest LSN applied does not tell). A split range's token applies to
-// every range descended from it, each of which must have reached it: a
-// descendant still in the split range's keyspace shares its LSNs, and one
-// separated into a keyspace of its own continues them from its cut, so it
-// has reached any LSN issued before (its move applied). One descendant's
-// keyspace does not vouch for another's: the session's write may be in
-// any of them (the kill loop read a value 90 writes old through a
-// restarted node whose copy of the item's keyspace lagged, while a
-// sibling's had passed the token). A range the container never had is
-// compared with its most advanced keyspace.
-func (e *Engine) SessionAvailable(db, coll string, tokens []SessionToken) bool {
-	return e.sessionAvailable(db, coll, tokens, replica.Replica.Visible)
-}
-
-// FeedSessionAvailable is SessionAvailable for the change feed, which shows
-// changes up to its keyspace's stable LSN: the keyspace's stable LSN must
-// reach the tokens. On a follower it trails the last LSN applied until the
-// leader publishes it (docs/cluster.md, "The engine in a cluster").
-func (e *Engine) FeedSessionAvailable(db, coll string, tokens []SessionToken) bool {
-	return e.sessionAvailable(db, coll, tokens, func(rep replica.Replica, lsn uint64) bool { return lsn <= rep.StableLSN() })
-}
-
-func (e *Engine) sessionAvailable(db, coll string, tokens []SessionToken, sees func(replica.Replica, uint64) bool) bool {
-	c, err := e.container(db, coll)
-	if err != nil {
-		return true // the request itself gets the 404
-	}
-	reached := func(ks, lsn uint64) bool {
-		rep, err := e.host.Replica(ks)
-		return err == nil && sees(rep, lsn)
-	}
-	for _, tok := range tokens {
-		if ks, ok := c.Keyspace(tok.RangeID); ok {
-			if !reached(ks, tok.LSN) {
-				return false
-			}
-			continue
-		}
-		var kss []uint64 // the keyspaces of the ranges descended from it
-		for _, r := range c.Map().Ranges() {
-			if slices.Contains(r.Parents, tok.RangeID) {
-				if ks, _ := c.Keyspace(r.ID); !slices.Contains(kss, ks) {
-					kss = append(kss, ks)
-				}
-			}
-		}
-		if len(kss) == 0 {
-			// Not a range of this container: a foreign token, compared
-			// with the most advanced keyspace.
-			if !slices.ContainsFunc(c.Keyspaces(), func(ks uint64) bool { return reached(ks, tok.LSN) }) {
-				return false
-			}
-			continue
-		}
-		for _, ks := range kss {
-			if !reached(ks, tok.LSN) {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // sessionFor returns the session token of a read of ranges rs of c: each

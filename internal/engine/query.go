@@ -140,7 +140,7 @@ func (t queryToken) encode() string {
 // resumes where it stopped; others are evaluated whole for each page.
 func (e *Engine) QueryItems(ctx context.Context, db, coll string, scope Scope, q Query) (Page, error) {
 	start := time.Now()
-	c, release, err := e.readContainer(db, coll)
+	c, release, err := e.readContainer(ctx, db, coll)
 	if err != nil {
 		return Page{}, err
 	}

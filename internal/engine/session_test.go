@@ -1,10 +1,15 @@
 package engine
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"testing"
 
+	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/partition"
 	"github.com/partitadb/partita/internal/replica"
+	"github.com/partitadb/partita/internal/status"
 )
 
 // lagHost is a replica.Host whose keyspaces in upTo have made visible only
@@ -29,6 +34,25 @@ type lagReplica struct {
 
 func (r lagReplica) Visible(lsn uint64) bool { return lsn <= r.upTo }
 
+// splitForty writes item a in forty logical partitions of db/k and splits
+// its range 0 in two, returning the children.
+func splitForty(t *testing.T, e *Engine) []PKRange {
+	t.Helper()
+	for i := range 40 {
+		if _, err := e.WriteItem(t.Context(), Write{DB: "db", Container: "k", Kind: Upsert, PK: pkN(i), Body: fmt.Appendf(nil, `{"id":"a","pk":"p%d"}`, i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	children, err := e.SplitRange(t.Context(), "db", "k", "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(children) != 2 {
+		t.Fatalf("split into %v", children)
+	}
+	return children
+}
+
 // TestSessionAfterSplit: a session token naming a range since split is
 // reached only when every range descended from it has reached it, each in
 // its keyspace. One descendant's keyspace past the token does not vouch
@@ -49,18 +73,7 @@ func TestSessionAfterSplit(t *testing.T) {
 	if rs := c.Map().Ranges(); len(rs) != 1 || rs[0].ID != "0" {
 		t.Fatalf("ranges %v, want range 0 alone", rs)
 	}
-	for i := range 40 {
-		if _, err := e.WriteItem(t.Context(), Write{DB: "db", Container: "k", Kind: Upsert, PK: pkN(i), Body: fmt.Appendf(nil, `{"id":"a","pk":"p%d"}`, i)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	children, err := e.SplitRange(t.Context(), "db", "k", "0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(children) != 2 {
-		t.Fatalf("split into %v", children)
-	}
+	children := splitForty(t, e)
 	c, err = e.cat.Container("db", "k")
 	if err != nil {
 		t.Fatal(err)
@@ -94,13 +107,187 @@ func TestSessionAfterSplit(t *testing.T) {
 		{1000, 600, true},
 	} {
 		host.upTo[ks0], host.upTo[ks1] = c.upTo0, c.upTo1
-		if got := e.SessionAvailable("db", "k", tok); got != c.want {
+		if got := e.SessionAvailable(t.Context(), "db", "k", tok); got != c.want {
 			t.Errorf("keyspaces %d and %d visible up to %d and %d: token 0#500 available = %v, want %v", ks0, ks1, c.upTo0, c.upTo1, got, c.want)
 		}
 		// A child's own token asks its keyspace alone.
 		own := []SessionToken{{RangeID: moved, LSN: 500}}
-		if got := e.SessionAvailable("db", "k", own); got != (c.upTo1 >= 500) {
+		if got := e.SessionAvailable(t.Context(), "db", "k", own); got != (c.upTo1 >= 500) {
 			t.Errorf("keyspace %d visible up to %d: token %s#500 available = %v", ks1, c.upTo1, moved, got)
 		}
+	}
+}
+
+// TestSessionCheckedWhereRead: a read checks its session (WithSession)
+// against the mapping of ranges to keyspaces it holds, not only the one the
+// API waited on. A range moved to a keyspace of its own between the wait
+// and the read is read there only once that keyspace has reached the
+// session; until then the read fails with SessionBehind, having read
+// nothing. Without the check the read found the new keyspace's copy still
+// empty and answered 404 for an item the session had written (a session
+// violation of the four-node kill loop: "read with the token … of the
+// write …: not found").
+func TestSessionCheckedWhereRead(t *testing.T) {
+	var host *lagHost
+	e := engineOnHost(t, func(local *replica.Local) replica.Host {
+		host = &lagHost{Local: local, upTo: map[uint64]uint64{}}
+		return host
+	}, Throughput{Manual: 400})
+	children := splitForty(t, e)
+	moved := children[1].ID
+	tok := []SessionToken{{RangeID: moved, LSN: 1}}
+	if !e.SessionAvailable(t.Context(), "db", "k", tok) {
+		t.Fatal("the session is not available before the move")
+	}
+	// The move lands between the API's wait and the read: the new
+	// keyspace here has applied nothing yet.
+	c, err := e.cat.Container("db", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, _ := c.Keyspace(moved)
+	_, to, err := e.cat.BeginMove("db", "k", c.Internal, moved, from, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.cat.MoveRange("db", "k", c.Internal, moved, from, to); err != nil {
+		t.Fatal(err)
+	}
+	host.upTo[to] = 0
+	ctx := WithSession(t.Context(), tok, false)
+	for i := range 40 {
+		// Every read waits for the whole session, as the API's wait does.
+		_, err := e.ReadItem(ctx, ItemRef{DB: "db", Container: "k", ID: "a"}, pkN(i), "")
+		if !SessionBehind(err) {
+			t.Fatalf("p%d: %v, want SessionBehind", i, err)
+		}
+		if se := status.From(err); se.Code != http.StatusNotFound || se.Sub != status.SubNotFoundReadSessionNotAvailable {
+			t.Errorf("p%d: %d/%d, want 404/1002", i, se.Code, se.Sub)
+		}
+	}
+	for _, q := range []func(context.Context) error{
+		func(ctx context.Context) error {
+			_, err := e.QueryItems(ctx, "db", "k", Scope{}, Query{Text: "SELECT * FROM c", EnableCrossPartition: true})
+			return err
+		},
+		func(ctx context.Context) error { _, err := e.ReadFeed(ctx, "db", "k", Scope{}, 100, ""); return err },
+		func(ctx context.Context) error {
+			_, err := e.ReadChanges(WithSession(t.Context(), tok, true), "db", "k", ChangeFeed{})
+			return err
+		},
+	} {
+		if err := q(ctx); !SessionBehind(err) {
+			t.Errorf("a query, read feed or change feed behind its session: %v, want SessionBehind", err)
+		}
+	}
+	// What the check keeps the session from: read without it, the moved
+	// items are not found in the new keyspace, which has applied nothing.
+	missing := 0
+	for i := range 40 {
+		if _, err := e.ReadItem(t.Context(), ItemRef{DB: "db", Container: "k", ID: "a"}, pkN(i), ""); status.From(err).Code == http.StatusNotFound {
+			missing++
+		}
+	}
+	if missing == 0 {
+		t.Fatal("no item of the moved range is missing from its empty keyspace")
+	}
+	host.upTo[to] = 1000
+	for i := range 40 {
+		if _, err := e.ReadItem(ctx, ItemRef{DB: "db", Container: "k", ID: "a"}, pkN(i), ""); SessionBehind(err) {
+			t.Fatalf("p%d: behind its session once the keyspace reached it", i)
+		}
+	}
+}
+
+// sharedMeta is a catalog backend shared with another node's catalog (a
+// second catalog on the same records): this node's catalog learns what the
+// other wrote only when it syncs, as a cluster node's learns from etcd.
+type sharedMeta struct {
+	catalog.Backend
+	syncs int
+	cat   func() *catalog.Catalog // the catalog that syncs
+}
+
+func (s *sharedMeta) Lock(context.Context) (func(), error) { return func() {}, nil }
+
+func (s *sharedMeta) Sync(ctx context.Context) error {
+	s.syncs++
+	c := s.cat()
+	return s.Load(ctx, "", func(key string, v []byte) error { return c.Observe(key, v, false) })
+}
+
+// TestSessionSyncsForUnseenRange: a session token naming a range this
+// node's catalog has not heard of yet (split off through another node) is
+// resolved after syncing the catalog, not compared, as a foreign token is,
+// with whichever keyspace is furthest ahead: that passed on another
+// partition's keyspace while the range's own lagged.
+func TestSessionSyncsForUnseenRange(t *testing.T) {
+	local := openLocalReplicas(t)
+	host := &lagHost{Local: local, upTo: map[uint64]uint64{}}
+	var e *Engine
+	meta := &sharedMeta{Backend: local.Meta(), cat: func() *catalog.Catalog { return e.cat }}
+	e, err := New(t.Context(), host, meta, Config{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateDatabase("db", Throughput{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateContainer("db", []byte(`{"id":"k","partitionKey":{"paths":["/pk"]}}`), Throughput{Manual: 12000}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.cat.Container("db", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := c.Map().Ranges()
+	if len(rs) != 2 {
+		t.Fatalf("ranges %v, want two", rs)
+	}
+	ks0, _ := c.Keyspace(rs[0].ID)
+	ks1, _ := c.Keyspace(rs[1].ID)
+	if ks0 == ks1 {
+		t.Fatal("the two ranges share a keyspace")
+	}
+	// Another node splits range 0; this node's catalog has not heard.
+	other, err := catalog.Open(t.Context(), &sharedMeta{Backend: local.Meta(), cat: func() *catalog.Catalog { return nil }}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r0 := rs[0]
+	mid, ok := partition.Midpoint(c.PK, r0.Min, r0.Max)
+	if !ok {
+		t.Fatal("range 0 cannot be halved")
+	}
+	split, err := other.SplitRange("db", "k", r0.ID, mid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := split.Map().Ranges()[0].ID
+	if _, known := c.Record(child); known {
+		t.Fatalf("range %s known before the split", child)
+	}
+	// Range 0's keyspace lags the token; the other partition's is past it.
+	host.upTo[ks0], host.upTo[ks1] = 10, 1000
+	tok := []SessionToken{{RangeID: child, LSN: 500}}
+	if e.SessionAvailable(t.Context(), "db", "k", tok) {
+		t.Fatalf("token %s#500 available with its range's keyspace at 10", child)
+	}
+	if meta.syncs == 0 {
+		t.Fatal("the catalog was not synced for a range it did not know")
+	}
+	host.upTo[ks0] = 500
+	if !e.SessionAvailable(t.Context(), "db", "k", tok) {
+		t.Fatalf("token %s#500 not available with its range's keyspace at 500", child)
+	}
+	// A token of a range the container never had (an id below the next
+	// one) is foreign: no sync, the furthest keyspace decides.
+	syncs := meta.syncs
+	host.upTo[ks0] = 10
+	if !e.SessionAvailable(t.Context(), "db", "k", []SessionToken{{RangeID: "x", LSN: 500}}) {
+		t.Fatal("a foreign token is not compared with the furthest keyspace")
+	}
+	if meta.syncs != syncs {
+		t.Fatal("a foreign token synced the catalog")
 	}
 }
