@@ -169,6 +169,9 @@ type Engine struct {
 	cfg Config
 	log *slog.Logger
 	now func() time.Time
+	// bucketRound is the most entries of a bounded index term an ordered
+	// read sorts at a time (readBucket); 0: maxBucketRound. Tests lower it.
+	bucketRound int
 	// host holds the physical partitions' data, one keyspace each (shared
 	// by split siblings): the engine reaches it only through package
 	// replica (docs/storage-seams.md).

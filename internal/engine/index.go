@@ -29,7 +29,7 @@ import (
 // each keyspace (formatKey). A keyspace holding another version, or none
 // (converted from an older release), has them rebuilt when the engine
 // opens.
-const indexFormat = 7 // 7: keyspaces (docs/storage-seams.md)
+const indexFormat = 8 // 7: keyspaces (docs/storage-seams.md); 8: bounded string terms (index.StringTermBytes)
 
 // ridSeq returns the sequence number in an item's _rid: its last 8 bytes.
 func ridSeq(rid string) (uint64, error) {

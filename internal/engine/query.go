@@ -53,6 +53,10 @@ type queryToken struct {
 	// Ordered marks a position in an index scan in ORDER BY order, where
 	// Key is an index entry's key.
 	Ordered bool `json:"o,omitempty"`
+	// Val is, for a position inside a bounded index term (ordered reads),
+	// the first maxTokenValue bytes of the ORDER BY value of the document
+	// at Key: where to resume if that document is gone (readBucket).
+	Val []byte `json:"v,omitempty"`
 	// Sort is the position of a sorted query's last row (see sortedPage).
 	Sort *exec.Cursor `json:"c,omitempty"`
 	// Stats are the measurements the first page chose its plan from
@@ -493,12 +497,17 @@ func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error)
 	rowIdx, skipRows, docs := 0, 0, 0
 	finished := take >= 0 && done >= skip+take
 	here := func(rows int) *queryToken {
-		return &queryToken{Hash: tok.Hash, ScopeLo: tok.ScopeLo, ScopeHi: tok.ScopeHi, Lo: bytes.Clone(lo), Hi: bytes.Clone(hi), Key: bytes.Clone(key), Rows: rows, Done: done, Ordered: run.ordered != nil, Stats: tok.Stats}
+		t := &queryToken{Hash: tok.Hash, ScopeLo: tok.ScopeLo, ScopeHi: tok.ScopeHi, Lo: bytes.Clone(lo), Hi: bytes.Clone(hi), Key: bytes.Clone(key), Rows: rows, Done: done, Ordered: run.ordered != nil, Stats: tok.Stats}
+		if run.ordered != nil && boundedTermOf(key) != nil {
+			v := stringAt(cur, run.ordered.Path)
+			t.Val = bytes.Clone(v[:min(len(v), maxTokenValue)])
+		}
+		return t
 	}
 	feed := func(yield func([]byte) bool) error {
 		return run.read(ctx, tok, func(l, h, k, doc []byte) bool {
 			if docs > 0 && time.Since(run.start) > run.e.cfg.QueryPageTime {
-				lo, hi, key = l, h, k
+				lo, hi, key, cur = l, h, k, doc
 				next = here(0)
 				return false
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/partitadb/partita/internal/document"
+	"github.com/partitadb/partita/internal/index"
 	"github.com/partitadb/partita/internal/replica"
 	"github.com/partitadb/partita/internal/store"
 )
@@ -243,17 +244,22 @@ func TestQueryBadContinuation(t *testing.T) {
 	}
 }
 
-// TestOrderEntriesRebuiltOnOpen: a store without order entries (written
-// before they existed) gets them rebuilt when the engine opens it.
-func TestOrderEntriesRebuiltOnOpen(t *testing.T) {
-	dir := t.TempDir()
+// engineInDir opens an engine on a store in dir, and when create is set
+// creates database db and container k (one partition) in it. The caller
+// closes the store.
+func engineInDir(t *testing.T, dir string, create bool) (*store.Store, *Engine) {
+	t.Helper()
 	st, err := store.Open(store.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e, err := openOn(t, t.Context(), st, Config{}, nil, nil)
 	if err != nil {
+		st.Close()
 		t.Fatal(err)
+	}
+	if !create {
+		return st, e
 	}
 	if _, err := e.CreateDatabase("db", Throughput{}); err != nil {
 		t.Fatal(err)
@@ -261,6 +267,14 @@ func TestOrderEntriesRebuiltOnOpen(t *testing.T) {
 	if _, err := e.CreateContainer("db", []byte(`{"id":"k","partitionKey":{"paths":["/pk"]}}`), Throughput{Manual: 400}); err != nil {
 		t.Fatal(err)
 	}
+	return st, e
+}
+
+// TestOrderEntriesRebuiltOnOpen: a store without order entries (written
+// before they existed) gets them rebuilt when the engine opens it.
+func TestOrderEntriesRebuiltOnOpen(t *testing.T) {
+	dir := t.TempDir()
+	st, e := engineInDir(t, dir, true)
 	kept := queryFixture(t, e, 40)
 	c, _ := e.container("db", "k")
 	rewrite(t, e, c, func(b replica.Batch) {
@@ -273,13 +287,8 @@ func TestOrderEntriesRebuiltOnOpen(t *testing.T) {
 		t.Fatalf("with the order entries gone the query found %d items; the test does not test anything", len(got))
 	}
 	st.Close()
-	if st, err = store.Open(store.Options{Dir: dir}); err != nil {
-		t.Fatal(err)
-	}
+	st, e = engineInDir(t, dir, false)
 	defer st.Close()
-	if e, err = openOn(t, t.Context(), st, Config{}, nil, nil); err != nil {
-		t.Fatal(err)
-	}
 	got := queryAll(t, e, Scope{}, q)
 	want := make([]string, len(kept))
 	for i, id := range kept {
@@ -308,8 +317,11 @@ func TestIndexLookupsMatchScans(t *testing.T) {
 	}
 	for _, coll := range []string{"k", "scan"} {
 		for i := range 200 {
-			body := fmt.Sprintf(`{"id":"i%03d","pk":"p%d","n":%d,"s":"s%d","nested":{"v":%d},"arr":[%d,"x"],"mixed":%s}`,
-				i, i%10, i%50, i%7, i%13, i%4, []string{`1`, `"1"`, `null`, `true`, `[1]`}[i%5])
+			// l: strings around index.StringTermBytes long, many sharing
+			// their first bytes (bounded terms).
+			l := strings.Repeat("q", index.StringTermBytes-6+i%16) + fmt.Sprintf("%02d", i*7%17)
+			body := fmt.Sprintf(`{"id":"i%03d","pk":"p%d","n":%d,"s":"s%d","nested":{"v":%d},"arr":[%d,"x"],"mixed":%s,"l":%q}`,
+				i, i%10, i%50, i%7, i%13, i%4, []string{`1`, `"1"`, `null`, `true`, `[1]`}[i%5], l)
 			if _, err := e.WriteItem(ctx, Write{DB: "db", Container: coll, Kind: Create, PK: pkN(i % 10), Body: []byte(body)}); err != nil {
 				t.Fatal(err)
 			}
@@ -359,6 +371,15 @@ func TestIndexLookupsMatchScans(t *testing.T) {
 		{"SELECT VALUE c.mixed FROM c WHERE c.mixed >= 0 ORDER BY c.mixed DESC", nil, 40},
 		{"SELECT VALUE c.n FROM c WHERE c.n > 40 AND c.s = 's1' ORDER BY c.n", nil, 36},
 		{"SELECT VALUE c.id FROM c WHERE c.id > 'i19' ORDER BY c.id DESC", nil, 10},
+		// Long strings: bounded terms, candidates re-checked, runs sorted.
+		{"SELECT VALUE c.id FROM c WHERE c.l = @l", map[string][]byte{"@l": fmt.Appendf(nil, "%q", strings.Repeat("q", index.StringTermBytes+3)+"03")}, -1},
+		{"SELECT VALUE c.id FROM c WHERE c.l > @l", map[string][]byte{"@l": fmt.Appendf(nil, "%q", strings.Repeat("q", index.StringTermBytes+2)+"10")}, -1},
+		{"SELECT VALUE c.id FROM c WHERE c.l <= @l", map[string][]byte{"@l": fmt.Appendf(nil, "%q", strings.Repeat("q", index.StringTermBytes+2)+"10")}, -1},
+		{"SELECT VALUE c.id FROM c WHERE STARTSWITH(c.l, @l)", map[string][]byte{"@l": fmt.Appendf(nil, "%q", strings.Repeat("q", index.StringTermBytes+1))}, -1},
+		{"SELECT VALUE c.id FROM c WHERE c.l IN (@a, @b)", map[string][]byte{"@a": fmt.Appendf(nil, "%q", strings.Repeat("q", index.StringTermBytes+5)+"01"), "@b": fmt.Appendf(nil, "%q", strings.Repeat("q", index.StringTermBytes+5)+"13")}, -1},
+		{"SELECT VALUE c.l FROM c WHERE c.l > '' ORDER BY c.l", nil, -1},
+		{"SELECT VALUE c.l FROM c WHERE c.l > '' ORDER BY c.l DESC", nil, -1},
+		{"SELECT VALUE c.l FROM c WHERE c.l > '' ORDER BY c.l OFFSET 40 LIMIT 30", nil, -1},
 		// id and _ts are in every document: their index orders them all.
 		{"SELECT TOP 5 VALUE c.id FROM c ORDER BY c.id DESC", nil, 5},
 		{"SELECT VALUE c.id FROM c ORDER BY c.id", nil, 200},

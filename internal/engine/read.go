@@ -11,8 +11,10 @@ import (
 	"sync"
 
 	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/index"
 	"github.com/partitadb/partita/internal/query/plan"
 	"github.com/partitadb/partita/internal/replica"
+	"github.com/valyala/fastjson"
 )
 
 // view is one page's reads: a snapshot of each keyspace it reads, taken on
@@ -274,13 +276,7 @@ func (s docSource) readUnit(ctx context.Context, u unit, from uint64, after []by
 			break
 		}
 		h := streams[i].head()
-		doc, err := h.doc, error(nil)
-		switch {
-		case !h.fetched:
-			doc, err = h.r.Get(h.itemKey)
-		case doc == nil:
-			err = replica.ErrNotFound
-		}
+		doc, err := loadDoc(h.r, h.itemKey, h.doc, h.fetched)
 		switch {
 		case errors.Is(err, replica.ErrNotFound):
 			// The entry and the item come from one snapshot, so this
@@ -923,15 +919,21 @@ func statsSpanOf(sp replica.Span) replica.Span {
 // from position at: a document's key is its index entry's key. The
 // keyspaces of the scope are read at once and merged by index key.
 func (s docSource) readOrdered(ctx context.Context, scan *plan.IndexScan, desc bool, at queryToken, loaded, entries *int, fn docFunc) error {
+	// A position inside a bounded term resumes that term's entries from
+	// their start: they are sorted by value before they are read (bucket).
+	resume := at.Key
+	if b := boundedTermOf(at.Key); b != nil {
+		resume = b
+	}
 	var spans []replica.Span
 	for _, ts := range scan.Spans {
 		sp := indexSpan(ts.Lower, ts.Upper)
 		switch {
 		case at.Key == nil:
 		case desc:
-			sp = intersect(sp, replica.Span{Lower: sp.Lower, Upper: append(bytes.Clone(at.Key), 0)})
+			sp = intersect(sp, replica.Span{Lower: sp.Lower, Upper: afterEntries(resume)})
 		default:
-			sp = intersect(sp, replica.Span{Lower: at.Key, Upper: sp.Upper})
+			sp = intersect(sp, replica.Span{Lower: resume, Upper: sp.Upper})
 		}
 		if !sp.Empty() {
 			spans = append(spans, sp)
@@ -984,16 +986,18 @@ func (s docSource) readOrdered(ctx context.Context, scan *plan.IndexScan, desc b
 			break
 		}
 		st := streams[i]
+		if b := boundedTermOf(st.key); b != nil {
+			// A copy: st.key is the iterator's, which reading moves.
+			stopped, err := s.readBucket(ctx, scan, desc, bytes.Clone(b), at, streams, loaded, entries, fn)
+			if err != nil || stopped {
+				return err
+			}
+			continue
+		}
 		if testHookOrderedEntry != nil {
 			testHookOrderedEntry()
 		}
-		doc, err := st.doc, error(nil)
-		switch {
-		case !st.fetched:
-			doc, err = st.r.Get(st.item)
-		case doc == nil:
-			err = replica.ErrNotFound
-		}
+		doc, err := loadDoc(st.r, st.item, st.doc, st.fetched)
 		switch {
 		case errors.Is(err, replica.ErrNotFound):
 		case err != nil:
@@ -1017,6 +1021,276 @@ func (s docSource) readOrdered(ctx context.Context, scan *plan.IndexScan, desc b
 		}
 	}
 	return nil
+}
+
+// loadDoc returns the document of item key item read through r, or doc when
+// fetched (prefetched with the entry: nil for not found); the error is
+// replica.ErrNotFound for a missing one.
+func loadDoc(r replica.Reader, item, doc []byte, fetched bool) ([]byte, error) {
+	switch {
+	case !fetched:
+		return r.Get(item)
+	case doc == nil:
+		return nil, replica.ErrNotFound
+	}
+	return doc, nil
+}
+
+// boundedTermOf returns the store-key prefix of index entry key's term
+// (kindIndex and the term) when the term is bounded (index.StringTermBytes:
+// it stands for every string with its first bytes), else nil.
+func boundedTermOf(key []byte) []byte {
+	if len(key) < 11 || key[0] != kindIndex || key[len(key)-10] != 0x00 || key[len(key)-9] != 0x03 {
+		// A bounded term ends in 0x00 0x03, before the entry's 8-byte
+		// sequence number; most keys are told apart here, undecoded.
+		return nil
+	}
+	n, bounded, err := index.BoundedTerm(key[1:])
+	if err != nil || !bounded {
+		return nil
+	}
+	return key[:1+n]
+}
+
+// afterEntries returns the smallest key above every index entry whose key
+// starts with p (an index entry's key, or a term's prefix of one).
+func afterEntries(p []byte) []byte {
+	return append(bytes.Clone(p), 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF)
+}
+
+// bucketEntry is an entry of a bounded term read in ORDER BY order: its
+// key, its document, and the document's value on the ORDER BY's path.
+type bucketEntry struct {
+	key, doc, value []byte
+}
+
+// maxBucketRound is the most entries of one bounded term that an ordered
+// read sorts at a time, and maxBucketBytes the most bytes of their
+// documents it holds: a term with more is read in rounds, each scanning
+// all its entries for the next ones in order (readBucket).
+const (
+	maxBucketRound = 4096
+	maxBucketBytes = 32 << 20
+)
+
+// readBucket reads the entries of the bounded term b (a store-key prefix,
+// boundedTermOf), at which the streams stand or which they have not
+// reached, and calls fn with their documents in the order of their full
+// values on scan's path (then of their keys; both backwards when desc):
+// the term orders the strings it stands for only by their first bytes. A
+// position at (a continuation) inside b resumes at its entry; if that
+// entry is gone (its item deleted or changed since), after where its value
+// (at.Val) and key put it. It reports whether fn stopped.
+//
+// The entries the streams hold are sorted at once when they are few (the
+// common case: a long string's term holds it alone); a term with more
+// than a round's worth is read in rounds, each scanning the whole term
+// again for the next entries after the last one read, as a sort of the
+// whole scope does (no more than a round's documents are held).
+func (s docSource) readBucket(ctx context.Context, scan *plan.IndexScan, desc bool, b []byte, at queryToken, streams []*orderedStream, loaded, entries *int, fn docFunc) (bool, error) {
+	sel := bucketSelect{desc: desc, limit: cmp.Or(s.e.bucketRound, maxBucketRound)}
+	if bytes.HasPrefix(at.Key, b) {
+		sel.after = &bucketEntry{key: at.Key, value: at.Val}
+		sel.inclusive, sel.cut = true, len(at.Val) == maxTokenValue
+	}
+	for _, st := range streams {
+		for st.ok && bytes.HasPrefix(st.key, b) {
+			if testHookOrderedEntry != nil {
+				testHookOrderedEntry()
+			}
+			doc, err := loadDoc(st.r, st.item, st.doc, st.fetched)
+			switch {
+			case errors.Is(err, replica.ErrNotFound):
+			case err != nil:
+				return false, err
+			default:
+				*loaded++
+				if !s.gone(st.item, doc) {
+					sel.offer(bucketEntry{key: bytes.Clone(st.key), doc: doc, value: stringAt(doc, scan.Path)})
+				}
+			}
+			st.advance()
+		}
+		if st.failed != nil {
+			return false, st.failed
+		}
+	}
+	es, more := sel.take()
+	for {
+		for i, e := range es {
+			if !fn(nil, nil, e.key, e.doc) {
+				return true, nil
+			}
+			if i%256 == 255 {
+				if err := ctx.Err(); err != nil {
+					return false, err
+				}
+			}
+		}
+		if !more || len(es) == 0 {
+			return false, nil
+		}
+		// The term holds more than a round: scan it again, in every
+		// keyspace of the scope, for the entries after the last read.
+		last := es[len(es)-1]
+		sel = bucketSelect{desc: desc, limit: sel.limit, after: &last}
+		if err := s.scanBucket(ctx, scan, b, &sel, loaded, entries); err != nil {
+			return false, err
+		}
+		es, more = sel.take()
+	}
+}
+
+// scanBucket offers sel every entry of the bounded term b that the scope
+// holds, reading each keyspace of the scope.
+func (s docSource) scanBucket(ctx context.Context, scan *plan.IndexScan, b []byte, sel *bucketSelect, loaded, entries *int) error {
+	seen := map[uint64]bool{}
+	for _, u := range s.units(nil) {
+		for _, p := range u.parts {
+			if seen[p.ks] {
+				continue
+			}
+			seen[p.ks] = true
+			// Every part of the keyspace: its entries are filtered by the
+			// spans of all the scope's parts there.
+			var ps part
+			ps.ks = p.ks
+			for _, u2 := range s.units(nil) {
+				for _, q := range u2.parts {
+					if q.ks == p.ks {
+						ps.spans = append(ps.spans, q.spans...)
+					}
+				}
+			}
+			r, err := s.v.reader(p.ks)
+			if err != nil {
+				return err
+			}
+			var failed error
+			err = replica.Scan(ctx, r, replica.Span{Lower: b, Upper: afterEntries(b)}, func(key, item []byte) bool {
+				*entries++
+				if !ps.holds(item) {
+					return true
+				}
+				doc, err := r.Get(item)
+				switch {
+				case errors.Is(err, replica.ErrNotFound):
+					return true
+				case err != nil:
+					failed = err
+					return false
+				}
+				*loaded++
+				if !s.gone(item, doc) {
+					sel.offer(bucketEntry{key: bytes.Clone(key), doc: doc, value: stringAt(doc, scan.Path)})
+				}
+				return true
+			})
+			if err = cmp.Or(err, failed); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// bucketSelect keeps the first limit entries of a bounded term, in
+// readBucket's order, that come after a position: the next round's.
+type bucketSelect struct {
+	desc  bool
+	limit int
+	// after, when set, is the position: the last entry read (more rounds
+	// follow it), or a continuation's (inclusive: its entry itself is
+	// read; cut: its value is only the continuation's first bytes).
+	after          *bucketEntry
+	inclusive, cut bool
+	es             []bucketEntry // sorted when taken
+	bytes          int
+	more           bool // an entry after the position was not kept
+}
+
+// compare orders entries as readBucket reads them.
+func (sel *bucketSelect) compare(x, y bucketEntry) int {
+	c := cmp.Or(bytes.Compare(x.value, y.value), bytes.Compare(x.key, y.key))
+	if sel.desc {
+		return -c
+	}
+	return c
+}
+
+// offer keeps e if it comes after the position and among the first
+// entries after it.
+func (sel *bucketSelect) offer(e bucketEntry) {
+	if sel.after != nil && !sel.follows(e) {
+		return
+	}
+	sel.es = append(sel.es, e)
+	sel.bytes += len(e.doc)
+	if len(sel.es) > 2*sel.limit || sel.bytes > 2*maxBucketBytes {
+		sel.trim()
+	}
+}
+
+// follows reports whether e comes after the position (at it, when
+// inclusive and it is the position's own entry).
+func (sel *bucketSelect) follows(e bucketEntry) bool {
+	at := sel.after
+	if bytes.Equal(e.key, at.key) {
+		return sel.inclusive
+	}
+	v := e.value
+	if sel.cut && len(v) > len(at.value) && bytes.Equal(v[:len(at.value)], at.value) {
+		// The position's value is known only to its first bytes, which
+		// e's share: whether e comes first is not known, and it is read
+		// (it may be read twice, never missed).
+		return true
+	}
+	c := cmp.Or(bytes.Compare(v, at.value), bytes.Compare(e.key, at.key))
+	if sel.desc {
+		return c < 0
+	}
+	return c > 0
+}
+
+// trim sorts the kept entries and keeps the first limit of them (and no
+// more than maxBucketBytes of documents, at least one).
+func (sel *bucketSelect) trim() {
+	slices.SortFunc(sel.es, sel.compare)
+	n, size := 0, 0
+	for n < len(sel.es) && n < sel.limit && (n == 0 || size+len(sel.es[n].doc) <= maxBucketBytes) {
+		size += len(sel.es[n].doc)
+		n++
+	}
+	if n < len(sel.es) {
+		sel.more = true
+		clear(sel.es[n:])
+		sel.es = sel.es[:n]
+	}
+	sel.bytes = size
+}
+
+// take returns the kept entries in order, and whether entries after them
+// were not kept (another round must look for them).
+func (sel *bucketSelect) take() ([]bucketEntry, bool) {
+	sel.trim()
+	return sel.es, sel.more
+}
+
+// maxTokenValue bounds the value a continuation carries (queryToken.Val).
+const maxTokenValue = 1024
+
+// stringAt returns the string at path in doc (a JSON object), unescaped; nil
+// when there is none (the item changed since its index entry was read).
+func stringAt(doc []byte, path []string) []byte {
+	v, err := fastjson.ParseBytes(doc)
+	if err != nil {
+		return nil
+	}
+	if v = v.Get(path...); v == nil || v.Type() != fastjson.TypeString {
+		return nil
+	}
+	b, _ := v.StringBytes()
+	return b
 }
 
 // testHookOrderedEntry, when set (by tests), runs after an ordered read

@@ -14,7 +14,8 @@
 //	value   = 0x02                         null
 //	        | 0x03 (0x00 | 0x01)           false | true
 //	        | 0x04 f(num)                  8 bytes, order-preserving float64
-//	        | 0x05 esc(str) 0x00 0x01      string
+//	        | 0x05 esc(str) 0x00 0x01      string of at most StringTermBytes bytes
+//	        | 0x05 esc(str[:N]) 0x00 0x03  longer string (N = StringTermBytes): a bounded term
 //
 // The encoding has three properties the engine relies on:
 //
@@ -22,7 +23,11 @@
 //     comparison order of their values: null < false < true < numbers <
 //     strings, numbers numerically (-0 == 0), strings by Unicode code point
 //     (which is UTF-8 byte order). Undefined, arrays and objects are never
-//     terms.
+//     terms. The one exception: strings longer than StringTermBytes that
+//     share their first StringTermBytes bytes share their bounded term, so
+//     for them the order is a preorder. Lookups find candidates there (the
+//     filter re-checks them), and an ordered read sorts a bounded term's
+//     entries by their documents' full values.
 //   - Terms are self-delimiting: no term is a proper prefix of another, so
 //     bytes appended after a term (the engine's 8-byte ridSeq) never change
 //     the order between different terms, and the terms of two different

@@ -3,6 +3,7 @@ package index
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -64,6 +65,8 @@ func FuzzTerms(f *testing.F) {
 		`{"a":NaN}`,
 		`[1]`,
 		`{"a":1,"a":{"a":[1,1]}}`,
+		// Strings past StringTermBytes sharing their bounded term.
+		`{"l":["` + strings.Repeat("x", StringTermBytes) + `a","` + strings.Repeat("x", StringTermBytes) + `b","` + strings.Repeat("x", StringTermBytes) + `"]}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -102,9 +102,12 @@ func Range(path []string, lo, hi *Bound) Span {
 		k = hi.V.Kind
 	}
 	s := kindSpan(path, k)
+	// A bound longer than StringTermBytes has a bounded term, shared with
+	// values on both sides of it: the span keeps the whole term, whose
+	// entries are candidates.
 	if lo != nil {
 		t := AppendTerm(nil, path, lo.V)
-		if lo.Inclusive {
+		if lo.Inclusive || bounded(lo.V) {
 			s.Lower = t
 		} else {
 			s.Lower = prefixEnd(t)
@@ -112,7 +115,7 @@ func Range(path []string, lo, hi *Bound) Span {
 	}
 	if hi != nil {
 		t := AppendTerm(nil, path, hi.V)
-		if hi.Inclusive {
+		if hi.Inclusive || bounded(hi.V) {
 			s.Upper = prefixEnd(t)
 		} else {
 			s.Upper = t
@@ -128,9 +131,18 @@ func Range(path []string, lo, hi *Bound) Span {
 // (STARTSWITH(c.path, s), case-sensitive; the case-insensitive form cannot
 // use the index). The empty prefix spans every string on path.
 func Prefix(path []string, s string) Span {
+	if len(s) > StringTermBytes {
+		// Every string starting with s is longer than the bound, and has
+		// the bounded term of s.
+		return Eq(path, StringValue(s))
+	}
 	// Every encoded string with prefix s begins with tag esc(s) (without the
 	// terminator), and nothing else does: the escape is a prefix-free code
-	// and esc(s) never ends inside an escape pair.
+	// and esc(s) never ends inside an escape pair. A bounded term with
+	// prefix s does too (s is at most the bound).
 	lo := appendEscaped(append(AppendPath(nil, path), tagString), s)
 	return Span{Lower: lo, Upper: prefixEnd(lo)}
 }
+
+// bounded reports whether v's term is a bounded term (StringTermBytes).
+func bounded(v Value) bool { return v.Kind == String && (v.Bounded || len(v.Str) > StringTermBytes) }

@@ -18,6 +18,7 @@ const (
 	escZero    = 0xFF // esc escZero is a literal 0x00
 	escEnd     = 0x01 // esc escEnd terminates a segment or string
 	escPathEnd = 0x02 // esc escPathEnd ends the path (at a segment start)
+	escBounded = 0x03 // esc escBounded ends a string cut at StringTermBytes
 
 	tagNull   = 0x02
 	tagBool   = 0x03
@@ -98,6 +99,24 @@ func numberBits(f float64) uint64 {
 	return u | 1<<63
 }
 
+// StringTermBytes is the most bytes of a string that a term holds. The term
+// of a longer string is a bounded term: its first StringTermBytes bytes and
+// a terminator (esc escBounded) that orders it after the string of exactly
+// those bytes and before every string whose bytes differ earlier. Longer
+// strings with the same first bytes share it, so the order of terms is a
+// preorder of their values: a lookup finds candidates (which the filter
+// re-checks), and an ordered read sorts the entries of one bounded term by
+// the full values (docs/query-plan.md, "Bounded string terms").
+const StringTermBytes = 128
+
+// appendString appends the encoding of the string s (after its tag).
+func appendString[S ~string | ~[]byte](dst []byte, s S) []byte {
+	if len(s) > StringTermBytes {
+		return append(appendEscaped(dst, s[:StringTermBytes]), esc, escBounded)
+	}
+	return appendSegment(dst, s)
+}
+
 // appendValue appends the encoding of v; Undefined appends nothing.
 func appendValue(dst []byte, v Value) []byte {
 	switch v.Kind {
@@ -111,7 +130,11 @@ func appendValue(dst []byte, v Value) []byte {
 	case Number:
 		return binary.BigEndian.AppendUint64(append(dst, tagNumber), numberBits(v.Num))
 	case String:
-		return appendSegment(append(dst, tagString), v.Str)
+		if v.Bounded {
+			// A bounded term's value (DecodeTerm): its term again.
+			return append(appendEscaped(append(dst, tagString), v.Str[:min(len(v.Str), StringTermBytes)]), esc, escBounded)
+		}
+		return appendString(append(dst, tagString), v.Str)
 	}
 	return dst
 }
@@ -130,6 +153,17 @@ func Term(path []string, v Value) []byte {
 // readSegment decodes one escaped, terminated byte string from the front of
 // b, returning the string and the number of bytes consumed.
 func readSegment(b []byte) (string, int, error) {
+	s, n, end, err := readEscaped(b)
+	if err == nil && end != escEnd {
+		return "", 0, ErrInvalidTerm
+	}
+	return s, n, err
+}
+
+// readEscaped decodes one escaped byte string from the front of b up to its
+// terminator (esc escEnd, or esc escBounded), returning the string, the
+// number of bytes consumed and the terminator's second byte.
+func readEscaped(b []byte) (string, int, byte, error) {
 	var out []byte // nil until the first escaped zero
 	from := 0      // start of the bytes not yet copied to out
 	for i := 0; i < len(b); i++ {
@@ -137,23 +171,23 @@ func readSegment(b []byte) (string, int, error) {
 			continue
 		}
 		if i+1 >= len(b) {
-			return "", 0, ErrInvalidTerm
+			return "", 0, 0, ErrInvalidTerm
 		}
 		switch b[i+1] {
-		case escEnd:
+		case escEnd, escBounded:
 			if out == nil {
-				return string(b[:i]), i + 2, nil
+				return string(b[:i]), i + 2, b[i+1], nil
 			}
-			return string(append(out, b[from:i]...)), i + 2, nil
+			return string(append(out, b[from:i]...)), i + 2, b[i+1], nil
 		case escZero:
 			out = append(append(out, b[from:i]...), 0)
 			i++
 			from = i + 1
 		default:
-			return "", 0, ErrInvalidTerm
+			return "", 0, 0, ErrInvalidTerm
 		}
 	}
-	return "", 0, ErrInvalidTerm
+	return "", 0, 0, ErrInvalidTerm
 }
 
 // decode parses the term at the front of b. With wantPath false the path is
@@ -205,11 +239,14 @@ func decode(b []byte, wantPath bool) (path []string, v Value, n int, err error) 
 		v = Value{Kind: Number, Num: f}
 		i += 8
 	case tagString:
-		s, m, err := readSegment(b[i:])
+		s, m, end, err := readEscaped(b[i:])
 		if err != nil {
 			return nil, Value{}, 0, err
 		}
-		v = Value{Kind: String, Str: s}
+		if end == escBounded && len(s) != StringTermBytes {
+			return nil, Value{}, 0, ErrInvalidTerm
+		}
+		v = Value{Kind: String, Str: s, Bounded: end == escBounded}
 		i += m
 	default:
 		return nil, Value{}, 0, ErrInvalidTerm
@@ -219,7 +256,8 @@ func decode(b []byte, wantPath bool) (path []string, v Value, n int, err error) 
 
 // DecodeTerm returns the path and value of term, which must be exactly one
 // term (no trailing bytes). It returns ErrInvalidTerm otherwise. A nil path
-// means the empty path.
+// means the empty path. A bounded term's value is its string's first
+// StringTermBytes bytes, marked Bounded.
 func DecodeTerm(term []byte) (path []string, v Value, err error) {
 	path, v, n, err := decode(term, true)
 	if err != nil {
@@ -237,6 +275,15 @@ func DecodeTerm(term []byte) (path []string, v Value, err error) {
 func TermPath(b []byte) ([]string, error) {
 	path, _, _, err := decode(b, true)
 	return path, err
+}
+
+// BoundedTerm reports whether the term at the front of b (followed by
+// anything, such as a ridSeq) is a bounded term (StringTermBytes), and
+// returns its length. It returns ErrInvalidTerm when b does not start with
+// a term.
+func BoundedTerm(b []byte) (n int, bounded bool, err error) {
+	_, v, n, err := decode(b, false)
+	return n, v.Bounded, err
 }
 
 // TermLen returns the length of the term at the front of b, so that a caller

@@ -343,3 +343,76 @@ func TestValueFromJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestBoundedStringTerms: a string longer than StringTermBytes has a
+// bounded term (its first StringTermBytes bytes), which it shares with the
+// longer strings of the same first bytes. The order of terms stays the
+// order of values where terms differ, and the spans of equality, ranges
+// and prefixes keep every string they match.
+func TestBoundedStringTerms(t *testing.T) {
+	path := []string{"s"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var vals []string
+	for range 400 {
+		// Lengths around the bound, over few letters (zero bytes, which
+		// the encoding escapes, among them), so that prefixes are shared.
+		n := StringTermBytes - 3 + rng.IntN(7)
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = "xy\x00"[min(rng.IntN(40), 2)]
+		}
+		vals = append(vals, string(b))
+	}
+	vals = append(vals, "", "x", strings.Repeat("x", StringTermBytes), strings.Repeat("x", StringTermBytes)+"a", strings.Repeat("x", StringTermBytes+1))
+	long := func(s string) bool { return len(s) > StringTermBytes }
+	for _, a := range vals {
+		ta := Term(path, StringValue(a))
+		_, v, err := DecodeTerm(ta)
+		if err != nil {
+			t.Fatalf("DecodeTerm(%x): %v", ta, err)
+		}
+		if v.Bounded != long(a) || (long(a) && v.Str != a[:StringTermBytes]) || (!long(a) && v.Str != a) {
+			t.Fatalf("DecodeTerm of %q's term = %+v", a, v)
+		}
+		if n, b, err := BoundedTerm(append(bytes.Clone(ta), 0, 0, 0, 0, 0, 0, 0, 1)); err != nil || n != len(ta) || b != long(a) {
+			t.Fatalf("BoundedTerm of %q's term and a seq = %d, %v, %v", a, n, b, err)
+		}
+		if !Eq(path, StringValue(a)).Contains(ta) {
+			t.Fatalf("Eq(%q) does not contain its term", a)
+		}
+		for _, b := range vals {
+			tb := Term(path, StringValue(b))
+			c, want := bytes.Compare(ta, tb), strings.Compare(a, b)
+			shared := long(a) && long(b) && a[:StringTermBytes] == b[:StringTermBytes]
+			switch {
+			case shared && c != 0:
+				t.Fatalf("%q and %q share their first %d bytes, terms differ", a, b, StringTermBytes)
+			case !shared && c != want:
+				t.Fatalf("terms of %q and %q compare %d, values %d", a, b, c, want)
+			}
+			// Every span that a's predicate makes holds b's term if b
+			// matches it.
+			lo, hi := &Bound{V: StringValue(a)}, &Bound{V: StringValue(a), Inclusive: true}
+			if b > a && !Range(path, lo, nil).Contains(tb) {
+				t.Fatalf("%q > %q: not in the span of > %q", b, a, a)
+			}
+			if b <= a && !Range(path, nil, hi).Contains(tb) {
+				t.Fatalf("%q <= %q: not in the span of <= %q", b, a, a)
+			}
+			if b < a && !Range(path, nil, &Bound{V: StringValue(a)}).Contains(tb) {
+				t.Fatalf("%q < %q: not in the span of < %q", b, a, a)
+			}
+			if strings.HasPrefix(b, a) && !Prefix(path, a).Contains(tb) {
+				t.Fatalf("%q starts with %q: not in the span of STARTSWITH", b, a)
+			}
+			if a == b && !Eq(path, StringValue(a)).Contains(tb) {
+				t.Fatalf("Eq(%q) misses it", a)
+			}
+		}
+	}
+	// A bounded term's span is no wider than its term.
+	l := strings.Repeat("x", StringTermBytes) + "q"
+	if sp, t0 := Eq(path, StringValue(l)), Term(path, StringValue(strings.Repeat("x", StringTermBytes))); sp.Contains(t0) {
+		t.Fatal("the span of a long string holds the exact string of its first bytes")
+	}
+}

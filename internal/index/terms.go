@@ -183,7 +183,7 @@ func (sc *scratch) emit(segs [][]byte, v *fastjson.Value) {
 		b = appendValue(b, Value{Kind: Number, Num: f})
 	case fastjson.TypeString:
 		s, _ := v.StringBytes()
-		b = appendSegment(append(b, tagString), s)
+		b = appendString(append(b, tagString), s)
 	}
 	if len(b) > math.MaxInt32 {
 		sc.err = fmt.Errorf("%w: document too large to index", ErrInvalidJSON)

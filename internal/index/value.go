@@ -47,6 +47,9 @@ type Value struct {
 	Bool bool
 	Num  float64
 	Str  string
+	// Bounded marks a string decoded from a bounded term (DecodeTerm): Str
+	// is the first StringTermBytes bytes of the string indexed.
+	Bounded bool
 }
 
 // NullValue returns the null Value.
