@@ -12,11 +12,12 @@ import (
 )
 
 // TestBoundedStringTerms: strings longer than index.StringTermBytes are
-// indexed by their first bytes (a bounded term, shared by the strings with
-// those bytes), and queries answer as with full terms: equality, IN, ranges
-// and STARTSWITH on long strings find exactly their documents (the filter
-// re-checks the term's candidates), and ORDER BY read in index order sorts
-// each bounded term's documents by their full values, across keyspaces
+// indexed by their first bytes and a hash (a bounded term, in the bucket of
+// the strings with those bytes), and queries answer as with full terms:
+// equality and IN on long strings load their documents alone, ranges and
+// STARTSWITH find exactly theirs (the filter re-checks a bucket's
+// candidates), and ORDER BY read in index order sorts each bucket's
+// documents by their full values, across keyspaces
 // and pages cut inside a term, ascending and descending, in one sort or in
 // rounds, and when the document a page stopped at is deleted before the
 // next page.
@@ -81,6 +82,22 @@ func TestBoundedStringTerms(t *testing.T) {
 			t.Errorf("WHERE %s: %d rows %v, want %d %v", tc.where, len(got), got, len(want), want)
 		}
 	}
+	// Equality finds its long string by its hash: it loads that document
+	// alone, not the bucket of ~90 sharing its first bytes.
+	for _, tc := range []struct {
+		where  string
+		params map[string][]byte
+		want   int
+	}{
+		{"c.s = @v", map[string][]byte{"@v": fmt.Appendf(nil, "%q", long)}, 1},
+		{"c.s IN (@v, @w)", map[string][]byte{"@v": fmt.Appendf(nil, "%q", long), "@w": fmt.Appendf(nil, "%q", mid)}, 2},
+	} {
+		q := Query{Text: "SELECT VALUE c.id FROM c WHERE " + tc.where, Params: tc.params, EnableCrossPartition: true, MaxItems: -1}
+		if got, loaded := queryAllLoaded(t, e, "k", q); len(got) != tc.want || loaded != tc.want {
+			t.Errorf("WHERE %s: %d rows, %d documents loaded; want %d of each", tc.where, len(got), loaded, tc.want)
+		}
+	}
+
 	// The second time round, five entries of a term are sorted at a time
 	// (maxBucketRound): each term of about 90 is read in rounds.
 	for _, tc := range []struct {

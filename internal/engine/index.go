@@ -29,7 +29,7 @@ import (
 // each keyspace (formatKey). A keyspace holding another version, or none
 // (converted from an older release), has them rebuilt when the engine
 // opens.
-const indexFormat = 8 // 7: keyspaces (docs/storage-seams.md); 8: bounded string terms (index.StringTermBytes)
+const indexFormat = 9 // 7: keyspaces (docs/storage-seams.md); 8: bounded string terms (index.StringTermBytes), in 2ecc6cd only; 9: with their hash
 
 // ridSeq returns the sequence number in an item's _rid: its last 8 bytes.
 func ridSeq(rid string) (uint64, error) {

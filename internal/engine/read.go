@@ -1036,13 +1036,15 @@ func loadDoc(r replica.Reader, item, doc []byte, fetched bool) ([]byte, error) {
 	return doc, nil
 }
 
-// boundedTermOf returns the store-key prefix of index entry key's term
-// (kindIndex and the term) when the term is bounded (index.StringTermBytes:
-// it stands for every string with its first bytes), else nil.
+// boundedTermOf returns, when index entry key's term is bounded
+// (index.StringTermBytes), the store-key prefix of its bucket: kindIndex and
+// the term without its hash, which the entries of every string with the
+// same first bytes share (they are ordered by hash, not by value). Else nil.
 func boundedTermOf(key []byte) []byte {
-	if len(key) < 11 || key[0] != kindIndex || key[len(key)-10] != 0x00 || key[len(key)-9] != 0x03 {
-		// A bounded term ends in 0x00 0x03, before the entry's 8-byte
-		// sequence number; most keys are told apart here, undecoded.
+	if len(key) < 19 || key[0] != kindIndex || key[len(key)-18] != 0x00 || key[len(key)-17] != 0x03 {
+		// A bounded term's string ends in 0x00 0x03 and its 8-byte hash,
+		// before the entry's 8-byte sequence number; most keys are told
+		// apart here, undecoded.
 		return nil
 	}
 	n, bounded, err := index.BoundedTerm(key[1:])
@@ -1073,11 +1075,11 @@ const (
 	maxBucketBytes = 32 << 20
 )
 
-// readBucket reads the entries of the bounded term b (a store-key prefix,
+// readBucket reads the entries of the bucket b (a store-key prefix,
 // boundedTermOf), at which the streams stand or which they have not
 // reached, and calls fn with their documents in the order of their full
 // values on scan's path (then of their keys; both backwards when desc):
-// the term orders the strings it stands for only by their first bytes. A
+// the bucket's terms order its strings by hash, not by value. A
 // position at (a continuation) inside b resumes at its entry; if that
 // entry is gone (its item deleted or changed since), after where its value
 // (at.Val) and key put it. It reports whether fn stopped.

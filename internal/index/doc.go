@@ -15,7 +15,9 @@
 //	        | 0x03 (0x00 | 0x01)           false | true
 //	        | 0x04 f(num)                  8 bytes, order-preserving float64
 //	        | 0x05 esc(str) 0x00 0x01      string of at most StringTermBytes bytes
-//	        | 0x05 esc(str[:N]) 0x00 0x03  longer string (N = StringTermBytes): a bounded term
+//	        | 0x05 esc(str[:N]) 0x00 0x03 h(str)
+//	                                       longer string (N = StringTermBytes): a bounded
+//	                                       term; h: 8-byte xxhash of the whole string
 //
 // The encoding has three properties the engine relies on:
 //
@@ -24,10 +26,12 @@
 //     strings, numbers numerically (-0 == 0), strings by Unicode code point
 //     (which is UTF-8 byte order). Undefined, arrays and objects are never
 //     terms. The one exception: strings longer than StringTermBytes that
-//     share their first StringTermBytes bytes share their bounded term, so
-//     for them the order is a preorder. Lookups find candidates there (the
-//     filter re-checks them), and an ordered read sorts a bounded term's
-//     entries by their documents' full values.
+//     share their first StringTermBytes bytes form one bucket of bounded
+//     terms (they share the term's bytes up to the hash), ordered by hash
+//     among themselves. Equality finds a long string by its hash (the
+//     filter re-checks a collision); ranges and prefixes take whole buckets
+//     as candidates; an ordered read sorts a bucket's entries by their
+//     documents' full values.
 //   - Terms are self-delimiting: no term is a proper prefix of another, so
 //     bytes appended after a term (the engine's 8-byte ridSeq) never change
 //     the order between different terms, and the terms of two different

@@ -102,22 +102,28 @@ func Range(path []string, lo, hi *Bound) Span {
 		k = hi.V.Kind
 	}
 	s := kindSpan(path, k)
-	// A bound longer than StringTermBytes has a bounded term, shared with
-	// values on both sides of it: the span keeps the whole term, whose
-	// entries are candidates.
+	// A bound longer than StringTermBytes has a bounded term, whose bucket
+	// holds values on both sides of it (ordered by hash): the span keeps
+	// the whole bucket, whose entries are candidates.
 	if lo != nil {
 		t := AppendTerm(nil, path, lo.V)
-		if lo.Inclusive || bounded(lo.V) {
+		switch {
+		case bounded(lo.V):
+			s.Lower = bucketPrefix(t)
+		case lo.Inclusive:
 			s.Lower = t
-		} else {
+		default:
 			s.Lower = prefixEnd(t)
 		}
 	}
 	if hi != nil {
 		t := AppendTerm(nil, path, hi.V)
-		if hi.Inclusive || bounded(hi.V) {
+		switch {
+		case bounded(hi.V):
+			s.Upper = prefixEnd(bucketPrefix(t))
+		case hi.Inclusive:
 			s.Upper = prefixEnd(t)
-		} else {
+		default:
 			s.Upper = t
 		}
 	}
@@ -133,8 +139,9 @@ func Range(path []string, lo, hi *Bound) Span {
 func Prefix(path []string, s string) Span {
 	if len(s) > StringTermBytes {
 		// Every string starting with s is longer than the bound, and has
-		// the bounded term of s.
-		return Eq(path, StringValue(s))
+		// a bounded term in the bucket of s's first bytes.
+		lo := bucketPrefix(AppendTerm(nil, path, StringValue(s)))
+		return Span{Lower: lo, Upper: prefixEnd(lo)}
 	}
 	// Every encoded string with prefix s begins with tag esc(s) (without the
 	// terminator), and nothing else does: the escape is a prefix-free code

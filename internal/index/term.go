@@ -6,6 +6,8 @@ import (
 	"errors"
 	"math"
 	"strings"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // ErrInvalidTerm is returned by DecodeTerm, TermPath and TermLen for bytes
@@ -99,22 +101,41 @@ func numberBits(f float64) uint64 {
 	return u | 1<<63
 }
 
-// StringTermBytes is the most bytes of a string that a term holds. The term
-// of a longer string is a bounded term: its first StringTermBytes bytes and
-// a terminator (esc escBounded) that orders it after the string of exactly
-// those bytes and before every string whose bytes differ earlier. Longer
-// strings with the same first bytes share it, so the order of terms is a
-// preorder of their values: a lookup finds candidates (which the filter
-// re-checks), and an ordered read sorts the entries of one bounded term by
-// the full values (docs/query-plan.md, "Bounded string terms").
+// StringTermBytes is the most bytes of a string that a term holds whole.
+// The term of a longer string is a bounded term: its first StringTermBytes
+// bytes, a terminator (esc escBounded) that orders it after the string of
+// exactly those bytes and before every string whose bytes differ earlier,
+// and the string's 64-bit hash (xxhash, big-endian). The longer strings
+// sharing their first bytes form one run of terms (a bucket), ordered
+// among themselves by hash rather than by value: equality finds its string
+// by its hash (the filter re-checks a collision), while ranges, prefixes
+// and ordered reads take the whole bucket, and an ordered read sorts its
+// entries by the full values (docs/query-plan.md, "Bounded string terms").
 const StringTermBytes = 128
 
 // appendString appends the encoding of the string s (after its tag).
 func appendString[S ~string | ~[]byte](dst []byte, s S) []byte {
 	if len(s) > StringTermBytes {
-		return append(appendEscaped(dst, s[:StringTermBytes]), esc, escBounded)
+		return appendBounded(dst, s[:StringTermBytes], stringHash(s))
 	}
 	return appendSegment(dst, s)
+}
+
+// appendBounded appends a bounded term's string: prefix (the string's first
+// StringTermBytes bytes), the terminator and the string's hash.
+func appendBounded[S ~string | ~[]byte](dst []byte, prefix S, hash uint64) []byte {
+	return binary.BigEndian.AppendUint64(append(appendEscaped(dst, prefix), esc, escBounded), hash)
+}
+
+// stringHash is the hash a bounded term holds of its whole string.
+func stringHash[S ~string | ~[]byte](s S) uint64 {
+	switch v := any(s).(type) {
+	case string:
+		return xxhash.Sum64String(v)
+	case []byte:
+		return xxhash.Sum64(v)
+	}
+	return xxhash.Sum64String(string(s))
 }
 
 // appendValue appends the encoding of v; Undefined appends nothing.
@@ -132,7 +153,7 @@ func appendValue(dst []byte, v Value) []byte {
 	case String:
 		if v.Bounded {
 			// A bounded term's value (DecodeTerm): its term again.
-			return append(appendEscaped(append(dst, tagString), v.Str[:min(len(v.Str), StringTermBytes)]), esc, escBounded)
+			return appendBounded(append(dst, tagString), v.Str[:min(len(v.Str), StringTermBytes)], v.Hash)
 		}
 		return appendString(append(dst, tagString), v.Str)
 	}
@@ -243,11 +264,15 @@ func decode(b []byte, wantPath bool) (path []string, v Value, n int, err error) 
 		if err != nil {
 			return nil, Value{}, 0, err
 		}
-		if end == escBounded && len(s) != StringTermBytes {
-			return nil, Value{}, 0, ErrInvalidTerm
-		}
-		v = Value{Kind: String, Str: s, Bounded: end == escBounded}
 		i += m
+		v = Value{Kind: String, Str: s}
+		if end == escBounded {
+			if len(s) != StringTermBytes || len(b)-i < 8 {
+				return nil, Value{}, 0, ErrInvalidTerm
+			}
+			v.Bounded, v.Hash = true, binary.BigEndian.Uint64(b[i:])
+			i += 8
+		}
 	default:
 		return nil, Value{}, 0, ErrInvalidTerm
 	}
@@ -278,13 +303,20 @@ func TermPath(b []byte) ([]string, error) {
 }
 
 // BoundedTerm reports whether the term at the front of b (followed by
-// anything, such as a ridSeq) is a bounded term (StringTermBytes), and
-// returns its length. It returns ErrInvalidTerm when b does not start with
-// a term.
-func BoundedTerm(b []byte) (n int, bounded bool, err error) {
+// anything, such as a ridSeq) is a bounded term (StringTermBytes), and if
+// so returns the length of its bucket's prefix: the term without its hash,
+// which every bounded term of a string with the same first bytes starts
+// with. It returns ErrInvalidTerm when b does not start with a term.
+func BoundedTerm(b []byte) (bucket int, bounded bool, err error) {
 	_, v, n, err := decode(b, false)
-	return n, v.Bounded, err
+	if err != nil || !v.Bounded {
+		return 0, false, err
+	}
+	return n - 8, true, nil
 }
+
+// bucketPrefix returns the bucket prefix of bounded term t (BoundedTerm).
+func bucketPrefix(t []byte) []byte { return t[:len(t)-8] }
 
 // TermLen returns the length of the term at the front of b, so that a caller
 // holding term | suffix can split it. It returns ErrInvalidTerm when b does

@@ -359,7 +359,7 @@ func TestBoundedStringTerms(t *testing.T) {
 		n := StringTermBytes - 3 + rng.IntN(7)
 		b := make([]byte, n)
 		for i := range b {
-			b[i] = "xy\x00"[min(rng.IntN(40), 2)]
+			b[i] = "xy\x00"[min(rng.IntN(39)/19, 2)]
 		}
 		vals = append(vals, string(b))
 	}
@@ -374,7 +374,11 @@ func TestBoundedStringTerms(t *testing.T) {
 		if v.Bounded != long(a) || (long(a) && v.Str != a[:StringTermBytes]) || (!long(a) && v.Str != a) {
 			t.Fatalf("DecodeTerm of %q's term = %+v", a, v)
 		}
-		if n, b, err := BoundedTerm(append(bytes.Clone(ta), 0, 0, 0, 0, 0, 0, 0, 1)); err != nil || n != len(ta) || b != long(a) {
+		if again := Term(path, v); !bytes.Equal(again, ta) {
+			t.Fatalf("Term(DecodeTerm) of %q's term = %x, want %x", a, again, ta)
+		}
+		n, b, err := BoundedTerm(append(bytes.Clone(ta), 0, 0, 0, 0, 0, 0, 0, 1))
+		if err != nil || b != long(a) || (b && n != len(ta)-8) {
 			t.Fatalf("BoundedTerm of %q's term and a seq = %d, %v, %v", a, n, b, err)
 		}
 		if !Eq(path, StringValue(a)).Contains(ta) {
@@ -385,10 +389,17 @@ func TestBoundedStringTerms(t *testing.T) {
 			c, want := bytes.Compare(ta, tb), strings.Compare(a, b)
 			shared := long(a) && long(b) && a[:StringTermBytes] == b[:StringTermBytes]
 			switch {
-			case shared && c != 0:
-				t.Fatalf("%q and %q share their first %d bytes, terms differ", a, b, StringTermBytes)
-			case !shared && c != want:
+			case shared:
+				// One bucket, ordered by hash: equal terms only for equal
+				// strings, and both under the bucket's prefix.
+				if (c == 0) != (want == 0) || !bytes.Equal(ta[:len(ta)-8], tb[:len(tb)-8]) {
+					t.Fatalf("%q and %q share their first %d bytes: terms %x and %x", a, b, StringTermBytes, ta, tb)
+				}
+			case c != want:
 				t.Fatalf("terms of %q and %q compare %d, values %d", a, b, c, want)
+			}
+			if a != b && Eq(path, StringValue(a)).Contains(tb) {
+				t.Fatalf("Eq(%q) holds the term of %q", a, b)
 			}
 			// Every span that a's predicate makes holds b's term if b
 			// matches it.

@@ -48,8 +48,10 @@ type Value struct {
 	Num  float64
 	Str  string
 	// Bounded marks a string decoded from a bounded term (DecodeTerm): Str
-	// is the first StringTermBytes bytes of the string indexed.
+	// is the first StringTermBytes bytes of the string indexed, Hash the
+	// whole string's hash.
 	Bounded bool
+	Hash    uint64
 }
 
 // NullValue returns the null Value.
