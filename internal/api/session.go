@@ -88,7 +88,7 @@ func (h *Handler) checkNodeSession(r *http.Request) ([]engine.SessionToken, erro
 }
 
 // feedSession reports whether r's session is a change feed's, reached when
-// its keyspaces' stable LSNs reach it (engine.FeedSessionAvailable): on a
+// its keyspaces' stable LSNs reach it (engine.SessionOpts.Feed): on a
 // replicated node only; on one node the stable LSN is the last.
 func (h *Handler) feedSession(r *http.Request) bool {
 	return h.cfg.Replicated && r.Header.Get(hdrAIM) != ""
@@ -108,17 +108,16 @@ const sessionRecheck = 10 * time.Millisecond
 // toks; on a replicated node it waits up to sessionWait for it, and for a
 // change feed read until the positions are stable, which is as far as the
 // feed shows. It checks again whenever the engine says this node's
-// replicas advanced, rather than polling.
+// replicas advanced, rather than polling; only the first check syncs the
+// catalog for a range it does not know (engine.SessionOpts).
 func (h *Handler) sessionAvailable(r *http.Request, toks []engine.SessionToken) bool {
 	db, coll := r.PathValue("db"), r.PathValue("coll")
-	available := h.eng.SessionAvailable
-	if h.feedSession(r) {
-		available = h.eng.FeedSessionAvailable
-	}
+	opts := engine.SessionOpts{Feed: h.feedSession(r)}
 	ctx := r.Context()
-	if available(ctx, db, coll, toks) {
+	if h.eng.SessionAvailable(ctx, db, coll, toks, opts) {
 		return true
 	}
+	opts.Synced = true
 	if !h.cfg.Replicated {
 		return false
 	}
@@ -129,7 +128,7 @@ func (h *Handler) sessionAvailable(r *http.Request, toks []engine.SessionToken) 
 	for {
 		// Taken before the check, so an advance after it is not missed.
 		advanced := h.eng.Advanced()
-		if available(ctx, db, coll, toks) {
+		if h.eng.SessionAvailable(ctx, db, coll, toks, opts) {
 			return true
 		}
 		select {

@@ -226,9 +226,8 @@ type SessionToken struct {
 }
 
 // Advanced returns a channel closed the next time this node's replicas may
-// have reached further positions (SessionAvailable and
-// FeedSessionAvailable may change their answer): an entry applied, a
-// leadership changed, an LSN released. A keyspace only this node holds
+// have reached further positions (SessionAvailable may change its
+// answer): an entry applied, a leadership changed, an LSN released. A keyspace only this node holds
 // (replica.Local) is never behind, so for it the channel is nil, which
 // never fires. It does not signal changes of the catalog (a range split
 // after a token was issued): a waiter checks again now and then too.

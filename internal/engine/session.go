@@ -39,35 +39,27 @@ import (
 // A range this node's catalog does not know is one of two things: a
 // range split off since the catalog last heard from the others (its id is
 // at or above the container's next range id), for which the catalog is
-// synced first, or a range the container never had (a token from another
-// server), compared with the container's most advanced keyspace. Before
-// that sync, a token of a new range was taken for a foreign one and passed
-// on another partition's keyspace, while the range's own lagged.
-func (e *Engine) SessionAvailable(ctx context.Context, db, coll string, tokens []SessionToken) bool {
-	return e.sessionAvailable(ctx, db, coll, tokens, sessionVisible)
-}
-
-// FeedSessionAvailable is SessionAvailable for the change feed, which shows
-// changes up to its keyspace's stable LSN: the keyspace's stable LSN must
-// reach the tokens. On a follower it trails the last LSN applied until the
-// leader publishes it (docs/cluster.md, "The engine in a cluster").
-func (e *Engine) FeedSessionAvailable(ctx context.Context, db, coll string, tokens []SessionToken) bool {
-	return e.sessionAvailable(ctx, db, coll, tokens, sessionStable)
-}
-
-// sessionSees reports whether a replica has reached an LSN of a session.
-type sessionSees func(replica.Replica, uint64) bool
-
-func sessionVisible(rep replica.Replica, lsn uint64) bool { return rep.Visible(lsn) }
-
-func sessionStable(rep replica.Replica, lsn uint64) bool { return lsn <= rep.StableLSN() }
-
-func (e *Engine) sessionAvailable(ctx context.Context, db, coll string, tokens []SessionToken, sees sessionSees) bool {
+// synced first (unless opts.Synced: a read waiting for its session syncs
+// once, on its first check), or a range the container never had (a token
+// from another server), compared with the container's most advanced
+// keyspace. Before that sync, a token of a new range was taken for a
+// foreign one and passed on another partition's keyspace, while the
+// range's own lagged.
+//
+// With opts.Feed it is the change feed's check, which shows changes up to
+// its keyspace's stable LSN: the keyspace's stable LSN must reach the
+// tokens. On a follower it trails the last LSN applied until the leader
+// publishes it (docs/cluster.md, "The engine in a cluster").
+func (e *Engine) SessionAvailable(ctx context.Context, db, coll string, tokens []SessionToken, opts SessionOpts) bool {
+	sees := sessionVisible
+	if opts.Feed {
+		sees = sessionStable
+	}
 	c, err := e.container(db, coll)
 	if err != nil {
 		return true // the request itself gets the 404
 	}
-	if e.cat.Shared() && slices.ContainsFunc(tokens, func(t SessionToken) bool { return unseenRange(c, t.RangeID) }) {
+	if !opts.Synced && e.cat.Shared() && slices.ContainsFunc(tokens, func(t SessionToken) bool { return unseenRange(c, t.RangeID) }) {
 		if e.cat.Sync(ctx) != nil {
 			return false
 		}
@@ -77,6 +69,23 @@ func (e *Engine) sessionAvailable(ctx context.Context, db, coll string, tokens [
 	}
 	return e.sessionReached(c, tokens, sees)
 }
+
+// SessionOpts qualifies a session check (SessionAvailable).
+type SessionOpts struct {
+	// Feed: the positions are a change feed read's, reached when they are
+	// stable.
+	Feed bool
+	// Synced: the read checked before and synced the catalog then if it
+	// had to; a range it still does not know is another server's.
+	Synced bool
+}
+
+// sessionSees reports whether a replica has reached an LSN of a session.
+type sessionSees func(replica.Replica, uint64) bool
+
+func sessionVisible(rep replica.Replica, lsn uint64) bool { return rep.Visible(lsn) }
+
+func sessionStable(rep replica.Replica, lsn uint64) bool { return lsn <= rep.StableLSN() }
 
 // unseenRange reports whether id may name a range of c that c does not
 // know yet: an id at or above the next one c would give.
@@ -138,7 +147,7 @@ type readSession struct {
 
 // WithSession returns ctx carrying the session tokens a read must see
 // (the client's and, in a cluster, the node's own), which the API has
-// waited for (SessionAvailable, or FeedSessionAvailable when feed is set):
+// waited for (SessionAvailable, with SessionOpts.Feed when feed is set):
 // the engine's reads under it check them again against the mapping of
 // ranges to keyspaces they hold, and fail with SessionBehind if the
 // mapping moved a range to a keyspace that has not reached them.

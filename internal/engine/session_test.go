@@ -107,12 +107,12 @@ func TestSessionAfterSplit(t *testing.T) {
 		{1000, 600, true},
 	} {
 		host.upTo[ks0], host.upTo[ks1] = c.upTo0, c.upTo1
-		if got := e.SessionAvailable(t.Context(), "db", "k", tok); got != c.want {
+		if got := e.SessionAvailable(t.Context(), "db", "k", tok, SessionOpts{}); got != c.want {
 			t.Errorf("keyspaces %d and %d visible up to %d and %d: token 0#500 available = %v, want %v", ks0, ks1, c.upTo0, c.upTo1, got, c.want)
 		}
 		// A child's own token asks its keyspace alone.
 		own := []SessionToken{{RangeID: moved, LSN: 500}}
-		if got := e.SessionAvailable(t.Context(), "db", "k", own); got != (c.upTo1 >= 500) {
+		if got := e.SessionAvailable(t.Context(), "db", "k", own, SessionOpts{}); got != (c.upTo1 >= 500) {
 			t.Errorf("keyspace %d visible up to %d: token %s#500 available = %v", ks1, c.upTo1, moved, got)
 		}
 	}
@@ -136,7 +136,7 @@ func TestSessionCheckedWhereRead(t *testing.T) {
 	children := splitForty(t, e)
 	moved := children[1].ID
 	tok := []SessionToken{{RangeID: moved, LSN: 1}}
-	if !e.SessionAvailable(t.Context(), "db", "k", tok) {
+	if !e.SessionAvailable(t.Context(), "db", "k", tok, SessionOpts{}) {
 		t.Fatal("the session is not available before the move")
 	}
 	// The move lands between the API's wait and the read: the new
@@ -270,21 +270,27 @@ func TestSessionSyncsForUnseenRange(t *testing.T) {
 	// Range 0's keyspace lags the token; the other partition's is past it.
 	host.upTo[ks0], host.upTo[ks1] = 10, 1000
 	tok := []SessionToken{{RangeID: child, LSN: 500}}
-	if e.SessionAvailable(t.Context(), "db", "k", tok) {
+	// A check that may not sync (a waiting read's later checks) takes the
+	// unknown range for another server's: the furthest keyspace decides,
+	// which is what the first check's sync is for.
+	if !e.SessionAvailable(t.Context(), "db", "k", tok, SessionOpts{Synced: true}) || meta.syncs != 0 {
+		t.Fatalf("a check told not to sync: synced %d times, or did not take the range for a foreign one", meta.syncs)
+	}
+	if e.SessionAvailable(t.Context(), "db", "k", tok, SessionOpts{}) {
 		t.Fatalf("token %s#500 available with its range's keyspace at 10", child)
 	}
 	if meta.syncs == 0 {
 		t.Fatal("the catalog was not synced for a range it did not know")
 	}
 	host.upTo[ks0] = 500
-	if !e.SessionAvailable(t.Context(), "db", "k", tok) {
+	if !e.SessionAvailable(t.Context(), "db", "k", tok, SessionOpts{}) {
 		t.Fatalf("token %s#500 not available with its range's keyspace at 500", child)
 	}
 	// A token of a range the container never had (an id below the next
 	// one) is foreign: no sync, the furthest keyspace decides.
 	syncs := meta.syncs
 	host.upTo[ks0] = 10
-	if !e.SessionAvailable(t.Context(), "db", "k", []SessionToken{{RangeID: "x", LSN: 500}}) {
+	if !e.SessionAvailable(t.Context(), "db", "k", []SessionToken{{RangeID: "x", LSN: 500}}, SessionOpts{}) {
 		t.Fatal("a foreign token is not compared with the furthest keyspace")
 	}
 	if meta.syncs != syncs {
