@@ -99,12 +99,19 @@ func tokenKey(masterKey []byte) []byte {
 }
 
 // ResourceToken returns the resource token for g: the value of a permission's _token, which
-// a client sends as its Authorization header. It is safe for concurrent use.
+// a client sends as its Authorization header. It is safe for concurrent use. A token holds
+// whole seconds: its expiry is rounded up, so it is valid for at least g's validity (rounded
+// down, a token asked for one second issued at x.9 s expired a tenth of a second later: the
+// Node tests' one-second token, read at once, was refused now and then).
 func (v *Verifier) ResourceToken(g Grant) string {
+	expires := g.Expires.Unix()
+	if g.Expires.After(time.Unix(expires, 0)) {
+		expires++
+	}
 	c := claims{
 		DB: g.DB, User: g.User, Permission: g.Permission, RID: g.RID, ETag: g.ETag, Mode: g.Mode,
 		Container: g.Container, ContainerRID: g.ContainerRID, Item: g.Item, PK: g.PK,
-		Issued: g.Issued.Unix(), Expires: g.Expires.Unix(),
+		Issued: g.Issued.Unix(), Expires: expires,
 	}
 	raw, err := json.Marshal(c)
 	if err != nil {

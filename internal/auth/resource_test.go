@@ -49,6 +49,36 @@ func TestResourceTokenRoundTrip(t *testing.T) {
 	}
 }
 
+// TestResourceTokenLastsItsValidity: a token holds whole seconds, and its expiry is rounded
+// up: one issued at x.9 s for one second is valid until x+2 s, not x+1 s (a tenth of a
+// second: the Node tests' one-second token was refused at once now and then).
+func TestResourceTokenLastsItsValidity(t *testing.T) {
+	issued := mustTime(t, docDate).Add(900 * time.Millisecond)
+	v := mustVerifier(t, Config{MasterKey: mustKey(t, docKey)})
+	g := testGrant(issued)
+	g.Expires = issued.Add(time.Second)
+	tok := v.ResourceToken(g)
+	for _, c := range []struct {
+		at time.Time
+		ok bool
+	}{
+		{issued, true},
+		{issued.Add(999 * time.Millisecond), true},
+		{issued.Add(1099 * time.Millisecond), true},  // x+2 s not reached
+		{issued.Add(1100 * time.Millisecond), false}, // x+2 s
+	} {
+		_, err := v.Authenticate(Request{Method: "GET", RawPath: "/dbs/db/colls/orders/docs/x", Authorization: tok}, c.at)
+		if (err == nil) != c.ok {
+			t.Errorf("a one-second token issued at %v, used at %v: %v, want valid %v", issued, c.at, err, c.ok)
+		}
+	}
+	// A whole-second validity is kept as it is.
+	g = testGrant(mustTime(t, docDate))
+	if _, err := v.Authenticate(Request{Method: "GET", RawPath: "/", Authorization: v.ResourceToken(g)}, g.Expires); err == nil {
+		t.Error("a token issued on a whole second is valid at its expiry")
+	}
+}
+
 // TestResourceTokenRefused: tokens this server did not issue, altered ones, and ones outside
 // their validity are refused with the matching Reason.
 func TestResourceTokenRefused(t *testing.T) {
