@@ -3,9 +3,10 @@
 // with Sync), point reads, ordered span scans and iterators, snapshots,
 // and tables: files of keys and span deletions built outside the database
 // and ingested into it at once (tables.go), for state too large for a
-// batch. It knows bytes only: no HTTP, no JSON semantics, no key
-// layout: package replica lays out
-// keyspaces (0x10 <id> …) and the catalog's records (0x01 …) on it
+// batch; and when Pebble compacts (compactions.go: not before its Open
+// has returned, so a restart does not wait for one). It knows bytes
+// only: no HTTP, no JSON semantics, no key layout: package replica lays
+// out keyspaces (0x10 <id> …) and the catalog's records (0x01 …) on it
 // (docs/storage-seams.md).
 //
 // A full or failing disk (disk.go, fs.go): Commit refuses writes with a

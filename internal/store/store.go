@@ -212,6 +212,8 @@ func (s *Store) openDB(readOnly bool) (*generation, error) {
 		Lock: s.lock, ReadOnly: readOnly,
 		EventListener: &pebble.EventListener{BackgroundError: s.backgroundError},
 	}
+	sched := newScheduler() // compactions wait until Open has returned
+	po.Experimental.CompactionScheduler = sched
 	type result struct {
 		db  *pebble.DB
 		err error
@@ -235,8 +237,10 @@ func (s *Store) openDB(readOnly bool) (*generation, error) {
 	select {
 	case r := <-done:
 		if r.err != nil {
+			sched.abandon()
 			return nil, fmt.Errorf("open store in %s: %w", s.opts.Dir, r.err)
 		}
+		sched.open()
 		return &generation{db: r.db, readOnly: readOnly}, nil
 	case <-timer.C:
 		// NB: the open goroutine is abandoned with the directory lock; the
