@@ -28,6 +28,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
+	"github.com/partitadb/partita/internal/cluster"
 	"github.com/partitadb/partita/internal/config"
 )
 
@@ -476,6 +477,7 @@ func TestClusterBinary(t *testing.T) {
 
 	// Kill node 1; nodes 2 and 3 go on.
 	nodes[0].kill()
+	checkDeadMember(t, bin, nodes[1:], nodes[0].clusterAddr)
 	for i := range 20 {
 		via := 1 + i%2
 		id := fmt.Sprintf("b%02d", i)
@@ -624,26 +626,44 @@ func clusterStatusProblems(t *testing.T, bin string, nodes []*clusterNode) []str
 	if err != nil {
 		t.Fatalf("partita cluster status: %v\n%s", err, out)
 	}
-	var views []struct {
-		Node      string `json:"node"`
-		Keyspaces []struct {
-			ID       uint64   `json:"id"`
-			Replicas []string `json:"replicas"`
-			Leader   string   `json:"leader"`
-			Leading  bool     `json:"leading"`
-		} `json:"keyspaces"`
-	}
+	var views []cluster.Status
 	if err := json.Unmarshal(out, &views); err != nil {
 		t.Fatalf("partita cluster status --json: %v\n%s", err, out)
 	}
 	if len(views) != len(nodes) {
 		t.Fatalf("partita cluster status: %d views, want %d", len(views), len(nodes))
 	}
+	var problems []string
+	// Every member answered the node asked, which says so.
+	for _, m := range views[0].Members {
+		if m.Live == nil || !*m.Live {
+			problems = append(problems, fmt.Sprintf("member %s (%s) not reported live: %s", m.Node, m.Addr, m.Error))
+		}
+	}
+	for _, v := range views {
+		if v.Error != "" {
+			problems = append(problems, fmt.Sprintf("member %s did not answer: %s", v.Node, v.Error))
+		}
+		// Each leader reports its replicas caught up (nothing is written
+		// meanwhile) and active.
+		for _, k := range v.Keyspaces {
+			if !k.Leading {
+				continue
+			}
+			if len(k.Progress) != len(k.Replicas) {
+				problems = append(problems, fmt.Sprintf("keyspace %d: its leader reports the progress of %d replicas, it has %d", k.ID, len(k.Progress), len(k.Replicas)))
+			}
+			for _, p := range k.Progress {
+				if !p.Known || p.Lag != 0 || !p.Active {
+					problems = append(problems, fmt.Sprintf("keyspace %d: replica %s: lag %d (known %v), active %v; want caught up and active", k.ID, p.Node, p.Lag, p.Known, p.Active))
+				}
+			}
+		}
+	}
 	leaders := map[uint64]map[string]bool{} // keyspace → leaders named
 	leading := map[uint64][]string{}        // keyspace → nodes that say they lead
 	listing := map[uint64][]string{}        // keyspace → nodes that list it
 	replicas := map[uint64]string{}         // keyspace → its voters, as listed
-	var problems []string
 	for _, v := range views {
 		for _, k := range v.Keyspaces {
 			if leaders[k.ID] == nil {
@@ -697,6 +717,63 @@ func clusterStatusProblems(t *testing.T, bin string, nodes []*clusterNode) []str
 		}
 	}
 	return problems
+}
+
+// checkDeadMember runs `partita cluster status --json` against the live
+// nodes until it reports the member at clusterAddr as not live, with an
+// error, and every leader of a keyspace it is a replica of reports it
+// inactive: at most 20 s.
+func checkDeadMember(t *testing.T, bin string, live []*clusterNode, clusterAddr string) {
+	t.Helper()
+	eps := make([]string, len(live))
+	for i, n := range live {
+		eps[i] = n.endpoint
+	}
+	var problems []string
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		out, err := exec.Command(bin, "cluster", "status", "--insecure", "--json", "--endpoint", strings.Join(eps, ",")).Output()
+		if err != nil {
+			t.Fatalf("partita cluster status with a member down: %v\n%s", err, out)
+		}
+		var views []cluster.Status
+		if err := json.Unmarshal(out, &views); err != nil {
+			t.Fatalf("partita cluster status --json: %v\n%s", err, out)
+		}
+		problems = nil
+		dead := ""
+		for _, m := range views[0].Members {
+			if m.Addr == clusterAddr {
+				dead = m.Node
+				if m.Live == nil || *m.Live || m.Error == "" {
+					problems = append(problems, fmt.Sprintf("the dead member reported live %v, error %q", m.Live, m.Error))
+				}
+			}
+		}
+		if dead == "" {
+			t.Fatalf("no member at %s in %s", clusterAddr, out)
+		}
+		for _, v := range views {
+			if v.Node == dead && v.Error == "" {
+				problems = append(problems, "the dead member's view has no error")
+			}
+			for _, k := range v.Keyspaces {
+				if !k.Leading || !slices.Contains(k.Replicas, dead) {
+					continue
+				}
+				for _, p := range k.Progress {
+					if p.Node == dead && p.Active {
+						problems = append(problems, fmt.Sprintf("keyspace %d: its leader %s reports the dead member active", k.ID, v.Node))
+					}
+				}
+			}
+		}
+		if len(problems) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
 }
 
 // TestClusterRefusesForeignDataDir: a data directory with a single node's

@@ -69,23 +69,35 @@ func (h *Handler) partitions(w http.ResponseWriter, r *http.Request) error {
 // (foldQuery).
 const hdrClusterDigest = "x-partita-cluster-digest"
 
+// hdrClusterAll asks GET /_partita/cluster for every member's view, which
+// the node gathers, rather than its own ("true" or "1").
+const hdrClusterAll = "x-partita-cluster-all"
+
 // clusterStatus serves GET /_partita/cluster: this node's view of its
-// cluster (members, and each keyspace's leader and applied position), for
-// `partita cluster status`; with x-partita-cluster-digest: true, each
-// keyspace's digest too (a scan of every keyspace). A single node answers
-// 404 saying so; a malformed header value, 400.
+// cluster (members, and each keyspace's leader, applied position and, from
+// its leader, its replicas' lag), for `partita cluster status`; with
+// x-partita-cluster-all: true, every member's view as a JSON array, this
+// node's first, with each member's liveness in it; with
+// x-partita-cluster-digest: true, each keyspace's digest too (a scan of
+// every keyspace). A single node answers 404 saying so; a malformed
+// header value, 400.
 func (h *Handler) clusterStatus(w http.ResponseWriter, r *http.Request) error {
 	if h.cfg.ClusterStatus == nil {
 		return status.New(http.StatusNotFound, "this server is a single node, not a member of a cluster (start it with --cluster-addr and --join)")
 	}
-	digest := false
-	if v := r.Header.Get(hdrClusterDigest); v != "" {
-		var err error
-		if digest, err = strconv.ParseBool(v); err != nil {
-			return status.BadRequest("%s: %q: want true or false", hdrClusterDigest, v)
+	var digest, all bool
+	for _, f := range []struct {
+		name string
+		v    *bool
+	}{{hdrClusterDigest, &digest}, {hdrClusterAll, &all}} {
+		if v := r.Header.Get(f.name); v != "" {
+			var err error
+			if *f.v, err = strconv.ParseBool(v); err != nil {
+				return status.BadRequest("%s: %q: want true or false", f.name, v)
+			}
 		}
 	}
-	st, err := h.cfg.ClusterStatus(r.Context(), digest)
+	st, err := h.cfg.ClusterStatus(r.Context(), digest, all)
 	if err != nil {
 		return err
 	}

@@ -64,11 +64,12 @@ type Config struct {
 	// and a session read waits briefly for this node to reach its session
 	// (the client's token, if any, and the writes this node answered).
 	Replicated bool
-	// ClusterStatus, if set, is this node's view of its cluster, served as
+	// ClusterStatus, if set, is this node's view of its cluster, or with
+	// all (the x-partita-cluster-all header) every member's, served as
 	// JSON at GET /_partita/cluster; digest (the x-partita-cluster-digest
 	// header) asks for every keyspace's digest too, which reads all of
 	// them. Nil on a single node.
-	ClusterStatus func(ctx context.Context, digest bool) (any, error)
+	ClusterStatus func(ctx context.Context, digest, all bool) (any, error)
 	// Gather, if set, sends a report's request to every other node of the
 	// cluster, each to answer from what it counts itself, and returns
 	// their answers (clusterwide.go). Nil on a single node.

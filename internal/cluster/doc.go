@@ -7,13 +7,20 @@
 //
 //   - Node (node.go): StartNode runs a member in the server's process: the
 //     cluster listener (mutual TLS: RaftProto connections for Raft
-//     messages, HTTP/2 for ForwardPath, the requests other nodes forward),
-//     the etcd member, the shared catalog, the replication host and its
-//     driver, and Keyspaces.
+//     messages; HTTPS for ForwardPath, the requests other nodes forward,
+//     and for the /kv, budget and status routes), the etcd member, the
+//     shared catalog, the replication host and its driver, and Keyspaces.
 //     Forward sends a request this node cannot serve to its partition's
 //     leader, ForwardRead a read of a keyspace it holds no replica of to
-//     that keyspace's leader, once; Status is the node's view (partita cluster status). A member
-//     starts only on an empty data directory (IsMember, ErrNotEmpty).
+//     that keyspace's leader, once (gather.go: the sending, and the
+//     cluster-wide reports' requests to every member). A member starts
+//     only on an empty data directory (IsMember, ErrNotEmpty).
+//   - Status (status.go, statusall.go): the node's view of its members
+//     and replicas (partita cluster status), with each keyspace's
+//     replication progress where it leads (replication.Host.Progress);
+//     ClusterStatus asks every member for its view over StatusPath and
+//     marks each live or not by whether it answered, and CompareDigests
+//     finds replicas that diverged.
 //   - Keyspaces (keyspaces.go): the engine's replica.Host in a cluster:
 //     every keyspace a Raft group whose voters Placement names, created on
 //     first use on each of them; idle leaders publish their stable marks.
@@ -57,7 +64,7 @@
 //     does not lead to their leaders, whose buckets are the partitions',
 //     and refuses their requests while a leader says they are spent.
 //
-// Not here yet (docs/cluster.md): node records with liveness leases,
-// placement of replicas on a subset of the members, load-based leader
-// balance and membership changes.
+// Not here yet (docs/cluster.md): node records with liveness leases in
+// etcd (a member is live here when it answers the node asking),
+// load-based leader balance and membership changes.
 package cluster

@@ -191,6 +191,7 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	n.kv = &kvServer{self: self.ID, src: nodeKV{n}}
 	n.kv.register(mux)
 	mux.HandleFunc("POST "+BudgetPath, n.serveBudget)
+	mux.HandleFunc("GET "+StatusPath, n.serveStatus)
 	n.srv = &http.Server{Handler: mux, TLSConfig: cert.ServerTLS(), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: log.New(io.Discard, "", 0)} // refused handshakes are expected
 	n.tr.Register(n.srv) // Raft's own protocol on the same listener

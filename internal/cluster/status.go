@@ -17,8 +17,12 @@ import (
 // it has a replica of, who leads it and how far this replica has applied.
 // `partita cluster status` prints it (GET /_partita/cluster).
 type Status struct {
-	Node      string           `json:"node"` // this node's id, 16 hex digits
-	Addr      string           `json:"addr"` // its cluster address
+	Node string `json:"node"` // this node's id, 16 hex digits
+	Addr string `json:"addr"` // its cluster address
+	// Error, in a cluster-wide answer (ClusterStatus), says why the
+	// member did not answer the node asked; its other fields are then
+	// empty but Node and Addr.
+	Error     string           `json:"error,omitempty"`
 	Members   []MemberStatus   `json:"members"`
 	Keyspaces []KeyspaceStatus `json:"keyspaces"`
 }
@@ -27,6 +31,22 @@ type Status struct {
 type MemberStatus struct {
 	Node string `json:"node"`
 	Addr string `json:"addr"`
+	// Live, in the asked node's view of a cluster-wide answer, is whether
+	// the member answered it within statusWait (the node itself is live);
+	// Error says why not. Unset in a node's own view.
+	Live  *bool  `json:"live,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// ReplicaProgress is one voter's replication of a keyspace as its leader
+// tracks it (replication.Progress).
+type ReplicaProgress struct {
+	Node   string `json:"node"`
+	Match  uint64 `json:"match"`  // the last log index the leader knows it has
+	Lag    uint64 `json:"lag"`    // committed entries its log lacks, if Known
+	Known  bool   `json:"known"`  // false: the leader has not learnt yet where its log stands
+	State  string `json:"state"`  // probe, replicate or snapshot
+	Active bool   `json:"active"` // heard from within an election timeout
 }
 
 // KeyspaceStatus is this node's replica of one keyspace's group.
@@ -39,6 +59,10 @@ type KeyspaceStatus struct {
 	Applied  uint64   `json:"applied"` // the last log index applied here
 	LSN      uint64   `json:"lsn"`     // the largest LSN applied here
 	Stable   uint64   `json:"stable"`  // the stable LSN applied here
+	// Commit and Progress are reported by the group's Raft leader only:
+	// its commit index and every voter's replication, in node order.
+	Commit   uint64            `json:"commit,omitempty"`
+	Progress []ReplicaProgress `json:"progress,omitempty"`
 	// Digest is filled only when asked (`partita cluster status --digest`;
 	// GET /_partita/cluster with x-partita-cluster-digest: true): it reads
 	// the whole keyspace.
@@ -76,6 +100,12 @@ func (n *Node) Status(ctx context.Context, digest bool) (Status, error) {
 		}
 		if l.ID != 0 {
 			ks.Leader = nodeHex(l.ID)
+		}
+		if commit, ps, ok, err := n.host.Progress(g); err == nil && ok {
+			ks.Commit = commit
+			for _, p := range ps {
+				ks.Progress = append(ks.Progress, ReplicaProgress{Node: nodeHex(p.Node), Match: p.Match, Lag: p.Lag, Known: p.Known, State: p.State, Active: p.Active})
+			}
 		}
 		if digest {
 			d, err := n.host.Digest(ctx, g)

@@ -146,7 +146,12 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 	if s.node != nil {
 		acfg.Forward, acfg.ForwardRead, acfg.Replicated = forwarder(s.node, "api"), readForwarder(s.node, "api"), true
 		node := s.node
-		acfg.ClusterStatus = func(ctx context.Context, digest bool) (any, error) { return node.Status(ctx, digest) }
+		acfg.ClusterStatus = func(ctx context.Context, digest, all bool) (any, error) {
+			if all {
+				return node.ClusterStatus(ctx, digest)
+			}
+			return node.Status(ctx, digest)
+		}
 		acfg.Gather = gatherer(node, "api")
 	}
 	handler := api.New(acfg, eng, verifier, now, log)
