@@ -54,8 +54,20 @@ type Throughput struct {
 func (t Throughput) IsZero() bool { return t.Manual == 0 && t.AutoscaleMax == 0 }
 
 // validate checks t the way Cosmos DB does (protocol doc §9).
+// MaxThroughput bounds a container's or a shared database's provisioned
+// throughput, manual or autoscale maximum: Cosmos DB's default limit
+// (1,000,000 RU/s; the service raises it on request). It also bounds the
+// physical partitions a container starts with or splits into for its
+// throughput (one per 6,000 or 10,000 RU/s): an unbounded value would
+// make a single request allocate or split without end.
+const MaxThroughput = 1_000_000
+
 func (t Throughput) validate() error {
 	switch {
+	case t.Manual > MaxThroughput:
+		return invalid(fmt.Sprintf("throughput %d RU/s is above the maximum, %d RU/s", t.Manual, MaxThroughput))
+	case t.AutoscaleMax > MaxThroughput:
+		return invalid(fmt.Sprintf("autoscale max throughput %d RU/s is above the maximum, %d RU/s", t.AutoscaleMax, MaxThroughput))
 	case t.Manual != 0 && t.AutoscaleMax != 0:
 		return invalid("specify either manual throughput or autoscale settings, not both")
 	case t.Manual != 0 && (t.Manual < 400 || t.Manual%100 != 0):

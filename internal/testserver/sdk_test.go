@@ -386,6 +386,27 @@ func TestThroughput(t *testing.T) {
 	}
 	_, err = k.ReplaceThroughput(ctx, azcosmos.NewManualThroughputProperties(450), nil)
 	wantStatus(t, "throughput not a multiple of 100", err, http.StatusBadRequest)
+	// Above the maximum: refused before any partition is made or split
+	// (an unbounded value made one request allocate or split without end).
+	_, err = k.ReplaceThroughput(ctx, azcosmos.NewManualThroughputProperties(1_000_100), nil)
+	wantStatus(t, "replaced throughput above the maximum", err, http.StatusBadRequest)
+	_, err = k.ReplaceThroughput(ctx, azcosmos.NewAutoscaleThroughputProperties(1_001_000), nil)
+	wantStatus(t, "replaced autoscale throughput above the maximum", err, http.StatusBadRequest)
+	_, err = c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "huge"}, &azcosmos.CreateDatabaseOptions{ThroughputProperties: ptr(azcosmos.NewManualThroughputProperties(2_000_000_000))})
+	wantStatus(t, "database throughput above the maximum", err, http.StatusBadRequest)
+	hugeDB, _ := c.NewDatabase("db")
+	_, err = hugeDB.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "huge", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}},
+		&azcosmos.CreateContainerOptions{ThroughputProperties: ptr(azcosmos.NewAutoscaleThroughputProperties(2_000_000_000))})
+	wantStatus(t, "container autoscale throughput above the maximum", err, http.StatusBadRequest)
+	if v, ok := func() (int32, bool) {
+		tp, err := k.ReadThroughput(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tp.ThroughputProperties.AutoscaleMaxThroughput()
+	}(); !ok || v != 4000 {
+		t.Errorf("after the refused replaces, autoscale max = %d (%v), want 4000 still", v, ok)
+	}
 	db, _ := c.NewDatabase("db")
 	_, err = db.ReadThroughput(ctx, nil)
 	if err == nil {
