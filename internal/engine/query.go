@@ -481,6 +481,12 @@ func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error)
 		// The plan changed under the continuation (the indexing policy did).
 		return Page{}, invalidContinuation("the container's indexing policy changed since the previous page; restart the query")
 	}
+	// A page stops at QueryPageTime between documents; within one, the
+	// rows of its JOINs (a cross product of its arrays: four more for
+	// each JOIN over four elements) are evaluated without a stop, so a
+	// page that runs to QueryMaxTime is ended there.
+	ctx, cancel := context.WithTimeout(ctx, run.e.cfg.QueryMaxTime)
+	defer cancel()
 	skip, take := run.prog.Window()
 	limit := run.e.pageLimit(run.q.MaxItems)
 	maxBytes := run.e.cfg.MaxPageBytes
@@ -567,7 +573,10 @@ func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error)
 			return true
 		})
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
+		return Page{}, status.Newf(http.StatusRequestTimeout, "a page of the query ran for longer than %v: the rows of one item's JOINs (the product of its arrays' lengths) are more than a page can evaluate in that time; filter the arrays (JOIN x IN (SELECT VALUE y FROM y IN c.arr WHERE …)) or use fewer JOINs", run.e.cfg.QueryMaxTime)
+	case err != nil:
 		return Page{}, translate(err)
 	}
 	if next != nil {
