@@ -408,7 +408,14 @@ func (h *Handler) authenticate(r *http.Request) (auth.Principal, *http.Request, 
 // checkPathIDs refuses (400) a resource path naming an id longer than any
 // resource can have, as a create of such an id is refused: a read, replace
 // or delete of it would otherwise look for it (404) however long the URL.
+// It refuses a path with a "." or ".." segment too: no id is "." or ".."
+// (document.ValidateID), and the router would clean the segment away and
+// answer with a redirect to another resource, which no Cosmos DB client
+// expects.
 func checkPathIDs(rawPath string) error {
+	if hasDotSegment(rawPath) {
+		return status.BadRequest("the request URL %q has a '.' or '..' segment: no resource has such an id, and URLs do not name resources relative to others", rawPath)
+	}
 	if !strings.HasPrefix(rawPath, "/dbs/") {
 		return nil
 	}
@@ -431,6 +438,18 @@ func checkPathIDs(rawPath string) error {
 		}
 	}
 	return nil
+}
+
+// hasDotSegment reports whether path has a segment "." or "..".
+func hasDotSegment(path string) bool {
+	for path != "" {
+		var seg string
+		seg, path, _ = strings.Cut(path, "/")
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 // resourceName names the resource of a URL path segment in messages.

@@ -17,7 +17,8 @@ const MaxIDLength = 255
 
 // ValidateID checks an item or resource id: a non-empty string of valid UTF-8
 // of at most MaxIDLength characters, none of which is '/', '\\', '?' or '#'
-// (protocol §4.2). It returns nil or an *InvalidError naming the problem.
+// (protocol §4.2), and not "." or "..". It returns nil or an *InvalidError
+// naming the problem.
 func ValidateID(id string) error {
 	if err := validateIDBasics(id); err != nil {
 		return err
@@ -29,10 +30,14 @@ func ValidateID(id string) error {
 }
 
 // validateIDBasics checks what every id must be: non-empty valid UTF-8 of at
-// most MaxIDLength characters.
+// most MaxIDLength characters, and not "." or "..", which a URL cannot name
+// (its path rules remove such segments: RFC 3986 §5.2.4).
 func validateIDBasics(id string) error {
 	if id == "" {
 		return &InvalidError{Msg: "id is empty"}
+	}
+	if id == "." || id == ".." {
+		return &InvalidError{Msg: fmt.Sprintf("id %q cannot be named in a URL (a path segment %q is removed by URL rules)", id, id)}
 	}
 	if !utf8.ValidString(id) {
 		return &InvalidError{Msg: "id is not valid UTF-8"}

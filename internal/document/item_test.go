@@ -146,6 +146,8 @@ func TestParseItemErrors(t *testing.T) {
 		{`{"id":"a\\b"}`, nil, `contains '\'`},
 		{`{"id":"a?"}`, nil, "contains '?'"},
 		{`{"id":"#"}`, nil, "contains '#'"},
+		{`{"id":"."}`, nil, "cannot be named in a URL"},
+		{`{"id":".."}`, nil, "cannot be named in a URL"},
 		{`{"id":"` + strings.Repeat("x", 256) + `"}`, nil, "longer than 255"},
 		{`{"id":"1","pk":1e400}`, []string{"/pk"}, "out of the range"},
 		{`{"id":"1"}`, []string{""}, "invalid partition key path"},

@@ -229,6 +229,44 @@ func TestLongIDInURL(t *testing.T) {
 	wantStatus(t, "read 255", err, http.StatusNotFound)
 }
 
+// TestDotIDs: "." and ".." are refused as ids (400), of items, containers
+// and databases, and a URL naming one gets 400 rather than the router's
+// redirect (307) to the resource above it, for ".." the container. (The
+// Go SDK removes such a segment from its URL itself, so its read of "."
+// reaches the feed of the container's items with the item's signature:
+// 401.)
+func TestDotIDs(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := s.Client(t)
+	k := newContainer(t, c, "db", azcosmos.ContainerProperties{ID: "k", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil)
+	ctx := t.Context()
+	pk := azcosmos.NewPartitionKeyString("p")
+	for _, id := range []string{".", ".."} {
+		_, err := k.CreateItem(ctx, pk, mustJSON(t, map[string]string{"id": id, "pk": "p"}), nil)
+		wantStatus(t, "create item "+id, err, http.StatusBadRequest)
+		_, err = k.UpsertItem(ctx, pk, mustJSON(t, map[string]string{"id": id, "pk": "p"}), nil)
+		wantStatus(t, "upsert item "+id, err, http.StatusBadRequest)
+		for _, m := range []string{http.MethodGet, http.MethodDelete} {
+			if code, head := http1Do(t, s, m, "/dbs/db/colls/k/docs/"+id, map[string]string{"x-ms-documentdb-partitionkey": `["p"]`}, ""); code != http.StatusBadRequest {
+				t.Errorf("%s of item %q: %d, want 400\n%s", m, id, code, head)
+			}
+		}
+		if code, head := http1Do(t, s, http.MethodGet, "/dbs/"+id, nil, ""); code != http.StatusBadRequest {
+			t.Errorf("GET /dbs/%s: %d, want 400\n%s", id, code, head)
+		}
+		_, err = c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: id}, nil)
+		wantStatus(t, "create database "+id, err, http.StatusBadRequest)
+		db, _ := c.NewDatabase("db")
+		_, err = db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: id, PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil)
+		wantStatus(t, "create container "+id, err, http.StatusBadRequest)
+	}
+	// The container the ".." delete would have been redirected to is
+	// still there.
+	if _, err := k.Read(ctx, nil); err != nil {
+		t.Errorf("the container after the deletes of . and ..: %v", err)
+	}
+}
+
 // TestEmulatorCompatAccountID: under --emulator-compat the database account
 // has the emulator's id, "localhost"; otherwise "partita".
 func TestEmulatorCompatAccountID(t *testing.T) {
