@@ -52,6 +52,7 @@ func TestParseItem(t *testing.T) {
 	}{
 		{"string", `{"id":"1","pk":"a"}`, []string{"/pk"}, "1", key(str("a"))},
 		{"number", `{"id":"1","pk":-1.5e3}`, []string{"/pk"}, "1", key(num(-1500))},
+		{"numbers at a double's limits", `{"id":"1","pk":1,"big":1.7976931348623157e308,"tiny":1e-400,"long":1` + strings.Repeat("0", 308) + `}`, []string{"/pk"}, "1", key(num(1))},
 		{"true", `{"id":"1","pk":true}`, []string{"/pk"}, "1", key(boolean(true))},
 		{"false", `{"id":"1","pk":false}`, []string{"/pk"}, "1", key(boolean(false))},
 		{"null", `{"id":"1","pk":null}`, []string{"/pk"}, "1", key(null())},
@@ -150,6 +151,10 @@ func TestParseItemErrors(t *testing.T) {
 		{`{"id":".."}`, nil, "cannot be named in a URL"},
 		{`{"id":"` + strings.Repeat("x", 256) + `"}`, nil, "longer than 255"},
 		{`{"id":"1","pk":1e400}`, []string{"/pk"}, "out of the range"},
+		// Numbers anywhere are doubles: too large for one is refused.
+		{`{"id":"1","v":1e400}`, nil, "the number 1e400 at offset 14 is out of the range of a double"},
+		{`{"id":"1","v":{"w":[-1.5E+309]}}`, nil, "the number -1.5E+309 at offset 20 is out of the range"},
+		{`{"id":"1","v":1` + strings.Repeat("0", 309) + `}`, nil, "the number 1000000000000000000000000000000000000... at offset 14 is out of the range"},
 		{`{"id":"1"}`, []string{""}, "invalid partition key path"},
 		{`{"id":"1"}`, []string{"pk"}, "invalid partition key path"},
 		{`{"id":"1"}`, []string{"/"}, "invalid partition key path"},

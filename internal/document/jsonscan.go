@@ -331,6 +331,40 @@ func scanNumber(b []byte, i int) (int, error) {
 	return i, nil
 }
 
+// checkDouble refuses (*InvalidError) a number literal at offset off too
+// large for a double (±Inf): Cosmos DB holds numbers as doubles, every SDK
+// decodes them so, and the query engine's arithmetic and aggregates would
+// meet a value they cannot represent. Only a literal with an exponent or
+// more than 308 integer digits can be that large, so only those are
+// converted.
+func checkDouble(lit []byte, off int) error {
+	// The integer digits, or any exponent.
+	digits := 0
+	for _, c := range lit {
+		if c == 'e' || c == 'E' {
+			digits = maxIntDigits + 1 // the exponent decides
+			break
+		}
+		if c >= '0' && c <= '9' {
+			digits++
+		}
+	}
+	if digits <= maxIntDigits {
+		return nil
+	}
+	if _, ok := parseNumber(lit); ok {
+		return nil
+	}
+	if len(lit) > 40 {
+		lit = append(lit[:37:37], "..."...)
+	}
+	return &InvalidError{Msg: fmt.Sprintf("the number %s at offset %d is out of the range of a double", lit, off)}
+}
+
+// maxIntDigits is the most integer digits a number without an exponent
+// can have and still be a finite double (the largest is about 1.8e308).
+const maxIntDigits = 308
+
 // parseNumber converts a number literal scanNumber accepted. Literals too
 // large for a double are refused: every SDK decodes numbers as doubles.
 func parseNumber(lit []byte) (float64, bool) {
@@ -361,8 +395,9 @@ type member struct {
 // returns the offset just past it. depth counts the containers around it.
 //
 // With strict set, an object with two members of one name, at any depth, is
-// a *DuplicateNameError: input from clients is scanned strictly; stored bytes
-// (which older releases may have written with duplicates) are not.
+// a *DuplicateNameError, and a number too large for a double an
+// *InvalidError (checkDouble): input from clients is scanned strictly;
+// stored bytes (which older releases may have written so) are not.
 func scanValue(b []byte, i, depth int, strict bool) (int, error) {
 	if i >= len(b) {
 		return 0, synErr(i, "unexpected end of input")
@@ -376,7 +411,11 @@ func scanValue(b []byte, i, depth int, strict bool) (int, error) {
 	case c == '[':
 		return scanArray(b, i, depth+1, strict)
 	case c == '-' || c >= '0' && c <= '9':
-		return scanNumber(b, i)
+		end, err := scanNumber(b, i)
+		if err == nil && strict {
+			err = checkDouble(b[i:end], i)
+		}
+		return end, err
 	case c == 't':
 		return scanLiteral(b, i, "true")
 	case c == 'f':
