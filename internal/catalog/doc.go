@@ -5,7 +5,8 @@
 // their resource ids (_rid, including the per-container reservation of
 // items' _rid sequence numbers) and the JSON resources the wire protocol
 // returns. It persists every change as one atomic change of a Backend (the
-// node's store today, a replicated store tomorrow) and keeps an in-memory
+// node's store on a single node, etcd in a cluster: cluster.Backend) and
+// keeps an in-memory
 // copy for lookups on the hot path. It holds no item data: dropping a
 // deleted container's keyspaces is the engine's job.
 //

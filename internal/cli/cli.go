@@ -1,7 +1,7 @@
 // Package cli implements the partita command: its subcommands (serve,
-// check, advise, bench, floor, cluster, health, version), flags, and PARTITA_* environment variables. It is the only
-// reader of flags and the environment, and the only place that picks log
-// handlers.
+// check, advise, load, bench, floor, cluster, health, version), flags, and
+// PARTITA_* environment variables. It is the only reader of flags and the
+// environment, and the only place that picks log handlers.
 package cli
 
 import (

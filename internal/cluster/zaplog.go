@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync/atomic"
 
 	"go.uber.org/zap"
@@ -75,9 +76,42 @@ func (c *slogCore) Write(e zapcore.Entry, fs []zapcore.Field) error {
 	level := slogLevel(e.Level)
 	if c.stopping != nil && c.stopping.Load() {
 		level = slog.LevelDebug
+	} else if level > slog.LevelInfo && benign(e.Message, enc.Fields) {
+		level = slog.LevelInfo
 	}
 	c.l.LogAttrs(context.Background(), level, e.Message, attrs...)
 	return nil
 }
 
 func (c *slogCore) Sync() error { return nil }
+
+// benignEtcd are warnings and errors etcd logs on every healthy start of a
+// member as Partita runs it, passed at info level so that an operator's
+// eye goes to the ones that matter: its message and, if not "", a part of
+// its error.
+var benignEtcd = []struct{ msg, err string }{
+	// At the first start, before the member's first Raft term is saved;
+	// etcd tries again and succeeds.
+	{"failed to update storage version", "missing term information"},
+	// The client listener is a Unix socket in the data directory, served
+	// to the node's own client only.
+	{"Running http and grpc server on single port. This is not recommended for production.", ""},
+	// etcd's own authentication is off: the client is the node itself.
+	{"simple token is not cryptographically signed", ""},
+}
+
+// benign reports whether an etcd record is one of benignEtcd.
+func benign(msg string, fields map[string]any) bool {
+	for _, b := range benignEtcd {
+		if msg != b.msg {
+			continue
+		}
+		if b.err == "" {
+			return true
+		}
+		if e, ok := fields["error"].(string); ok && strings.Contains(e, b.err) {
+			return true
+		}
+	}
+	return false
+}

@@ -6,15 +6,15 @@
 // a whole logical partition (pkdelete.go).
 //
 // Invariants:
-//   - An item lives at the key (container, EPK, pk, id), so every physical
-//     partition's items are one span of the store and a logical partition
+//   - An item lives at the key (keyspace, EPK, pk, id), so every physical
+//     partition's items are one span of its keyspace and a logical partition
 //     never spans two physical partitions.
 //   - Writes to one logical partition are serialised by a lock on exactly that
 //     logical partition (never wider), held across read-check-write, and are
-//     durable when acknowledged (the store syncs its WAL, shared between
-//     concurrent writers).
+//     durable when acknowledged under --durability sync (the store syncs its
+//     WAL, shared between concurrent writers; in a cluster, a majority's logs).
 //   - The engine reaches partition data only through package replica's
-//     seam (DESIGN §5), so replication sits behind it: in a cluster
+//     seam (docs/storage-seams.md), so replication sits behind it: in a cluster
 //     (Config.Replicated, cluster.go) a transaction asks its keyspace's
 //     replica Lead() before it reads, linearizable reads Sync() each
 //     keyspace first, and reconcile does on each keyspace's leader what a

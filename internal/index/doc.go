@@ -2,8 +2,8 @@
 // Cosmos DB indexing policy indexes, encodes them as order-preserving bytes,
 // and computes the term spans a planner scans for equality, range, IN and
 // STARTSWITH predicates on one path. It does not touch storage: the engine
-// builds index keys as prefix | term | ridSeq and scans the spans returned
-// here (see store.IndexKey).
+// builds index keys as 0x04 | term | seq inside a partition's keyspace
+// (engine/keys.go) and scans the spans returned here.
 //
 // # Terms
 //

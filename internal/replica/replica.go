@@ -6,8 +6,9 @@
 // keyspace; it never imports the store.
 //
 // Local implements the seam on the node's Pebble store (package store), and
-// Meta the catalog's backend on the same store; a replicated implementation
-// (Raft groups) will implement the same interfaces.
+// Meta the catalog's backend on the same store; in a cluster,
+// cluster.Keyspaces implements Host over Raft groups, each keyspace's
+// Replica a replication.Replica.
 //
 // Invariants:
 //   - Every key of a keyspace lies in its span; dropping a keyspace removes

@@ -2,7 +2,10 @@
 // their lifecycle: it opens the store and engine, binds the listeners (the
 // API, TLS with a generated self-signed certificate by default; optionally
 // the compute gateway; optionally plain-HTTP Prometheus metrics), serves
-// them, and on shutdown drains requests and closes the store. OpenFloor
+// them, and on shutdown drains requests and closes the store. In a cluster
+// (--cluster-addr, --join) it starts the node (package cluster) and gives
+// the engine its shared catalog and Raft-replicated keyspaces. (The
+// --pprof-addr listener is the command's: package cli.) OpenFloor
 // runs the floor server (package floor) on the same listener, TLS and
 // authentication instead, with no store: the measuring stick of the
 // benchmarks.
