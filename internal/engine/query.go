@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/partitadb/partita/internal/catalog"
@@ -157,9 +158,12 @@ func (e *Engine) QueryItems(ctx context.Context, db, coll string, scope Scope, q
 	if err := e.admit(c, r.ranges...); err != nil {
 		return Page{}, err
 	}
-	p, err := e.runQuery(ctx, c, ast, prog, r, scope, q, start, compiled)
+	p, ru, err := e.runQuery(ctx, c, ast, prog, r, scope, q, start, compiled)
 	if err != nil {
-		e.chargeFailed(c, 0, r.ranges...)
+		// A page that failed (408 past QueryMaxTime, a sort too large)
+		// is charged the work it did, or a query that reads for 10 s
+		// would cost what a refused one costs.
+		e.chargeFailed(c, ru, r.ranges...)
 		return Page{}, err
 	}
 	e.charge(c, p.RU, r.ranges...)
@@ -229,12 +233,20 @@ func routeQuery(c *catalog.Container, ast *parse.Query, scope Scope, q Query) (r
 }
 
 // runQuery is QueryItems once the query is compiled and its scope resolved.
-func (e *Engine) runQuery(ctx context.Context, c *catalog.Container, ast *parse.Query, prog *exec.Program, r resolved, scope Scope, q Query, start, compiled time.Time) (Page, error) {
+// It returns the page and its charge, or the error and the charge of the
+// work done before it.
+func (e *Engine) runQuery(ctx context.Context, c *catalog.Container, ast *parse.Query, prog *exec.Program, r resolved, scope Scope, q Query, start, compiled time.Time) (Page, float64, error) {
 	run, tok, err := e.prepareQuery(ctx, c, ast, prog, r, scope, q, start)
 	if err != nil {
-		return Page{}, err
+		return Page{}, 0, err
 	}
 	defer run.src.v.close()
+	var rows atomic.Int64
+	ctx = exec.WithRowCount(ctx, &rows)
+	work := func(out int) throughput.QueryWork {
+		return throughput.QueryWork{Entries: run.entries, Items: run.loaded, InBytes: run.loadedBytes, Rows: int(rows.Load()),
+			OutBytes: out, Partitions: len(r.ranges)}
+	}
 	var p Page
 	switch run.plan.Executor {
 	case plan.Streamed:
@@ -245,7 +257,7 @@ func (e *Engine) runQuery(ctx context.Context, c *catalog.Container, ast *parse.
 		p, err = run.whole(ctx, tok)
 	}
 	if err != nil {
-		return Page{}, err
+		return Page{}, throughput.QueryWorkCost(work(0)), err
 	}
 	size := 0
 	for _, it := range p.Items {
@@ -256,9 +268,8 @@ func (e *Engine) runQuery(ctx context.Context, c *catalog.Container, ast *parse.
 	if l := run.plan.Lookup; l != nil {
 		p.Metrics.IndexPath = indexPathSpec(l.Path)
 	}
-	p.RU = throughput.QueryWorkCost(throughput.QueryWork{Entries: run.entries, Items: run.loaded, InBytes: run.loadedBytes,
-		OutBytes: size, Partitions: len(r.ranges)})
-	return p, nil
+	p.RU = throughput.QueryWorkCost(work(size))
+	return p, p.RU, nil
 }
 
 // prepareQuery refuses what the gateway refuses, decodes and binds the

@@ -624,29 +624,57 @@ func FuzzQueryContinuation(f *testing.F) {
 // TestQueryJoinExpansionBounded: a page stops between documents at
 // QueryPageTime, not within one; the rows of one item's JOINs (here 8^9,
 // about 134 million) end at QueryMaxTime with 408 naming the JOINs, rather
-// than holding a core until they are all evaluated (found by a bug hunt:
-// 13 JOINs over 4 elements ran 12 s for 2 RU).
+// than holding a core until they are all evaluated, and the rows bound are
+// charged, on a failed page too (found by a bug hunt: 13 JOINs over 4
+// elements ran 12 s for 2 RU).
 func TestQueryJoinExpansionBounded(t *testing.T) {
-	e := testEngine(t)
+	e := testEngineWith(t, Config{RateLimit: true}) // so that charges are kept
 	ctx := context.Background()
 	if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Create, PK: pkN(1), Body: []byte(`{"id":"j","pk":"p1","a":[1,2,3,4,5,6,7,8]}`)}); err != nil {
 		t.Fatal(err)
+	}
+	// A query whose expansion fits is served, its 64 rows (8 × 8) charged
+	// beyond the one per item that the same item read without JOINs binds.
+	page, err := e.QueryItems(ctx, "db", "k", Scope{PK: pkN(1)}, Query{Text: "SELECT VALUE x0 * 10 + x1 FROM c JOIN x0 IN c.a JOIN x1 IN c.a WHERE x1 = 8"})
+	if err != nil || len(page.Items) != 8 {
+		t.Fatalf("a small JOIN: %d rows, %v; want 8", len(page.Items), err)
+	}
+	plain, err := e.QueryItems(ctx, "db", "k", Scope{PK: pkN(1)}, Query{Text: "SELECT VALUE 1 FROM c"})
+	if err != nil || plain.Loaded != 1 || page.Loaded != 1 {
+		t.Fatalf("the item without JOINs: loaded %d and %d, %v; want 1 each", plain.Loaded, page.Loaded, err)
+	}
+	if diff := page.RU - plain.RU; diff < 0.06 || diff > 0.08 {
+		t.Errorf("the JOIN page cost %.2f RU, the item without JOINs %.2f: want 63 rows × 0.001 RU more (and the output's few bytes)", page.RU, plain.RU)
+	}
+
+	charged := func() float64 { // by the limiter, over the container's partitions
+		t.Helper()
+		c, err := e.cat.Container("db", "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := 0.0
+		for _, r := range c.Map().Ranges() {
+			sum += e.limit.Usage(rangeKey(c, r)).Charged
+		}
+		return sum
 	}
 	e.cfg.QueryMaxTime = 300 * time.Millisecond
 	var joins strings.Builder
 	for i := range 9 {
 		fmt.Fprintf(&joins, " JOIN x%d IN c.a", i)
 	}
+	before := charged()
 	start := time.Now()
-	_, err := e.QueryItems(ctx, "db", "k", Scope{PK: pkN(1)}, Query{Text: "SELECT VALUE 1 FROM c" + joins.String() + " WHERE x8 = 99"})
+	_, err = e.QueryItems(ctx, "db", "k", Scope{PK: pkN(1)}, Query{Text: "SELECT VALUE 1 FROM c" + joins.String() + " WHERE x8 = 99"})
 	var se *status.Error
 	if !errors.As(err, &se) || se.Code != http.StatusRequestTimeout || !strings.Contains(se.Message, "JOINs") {
 		t.Fatalf("after %v: err %v; want 408 naming the JOINs", time.Since(start).Round(time.Millisecond), err)
 	}
-	// A query whose expansion fits is served as before.
-	page, err := e.QueryItems(ctx, "db", "k", Scope{PK: pkN(1)}, Query{Text: "SELECT VALUE x0 * 10 + x1 FROM c JOIN x0 IN c.a JOIN x1 IN c.a WHERE x1 = 8"})
-	if err != nil || len(page.Items) != 8 {
-		t.Fatalf("a small JOIN: %d rows, %v; want 8", len(page.Items), err)
+	// The failed page is charged the rows it bound (0.001 RU each), not
+	// the minimum: at least 10,000 rows in 300 ms on any machine.
+	if ru := charged() - before; ru < 10 {
+		t.Errorf("the 408 page was charged %.2f RU; want the rows it bound charged (≥ 10 RU)", ru)
 	}
 }
 

@@ -16,6 +16,7 @@ const (
 	queryPerItem  = 0.05          // per item loaded and evaluated
 	queryPerKBIn  = 0.05          // per KB of items loaded
 	queryPerEntry = 0.002         // per index or order entry read
+	queryPerRow   = 0.001         // per row bound beyond one per item loaded (a JOIN's cross product)
 	queryPerKBOut = 0.1           // per KB of results
 	perPartition  = 1.0           // per physical partition a request visits beyond the first
 	minimumCharge = 1.0           // failed and trivial requests still cost this
@@ -45,20 +46,26 @@ func QueryCost(items, out, partitions int) float64 {
 
 // QueryWork is what a query page did.
 type QueryWork struct {
-	Entries    int // index and order entries read
-	Items      int // items loaded and evaluated
+	Entries int // index and order entries read
+	Items   int // items loaded and evaluated
+	// Rows is how many rows the query bound from its FROM and JOIN sources
+	// (exec.WithRowCount): one per item without JOINs; those beyond one per
+	// item are charged, about as much CPU apiece as a thousandth of a
+	// point read.
+	Rows       int
 	InBytes    int // their size
 	OutBytes   int // the size of the results
 	Partitions int // physical partitions visited
 }
 
 // QueryWorkCost is the charge for a query page that did w: it grows with
-// every entry read, item loaded and byte returned, and with each partition
-// beyond the first, so a query routed to one partition costs less than the
-// same query fanned out, and an index lookup less than a scan.
+// every entry read, item loaded, JOIN row bound and byte returned, and with
+// each partition beyond the first, so a query routed to one partition costs
+// less than the same query fanned out, and an index lookup less than a
+// scan.
 func QueryWorkCost(w QueryWork) float64 {
 	ru := queryBase + float64(w.Entries)*queryPerEntry + float64(w.Items)*queryPerItem + kb(w.InBytes)*queryPerKBIn +
-		kb(w.OutBytes)*queryPerKBOut + float64(max(0, w.Partitions-1))*perPartition
+		float64(max(0, w.Rows-w.Items))*queryPerRow + kb(w.OutBytes)*queryPerKBOut + float64(max(0, w.Partitions-1))*perPartition
 	return round2(ru)
 }
 

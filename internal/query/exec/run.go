@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fastjson"
@@ -22,6 +23,10 @@ type runCtx struct {
 	ndocs  int
 	nrows  int
 	err    error // the first error; once set, every loop unwinds
+	// rows is the caller's count of rows bound (WithRowCount), looked up
+	// in ctx at the first row; nil when there is none.
+	rows      *atomic.Int64
+	rowsKnown bool
 
 	// curDoc and curRoot are the document being processed, while its bytes are valid (inside
 	// the docs callback), so that SELECT * can copy the original text.
@@ -49,6 +54,29 @@ func (rc *runCtx) tick(n *int) bool {
 	}
 	*n++
 	return false
+}
+
+// countRow adds a bound row to the caller's count, if it keeps one.
+func (rc *runCtx) countRow() {
+	if !rc.rowsKnown {
+		rc.rows, _ = rc.ctx.Value(rowCountKey{}).(*atomic.Int64)
+		rc.rowsKnown = true
+	}
+	if rc.rows != nil {
+		rc.rows.Add(1)
+	}
+}
+
+type rowCountKey struct{}
+
+// WithRowCount returns ctx carrying n: every run under it adds to n one per
+// row its FROM and JOIN sources bind before WHERE is evaluated — one per
+// document without JOINs, the product of the joined arrays' lengths with
+// them — so that the caller can charge for the work a JOIN's cross
+// product does, which the documents read do not show. Runs in parallel
+// add to it concurrently.
+func WithRowCount(ctx context.Context, n *atomic.Int64) context.Context {
+	return context.WithValue(ctx, rowCountKey{}, n)
 }
 
 // env holds the variable bindings of a run: one slot per alias of every query level.
@@ -286,6 +314,7 @@ func (q *cquery) joinRows(e *env, i int, fn func() bool) bool {
 		if e.rc.tick(&e.rc.nrows) {
 			return false
 		}
+		e.rc.countRow()
 		if q.where != nil && !q.where(e).isTrue() {
 			return true
 		}
