@@ -114,12 +114,16 @@ func TestClusterReports(t *testing.T) {
 	// total; every keyspace has exactly one leader among them.
 	ruLine := regexp.MustCompile(`(?m)^partita_partition_request_units_total\{[^}]*container="c"[^}]*\} (\S+)$`)
 	leadLine := regexp.MustCompile(`(?m)^partita_keyspace_leading\{keyspace="(\d+)"\} (\S+)$`)
+	lagLine := regexp.MustCompile(`(?m)^partita_keyspace_replica_lag_entries\{keyspace="(\d+)",replica="([0-9a-f]+)"\} (\S+)$`)
+	activeLine := regexp.MustCompile(`(?m)^partita_keyspace_replica_active\{keyspace="(\d+)",replica="([0-9a-f]+)"\} (\S+)$`)
 	var (
 		sum     float64
 		leaders map[string]float64
+		lagging []string       // replicas reported behind or inactive
+		tracked map[string]int // keyspace → replicas its leader reports
 	)
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		sum, leaders = 0, map[string]float64{}
+		sum, leaders, lagging, tracked = 0, map[string]float64{}, nil, map[string]int{}
 		for i, a := range metricsAddrs {
 			resp, err := http.Get("http://" + a + "/metrics")
 			if err != nil {
@@ -135,10 +139,23 @@ func TestClusterReports(t *testing.T) {
 				v, _ := strconv.ParseFloat(m[2], 64)
 				leaders[m[1]] += v
 			}
+			// The leaders report each replica's lag: none once the
+			// writes have stopped, and every replica active.
+			for _, m := range lagLine.FindAllStringSubmatch(string(body), -1) {
+				tracked[m[1]]++
+				if m[3] != "0" {
+					lagging = append(lagging, fmt.Sprintf("keyspace %s: replica %s lags %s entries", m[1], m[2], m[3]))
+				}
+			}
+			for _, m := range activeLine.FindAllStringSubmatch(string(body), -1) {
+				if m[3] != "1" {
+					lagging = append(lagging, fmt.Sprintf("keyspace %s: replica %s inactive", m[1], m[2]))
+				}
+			}
 		}
-		ok := len(leaders) > 0
-		for _, v := range leaders {
-			ok = ok && v == 1
+		ok := len(leaders) > 0 && len(lagging) == 0 && len(tracked) == len(leaders)
+		for ks, v := range leaders {
+			ok = ok && v == 1 && tracked[ks] == 3
 		}
 		if ok || time.Now().After(deadline) {
 			break
@@ -154,6 +171,14 @@ func TestClusterReports(t *testing.T) {
 	}
 	if len(leaders) == 0 {
 		t.Error("/metrics: no partita_keyspace_leading series")
+	}
+	for ks := range leaders {
+		if tracked[ks] != 3 {
+			t.Errorf("/metrics: keyspace %s: its leader reports the lag of %d replicas, want 3", ks, tracked[ks])
+		}
+	}
+	for _, l := range lagging {
+		t.Errorf("/metrics, with the writes done: %s", l)
 	}
 }
 

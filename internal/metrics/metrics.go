@@ -2,10 +2,10 @@
 // the engine's per-partition reports at scrape time (request units charged,
 // 429s, storage, items, logical partitions and provisioned share, labelled by
 // database, container and range) and, in a cluster, this node's replicas'
-// Raft state (leading, term, applied index, labelled by keyspace), and the
-// handler that serves them. It
-// exports no partition key values: those stay in the authenticated
-// /_partita reports.
+// Raft state (leading, term, applied index, labelled by keyspace; where it
+// leads, each replica's lag and activity, labelled by keyspace and replica),
+// and the handler that serves them. It exports no partition key values:
+// those stay in the authenticated /_partita reports.
 package metrics
 
 import (
@@ -33,6 +33,17 @@ type Replica struct {
 	Leading       bool // this node is its settled leader
 	Term, Applied uint64
 	LeaderKnown   bool // this node knows a leader of it
+	// Followers is each voter's replication as this node, the group's
+	// Raft leader, tracks it; nil where it does not lead.
+	Followers []Follower
+}
+
+// Follower is one voter of a group as its leader tracks it.
+type Follower struct {
+	Node   string // node id
+	Lag    uint64 // committed entries its log lacks, when Known
+	Known  bool   // the leader knows where its log stands
+	Active bool   // the leader heard from it within an election timeout
 }
 
 // Replicas lists this node's replicas (nil on a single node).
@@ -44,6 +55,7 @@ type collector struct {
 	charged, throttled                      *prometheus.Desc
 	storage, items, logical, share, ranges_ *prometheus.Desc
 	leading, leaderless, term, applied, led *prometheus.Desc
+	lag, active                             *prometheus.Desc
 }
 
 // NewHandler returns the /metrics handler: partition metrics from src,
@@ -63,13 +75,18 @@ func NewHandler(src Source, replicas Replicas) http.Handler {
 		term:       prometheus.NewDesc("partita_keyspace_raft_term", "The Raft term of this node's replica of the keyspace.", ks, nil),
 		applied:    prometheus.NewDesc("partita_keyspace_applied_index", "The last Raft log index applied by this node's replica of the keyspace.", ks, nil),
 		led:        prometheus.NewDesc("partita_node_keyspaces_led", "Keyspaces (Raft groups) this node leads.", nil, nil),
-		charged:    prometheus.NewDesc("partita_partition_request_units_total", "Request units charged to the physical partition since the server started.", labels, nil),
-		throttled:  prometheus.NewDesc("partita_partition_throttled_total", "Requests refused with 429 by the physical partition since the server started.", labels, nil),
-		storage:    prometheus.NewDesc("partita_partition_storage_bytes", "Item bytes stored in the physical partition.", labels, nil),
-		items:      prometheus.NewDesc("partita_partition_items", "Items stored in the physical partition.", labels, nil),
-		logical:    prometheus.NewDesc("partita_partition_logical_partitions", "Logical partitions in the physical partition.", labels, nil),
-		share:      prometheus.NewDesc("partita_partition_provisioned_request_units_per_second", "The physical partition's share of the provisioned throughput (0: not enforced).", labels, nil),
-		ranges_:    prometheus.NewDesc("partita_container_physical_partitions", "Physical partitions of the container.", []string{"db", "container"}, nil),
+		lag: prometheus.NewDesc("partita_keyspace_replica_lag_entries",
+			"Committed Raft log entries the replica's log lacks, as the keyspace's leader (this node) tracks it; absent while the leader has not learnt where the replica's log stands.",
+			[]string{"keyspace", "replica"}, nil),
+		active: prometheus.NewDesc("partita_keyspace_replica_active",
+			"1 if the keyspace's leader (this node) heard from the replica within an election timeout, else 0.", []string{"keyspace", "replica"}, nil),
+		charged:   prometheus.NewDesc("partita_partition_request_units_total", "Request units charged to the physical partition since the server started.", labels, nil),
+		throttled: prometheus.NewDesc("partita_partition_throttled_total", "Requests refused with 429 by the physical partition since the server started.", labels, nil),
+		storage:   prometheus.NewDesc("partita_partition_storage_bytes", "Item bytes stored in the physical partition.", labels, nil),
+		items:     prometheus.NewDesc("partita_partition_items", "Items stored in the physical partition.", labels, nil),
+		logical:   prometheus.NewDesc("partita_partition_logical_partitions", "Logical partitions in the physical partition.", labels, nil),
+		share:     prometheus.NewDesc("partita_partition_provisioned_request_units_per_second", "The physical partition's share of the provisioned throughput (0: not enforced).", labels, nil),
+		ranges_:   prometheus.NewDesc("partita_container_physical_partitions", "Physical partitions of the container.", []string{"db", "container"}, nil),
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -81,7 +98,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	if c.replicas != nil {
-		for _, d := range []*prometheus.Desc{c.leading, c.leaderless, c.term, c.applied, c.led} {
+		for _, d := range []*prometheus.Desc{c.leading, c.leaderless, c.term, c.applied, c.led, c.lag, c.active} {
 			ch <- d
 		}
 	}
@@ -104,6 +121,16 @@ func (c *collector) collectReplicas(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.leaderless, prometheus.GaugeValue, unknown, k)
 		ch <- prometheus.MustNewConstMetric(c.term, prometheus.GaugeValue, float64(r.Term), k)
 		ch <- prometheus.MustNewConstMetric(c.applied, prometheus.CounterValue, float64(r.Applied), k)
+		for _, f := range r.Followers {
+			if f.Known {
+				ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(f.Lag), k, f.Node)
+			}
+			active := 0.0
+			if f.Active {
+				active = 1
+			}
+			ch <- prometheus.MustNewConstMetric(c.active, prometheus.GaugeValue, active, k, f.Node)
+		}
 	}
 	ch <- prometheus.MustNewConstMetric(c.led, prometheus.GaugeValue, float64(led))
 }

@@ -341,7 +341,11 @@ func newMetricsServer(eng *engine.Engine, node *cluster.Node, log *slog.Logger) 
 			var out []metrics.Replica
 			st, _ := node.Status(context.Background(), false) // without digests it cannot fail
 			for _, k := range st.Keyspaces {
-				out = append(out, metrics.Replica{Keyspace: k.ID, Leading: k.Leading, Term: k.Term, Applied: k.Applied, LeaderKnown: k.Leader != ""})
+				r := metrics.Replica{Keyspace: k.ID, Leading: k.Leading, Term: k.Term, Applied: k.Applied, LeaderKnown: k.Leader != ""}
+				for _, p := range k.Progress {
+					r.Followers = append(r.Followers, metrics.Follower{Node: p.Node, Lag: p.Lag, Known: p.Known, Active: p.Active})
+				}
+				out = append(out, r)
 			}
 			return out
 		}
