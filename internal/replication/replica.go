@@ -355,12 +355,22 @@ func (r *Replica) PublishStable(ctx context.Context) error {
 // AdvanceLSN makes every LSN issued from now on, by any leader, greater
 // than lsn: it proposes the mark and waits until it applies.
 func (r *Replica) AdvanceLSN(lsn uint64) error {
-	l, err := r.h.Leader(r.id)
+	w, err := r.proposeAdvance(lsn)
 	if err != nil {
 		return err
 	}
+	return r.await(context.Background(), w) // the engine's seam has no ctx
+}
+
+// proposeAdvance is AdvanceLSN's proposal, without the wait (the
+// simulation, single-threaded, polls the Waiter).
+func (r *Replica) proposeAdvance(lsn uint64) (*Waiter, error) {
+	l, err := r.h.Leader(r.id)
+	if err != nil {
+		return nil, err
+	}
 	if !l.Settled {
-		return r.notLeader()
+		return nil, r.notLeader()
 	}
 	r.mu.Lock()
 	r.startLocked(l)
@@ -369,7 +379,7 @@ func (r *Replica) AdvanceLSN(lsn uint64) error {
 	r.mu.Unlock()
 	w, err := r.h.Propose(r.id, Proposal{Kind: KindMark, Term: l.Term, LSN: lsn, Stable: min(stable, lsn)})
 	if err != nil {
-		return r.proposeErr(err)
+		return nil, r.proposeErr(err)
 	}
-	return r.await(context.Background(), w) // the engine's seam has no ctx
+	return w, nil
 }

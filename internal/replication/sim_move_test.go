@@ -18,8 +18,10 @@ import (
 //   - the coordinator, the source group's settled leader, campaigns for the
 //     new group and copies the logical partition into it in rounds while
 //     writes go on, then holds the partition's writers off on its node,
-//     waits for its writes in flight, copies a last round and commits the
-//     fence, its decision "moved", to the source group's log;
+//     waits for its writes in flight, copies a last round, makes the new
+//     group's LSNs continue above the source's last (a mark proposed to it:
+//     engine's dst.AdvanceLSN(src.LastLSN())), and commits the fence, its
+//     decision "moved", to the source group's log;
 //   - once the fence has applied there, the catalog routes the partition
 //     to the new group (catalog.MoveRange) and the coordinator deletes the
 //     leftovers from the source;
@@ -58,6 +60,7 @@ const (
 	moveCopy                      // a copy round proposed to the new group
 	moveHold                      // writers held off; waiting for the node's writes in flight
 	moveLast                      // the last copy round proposed, writers held off
+	moveAdvance                   // the new group's LSNs advanced past the source's, writers held off
 	moveFence                     // the fence proposed to the source, writers held off
 	moveDecide                    // settling: an abandonment proposed to the source
 	moveCollect                   // the leftovers' deletion proposed to the source
@@ -209,6 +212,8 @@ func (s *sim) moveStep() error {
 			}
 			m.phase = moveHold
 		case moveLast:
+			return s.advanceLSN()
+		case moveAdvance:
 			return s.decide('m')
 		case moveFence:
 			return s.concluded()
@@ -255,6 +260,30 @@ func (s *sim) copyRound(phase movePhase) error {
 		}
 	}
 	return s.propose(b, m.to, m.toTerm, phase)
+}
+
+// advanceLSN proposes to the new group a mark above the last LSN the
+// source issued or applied on the coordinator, so that the LSNs of the
+// new group continue those of the source: a session token issued by the
+// source is reached in the new group once the mark (which follows the
+// copy in its log) applies there.
+func (s *sim) advanceLSN() error {
+	m := s.move
+	src, err := m.node.rep(m.from)
+	if err != nil {
+		return err
+	}
+	dst, err := m.node.rep(m.to)
+	if err != nil {
+		return err
+	}
+	w, err := dst.proposeAdvance(src.LastLSN())
+	if err != nil {
+		s.move = nil // the coordinator lost the new group: settled later
+		return nil
+	}
+	m.w, m.phase = w, moveAdvance
+	return nil
 }
 
 // propose proposes b to group g in term as the move's node; a refused
@@ -311,6 +340,7 @@ func (s *sim) concluded() error {
 	switch d {
 	case 'm':
 		s.route[m.lp], s.moving[m.lp] = m.to, 0
+		s.lastMoved = m.lp
 		s.stats.moves++
 		b := m.node.st.NewBatch()
 		defer b.Close()

@@ -147,12 +147,17 @@ type sim struct {
 		snapshots                                              int
 		moves, abandoned, fenced                               int
 		sessions, sessionWaits, pauses                         int
+		movedSessions                                          int // session reads checked in a group the partition moved to
 	}
 	// The catalog: the group each logical partition is in, the group it is
 	// being moved to (0: none), every group made so far, and the move or
 	// settling under way (sim_move_test.go).
 	route   [simLPs]uint64
 	moving  [simLPs]uint64
+	// lastMoved is the logical partition most recently moved (-1: none),
+	// which a third of the session reads pick: its tokens from before the
+	// move are the ones checked in a group they were not issued by.
+	lastMoved int
 	groups  []uint64
 	move    *simMove
 	movesOn bool // start moves (runSim); settling one under way goes on regardless
@@ -253,7 +258,7 @@ func lpKey(group uint64, lp, k int) []byte {
 // newSim returns a simulation of seed: simNodes hosts, each a replica of
 // groups 1..simGroups. The caller closes it.
 func newSim(seed uint64) (*sim, error) {
-	s := &sim{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), cut: map[uint64]int64{}}
+	s := &sim{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), cut: map[uint64]int64{}, lastMoved: -1}
 	for g := uint64(1); g <= simGroups; g++ {
 		s.groups = append(s.groups, g)
 	}
@@ -299,9 +304,9 @@ func runSim(t *testing.T, seed uint64, steps int) error {
 		}
 	}
 	s.ops = nil
-	t.Logf("seed %d: %d steps, %d writes, %d reads (%d indeterminate), %d session reads (%d not yet visible), %d crashes, %d cuts, %d pauses, %d leadership transfers, "+
+	t.Logf("seed %d: %d steps, %d writes, %d reads (%d indeterminate), %d session reads (%d in a group moved to, %d not yet visible), %d crashes, %d cuts, %d pauses, %d leadership transfers, "+
 		"%d moves completed, %d abandoned, %d operations refused by a fence, %d snapshots received",
-		seed, steps, s.stats.writes, s.stats.reads, s.stats.indeterminate, s.stats.sessions, s.stats.sessionWaits, s.stats.crashes, s.stats.cuts, s.stats.pauses, s.stats.transfers,
+		seed, steps, s.stats.writes, s.stats.reads, s.stats.indeterminate, s.stats.sessions, s.stats.movedSessions, s.stats.sessionWaits, s.stats.crashes, s.stats.cuts, s.stats.pauses, s.stats.transfers,
 		s.stats.moves, s.stats.abandoned, s.stats.fenced, s.stats.snapshots)
 	if s.sessionErr != nil {
 		return s.sessionErr
@@ -599,13 +604,22 @@ func (s *sim) proposeEvaluated() {
 }
 
 // sessionRead is a session read of a logical partition with the token of
-// its last acknowledged write, at a random node: if that node's Replica
-// answers that the token's LSN is visible (replica.Replica.Visible, which
-// the API's session check asks), the node must hold the write, or a later
-// one, in the group the write was made in. A session read that is not
-// yet visible would wait (or answer 404/1002): nothing to check.
+// its last acknowledged write, at a random node: the node reads the group
+// its copy of the catalog routes the partition to, as the engine resolves
+// a token's range (which may be a group the partition moved to since the
+// write: its LSNs continue the source's, advanceLSN), and if that group's
+// Replica there answers that the token's LSN is visible
+// (replica.Replica.Visible, which the API's session check asks), the node
+// must hold the write, or a later one, in that group. A session read that
+// is not yet visible would wait (or answer 404/1002), and one of a group
+// the partition moved out of would be fenced and served again: nothing
+// to check.
 func (s *sim) sessionRead() {
-	s.sessionReadAt(s.nodes[s.rng.IntN(simNodes)], s.rng.IntN(simLPs))
+	lp := s.rng.IntN(simLPs)
+	if s.lastMoved >= 0 && s.rng.IntN(3) == 0 {
+		lp = s.lastMoved
+	}
+	s.sessionReadAt(s.nodes[s.rng.IntN(simNodes)], lp)
 }
 
 // sessionReadAt is sessionRead of logical partition lp at node m.
@@ -614,7 +628,8 @@ func (s *sim) sessionReadAt(m *simNode, lp int) {
 	if w == nil || !m.running() || s.sessionErr != nil {
 		return
 	}
-	r, err := m.rep(w.group)
+	g := m.view[lp]
+	r, err := m.rep(g)
 	if err != nil {
 		return
 	}
@@ -622,19 +637,22 @@ func (s *sim) sessionReadAt(m *simNode, lp int) {
 		s.stats.sessionWaits++
 		return
 	}
-	v, err := m.st.Get(lpKey(w.group, lp, 0))
+	v, err := m.st.Get(lpKey(g, lp, 0))
 	if err != nil && err != store.ErrNotFound {
 		return
 	}
-	if fenced(m.st, w.group, lp) {
-		return // moved away: the read goes to the new group (not checked)
+	if fenced(m.st, g, lp) {
+		return // moved away: fenced, served again once the node's catalog follows
 	}
 	s.stats.sessions++
+	if g != w.group {
+		s.stats.movedSessions++
+	}
 	if got := lastNum(string(v)); got < w.num {
-		l, _ := m.h.Leader(w.group)
-		s.sessionErr = fmt.Errorf("step %d: session read of lp %d at node %d (leader %d, term %d, settled %v): LSN %d of group %d visible, "+
+		l, _ := m.h.Leader(g)
+		s.sessionErr = fmt.Errorf("step %d: session read of lp %d at node %d (leader %d, term %d, settled %v): LSN %d of group %d visible in group %d, "+
 			"but key 0 is %q (write %d), older than the write that took the LSN (%d)",
-			s.now, lp, m.id, l.ID, l.Term, l.Settled, w.lsn, w.group, v, got, w.num)
+			s.now, lp, m.id, l.ID, l.Term, l.Settled, w.lsn, w.group, g, v, got, w.num)
 	}
 }
 
