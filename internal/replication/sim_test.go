@@ -152,15 +152,15 @@ type sim struct {
 	// The catalog: the group each logical partition is in, the group it is
 	// being moved to (0: none), every group made so far, and the move or
 	// settling under way (sim_move_test.go).
-	route   [simLPs]uint64
-	moving  [simLPs]uint64
+	route  [simLPs]uint64
+	moving [simLPs]uint64
 	// lastMoved is the logical partition most recently moved (-1: none),
 	// which a third of the session reads pick: its tokens from before the
 	// move are the ones checked in a group they were not issued by.
 	lastMoved int
-	groups  []uint64
-	move    *simMove
-	movesOn bool // start moves (runSim); settling one under way goes on regardless
+	groups    []uint64
+	move      *simMove
+	movesOn   bool // start moves (runSim); settling one under way goes on regardless
 	// failedSnaps are snapshots the network lost, to report to their
 	// senders (a transport learns of the loss when its stream fails).
 	failedSnaps []inflight
