@@ -54,6 +54,13 @@ type queryToken struct {
 	// Ordered marks a position in an index scan in ORDER BY order, where
 	// Key is an index entry's key.
 	Ordered bool `json:"o,omitempty"`
+	// ByKey marks a position in a read in item key order (one logical
+	// partition's, by id), where Key, and a sorted query's tie-breaking
+	// key in Sort, is an item's key rather than its sequence number. A
+	// page whose plan reads in the other order (the indexing policy
+	// changed) refuses the token: read there, the position would start
+	// the scope over.
+	ByKey bool `json:"y,omitempty"`
 	// Val is, for a position inside a bounded index term (ordered reads),
 	// the first maxTokenValue bytes of the ORDER BY value of the document
 	// at Key: where to resume if that document is gone (readBucket).
@@ -370,6 +377,10 @@ func (e *Engine) prepareQuery(ctx context.Context, c *catalog.Container, ast *pa
 	}
 	tok.Stats = pp.Stats // every page of the query runs this plan
 	src.access, src.byID, src.desc = pp.Access, pp.Access == plan.KeyRange, pp.KeyOrder && pp.Desc
+	if (tok.Key != nil || tok.Sort != nil) && tok.ByKey != src.byID {
+		src.v.close()
+		return nil, queryToken{}, invalidContinuation("the container's indexing policy changed since the previous page; restart the query")
+	}
 	switch pp.Access {
 	case plan.IndexPoint, plan.IndexMerge, plan.IndexGather:
 		src.scan = pp.Lookup
@@ -514,7 +525,8 @@ func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error)
 	rowIdx, skipRows, docs := 0, 0, 0
 	finished := take >= 0 && done >= skip+take
 	here := func(rows int) *queryToken {
-		t := &queryToken{Hash: tok.Hash, ScopeLo: tok.ScopeLo, ScopeHi: tok.ScopeHi, Lo: bytes.Clone(lo), Hi: bytes.Clone(hi), Key: bytes.Clone(key), Rows: rows, Done: done, Ordered: run.ordered != nil, Stats: tok.Stats}
+		t := &queryToken{Hash: tok.Hash, ScopeLo: tok.ScopeLo, ScopeHi: tok.ScopeHi, Lo: bytes.Clone(lo), Hi: bytes.Clone(hi), Key: bytes.Clone(key), Rows: rows, Done: done,
+			Ordered: run.ordered != nil, ByKey: run.src.byID, Stats: tok.Stats}
 		if run.ordered != nil && boundedTermOf(key) != nil {
 			v := stringAt(cur, run.ordered.Path)
 			t.Val = bytes.Clone(v[:min(len(v), maxTokenValue)])
@@ -670,7 +682,7 @@ func (run *queryRun) sortedPage(ctx context.Context, tok queryToken) (Page, erro
 	finished := take >= 0 && done >= skip+take
 	full := len(p.Items) == run.e.pageLimit(run.q.MaxItems)
 	if !finished && (used < len(rows) || (run.passThrough && full && run.q.MaxItems > 0)) {
-		p.Continuation = queryToken{Hash: tok.Hash, ScopeLo: tok.ScopeLo, ScopeHi: tok.ScopeHi, Sort: after, Done: done, Stats: tok.Stats}.encode()
+		p.Continuation = queryToken{Hash: tok.Hash, ScopeLo: tok.ScopeLo, ScopeHi: tok.ScopeHi, Sort: after, Done: done, ByKey: run.src.byID, Stats: tok.Stats}.encode()
 	}
 	return p, nil
 }

@@ -247,6 +247,73 @@ func TestQueryBadContinuation(t *testing.T) {
 	}
 }
 
+// TestQueryPolicyChangeBetweenPages: a query of one logical partition
+// reads through the index in creation order, or in key order once the
+// index no longer serves its filter; a page whose plan reads in the
+// other order than its continuation's position refuses the token (400)
+// rather than reading the position in the wrong order, which started the
+// partition over and returned duplicates (found by a bug hunt). Pages
+// that do resume return each match once.
+func TestQueryPolicyChangeBetweenPages(t *testing.T) {
+	e := testEngine(t)
+	ctx := context.Background()
+	for i := range 60 {
+		body := fmt.Sprintf(`{"id":"i%03d","pk":"p1","v":%d,"w":%d}`, i, i%2, (i*7)%10)
+		if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Create, PK: pkN(1), Body: []byte(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	policies := map[bool]string{
+		true:  `{"id":"k","partitionKey":{"paths":["/pk"]}}`,
+		false: `{"id":"k","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/v/?"}]}}`,
+	}
+	for _, text := range []string{"SELECT c.id FROM c WHERE c.v = 1", "SELECT c.id FROM c WHERE c.v = 1 ORDER BY c.w"} {
+		for _, indexedFirst := range []bool{true, false} {
+			name := fmt.Sprintf("%q, indexed first %v", text, indexedFirst)
+			if _, err := e.ReplaceContainer("db", "k", []byte(policies[indexedFirst]), ""); err != nil {
+				t.Fatal(err)
+			}
+			q := Query{Text: text, MaxItems: 7}
+			first, err := e.QueryItems(ctx, "db", "k", Scope{PK: pkN(1)}, q)
+			if err != nil || first.Continuation == "" {
+				t.Fatalf("%s: first page: %v, continuation %q", name, err, first.Continuation)
+			}
+			// Under the same policy the token resumes: 30 matches, once each.
+			seen := map[string]int{}
+			for _, it := range first.Items {
+				seen[string(it)]++
+			}
+			q.Continuation = first.Continuation
+			for q.Continuation != "" {
+				p, err := e.QueryItems(ctx, "db", "k", Scope{PK: pkN(1)}, q)
+				if err != nil {
+					t.Fatalf("%s: a later page under the same policy: %v", name, err)
+				}
+				for _, it := range p.Items {
+					seen[string(it)]++
+				}
+				q.Continuation = p.Continuation
+			}
+			if len(seen) != 30 {
+				t.Errorf("%s: %d distinct matches, want 30", name, len(seen))
+			}
+			for it, n := range seen {
+				if n != 1 {
+					t.Errorf("%s: %s returned %d times", name, it, n)
+				}
+			}
+			// Under the other policy the first page's token is refused.
+			if _, err := e.ReplaceContainer("db", "k", []byte(policies[!indexedFirst]), ""); err != nil {
+				t.Fatal(err)
+			}
+			_, err = e.QueryItems(ctx, "db", "k", Scope{PK: pkN(1)}, Query{Text: text, MaxItems: 7, Continuation: first.Continuation})
+			if code(err) != 400 || !strings.Contains(err.Error(), "indexing policy changed") {
+				t.Errorf("%s: the first page's token after the policy changed: %v; want 400 naming the change", name, err)
+			}
+		}
+	}
+}
+
 // engineInDir opens an engine on a store in dir, and when create is set
 // creates database db and container k (one partition) in it. The caller
 // closes the store.
