@@ -61,7 +61,8 @@ func (e *Engine) begin(c *catalog.Container, pk document.PartitionKey) (*lpTxn, 
 }
 
 // errContainerGone is returned by beginSystem when the container was
-// deleted (or replaced by another of the same name).
+// deleted (or replaced by another of the same name); a client's
+// transaction gets 404 then.
 var errContainerGone = errors.New("engine: the container is gone")
 
 // beginSystem is begin for the engine's own work (purging expired items):
@@ -82,6 +83,13 @@ func (e *Engine) beginTxn(c *catalog.Container, pk document.PartitionKey, system
 	case system:
 		release()
 		return nil, errContainerGone
+	default:
+		// Deleted (or deleted and created again) since the request looked
+		// it up: its keyspaces are gone or going, and a write to them would
+		// be lost, or in a cluster wait for a leader of a group that no
+		// longer exists and answer 503.
+		release()
+		return nil, translate(fmt.Errorf("container %s: deleted while the request waited: %w", c.ID, catalog.ErrNotFound))
 	}
 	loc, err := locate(c, pk, "")
 	var rep replica.Replica
