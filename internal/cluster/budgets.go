@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -160,17 +159,9 @@ func (n *Node) reportTo(ctx context.Context, m Member, charges map[string]float6
 	if err != nil {
 		return err
 	}
-	resp, err := n.client.Do(req)
+	_, data, err := peerCall(n.client, req, maxBudgetBody)
 	if err != nil {
 		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBudgetBody))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(data))
 	}
 	var a budgetAnswer
 	if err := json.Unmarshal(data, &a); err != nil {

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -240,6 +241,25 @@ func newPeerClient(cert *Cert) *http.Client {
 	protos.SetHTTP1(true)
 	return &http.Client{Transport: &http.Transport{TLSClientConfig: tc, Protocols: protos,
 		MaxIdleConnsPerHost: 64, IdleConnTimeout: time.Minute}}
+}
+
+// peerCall sends req to another member with client (the cluster's mutual
+// TLS) and returns the headers and body, at most limit bytes, of its 200
+// answer; any other status is an error carrying the answer's text.
+func peerCall(client *http.Client, req *http.Request, limit int64) (http.Header, []byte, error) {
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+	if err != nil {
+		return nil, nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, nil, fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(data))
+	}
+	return resp.Header, data, nil
 }
 
 // IsMember reports whether dataDir belongs to a member of a cluster (it

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -200,19 +199,10 @@ func (r *Remote) send(ctx context.Context, m uint64, body []byte) (*kvAnswer, er
 	if err != nil {
 		return nil, err
 	}
-	resp, err := r.net.client.Do(hreq)
+	h, data, err := peerCall(r.net.client, hreq, maxKVAnswer)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", addr, err)
 	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxKVAnswer))
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: %s: %s", addr, resp.Status, bytes.TrimSpace(data))
-	}
-	h := resp.Header
 	applied, _ := strconv.ParseUint(h.Get(kvApplied), 10, 64)
 	last, _ := strconv.ParseUint(h.Get(kvLastLSN), 10, 64)
 	leader, _ := strconv.ParseUint(h.Get(kvLeader), 16, 64)

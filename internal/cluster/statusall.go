@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
@@ -101,17 +99,9 @@ func (n *Node) memberStatus(ctx context.Context, m Member, digest bool) (Status,
 	if digest {
 		req.Header.Set(hdrDigest, "true")
 	}
-	resp, err := n.client.Do(req)
+	_, data, err := peerCall(n.client, req, maxStatusBody)
 	if err != nil {
 		return st, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxStatusBody))
-	if err != nil {
-		return st, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return st, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(data)))
 	}
 	if err := json.Unmarshal(data, &st); err != nil {
 		return st, fmt.Errorf("a malformed view: %w", err)
