@@ -615,8 +615,10 @@ func checkClusterStatus(t *testing.T, bin string, nodes []*clusterNode) {
 	}
 }
 
-// clusterStatusProblems returns what is wrong with the nodes' views now.
-func clusterStatusProblems(t *testing.T, bin string, nodes []*clusterNode) []string {
+// clusterStatusJSON runs `partita cluster status --json` with nodes'
+// endpoints and returns its answer: every member's view, the asked node's
+// first.
+func clusterStatusJSON(t *testing.T, bin string, nodes []*clusterNode) []cluster.Status {
 	t.Helper()
 	eps := make([]string, len(nodes))
 	for i, n := range nodes {
@@ -627,9 +629,16 @@ func clusterStatusProblems(t *testing.T, bin string, nodes []*clusterNode) []str
 		t.Fatalf("partita cluster status: %v\n%s", err, out)
 	}
 	var views []cluster.Status
-	if err := json.Unmarshal(out, &views); err != nil {
-		t.Fatalf("partita cluster status --json: %v\n%s", err, out)
+	if err := json.Unmarshal(out, &views); err != nil || len(views) == 0 {
+		t.Fatalf("partita cluster status --json: %v, %d views\n%s", err, len(views), out)
 	}
+	return views
+}
+
+// clusterStatusProblems returns what is wrong with the nodes' views now.
+func clusterStatusProblems(t *testing.T, bin string, nodes []*clusterNode) []string {
+	t.Helper()
+	views := clusterStatusJSON(t, bin, nodes)
 	if len(views) != len(nodes) {
 		t.Fatalf("partita cluster status: %d views, want %d", len(views), len(nodes))
 	}
@@ -682,7 +691,7 @@ func clusterStatusProblems(t *testing.T, bin string, nodes []*clusterNode) []str
 		}
 	}
 	if len(leaders) == 0 {
-		return []string{"partita cluster status lists no keyspace:\n" + string(out)}
+		return []string{fmt.Sprintf("partita cluster status lists no keyspace: %+v", views)}
 	}
 	// Each keyspace is listed by exactly its replicas.
 	for ks, set := range replicas {
@@ -725,20 +734,9 @@ func clusterStatusProblems(t *testing.T, bin string, nodes []*clusterNode) []str
 // inactive: at most 20 s.
 func checkDeadMember(t *testing.T, bin string, live []*clusterNode, clusterAddr string) {
 	t.Helper()
-	eps := make([]string, len(live))
-	for i, n := range live {
-		eps[i] = n.endpoint
-	}
 	var problems []string
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		out, err := exec.Command(bin, "cluster", "status", "--insecure", "--json", "--endpoint", strings.Join(eps, ",")).Output()
-		if err != nil {
-			t.Fatalf("partita cluster status with a member down: %v\n%s", err, out)
-		}
-		var views []cluster.Status
-		if err := json.Unmarshal(out, &views); err != nil {
-			t.Fatalf("partita cluster status --json: %v\n%s", err, out)
-		}
+		views := clusterStatusJSON(t, bin, live)
 		problems = nil
 		dead := ""
 		for _, m := range views[0].Members {
@@ -750,7 +748,7 @@ func checkDeadMember(t *testing.T, bin string, live []*clusterNode, clusterAddr 
 			}
 		}
 		if dead == "" {
-			t.Fatalf("no member at %s in %s", clusterAddr, out)
+			t.Fatalf("no member at %s in %+v", clusterAddr, views[0].Members)
 		}
 		for _, v := range views {
 			if v.Node == dead && v.Error == "" {
