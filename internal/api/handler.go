@@ -138,11 +138,39 @@ func (h *Handler) handle(pattern string, fn handlerFunc) {
 func (h *Handler) handlePost(pattern string, query, write handlerFunc) {
 	write = writes(write)
 	h.route("POST "+pattern, func(w http.ResponseWriter, r *http.Request) error {
-		if isQuery(r) || isTrue(r, hdrIsPlan) {
+		if queryPost(r) {
 			return query(w, r)
 		}
 		return write(w, r)
 	})
+}
+
+// catalogBound reports whether path addresses what the catalog describes:
+// a database and what it holds, or an offer. Not the account, nor
+// Partita's cluster status, which must answer whatever etcd's state.
+func catalogBound(path string) bool {
+	for _, p := range []string{"/dbs", "/offers", "/_partita/dbs/"} {
+		if strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// queryPost reports whether a POST is a query or a query-plan request,
+// which reads (handlePost).
+func queryPost(r *http.Request) bool { return isQuery(r) || isTrue(r, hdrIsPlan) }
+
+// mutates reports whether r may change something: every method but GET and
+// HEAD, except a POST that queries (handlePost).
+func mutates(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		return false
+	case http.MethodPost:
+		return !queryPost(r)
+	}
+	return true
 }
 
 // route registers fn for pattern. A request authorised by a resource token
@@ -204,16 +232,16 @@ func grantFrom(ctx context.Context) *auth.Grant { return principalFrom(ctx).Gran
 func (h *Handler) routes() {
 	h.handle("GET /{$}", h.account)
 
-	h.handlePost("/dbs", h.listDatabases, h.createDatabase)
+	h.handlePost("/dbs", h.listDatabases, h.propagated(h.createDatabase))
 	h.handle("GET /dbs", h.listDatabases)
 	h.handle("GET /dbs/{db}", h.readDatabase)
-	h.handle("DELETE /dbs/{db}", h.deleteDatabase)
+	h.handle("DELETE /dbs/{db}", h.propagated(h.deleteDatabase))
 
-	h.handlePost("/dbs/{db}/colls", h.listContainers, h.createContainer)
+	h.handlePost("/dbs/{db}/colls", h.listContainers, h.propagated(h.createContainer))
 	h.handle("GET /dbs/{db}/colls", h.listContainers)
 	h.handle("GET /dbs/{db}/colls/{coll}", h.readContainer)
-	h.handle("PUT /dbs/{db}/colls/{coll}", h.replaceContainer)
-	h.handle("DELETE /dbs/{db}/colls/{coll}", h.deleteContainer)
+	h.handle("PUT /dbs/{db}/colls/{coll}", h.propagated(h.replaceContainer))
+	h.handle("DELETE /dbs/{db}/colls/{coll}", h.propagated(h.deleteContainer))
 	h.handle("GET /dbs/{db}/colls/{coll}/pkranges", h.pkRanges)
 
 	h.handlePost("/dbs/{db}/colls/{coll}/docs", h.queryItemsOrPlan, h.postItems)
@@ -224,7 +252,7 @@ func (h *Handler) routes() {
 	h.handle("PATCH /dbs/{db}/colls/{coll}/docs/{id}", h.patchItem)
 
 	h.scriptRoutes()
-	h.handle("POST /dbs/{db}/colls/{coll}/operations/partitionkeydelete", h.deletePartition)
+	h.handle("POST /dbs/{db}/colls/{coll}/operations/partitionkeydelete", h.propagated(h.deletePartition))
 	h.userRoutes()
 
 	h.handlePost("/dbs/{db}/colls/{coll}/conflicts", h.listConflicts, h.createConflict)
@@ -235,9 +263,9 @@ func (h *Handler) routes() {
 	h.handle("GET /offers", h.listOffers)
 	h.handlePost("/offers", h.listOffers, h.postOffers)
 	h.handle("GET /offers/{id}", h.readOffer)
-	h.handle("PUT /offers/{id}", h.replaceOffer)
+	h.handle("PUT /offers/{id}", h.propagated(h.replaceOffer))
 
-	h.handle("POST /_partita/dbs/{db}/colls/{coll}/pkranges/{id}/split", h.splitRange)
+	h.handle("POST /_partita/dbs/{db}/colls/{coll}/pkranges/{id}/split", h.propagated(h.splitRange))
 	h.handle("GET /_partita/dbs/{db}/colls/{coll}/partitions", h.partitions)
 	h.handle("POST /_partita/dbs/{db}/colls/{coll}/explain", h.explainQuery)
 	h.handle("GET /_partita/cluster", h.clusterStatus)
@@ -299,6 +327,15 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	r = folded
 	if h.cfg.Replicated && h.linearizable(r) {
 		r = r.WithContext(engine.Linearizable(r.Context()))
+	}
+	if h.cfg.Replicated && (h.linearizable(r) || mutates(r)) && catalogBound(r.URL.Path) {
+		// Before anything is looked up, the permission of a resource
+		// token included: a change acknowledged through another node
+		// (a container deleted) is in this node's catalog.
+		if err := h.eng.CatalogCurrent(r.Context()); err != nil {
+			h.writeError(w, r, err)
+			return
+		}
 	}
 	p, authed, err := h.authenticate(r)
 	if err != nil {

@@ -1,7 +1,9 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -303,4 +305,33 @@ func appendURIComponent(b []byte, s string) []byte {
 		}
 	}
 	return b
+}
+
+// heldWriter holds a response (propagated) until copyHeaders and the
+// caller's writes send it on. Its headers were written by setHeader, so
+// their keys are copied as they are.
+type heldWriter struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+}
+
+func (w *heldWriter) Header() http.Header { return w.header }
+
+func (w *heldWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+}
+
+func (w *heldWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.body.Write(b)
+}
+
+// copyHeaders adds the held headers to to's.
+func (w *heldWriter) copyHeaders(to http.ResponseWriter) {
+	maps.Copy(to.Header(), w.header)
 }

@@ -30,7 +30,7 @@ func (h *Handler) scriptRoutes() {
 		kind, feed := k.kind, k.feed
 		base := "/dbs/{db}/colls/{coll}/" + string(kind)
 		list := func(w http.ResponseWriter, r *http.Request) error { return h.listScripts(w, r, kind, feed) }
-		h.handlePost(base, list, func(w http.ResponseWriter, r *http.Request) error {
+		h.handlePost(base, list, h.propagated(func(w http.ResponseWriter, r *http.Request) error {
 			body, err := readBody(r)
 			if err != nil {
 				return err
@@ -40,7 +40,7 @@ func (h *Handler) scriptRoutes() {
 				return err
 			}
 			return writeResource(w, http.StatusCreated, res)
-		})
+		}))
 		h.handle("GET "+base, list)
 		h.handle("GET "+base+"/{id}", func(w http.ResponseWriter, r *http.Request) error {
 			res, err := h.eng.ReadScript(r.PathValue("db"), r.PathValue("coll"), kind, r.PathValue("id"))
@@ -49,7 +49,7 @@ func (h *Handler) scriptRoutes() {
 			}
 			return writeResource(w, http.StatusOK, res)
 		})
-		h.handle("PUT "+base+"/{id}", func(w http.ResponseWriter, r *http.Request) error {
+		h.handle("PUT "+base+"/{id}", h.propagated(func(w http.ResponseWriter, r *http.Request) error {
 			body, err := readBody(r)
 			if err != nil {
 				return err
@@ -59,15 +59,15 @@ func (h *Handler) scriptRoutes() {
 				return err
 			}
 			return writeResource(w, http.StatusOK, res)
-		})
-		h.handle("DELETE "+base+"/{id}", func(w http.ResponseWriter, r *http.Request) error {
+		}))
+		h.handle("DELETE "+base+"/{id}", h.propagated(func(w http.ResponseWriter, r *http.Request) error {
 			if err := h.eng.DeleteScript(r.PathValue("db"), r.PathValue("coll"), kind, r.PathValue("id")); err != nil {
 				return err
 			}
 			setCharge(w, throughput.MinimumCost())
 			w.WriteHeader(http.StatusNoContent)
 			return nil
-		})
+		}))
 	}
 	h.handle("POST /dbs/{db}/colls/{coll}/sprocs/{id}", h.executeSproc)
 }

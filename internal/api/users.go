@@ -101,11 +101,11 @@ func (k subresource[R]) routes(h *Handler) {
 	}
 	one := k.base + "/{" + k.name + "}"
 	feed := reads(func(w http.ResponseWriter, r *http.Request) error { return k.serveFeed(h, w, r) })
-	h.handlePost(k.base, feed, k.servePost)
+	h.handlePost(k.base, feed, h.propagated(k.servePost))
 	h.handle("GET "+k.base, feed)
 	h.handle("GET "+one, reads(k.serveRead))
-	h.handle("PUT "+one, k.serveReplace)
-	h.handle("DELETE "+one, k.serveDelete)
+	h.handle("PUT "+one, h.propagated(k.serveReplace))
+	h.handle("DELETE "+one, h.propagated(k.serveDelete))
 }
 
 // servePost serves the writes of a POST to the feed: create, or upsert

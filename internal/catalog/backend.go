@@ -58,6 +58,14 @@ type Shared interface {
 	// Sync returns once this node has passed to Observe every change made
 	// to the backend before the call.
 	Sync(ctx context.Context) error
+	// Current returns nil once this node's catalog is known to hold every
+	// change acknowledged (Propagated) before the call; an error wrapping
+	// ErrStale when that cannot be confirmed.
+	Current(ctx context.Context) error
+	// Propagated returns once this node's last write is in every node's
+	// catalog, or no node can act on a catalog that misses it any longer
+	// (Current fails there until it has it). It fails only when ctx ends.
+	Propagated(ctx context.Context) error
 }
 
 // ErrUnavailable wraps a shared backend's error that means it cannot be
@@ -77,6 +85,30 @@ func (c *Catalog) Sync(ctx context.Context) error {
 		return nil
 	}
 	return c.shared.Sync(ctx)
+}
+
+// Current returns nil once this catalog holds every change acknowledged
+// before the call (Propagated); at once for a backend only this node
+// writes. Errors wrap ErrStale: it could not be confirmed (in a cluster:
+// etcd did not answer in time). Writes and linearizable reads call it
+// before they look anything up (docs/cluster.md, "Catalog changes every
+// node has seen").
+func (c *Catalog) Current(ctx context.Context) error {
+	if c.shared == nil {
+		return nil
+	}
+	return c.shared.Current(ctx)
+}
+
+// Propagated returns once this node's last change to the catalog can be
+// missed by no node's Current catalog; at once for a backend only this
+// node writes. A client's change is acknowledged only then. It fails only
+// when ctx ends.
+func (c *Catalog) Propagated(ctx context.Context) error {
+	if c.shared == nil {
+		return nil
+	}
+	return c.shared.Propagated(ctx)
 }
 
 // Shared reports whether other nodes write the catalog's backend too.

@@ -10,6 +10,10 @@ var (
 	// keyspace of its own (RangeRecord.Moving); it may split once the move
 	// is recorded or abandoned.
 	ErrMoving = errors.New("catalog: the range is being moved to a keyspace of its own")
+	// ErrStale is Current's error: this node's copy of a shared catalog
+	// could not be confirmed current, so it may miss a change another node
+	// acknowledged.
+	ErrStale = errors.New("catalog: this node's copy of the catalog could not be confirmed current")
 )
 
 // InvalidError is a definition a client sent that Partita cannot accept;

@@ -46,6 +46,10 @@ func (n sharedNode) Lock(context.Context) (func(), error) {
 // Sync returns at once: Apply passes every change on before it returns.
 func (n sharedNode) Sync(context.Context) error { return nil }
 
+// Current and Propagated: likewise.
+func (n sharedNode) Current(context.Context) error    { return nil }
+func (n sharedNode) Propagated(context.Context) error { return nil }
+
 func (n sharedNode) Apply(set map[string][]byte, del []string) error {
 	if err := n.s.memBackend.Apply(set, del); err != nil {
 		return err

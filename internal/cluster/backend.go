@@ -149,7 +149,7 @@ func (b *Backend) page(ctx context.Context, start, end string, rev int64) (*clie
 // etcd transaction, guarded by the fence if b has one (ErrFenced when it
 // no longer holds). A key in both set and del is set, as when it is
 // deleted and then written again. The embedded member accepts up to 16384
-// keys and 8 MiB per transaction.
+// keys and 8 MiB per transaction (one of them the revision key).
 func (b *Backend) Apply(set map[string][]byte, del []string) error {
 	_, err := b.apply(set, del)
 	return err
@@ -171,6 +171,9 @@ func (b *Backend) apply(set map[string][]byte, del []string) (int64, error) {
 	if len(ops) == 0 {
 		return 0, nil
 	}
+	// The revision of the catalog's last write, which a confirmation
+	// reads (current.go): a delete leaves no key to read it from.
+	ops = append(ops, clientv3.OpPut(revisionKey(b.prefix), ""))
 	// Retried while etcd has no leader: the transaction's puts and
 	// deletes leave the same state if an attempt that timed out did apply.
 	var resp *clientv3.TxnResponse

@@ -156,7 +156,7 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	if err := recordPlacement(ctx, n.etcd.Client(), n.placement); err != nil {
 		return nil, err
 	}
-	if n.shared, err = NewSharedCatalog(ctx, n.etcd.Client(), BackendConfig{}, 0, lg); err != nil {
+	if n.shared, err = NewSharedCatalog(ctx, n.etcd.Client(), SharedConfig{Log: lg, Self: self.ID, Members: memberIDs(members)}); err != nil {
 		return nil, err
 	}
 	inbox := make(chan replication.Message, 4096)

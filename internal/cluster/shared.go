@@ -34,10 +34,20 @@ const CatalogLockKey = "/partita/locks/catalog"
 //
 // Reads are the base backend's (linearizable).
 type SharedCatalog struct {
-	base *Backend
-	cli  *clientv3.Client
-	ttl  int
-	log  *slog.Logger
+	base     *Backend
+	cli      *clientv3.Client
+	ttl      int
+	log      *slog.Logger
+	self     uint64   // this node's id: the key it reports its applied revision under
+	members  []uint64 // every member's id: Propagated waits for each
+	lease    time.Duration
+	epoch    time.Time     // the monotonic origin of current
+	current  atomic.Int64  // the catalog is current until epoch + current (ns)
+	kick     chan struct{} // the watch passed changes: report them (keep)
+	confirms struct {
+		sync.Mutex
+		call *confirmCall // the confirmation under way, if any
+	}
 	lock sync.Mutex // one holder of mx on this node at a time; guards mx
 	// sess is the node's session: its lease keeps mx's key. A session whose
 	// lease expired (the process paused, or etcd without a quorum, longer
@@ -50,34 +60,65 @@ type SharedCatalog struct {
 		fenced  *Backend         // the fenced backend while the lock is held
 		granted int64            // the revision the lock was granted at
 		applied int64            // every change up to this revision is passed on
+		written int64            // the revision of this node's last write
 		own     map[string]int64 // catalog key → revision of this node's last write of it
 		observe func(key string, value []byte, deleted bool) error
 		queue   []*clientv3.Event // changes seen before Follow
 		err     error             // the watch or the catalog failed: the node must restart
 	}
+	ctx  context.Context // ends with Close
 	stop context.CancelFunc
 	done chan struct{}
+	kept chan struct{} // keep has returned (nil: not started)
 }
 
 var _ catalog.Shared = (*SharedCatalog)(nil)
 
-// NewSharedCatalog starts following the catalog in etcd through cli, on a
-// session of ttl seconds (default 10): the node's lock, if it holds it,
-// goes when the session does. Open the node's catalog on it, then call
-// Follow. Close stops it. log (nil: discard) hears of renewed sessions.
-func NewSharedCatalog(ctx context.Context, cli *clientv3.Client, cfg BackendConfig, ttl int, log *slog.Logger) (*SharedCatalog, error) {
+// SharedConfig configures a SharedCatalog.
+type SharedConfig struct {
+	Backend BackendConfig
+	// TTL is the seconds of the node's etcd session (default 10): the
+	// node's lock, if it holds it, goes when the session does.
+	TTL int
+	// Log (nil: discard) hears of renewed sessions and of members that did
+	// not report a change in time.
+	Log *slog.Logger
+	// Self is this node's id, under which it reports the catalog revision
+	// it has applied; Members are every member's ids (Self among them),
+	// whose reports Propagated waits for.
+	Self    uint64
+	Members []uint64
+	// Lease is how long one confirmation keeps the catalog current
+	// (default CatalogLease): docs/cluster.md, "Catalog changes every
+	// node has seen".
+	Lease time.Duration
+}
+
+// CatalogLease is how long a node's catalog, once confirmed current,
+// serves writes and linearizable reads without being confirmed again.
+const CatalogLease = 2 * time.Second
+
+// NewSharedCatalog starts following the catalog in etcd through cli. Open
+// the node's catalog on it, then call Follow. Close stops it.
+func NewSharedCatalog(ctx context.Context, cli *clientv3.Client, cfg SharedConfig) (*SharedCatalog, error) {
+	ttl := cfg.TTL
 	if ttl <= 0 {
 		ttl = 10
 	}
+	log := cfg.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	base := NewBackend(cli, cfg)
+	if cfg.Lease <= 0 {
+		cfg.Lease = CatalogLease
+	}
+	base := NewBackend(cli, cfg.Backend)
 	sess, err := concurrency.NewSession(cli, concurrency.WithTTL(ttl))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: catalog session: %w", err)
 	}
-	s := &SharedCatalog{base: base, cli: cli, ttl: ttl, log: log, mx: concurrency.NewMutex(sess, CatalogLockKey), done: make(chan struct{})}
+	s := &SharedCatalog{base: base, cli: cli, ttl: ttl, log: log, mx: concurrency.NewMutex(sess, CatalogLockKey), done: make(chan struct{}),
+		self: cfg.Self, members: cfg.Members, lease: cfg.Lease, epoch: time.Now(), kick: make(chan struct{}, 1)}
 	s.sess.Store(sess)
 	s.mu.own = map[string]int64{}
 	// The watch starts after the revision now, before the catalog reads
@@ -90,25 +131,60 @@ func NewSharedCatalog(ctx context.Context, cli *clientv3.Client, cfg BackendConf
 	s.mu.applied = resp.Header.Revision
 	wctx, stop := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
 	s.stop = stop
+	s.ctx = wctx
 	wch := cli.Watch(wctx, base.prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1), clientv3.WithProgressNotify())
 	go s.watch(wch)
 	return s, nil
 }
 
-// watch passes the watch's events on until it ends.
+// rewatchDelay is how long watch waits before it watches again after the
+// watch ended with an error.
+const rewatchDelay = 200 * time.Millisecond
+
+// watch passes the watch's events on until Close. A watch that etcd ends
+// (it lost its leader for a while: the watch requires one) is started
+// again from the first revision not yet passed on, so that a member that
+// lived through a loss of quorum follows the catalog again once it is
+// back; only a revision compacted away meanwhile, or a change the catalog
+// cannot take, stops following for good (Err: the node must restart).
 func (s *SharedCatalog) watch(wch clientv3.WatchChan) {
 	defer close(s.done)
+	for {
+		fatal, err := s.follow(wch)
+		switch {
+		case s.ctx.Err() != nil:
+			return // Close
+		case fatal || errors.Is(err, rpctypes.ErrCompacted):
+			s.fail(err)
+			return
+		}
+		s.log.Warn("the catalog's watch ended; watching again", "err", err)
+		t := time.NewTimer(rewatchDelay)
+		select {
+		case <-s.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		from := s.mu.applied + 1
+		s.mu.Unlock()
+		wch = s.cli.Watch(s.ctx, s.base.prefix, clientv3.WithPrefix(), clientv3.WithRev(from), clientv3.WithProgressNotify())
+	}
+}
+
+// follow passes wch's events on until it ends, and returns why; fatal when
+// the catalog refused a change.
+func (s *SharedCatalog) follow(wch clientv3.WatchChan) (fatal bool, err error) {
 	for resp := range wch {
 		if err := resp.Err(); err != nil {
-			s.fail(fmt.Errorf("cluster: catalog watch: %w", err))
-			return
+			return false, fmt.Errorf("cluster: catalog watch: %w", err)
 		}
 		s.mu.Lock()
 		for _, ev := range resp.Events {
 			if err := s.passLocked(ev); err != nil {
 				s.mu.Unlock()
-				s.fail(err)
-				return
+				return true, err
 			}
 		}
 		s.mu.applied = max(s.mu.applied, resp.Header.Revision)
@@ -118,8 +194,14 @@ func (s *SharedCatalog) watch(wch clientv3.WatchChan) {
 			}
 		}
 		s.mu.Unlock()
+		if len(resp.Events) > 0 {
+			select {
+			case s.kick <- struct{}{}:
+			default:
+			}
+		}
 	}
-	s.fail(errors.New("cluster: catalog watch ended"))
+	return false, errors.New("cluster: catalog watch ended")
 }
 
 // passLocked passes ev to the catalog, or queues it before Follow.
@@ -164,6 +246,10 @@ func (s *SharedCatalog) Follow(observe func(key string, value []byte, deleted bo
 			return err
 		}
 	}
+	if s.kept == nil {
+		s.kept = make(chan struct{})
+		go s.keep()
+	}
 	return nil
 }
 
@@ -206,6 +292,7 @@ func (s *SharedCatalog) Apply(set map[string][]byte, del []string) error {
 	for _, k := range del {
 		s.mu.own[k] = rev
 	}
+	s.mu.written = max(s.mu.written, rev)
 	s.mu.Unlock()
 	return nil
 }
@@ -302,17 +389,9 @@ func (s *SharedCatalog) renewLocked(ctx context.Context, expired bool) error {
 }
 
 // Sync returns once every change to the catalog made before the call has
-// been passed to the catalog: it reads etcd's current revision (a
-// linearizable read) and waits for the watch to pass it.
+// been passed to the catalog (a confirmation: confirm).
 func (s *SharedCatalog) Sync(ctx context.Context) error {
-	if err := s.Err(); err != nil {
-		return err
-	}
-	resp, err := s.cli.Get(ctx, CatalogLockKey, clientv3.WithPrefix(), clientv3.WithCountOnly())
-	if err != nil {
-		return fmt.Errorf("cluster: catalog sync: %w", err)
-	}
-	return s.caughtUp(ctx, resp.Header.Revision)
+	return s.confirm(ctx)
 }
 
 // caughtUp waits until every change up to revision rev is passed on, asking
@@ -353,6 +432,12 @@ const revokeTimeout = time.Second
 func (s *SharedCatalog) Close() error {
 	s.stop()
 	<-s.done
+	s.mu.Lock()
+	kept := s.kept
+	s.mu.Unlock()
+	if kept != nil {
+		<-kept
+	}
 	sess := s.sess.Load()
 	sess.Orphan()
 	ctx, cancel := context.WithTimeout(context.Background(), revokeTimeout)

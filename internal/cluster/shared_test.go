@@ -17,7 +17,15 @@ import (
 // to log (nil: discard), and makes it follow the others.
 func sharedNode(t *testing.T, e *Etcd, log *slog.Logger) (*catalog.Catalog, *SharedCatalog) {
 	t.Helper()
-	s, err := NewSharedCatalog(t.Context(), e.Client(), BackendConfig{}, 5, log)
+	return openShared(t, e, SharedConfig{TTL: 5, Log: log}, nil)
+}
+
+// openShared opens one node's catalog on a SharedCatalog over e with cfg
+// and makes it follow the others; observe, if set, runs before each change
+// the node observes (a hook to stall its catalog).
+func openShared(t *testing.T, e *Etcd, cfg SharedConfig, observe func()) (*catalog.Catalog, *SharedCatalog) {
+	t.Helper()
+	s, err := NewSharedCatalog(t.Context(), e.Client(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +34,14 @@ func sharedNode(t *testing.T, e *Etcd, log *slog.Logger) (*catalog.Catalog, *Sha
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Follow(c.Observe); err != nil {
+	follow := c.Observe
+	if observe != nil {
+		follow = func(key string, value []byte, deleted bool) error {
+			observe()
+			return c.Observe(key, value, deleted)
+		}
+	}
+	if err := s.Follow(follow); err != nil {
 		t.Fatal(err)
 	}
 	return c, s
@@ -185,7 +200,7 @@ func (l *logBuffer) String() string {
 func TestSharedCatalogCloseWithoutQuorum(t *testing.T) {
 	ms := testMembers(t, 3)
 	es := startMembers(t, ms, ms)
-	s, err := NewSharedCatalog(t.Context(), es[0].Client(), BackendConfig{}, 10, nil)
+	s, err := NewSharedCatalog(t.Context(), es[0].Client(), SharedConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,6 +56,10 @@ func translate(err error) error {
 	if errors.Is(err, catalog.ErrMoving) {
 		return status.Unavailable("the partition key range is being moved to replicas of its own and cannot split until that is done; retry").Wrap(err)
 	}
+	if errors.Is(err, catalog.ErrStale) {
+		return status.Unavailable("this node could not confirm that its copy of the cluster's catalog is current " +
+			"(etcd has no leader or did not answer in time: a majority of the cluster's nodes may be down or cut off); retry").Wrap(err)
+	}
 	if errors.Is(err, catalog.ErrUnavailable) {
 		return status.Unavailable("the cluster's catalog (etcd) has no leader or no majority for now: " +
 			"a majority of the cluster's nodes may be down, or its leader is changing; retry").Wrap(err)

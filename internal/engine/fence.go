@@ -133,6 +133,23 @@ func (e *Engine) SyncCatalog(ctx context.Context) error {
 	return translate(e.cat.Sync(ctx))
 }
 
+// CatalogCurrent returns nil once this node's catalog holds every catalog
+// change acknowledged before the call (a no-op on a single node); a 503
+// when that cannot be confirmed. Writes and linearizable reads call it
+// before anything is looked up (docs/cluster.md, "Catalog changes every
+// node has seen").
+func (e *Engine) CatalogCurrent(ctx context.Context) error {
+	return translate(e.cat.Current(ctx))
+}
+
+// CatalogPropagated returns once this node's last catalog change can be
+// missed by no node's current catalog (a no-op on a single node): a
+// client's metadata change is acknowledged after it. It fails only when
+// ctx ends.
+func (e *Engine) CatalogPropagated(ctx context.Context) error {
+	return e.cat.Propagated(ctx)
+}
+
 // checkFence fails with errRangeMoved when keyspace r (ks) fences epk.
 // Only a replicated engine's catalog can be behind its keyspaces: on one
 // node it checks nothing.

@@ -210,6 +210,11 @@ type sharedMeta struct {
 
 func (s *sharedMeta) Lock(context.Context) (func(), error) { return func() {}, nil }
 
+// Current syncs, as a lapsed node's catalog confirms itself; Propagated
+// has nothing to wait for (the other catalog learns only when it syncs).
+func (s *sharedMeta) Current(ctx context.Context) error { return s.Sync(ctx) }
+func (s *sharedMeta) Propagated(context.Context) error  { return nil }
+
 func (s *sharedMeta) Sync(ctx context.Context) error {
 	s.syncs++
 	c := s.cat()

@@ -1,0 +1,225 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/partitadb/partita/internal/catalog"
+)
+
+// A node's catalog is a copy that follows etcd through a watch, so it can
+// be behind: a container deleted through another node is still in it for
+// the watch's delay. Two rules keep writes and linearizable reads from
+// acting on such a copy (docs/cluster.md, "Catalog changes every node has
+// seen"):
+//
+//   - a node's catalog is *current* for CatalogLease after a confirmation
+//     began (a linearizable read of the revision of the catalog's last
+//     write, then the watch passing it); keep confirms it every quarter
+//     lease, and Current confirms it first when it has lapsed;
+//   - a client's catalog change is acknowledged once every member has
+//     reported (under its key of the seen prefix) that its catalog passed
+//     the change, or CatalogLease and a margin have gone by since it was
+//     written (Propagated): by then any copy that missed it has lapsed,
+//     since a confirmation that began before the change keeps a copy
+//     current for at most a lease from its start.
+//
+// So a request that needs a current catalog, begun after the change was
+// acknowledged, runs on a copy that has it. The bound holds whatever the
+// members' clocks read; it needs only that their rates agree within the
+// margin (a tenth).
+
+// confirmCall is one confirmation under way, which callers that arrive
+// after it began share.
+type confirmCall struct {
+	began time.Duration // since epoch
+	done  chan struct{}
+	err   error
+}
+
+// confirmTimeout bounds one confirmation.
+const confirmTimeout = 5 * time.Second
+
+// revisionKey is where Backend notes the revision of the catalog's last
+// write (every Apply puts it), outside the catalog's prefix.
+func revisionKey(prefix string) string { return strings.TrimSuffix(prefix, "/") + "-revision" }
+
+// seenPrefix is where members report the catalog revision they applied,
+// outside the catalog's prefix.
+func seenPrefix(prefix string) string { return strings.TrimSuffix(prefix, "/") + "-seen/" }
+
+func (s *SharedCatalog) since() time.Duration { return time.Since(s.epoch) }
+
+// Current returns nil while this node's catalog is current (a confirmation
+// began within the lease), and otherwise confirms it first; an error
+// wrapping catalog.ErrStale when it cannot be confirmed (etcd unreachable).
+func (s *SharedCatalog) Current(ctx context.Context) error {
+	if s.since() < time.Duration(s.current.Load()) {
+		return nil
+	}
+	if err := s.confirm(ctx); err != nil {
+		return fmt.Errorf("%w: %w", catalog.ErrStale, err)
+	}
+	return nil
+}
+
+// confirm returns once the catalog holds every change written before the
+// call, and makes it current for a lease from the confirmation's start.
+// Callers share a confirmation that began after they called.
+func (s *SharedCatalog) confirm(ctx context.Context) error {
+	asked := s.since()
+	s.confirms.Lock()
+	c := s.confirms.call
+	if c == nil || c.began < asked {
+		c = &confirmCall{began: s.since(), done: make(chan struct{})}
+		s.confirms.call = c
+		go s.confirmOnce(c)
+	}
+	s.confirms.Unlock()
+	select {
+	case <-c.done:
+		return c.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// confirmOnce runs confirmation c, on its own context: one caller's
+// cancellation does not fail the others.
+func (s *SharedCatalog) confirmOnce(c *confirmCall) {
+	defer close(c.done)
+	defer func() {
+		s.confirms.Lock()
+		if s.confirms.call == c {
+			s.confirms.call = nil
+		}
+		s.confirms.Unlock()
+	}()
+	ctx, cancel := context.WithTimeout(s.ctx, confirmTimeout)
+	defer cancel()
+	s.mu.Lock()
+	err, following := s.mu.err, s.mu.observe != nil
+	s.mu.Unlock()
+	switch {
+	case err != nil:
+		c.err = err
+		return
+	case !following:
+		c.err = errors.New("cluster: the catalog is not following etcd yet")
+		return
+	}
+	resp, err := s.cli.Get(ctx, revisionKey(s.base.prefix))
+	if err != nil {
+		c.err = fmt.Errorf("cluster: catalog revision: %w", err)
+		return
+	}
+	var rev int64
+	if len(resp.Kvs) > 0 {
+		rev = resp.Kvs[0].ModRevision
+	}
+	if c.err = s.caughtUp(ctx, rev); c.err != nil {
+		return
+	}
+	until := int64(c.began + s.lease)
+	for {
+		cur := s.current.Load()
+		if cur >= until || s.current.CompareAndSwap(cur, until) {
+			return
+		}
+	}
+}
+
+// keep confirms the catalog every quarter lease and reports the revision
+// it applied (under the seen prefix) whenever the watch passes changes,
+// until Close.
+func (s *SharedCatalog) keep() {
+	defer close(s.kept)
+	t := time.NewTicker(s.lease / 4)
+	defer t.Stop()
+	var reported int64
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+			if err := s.confirm(s.ctx); err != nil && s.ctx.Err() == nil {
+				s.log.Debug("catalog not confirmed current", "err", err)
+			}
+		case <-s.kick:
+		}
+		s.mu.Lock()
+		applied := s.mu.applied
+		s.mu.Unlock()
+		if applied <= reported {
+			continue
+		}
+		// No lease: a member's catalog never goes back below what it
+		// reported (a restarted member loads the newest), so a report
+		// stays true after the member stops.
+		ctx, cancel := context.WithTimeout(s.ctx, s.base.timeout)
+		_, err := s.cli.Put(ctx, seenPrefix(s.base.prefix)+memberKey(s.self), strconv.FormatInt(applied, 10))
+		cancel()
+		if err == nil {
+			reported = applied
+		}
+	}
+}
+
+func memberKey(id uint64) string { return fmt.Sprintf("%016x", id) }
+
+// propagationPoll is how often Propagated reads the members' reports.
+const propagationPoll = 5 * time.Millisecond
+
+// Propagated returns once this node's last catalog write is in every
+// member's catalog, or can no longer be missed by any member's current
+// catalog: every member reported a revision at or past it, or a lease
+// and a margin have gone by. It fails only when ctx ends.
+func (s *SharedCatalog) Propagated(ctx context.Context) error {
+	s.mu.Lock()
+	rev := s.mu.written
+	s.mu.Unlock()
+	if rev == 0 {
+		return nil
+	}
+	deadline := time.Now().Add(s.lease + s.lease/10 + 50*time.Millisecond)
+	var behind []string
+	for {
+		behind = behind[:0]
+		gctx, cancel := context.WithTimeout(ctx, propagationPoll*20)
+		resp, err := s.cli.Get(gctx, seenPrefix(s.base.prefix), clientv3.WithPrefix())
+		cancel()
+		if err == nil {
+			seen := map[string]int64{}
+			for _, kv := range resp.Kvs {
+				v, _ := strconv.ParseInt(string(kv.Value), 10, 64)
+				seen[string(kv.Key[len(seenPrefix(s.base.prefix)):])] = v
+			}
+			for _, id := range s.members {
+				if k := memberKey(id); id != s.self && seen[k] < rev {
+					behind = append(behind, k)
+				}
+			}
+			if len(behind) == 0 {
+				return nil
+			}
+		}
+		if !time.Now().Before(deadline) {
+			s.log.Info("catalog change acknowledged after the catalog lease: members did not report it (down or slow)",
+				"revision", rev, "members", strings.Join(behind, ","), "read_err", err)
+			return nil
+		}
+		t := time.NewTimer(propagationPoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
