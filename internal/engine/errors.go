@@ -41,6 +41,9 @@ func translate(err error) error {
 	if e, ok := errors.AsType[*document.PKError](err); ok {
 		return status.New(http.StatusBadRequest, "invalid partition key: "+e.Msg).Wrap(err)
 	}
+	if e, ok := errors.AsType[*parse.LimitError](err); ok {
+		return status.New(http.StatusBadRequest, e.Msg).Wrap(err)
+	}
 	if e, ok := errors.AsType[*parse.SyntaxError](err); ok {
 		return status.BadRequest("Syntax error: %s", e.Msg).Wrap(err)
 	}

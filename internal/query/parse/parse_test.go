@@ -2,7 +2,9 @@ package parse
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -200,6 +202,52 @@ func TestParseDepthLimit(t *testing.T) {
 	ok := "SELECT VALUE ((((((((((1))))))))))"
 	if _, err := Parse(ok); err != nil {
 		t.Errorf("Parse(%q) error: %v", ok, err)
+	}
+}
+
+// TestParseLimits: each documented query limit accepts a query at it and refuses one past
+// it with a *LimitError naming the limit.
+func TestParseLimits(t *testing.T) {
+	repeat := func(part, sep string, n int) string {
+		parts := make([]string, n)
+		for i := range parts {
+			parts[i] = part
+		}
+		return strings.Join(parts, sep)
+	}
+	joins := func(n int) string {
+		q := "SELECT VALUE 1 FROM c"
+		for i := range n {
+			q += fmt.Sprintf(" JOIN t%d IN c.a", i)
+		}
+		return q
+	}
+	// JOINs in subqueries count too: five here and five outside.
+	sub := "SELECT VALUE 1 FROM c WHERE EXISTS(" + joins(5) + ")"
+	for i := range 5 {
+		sub = strings.Replace(sub, " WHERE", fmt.Sprintf(" JOIN u%d IN c.b WHERE", i), 1)
+	}
+	for _, tc := range []struct {
+		name      string
+		at, past  string
+		wantInMsg string
+	}{
+		{"joins", joins(MaxJoins), joins(MaxJoins + 1), "maximum number of joins. The allowed limit is 10"},
+		{"subquery joins", sub, strings.Replace(sub, " WHERE", " JOIN v IN c.d WHERE", 1), "joins"},
+		{"and", "SELECT * FROM c WHERE " + repeat("c.a = 1", " AND ", MaxAnds+1), "SELECT * FROM c WHERE " + repeat("c.a = 1", " AND ", MaxAnds+2), "'AND' operators. The allowed limit is 500"},
+		{"or", "SELECT * FROM c WHERE " + repeat("c.a = 1", " OR ", MaxOrs+1), "SELECT * FROM c WHERE " + repeat("c.a = 1", " OR ", MaxOrs+2), "'OR' operators"},
+		{"udf", "SELECT VALUE " + repeat("udf.f(1)", " + ", MaxUDFRefs), "SELECT VALUE " + repeat("udf.f(1)", " + ", MaxUDFRefs+1), "user-defined function references"},
+		{"in", "SELECT * FROM c WHERE c.a IN (" + repeat("1", ",", MaxInItems) + ")", "SELECT * FROM c WHERE c.a IN (" + repeat("1", ",", MaxInItems+1) + ")", "IN expression exceeded the maximum limit of 16000"},
+		{"length", "SELECT VALUE '" + strings.Repeat("é", MaxQueryLength-len("SELECT VALUE ''")) + "'", "SELECT VALUE '" + strings.Repeat("a", MaxQueryLength) + "'", "query text exceeded the maximum limit of 262144 characters"},
+	} {
+		if _, err := Parse(tc.at); err != nil {
+			t.Errorf("%s: at the limit: %v", tc.name, err)
+		}
+		_, err := Parse(tc.past)
+		le, ok := errors.AsType[*LimitError](err)
+		if !ok || !strings.Contains(le.Msg, tc.wantInMsg) {
+			t.Errorf("%s: past the limit: %v; want a *LimitError saying %q", tc.name, err, tc.wantInMsg)
+		}
 	}
 }
 

@@ -1,8 +1,10 @@
 package parse
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // maxDepth bounds the nesting of parentheses, subqueries and prefix operators, so that hostile
@@ -33,8 +35,31 @@ func IsReserved(name string) bool {
 	return false
 }
 
-// Parse parses one query. On malformed input it returns a *SyntaxError.
+// The limits of a query, those Azure Cosmos DB documents ("SQL query limits" of its service
+// quotas) and advertises in the account's queryEngineConfiguration: Parse refuses a query past
+// any of them with a *LimitError.
+const (
+	MaxQueryLength = 262144 // characters of query text
+	MaxJoins       = 10     // JOIN clauses, subqueries' included
+	MaxAnds        = 500    // logical AND operators (BETWEEN's AND is not one)
+	MaxOrs         = 500    // logical OR operators
+	MaxUDFRefs     = 10     // references to user-defined functions (udf.name(...))
+	MaxInItems     = 16000  // items in one IN list
+)
+
+// LimitError refuses a query past one of the limits above. Msg is complete and client-safe,
+// worded as Azure Cosmos DB words it.
+type LimitError struct{ Msg string }
+
+// Error returns e.Msg.
+func (e *LimitError) Error() string { return e.Msg }
+
+// Parse parses one query. On malformed input it returns a *SyntaxError; past a limit, a
+// *LimitError.
 func Parse(text string) (*Query, error) {
+	if len(text) > MaxQueryLength && utf8.RuneCountInString(text) > MaxQueryLength {
+		return nil, &LimitError{Msg: fmt.Sprintf("The SQL query text exceeded the maximum limit of %d characters.", MaxQueryLength)}
+	}
 	toks, err := lex(text)
 	if err != nil {
 		return nil, err
@@ -47,13 +72,34 @@ func Parse(text string) (*Query, error) {
 	if p.peek().kind != tokEOF {
 		return nil, p.unexpected()
 	}
-	return q, nil
+	return q, p.overLimit()
 }
 
 type parser struct {
 	toks  []token
 	i     int
 	depth int
+	// What the limits count, over the whole query.
+	joins, ands, ors, udfs int
+}
+
+// overLimit returns a *LimitError for the first limit the parsed query is past, else nil.
+// (An IN list past MaxInItems fails as it is parsed.)
+func (p *parser) overLimit() error {
+	for _, l := range []struct {
+		n, max int
+		what   string
+	}{
+		{p.joins, MaxJoins, "joins"},
+		{p.ands, MaxAnds, "'AND' operators"},
+		{p.ors, MaxOrs, "'OR' operators"},
+		{p.udfs, MaxUDFRefs, "user-defined function references"},
+	} {
+		if l.n > l.max {
+			return &LimitError{Msg: fmt.Sprintf("The SQL query exceeded the maximum number of %s. The allowed limit is %d.", l.what, l.max)}
+		}
+	}
+	return nil
 }
 
 func (p *parser) peek() token { return p.toks[p.i] }
@@ -180,6 +226,7 @@ func (p *parser) query() (*Query, error) {
 		}
 		q.From = f
 		for p.acceptKw("JOIN") {
+			p.joins++
 			j, err := p.fromSource()
 			if err != nil {
 				return nil, err
@@ -446,6 +493,7 @@ func (p *parser) or() (Expr, error) {
 		return nil, err
 	}
 	for p.isKw("OR") {
+		p.ors++
 		pos := p.advance().pos
 		y, err := p.and()
 		if err != nil {
@@ -462,6 +510,7 @@ func (p *parser) and() (Expr, error) {
 		return nil, err
 	}
 	for p.isKw("AND") {
+		p.ands++
 		pos := p.advance().pos
 		y, err := p.not()
 		if err != nil {
@@ -509,6 +558,9 @@ func (p *parser) predicate() (Expr, error) {
 		list, err := p.exprList()
 		if err != nil {
 			return nil, err
+		}
+		if len(list) > MaxInItems {
+			return nil, &LimitError{Msg: fmt.Sprintf("The number of items in the IN expression exceeded the maximum limit of %d.", MaxInItems)}
 		}
 		if err := p.expectOp(")"); err != nil {
 			return nil, err
@@ -782,6 +834,7 @@ func (p *parser) identPrimary() (Expr, error) {
 		}
 		return &ArrayQuery{Position: t.pos, Query: q}, nil
 	case "UDF":
+		p.udfs++
 		p.i++
 		if err := p.expectOp("."); err != nil {
 			return nil, err
