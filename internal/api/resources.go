@@ -189,7 +189,7 @@ func (h *Handler) readDatabase(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) deleteDatabase(w http.ResponseWriter, r *http.Request) error {
-	if err := h.eng.DeleteDatabase(r.PathValue("db")); err != nil {
+	if err := h.eng.DeleteDatabase(r.PathValue("db"), r.Header.Get("If-Match")); err != nil {
 		return err
 	}
 	setCharge(w, throughput.MinimumCost())
@@ -319,7 +319,7 @@ func withSystemKey(body []byte) []byte {
 }
 
 func (h *Handler) deleteContainer(w http.ResponseWriter, r *http.Request) error {
-	if err := h.eng.DeleteContainer(r.PathValue("db"), r.PathValue("coll")); err != nil {
+	if err := h.eng.DeleteContainer(r.PathValue("db"), r.PathValue("coll"), r.Header.Get("If-Match")); err != nil {
 		return err
 	}
 	setCharge(w, throughput.MinimumCost())
@@ -415,7 +415,7 @@ func (h *Handler) replaceOffer(w http.ResponseWriter, r *http.Request) error {
 	case offer.Content.OfferThroughput != nil:
 		tp.Manual = *offer.Content.OfferThroughput
 	}
-	res, err := h.eng.ReplaceOffer(strings.ToLower(r.PathValue("id")), tp)
+	res, err := h.eng.ReplaceOffer(strings.ToLower(r.PathValue("id")), tp, r.Header.Get("If-Match"))
 	if err != nil {
 		return err
 	}

@@ -54,14 +54,14 @@ func (h *Handler) scriptRoutes() {
 			if err != nil {
 				return err
 			}
-			res, err := h.eng.ReplaceScript(r.PathValue("db"), r.PathValue("coll"), kind, r.PathValue("id"), body)
+			res, err := h.eng.ReplaceScript(r.PathValue("db"), r.PathValue("coll"), kind, r.PathValue("id"), body, r.Header.Get("If-Match"))
 			if err != nil {
 				return err
 			}
 			return writeResource(w, http.StatusOK, res)
 		}))
 		h.handle("DELETE "+base+"/{id}", h.propagated(func(w http.ResponseWriter, r *http.Request) error {
-			if err := h.eng.DeleteScript(r.PathValue("db"), r.PathValue("coll"), kind, r.PathValue("id")); err != nil {
+			if err := h.eng.DeleteScript(r.PathValue("db"), r.PathValue("coll"), kind, r.PathValue("id"), r.Header.Get("If-Match")); err != nil {
 				return err
 			}
 			setCharge(w, throughput.MinimumCost())

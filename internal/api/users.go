@@ -40,9 +40,9 @@ func (h *Handler) userRoutes() {
 		read: func(r *http.Request, id string) (engine.Resource, error) { return h.eng.ReadUser(db(r), id) },
 		list: func(r *http.Request) ([]engine.Resource, string, error) { return h.eng.Users(r.Context(), db(r)) },
 		replace: func(r *http.Request, id string, body []byte) (engine.Resource, error) {
-			return h.eng.ReplaceUser(db(r), id, body)
+			return h.eng.ReplaceUser(db(r), id, body, r.Header.Get("If-Match"))
 		},
-		delete: func(r *http.Request, id string) error { return h.eng.DeleteUser(db(r), id) },
+		delete: func(r *http.Request, id string) error { return h.eng.DeleteUser(db(r), id, r.Header.Get("If-Match")) },
 	}.routes(h)
 
 	user := func(r *http.Request) string { return r.PathValue("user") }
@@ -65,9 +65,11 @@ func (h *Handler) userRoutes() {
 			return h.eng.Permissions(r.Context(), db(r), user(r))
 		},
 		replace: func(r *http.Request, id string, body []byte) (engine.Permission, error) {
-			return h.eng.ReplacePermission(db(r), user(r), id, body)
+			return h.eng.ReplacePermission(db(r), user(r), id, body, r.Header.Get("If-Match"))
 		},
-		delete: func(r *http.Request, id string) error { return h.eng.DeletePermission(db(r), user(r), id) },
+		delete: func(r *http.Request, id string) error {
+			return h.eng.DeletePermission(db(r), user(r), id, r.Header.Get("If-Match"))
+		},
 	}.routes(h)
 }
 

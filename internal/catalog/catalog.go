@@ -710,8 +710,9 @@ func (c *Catalog) newOfferLocked(tp Throughput, self, rid, db, coll string) *Off
 // DeleteDatabase removes database id with all its containers (their
 // scripts and offers) and users (their permissions), atomically, and
 // returns the containers: their data is the caller's to drop. It returns
-// ErrNotFound.
-func (c *Catalog) DeleteDatabase(id string) ([]*Container, error) {
+// ErrNotFound, or ErrPrecondition when ifMatch ("" for none) names
+// another etag.
+func (c *Catalog) DeleteDatabase(id, ifMatch string) ([]*Container, error) {
 	unlock, err := c.lockWrite()
 	if err != nil {
 		return nil, err
@@ -720,6 +721,9 @@ func (c *Catalog) DeleteDatabase(id string) ([]*Container, error) {
 	d, ok := c.mu.dbs[id]
 	if !ok {
 		return nil, ErrNotFound
+	}
+	if document.IfMatchFails(ifMatch, d.ETag) {
+		return nil, ErrPrecondition
 	}
 	ch := newChanges()
 	var gone []*Container
@@ -879,8 +883,9 @@ func (c *Catalog) CreateContainer(db string, body []byte, tp Throughput) (*Conta
 // partition key definition and the unique key policy cannot change
 // (*InvalidError; an absent policy equals an empty one); body may omit the
 // partition key's kind, version and systemKey, which keep their values. It
-// returns ErrNotFound when the container does not exist.
-func (c *Catalog) ReplaceContainer(db, id string, body []byte) (*Container, error) {
+// returns ErrNotFound when the container does not exist, ErrPrecondition
+// when ifMatch ("" for none) names another etag.
+func (c *Catalog) ReplaceContainer(db, id string, body []byte, ifMatch string) (*Container, error) {
 	unlock, err := c.lockWrite()
 	if err != nil {
 		return nil, err
@@ -889,6 +894,9 @@ func (c *Catalog) ReplaceContainer(db, id string, body []byte) (*Container, erro
 	old, ok := c.mu.colls[db][id]
 	if !ok {
 		return nil, ErrNotFound
+	}
+	if document.IfMatchFails(ifMatch, old.ETag) {
+		return nil, ErrPrecondition
 	}
 	def, err := parseDefinition(body, &old.PK)
 	if err != nil {
@@ -993,8 +1001,9 @@ func (c *Catalog) SplitRange(db, id, rangeID string, at partition.EPK) (*Contain
 
 // DeleteContainer removes a container with its scripts and offer,
 // atomically, and returns it: its data is the caller's to drop. It returns
-// ErrNotFound.
-func (c *Catalog) DeleteContainer(db, id string) (*Container, error) {
+// ErrNotFound, or ErrPrecondition when ifMatch ("" for none) names
+// another etag.
+func (c *Catalog) DeleteContainer(db, id, ifMatch string) (*Container, error) {
 	unlock, err := c.lockWrite()
 	if err != nil {
 		return nil, err
@@ -1003,6 +1012,9 @@ func (c *Catalog) DeleteContainer(db, id string) (*Container, error) {
 	k, ok := c.mu.colls[db][id]
 	if !ok {
 		return nil, ErrNotFound
+	}
+	if document.IfMatchFails(ifMatch, k.ETag) {
+		return nil, ErrPrecondition
 	}
 	ch := newChanges()
 	if err := c.deleteContainerLocked(ch, k); err != nil {
@@ -1041,8 +1053,9 @@ func (c *Catalog) Offer(id string) (*Offer, error) {
 
 // ReplaceOffer sets offer id's throughput. It returns ErrNotFound or an
 // *InvalidError. Splitting partitions when throughput outgrows them is the
-// throughput layer's job.
-func (c *Catalog) ReplaceOffer(id string, tp Throughput) (*Offer, error) {
+// throughput layer's job. ErrPrecondition when ifMatch ("" for none) names
+// another etag.
+func (c *Catalog) ReplaceOffer(id string, tp Throughput, ifMatch string) (*Offer, error) {
 	if tp.IsZero() {
 		return nil, invalid("offer content must set offerThroughput or offerAutopilotSettings.maxThroughput")
 	}
@@ -1057,6 +1070,9 @@ func (c *Catalog) ReplaceOffer(id string, tp Throughput) (*Offer, error) {
 	old, ok := c.mu.offers[strings.ToLower(id)]
 	if !ok {
 		return nil, ErrNotFound
+	}
+	if document.IfMatchFails(ifMatch, old.ETag) {
+		return nil, ErrPrecondition
 	}
 	o := *old
 	seq := c.nextLocked()

@@ -90,10 +90,10 @@ func TestPersistenceAndCascade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.ReplaceOffer(k.OfferID, Throughput{Manual: 450}); err == nil {
+	if _, err := c.ReplaceOffer(k.OfferID, Throughput{Manual: 450}, ""); err == nil {
 		t.Errorf("ReplaceOffer(450) succeeded: not a multiple of 100")
 	}
-	if _, err := c.ReplaceOffer(k.OfferID, Throughput{Manual: 500}); err != nil {
+	if _, err := c.ReplaceOffer(k.OfferID, Throughput{Manual: 500}, ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Close(); err != nil {
@@ -111,7 +111,7 @@ func TestPersistenceAndCascade(t *testing.T) {
 	if len(c.Offers()) != 2 {
 		t.Errorf("%d offers, want 2 (database and container)", len(c.Offers()))
 	}
-	if _, err := c.DeleteDatabase("db"); err != nil {
+	if _, err := c.DeleteDatabase("db", ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Container("db", "k"); !errors.Is(err, ErrNotFound) {

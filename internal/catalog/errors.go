@@ -14,6 +14,9 @@ var (
 	// could not be confirmed current, so it may miss a change another node
 	// acknowledged.
 	ErrStale = errors.New("catalog: this node's copy of the catalog could not be confirmed current")
+	// ErrPrecondition refuses a replace or delete whose If-Match names
+	// another etag than the resource's: nothing was changed.
+	ErrPrecondition = errors.New("catalog: the resource's etag does not match If-Match")
 )
 
 // InvalidError is a definition a client sent that Partita cannot accept;

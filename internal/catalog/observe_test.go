@@ -153,14 +153,14 @@ func TestSharedCatalog(t *testing.T) {
 	if ka, _ := a.Container("db", "c"); len(ka.Map().Ranges()) != 2 {
 		t.Fatalf("node a sees %d ranges after node b's split, want 2", len(ka.Map().Ranges()))
 	}
-	if _, err := b.ReplaceOffer(k.OfferID, Throughput{Manual: 1000}); err != nil {
+	if _, err := b.ReplaceOffer(k.OfferID, Throughput{Manual: 1000}, ""); err != nil {
 		t.Fatal(err)
 	}
 	if o, _ := a.Offer(k.OfferID); o.Manual != 1000 {
 		t.Fatalf("node a sees offer %+v after node b's replace", o)
 	}
 	// A deletion on a is b's too.
-	if _, err := a.DeleteDatabase("db"); err != nil {
+	if _, err := a.DeleteDatabase("db", ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.Container("db", "c"); err == nil {

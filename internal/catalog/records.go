@@ -34,8 +34,9 @@ import (
 // need of it.
 type record[R any] interface {
 	*R
-	recordID() string  // its id: the last part of its key
-	recordSeq() uint64 // its creation order
+	recordID() string   // its id: the last part of its key
+	recordSeq() uint64  // its creation order
+	recordETag() string // its _etag
 }
 
 // parentID names the parent of a record: database db, or user user of it.
@@ -226,8 +227,9 @@ func (k *recordKind[P, D, R, PR]) read(c *Catalog, at parentID, id string) (*R, 
 // When k renames, the body's id is the record's new id, and ErrExists when
 // another record has it; otherwise a body's id other than id is an
 // *InvalidError. It returns ErrNotFound (no parent or record), and the
-// errors of parse and buildLocked.
-func (k *recordKind[P, D, R, PR]) replace(c *Catalog, at parentID, id string, body []byte) (*R, error) {
+// errors of parse and buildLocked; ErrPrecondition when ifMatch ("" for
+// none) names another etag.
+func (k *recordKind[P, D, R, PR]) replace(c *Catalog, at parentID, id string, body []byte, ifMatch string) (*R, error) {
 	def, err := k.parse(body)
 	if err != nil {
 		return nil, err
@@ -249,6 +251,9 @@ func (k *recordKind[P, D, R, PR]) replace(c *Catalog, at parentID, id string, bo
 	if err != nil {
 		return nil, err
 	}
+	if document.IfMatchFails(ifMatch, PR(old).recordETag()) {
+		return nil, ErrPrecondition
+	}
 	if newID != id {
 		if err := k.freeLocked(c, p, newID); err != nil {
 			return nil, err
@@ -258,8 +263,9 @@ func (k *recordKind[P, D, R, PR]) replace(c *Catalog, at parentID, id string, bo
 }
 
 // delete deletes record id of the parent at, with what goes with it
-// (cascadeLocked), or returns ErrNotFound.
-func (k *recordKind[P, D, R, PR]) delete(c *Catalog, at parentID, id string) error {
+// (cascadeLocked), or returns ErrNotFound, or ErrPrecondition when ifMatch
+// ("" for none) names another etag.
+func (k *recordKind[P, D, R, PR]) delete(c *Catalog, at parentID, id, ifMatch string) error {
 	unlock, err := c.lockWrite()
 	if err != nil {
 		return err
@@ -272,6 +278,9 @@ func (k *recordKind[P, D, R, PR]) delete(c *Catalog, at parentID, id string) err
 	r, err := k.getLocked(c, p, id)
 	if err != nil {
 		return err
+	}
+	if document.IfMatchFails(ifMatch, PR(r).recordETag()) {
+		return ErrPrecondition
 	}
 	ch := newChanges()
 	if k.cascadeLocked != nil {

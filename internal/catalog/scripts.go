@@ -166,6 +166,24 @@ func (c *Catalog) Script(db, coll string, kind ScriptKind, id string) (*Script, 
 	return getRecord[Script](c.be, "script", scriptKindPrefix(k.Internal, kind), id)
 }
 
+// scriptLocked returns script id of kind in container db/coll, or
+// ErrNotFound, or ErrPrecondition when ifMatch ("" for none) names another
+// etag. c.mu is held.
+func (c *Catalog) scriptLocked(db, coll string, kind ScriptKind, id, ifMatch string) (*Script, error) {
+	k, ok := c.mu.colls[db][coll]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	sc, err := getRecord[Script](c.be, "script", scriptKindPrefix(k.Internal, kind), id)
+	if err != nil {
+		return nil, err
+	}
+	if document.IfMatchFails(ifMatch, sc.ETag) {
+		return nil, ErrPrecondition
+	}
+	return sc, nil
+}
+
 // Scripts returns a container's scripts of one kind, in id order.
 func (c *Catalog) Scripts(ctx context.Context, db, coll string, kind ScriptKind) ([]*Script, error) {
 	k, err := c.Container(db, coll)
@@ -181,7 +199,8 @@ func (c *Catalog) Scripts(ctx context.Context, db, coll string, kind ScriptKind)
 }
 
 // ReplaceScript replaces a script's definition; the id in body must match.
-func (c *Catalog) ReplaceScript(db, coll string, kind ScriptKind, id string, body []byte) (*Script, error) {
+// ErrPrecondition when ifMatch ("" for none) names another etag.
+func (c *Catalog) ReplaceScript(db, coll string, kind ScriptKind, id string, body []byte, ifMatch string) (*Script, error) {
 	sc, err := parseScript(kind, body)
 	if err != nil {
 		return nil, err
@@ -189,32 +208,33 @@ func (c *Catalog) ReplaceScript(db, coll string, kind ScriptKind, id string, bod
 	if sc.ID != id {
 		return nil, invalid(fmt.Sprintf("the id %q in the body does not match %q in the URL", sc.ID, id))
 	}
-	old, err := c.Script(db, coll, kind, id)
-	if err != nil {
-		return nil, err
-	}
 	unlock, err := c.lockWrite()
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
+	old, err := c.scriptLocked(db, coll, kind, id, ifMatch)
+	if err != nil {
+		return nil, err
+	}
 	seq := c.nextLocked()
 	sc.Container, sc.RID, sc.Self = old.Container, old.RID, old.Self
 	sc.TS, sc.ETag = c.now().Unix(), document.ETag(seq)
 	return sc, c.putScriptLocked(scriptKey(old.Container, kind, id), sc)
 }
 
-// DeleteScript removes a script, or returns ErrNotFound.
-func (c *Catalog) DeleteScript(db, coll string, kind ScriptKind, id string) error {
-	old, err := c.Script(db, coll, kind, id)
-	if err != nil {
-		return err
-	}
+// DeleteScript removes a script, or returns ErrNotFound, or ErrPrecondition
+// when ifMatch ("" for none) names another etag.
+func (c *Catalog) DeleteScript(db, coll string, kind ScriptKind, id, ifMatch string) error {
 	unlock, err := c.lockWrite()
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	old, err := c.scriptLocked(db, coll, kind, id, ifMatch)
+	if err != nil {
+		return err
+	}
 	ch := newChanges()
 	ch.delete(scriptKey(old.Container, kind, id))
 	return ch.apply(c.be)

@@ -139,7 +139,7 @@ func TestUniqueKeyPolicyReplace(t *testing.T) {
 		if _, err := c.CreateContainer("db", containerWith(tt.before), Throughput{}); err != nil {
 			t.Fatal(err)
 		}
-		_, err := c.ReplaceContainer("db", "u", containerWith(tt.after))
+		_, err := c.ReplaceContainer("db", "u", containerWith(tt.after), "")
 		if _, bad := errors.AsType[*InvalidError](err); tt.ok && err != nil || !tt.ok && !bad {
 			t.Errorf("ReplaceContainer(%q → %q) = %v, want ok %v", tt.before, tt.after, err, tt.ok)
 		}

@@ -55,8 +55,9 @@ func (u *User) JSON() []byte {
 	return b
 }
 
-func (u *User) recordID() string  { return u.ID }
-func (u *User) recordSeq() uint64 { return u.Seq }
+func (u *User) recordID() string   { return u.ID }
+func (u *User) recordSeq() uint64  { return u.Seq }
+func (u *User) recordETag() string { return u.ETag }
 
 // The permission modes, as canonical names.
 const (
@@ -94,8 +95,9 @@ func (p *Permission) JSON() []byte {
 	return withSystem(p.Def, fmt.Sprintf(`"_rid":%q,"_ts":%d,"_self":%q,"_etag":%s`, p.RID, p.TS, p.Self, jsonString(p.ETag)))
 }
 
-func (p *Permission) recordID() string  { return p.ID }
-func (p *Permission) recordSeq() uint64 { return p.Seq }
+func (p *Permission) recordID() string   { return p.ID }
+func (p *Permission) recordSeq() uint64  { return p.Seq }
+func (p *Permission) recordETag() string { return p.ETag }
 
 // dbKey is the part of user and permission keys that names database d.
 func dbKey(d *Database) string {
@@ -195,15 +197,17 @@ func (c *Catalog) Users(ctx context.Context, db string) ([]*User, error) {
 // ReplaceUser replaces user id of database db: the body's id is the user's
 // new id (Cosmos DB's only replaceable property of a user); its permissions
 // stay with it. It returns ErrNotFound, ErrExists (the new id is taken), or
-// an *InvalidError.
-func (c *Catalog) ReplaceUser(db, id string, body []byte) (*User, error) {
-	return users.replace(c, parentID{db: db}, id, body)
+// an *InvalidError, or ErrPrecondition when ifMatch ("" for none) names
+// another etag.
+func (c *Catalog) ReplaceUser(db, id string, body []byte, ifMatch string) (*User, error) {
+	return users.replace(c, parentID{db: db}, id, body, ifMatch)
 }
 
 // DeleteUser deletes user id of database db with all its permissions, or
-// returns ErrNotFound.
-func (c *Catalog) DeleteUser(db, id string) error {
-	return users.delete(c, parentID{db: db}, id)
+// returns ErrNotFound, or ErrPrecondition when ifMatch ("" for none) names
+// another etag.
+func (c *Catalog) DeleteUser(db, id, ifMatch string) error {
+	return users.delete(c, parentID{db: db}, id, ifMatch)
 }
 
 // ExistsError is ErrExists with a message that says which constraint the
@@ -445,13 +449,15 @@ func (c *Catalog) Permissions(ctx context.Context, db, user string) ([]*Permissi
 // ReplacePermission replaces permission id of user user; the body's id must
 // be id. A replaced permission gets a new _etag, which revokes the tokens
 // issued for it before. Errors as CreatePermission, and ErrNotFound when the
-// permission does not exist.
-func (c *Catalog) ReplacePermission(db, user, id string, body []byte) (*Permission, error) {
-	return permissions.replace(c, parentID{db: db, user: user}, id, body)
+// permission does not exist, ErrPrecondition when ifMatch ("" for none)
+// names another etag.
+func (c *Catalog) ReplacePermission(db, user, id string, body []byte, ifMatch string) (*Permission, error) {
+	return permissions.replace(c, parentID{db: db, user: user}, id, body, ifMatch)
 }
 
 // DeletePermission deletes permission id of user user, or returns
-// ErrNotFound.
-func (c *Catalog) DeletePermission(db, user, id string) error {
-	return permissions.delete(c, parentID{db: db, user: user}, id)
+// ErrNotFound, or ErrPrecondition when ifMatch ("" for none) names another
+// etag.
+func (c *Catalog) DeletePermission(db, user, id, ifMatch string) error {
+	return permissions.delete(c, parentID{db: db, user: user}, id, ifMatch)
 }

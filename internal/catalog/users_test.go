@@ -85,7 +85,7 @@ func TestPermissionResource(t *testing.T) {
 				t.Errorf("JSON %s does not echo the resource as sent", p.JSON())
 			}
 			// One permission per resource and user: free the resource again.
-			if err := c.DeletePermission("db", "u", p.ID); err != nil {
+			if err := c.DeletePermission("db", "u", p.ID, ""); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -118,10 +118,10 @@ func TestPermissionLifecycle(t *testing.T) {
 	if _, err := c.CreatePermission("db", "u", def("p2", "Read", "dbs/db/colls/k/docs/x")); err != nil {
 		t.Errorf("permission on an item of the container: %v", err)
 	}
-	if _, err := c.ReplacePermission("db", "u", "p1", def("other", "All", "dbs/db/colls/k")); err == nil {
+	if _, err := c.ReplacePermission("db", "u", "p1", def("other", "All", "dbs/db/colls/k"), ""); err == nil {
 		t.Error("replace with another id in the body succeeded")
 	}
-	r1, err := c.ReplacePermission("db", "u", "p1", def("p1", "Read", "dbs/db/colls/k"))
+	r1, err := c.ReplacePermission("db", "u", "p1", def("p1", "Read", "dbs/db/colls/k"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,10 +141,10 @@ func TestPermissionLifecycle(t *testing.T) {
 	if _, err := c.CreateUser("db", []byte(`{"id":"v"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.ReplaceUser("db", "u", []byte(`{"id":"v"}`)); !errors.Is(err, ErrExists) {
+	if _, err := c.ReplaceUser("db", "u", []byte(`{"id":"v"}`), ""); !errors.Is(err, ErrExists) {
 		t.Errorf("rename onto an existing user: %v, want ErrExists", err)
 	}
-	w, err := c.ReplaceUser("db", "u", []byte(`{"id":"w"}`))
+	w, err := c.ReplaceUser("db", "u", []byte(`{"id":"w"}`), "")
 	if err != nil || w.RID != u.RID || w.ID != "w" {
 		t.Fatalf("rename: %+v, %v", w, err)
 	}
@@ -164,7 +164,7 @@ func TestPermissionLifecycle(t *testing.T) {
 	if us, err := c.Users(t.Context(), "db"); err != nil || len(us) != 2 || us[0].ID != "w" || us[1].ID != "v" {
 		t.Fatalf("users after reopen: %v, %v", us, err)
 	}
-	if err := c.DeleteUser("db", "w"); err != nil {
+	if err := c.DeleteUser("db", "w", ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.PermissionOf("db", u.RID, "p1"); !errors.Is(err, ErrNotFound) {
@@ -173,7 +173,7 @@ func TestPermissionLifecycle(t *testing.T) {
 	if _, err := c.CreatePermission("db", "v", def("q", "All", "dbs/db/colls/k")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.DeleteDatabase("db"); err != nil {
+	if _, err := c.DeleteDatabase("db", ""); err != nil {
 		t.Fatal(err)
 	}
 	for key := range st.m {
@@ -218,7 +218,7 @@ func TestPKDeleteRecords(t *testing.T) {
 	if err := c.RemovePKDelete(d2); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.DeleteContainer("db", "k"); err != nil {
+	if _, err := c.DeleteContainer("db", "k", ""); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := c.PKDeletes(t.Context()); err != nil || len(got) != 0 {

@@ -88,7 +88,7 @@ func TestCatalogCurrent(t *testing.T) {
 	stall.Store(&stalled)
 	unstall := sync.OnceFunc(func() { close(stalled) })
 	t.Cleanup(unstall) // before the nodes close: a stalled watch would not end
-	if _, err := a.DeleteContainer("db", "c0"); err != nil {
+	if _, err := a.DeleteContainer("db", "c0", ""); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -115,7 +115,7 @@ func TestCatalogCurrent(t *testing.T) {
 	// A member that never runs: node a's changes wait out the lease, and
 	// are acknowledged.
 	sa.members = []uint64{1, 2, 3}
-	if _, err := a.DeleteContainer("db", "c1"); err != nil {
+	if _, err := a.DeleteContainer("db", "c1", ""); err != nil {
 		t.Fatal(err)
 	}
 	start = time.Now()

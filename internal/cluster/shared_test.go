@@ -125,7 +125,7 @@ func TestSharedCatalogEtcd(t *testing.T) {
 			t.Fatalf("reserved blocks overlap: %v and %v", blocks[i-1], blocks[i])
 		}
 	}
-	if _, err := b.DeleteContainer("db", "c"); err != nil {
+	if _, err := b.DeleteContainer("db", "c", ""); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "node a sees node b's deletion", func() bool {

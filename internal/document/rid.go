@@ -78,3 +78,9 @@ func ETagSeq(etag string) (uint64, error) {
 func ItemSelf(dbRID, collRID, docRID string) string {
 	return "dbs/" + dbRID + "/colls/" + collRID + "/docs/" + docRID + "/"
 }
+
+// IfMatchFails reports whether an If-Match precondition rejects a resource
+// whose etag is etag: "" sets none, "*" accepts any existing resource.
+func IfMatchFails(ifMatch, etag string) bool {
+	return ifMatch != "" && ifMatch != "*" && ifMatch != etag
+}

@@ -111,7 +111,7 @@ func checkFixture(t *testing.T, dir string) (*Engine, *store.Store) {
 		write("k", Create, pkOf(i), fmt.Sprintf(`{"id":"%d","pk":"p%d","n":%d,"s":"v%d","tags":["a","b%d"]}`, i, i%100, i, i%7, i%3))
 		write("gone", Create, pkOf(i), fmt.Sprintf(`{"id":"%d","pk":"p%d"}`, i, i%100))
 	}
-	must(nil, e.DeleteContainer("db", "gone"))
+	must(nil, e.DeleteContainer("db", "gone", ""))
 	for i := 0; i < 120; i += 3 {
 		write("k", Upsert, pkOf(i), fmt.Sprintf(`{"id":"%d","pk":"p%d","n":%d,"s":"w","deep":{"x":[1,{"y":%d}]}}`, i, i%100, -i, i))
 	}

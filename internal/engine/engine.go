@@ -310,8 +310,8 @@ func (e *Engine) ReadDatabase(id string) (Resource, error) {
 }
 
 // DeleteDatabase deletes a database with all its containers and items, or 404.
-func (e *Engine) DeleteDatabase(id string) error {
-	gone, err := e.cat.DeleteDatabase(id)
+func (e *Engine) DeleteDatabase(id, ifMatch string) error {
+	gone, err := e.cat.DeleteDatabase(id, ifMatch)
 	if err != nil {
 		return translate(err)
 	}
@@ -376,14 +376,14 @@ func (e *Engine) ReplaceContainer(db, id string, body []byte, ifMatch string) (R
 	if err != nil {
 		return Resource{}, err
 	}
-	if ifMatchFails(ifMatch, c.ETag) {
+	if ifMatchFails(ifMatch, c.ETag) { // checked again under the catalog's lock
 		return Resource{}, status.PreconditionFailed()
 	}
 	// A changed indexing policy rebuilds the container's index before the
 	// reply, with its writes held off (Cosmos DB transforms the index in
 	// the background; here the replace waits for it).
 	defer e.colls.exclusive(c.Internal)()
-	c, err = e.cat.ReplaceContainer(db, id, body)
+	c, err = e.cat.ReplaceContainer(db, id, body, ifMatch)
 	if err != nil {
 		return Resource{}, translate(err)
 	}
@@ -401,11 +401,11 @@ func (e *Engine) ReplaceContainer(db, id string, body []byte, ifMatch string) (R
 }
 
 // DeleteContainer deletes a container and its items, or 404.
-func (e *Engine) DeleteContainer(db, id string) error {
+func (e *Engine) DeleteContainer(db, id, ifMatch string) error {
 	if _, err := e.container(db, id); err != nil {
 		return err
 	}
-	c, err := e.cat.DeleteContainer(db, id)
+	c, err := e.cat.DeleteContainer(db, id, ifMatch)
 	if err != nil {
 		return translate(err)
 	}
@@ -485,8 +485,8 @@ func (e *Engine) ReadOffer(id string) (Resource, error) {
 //
 // Raising a container's throughput past its partitions × PartitionMaxRU
 // splits partitions until each serves at most that.
-func (e *Engine) ReplaceOffer(id string, tp Throughput) (Resource, error) {
-	o, err := e.cat.ReplaceOffer(id, tp)
+func (e *Engine) ReplaceOffer(id string, tp Throughput, ifMatch string) (Resource, error) {
+	o, err := e.cat.ReplaceOffer(id, tp, ifMatch)
 	if err != nil {
 		return Resource{}, translate(err)
 	}

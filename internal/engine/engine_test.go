@@ -122,6 +122,36 @@ func TestConcurrentConditionalReplaces(t *testing.T) {
 	}
 }
 
+// TestIfMatchOnMissingItem: If-Match holds a write to an existing item
+// only, as in Cosmos DB: an upsert of a missing item with If-Match creates
+// it (201), a create ignores the header, and an upsert of an existing item
+// with another etag gets 412; a replace of a missing item stays 404.
+func TestIfMatchOnMissingItem(t *testing.T) {
+	e := testEngine(t)
+	ctx := context.Background()
+	const stale = `"00000000-0000-0000-0000-000000000000"`
+	for _, w := range []struct {
+		kind WriteKind
+		id   string
+		want int
+	}{
+		{Upsert, "u", http.StatusCreated},
+		{Create, "c", http.StatusCreated},
+		{Upsert, "u", http.StatusPreconditionFailed},
+		{Replace, "missing", http.StatusNotFound},
+	} {
+		res, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: w.kind, ID: w.id, PK: pkOf(0), IfMatch: stale,
+			Body: []byte(`{"id":"` + w.id + `","pk":"p0"}`)})
+		got := code(err)
+		if err == nil && res.Created {
+			got = http.StatusCreated
+		}
+		if got != w.want {
+			t.Errorf("%v of %s with If-Match %s: %d (%v), want %d", w.kind, w.id, stale, got, err, w.want)
+		}
+	}
+}
+
 // TestManyPartitionsInParallel: writers on distinct logical partitions do
 // not block or lose each other's writes, and every item reads back.
 func TestManyPartitionsInParallel(t *testing.T) {

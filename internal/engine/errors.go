@@ -31,6 +31,8 @@ func translate(err error) error {
 		return status.NotFound().Wrap(err)
 	case errors.Is(err, catalog.ErrExists):
 		return status.Conflict().Wrap(err)
+	case errors.Is(err, catalog.ErrPrecondition):
+		return status.PreconditionFailed().Wrap(err)
 	}
 	if e, ok := errors.AsType[*catalog.InvalidError](err); ok {
 		return status.New(http.StatusBadRequest, e.Msg).Wrap(err)

@@ -344,7 +344,7 @@ func TestPKDeleteRecordsOfDeletedContainer(t *testing.T) {
 	if res, err := e.DeletePartition(t.Context(), "db", "u", pkN(1)); err != nil || res.Done {
 		t.Fatalf("DeletePartition = %+v, %v, want work left", res, err)
 	}
-	if err := e.DeleteContainer("db", "u"); err != nil {
+	if err := e.DeleteContainer("db", "u", ""); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range e.pkdel.all() {

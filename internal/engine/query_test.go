@@ -872,7 +872,7 @@ func TestWriteToContainerDeletedMeanwhile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.DeleteContainer("db", "k"); err != nil {
+	if err := e.DeleteContainer("db", "k", ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.beginTxn(old, pkN(1), false); code(err) != 404 {

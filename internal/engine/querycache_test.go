@@ -80,7 +80,7 @@ func TestQueryCache(t *testing.T) {
 	if got := run(Scope{PK: pkN(8)}, udf, nil); !slices.Equal(got, []string{"16"}) {
 		t.Fatalf("udf.f: %v", got)
 	}
-	if _, err := e.ReplaceScript("db", "k", UDFs, "f", []byte(`{"id":"f","body":"function f(x){return x*3}"}`)); err != nil {
+	if _, err := e.ReplaceScript("db", "k", UDFs, "f", []byte(`{"id":"f","body":"function f(x){return x*3}"}`), ""); err != nil {
 		t.Fatal(err)
 	}
 	if got := run(Scope{PK: pkN(8)}, udf, nil); !slices.Equal(got, []string{"24"}) || len(e.qcache.progs) != before {

@@ -118,7 +118,7 @@ func (e *Engine) CreateScript(db, coll string, kind ScriptKind, body []byte) (Re
 	}
 	if compiledAtCreation(kind) {
 		if _, err := e.progs.get(sc); err != nil {
-			_ = e.cat.DeleteScript(db, coll, kind, sc.ID)
+			_ = e.cat.DeleteScript(db, coll, kind, sc.ID, sc.ETag)
 			return Resource{}, err
 		}
 	}
@@ -136,8 +136,8 @@ func (e *Engine) ReadScript(db, coll string, kind ScriptKind, id string) (Resour
 
 // ReplaceScript replaces a script; the new body of a stored procedure or
 // UDF must compile.
-func (e *Engine) ReplaceScript(db, coll string, kind ScriptKind, id string, body []byte) (Resource, error) {
-	sc, err := e.cat.ReplaceScript(db, coll, kind, id, body)
+func (e *Engine) ReplaceScript(db, coll string, kind ScriptKind, id string, body []byte, ifMatch string) (Resource, error) {
+	sc, err := e.cat.ReplaceScript(db, coll, kind, id, body, ifMatch)
 	if err != nil {
 		return Resource{}, translate(err)
 	}
@@ -150,8 +150,8 @@ func (e *Engine) ReplaceScript(db, coll string, kind ScriptKind, id string, body
 }
 
 // DeleteScript deletes a script, or 404.
-func (e *Engine) DeleteScript(db, coll string, kind ScriptKind, id string) error {
-	return translate(e.cat.DeleteScript(db, coll, kind, id))
+func (e *Engine) DeleteScript(db, coll string, kind ScriptKind, id, ifMatch string) error {
+	return translate(e.cat.DeleteScript(db, coll, kind, id, ifMatch))
 }
 
 // Scripts returns a container's scripts of one kind.

@@ -14,7 +14,7 @@ func TestScriptProgramsReplaced(t *testing.T) {
 	}
 	for i := range 20 {
 		body := fmt.Sprintf(`{"id":"f","body":"function f(x){return x+%d}"}`, i)
-		if _, err := e.ReplaceScript("db", "k", UDFs, "f", []byte(body)); err != nil {
+		if _, err := e.ReplaceScript("db", "k", UDFs, "f", []byte(body), ""); err != nil {
 			t.Fatal(err)
 		}
 		q := Query{Text: "SELECT VALUE udf.f(1)"}

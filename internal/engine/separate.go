@@ -540,7 +540,8 @@ func (t *lpTxn) place(id string, doc []byte) error {
 			oldETag = op.ETag
 		}
 	}
-	if err := t.checkUnique(id, old, doc); err != nil {
+	unique, err := t.checkUnique(id, old, doc)
+	if err != nil {
 		return err
 	}
 	created := int64(0)
@@ -548,6 +549,9 @@ func (t *lpTxn) place(id string, doc []byte) error {
 		created = 1
 	}
 	if err := t.grow(int64(len(doc))-int64(len(old)), created); err != nil {
+		return err
+	}
+	if err := t.applyUnique(id, unique); err != nil {
 		return err
 	}
 	if _, err := t.indexItem(key, seq, old, doc); err != nil {

@@ -233,9 +233,7 @@ func (t *lpTxn) loadExisting(id string) ([]byte, document.SystemProps, error) {
 }
 
 // ifMatchFails reports whether an If-Match precondition rejects etag.
-func ifMatchFails(ifMatch, etag string) bool {
-	return ifMatch != "" && ifMatch != "*" && ifMatch != etag
-}
+var ifMatchFails = document.IfMatchFails
 
 // put stores item with fresh system properties. old is the item's stored
 // body and props its system properties when it exists (nil otherwise): an
@@ -273,7 +271,8 @@ func (t *lpTxn) put(item *document.Item, old []byte, props document.SystemProps)
 			return Result{}, translate(err)
 		}
 	}
-	if err := t.checkUnique(item.ID, old, out); err != nil {
+	unique, err := t.checkUnique(item.ID, old, out)
+	if err != nil {
 		return Result{}, err
 	}
 	created := int64(0)
@@ -281,6 +280,10 @@ func (t *lpTxn) put(item *document.Item, old []byte, props document.SystemProps)
 		created = 1
 	}
 	if err := t.grow(int64(len(out))-int64(len(old)), created); err != nil {
+		return Result{}, err
+	}
+	// Every refusal is above: from here on the write is staged.
+	if err := t.applyUnique(item.ID, unique); err != nil {
 		return Result{}, err
 	}
 	key := t.key(item.ID)
@@ -336,12 +339,10 @@ func (t *lpTxn) write(kind WriteKind, urlID string, body []byte, ifMatch string)
 		return Result{}, status.Conflict()
 	case kind == Replace && !exists:
 		return Result{}, status.NotFound()
-	case ifMatch != "" && !exists:
-		if kind != Upsert {
-			return Result{}, status.NotFound()
-		}
-		return Result{}, status.PreconditionFailed()
 	case exists && ifMatchFails(ifMatch, old.ETag):
+		// If-Match holds a write to an existing item only: an upsert of a
+		// missing item creates it, and a create ignores it (Cosmos DB
+		// applies If-Match to replaces and deletes).
 		return Result{}, status.PreconditionFailed()
 	}
 	return t.put(item, stored, old)
@@ -397,10 +398,14 @@ func (t *lpTxn) drop(id string, old []byte, props document.SystemProps) (terms i
 	if err != nil {
 		return 0, translate(fmt.Errorf("stored item %q: %w", id, err))
 	}
-	if err := t.checkUnique(id, old, nil); err != nil {
+	unique, err := t.checkUnique(id, old, nil)
+	if err != nil {
 		return 0, err
 	}
 	if err := t.grow(-int64(len(old)), -1); err != nil {
+		return 0, err
+	}
+	if err := t.applyUnique(id, unique); err != nil {
 		return 0, err
 	}
 	key := t.key(id)

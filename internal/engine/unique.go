@@ -38,30 +38,32 @@ type uniqueCheck struct {
 	set, drop []byte // entry to set; the item's old entry to drop (nil: none)
 }
 
-// checkUnique enforces the container's unique keys for item id changing
+// checkUnique checks the container's unique keys for item id changing
 // from old to new (stored JSON; old nil for a create, new nil for a
-// delete) and writes the entry changes into t.b. It checks every key before
-// it writes anything, so a 409 leaves the transaction as it was. A key
+// delete) and returns the entry changes, which applyUnique writes once
+// every other check of the write has passed too: a write refused (409
+// here, or 403 for a full logical partition) leaves the transaction as it
+// was, which a stored procedure that catches the error commits. A key
 // whose tuple the write leaves unchanged costs no lookup.
 //
 // It returns a 409 naming the key's paths when another item of the logical
 // partition has new's values at them.
-func (t *lpTxn) checkUnique(id string, old, new []byte) error {
+func (t *lpTxn) checkUnique(id string, old, new []byte) ([]uniqueCheck, error) {
 	keys := t.c.UniqueKeySegments()
 	if len(keys) == 0 {
-		return nil
+		return nil, nil
 	}
 	var po, pn fastjson.Parser
 	var ov, nv *fastjson.Value
 	var err error
 	if old != nil {
 		if ov, err = po.ParseBytes(old); err != nil {
-			return translate(fmt.Errorf("stored item %q: %w", id, err))
+			return nil, translate(fmt.Errorf("stored item %q: %w", id, err))
 		}
 	}
 	if new != nil {
 		if nv, err = pn.ParseBytes(new); err != nil {
-			return translate(fmt.Errorf("item %q: %w", id, err))
+			return nil, translate(fmt.Errorf("item %q: %w", id, err))
 		}
 	}
 	var plan []uniqueCheck
@@ -84,20 +86,26 @@ func (t *lpTxn) checkUnique(id string, old, new []byte) error {
 			u.set = uniqueKey(uint16(i), t.epk, t.pkEnc, is)
 			holder, err := t.entryHolder(u.set)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if holder != "" && holder != id {
 				taken, err := t.holds(holder, segs, is)
 				if err != nil {
-					return err
+					return nil, err
 				}
 				if taken {
-					return uniqueConflict(t.c.UniqueKeys()[i])
+					return nil, uniqueConflict(t.c.UniqueKeys()[i])
 				}
 			}
 		}
 		plan = append(plan, u)
 	}
+	return plan, nil
+}
+
+// applyUnique writes the unique key entry changes checkUnique planned for
+// item id.
+func (t *lpTxn) applyUnique(id string, plan []uniqueCheck) error {
 	for _, u := range plan {
 		if u.drop != nil {
 			holder, err := t.entryHolder(u.drop)

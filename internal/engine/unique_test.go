@@ -338,6 +338,61 @@ func TestUniqueStoredProcedure(t *testing.T) {
 	}
 }
 
+// TestUniqueRefusedWriteInStoredProcedure: a write a stored procedure
+// catches the refusal of — the logical partition full (403), after its
+// unique key was checked — leaves no unique key entry behind, though the
+// procedure commits. Before, the entry changes were staged before the
+// size check: the old value's entry was gone, so another item could take
+// the value (found by a bug hunt; partita check reported the duplicate).
+func TestUniqueRefusedWriteInStoredProcedure(t *testing.T) {
+	st, err := store.Open(store.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := openOn(t, t.Context(), st, Config{LogicalPartitionMaxBytes: 3000}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateDatabase("db", Throughput{}); err != nil {
+		t.Fatal(err)
+	}
+	createUnique(t, e, "u", []string{"/email"})
+	ctx := t.Context()
+	pk := lp("p0")
+	if err := (uniqueStep{"create", "p0", "x", `{"email":"a"}`, 0}).run(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	def, _ := json.Marshal(map[string]string{"id": "grow", "body": `function (pad) {
+		var c = getContext().getCollection();
+		try {
+			var accepted = c.replaceDocument(c.getAltLink() + "/docs/x", {id: "x", pk: "p0", email: "b", pad: pad}, function (err) {
+				getContext().getResponse().setBody(err ? err.number : "replaced");
+			});
+			if (!accepted) getContext().getResponse().setBody("not accepted");
+		} catch (e) { getContext().getResponse().setBody("threw " + e.number); }
+	}`})
+	if _, err := e.CreateScript("db", "u", StoredProcedures, def); err != nil {
+		t.Fatal(err)
+	}
+	args, _ := json.Marshal([]string{strings.Repeat("x", 3000)})
+	res, err := e.ExecuteStoredProcedure(ctx, "db", "u", "grow", pk, args, false)
+	if err != nil || string(res.Body) != "403" {
+		t.Fatalf("sproc whose replace the full partition refuses = %s, %v; want body 403", res.Body, err)
+	}
+	for _, s := range []uniqueStep{
+		{"create", "p0", "y", `{"email":"a"}`, http.StatusConflict}, // x still holds "a"
+		{"create", "p0", "y", `{"email":"b"}`, 0},                   // "b" was never taken
+	} {
+		if err := s.run(ctx, e); code(err) != s.want {
+			t.Errorf("after the sproc: %s %s %s = %v, want status %d", s.op, s.id, s.body, err, s.want)
+		}
+	}
+	rep, err := e.Check(ctx)
+	if err != nil || len(rep.Problems) > 0 {
+		t.Errorf("check after the sproc: %v %+v", err, rep.Problems)
+	}
+}
+
 // TestUniqueConcurrentWriters: of many racing creates of distinct items
 // with one unique value in one logical partition, exactly one succeeds.
 func TestUniqueConcurrentWriters(t *testing.T) {
@@ -381,7 +436,7 @@ func TestUniqueEntriesDropped(t *testing.T) {
 	if n := countSpan(t, e, c, kindSpan(kindUnique)); n != 1 {
 		t.Fatalf("unique entries after one create = %d, want 1", n)
 	}
-	if err := e.DeleteContainer("db", "u"); err != nil {
+	if err := e.DeleteContainer("db", "u", ""); err != nil {
 		t.Fatal(err)
 	}
 	if n := countSpan(t, e, c, kindSpan(kindUnique)); n != 0 {

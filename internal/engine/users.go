@@ -43,8 +43,8 @@ func (e *Engine) ReadUser(db, id string) (Resource, error) {
 
 // ReplaceUser replaces user id: the body's id is its new id. Errors: 404,
 // 409 (the new id is taken), 400.
-func (e *Engine) ReplaceUser(db, id string, body []byte) (Resource, error) {
-	u, err := e.cat.ReplaceUser(db, id, body)
+func (e *Engine) ReplaceUser(db, id string, body []byte, ifMatch string) (Resource, error) {
+	u, err := e.cat.ReplaceUser(db, id, body, ifMatch)
 	if err != nil {
 		return Resource{}, translate(err)
 	}
@@ -53,8 +53,8 @@ func (e *Engine) ReplaceUser(db, id string, body []byte) (Resource, error) {
 
 // DeleteUser deletes user id with its permissions (revoking their tokens),
 // or returns 404.
-func (e *Engine) DeleteUser(db, id string) error {
-	return translate(e.cat.DeleteUser(db, id))
+func (e *Engine) DeleteUser(db, id, ifMatch string) error {
+	return translate(e.cat.DeleteUser(db, id, ifMatch))
 }
 
 // Users returns database db's user resources and the database's _rid, or
@@ -129,8 +129,8 @@ func (e *Engine) ReadPermission(db, user, id string) (Permission, error) {
 
 // ReplacePermission replaces permission id of user user; the tokens issued
 // for it before stop working. Errors as CreatePermission.
-func (e *Engine) ReplacePermission(db, user, id string, body []byte) (Permission, error) {
-	p, err := e.cat.ReplacePermission(db, user, id, body)
+func (e *Engine) ReplacePermission(db, user, id string, body []byte, ifMatch string) (Permission, error) {
+	p, err := e.cat.ReplacePermission(db, user, id, body, ifMatch)
 	if err != nil {
 		return Permission{}, translate(err)
 	}
@@ -139,8 +139,8 @@ func (e *Engine) ReplacePermission(db, user, id string, body []byte) (Permission
 
 // DeletePermission deletes permission id of user user (its tokens stop
 // working), or returns 404.
-func (e *Engine) DeletePermission(db, user, id string) error {
-	return translate(e.cat.DeletePermission(db, user, id))
+func (e *Engine) DeletePermission(db, user, id, ifMatch string) error {
+	return translate(e.cat.DeletePermission(db, user, id, ifMatch))
 }
 
 // Permissions returns user user's permissions and the user's _rid, or 404.

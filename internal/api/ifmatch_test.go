@@ -1,0 +1,100 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+)
+
+// TestMetadataIfMatch: a replace or delete of a database, container,
+// script, user, permission or offer with an If-Match naming another etag
+// answers 412 and changes nothing; with the resource's etag (or "*") it
+// proceeds. Before, only a container replace checked it, so a conditional
+// delete of a database removed it whatever its etag.
+func TestMetadataIfMatch(t *testing.T) {
+	srv := newTestHandler(t, Config{})
+	etagOf := func(method, path, body string) string {
+		t.Helper()
+		resp, b := do(t, srv, method, path, nil, body)
+		if resp.StatusCode >= 300 {
+			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
+		}
+		var r struct {
+			ETag string `json:"_etag"`
+		}
+		if err := json.Unmarshal(b, &r); err != nil || r.ETag == "" {
+			t.Fatalf("%s %s: no _etag in %s", method, path, b)
+		}
+		return r.ETag
+	}
+	dbTag := etagOf(http.MethodPost, "/dbs", `{"id":"db"}`)
+	collTag := etagOf(http.MethodPost, "/dbs/db/colls", `{"id":"k","partitionKey":{"paths":["/pk"]}}`)
+	spTag := etagOf(http.MethodPost, "/dbs/db/colls/k/sprocs", `{"id":"s","body":"function(){}"}`)
+	userTag := etagOf(http.MethodPost, "/dbs/db/users", `{"id":"u"}`)
+	permTag := etagOf(http.MethodPost, "/dbs/db/users/u/permissions", `{"id":"p","permissionMode":"Read","resource":"dbs/db/colls/k"}`)
+	if resp, b := do(t, srv, http.MethodPost, "/dbs", map[string]string{"x-ms-offer-throughput": "400"}, `{"id":"db2"}`); resp.StatusCode != 201 {
+		t.Fatalf("database with throughput: %d %s", resp.StatusCode, b)
+	}
+	const stale = `"00000000-0000-0000-0000-000000000000"`
+
+	type step struct {
+		method, path, body, ifMatch string
+		code                        int
+	}
+	for _, s := range []step{
+		{http.MethodPut, "/dbs/db/colls/k/sprocs/s", `{"id":"s","body":"function(){ return 1; }"}`, stale, 412},
+		{http.MethodPut, "/dbs/db/colls/k/sprocs/s", `{"id":"s","body":"function(){ return 1; }"}`, spTag, 200},
+		{http.MethodDelete, "/dbs/db/colls/k/sprocs/s", "", spTag, 412}, // replaced: a new etag
+		{http.MethodDelete, "/dbs/db/colls/k/sprocs/s", "", "*", 204},
+		{http.MethodPut, "/dbs/db/users/u/permissions/p", `{"id":"p","permissionMode":"All","resource":"dbs/db/colls/k"}`, stale, 412},
+		{http.MethodPut, "/dbs/db/users/u/permissions/p", `{"id":"p","permissionMode":"All","resource":"dbs/db/colls/k"}`, permTag, 200},
+		{http.MethodDelete, "/dbs/db/users/u/permissions/p", "", permTag, 412},
+		{http.MethodDelete, "/dbs/db/users/u/permissions/p", "", "", 204},
+		{http.MethodPut, "/dbs/db/users/u", `{"id":"u2"}`, stale, 412},
+		{http.MethodPut, "/dbs/db/users/u", `{"id":"u2"}`, userTag, 200},
+		{http.MethodDelete, "/dbs/db/users/u2", "", userTag, 412},
+		{http.MethodDelete, "/dbs/db/users/u2", "", "*", 204},
+		{http.MethodDelete, "/dbs/db/colls/k", "", stale, 412},
+		{http.MethodGet, "/dbs/db/colls/k", "", "", 200}, // still there
+		{http.MethodDelete, "/dbs/db/colls/k", "", collTag, 204},
+		{http.MethodDelete, "/dbs/db", "", stale, 412},
+		{http.MethodGet, "/dbs/db", "", "", 200},
+		{http.MethodDelete, "/dbs/db", "", dbTag, 204},
+	} {
+		var hdr map[string]string
+		if s.ifMatch != "" {
+			hdr = map[string]string{"If-Match": s.ifMatch}
+		}
+		if resp, b := do(t, srv, s.method, s.path, hdr, s.body); resp.StatusCode != s.code {
+			t.Errorf("%s %s If-Match %s: %d %s, want %d", s.method, s.path, s.ifMatch, resp.StatusCode, b, s.code)
+		}
+	}
+
+	// An offer: replaced only with its own etag.
+	resp, b := do(t, srv, http.MethodGet, "/offers", nil, "")
+	var offers struct {
+		Offers []struct {
+			ID   string `json:"id"`
+			Self string `json:"_self"`
+			ETag string `json:"_etag"`
+			RID  string `json:"offerResourceId"`
+			Res  string `json:"resource"`
+		}
+	}
+	if resp.StatusCode != 200 || json.Unmarshal(b, &offers) != nil {
+		t.Fatalf("offers: %d %s", resp.StatusCode, b)
+	}
+	for _, o := range offers.Offers {
+		body := `{"id":"` + o.ID + `","offerVersion":"V2","offerType":"Invalid","resource":"` + o.Res + `","offerResourceId":"` + o.RID +
+			`","content":{"offerThroughput":500}}`
+		if resp, b := do(t, srv, http.MethodPut, "/offers/"+o.ID, map[string]string{"If-Match": stale}, body); resp.StatusCode != 412 {
+			t.Errorf("offer replace with a stale etag: %d %s, want 412", resp.StatusCode, b)
+		}
+		if resp, b := do(t, srv, http.MethodPut, "/offers/"+o.ID, map[string]string{"If-Match": o.ETag}, body); resp.StatusCode != 200 {
+			t.Errorf("offer replace with its etag: %d %s, want 200", resp.StatusCode, b)
+		}
+	}
+	if len(offers.Offers) == 0 {
+		t.Fatal("no offer to replace")
+	}
+}
