@@ -62,10 +62,13 @@ type Shared interface {
 	// change acknowledged (Propagated) before the call; an error wrapping
 	// ErrStale when that cannot be confirmed.
 	Current(ctx context.Context) error
-	// Propagated returns once this node's last write is in every node's
-	// catalog, or no node can act on a catalog that misses it any longer
-	// (Current fails there until it has it). It fails only when ctx ends.
-	Propagated(ctx context.Context) error
+	// Written returns a mark of this node's writes so far, for Propagated.
+	Written() int64
+	// Propagated returns at once when this node wrote nothing since mark
+	// (Written); otherwise once its last write is in every node's catalog,
+	// or no node can act on a catalog that misses it any longer (Current
+	// fails there until it has it). It fails only when ctx ends.
+	Propagated(ctx context.Context, mark int64) error
 }
 
 // ErrUnavailable wraps a shared backend's error that means it cannot be
@@ -100,15 +103,24 @@ func (c *Catalog) Current(ctx context.Context) error {
 	return c.shared.Current(ctx)
 }
 
-// Propagated returns once this node's last change to the catalog can be
-// missed by no node's Current catalog; at once for a backend only this
-// node writes. A client's change is acknowledged only then. It fails only
-// when ctx ends.
-func (c *Catalog) Propagated(ctx context.Context) error {
+// Mark returns a mark of this node's changes to the catalog so far, for
+// Propagated (0 for a backend only this node writes).
+func (c *Catalog) Mark() int64 {
+	if c.shared == nil {
+		return 0
+	}
+	return c.shared.Written()
+}
+
+// Propagated returns at once when this node changed nothing since mark
+// (Mark), or for a backend only this node writes; otherwise once its last
+// change to the catalog can be missed by no node's Current catalog. A
+// client's change is acknowledged only then. It fails only when ctx ends.
+func (c *Catalog) Propagated(ctx context.Context, mark int64) error {
 	if c.shared == nil {
 		return nil
 	}
-	return c.shared.Propagated(ctx)
+	return c.shared.Propagated(ctx, mark)
 }
 
 // Shared reports whether other nodes write the catalog's backend too.

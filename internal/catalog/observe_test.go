@@ -47,8 +47,9 @@ func (n sharedNode) Lock(context.Context) (func(), error) {
 func (n sharedNode) Sync(context.Context) error { return nil }
 
 // Current and Propagated: likewise.
-func (n sharedNode) Current(context.Context) error    { return nil }
-func (n sharedNode) Propagated(context.Context) error { return nil }
+func (n sharedNode) Current(context.Context) error           { return nil }
+func (n sharedNode) Written() int64                          { return 0 }
+func (n sharedNode) Propagated(context.Context, int64) error { return nil }
 
 func (n sharedNode) Apply(set map[string][]byte, del []string) error {
 	if err := n.s.memBackend.Apply(set, del); err != nil {

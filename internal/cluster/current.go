@@ -59,27 +59,50 @@ func (s *SharedCatalog) since() time.Duration { return time.Since(s.epoch) }
 // Current returns nil while this node's catalog is current (a confirmation
 // began within the lease), and otherwise confirms it first; an error
 // wrapping catalog.ErrStale when it cannot be confirmed (etcd unreachable).
+// It first joins a confirmation under way, whenever it began (its lease
+// counts from its own start), and only if that leaves the catalog lapsed
+// waits for one that begins after the call: at most two confirmations are
+// ever under way, however many requests find the lease lapsed.
 func (s *SharedCatalog) Current(ctx context.Context) error {
-	if s.since() < time.Duration(s.current.Load()) {
+	if s.isCurrent() {
 		return nil
 	}
-	if err := s.confirm(ctx); err != nil {
+	asked := s.since()
+	err := s.confirm(ctx, 0)
+	if err == nil && s.isCurrent() {
+		return nil
+	}
+	if err == nil {
+		err = s.confirm(ctx, asked)
+	}
+	if err != nil {
 		return fmt.Errorf("%w: %w", catalog.ErrStale, err)
 	}
 	return nil
 }
 
-// confirm returns once the catalog holds every change written before the
-// call, and makes it current for a lease from the confirmation's start.
-// Callers share a confirmation that began after they called.
-func (s *SharedCatalog) confirm(ctx context.Context) error {
-	asked := s.since()
+func (s *SharedCatalog) isCurrent() bool { return s.since() < time.Duration(s.current.Load()) }
+
+// confirm returns once a confirmation that began at or after after (since
+// epoch) has completed: the catalog then holds every change written before
+// it began, and is current for a lease from its start. A confirmation under
+// way that began late enough is joined; otherwise the caller waits for the
+// next, which starts when it ends and which every such caller shares.
+func (s *SharedCatalog) confirm(ctx context.Context, after time.Duration) error {
 	s.confirms.Lock()
-	c := s.confirms.call
-	if c == nil || c.began < asked {
+	var c *confirmCall
+	switch cur := s.confirms.cur; {
+	case cur == nil:
 		c = &confirmCall{began: s.since(), done: make(chan struct{})}
-		s.confirms.call = c
+		s.confirms.cur = c
 		go s.confirmOnce(c)
+	case cur.began >= after:
+		c = cur
+	default:
+		if s.confirms.next == nil {
+			s.confirms.next = &confirmCall{done: make(chan struct{})}
+		}
+		c = s.confirms.next
 	}
 	s.confirms.Unlock()
 	select {
@@ -91,16 +114,25 @@ func (s *SharedCatalog) confirm(ctx context.Context) error {
 }
 
 // confirmOnce runs confirmation c, on its own context: one caller's
-// cancellation does not fail the others.
+// cancellation does not fail the others. Then it starts the next, if
+// callers wait for one.
 func (s *SharedCatalog) confirmOnce(c *confirmCall) {
-	defer close(c.done)
-	defer func() {
-		s.confirms.Lock()
-		if s.confirms.call == c {
-			s.confirms.call = nil
-		}
-		s.confirms.Unlock()
-	}()
+	c.err = s.confirmation(c.began)
+	s.confirms.Lock()
+	s.confirms.cur = s.confirms.next
+	s.confirms.next = nil
+	if n := s.confirms.cur; n != nil {
+		n.began = s.since()
+		go s.confirmOnce(n)
+	}
+	s.confirms.Unlock()
+	close(c.done)
+}
+
+// confirmation reads the revision of the catalog's last write, waits until
+// the watch has passed it, and makes the catalog current until began plus
+// a lease.
+func (s *SharedCatalog) confirmation(began time.Duration) error {
 	ctx, cancel := context.WithTimeout(s.ctx, confirmTimeout)
 	defer cancel()
 	s.mu.Lock()
@@ -108,29 +140,26 @@ func (s *SharedCatalog) confirmOnce(c *confirmCall) {
 	s.mu.Unlock()
 	switch {
 	case err != nil:
-		c.err = err
-		return
+		return err
 	case !following:
-		c.err = errors.New("cluster: the catalog is not following etcd yet")
-		return
+		return errors.New("cluster: the catalog is not following etcd yet")
 	}
 	resp, err := s.cli.Get(ctx, revisionKey(s.base.prefix))
 	if err != nil {
-		c.err = fmt.Errorf("cluster: catalog revision: %w", err)
-		return
+		return fmt.Errorf("cluster: catalog revision: %w", err)
 	}
 	var rev int64
 	if len(resp.Kvs) > 0 {
 		rev = resp.Kvs[0].ModRevision
 	}
-	if c.err = s.caughtUp(ctx, rev); c.err != nil {
-		return
+	if err := s.caughtUp(ctx, rev); err != nil {
+		return err
 	}
-	until := int64(c.began + s.lease)
+	until := int64(began + s.lease)
 	for {
 		cur := s.current.Load()
 		if cur >= until || s.current.CompareAndSwap(cur, until) {
-			return
+			return nil
 		}
 	}
 }
@@ -148,7 +177,7 @@ func (s *SharedCatalog) keep() {
 		case <-s.ctx.Done():
 			return
 		case <-t.C:
-			if err := s.confirm(s.ctx); err != nil && s.ctx.Err() == nil {
+			if err := s.confirm(s.ctx, s.since()); err != nil && s.ctx.Err() == nil {
 				s.log.Debug("catalog not confirmed current", "err", err)
 			}
 		case <-s.kick:
@@ -176,15 +205,22 @@ func memberKey(id uint64) string { return fmt.Sprintf("%016x", id) }
 // propagationPoll is how often Propagated reads the members' reports.
 const propagationPoll = 5 * time.Millisecond
 
-// Propagated returns once this node's last catalog write is in every
-// member's catalog, or can no longer be missed by any member's current
-// catalog: every member reported a revision at or past it, or a lease
-// and a margin have gone by. It fails only when ctx ends.
-func (s *SharedCatalog) Propagated(ctx context.Context) error {
+// Written returns the revision of this node's last catalog write (0: none
+// yet), a mark for Propagated.
+func (s *SharedCatalog) Written() int64 {
 	s.mu.Lock()
-	rev := s.mu.written
-	s.mu.Unlock()
-	if rev == 0 {
+	defer s.mu.Unlock()
+	return s.mu.written
+}
+
+// Propagated returns at once when this node has written nothing to the
+// catalog since mark (Written); otherwise once its last write is in every
+// member's catalog, or can no longer be missed by any member's current
+// catalog: every member reported a revision at or past it, or a lease and a
+// margin have gone by. It fails only when ctx ends.
+func (s *SharedCatalog) Propagated(ctx context.Context, mark int64) error {
+	rev := s.Written()
+	if rev <= mark {
 		return nil
 	}
 	deadline := time.Now().Add(s.lease + s.lease/10 + 50*time.Millisecond)

@@ -3,7 +3,11 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -59,11 +63,12 @@ func TestCatalogCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 5 {
+		mark := a.Mark()
 		if _, err := a.CreateContainer("db", []byte(`{"id":"c`+strconv.Itoa(i)+`","partitionKey":{"paths":["/pk"]}}`), catalog.Throughput{}); err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		if err := a.Propagated(opCtx(t)); err != nil {
+		if err := a.Propagated(opCtx(t), mark); err != nil {
 			t.Fatal(err)
 		}
 		if time.Since(start) < lease {
@@ -88,11 +93,12 @@ func TestCatalogCurrent(t *testing.T) {
 	stall.Store(&stalled)
 	unstall := sync.OnceFunc(func() { close(stalled) })
 	t.Cleanup(unstall) // before the nodes close: a stalled watch would not end
+	mark := a.Mark()
 	if _, err := a.DeleteContainer("db", "c0", ""); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if err := a.Propagated(opCtx(t)); err != nil {
+	if err := a.Propagated(opCtx(t), mark); err != nil {
 		t.Fatal(err)
 	}
 	if took := time.Since(start); took < lease {
@@ -115,11 +121,12 @@ func TestCatalogCurrent(t *testing.T) {
 	// A member that never runs: node a's changes wait out the lease, and
 	// are acknowledged.
 	sa.members = []uint64{1, 2, 3}
+	mark = a.Mark()
 	if _, err := a.DeleteContainer("db", "c1", ""); err != nil {
 		t.Fatal(err)
 	}
 	start = time.Now()
-	if err := a.Propagated(opCtx(t)); err != nil {
+	if err := a.Propagated(opCtx(t), mark); err != nil {
 		t.Fatal(err)
 	}
 	if took := time.Since(start); took < lease {
@@ -138,4 +145,155 @@ func TestCatalogCurrent(t *testing.T) {
 	if rk := resp.Kvs[0].ModRevision; rk < last.Kvs[0].ModRevision {
 		t.Fatalf("revision key at %d, older than the catalog's last write (%d)", rk, last.Kvs[0].ModRevision)
 	}
+}
+
+// TestCatalogHeldWhileLocked: changes the watch delivers while this node
+// holds the catalog's lock are held, not dropped, and reach its catalog
+// when it releases the lock. Node a's session expires while it holds the
+// lock (a pause past the TTL, simulated by revoking its lease); node b
+// takes the lock and deletes a container. Before, a dropped b's delete as
+// its own: its copy kept the container for good while it reported the
+// revision as seen and confirmed itself current (found by review).
+func TestCatalogHeldWhileLocked(t *testing.T) {
+	const lease = 600 * time.Millisecond
+	e := startSingle(t, t.TempDir())
+	members := []uint64{1, 2}
+	a, sa := currentNode(t, e, 1, members, lease, nil)
+	b, sb := currentNode(t, e, 2, members, lease, nil)
+	if _, err := a.CreateDatabase("db", catalog.Throughput{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), catalog.Throughput{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Sync(opCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	release, err := sa.Lock(opCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Client().Revoke(opCtx(t), sa.sess.Load().Lease()); err != nil {
+		t.Fatal(err)
+	}
+	mark := b.Mark()
+	if _, err := b.DeleteContainer("db", "c", ""); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := b.Propagated(opCtx(t), mark); err != nil {
+		t.Fatal(err)
+	}
+	if took, rep := time.Since(start), reported(t, e, 1); took < lease && rep >= sb.Written() {
+		t.Errorf("node a, holding the lock, reported revision %d (b's delete: %d) within %v", rep, sb.Written(), took)
+	}
+	release()
+	if err := a.Current(opCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Container("db", "c"); !errors.Is(err, catalog.ErrNotFound) {
+		t.Errorf("node a, current after releasing the lock, still has the container node b deleted: %v", err)
+	}
+}
+
+// TestWatchAppliedNotAhead: a watch catching up gets its events in
+// batches whose header carries etcd's current revision; applied must
+// follow the events passed on, not that header (found by review: applied
+// ran 499 revisions ahead of an event not yet passed on, so a confirmation
+// trusted a copy that lacked it, and a watch started again from applied+1
+// would have skipped it).
+func TestWatchAppliedNotAhead(t *testing.T) {
+	e := startSingle(t, t.TempDir())
+	cli := e.Client()
+	const prefix = "/applied/catalog/"
+	const n = 1500 // past the 1,000 revisions etcd sends a catching-up watch at once
+	revs := map[string]int64{}
+	var first int64
+	for i := range n {
+		k := fmt.Sprintf("k%05d", i)
+		resp, err := cli.Put(opCtx(t), prefix+k, "v")
+		if err != nil {
+			t.Fatal(err)
+		}
+		revs[k] = resp.Header.Revision
+		if i == 0 {
+			first = resp.Header.Revision
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	s := &SharedCatalog{base: NewBackend(cli, BackendConfig{Prefix: prefix}), cli: cli, log: slog.New(slog.DiscardHandler),
+		kick: make(chan struct{}, 1), ctx: ctx}
+	s.mu.own = map[string]int64{}
+	s.mu.applied, s.mu.watched = first-1, first-1
+	passed, ahead, worst := 0, 0, int64(0)
+	done := make(chan struct{})
+	s.mu.observe = func(key string, _ []byte, _ bool) error { // follow holds s.mu
+		if d := s.mu.applied - revs[key]; d >= 0 {
+			ahead++
+			worst = max(worst, d)
+		}
+		if passed++; passed == n {
+			close(done)
+		}
+		return nil
+	}
+	go s.follow(cli.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(first), clientv3.WithProgressNotify()))
+	<-done
+	if ahead > 0 {
+		t.Errorf("applied had reached %d events before they were passed on (up to %d revisions past); want it always behind", ahead, worst)
+	}
+}
+
+// TestConfirmationsCoalesce: however many requests find the lease lapsed
+// while a confirmation is slow (node b's watch stalled), at most two
+// confirmations are under way: the one running and the next, which the
+// callers that need a later one share (found by review: one each, 201
+// for 200 callers).
+func TestConfirmationsCoalesce(t *testing.T) {
+	const lease = 400 * time.Millisecond
+	e := startSingle(t, t.TempDir())
+	members := []uint64{1, 2}
+	var stall atomic.Pointer[chan struct{}]
+	open := make(chan struct{})
+	close(open)
+	stall.Store(&open)
+	a, _ := currentNode(t, e, 1, members, lease, nil)
+	_, sb := currentNode(t, e, 2, members, lease, func() { <-*stall.Load() })
+	stalled := make(chan struct{})
+	stall.Store(&stalled)
+	unstall := sync.OnceFunc(func() { close(stalled) })
+	t.Cleanup(unstall)
+	if _, err := a.CreateDatabase("db", catalog.Throughput{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(lease + lease/2) // node b's lease lapses, its watch stalled
+	var wg sync.WaitGroup
+	peak := 0
+	for range 200 {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+			defer cancel()
+			_ = sb.Current(ctx)
+		})
+		time.Sleep(time.Millisecond)
+		peak = max(peak, confirmations())
+	}
+	wg.Wait()
+	if peak > 2 {
+		t.Errorf("%d confirmations under way at once for 200 callers of a lapsed Current; want at most 2", peak)
+	}
+}
+
+// confirmations counts the goroutines running a confirmation.
+func confirmations() int {
+	buf := make([]byte, 16<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		if strings.Contains(g, "(*SharedCatalog).confirmOnce") {
+			n++
+		}
+	}
+	return n
 }

@@ -30,7 +30,9 @@ const CatalogLockKey = "/partita/locks/catalog"
 //     once the session that holds it has expired);
 //   - a watch on the catalog's prefix passes the other nodes' changes to
 //     the catalog (Follow), in revision order, skipping this node's own
-//     writes and anything older than them, which the catalog has already.
+//     writes and anything older than them, which the catalog has already;
+//     changes delivered while this node holds the lock (its writer holds
+//     the catalog's mutex) are held and passed on when it releases it.
 //
 // Reads are the base backend's (linearizable).
 type SharedCatalog struct {
@@ -46,7 +48,8 @@ type SharedCatalog struct {
 	kick     chan struct{} // the watch passed changes: report them (keep)
 	confirms struct {
 		sync.Mutex
-		call *confirmCall // the confirmation under way, if any
+		cur  *confirmCall // the confirmation under way, if any
+		next *confirmCall // the one to start when cur ends, if callers wait for it
 	}
 	lock sync.Mutex // one holder of mx on this node at a time; guards mx
 	// sess is the node's session: its lease keeps mx's key. A session whose
@@ -57,11 +60,13 @@ type SharedCatalog struct {
 
 	mu struct {
 		sync.Mutex
-		fenced  *Backend         // the fenced backend while the lock is held
-		granted int64            // the revision the lock was granted at
-		applied int64            // every change up to this revision is passed on
-		written int64            // the revision of this node's last write
-		own     map[string]int64 // catalog key → revision of this node's last write of it
+		fenced  *Backend          // the fenced backend while the lock is held
+		applied int64             // every change up to this revision is passed on
+		watched int64             // the watch has delivered every change up to this revision
+		held    []*clientv3.Event // changes delivered while this node held the lock
+		wake    chan struct{}     // closed when applied advances
+		written int64             // the revision of this node's last write
+		own     map[string]int64  // catalog key → revision of this node's last write of it
 		observe func(key string, value []byte, deleted bool) error
 		queue   []*clientv3.Event // changes seen before Follow
 		err     error             // the watch or the catalog failed: the node must restart
@@ -128,7 +133,7 @@ func NewSharedCatalog(ctx context.Context, cli *clientv3.Client, cfg SharedConfi
 		sess.Close()
 		return nil, fmt.Errorf("cluster: catalog revision: %w", err)
 	}
-	s.mu.applied = resp.Header.Revision
+	s.mu.applied, s.mu.watched = resp.Header.Revision, resp.Header.Revision
 	wctx, stop := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
 	s.stop = stop
 	s.ctx = wctx
@@ -168,6 +173,8 @@ func (s *SharedCatalog) watch(wch clientv3.WatchChan) {
 		}
 		s.mu.Lock()
 		from := s.mu.applied + 1
+		s.mu.held = nil // delivered again from from on
+		s.mu.watched = s.mu.applied
 		s.mu.Unlock()
 		wch = s.cli.Watch(s.ctx, s.base.prefix, clientv3.WithPrefix(), clientv3.WithRev(from), clientv3.WithProgressNotify())
 	}
@@ -182,17 +189,31 @@ func (s *SharedCatalog) follow(wch clientv3.WatchChan) (fatal bool, err error) {
 		}
 		s.mu.Lock()
 		for _, ev := range resp.Events {
+			if s.mu.fenced != nil {
+				// This node holds the lock, and its writer the
+				// catalog's mutex: observing here would deadlock. The
+				// change is held until the lock is released (most
+				// often this node's own, which its catalog has).
+				s.mu.held = append(s.mu.held, ev)
+				continue
+			}
 			if err := s.passLocked(ev); err != nil {
 				s.mu.Unlock()
 				return true, err
 			}
 		}
-		s.mu.applied = max(s.mu.applied, resp.Header.Revision)
-		for k, rev := range s.mu.own {
-			if rev <= s.mu.applied {
-				delete(s.mu.own, k)
-			}
+		// A response's header revision is etcd's current one, which a
+		// watch catching up (events in batches) has not reached yet: the
+		// last event's revision is what was delivered; a progress
+		// notification, sent once the watch is caught up, vouches for its
+		// header's.
+		switch {
+		case len(resp.Events) > 0:
+			s.mu.watched = max(s.mu.watched, resp.Events[len(resp.Events)-1].Kv.ModRevision)
+		case resp.IsProgressNotify():
+			s.mu.watched = max(s.mu.watched, resp.Header.Revision)
 		}
+		s.advanceLocked()
 		s.mu.Unlock()
 		if len(resp.Events) > 0 {
 			select {
@@ -204,16 +225,48 @@ func (s *SharedCatalog) follow(wch clientv3.WatchChan) (fatal bool, err error) {
 	return false, errors.New("cluster: catalog watch ended")
 }
 
+// advanceLocked moves applied to what the watch delivered, short of the
+// first change held, and wakes caughtUp.
+func (s *SharedCatalog) advanceLocked() {
+	to := s.mu.watched
+	if len(s.mu.held) > 0 {
+		to = s.mu.held[0].Kv.ModRevision - 1
+	}
+	if to <= s.mu.applied {
+		return
+	}
+	s.mu.applied = to
+	for k, rev := range s.mu.own {
+		if rev <= s.mu.applied {
+			delete(s.mu.own, k)
+		}
+	}
+	if s.mu.wake != nil {
+		close(s.mu.wake)
+		s.mu.wake = nil
+	}
+}
+
+// passHeldLocked passes the changes held while this node held the lock:
+// its own are skipped (own), any other node's — one that took the lock
+// after this node's session expired, or this node's own write whose
+// outcome Apply could not learn — reach the catalog.
+func (s *SharedCatalog) passHeldLocked() error {
+	held := s.mu.held
+	s.mu.held = nil
+	for _, ev := range held {
+		if err := s.passLocked(ev); err != nil {
+			return err
+		}
+	}
+	s.advanceLocked()
+	return nil
+}
+
 // passLocked passes ev to the catalog, or queues it before Follow.
 func (s *SharedCatalog) passLocked(ev *clientv3.Event) error {
 	if s.mu.observe == nil {
 		s.mu.queue = append(s.mu.queue, ev)
-		return nil
-	}
-	if s.mu.fenced != nil && ev.Kv.ModRevision > s.mu.granted {
-		// While this node holds the lock, nobody else writes: the change
-		// is this node's own, which its catalog has (and whose mutex its
-		// writer holds, so observing it here would deadlock).
 		return nil
 	}
 	key := string(ev.Kv.Key[len(s.base.prefix):])
@@ -326,6 +379,9 @@ func (s *SharedCatalog) Lock(ctx context.Context) (func(), error) {
 	release := func() {
 		s.mu.Lock()
 		s.mu.fenced = nil
+		if err := s.passHeldLocked(); err != nil && s.mu.err == nil {
+			s.mu.err = err
+		}
 		s.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), s.base.timeout)
 		_ = s.mx.Unlock(ctx) // if it fails, the session's expiry releases it
@@ -349,7 +405,6 @@ func (s *SharedCatalog) Lock(ctx context.Context) (func(), error) {
 	}
 	s.mu.Lock()
 	s.mu.fenced = s.base.Fenced(Fence{Key: s.mx.Key(), Rev: key.Kvs[0].CreateRevision})
-	s.mu.granted = granted
 	s.mu.Unlock()
 	return release, nil
 }
@@ -389,9 +444,9 @@ func (s *SharedCatalog) renewLocked(ctx context.Context, expired bool) error {
 }
 
 // Sync returns once every change to the catalog made before the call has
-// been passed to the catalog (a confirmation: confirm).
+// been passed to the catalog (a confirmation that began after the call).
 func (s *SharedCatalog) Sync(ctx context.Context) error {
-	return s.confirm(ctx)
+	return s.confirm(ctx, s.since())
 }
 
 // caughtUp waits until every change up to revision rev is passed on, asking
@@ -400,6 +455,10 @@ func (s *SharedCatalog) caughtUp(ctx context.Context, rev int64) error {
 	for {
 		s.mu.Lock()
 		applied, err := s.mu.applied, s.mu.err
+		if s.mu.wake == nil {
+			s.mu.wake = make(chan struct{})
+		}
+		wake := s.mu.wake
 		s.mu.Unlock()
 		switch {
 		case err != nil:
@@ -415,6 +474,8 @@ func (s *SharedCatalog) caughtUp(ctx context.Context, rev int64) error {
 		case <-ctx.Done():
 			t.Stop()
 			return fmt.Errorf("cluster: catalog not caught up with revision %d: %w", rev, ctx.Err())
+		case <-wake:
+			t.Stop()
 		case <-t.C:
 		}
 	}

@@ -142,12 +142,17 @@ func (e *Engine) CatalogCurrent(ctx context.Context) error {
 	return translate(e.cat.Current(ctx))
 }
 
-// CatalogPropagated returns once this node's last catalog change can be
-// missed by no node's current catalog (a no-op on a single node): a
-// client's metadata change is acknowledged after it. It fails only when
-// ctx ends.
-func (e *Engine) CatalogPropagated(ctx context.Context) error {
-	return e.cat.Propagated(ctx)
+// CatalogMark returns a mark of this node's catalog changes so far, for
+// CatalogPropagated.
+func (e *Engine) CatalogMark() int64 { return e.cat.Mark() }
+
+// CatalogPropagated returns at once when this node changed the catalog
+// nothing since mark (CatalogMark), and otherwise once its last change can
+// be missed by no node's current catalog (a no-op on a single node): a
+// client's metadata request is answered after it. It fails only when ctx
+// ends.
+func (e *Engine) CatalogPropagated(ctx context.Context, mark int64) error {
+	return e.cat.Propagated(ctx, mark)
 }
 
 // checkFence fails with errRangeMoved when keyspace r (ks) fences epk.

@@ -212,8 +212,9 @@ func (s *sharedMeta) Lock(context.Context) (func(), error) { return func() {}, n
 
 // Current syncs, as a lapsed node's catalog confirms itself; Propagated
 // has nothing to wait for (the other catalog learns only when it syncs).
-func (s *sharedMeta) Current(ctx context.Context) error { return s.Sync(ctx) }
-func (s *sharedMeta) Propagated(context.Context) error  { return nil }
+func (s *sharedMeta) Current(ctx context.Context) error       { return s.Sync(ctx) }
+func (s *sharedMeta) Written() int64                          { return 0 }
+func (s *sharedMeta) Propagated(context.Context, int64) error { return nil }
 
 func (s *sharedMeta) Sync(ctx context.Context) error {
 	s.syncs++
