@@ -91,11 +91,11 @@
 // drive, bounds regular-expression matches (to MaxTimeout each) and removes the binary-data
 // constructors (ArrayBuffer, typed arrays). guard.go lists them, and the known gaps: a
 // catastrophically backtracking regular expression may outlast the time limit by up to
-// MaxTimeout; a few built-ins (global regular-expression matching, sort, case
+// MaxTimeout; and a few built-ins (global regular-expression matching, sort, case
 // conversion) can briefly take a few times the memory the script already holds or several
-// seconds; and JavaScript source nested hundreds of thousands of levels deep (a script body, or
-// text given to eval or new Function) overflows the Go stack of goja's parser, which ends the
-// process.
+// seconds. JavaScript source is parsed only up to 100,000 tokens (a script body, text given to
+// eval or a Function constructor), so that goja's recursive parser cannot overflow the Go
+// stack, which would end the process; eval is therefore always an indirect eval (source.go).
 //
 // Setting up a VM costs a few hundred microseconds. A query calling a UDF for many rows should
 // use a Caller, which keeps one VM for its calls.

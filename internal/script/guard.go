@@ -60,6 +60,9 @@ var setRegexpTimeout = sync.OnceFunc(func() {
 //
 //   - JSON.stringify is this package's (stringify.go): bounded output and nesting, and it
 //     checks the watchdog at every value;
+//   - eval and the Function constructors refuse source of more than maxSourceTokens tokens,
+//     as compile refuses such a script body (source.go): goja's parser recurses natively, and
+//     "(".repeat(1e6) given to eval overflowed the Go stack, which ends the process;
 //   - JSON.parse refuses text nested deeper than MaxCallStack or whose values would take more
 //     than maxStringBytes (goja's parser recurses natively: "[".repeat(1e7) overflowed the Go
 //     stack, which kills the process);
@@ -99,9 +102,6 @@ var setRegexpTimeout = sync.OnceFunc(func() {
 //   - built-ins whose result is a small multiple of their input (case conversion,
 //     encodeURIComponent, spreading a Map or Set, ...) can briefly take that multiple of the
 //     largest string or collection the script holds;
-//   - a JavaScript source nested hundreds of thousands of levels deep, given to eval or new
-//     Function or as a script body, overflows the Go stack in goja's recursive parser, which
-//     ends the process. Closing it needs a depth limit in goja's parser.
 //
 // NB: this costs most of an execution's setup (about 0.3 ms): goja materialises each built-in
 // it touches. It is paid per execution, since runtimes are never shared between executions.
@@ -220,6 +220,7 @@ func (x *execution) guardBuiltins() {
 	json := rt.Get("JSON").ToObject(rt)
 	x.define(json, "stringify", rt.ToValue(x.jsonStringify))
 	x.guardParse(json)
+	x.guardCompilers()
 
 	regexpProto := x.proto("RegExp")
 	// NB: RegExp.prototype.exec is left alone: replacing it turns every regular-expression

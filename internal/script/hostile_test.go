@@ -261,6 +261,20 @@ func TestHostileNativeCalls(t *testing.T) {
 			[]ErrorKind{KindException}, "RangeError: Maximum call stack size exceeded", 5 * time.Second, 0},
 		{"parse of many values", `function () { JSON.parse("[" + "1,".repeat(4e6) + "1]"); }`,
 			[]ErrorKind{KindException}, "RangeError: JSON.parse", 5 * time.Second, 0},
+		// Source nested deeply enough to overflow the Go stack of goja's recursive parser,
+		// which ended the process (found by a bug hunt): refused before the parser sees it.
+		{"eval of a deep nesting", `function () { eval("(".repeat(1e6) + "1" + ")".repeat(1e6)); }`,
+			[]ErrorKind{KindException}, "RangeError: the source given to eval or Function is too large", 5 * time.Second, 0},
+		{"Function of a deep nesting", `function () { new Function("return " + "[".repeat(1e6) + "]".repeat(1e6)); }`,
+			[]ErrorKind{KindException}, "RangeError: the source given to eval or Function is too large", 5 * time.Second, 0},
+		{"Function called without new", `function () { Function("!".repeat(1e6) + "1"); }`,
+			[]ErrorKind{KindException}, "too large", 5 * time.Second, 0},
+		{"Function through a function's constructor", `function () { (function(){}).constructor("return " + "(".repeat(1e6) + "1" + ")".repeat(1e6)); }`,
+			[]ErrorKind{KindException}, "too large", 5 * time.Second, 0},
+		{"async Function through a function's constructor", `function () { (async function(){}).constructor("(".repeat(1e6) + "1" + ")".repeat(1e6)); }`,
+			[]ErrorKind{KindException}, "too large", 5 * time.Second, 0},
+		{"generator Function through a function's constructor", `function () { (function*(){}).constructor("(".repeat(1e6) + "1" + ")".repeat(1e6)); }`,
+			[]ErrorKind{KindException}, "too large", 5 * time.Second, 0},
 		// Native loops driven by an iterator stop at the iterator's interrupt checks.
 		{"spread of a long string", `function () { var s = "a".repeat(8e6); while (true) [...s]; }`,
 			[]ErrorKind{KindMemory, KindTimeout}, "limit", time.Second, 0},
@@ -319,5 +333,39 @@ func TestRegexpMatchTimeout(t *testing.T) {
 	}`, ``, Limits{})
 	if err != nil || string(res.Body) != "true" {
 		t.Errorf("Execute(linear lookahead) = %s, %v; want true", res.Body, err)
+	}
+}
+
+// TestCompilersGuarded: eval and the Function constructors still work on sources within
+// maxSourceTokens (eval in the global scope: an indirect eval), and a script body past it
+// is refused at compile time with a compile error, before goja's parser sees it.
+func TestCompilersGuarded(t *testing.T) {
+	res, err := run(t, newFakeHost(), `function () {
+		var x = "local";
+		var r = [
+			eval("1 + 2"),
+			eval("typeof x"),                         // indirect: the global scope has no x
+			new Function("a", "b", "return a + b")(2, 3),
+			Function("return 7")(),
+			(function(){}).constructor("return 8")(),
+			new Function("return 1") instanceof Function,
+			Function.prototype.constructor === Function,
+			eval(42),
+			eval("(".repeat(1000) + "9" + ")".repeat(1000)),
+		];
+		getContext().getResponse().setBody(r);
+	}`, ``, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonEqual(t, "body", res.Body, `[3,"undefined",5,7,8,true,true,42,9]`)
+
+	big := "function () { var s = '" + strings.Repeat("a ", maxSourceTokens) + "'; }"
+	_, err = CompileStoredProcedure(big)
+	if se := asError(t, err); se.Kind != KindCompile || !strings.Contains(se.Msg, "too large to compile") {
+		t.Errorf("body of %d tokens: %v; want a compile error saying it is too large", sourceTokens(big), se)
+	}
+	if _, err := CompileStoredProcedure("function () { var s = '" + strings.Repeat("a ", maxSourceTokens/2) + "'; }"); err != nil {
+		t.Errorf("body within the bound: %v", err)
 	}
 }

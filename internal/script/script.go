@@ -222,6 +222,9 @@ func compile(kind programKind, body string) (p *Program, err error) {
 			p, err = nil, newError(KindCompile, "Encountered exception while compiling Javascript", fmt.Errorf("panic: %v", r))
 		}
 	}()
+	if msg := sourceTooLarge("the script", body); msg != "" {
+		return nil, newError(KindCompile, "Encountered exception while compiling Javascript. Exception = "+msg, nil)
+	}
 	// The usual body is a single function: compile it as a parenthesised expression whose value
 	// is the function, which also accepts the anonymous `function (...) {...}` form.
 	if prg, perr := parser.ParseFile(nil, "", "("+body+"\n)", 0); perr == nil && isFunctionExpr(prg) {
