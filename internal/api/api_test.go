@@ -124,6 +124,8 @@ func TestErrorResponses(t *testing.T) {
 		{"sproc without body", http.MethodPost, "/dbs/db/colls/k/sprocs", nil, `{"id":"s"}`, 400, "", "body"},
 		{"sproc syntax error", http.MethodPost, "/dbs/db/colls/k/sprocs", nil, `{"id":"s","body":"function( {"}`, 400, "", "Javascript"},
 		{"missing sproc", http.MethodPost, "/dbs/db/colls/k/sprocs/nope", map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}, `[]`, 404, "", ""},
+		{"batch with a trigger", http.MethodPost, "/dbs/db/colls/k/docs", map[string]string{"x-ms-cosmos-is-batch-request": "True", "x-ms-cosmos-batch-atomic": "True", "x-ms-documentdb-partitionkey": `["a"]`, "x-ms-documentdb-pre-trigger-include": "t"}, `[]`, 400, "", "not supported on a batch"},
+		{"patch with a trigger", http.MethodPatch, "/dbs/db/colls/k/docs/x", map[string]string{"x-ms-documentdb-partitionkey": `["a"]`, "x-ms-documentdb-post-trigger-include": "t"}, `{"operations":[]}`, 400, "", "not supported on a patch"},
 		{"empty batch", http.MethodPost, "/dbs/db/colls/k/docs", map[string]string{"x-ms-cosmos-is-batch-request": "True", "x-ms-cosmos-batch-atomic": "True", "x-ms-documentdb-partitionkey": `["a"]`}, `[]`, 400, "", "no operations"},
 		{"batch not an array", http.MethodPost, "/dbs/db/colls/k/docs", map[string]string{"x-ms-cosmos-is-batch-request": "True", "x-ms-cosmos-batch-atomic": "True", "x-ms-documentdb-partitionkey": `["a"]`}, `{}`, 400, "", "JSON array"},
 		{"unplannable query", http.MethodPost, "/dbs/db/colls/k/docs", map[string]string{"x-ms-cosmos-is-query-plan-request": "True", "Content-Type": "application/query+json"}, `{"query":"SELECT c.a, ABS(AVG(c.x)) AS y FROM c GROUP BY c.a"}`, 400, "", "not supported"},

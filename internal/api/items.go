@@ -57,6 +57,9 @@ func (h *Handler) queryItemsOrPlan(w http.ResponseWriter, r *http.Request) error
 // upsert.
 func (h *Handler) postItems(w http.ResponseWriter, r *http.Request) error {
 	if isTrue(r, hdrIsBatch) {
+		if err := noTriggers(r, "a batch"); err != nil {
+			return err
+		}
 		return h.batch(w, r)
 	}
 	pk, err := partitionKey(r)
@@ -106,6 +109,9 @@ func (h *Handler) replaceItem(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) patchItem(w http.ResponseWriter, r *http.Request) error {
+	if err := noTriggers(r, "a patch"); err != nil {
+		return err
+	}
 	pk, err := partitionKey(r)
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/partitadb/partita/internal/engine"
+	"github.com/partitadb/partita/internal/status"
 	"github.com/partitadb/partita/internal/throughput"
 )
 
@@ -110,6 +111,18 @@ func (h *Handler) executeSproc(w http.ResponseWriter, r *http.Request) error {
 		body = nil
 	}
 	return writeJSON(w, http.StatusOK, body)
+}
+
+// noTriggers refuses a request naming triggers to run where Partita runs
+// none (a patch, a batch): 400 rather than a write that silently skips
+// them.
+func noTriggers(r *http.Request, what string) error {
+	for _, h := range []string{hdrPreTriggers, hdrPostTriggers} {
+		if strings.TrimSpace(r.Header.Get(h)) != "" {
+			return status.BadRequest("%s is not supported on %s: triggers run on creates, replaces, upserts and deletes of single items", h, what)
+		}
+	}
+	return nil
 }
 
 // triggerSet reads the trigger include headers.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"sync"
 
@@ -298,6 +299,13 @@ type scriptHost struct {
 
 func hostErr(err error) error {
 	se := status.From(err)
+	if se.Code == http.StatusBadRequest && se.Sub == status.SubBadRequestPKMismatch {
+		// Cosmos DB's words, without the substatus: 400/1001 is a
+		// client's stale partition map, which the .NET SDK refreshes and
+		// retries, in vain here.
+		return &script.HostError{Status: http.StatusBadRequest,
+			Msg: "Requests originating from scripts cannot reference partition keys other than the one for which client request was submitted."}
+	}
 	return &script.HostError{Status: se.Code, Sub: se.Sub, Msg: se.Message}
 }
 

@@ -99,8 +99,10 @@ func TestStoredProcedures(t *testing.T) {
 		coll.createDocument(coll.getSelfLink(), {id: "x", pk: "other"});
 	}`})
 	resp, body = e.exec("crossPartition", "p")
-	if resp.StatusCode < 400 {
-		t.Errorf("sproc writing another partition: %s %s, want an error", resp.Status, body)
+	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("x-ms-substatus") == "1001" ||
+		!strings.Contains(string(body), "cannot reference partition keys other than the one") {
+		t.Errorf("sproc writing another partition: %s (substatus %q) %s; want 400, not 1001, in Cosmos DB's words",
+			resp.Status, resp.Header.Get("x-ms-substatus"), body)
 	}
 	_, err = e.k.ReadItem(ctx, azcosmos.NewPartitionKeyString("other"), "x", nil)
 	wantStatus(t, "cross-partition sproc write", err, http.StatusNotFound)
