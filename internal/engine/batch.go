@@ -14,6 +14,20 @@ import (
 // MaxBatchOperations is the most operations one batch may hold, as in Cosmos DB.
 const MaxBatchOperations = 100
 
+// MaxBatchResponseBytes bounds the items a batch or bulk response carries
+// (Cosmos DB's 4 MB response limit): 100 reads of 2 MB items built a 200 MB
+// response in memory. Past it, a transactional batch fails whole, and the
+// operations of a bulk request not yet run are answered 413/3402 without
+// running, which the SDKs split and send again.
+const MaxBatchResponseBytes = 4 << 20
+
+// responseFull is the failure of an operation whose result would take a
+// batch response past MaxBatchResponseBytes.
+func responseFull() *status.Error {
+	return status.Newf(http.StatusRequestEntityTooLarge, "the batch's response would exceed %d bytes: send fewer operations", MaxBatchResponseBytes).
+		WithSub(status.SubRequestEntityTooLargeBatch)
+}
+
 // BatchOp is one operation of a transactional batch or a bulk request.
 type BatchOp struct {
 	// Type is Create, Upsert, Read, Delete, Replace or Patch (any case).
@@ -73,6 +87,7 @@ func (e *Engine) ExecuteBatch(ctx context.Context, db, coll string, pk document.
 	}
 	defer t.close()
 	resp := BatchResponse{Results: make([]BatchResult, len(ops)), OK: true}
+	size := 0
 	for i, op := range ops {
 		if err := ctx.Err(); err != nil {
 			return BatchResponse{}, err
@@ -82,6 +97,9 @@ func (e *Engine) ExecuteBatch(ctx context.Context, db, coll string, pk document.
 			err = status.BadRequest("operation %d names partition key %s; a transactional batch is scoped to %s", i, op.PK, pk)
 		} else {
 			r, err = t.apply(op)
+		}
+		if size += len(r.Body); err == nil && size > MaxBatchResponseBytes {
+			err = responseFull()
 		}
 		if err != nil {
 			resp.OK = false
@@ -124,11 +142,18 @@ func (e *Engine) ExecuteBulk(ctx context.Context, db, coll string, ops []BatchOp
 	resp := BatchResponse{Results: make([]BatchResult, len(ops)), OK: true}
 	var sessions []string
 	var away error // while every operation failed with one leader's NotLeaderError: the last
+	size := 0
 	for i, op := range ops {
 		if err := ctx.Err(); err != nil {
 			return BatchResponse{}, err
 		}
+		if size > MaxBatchResponseBytes {
+			resp.Results[i], resp.OK = failed(responseFull()), false
+			away = nil // this node ran operations
+			continue
+		}
 		r, session, err := e.bulkOne(c, op)
+		size += len(r.Body)
 		if i == 0 || away != nil {
 			away = sameLeader(away, err)
 		}

@@ -3,11 +3,14 @@ package engine
 import (
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/partitadb/partita/internal/document"
 	"github.com/partitadb/partita/internal/replica"
+	"github.com/partitadb/partita/internal/status"
 	"github.com/partitadb/partita/internal/store"
 )
 
@@ -119,13 +122,6 @@ func TestBulkNotLeader(t *testing.T) {
 		}
 		return ops
 	}
-	statuses := func(resp BatchResponse) []int {
-		var out []int
-		for _, r := range resp.Results {
-			out = append(out, r.Status)
-		}
-		return out
-	}
 	notStored := func(ops []BatchOp) {
 		t.Helper()
 		for _, op := range ops {
@@ -194,4 +190,58 @@ func TestBulkNotLeader(t *testing.T) {
 	if got, want := fmt.Sprint(statuses(resp)), fmt.Sprint([]int{409, 503, 503}); got != want {
 		t.Fatalf("results %s, want %s", got, want)
 	}
+}
+
+// TestBatchResponseBounded: a batch or bulk response carries at most
+// MaxBatchResponseBytes of items (and one more item past it): a
+// transactional batch past it fails whole (413/3402 on the operation that
+// passed it, 424 on the others, nothing written), and a bulk request's
+// operations not yet run are answered 413/3402 without running. Before,
+// 100 reads of a 2 MB item built a 200 MB response in memory (found by a
+// bug hunt).
+func TestBatchResponseBounded(t *testing.T) {
+	e := testEngine(t)
+	ctx := t.Context()
+	big := fmt.Sprintf(`{"id":"big","pk":"p0","pad":%q}`, strings.Repeat("x", 1900<<10))
+	if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Create, PK: pkOf(0), Body: []byte(big)}); err != nil {
+		t.Fatal(err)
+	}
+	reads := func(n int, withPK bool) []BatchOp {
+		ops := []BatchOp{{Type: "Create", Body: []byte(`{"id":"new","pk":"p0"}`)}}
+		for range n {
+			ops = append(ops, BatchOp{Type: "Read", ID: "big"})
+		}
+		if withPK {
+			for i := range ops {
+				ops[i].PK = pkOf(0)
+			}
+		}
+		return ops
+	}
+	resp, err := e.ExecuteBatch(ctx, "db", "k", pkOf(0), reads(5, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := statuses(resp); resp.OK || !slices.Equal(got, []int{424, 424, 424, 413, 424, 424}) || resp.Results[3].Sub != status.SubRequestEntityTooLargeBatch {
+		t.Errorf("transactional batch of 5 reads of a 1.9 MB item: %v (sub %d), want the third read 413/3402 and the rest 424", got, resp.Results[3].Sub)
+	}
+	if _, err := e.ReadItem(ctx, ItemRef{DB: "db", Container: "k", ID: "new"}, pkOf(0), ""); code(err) != http.StatusNotFound {
+		t.Errorf("the failed batch's create: %v, want 404", err)
+	}
+	resp, err = e.ExecuteBulk(ctx, "db", "k", reads(5, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := statuses(resp); resp.OK || !slices.Equal(got, []int{201, 200, 200, 200, 413, 413}) || resp.Results[5].Sub != status.SubRequestEntityTooLargeBatch {
+		t.Errorf("bulk request of a create and 5 reads of a 1.9 MB item: %v, want 201, three 200s, then 413/3402", got)
+	}
+}
+
+// statuses returns the status of each operation of resp.
+func statuses(resp BatchResponse) []int {
+	var out []int
+	for _, r := range resp.Results {
+		out = append(out, r.Status)
+	}
+	return out
 }
