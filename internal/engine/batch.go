@@ -18,7 +18,8 @@ const MaxBatchOperations = 100
 // (Cosmos DB's 4 MB response limit): 100 reads of 2 MB items built a 200 MB
 // response in memory. Past it, a transactional batch fails whole, and the
 // operations of a bulk request not yet run are answered 413/3402 without
-// running, which the SDKs split and send again.
+// running, which the SDKs split and send again. A stored procedure's
+// response body is held to it too (413, its writes rolled back).
 const MaxBatchResponseBytes = 4 << 20
 
 // responseFull is the failure of an operation whose result would take a

@@ -245,3 +245,21 @@ func statuses(resp BatchResponse) []int {
 	}
 	return out
 }
+
+// TestSprocResponseBounded: a stored procedure whose response body passes
+// MaxBatchResponseBytes fails with 413 and keeps nothing it wrote (a bug
+// hunt had a 5 MB body answered 200).
+func TestSprocResponseBounded(t *testing.T) {
+	e := testEngine(t)
+	ctx := t.Context()
+	def := []byte(`{"id":"big","body":"function () { var c = getContext().getCollection(); c.createDocument(c.getSelfLink(), {id: 'w', pk: 'p0'}); getContext().getResponse().setBody('x'.repeat(5 * 1024 * 1024)); }"}`)
+	if _, err := e.CreateScript("db", "k", StoredProcedures, def); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.ExecuteStoredProcedure(ctx, "db", "k", "big", pkOf(0), []byte("[]"), false); code(err) != http.StatusRequestEntityTooLarge {
+		t.Fatalf("sproc with a 5 MB response: %v, want 413", err)
+	}
+	if _, err := e.ReadItem(ctx, ItemRef{DB: "db", Container: "k", ID: "w"}, pkOf(0), ""); code(err) != http.StatusNotFound {
+		t.Errorf("the failed sproc's write: %v, want 404", err)
+	}
+}

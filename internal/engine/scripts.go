@@ -219,6 +219,11 @@ func (e *Engine) ExecuteStoredProcedure(ctx context.Context, db, coll, id string
 	if err != nil {
 		return SprocResult{}, translateScript(err)
 	}
+	if len(res.Body) > MaxBatchResponseBytes {
+		// Cosmos DB's 4 MB response limit; t.close rolls the writes back.
+		return SprocResult{}, status.Newf(http.StatusRequestEntityTooLarge,
+			"the stored procedure's response body is %d bytes; at most %d are allowed (nothing it wrote was kept)", len(res.Body), MaxBatchResponseBytes)
+	}
 	out := SprocResult{Body: res.Body, Log: res.Log, RU: t.ru + throughput.MinimumCost(), Session: t.session()}
 	return out, t.commit()
 }
