@@ -6,7 +6,8 @@ import (
 	"testing"
 )
 
-// TestMetadataIfMatch: a replace or delete of a database, container,
+// TestMetadataIfMatch: a read with If-None-Match naming the etag answers
+// 304; a replace or delete of a database, container,
 // script, user, permission or offer with an If-Match naming another etag
 // answers 412 and changes nothing; with the resource's etag (or "*") it
 // proceeds. Before, only a container replace checked it, so a conditional
@@ -36,6 +37,19 @@ func TestMetadataIfMatch(t *testing.T) {
 		t.Fatalf("database with throughput: %d %s", resp.StatusCode, b)
 	}
 	const stale = `"00000000-0000-0000-0000-000000000000"`
+
+	// If-None-Match on reads: 304 without a body for the current etag.
+	for _, c := range []struct{ path, etag string }{
+		{"/dbs/db", dbTag}, {"/dbs/db/colls/k", collTag}, {"/dbs/db/colls/k/sprocs/s", spTag},
+		{"/dbs/db/users/u", userTag}, {"/dbs/db/users/u/permissions/p", permTag},
+	} {
+		if resp, b := do(t, srv, http.MethodGet, c.path, map[string]string{"If-None-Match": c.etag}, ""); resp.StatusCode != 304 || len(b) != 0 {
+			t.Errorf("GET %s If-None-Match its etag: %d %s, want 304 without a body", c.path, resp.StatusCode, b)
+		}
+		if resp, b := do(t, srv, http.MethodGet, c.path, map[string]string{"If-None-Match": stale}, ""); resp.StatusCode != 200 {
+			t.Errorf("GET %s If-None-Match another etag: %d %s, want 200", c.path, resp.StatusCode, b)
+		}
+	}
 
 	type step struct {
 		method, path, body, ifMatch string

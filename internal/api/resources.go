@@ -59,6 +59,18 @@ func writeResource(w http.ResponseWriter, code int, res engine.Resource) error {
 	return writeJSON(w, code, res.Body)
 }
 
+// readResource answers a read of res: 304 Not Modified, without a body,
+// when If-None-Match names its etag (or is "*"), as for items.
+func readResource(w http.ResponseWriter, r *http.Request, res engine.Resource) error {
+	if inm := r.Header.Get("If-None-Match"); inm != "" && (inm == "*" || inm == res.ETag) {
+		setHeader(w, "etag", res.ETag)
+		setCharge(w, throughput.MinimumCost())
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	return writeResource(w, http.StatusOK, res)
+}
+
 // writeFeed writes a page in the feed envelope {"_rid", "<key>": [...], "_count"}.
 //
 // The body is made in one buffer of its final size, taken from h.bodies
@@ -185,7 +197,7 @@ func (h *Handler) readDatabase(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeResource(w, http.StatusOK, res)
+	return readResource(w, r, res)
 }
 
 func (h *Handler) deleteDatabase(w http.ResponseWriter, r *http.Request) error {
@@ -243,7 +255,7 @@ func (h *Handler) readContainer(w http.ResponseWriter, r *http.Request) error {
 		}
 		setQuotaHeaders(w, u)
 	}
-	return writeResource(w, http.StatusOK, res)
+	return readResource(w, r, res)
 }
 
 // setQuotaHeaders writes a container's quota and usage in Cosmos DB's
@@ -387,7 +399,7 @@ func (h *Handler) readOffer(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeResource(w, http.StatusOK, res)
+	return readResource(w, r, res)
 }
 
 // replaceOffer serves PUT /offers/{id}: the body is the whole offer with a

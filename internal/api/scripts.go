@@ -48,7 +48,7 @@ func (h *Handler) scriptRoutes() {
 			if err != nil {
 				return err
 			}
-			return writeResource(w, http.StatusOK, res)
+			return readResource(w, r, res)
 		})
 		h.handle("PUT "+base+"/{id}", h.propagated(func(w http.ResponseWriter, r *http.Request) error {
 			body, err := readBody(r)

@@ -181,7 +181,7 @@ func (k subresource[R]) serveRead(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	return writeResource(w, http.StatusOK, enc(res))
+	return readResource(w, r, enc(res))
 }
 
 func (k subresource[R]) serveDelete(w http.ResponseWriter, r *http.Request) error {
