@@ -491,6 +491,18 @@ func TestClusterBinary(t *testing.T) {
 		}
 	}
 
+	// A container deleted with node 1 down is answered only once node 1's
+	// copy of the catalog, which may still hold it, can no longer be
+	// current: the catalog lease (docs/cluster.md, "Catalog changes every
+	// node has seen").
+	start := time.Now()
+	if _, err := nodes[1].container(t, "db", "made-on-2").Delete(ctx, nil); err != nil {
+		t.Fatalf("container delete through node 2 with node 1 down: %v", err)
+	}
+	if took := time.Since(start); took < cluster.CatalogLease {
+		t.Errorf("a container delete with node 1 down was answered after %v, within the catalog lease (%v)", took, cluster.CatalogLease)
+	}
+
 	// Node 1 restarts and serves everything acknowledged.
 	if err := startNode(t, bin, nodes, 0, "--consistency", "Strong"); err != nil {
 		t.Fatal(err)
