@@ -100,7 +100,7 @@ func (h *Handler) checkGrant(g *auth.Grant, pattern string, r *http.Request) err
 			", which was deleted since.")
 	}
 	// (A missing container is the handler's to answer: 404.)
-	if use == tokenContainer || (use == tokenItems && isTrue(r, hdrIsPlan)) {
+	if use == tokenContainer || planRequest(pattern, r) {
 		return nil
 	}
 	if g.Item != "" && (use != tokenItem || r.PathValue("id") != g.Item) {
@@ -116,6 +116,17 @@ func (h *Handler) checkGrant(g *auth.Grant, pattern string, r *http.Request) err
 		return err
 	}
 	return checkPK(g, pk)
+}
+
+// planRequest reports whether r, of the route with pattern pattern, asks
+// for a query plan, which reads no item: only POST …/docs serves one
+// (queryItemsOrPlan). The header on any other route of tokenItems — the
+// read feed and change feed, a stored procedure, a partition key delete —
+// changes nothing there, so it must not lift the token's partition key or
+// item scope either (it did: a token scoped to one partition key read the
+// whole container's feed, ran procedures in and deleted other partitions).
+func planRequest(pattern string, r *http.Request) bool {
+	return pattern == "POST /dbs/{db}/colls/{coll}/docs" && isTrue(r, hdrIsPlan)
 }
 
 // isBulk reports whether a POST …/docs is a bulk request, deciding as

@@ -133,6 +133,7 @@ func TestResourceTokenScope(t *testing.T) {
 	_, allP1 := e.permission("POST", "alice", "allB", map[string]any{"permissionMode": "All", "resource": "dbs/db/colls/b", "resourcePartitionKey": []string{"p1"}}, nil)
 	_, item := e.permission("POST", "alice", "itemA", map[string]any{"permissionMode": "All", "resource": "dbs/db/colls/a/docs/x"}, nil)
 	query := map[string]string{"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "True"}
+	plan := map[string]string{"x-ms-cosmos-is-query-plan-request": "True"}
 	merge := func(ms ...map[string]string) map[string]string {
 		out := map[string]string{}
 		for _, m := range ms {
@@ -205,6 +206,14 @@ func TestResourceTokenScope(t *testing.T) {
 		{"all p1: query dressed as bulk", allP1, "POST", "/dbs/db/colls/b/docs", merge(query, batch(false)), `{"query":"SELECT * FROM c"}`, 403},
 		{"all p1: query plan", allP1, "POST", "/dbs/db/colls/b/docs", map[string]string{"Content-Type": "application/query+json", "x-ms-cosmos-is-query-plan-request": "True", "x-ms-cosmos-is-batch-request": "True"}, `{"query":"SELECT * FROM c"}`, 200},
 		{"all p1: partition key delete p2", allP1, "POST", "/dbs/db/colls/b/operations/partitionkeydelete", pkHeader("p2"), "", 403},
+		// The query plan header lifts no scope outside the query plan route
+		// (found by a bug hunt: it did, on every route of a container's items).
+		{"all p1: feed with the plan header", allP1, "GET", "/dbs/db/colls/b/docs", plan, "", 403},
+		{"all p1: change feed with the plan header", allP1, "GET", "/dbs/db/colls/b/docs", merge(plan, map[string]string{"A-IM": "Incremental Feed"}), "", 403},
+		{"all p1: sproc in p2 with the plan header", allP1, "POST", "/dbs/db/colls/b/sprocs/s", merge(plan, pkHeader("p2")), "[]", 403},
+		{"all p1: partition key delete p2 with the plan header", allP1, "POST", "/dbs/db/colls/b/operations/partitionkeydelete", merge(plan, pkHeader("p2")), "", 403},
+		{"item: feed with the plan header", item, "GET", "/dbs/db/colls/a/docs", plan, "", 403},
+		{"item: partition key delete with the plan header", item, "POST", "/dbs/db/colls/a/operations/partitionkeydelete", merge(plan, pkHeader("p2")), "", 403},
 		{"all p1: container a", allP1, "GET", "/dbs/db/colls/a/docs/x", pkHeader("p1"), "", 403},
 		{"all p1: delete its container", allP1, "DELETE", "/dbs/db/colls/b", nil, "", 403},
 
