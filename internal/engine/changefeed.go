@@ -69,6 +69,10 @@ type feedGroup struct {
 	ranges []partition.Range
 	spans  []replica.Span
 	pos    uint64 // the LSN to continue after
+	// since, when not 0, is the start time (Unix seconds) of a feed that
+	// has not yet read this group: its changes older than it are skipped.
+	// Once the group is read, pos is the cut and since is dropped.
+	since int64
 }
 
 func (g feedGroup) holds(key []byte) bool {
@@ -135,7 +139,6 @@ func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFee
 			return ChangePage{}, translate(err) // the stable mark may be the old keyspace's last
 		}
 	}
-	var since int64
 	switch {
 	case req.HasAfter:
 		if err := setPositions(groups, req.After); err != nil {
@@ -146,7 +149,9 @@ func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFee
 			g.pos = stables[i]
 		}
 	case !req.Start.Since.IsZero():
-		since = req.Start.Since.Unix()
+		for _, g := range groups {
+			g.since = req.Start.Since.Unix()
+		}
 	}
 	p := ChangePage{Items: [][]byte{}, Session: e.sessionFor(c, r.ranges), ContainerRID: c.RID}
 	if len(r.ranges) == 1 {
@@ -206,7 +211,7 @@ func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFee
 				failed = err
 				return false
 			}
-			if props.TS < since || e.invisible(c, itemKey, props) {
+			if props.TS < g.since || e.invisible(c, itemKey, props) {
 				g.pos = lsn
 				return true
 			}
@@ -243,11 +248,22 @@ func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFee
 	return p, nil
 }
 
-// positions encodes the groups' positions: one LSN for one keyspace, else
-// "<range>:<lsn>" for every range, ";"-separated.
+// positions encodes the groups' positions: one position for one keyspace,
+// else "<range>:<position>" for every range, ";"-separated. A position is
+// an LSN, or "t<unix seconds>" for a group a feed from a start time has not
+// read yet: a page that fills before it reaches a group must not let the
+// next page read that group from its beginning (a bug hunt found a
+// container's feed from a start time, after a separation, delivering a
+// third of its items from before it).
 func positions(groups []*feedGroup) string {
+	pos := func(g *feedGroup) string {
+		if g.pos == 0 && g.since != 0 {
+			return "t" + strconv.FormatInt(g.since, 10)
+		}
+		return strconv.FormatUint(g.pos, 10)
+	}
 	if len(groups) == 1 {
-		return strconv.FormatUint(groups[0].pos, 10)
+		return pos(groups[0])
 	}
 	var b strings.Builder
 	for _, g := range groups {
@@ -257,10 +273,21 @@ func positions(groups []*feedGroup) string {
 			}
 			b.WriteString(r.ID)
 			b.WriteByte(':')
-			b.WriteString(strconv.FormatUint(g.pos, 10))
+			b.WriteString(pos(g))
 		}
 	}
 	return b.String()
+}
+
+// parsePosition parses one position of positions: an LSN, or a start time
+// ("t<unix seconds>", from LSN 0).
+func parsePosition(s string) (pos uint64, since int64, ok bool) {
+	if t, found := strings.CutPrefix(s, "t"); found {
+		since, err := strconv.ParseInt(t, 10, 64)
+		return 0, since, err == nil && since > 0
+	}
+	pos, err := strconv.ParseUint(s, 10, 64)
+	return pos, 0, err == nil
 }
 
 // setPositions sets each group's position from a previous page's Position.
@@ -272,34 +299,39 @@ func setPositions(groups []*feedGroup, pos string) error {
 	bad := func() error {
 		return invalidContinuation(fmt.Sprintf("the change feed position %q is not a position this server made", pos))
 	}
-	if n, err := strconv.ParseUint(pos, 10, 64); err == nil {
+	if n, since, ok := parsePosition(pos); ok {
 		for _, g := range groups {
-			g.pos = n
+			g.pos, g.since = n, since
 		}
 		return nil
 	}
-	m := map[string]uint64{}
+	type at struct {
+		pos   uint64
+		since int64
+	}
+	m := map[string]at{}
 	for _, part := range strings.Split(pos, ";") {
-		id, lsn, ok := strings.Cut(part, ":")
-		n, err := strconv.ParseUint(lsn, 10, 64)
-		if !ok || err != nil || id == "" {
+		id, p, ok := strings.Cut(part, ":")
+		n, since, pok := parsePosition(p)
+		if !ok || !pok || id == "" {
 			return bad()
 		}
-		m[id] = n
+		m[id] = at{n, since}
 	}
 	for _, g := range groups {
 		first := true
 		for _, r := range g.ranges {
-			n, ok := m[r.ID]
+			a, ok := m[r.ID]
 			for i := len(r.Parents) - 1; !ok && i >= 0; i-- {
-				n, ok = m[r.Parents[i]]
+				a, ok = m[r.Parents[i]]
 			}
 			if !ok {
 				return invalidContinuation(fmt.Sprintf("the change feed position %q has no position for partition key range %s", pos, r.ID))
 			}
-			if first || n < g.pos {
-				g.pos, first = n, false
+			if first || a.pos < g.pos {
+				g.pos, first = a.pos, false
 			}
+			g.since = max(g.since, a.since)
 		}
 	}
 	return nil
