@@ -10,20 +10,20 @@ import (
 	"sync"
 
 	"github.com/partitadb/partita/internal/engine"
-	"github.com/partitadb/partita/internal/query/parse"
 	"github.com/partitadb/partita/internal/status"
 	"github.com/partitadb/partita/internal/throughput"
 )
 
 // queryEngineConfiguration is sent, JSON-encoded as a string, in the account
 // document; .NET, Java and Python SDKs read their query limits from it. The
-// limits are those the parser enforces (parse.MaxJoins and the rest).
+// limits are those the engine's parser enforces (engine.MaxJoins and the
+// rest).
 var queryEngineConfiguration = fmt.Sprintf(`{"maxSqlQueryInputLength":%d,"maxJoinsPerSqlQuery":%d,"maxLogicalAndPerSqlQuery":%d,`+
 	`"maxLogicalOrPerSqlQuery":%d,"maxUdfRefPerSqlQuery":%d,"maxInExpressionItemsCount":%d,"queryMaxInMemorySortDocumentCount":500,`+
 	`"maxQueryRequestTimeoutFraction":0.9,"sqlAllowNonFiniteNumbers":false,"sqlAllowAggregateFunctions":true,"sqlAllowSubQuery":true,`+
 	`"sqlAllowScalarSubQuery":true,"allowNewKeywords":true,"sqlAllowLike":true,"sqlAllowGroupByClause":true,"maxSpatialQueryCells":12,`+
 	`"spatialMaxGeometryPointCount":256,"sqlDisableQueryILOptimization":false,"sqlDisableFilterPlanOptimization":false}`,
-	parse.MaxQueryLength, parse.MaxJoins, parse.MaxAnds, parse.MaxOrs, parse.MaxUDFRefs, parse.MaxInItems)
+	engine.MaxQueryLength, engine.MaxJoins, engine.MaxAnds, engine.MaxOrs, engine.MaxUDFRefs, engine.MaxInItems)
 
 // account serves GET /: the database account, which tells the SDKs which
 // endpoint to use for reads and writes.

@@ -12,6 +12,17 @@ import (
 	"github.com/partitadb/partita/internal/status"
 )
 
+// The query limits the parser enforces (parse.MaxJoins and the rest), for
+// the account document's queryEngineConfiguration, which advertises them.
+const (
+	MaxQueryLength = parse.MaxQueryLength
+	MaxJoins       = parse.MaxJoins
+	MaxAnds        = parse.MaxAnds
+	MaxOrs         = parse.MaxOrs
+	MaxUDFRefs     = parse.MaxUDFRefs
+	MaxInItems     = parse.MaxInItems
+)
+
 // QueryPlan answers a query plan request (x-ms-cosmos-is-query-plan-request,
 // protocol doc §6.3): the JSON of Cosmos DB's partitioned query execution
 // info for q over container coll of database db. A query whose filter pins
