@@ -888,3 +888,32 @@ func TestWriteToContainerDeletedMeanwhile(t *testing.T) {
 		t.Errorf("the engine's own transaction: %v; want errContainerGone", err)
 	}
 }
+
+// TestQueryPagesOfSubqueriesAndNoFrom: a query FROM a subquery whose rows
+// depend on every document (DISTINCT, TOP, OFFSET/LIMIT, ORDER BY, GROUP
+// BY) and a query without FROM return the same rows in pages of one as in
+// one page. Before, such a query was streamed by document: each page ran
+// the subquery afresh from where the last stopped (DISTINCT repeated
+// values, TOP 3 returned every row), and SELECT VALUE 1 in pages of one
+// never ended (found by a bug hunt).
+func TestQueryPagesOfSubqueriesAndNoFrom(t *testing.T) {
+	e := testEngine(t)
+	queryFixture(t, e, 60)
+	for _, text := range []string{
+		"SELECT VALUE s FROM (SELECT DISTINCT VALUE c.pk FROM c) s",
+		"SELECT VALUE s FROM (SELECT TOP 3 VALUE c.id FROM c) s",
+		"SELECT VALUE s FROM (SELECT VALUE c.id FROM c OFFSET 5 LIMIT 3) s",
+		"SELECT VALUE s FROM (SELECT VALUE c.n FROM c ORDER BY c.n DESC) s",
+		"SELECT VALUE s FROM (SELECT c.pk, COUNT(1) AS n FROM c GROUP BY c.pk) s",
+		"SELECT VALUE s FROM (SELECT VALUE x FROM (SELECT TOP 2 VALUE c.id FROM c) x) s",
+		"SELECT VALUE s FROM (SELECT VALUE c.id FROM c WHERE c.n > 30) s", // streamable: per document
+		"SELECT VALUE 1",
+		"SELECT 1 AS a, 'b' AS b",
+	} {
+		whole := queryAll(t, e, Scope{}, Query{Text: text, EnableCrossPartition: true, MaxItems: -1})
+		paged := queryAll(t, e, Scope{}, Query{Text: text, EnableCrossPartition: true, MaxItems: 1})
+		if !slices.Equal(whole, paged) {
+			t.Errorf("%s: pages of one gave %d rows %v, one page %d rows %v", text, len(paged), paged, len(whole), whole)
+		}
+	}
+}

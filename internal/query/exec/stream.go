@@ -16,10 +16,29 @@ func (p *Program) Window() (skip, take int) {
 
 // Streamable reports whether the query's rows can be produced one document at a time and
 // concatenated across partitions and pages: no ORDER BY, GROUP BY, aggregate or DISTINCT in
-// the outermost query. OFFSET, LIMIT and TOP are the caller's to apply (see Window).
+// the outermost query, and rows that come from the documents one at a time (perDocument).
+// OFFSET, LIMIT and TOP are the caller's to apply (see Window).
 func (p *Program) Streamable() bool {
 	q := p.q
-	return len(q.orderBy) == 0 && !q.grouped && !q.distinct
+	return len(q.orderBy) == 0 && !q.grouped && !q.distinct && q.perDocument()
+}
+
+// perDocument reports whether q's rows come from the documents one at a time, so that a
+// page can resume after the last document it read: q reads FROM the documents, or FROM a
+// subquery that does so itself and keeps every row (no ORDER BY, GROUP BY, aggregate,
+// DISTINCT, TOP, OFFSET or LIMIT, whose rows depend on every document). Otherwise each page
+// ran the subquery afresh from where the last one stopped (a bug hunt: FROM (SELECT DISTINCT
+// …) in pages of one repeated values; FROM (SELECT TOP 3 …) returned every row), and a query
+// without FROM, whose one row comes from no document, never ended in pages of one.
+func (q *cquery) perDocument() bool {
+	if q.from == nil {
+		return false
+	}
+	s := q.from.sub
+	if s == nil {
+		return true
+	}
+	return len(s.orderBy) == 0 && !s.grouped && !s.distinct && s.topN < 0 && s.offset == 0 && s.limit < 0 && s.perDocument()
 }
 
 // Stream evaluates a streamable program (see Streamable) over docs and calls fn with each
