@@ -695,3 +695,44 @@ func TestStreamWhole(t *testing.T) {
 		t.Errorf("Stream(failing source) error = %v, want %v", err, errSource)
 	}
 }
+
+// TestGroupedLongExpression: a grouped SELECT of a long expression made of
+// a GROUP BY key compiles and evaluates it, the key matched wherever it
+// stands (a key inside a chain, a chain as a key). The compiler matched keys
+// by printing every subexpression, whose cost grew with the square of the
+// expression (BenchmarkCompileGroupedChain).
+func TestGroupedLongExpression(t *testing.T) {
+	chain := func(term string, n int) string { return strings.TrimSuffix(strings.Repeat(term+"+", n), "+") }
+	docs := []string{`{"n":1,"m":2}`, `{"n":1,"m":5}`, `{"n":2,"m":1}`}
+	got, err := runQuery(t, "SELECT VALUE "+chain("c.n", 2000)+" FROM c GROUP BY c.n", nil, docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != `[2000,4000]` {
+		t.Errorf("a chain of a key: %s, want [2000,4000]", got)
+	}
+	key := chain("c.n", 3)
+	got, err = runQuery(t, "SELECT VALUE ("+key+") * 2 FROM c GROUP BY "+key, nil, docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != `[6,12]` {
+		t.Errorf("a chain as a key: %s, want [6,12]", got)
+	}
+	if _, err := runQuery(t, "SELECT VALUE "+chain("c.n", 100)+"+c.m FROM c GROUP BY c.n", nil, docs); err == nil {
+		t.Error("a chain holding a path no key covers compiled")
+	}
+}
+
+func BenchmarkCompileGroupedChain(b *testing.B) {
+	text := "SELECT VALUE " + strings.TrimSuffix(strings.Repeat("c.n+", 20000), "+") + " FROM c GROUP BY c.n"
+	q, err := parse.Parse(text)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := Compile(q, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
