@@ -72,6 +72,21 @@ type queryToken struct {
 	// measuring again. Forged ones can only choose another plan with the
 	// same results.
 	Stats *plan.Stats `json:"x,omitempty"`
+	// Layout fingerprints the physical partitions a query evaluated whole
+	// across logical partitions read (layoutOf): it reads them one after
+	// another, each in creation order, so a split changes the order of its
+	// rows, and Skip would count rows of another order.
+	Layout uint64 `json:"p,omitempty"`
+}
+
+// layoutOf fingerprints ranges, by id: a split gives its children new ids.
+func layoutOf(ranges []partition.Range) uint64 {
+	h := fnv.New64a()
+	for _, r := range ranges {
+		h.Write([]byte(r.ID))
+		h.Write([]byte{0})
+	}
+	return h.Sum64() | 1 // never 0, "none"
 }
 
 func (q Query) hash(container uint64) uint64 {
@@ -116,9 +131,17 @@ func invalidContinuation(why string) *status.Error {
 // token of a query evaluated whole (exact) unless the scopes are equal, as
 // its Skip counts rows of its own scope.
 func (t *queryToken) bind(r *resolved, exact bool) error {
+	layout := uint64(0)
+	if exact && r.cross {
+		layout = layoutOf(r.ranges)
+	}
 	if t.ScopeHi == nil {
-		t.ScopeLo, t.ScopeHi = r.span.Lower, r.span.Upper
+		t.ScopeLo, t.ScopeHi, t.Layout = r.span.Lower, r.span.Upper, layout
 		return nil
+	}
+	if t.Layout != layout {
+		return invalidContinuation("the container's partitions split since the previous page, and a query evaluated whole reads them " +
+			"one after another, so its rows now come in another order; restart the query")
 	}
 	sc := intersect(replica.Span{Lower: t.ScopeLo, Upper: t.ScopeHi}, r.span)
 	if sc.Empty() {
