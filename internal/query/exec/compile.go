@@ -831,7 +831,13 @@ func (c *compiler) binary(e *parse.Binary, x ectx) (evalFn, error) {
 		return func(e *env) value { return equalValues(xf(e), yf(e)) }, nil
 	case parse.OpNe:
 		return func(e *env) value {
-			v := equalValues(xf(e), yf(e))
+			a, b := xf(e), yf(e)
+			if a.k == b.k && (a.k == kObj || a.k == kArr) {
+				// Cosmos DB: != between two objects or two arrays is
+				// undefined, though = compares them (found by a bug hunt).
+				return undef
+			}
+			v := equalValues(a, b)
 			if v.k == kBool {
 				return boolean(v.n == 0)
 			}

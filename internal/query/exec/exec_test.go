@@ -736,3 +736,34 @@ func BenchmarkCompileGroupedChain(b *testing.B) {
 		}
 	}
 }
+
+// TestDocumentedUndefineds: results Cosmos DB documents as undefined. !=
+// between two objects or two arrays is undefined though = compares them
+// ("Equality and comparison operators"); a string that is not a finite
+// JSON number (NaN, Infinity, 1e400) converts to undefined, not null. Both
+// found by a bug hunt.
+func TestDocumentedUndefineds(t *testing.T) {
+	for _, tc := range []struct{ expr, want string }{
+		{`[1] != [2]`, `[]`},
+		{`{"a":1} != {"a":2}`, `[]`},
+		{`[1] = [1]`, `[true]`},
+		{`[1] != 1`, `[]`},
+		{`1 != 2`, `[true]`},
+		{`STRINGTONUMBER("NaN")`, `[]`},
+		{`STRINGTONUMBER("Infinity")`, `[]`},
+		{`STRINGTONUMBER("1e400")`, `[]`},
+		{`STRINGTONUMBER("12.5")`, `[12.5]`},
+		{`STRINGTOARRAY("[1e400]")`, `[]`},
+		{`STRINGTOOBJECT("{\"a\":[NaN]}")`, `[]`},
+		{`STRINGTOARRAY("[1,[2]]")`, `[[1,[2]]]`},
+	} {
+		got, err := runQuery(t, "SELECT VALUE "+tc.expr, nil, nil)
+		if err != nil {
+			t.Errorf("%s: %v", tc.expr, err)
+			continue
+		}
+		if got != tc.want {
+			t.Errorf("SELECT VALUE %s = %s, want %s", tc.expr, got, tc.want)
+		}
+	}
+}

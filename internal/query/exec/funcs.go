@@ -559,7 +559,7 @@ func appendNumberOf(dst []byte, v value) []byte {
 func parseJSONAs(s string, k kind) value {
 	var p fastjson.Parser
 	j, err := p.Parse(s)
-	if err != nil {
+	if err != nil || !finiteJSON(j) {
 		return undef
 	}
 	v := fromJSON(j)
@@ -567,6 +567,35 @@ func parseJSONAs(s string, k kind) value {
 		return undef
 	}
 	return owned(v)
+}
+
+// finiteJSON reports whether every number in j is a finite double:
+// fastjson accepts NaN, Inf and numbers past a double's range (1e400), which
+// JSON has no such values for; STRINGTONUMBER("NaN") and friends are
+// undefined, not null (found by a bug hunt).
+func finiteJSON(j *fastjson.Value) bool {
+	switch j.Type() {
+	case fastjson.TypeNumber:
+		f, err := j.Float64()
+		return err == nil && !math.IsInf(f, 0) && !math.IsNaN(f)
+	case fastjson.TypeArray:
+		a, _ := j.Array()
+		for _, e := range a {
+			if !finiteJSON(e) {
+				return false
+			}
+		}
+	case fastjson.TypeObject:
+		ok := true
+		o, _ := j.Object()
+		o.Visit(func(_ []byte, v *fastjson.Value) {
+			if ok && !finiteJSON(v) {
+				ok = false
+			}
+		})
+		return ok
+	}
+	return true
 }
 
 // regexArgs compiles REGEXMATCH's pattern and optional modifiers (any of "imsx").
