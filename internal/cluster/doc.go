@@ -48,7 +48,13 @@
 //     socket in the data directory; Etcd.Client is connected to it.
 //   - Backend (backend.go) and SharedCatalog (shared.go): catalog.Backend
 //     over etcd, each Apply one transaction, fenced by the cluster-wide
-//     catalog lock; a watch feeds the other nodes' changes to the catalog.
+//     catalog lock; a watch feeds the other nodes' changes to the catalog,
+//     and is started again when etcd ends it.
+//   - Catalog currency (current.go): a node's copy of the catalog is
+//     current for CatalogLease after a confirmation began (Current), and a
+//     change is acknowledged once every member reported it or a lease has
+//     passed (Propagated), so writes and Strong reads never act on a copy
+//     that misses an acknowledged change.
 //   - OpenOfflineCatalog and MemberKeyspaces (offline.go): for partita
 //     check of a stopped member's data directory, the catalog the member
 //     last knew, read from a copy of its etcd data started alone, and its
