@@ -121,6 +121,7 @@ func TestErrorResponses(t *testing.T) {
 		{"permission of unknown user", http.MethodPost, "/dbs/db/users/nope/permissions", nil, perm("All", "dbs/db/colls/k"), 404, "", ""},
 		{"partition key delete without pk", http.MethodPost, "/dbs/db/colls/k/operations/partitionkeydelete", nil, "", 400, "", "PartitionKey value must be supplied"},
 		{"partition key delete of unknown container", http.MethodPost, "/dbs/db/colls/nope/operations/partitionkeydelete", map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}, "", 404, "", ""},
+		{"sproc arguments past 2 MB", http.MethodPost, "/dbs/db/colls/k/sprocs/nope", map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}, `["` + strings.Repeat("x", 2<<20) + `"]`, 413, "", "arguments"},
 		{"sproc without body", http.MethodPost, "/dbs/db/colls/k/sprocs", nil, `{"id":"s"}`, 400, "", "body"},
 		{"sproc syntax error", http.MethodPost, "/dbs/db/colls/k/sprocs", nil, `{"id":"s","body":"function( {"}`, 400, "", "Javascript"},
 		{"missing sproc", http.MethodPost, "/dbs/db/colls/k/sprocs/nope", map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}, `[]`, 404, "", ""},

@@ -13,7 +13,8 @@ import (
 
 const (
 	hdrBatchAtomic = "x-ms-cosmos-batch-atomic"
-	// maxBatchBytes is Cosmos DB's limit on a batch request's size.
+	// maxBatchBytes is Cosmos DB's limit on a batch request's size, and
+	// on a stored procedure's arguments.
 	maxBatchBytes = 2 << 20
 )
 

@@ -92,6 +92,10 @@ func (h *Handler) executeSproc(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if len(args) > maxBatchBytes {
+		// Cosmos DB's 2 MB request limit, which a batch is held to too.
+		return status.Newf(http.StatusRequestEntityTooLarge, "Request size is too large: the stored procedure's arguments are %d bytes, the limit is %d", len(args), maxBatchBytes)
+	}
 	if len(strings.TrimSpace(string(args))) == 0 {
 		args = []byte("[]")
 	}
