@@ -171,30 +171,24 @@ func (s *scope) lookup(name string) (slot int, owner *scope, ok bool) {
 
 // groupCtx is the state for compiling the post-grouping part of a query.
 type groupCtx struct {
-	keys  []string   // the GROUP BY expressions, printed
-	sizes []int      // their sizes in nodes (exprSize)
-	aggs  []*aggSpec // the aggregates met so far
-	inAgg bool       // compiling an aggregate's argument
+	keys  []parse.Expr // the GROUP BY expressions
+	sizes []int        // their sizes in nodes (exprSize)
+	aggs  []*aggSpec   // the aggregates met so far
+	inAgg bool         // compiling an aggregate's argument
 	// size memoizes exprSize over the expressions compiled after grouping.
 	size map[parse.Expr]int
 }
 
-// matches returns the GROUP BY key that e is, if any. Only an expression
-// of a key's size is printed and compared: printing every subexpression
-// cost the square of an expression's size (a bug hunt's 80 KB SELECT of
-// 20,000 terms took 15 s to compile). Subexpressions of one size are
-// disjoint, so the printing costs at most the expression's size per key.
+// matches returns the GROUP BY key that e is, if any (sameExpr). Only an
+// expression of a key's size is compared: comparing (it was printing)
+// every subexpression cost the square of an expression's size (a bug
+// hunt's 80 KB SELECT of 20,000 terms took 15 s to compile).
+// Subexpressions of one size are disjoint, so the comparisons cost at most
+// the expression's size per key.
 func (g *groupCtx) matches(e parse.Expr) (int, bool) {
 	n := g.exprSize(e)
-	var s string
 	for i, k := range g.keys {
-		if g.sizes[i] != n {
-			continue
-		}
-		if s == "" {
-			s = parse.ExprString(e)
-		}
-		if s == k {
+		if g.sizes[i] == n && sameExpr(e, k) {
 			return i, true
 		}
 	}
@@ -202,13 +196,16 @@ func (g *groupCtx) matches(e parse.Expr) (int, bool) {
 }
 
 // exprSize returns the nodes of e (parse.Inspect's, subqueries' bodies not
-// entered), memoized so that the sizes of every subexpression cost the
-// expression's size once.
+// entered; x["name"] counted as x.name, which sameExpr equates), memoized
+// so that the sizes of every subexpression cost the expression's size once.
 func (g *groupCtx) exprSize(e parse.Expr) int {
 	if n, ok := g.size[e]; ok {
 		return n
 	}
 	n := 1
+	if ix, ok := e.(*parse.Index); ok && stringLiteral(ix.Index) {
+		n = 0 // the literal's node stands for the property name
+	}
 	parse.Inspect(e, func(x parse.Expr) bool {
 		if x == e {
 			return true
@@ -221,6 +218,85 @@ func (g *groupCtx) exprSize(e parse.Expr) int {
 	}
 	g.size[e] = n
 	return n
+}
+
+// stringLiteral reports whether e is a string literal.
+func stringLiteral(e parse.Expr) bool {
+	l, ok := e.(*parse.Literal)
+	return ok && l.Kind == parse.LitString
+}
+
+// sameExpr reports whether a and b are the same expression for GROUP BY:
+// equal trees, where x["name"] is x.name and built-in function names match
+// in any case (as Cosmos DB compares them: SELECT LOWER(c.s) … GROUP BY
+// lower(c.s), and c["g"] against c.g, were refused when keys were compared
+// as printed text). Object and array literals and subqueries compare as
+// printed.
+func sameExpr(a, b parse.Expr) bool {
+	a, b = asProperty(a), asProperty(b)
+	switch x := a.(type) {
+	case *parse.Literal:
+		y, ok := b.(*parse.Literal)
+		return ok && x.Kind == y.Kind && (x.Num == y.Num || x.Num != x.Num && y.Num != y.Num) && x.Str == y.Str && x.Bool == y.Bool
+	case *parse.Param:
+		y, ok := b.(*parse.Param)
+		return ok && x.Name == y.Name
+	case *parse.Ident:
+		y, ok := b.(*parse.Ident)
+		return ok && x.Name == y.Name
+	case *parse.Property:
+		y, ok := b.(*parse.Property)
+		return ok && x.Name == y.Name && sameExpr(x.X, y.X)
+	case *parse.Index:
+		y, ok := b.(*parse.Index)
+		return ok && sameExpr(x.X, y.X) && sameExpr(x.Index, y.Index)
+	case *parse.Unary:
+		y, ok := b.(*parse.Unary)
+		return ok && x.Op == y.Op && sameExpr(x.X, y.X)
+	case *parse.Binary:
+		y, ok := b.(*parse.Binary)
+		return ok && x.Op == y.Op && sameExpr(x.X, y.X) && sameExpr(x.Y, y.Y)
+	case *parse.Between:
+		y, ok := b.(*parse.Between)
+		return ok && x.Not == y.Not && sameExpr(x.X, y.X) && sameExpr(x.Lo, y.Lo) && sameExpr(x.Hi, y.Hi)
+	case *parse.In:
+		y, ok := b.(*parse.In)
+		return ok && x.Not == y.Not && sameExpr(x.X, y.X) && sameExprs(x.List, y.List)
+	case *parse.Like:
+		y, ok := b.(*parse.Like)
+		return ok && x.Not == y.Not && sameExpr(x.X, y.X) && sameExpr(x.Pattern, y.Pattern) &&
+			(x.Escape == nil) == (y.Escape == nil) && (x.Escape == nil || sameExpr(x.Escape, y.Escape))
+	case *parse.Conditional:
+		y, ok := b.(*parse.Conditional)
+		return ok && sameExpr(x.Cond, y.Cond) && sameExpr(x.Then, y.Then) && sameExpr(x.Else, y.Else)
+	case *parse.Call:
+		y, ok := b.(*parse.Call)
+		if !ok || x.UDF != y.UDF || !(x.Name == y.Name || !x.UDF && strings.EqualFold(x.Name, y.Name)) {
+			return false
+		}
+		return sameExprs(x.Args, y.Args)
+	}
+	return parse.ExprString(a) == parse.ExprString(b)
+}
+
+func sameExprs(a, b []parse.Expr) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !sameExpr(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// asProperty returns x["name"] as x.name, and e otherwise.
+func asProperty(e parse.Expr) parse.Expr {
+	if ix, ok := e.(*parse.Index); ok && stringLiteral(ix.Index) {
+		return &parse.Property{X: ix.X, Name: ix.Index.(*parse.Literal).Str}
+	}
+	return e
 }
 
 type ectx struct {
@@ -326,7 +402,7 @@ func (c *compiler) query(q *parse.Query, parent *scope, top bool) (*cquery, erro
 				return nil, err
 			}
 			cq.groupBy = append(cq.groupBy, fn)
-			g.keys = append(g.keys, parse.ExprString(e))
+			g.keys = append(g.keys, e)
 			g.sizes = append(g.sizes, g.exprSize(e))
 		}
 		sc.grouped = true

@@ -767,3 +767,25 @@ func TestDocumentedUndefineds(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupByKeySpellings: a GROUP BY key matches the same expression in the
+// select list however it is spelled: built-in function names in any case,
+// a property as x.name or x["name"] (found by a bug hunt: keys were
+// compared as printed text, and these were refused with 400).
+func TestGroupByKeySpellings(t *testing.T) {
+	docs := []string{`{"s":"A","g":1}`, `{"s":"a","g":1}`, `{"s":"B","g":2}`}
+	for _, tc := range []struct{ query, want string }{
+		{`SELECT VALUE LOWER(c.s) FROM c GROUP BY lower(c.s)`, `["a","b"]`},
+		{`SELECT VALUE c["g"] FROM c GROUP BY c.g`, `[1,2]`},
+		{`SELECT VALUE c.g FROM c GROUP BY c["g"]`, `[1,2]`},
+		{`SELECT VALUE Upper(c["s"]) FROM c GROUP BY UPPER(c.s)`, `["A","B"]`},
+	} {
+		got, err := runQuery(t, tc.query, nil, docs)
+		if err != nil || got != tc.want {
+			t.Errorf("%s = %s, %v; want %s", tc.query, got, err, tc.want)
+		}
+	}
+	if _, err := runQuery(t, `SELECT VALUE c.s FROM c GROUP BY c["g"]`, nil, docs); err == nil {
+		t.Error("a select path no key covers compiled")
+	}
+}
