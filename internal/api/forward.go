@@ -31,7 +31,9 @@ import (
 // when this node has become the leader meanwhile (the handler then serves
 // the request again here), ForwardFailed when it could not reach a leader
 // (nothing was written; the client gets 503 saying there is no leader,
-// and retries).
+// and retries), ForwardUnknown when the leader took the request and
+// stopped answering (another node leads now, or it answered nothing for
+// long: the client gets 408, outcome unknown).
 type Forwarder func(w http.ResponseWriter, r *http.Request, body []byte, keyspace, leader uint64) ForwardResult
 
 // ForwardResult is what a Forwarder did.
@@ -42,6 +44,7 @@ const (
 	ForwardFailed ForwardResult = iota
 	Forwarded
 	ForwardLocal
+	ForwardUnknown
 )
 
 // maxLocalRetries bounds how often one request is served again here after
@@ -213,6 +216,10 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, err error) (bo
 	switch h.cfg.Forward(cosmosCaseWriter{w}, r, st.body, keyspace, leader) {
 	case Forwarded:
 		return true, nil
+	case ForwardUnknown:
+		return false, status.New(http.StatusRequestTimeout, fmt.Sprintf("The write's outcome is unknown: it was forwarded to the leader of "+
+			"the partition's replicas (keyspace %d), which stopped answering while another node took over or for too long. "+
+			"Read the item to learn whether it was applied.", keyspace)).Wrap(err)
 	case ForwardLocal:
 		if st.retries >= maxLocalRetries {
 			return false, err

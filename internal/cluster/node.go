@@ -386,48 +386,118 @@ const leaderWait = 5 * time.Second
 // until this node learns of another, so a leader's death or a leadership
 // transfer costs the client a wait, not an error. Forward returns whether
 // it wrote a response (forwarded), or that this node leads now (local), or
-// neither within leaderWait (failed: the caller answers 503).
-func (n *Node) Forward(w http.ResponseWriter, r *http.Request, listener string, body []byte, keyspace, leader uint64) (forwarded, local bool) {
+// neither within leaderWait (failed: the caller answers 503), or, with
+// unknown set, that a leader took the request and stopped answering: this
+// node learned of another leader before the answer began, or
+// forwardAnswerWait passed (a leader paused with SIGSTOP, or cut off, holds
+// the connection open and never answers; the write hung for the whole
+// pause). Whether such a write was applied is unknown (the caller answers
+// 408), nothing was written to w.
+func (n *Node) Forward(w http.ResponseWriter, r *http.Request, listener string, body []byte, keyspace, leader uint64) (forwarded, local, unknown bool) {
 	deadline := time.Now().Add(leaderWait)
 	var passed uint64 // a leader that could not take the request
 	for {
 		for leader == 0 || leader == n.self.ID || leader == passed {
 			if leader == n.self.ID {
 				if rep, err := n.ks.Replica(keyspace); err == nil && rep.Lead() == nil {
-					return false, true
+					return false, true, false
 				}
 			}
 			if time.Now().After(deadline) || r.Context().Err() != nil {
-				return false, false
+				return false, false, false
 			}
 			time.Sleep(20 * time.Millisecond)
 			leader = n.ks.Leader(keyspace)
 		}
 		to, ok := n.member(leader)
 		if !ok {
-			return false, false
+			return false, false, false
 		}
-		resp, err := n.send(r.Context(), to, r, listener, body)
+		resp, release, gaveUp, err := n.sendWatched(r, to, listener, body, keyspace, leader)
 		if err != nil {
 			if notSent(err) {
 				passed = leader
 				continue
 			}
+			if gaveUp {
+				n.log.Warn("a forwarded request's leader stopped answering: its outcome is unknown", "leader", to.Addr, "keyspace", keyspace)
+				return false, false, true
+			}
 			n.log.Warn("forward a request to the partition's leader", "leader", to.Addr, "err", err)
-			return false, false
+			return false, false, false
 		}
 		if v := resp.Header.Get(notLeaderHeader); v != "" {
 			resp.Body.Close()
+			release()
 			passed = leader
 			if l, err := strconv.ParseUint(v, 16, 64); err == nil && l != 0 && l != passed {
 				leader = l
 			}
 			continue
 		}
+		defer release()
 		defer resp.Body.Close()
 		copyResponse(w, resp)
-		return true, false
+		return true, false, false
 	}
+}
+
+// forwardAnswerWait bounds how long a forwarded request waits for its
+// leader's answer to begin when this node learns of no other leader
+// meanwhile (a node holding no replica of the keyspace learns of none):
+// past every wait a leader's own handling has (a proposal's, a stored
+// procedure's, a script slot's).
+const forwardAnswerWait = 30 * time.Second
+
+// sendWatched sends r to leader to, as n.send does, and gives up (gaveUp,
+// with ctx's error) when this node learns that another node leads keyspace
+// before the answer begins, or after forwardAnswerWait. The caller calls
+// release once it has read the answer's body.
+func (n *Node) sendWatched(r *http.Request, to Member, listener string, body []byte, keyspace, leader uint64) (resp *http.Response, release func(), gaveUp bool, err error) {
+	ctx, cancel := context.WithCancel(r.Context())
+	var mu sync.Mutex
+	answered, stopped := false, false
+	stop := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !answered {
+			stopped = true
+			cancel()
+		}
+	}
+	timer := time.AfterFunc(forwardAnswerWait, stop)
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if l := n.ks.Leader(keyspace); l != 0 && l != leader {
+					stop()
+					return
+				}
+			}
+		}
+	}()
+	resp, err = n.send(ctx, to, r, listener, body)
+	timer.Stop()
+	close(done)
+	mu.Lock()
+	answered = true
+	gaveUp = stopped && r.Context().Err() == nil
+	mu.Unlock()
+	switch {
+	case err == nil && !gaveUp:
+		return resp, cancel, false, nil
+	case err == nil: // answered just as this node gave up: its body is lost
+		resp.Body.Close()
+		err = context.Canceled
+	}
+	cancel()
+	return nil, nil, gaveUp, err
 }
 
 // copyResponse writes resp, another node's answer, to w as this node's.

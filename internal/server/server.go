@@ -550,11 +550,13 @@ func readForwarder(node *cluster.Node, listener string) api.ReadForwarder {
 
 func forwarder(node *cluster.Node, listener string) api.Forwarder {
 	return func(w http.ResponseWriter, r *http.Request, body []byte, keyspace, leader uint64) api.ForwardResult {
-		switch forwarded, local := node.Forward(w, r, listener, body, keyspace, leader); {
+		switch forwarded, local, unknown := node.Forward(w, r, listener, body, keyspace, leader); {
 		case forwarded:
 			return api.Forwarded
 		case local:
 			return api.ForwardLocal
+		case unknown:
+			return api.ForwardUnknown
 		}
 		return api.ForwardFailed
 	}
