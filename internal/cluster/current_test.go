@@ -25,6 +25,29 @@ func currentNode(t *testing.T, e *Etcd, self uint64, members []uint64, lease tim
 	return openShared(t, e, SharedConfig{TTL: 5, Self: self, Members: members, Lease: lease}, observe)
 }
 
+// staller stalls a node's catalog: its wait, the node's observe hook,
+// blocks while it is stalled.
+type staller struct{ gate atomic.Pointer[chan struct{}] }
+
+func newStaller() *staller {
+	s, open := &staller{}, make(chan struct{})
+	close(open)
+	s.gate.Store(&open)
+	return s
+}
+
+func (s *staller) wait() { <-*s.gate.Load() }
+
+// stall stalls the node until the returned unstall, which also runs when
+// t's cleanups do (before the nodes close: a stalled watch would not end).
+func (s *staller) stall(t *testing.T) (unstall func()) {
+	stalled := make(chan struct{})
+	s.gate.Store(&stalled)
+	unstall = sync.OnceFunc(func() { close(stalled) })
+	t.Cleanup(unstall)
+	return unstall
+}
+
 // reported returns the catalog revision member id reported it applied.
 func reported(t *testing.T, e *Etcd, id uint64) int64 {
 	t.Helper()
@@ -50,12 +73,9 @@ func TestCatalogCurrent(t *testing.T) {
 	const lease = 600 * time.Millisecond
 	e := startSingle(t, t.TempDir())
 	members := []uint64{1, 2}
-	var stall atomic.Pointer[chan struct{}]
-	open := make(chan struct{})
-	close(open)
-	stall.Store(&open) // not stalled
+	st := newStaller()
 	a, sa := currentNode(t, e, 1, members, lease, nil)
-	b, _ := currentNode(t, e, 2, members, lease, func() { <-*stall.Load() })
+	b, _ := currentNode(t, e, 2, members, lease, st.wait)
 
 	// Both members up: a change is acknowledged when node b reports it,
 	// and node b's catalog has it then.
@@ -89,10 +109,7 @@ func TestCatalogCurrent(t *testing.T) {
 	// through node a is acknowledged only after a lease, and node b then
 	// cannot confirm its copy: Current fails rather than let a write or a
 	// Strong read act on the deleted container.
-	stalled := make(chan struct{})
-	stall.Store(&stalled)
-	unstall := sync.OnceFunc(func() { close(stalled) })
-	t.Cleanup(unstall) // before the nodes close: a stalled watch would not end
+	unstall := st.stall(t)
 	mark := a.Mark()
 	if _, err := a.DeleteContainer("db", "c0", ""); err != nil {
 		t.Fatal(err)
@@ -254,16 +271,10 @@ func TestConfirmationsCoalesce(t *testing.T) {
 	const lease = 400 * time.Millisecond
 	e := startSingle(t, t.TempDir())
 	members := []uint64{1, 2}
-	var stall atomic.Pointer[chan struct{}]
-	open := make(chan struct{})
-	close(open)
-	stall.Store(&open)
+	st := newStaller()
 	a, _ := currentNode(t, e, 1, members, lease, nil)
-	_, sb := currentNode(t, e, 2, members, lease, func() { <-*stall.Load() })
-	stalled := make(chan struct{})
-	stall.Store(&stalled)
-	unstall := sync.OnceFunc(func() { close(stalled) })
-	t.Cleanup(unstall)
+	_, sb := currentNode(t, e, 2, members, lease, st.wait)
+	st.stall(t)
 	if _, err := a.CreateDatabase("db", catalog.Throughput{}); err != nil {
 		t.Fatal(err)
 	}
