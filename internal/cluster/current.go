@@ -202,8 +202,9 @@ func (s *SharedCatalog) keep() {
 
 func memberKey(id uint64) string { return fmt.Sprintf("%016x", id) }
 
-// propagationPoll is how often Propagated reads the members' reports.
-const propagationPoll = 5 * time.Millisecond
+// propagationRetry spaces Propagated's reads of the members' reports when
+// etcd does not answer or its watch ends.
+const propagationRetry = 50 * time.Millisecond
 
 // Written returns the revision of this node's last catalog write (0: none
 // yet), a mark for Propagated.
@@ -218,44 +219,73 @@ func (s *SharedCatalog) Written() int64 {
 // member's catalog, or can no longer be missed by any member's current
 // catalog: every member reported a revision at or past it, or a lease and a
 // margin have gone by. It fails only when ctx ends.
-func (s *SharedCatalog) Propagated(ctx context.Context, mark int64) error {
+//
+// It reads the reports once and then watches them from the revision it
+// read, so a member that is down or slow costs one watch, not a read every
+// few milliseconds until the lease has gone by.
+func (s *SharedCatalog) Propagated(parent context.Context, mark int64) error {
 	rev := s.Written()
 	if rev <= mark {
 		return nil
 	}
-	deadline := time.Now().Add(s.lease + s.lease/10 + 50*time.Millisecond)
-	var behind []string
-	for {
-		behind = behind[:0]
-		gctx, cancel := context.WithTimeout(ctx, propagationPoll*20)
-		resp, err := s.cli.Get(gctx, seenPrefix(s.base.prefix), clientv3.WithPrefix())
-		cancel()
+	ctx, cancel := context.WithDeadline(parent, time.Now().Add(s.lease+s.lease/10+50*time.Millisecond))
+	defer cancel()
+	prefix := seenPrefix(s.base.prefix)
+	seen := map[string]int64{}
+	note := func(key, value []byte) {
+		v, _ := strconv.ParseInt(string(value), 10, 64)
+		seen[string(key[len(prefix):])] = v
+	}
+	behind := func() []string {
+		var out []string
+		for _, id := range s.members {
+			if k := memberKey(id); id != s.self && seen[k] < rev {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+	var err error
+	for ctx.Err() == nil {
+		var resp *clientv3.GetResponse
+		resp, err = s.cli.Get(ctx, prefix, clientv3.WithPrefix())
 		if err == nil {
-			seen := map[string]int64{}
 			for _, kv := range resp.Kvs {
-				v, _ := strconv.ParseInt(string(kv.Value), 10, 64)
-				seen[string(kv.Key[len(seenPrefix(s.base.prefix)):])] = v
+				note(kv.Key, kv.Value)
 			}
-			for _, id := range s.members {
-				if k := memberKey(id); id != s.self && seen[k] < rev {
-					behind = append(behind, k)
-				}
-			}
-			if len(behind) == 0 {
+			if len(behind()) == 0 {
 				return nil
 			}
+			wctx, wcancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+			for wr := range s.cli.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1)) {
+				if err = wr.Err(); err != nil {
+					break
+				}
+				for _, ev := range wr.Events {
+					if ev.Type == clientv3.EventTypePut {
+						note(ev.Kv.Key, ev.Kv.Value)
+					}
+				}
+				if len(behind()) == 0 {
+					wcancel()
+					return nil
+				}
+			}
+			wcancel()
 		}
-		if !time.Now().Before(deadline) {
-			s.log.Info("catalog change acknowledged after the catalog lease: members did not report it (down or slow)",
-				"revision", rev, "members", strings.Join(behind, ","), "read_err", err)
-			return nil
-		}
-		t := time.NewTimer(propagationPoll)
+		// etcd did not answer, or the watch ended (no leader, compacted):
+		// read the reports again shortly.
+		t := time.NewTimer(propagationRetry)
 		select {
 		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
 		case <-t.C:
 		}
+		t.Stop()
 	}
+	if err := parent.Err(); err != nil {
+		return err
+	}
+	s.log.Info("catalog change acknowledged after the catalog lease: members did not report it (down or slow)",
+		"revision", rev, "members", strings.Join(behind(), ","), "read_err", err)
+	return nil
 }

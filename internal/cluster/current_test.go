@@ -266,6 +266,45 @@ func TestWatchAppliedNotAhead(t *testing.T) {
 // while a confirmation is slow (node b's watch stalled), at most two
 // confirmations are under way: the one running and the next, which the
 // callers that need a later one share (found by review: one each, 201
+// TestPropagatedFollowsReports: a change a member reports only after
+// Propagated began reading the reports is acknowledged when it reports
+// (Propagated watches the reports), not only when the lease has gone by,
+// and not before the member reports.
+func TestPropagatedFollowsReports(t *testing.T) {
+	const lease = 30 * time.Second
+	e := startSingle(t, t.TempDir())
+	members := []uint64{1, 2}
+	st := newStaller()
+	a, _ := currentNode(t, e, 1, members, lease, nil)
+	b, _ := currentNode(t, e, 2, members, lease, st.wait)
+	if _, err := a.CreateDatabase("db", catalog.Throughput{}); err != nil {
+		t.Fatal(err)
+	}
+	unstall := st.stall(t)
+	mark := a.Mark()
+	if _, err := a.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), catalog.Throughput{}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- a.Propagated(t.Context(), mark) }()
+	select {
+	case err := <-done:
+		t.Fatalf("acknowledged (%v) while node b, stalled, had not reported the change", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	unstall()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took >= lease {
+		t.Fatalf("acknowledged after %v, the whole lease: node b's report after the first read was not seen", took)
+	}
+	if _, err := b.Container("db", "c"); err != nil {
+		t.Fatalf("acknowledged, but node b's catalog lacks the container: %v", err)
+	}
+}
+
 // for 200 callers).
 func TestConfirmationsCoalesce(t *testing.T) {
 	const lease = 400 * time.Millisecond
