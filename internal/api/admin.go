@@ -5,13 +5,15 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/partitadb/partita/internal/auth"
 	"github.com/partitadb/partita/internal/engine"
 	"github.com/partitadb/partita/internal/status"
 )
 
 // Partita's own administrative endpoints live under /_partita/, signed like
 // any request: the reports (GET) need read access, so the read-only key may
-// read them (TestReadOnlyKeyCannotWrite); a split needs the master key.
+// read them (TestReadOnlyKeyCannotWrite); a split, and the cluster status
+// with digests (a scan of every keyspace), need the master key.
 
 // splitRange serves POST /_partita/dbs/{db}/colls/{coll}/pkranges/{id}/split:
 // it splits that physical partition at its storage midpoint and answers the
@@ -79,8 +81,8 @@ const hdrClusterAll = "x-partita-cluster-all"
 // x-partita-cluster-all: true, every member's view as a JSON array, this
 // node's first, with each member's liveness in it; with
 // x-partita-cluster-digest: true, each keyspace's digest too (a scan of
-// every keyspace). A single node answers 404 saying so; a malformed
-// header value, 400.
+// every keyspace: with read-write access only, 403 otherwise). A single
+// node answers 404 saying so; a malformed header value, 400.
 func (h *Handler) clusterStatus(w http.ResponseWriter, r *http.Request) error {
 	if h.cfg.ClusterStatus == nil {
 		return status.New(http.StatusNotFound, "this server is a single node, not a member of a cluster (start it with --cluster-addr and --join)")
@@ -96,6 +98,12 @@ func (h *Handler) clusterStatus(w http.ResponseWriter, r *http.Request) error {
 				return status.BadRequest("%s: %q: want true or false", f.name, v)
 			}
 		}
+	}
+	if digest && principalFrom(r.Context()).Access != auth.ReadWrite {
+		// A digest reads every keyspace whole, on every member with all:
+		// an operator's check, not a read to let every read-only client
+		// repeat unthrottled and uncharged.
+		return status.New(http.StatusForbidden, hdrClusterDigest+" scans every keyspace of the cluster: it needs the master key (or a read-write role), not read-only access")
 	}
 	st, err := h.cfg.ClusterStatus(r.Context(), digest, all)
 	if err != nil {

@@ -35,6 +35,13 @@ func newTestHandlerOn(t *testing.T, cfg Config, wrap func(*replica.Local) replic
 // newTestAPI returns the handler newTestHandlerOn serves.
 func newTestAPI(t *testing.T, cfg Config, wrap func(*replica.Local) replica.Host) http.Handler {
 	t.Helper()
+	key, _ := auth.DecodeKey(testKey)
+	return newTestAPIAuth(t, cfg, wrap, auth.Config{MasterKey: key})
+}
+
+// newTestAPIAuth is newTestAPI with the keys and roles of ac.
+func newTestAPIAuth(t *testing.T, cfg Config, wrap func(*replica.Local) replica.Host, ac auth.Config) http.Handler {
+	t.Helper()
 	st, err := store.Open(store.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -48,16 +55,21 @@ func newTestAPI(t *testing.T, cfg Config, wrap func(*replica.Local) replica.Host
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, _ := auth.DecodeKey(testKey)
-	v, err := auth.NewVerifier(auth.Config{MasterKey: key})
+	v, err := auth.NewVerifier(ac)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return New(cfg, eng, v, nil, nil)
 }
 
-// do sends a signed request.
+// do sends a request signed with the master key.
 func do(t *testing.T, srv *httptest.Server, method, path string, hdr map[string]string, body string) (*http.Response, []byte) {
+	t.Helper()
+	return doAs(t, srv, testKey, method, path, hdr, body)
+}
+
+// doAs sends a request signed with signer, a key in base64.
+func doAs(t *testing.T, srv *httptest.Server, signer, method, path string, hdr map[string]string, body string) (*http.Response, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
 	if err != nil {
@@ -68,7 +80,7 @@ func do(t *testing.T, srv *httptest.Server, method, path string, hdr map[string]
 		t.Fatal(err)
 	}
 	date := time.Now().UTC().Format(http.TimeFormat)
-	key, _ := auth.DecodeKey(testKey)
+	key, _ := auth.DecodeKey(signer)
 	req.Header.Set("x-ms-date", date)
 	req.Header.Set("Authorization", auth.MasterToken(key, method, typ, link, date))
 	for k, v := range hdr {

@@ -110,16 +110,31 @@ func forwardedHere(r *http.Request) bool {
 	return st != nil && st.forwarded
 }
 
-// keepBody reads r's body into memory when a Forwarder may need it, so it
-// can be sent on, and returns r reading it again.
-func (h *Handler) keepBody(r *http.Request) (*http.Request, error) {
+// forwardable notes r, as it arrived, as the request a forward sends on
+// when a Forwarder may need it (the state keepBody fills). It reads
+// nothing: the body is read only once r is authenticated (keepBody), so a
+// request without valid credentials costs no more memory in a cluster than
+// on a single node.
+func (h *Handler) forwardable(r *http.Request) *http.Request {
 	if h.cfg.Forward == nil && h.cfg.ForwardRead == nil {
-		return r, nil
+		return r
 	}
 	st, _ := r.Context().Value(forwardKey{}).(*forwardState)
 	if st == nil {
 		st = &forwardState{}
 		r = r.WithContext(context.WithValue(r.Context(), forwardKey{}, st))
+	}
+	st.orig = r
+	return r
+}
+
+// keepBody reads the body of r, authenticated, into memory when a
+// Forwarder may need it (forwardable noted r), so it can be sent on, and
+// returns r reading it again.
+func (h *Handler) keepBody(r *http.Request) (*http.Request, error) {
+	st, _ := r.Context().Value(forwardKey{}).(*forwardState)
+	if st == nil {
+		return r, nil
 	}
 	if st.body == nil && r.Body != nil && r.Body != http.NoBody {
 		b, err := io.ReadAll(r.Body)
@@ -131,7 +146,6 @@ func (h *Handler) keepBody(r *http.Request) (*http.Request, error) {
 	if st.body != nil {
 		r.Body = io.NopCloser(bytes.NewReader(st.body))
 	}
-	st.orig = r
 	return r, nil
 }
 

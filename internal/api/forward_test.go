@@ -1,12 +1,14 @@
 package api
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/partitadb/partita/internal/replica"
 )
@@ -205,5 +207,72 @@ func TestForwardRead(t *testing.T) {
 	resp, body = do(t, srv, http.MethodGet, "/dbs/db/colls/c/docs/x", pk, "")
 	if resp.StatusCode != http.StatusOK || len(forwarded) != 0 || !strings.Contains(string(body), `"v":1`) {
 		t.Errorf("leader unknown: %d %s, forwarded: %v", resp.StatusCode, body, len(forwarded) != 0)
+	}
+}
+
+// countingBody is a request body that counts the bytes read from it.
+type countingBody struct {
+	n    atomic.Int64
+	left int
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	if b.left == 0 {
+		return 0, io.EOF
+	}
+	n := min(len(p), b.left)
+	for i := range n {
+		p[i] = ' '
+	}
+	b.left -= n
+	b.n.Add(int64(n))
+	return n, nil
+}
+
+func (b *countingBody) Close() error { return nil }
+
+// TestForwardingReadsBodyAfterAuth: a node that may forward requests keeps
+// their bodies in memory to send them on, but only once they are
+// authenticated: a request without valid credentials is answered 401
+// without its body being read (a security review: a cluster node read up
+// to 16 MiB of each unauthenticated request first, and held it while the
+// client trickled it in), and an authenticated one still reaches the
+// forwarder with its whole body.
+func TestForwardingReadsBodyAfterAuth(t *testing.T) {
+	var got []byte
+	writeFwd := func(w http.ResponseWriter, r *http.Request, body []byte, _, _ uint64) ForwardResult {
+		got = body
+		w.WriteHeader(http.StatusCreated)
+		return Forwarded
+	}
+	var host *elsewhereHost
+	h := newTestAPI(t, Config{Forward: writeFwd}, func(l *replica.Local) replica.Host {
+		host = &elsewhereHost{Local: l}
+		return host
+	})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	mustDo(t, srv, http.MethodPost, "/dbs", nil, `{"id":"db"}`, http.StatusCreated)
+	mustDo(t, srv, http.MethodPost, "/dbs/db/colls", nil, `{"id":"c","partitionKey":{"paths":["/pk"]}}`, http.StatusCreated)
+
+	body := &countingBody{left: 8 << 20}
+	r := httptest.NewRequest(http.MethodPost, "/dbs/db/colls/c/docs", body)
+	r.Header.Set("x-ms-documentdb-partitionkey", `["a"]`)
+	r.Header.Set("x-ms-date", time.Now().UTC().Format(http.TimeFormat))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	if rec.Code != http.StatusUnauthorized {
+		t.Fatalf("unsigned create: %d %s, want 401", rec.Code, rec.Body)
+	}
+	if n := body.n.Load(); n != 0 {
+		t.Fatalf("unsigned create: %d bytes of its body read before it was refused", n)
+	}
+
+	host.away.Store(true) // the keyspace's leader is elsewhere: writes are forwarded
+	host.leader.Store(2)
+	item := `{"id":"x","pk":"a","v":1}`
+	mustDo(t, srv, http.MethodPost, "/dbs/db/colls/c/docs", map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}, item, http.StatusCreated)
+	if string(got) != item {
+		t.Fatalf("forwarded body %q, want %q", got, item)
 	}
 }

@@ -302,11 +302,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	r.Body = http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes)
-	r, err := h.keepBody(r)
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
+	r = h.forwardable(r)
 	folded, err := foldQuery(leadingSlash(r))
 	if err != nil {
 		h.writeError(w, r, err)
@@ -333,7 +329,11 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	r = authed
+	r, err = h.keepBody(authed)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
 	if err := checkPathIDs(r.URL.EscapedPath()); err != nil {
 		h.writeError(w, r, err)
 		return
