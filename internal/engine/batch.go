@@ -97,7 +97,7 @@ func (e *Engine) ExecuteBatch(ctx context.Context, db, coll string, pk document.
 		if op.PK != nil && !pointKey(c, op.PK).Equal(pk) {
 			err = status.BadRequest("operation %d names partition key %s; a transactional batch is scoped to %s", i, op.PK, pk)
 		} else {
-			r, err = t.apply(op)
+			r, err = t.apply(ctx, op)
 		}
 		if size += len(r.Body); err == nil && size > MaxBatchResponseBytes {
 			err = responseFull()
@@ -153,7 +153,7 @@ func (e *Engine) ExecuteBulk(ctx context.Context, db, coll string, ops []BatchOp
 			away = nil // this node ran operations
 			continue
 		}
-		r, session, err := e.bulkOne(c, op)
+		r, session, err := e.bulkOne(ctx, c, op)
 		size += len(r.Body)
 		if i == 0 || away != nil {
 			away = sameLeader(away, err)
@@ -196,7 +196,7 @@ func sameLeader(prev, err error) error {
 }
 
 // bulkOne runs one bulk operation in a transaction of its own.
-func (e *Engine) bulkOne(c *catalog.Container, op BatchOp) (BatchResult, string, error) {
+func (e *Engine) bulkOne(ctx context.Context, c *catalog.Container, op BatchOp) (BatchResult, string, error) {
 	if op.PK = pointKey(c, op.PK); op.PK == nil {
 		return BatchResult{}, "", status.BadRequest("a bulk operation needs its partitionKey")
 	}
@@ -205,7 +205,7 @@ func (e *Engine) bulkOne(c *catalog.Container, op BatchOp) (BatchResult, string,
 		return BatchResult{}, "", err
 	}
 	defer t.close()
-	r, err := t.apply(op)
+	r, err := t.apply(ctx, op)
 	if err != nil {
 		return BatchResult{}, "", err
 	}
@@ -229,7 +229,7 @@ func failed(err error) BatchResult {
 }
 
 // apply runs one batch operation in the transaction.
-func (t *lpTxn) apply(op BatchOp) (BatchResult, error) {
+func (t *lpTxn) apply(ctx context.Context, op BatchOp) (BatchResult, error) {
 	var (
 		res   Result
 		err   error
@@ -265,7 +265,7 @@ func (t *lpTxn) apply(op BatchOp) (BatchResult, error) {
 			err = translate(err)
 			break
 		}
-		res, err = t.patch(op.ID, req, op.IfMatch)
+		res, err = t.patch(ctx, op.ID, req, op.IfMatch)
 		code = http.StatusOK
 	default:
 		err = status.BadRequest("unknown batch operationType %q: want Create, Upsert, Read, Delete, Replace or Patch", op.Type)

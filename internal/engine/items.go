@@ -196,7 +196,7 @@ func (e *Engine) PatchItem(ctx context.Context, ref ItemRef, pk document.Partiti
 		return Result{}, err
 	}
 	defer t.close()
-	res, err := t.patch(ref.ID, req, ifMatch)
+	res, err := t.patch(ctx, ref.ID, req, ifMatch)
 	if err != nil {
 		return Result{}, err
 	}

@@ -419,8 +419,10 @@ func (t *lpTxn) drop(id string, old []byte, props document.SystemProps) (terms i
 	return terms, nil
 }
 
-// patch applies a parsed patch request to item id.
-func (t *lpTxn) patch(id string, req document.PatchRequest, ifMatch string) (Result, error) {
+// patch applies a parsed patch request to item id. Its condition is
+// evaluated under ctx and at most QueryMaxTime, as a query page is: the
+// transaction holds its logical partition meanwhile.
+func (t *lpTxn) patch(ctx context.Context, id string, req document.PatchRequest, ifMatch string) (Result, error) {
 	var cond *exec.Program
 	if req.Condition != "" {
 		var err error
@@ -436,7 +438,13 @@ func (t *lpTxn) patch(id string, req document.PatchRequest, ifMatch string) (Res
 		return Result{}, status.PreconditionFailed()
 	}
 	if cond != nil {
-		ok, err := cond.Match(old)
+		mctx, cancel := context.WithTimeout(ctx, t.e.cfg.QueryMaxTime)
+		ok, err := cond.Match(mctx, old)
+		timedOut := errors.Is(mctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+		cancel()
+		if timedOut {
+			return Result{}, status.Newf(http.StatusRequestTimeout, "the patch condition %q ran for longer than %v on the item (the rows of its JOINs or subqueries are more than it can evaluate in that time): nothing was patched", req.Condition, t.e.cfg.QueryMaxTime)
+		}
 		if err != nil {
 			return Result{}, translate(err)
 		}

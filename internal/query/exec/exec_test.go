@@ -376,14 +376,14 @@ func TestMatch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := p.Match([]byte(tt.doc))
+		got, err := p.Match(t.Context(), []byte(tt.doc))
 		if err != nil || got != tt.want {
 			t.Errorf("Match(%q, %s) = %v, %v, want %v", tt.query, tt.doc, got, err, tt.want)
 		}
 	}
 	q, _ := parse.Parse("SELECT * FROM c JOIN t IN c.tags")
 	if p, err := Compile(q, nil); err == nil {
-		if _, err := p.Match([]byte(`{}`)); !errors.As(err, new(*Error)) {
+		if _, err := p.Match(t.Context(), []byte(`{}`)); !errors.As(err, new(*Error)) {
 			t.Errorf("Match with JOIN error = %v, want *Error", err)
 		}
 	}

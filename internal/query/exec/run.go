@@ -118,9 +118,10 @@ func (p *Program) Run(ctx context.Context, docs func(yield func(doc []byte) bool
 // Match reports whether doc passes the query's WHERE clause, with the FROM alias bound to
 // the whole document (true when there is no WHERE). It ignores the projection and the other
 // clauses. It returns an *Error if the query's FROM is not a plain alias (FROM c or
-// FROM root r) or it has JOINs, and a non-*Error error if doc is not valid JSON.
+// FROM root r) or it has JOINs, a non-*Error error if doc is not valid JSON, and ctx's
+// error when ctx ends before the WHERE clause is evaluated.
 // Match is safe for concurrent use.
-func (p *Program) Match(doc []byte) (bool, error) {
+func (p *Program) Match(ctx context.Context, doc []byte) (bool, error) {
 	q := p.q
 	if q.from == nil || q.from.in || q.from.sub != nil || len(q.joins) > 0 {
 		return false, &Error{Msg: "the query cannot be used as a document filter"}
@@ -134,7 +135,7 @@ func (p *Program) Match(doc []byte) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("exec: parse document: %w", err)
 	}
-	rc := &runCtx{ctx: context.Background(), now: p.now()}
+	rc := &runCtx{ctx: ctx, now: p.now()}
 	e := &env{slots: make([]value, p.nslots), rc: rc}
 	v := fromJSON(root)
 	e.slots[q.rootSlot] = v

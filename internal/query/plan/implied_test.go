@@ -125,8 +125,8 @@ func TestImpliedKeepsResults(t *testing.T) {
 			if err := json.Unmarshal([]byte(doc), &m); err != nil {
 				t.Fatal(err)
 			}
-			got, err1 := part.Match([]byte(doc))
-			want, err2 := whole.Match([]byte(doc))
+			got, err1 := part.Match(t.Context(), []byte(doc))
+			want, err2 := whole.Match(t.Context(), []byte(doc))
 			if got != want || err1 != nil || err2 != nil {
 				t.Fatalf("key %s, %s on %s: %v, %v with the implied conjuncts left out; %v, %v as written", keyJSON, text, doc, got, err1, want, err2)
 			}
