@@ -76,8 +76,16 @@ type Shared interface {
 // majority): the request may be retried.
 var ErrUnavailable = errors.New("catalog: the shared catalog is unavailable")
 
-// lockTimeout bounds how long a write waits for a shared backend's lock.
-const lockTimeout = 10 * time.Second
+// ErrLockTimeout is ErrUnavailable when a write could not have the shared
+// backend's lock within lockTimeout: nothing was written, and the request
+// may be retried.
+var ErrLockTimeout = fmt.Errorf("%w: its write lock was not granted in time", ErrUnavailable)
+
+// lockTimeout bounds how long a write waits for a shared backend's lock:
+// longer than a cluster node's etcd session lives unrenewed (10 s), so that
+// a write behind a holder that died is granted the lock when the holder's
+// session expires, rather than refused just before.
+const lockTimeout = 15 * time.Second
 
 // Sync returns once the catalog's memory holds every change other nodes
 // made to a shared backend before the call; at once for a backend only this

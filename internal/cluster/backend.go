@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
@@ -186,6 +187,12 @@ func (b *Backend) apply(set map[string][]byte, del []string) (int64, error) {
 		}
 		var err error
 		resp, err = txn.Then(ops...).Commit()
+		if err != nil && ctx.Err() != nil {
+			// This attempt's own timeout (a request etcd's leader took and
+			// then stopped answering, as a paused one does): retried as
+			// etcd's own timeouts are.
+			return fmt.Errorf("%w: %w", rpctypes.ErrTimeout, err)
+		}
 		return err
 	})
 	if err != nil {

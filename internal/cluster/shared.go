@@ -51,7 +51,10 @@ type SharedCatalog struct {
 		cur  *confirmCall // the confirmation under way, if any
 		next *confirmCall // the one to start when cur ends, if callers wait for it
 	}
-	lock sync.Mutex // one holder of mx on this node at a time; guards mx
+	// lock lets one holder of mx at a time on this node (a semaphore of
+	// one, so that a request waiting for it gives up when its context
+	// ends); it guards mx.
+	lock chan struct{}
 	// sess is the node's session: its lease keeps mx's key. A session whose
 	// lease expired (the process paused, or etcd without a quorum, longer
 	// than its TTL) is replaced by the next Lock (renewLocked), under lock.
@@ -123,7 +126,8 @@ func NewSharedCatalog(ctx context.Context, cli *clientv3.Client, cfg SharedConfi
 		return nil, fmt.Errorf("cluster: catalog session: %w", err)
 	}
 	s := &SharedCatalog{base: base, cli: cli, ttl: ttl, log: log, mx: concurrency.NewMutex(sess, CatalogLockKey), done: make(chan struct{}),
-		self: cfg.Self, members: cfg.Members, lease: cfg.Lease, epoch: time.Now(), kick: make(chan struct{}, 1)}
+		self: cfg.Self, members: cfg.Members, lease: cfg.Lease, epoch: time.Now(), kick: make(chan struct{}, 1),
+		lock: make(chan struct{}, 1)}
 	s.sess.Store(sess)
 	s.mu.own = map[string]int64{}
 	// The watch starts after the revision now, before the catalog reads
@@ -351,20 +355,28 @@ func (s *SharedCatalog) Apply(set map[string][]byte, del []string) error {
 }
 
 // Lock takes the cluster-wide write lock, and returns once every change
-// made before it was granted has been passed to the catalog.
+// made before it was granted has been passed to the catalog. When ctx ends
+// first the error is catalog.ErrLockTimeout: another request holds the lock
+// (on this node or another: one that died holding it frees it when its
+// session expires, within the session's TTL), or etcd has no majority.
 func (s *SharedCatalog) Lock(ctx context.Context) (func(), error) {
 	if err := s.Err(); err != nil {
 		return nil, err
 	}
-	s.lock.Lock()
+	select {
+	case s.lock <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("cluster: catalog lock: another request of this node holds it: %w: %w", catalog.ErrLockTimeout, ctx.Err())
+	}
 	// Lock is idempotent for the session (its key is the session's lease).
 	err := retryEtcd(ctx, func() error {
 		if err := s.renewLocked(ctx, false); err != nil {
 			return err
 		}
 		err := s.mx.Lock(ctx)
-		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			// Expired before the session noticed: a new one, at once.
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) || errors.Is(err, concurrency.ErrSessionExpired) {
+			// Expired (before the session noticed, or the session found
+			// out between renewLocked and Lock): a new one, at once.
 			if err := s.renewLocked(ctx, true); err != nil {
 				return err
 			}
@@ -373,8 +385,8 @@ func (s *SharedCatalog) Lock(ctx context.Context) (func(), error) {
 		return err
 	})
 	if err != nil {
-		s.lock.Unlock()
-		return nil, fmt.Errorf("cluster: catalog lock: %w", err)
+		<-s.lock
+		return nil, lockErr(ctx, err)
 	}
 	release := func() {
 		s.mu.Lock()
@@ -386,7 +398,7 @@ func (s *SharedCatalog) Lock(ctx context.Context) (func(), error) {
 		ctx, cancel := context.WithTimeout(context.Background(), s.base.timeout)
 		_ = s.mx.Unlock(ctx) // if it fails, the session's expiry releases it
 		cancel()
-		s.lock.Unlock()
+		<-s.lock
 	}
 	granted := s.mx.Header().Revision
 	var key *clientv3.GetResponse
@@ -394,19 +406,31 @@ func (s *SharedCatalog) Lock(ctx context.Context) (func(), error) {
 	switch {
 	case err != nil:
 		release()
-		return nil, fmt.Errorf("cluster: catalog lock: %w", err)
+		return nil, lockErr(ctx, err)
 	case len(key.Kvs) == 0:
 		release()
 		return nil, fmt.Errorf("cluster: catalog lock lost at once (session expired?)")
 	}
 	if err := s.caughtUp(ctx, granted); err != nil {
 		release()
+		if ctx.Err() != nil {
+			return nil, lockErr(ctx, err)
+		}
 		return nil, err
 	}
 	s.mu.Lock()
 	s.mu.fenced = s.base.Fenced(Fence{Key: s.mx.Key(), Rev: key.Kvs[0].CreateRevision})
 	s.mu.Unlock()
 	return release, nil
+}
+
+// lockErr is Lock's error for err: catalog.ErrLockTimeout when ctx ended
+// first (the lock not had in time, for whatever reason etcd gave).
+func lockErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil && !errors.Is(err, catalog.ErrUnavailable) {
+		return fmt.Errorf("cluster: catalog lock: %w: %w", catalog.ErrLockTimeout, err)
+	}
+	return fmt.Errorf("cluster: catalog lock: %w", err)
 }
 
 // renewLocked replaces the node's session with a new one, on a new lease,

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -217,4 +218,36 @@ func TestSharedCatalogCloseWithoutQuorum(t *testing.T) {
 	if err == nil {
 		t.Fatal("Close without a quorum reported the lease revoked")
 	}
+}
+
+// TestLockTimeout: a write that cannot have the catalog's lock in time —
+// another node holds it, or another request of the same node — fails with
+// catalog.ErrLockTimeout, a catalog.ErrUnavailable (503: nothing was
+// written, retry), not the bare context error it was (a bug hunt: metadata
+// writes behind a node killed holding the lock answered 500).
+func TestLockTimeout(t *testing.T) {
+	e := startSingle(t, t.TempDir())
+	_, a := currentNode(t, e, 1, []uint64{1, 2}, time.Second, nil)
+	_, b := currentNode(t, e, 2, []uint64{1, 2}, time.Second, nil)
+	release, err := a.Lock(opCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		s    *SharedCatalog
+	}{{"another node", b}, {"the same node", a}} {
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		_, err := tc.s.Lock(ctx)
+		cancel()
+		if !errors.Is(err, catalog.ErrLockTimeout) || !errors.Is(err, catalog.ErrUnavailable) {
+			t.Errorf("%s holding the lock: Lock = %v, want catalog.ErrLockTimeout", tc.name, err)
+		}
+	}
+	release()
+	release, err = b.Lock(opCtx(t))
+	if err != nil {
+		t.Fatalf("after the holder released it: %v", err)
+	}
+	release()
 }

@@ -65,6 +65,10 @@ func translate(err error) error {
 		return status.Unavailable("this node could not confirm that its copy of the cluster's catalog is current " +
 			"(etcd has no leader or did not answer in time: a majority of the cluster's nodes may be down or cut off); retry").Wrap(err)
 	}
+	if errors.Is(err, catalog.ErrLockTimeout) {
+		return status.Unavailable("the cluster's catalog lock was not granted in time, so nothing was changed: other changes " +
+			"hold it (a node that died holding it frees it within its etcd session's 10 s), or etcd has no majority; retry").Wrap(err)
+	}
 	if errors.Is(err, catalog.ErrUnavailable) {
 		return status.Unavailable("the cluster's catalog (etcd) has no leader or no majority for now: " +
 			"a majority of the cluster's nodes may be down, or its leader is changing; retry").Wrap(err)

@@ -1,11 +1,13 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/partitadb/partita/internal/catalog"
 	"github.com/partitadb/partita/internal/replica"
 	"github.com/partitadb/partita/internal/status"
 )
@@ -23,6 +25,10 @@ func TestTranslateReplicaErrors(t *testing.T) {
 		{fmt.Errorf("keyspace 3: %w", replica.ErrUnavailable), http.StatusServiceUnavailable, "store is recovering"},
 		{&replica.NotLeaderError{Keyspace: 3, Leader: 7}, http.StatusServiceUnavailable, "does not lead"},
 		{fmt.Errorf("keyspace 3: %w", replica.ErrIndeterminate), http.StatusRequestTimeout, "outcome is unknown"},
+		// The catalog's lock not had in time: 503 saying nothing was
+		// changed (it was a 500 with the bare context error).
+		{fmt.Errorf("catalog: the cluster-wide write lock: %w: %w", catalog.ErrLockTimeout, context.DeadlineExceeded), http.StatusServiceUnavailable, "nothing was changed"},
+		{fmt.Errorf("catalog: %w", catalog.ErrUnavailable), http.StatusServiceUnavailable, "no leader or no majority"},
 	}
 	for _, tt := range tests {
 		se := status.From(translate(tt.err))
