@@ -760,11 +760,21 @@ func (c *compiler) expr(e parse.Expr, x ectx) (evalFn, error) {
 		}
 		return func(e *env) value {
 			elems := []value{}
+			size := 2
 			sub.exec(e, func(v value) bool {
+				if size += sizeOf(v, maxValueBytes-size) + 1; size > maxValueBytes {
+					e.rc.fail(errValueTooLarge("an ARRAY subquery's array"))
+					return false
+				}
 				elems = append(elems, v)
 				return true
 			})
-			return arrayOf(elems)
+			if e.rc.err != nil {
+				return undef
+			}
+			a := arrayOf(elems)
+			a.c.size = size
+			return a
 		}, nil
 	case *parse.Subquery:
 		sub, err := c.query(e.Query, x.sc, false)
@@ -1125,6 +1135,10 @@ func (c *compiler) call(e *parse.Call, x ectx) (evalFn, error) {
 		r := fn(e.stack[base:])
 		clear(e.stack[base:])
 		e.stack = e.stack[:base]
+		if (r.k == kStr || r.k == kArr || r.k == kObj) && r.j == nil && sizeOf(r, maxValueBytes) > maxValueBytes {
+			e.rc.fail(errValueTooLarge(upper + "'s result"))
+			return undef
+		}
 		return r
 	}, nil
 }

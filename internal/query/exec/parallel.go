@@ -129,7 +129,7 @@ func (s *aggState) merge(k aggKind, o *aggState) {
 		s.list = append(s.list, o.list...)
 	case aggMakeSet:
 		for _, v := range o.list {
-			s.add(aggMakeSet, v)
+			s.add(nil, aggMakeSet, v)
 		}
 	}
 }

@@ -23,6 +23,8 @@ type runCtx struct {
 	ndocs  int
 	nrows  int
 	err    error // the first error; once set, every loop unwinds
+	// retained is what the run keeps across rows (retain).
+	retained int
 	// rows is the caller's count of rows bound (WithRowCount), looked up
 	// in ctx at the first row; nil when there is none.
 	rows      *atomic.Int64
@@ -151,12 +153,16 @@ func (p *Program) Match(ctx context.Context, doc []byte) (bool, error) {
 // exec runs q with the outer bindings already in e and sends each result row to emit until
 // emit returns false. Errors are recorded in e.rc.
 func (q *cquery) exec(e *env, emit func(value) bool) {
+	// What this evaluation keeps (its groups, DISTINCT values, buffered
+	// rows) is garbage once it returns: a subquery evaluated for every row
+	// of its outer query is charged for one evaluation at a time.
+	defer func(n int) { e.rc.retained = n }(e.rc.retained)
 	if q.grouped {
 		q.execGrouped(e, emit)
 		return
 	}
 	if len(q.orderBy) == 0 {
-		lim := q.newLimiter()
+		lim := q.newLimiter(e.rc)
 		if lim.done() {
 			return
 		}
@@ -182,9 +188,16 @@ func (q *cquery) exec(e *env, emit func(value) bool) {
 		for i, o := range q.orderBy {
 			keys[i] = o.fn(e)
 		}
-		rows = append(rows, sortRow{keys: keys, v: v})
+		size := rowSize(v, keys)
+		if !e.rc.retain(size, "ORDER BY's rows") {
+			return false
+		}
+		rows = append(rows, sortRow{keys: keys, v: v, size: size})
 		if need >= 0 && len(rows) >= 2*need+64 {
 			q.sortRows(rows)
+			for _, r := range rows[need:] {
+				e.rc.retained -= r.size
+			}
 			clear(rows[need:])
 			rows = rows[:need]
 		}
@@ -226,6 +239,26 @@ func (q *cquery) sortRows(rows []sortRow) {
 type sortRow struct {
 	keys []value
 	v    value
+	size int // what it retains (rowSize)
+}
+
+// rowSize is what a buffered row retains beyond the documents it refers to
+// (which the engine bounds as it reads them): the values built for it.
+func rowSize(v value, keys []value) int {
+	n := 48 + builtSize(v)
+	for _, k := range keys {
+		n += 16 + builtSize(k)
+	}
+	return n
+}
+
+// builtSize is sizeOf for a value the query built, 16 for a reference to a
+// document's value.
+func builtSize(v value) int {
+	if v.j != nil {
+		return 16
+	}
+	return sizeOf(v, maxRetainedBytes)
 }
 
 func (q *cquery) emitSorted(e *env, rows []sortRow, emit func(value) bool) {
@@ -233,7 +266,7 @@ func (q *cquery) emitSorted(e *env, rows []sortRow, emit func(value) bool) {
 		return
 	}
 	q.sortRows(rows)
-	lim := q.newLimiter()
+	lim := q.newLimiter(e.rc)
 	for _, r := range rows {
 		if lim.done() || !lim.push(r.v, emit) {
 			return
@@ -326,14 +359,15 @@ func (q *cquery) joinRows(e *env, i int, fn func() bool) bool {
 
 // limiter applies DISTINCT, OFFSET, LIMIT and TOP, in that order, to a stream of rows.
 type limiter struct {
+	rc   *runCtx // charged for seen; nil: not charged
 	seen map[string]struct{}
 	key  []byte
 	skip int
 	left int // rows still to emit; -1 for no limit
 }
 
-func (q *cquery) newLimiter() *limiter {
-	l := &limiter{skip: q.offset, left: q.limit}
+func (q *cquery) newLimiter(rc *runCtx) *limiter {
+	l := &limiter{rc: rc, skip: q.offset, left: q.limit}
 	if q.topN >= 0 && (l.left < 0 || q.topN < l.left) {
 		l.left = q.topN
 	}
@@ -352,6 +386,9 @@ func (l *limiter) push(v value, emit func(value) bool) bool {
 		l.key = appendKey(l.key[:0], v)
 		if _, dup := l.seen[string(l.key)]; dup {
 			return true
+		}
+		if l.rc != nil && !l.rc.retain(len(l.key)+48, "DISTINCT's values") {
+			return false
 		}
 		l.seen[string(l.key)] = struct{}{}
 	}
@@ -392,7 +429,8 @@ type aggState struct {
 	seen   map[string]bool // MAKESET: canonical keys of list
 }
 
-func (s *aggState) add(k aggKind, v value) {
+// rc, when not nil, is charged for what MAKELIST and MAKESET keep.
+func (s *aggState) add(rc *runCtx, k aggKind, v value) {
 	if v.k == kUndef || s.bad {
 		return
 	}
@@ -404,6 +442,9 @@ func (s *aggState) add(k aggKind, v value) {
 			s.n++
 		}
 	case aggMakeList:
+		if rc != nil && !rc.retain(sizeOf(v, maxValueBytes)+16, "MAKELIST's values") {
+			return
+		}
 		s.list = append(s.list, owned(v))
 	case aggMakeSet:
 		k := string(appendKey(nil, v))
@@ -411,6 +452,9 @@ func (s *aggState) add(k aggKind, v value) {
 			s.seen = make(map[string]bool)
 		}
 		if !s.seen[k] {
+			if rc != nil && !rc.retain(2*len(k)+64, "MAKESET's values") {
+				return
+			}
 			s.seen[k] = true
 			s.list = append(s.list, owned(v))
 		}
@@ -486,6 +530,9 @@ func (q *cquery) fold(e *env) []*group {
 		}
 		g := index[string(key)]
 		if g == nil {
+			if !e.rc.retain(2*len(key)+64+48*len(q.aggs), "GROUP BY's groups") {
+				return false
+			}
 			gk := make([]value, len(keys))
 			for i, k := range keys {
 				gk[i] = owned(k) // k may alias a parser that the next document reuses
@@ -495,7 +542,7 @@ func (q *cquery) fold(e *env) []*group {
 			groups = append(groups, g)
 		}
 		for i, a := range q.aggs {
-			g.states[i].add(a.kind, a.arg(e))
+			g.states[i].add(e.rc, a.kind, a.arg(e))
 		}
 		return true
 	})
@@ -534,7 +581,7 @@ func (q *cquery) emitGroups(e *env, groups []*group, emit func(value) bool) {
 		q.emitSorted(e, rows, emit)
 		return
 	}
-	lim := q.newLimiter()
+	lim := q.newLimiter(e.rc)
 	for _, r := range rows {
 		if lim.done() || !lim.push(r.v, emit) {
 			return

@@ -45,6 +45,7 @@ type value struct {
 type composite struct {
 	keys  []string
 	elems []value
+	size  int // sizeOf, once measured and within its limit; 0: not yet
 }
 
 var (

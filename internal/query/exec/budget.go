@@ -1,0 +1,104 @@
+package exec
+
+import "github.com/valyala/fastjson"
+
+// A query's evaluation is bounded in memory two ways, besides the engine's
+// bound on the documents it reads and buffers (a robustness review built
+// gigabytes from a few kilobytes of query: an ARRAY subquery over a JOIN,
+// GROUP BY and DISTINCT keys over a JOIN's rows):
+//
+//   - no value it builds (a string, an ARRAY subquery's array, a function's
+//     result) may exceed MaxValueBytes of JSON: a row of a page is at most
+//     4 MB and a stored item 2 MB, so nothing larger can be returned or
+//     written anyway;
+//   - what it keeps across rows (GROUP BY groups, DISTINCT's seen values,
+//     MAKELIST and MAKESET, ORDER BY's buffered rows) may not exceed
+//     MaxRetainedBytes in all.
+//
+// Past either, the run fails with a 400 naming the bound.
+const (
+	MaxValueBytes    = 16 << 20
+	MaxRetainedBytes = 256 << 20
+)
+
+// maxValueBytes and maxRetainedBytes are the bounds in force: the
+// constants, but for tests that lower them.
+var (
+	maxValueBytes    = MaxValueBytes
+	maxRetainedBytes = MaxRetainedBytes
+)
+
+// sizeOf returns the size v takes as JSON, or a number past limit as soon as
+// it is known to exceed limit (so that a value with many references to one
+// large document fragment costs no more than limit to measure).
+func sizeOf(v value, limit int) int {
+	switch v.k {
+	case kUndef:
+		return 0
+	case kStr:
+		if v.j != nil {
+			return jsonSize(v.j, limit)
+		}
+		return len(v.s) + 2
+	case kNum, kBool, kNull:
+		return 8
+	}
+	if v.j != nil {
+		return jsonSize(v.j, limit)
+	}
+	if v.c.size > 0 {
+		return v.c.size
+	}
+	n := 2
+	for i, e := range v.c.elems {
+		if v.k == kObj {
+			n += len(v.c.keys[i]) + 3
+		}
+		n += sizeOf(e, limit-n) + 1
+		if n > limit {
+			return n
+		}
+	}
+	v.c.size = n
+	return n
+}
+
+// jsonSize is sizeOf for a document's value.
+func jsonSize(j *fastjson.Value, limit int) int {
+	switch j.Type() {
+	case fastjson.TypeString:
+		return len(j.GetStringBytes()) + 2
+	case fastjson.TypeArray:
+		n := 2
+		for _, e := range j.GetArray() {
+			if n += jsonSize(e, limit-n) + 1; n > limit {
+				return n
+			}
+		}
+		return n
+	case fastjson.TypeObject:
+		n := 2
+		j.GetObject().Visit(func(k []byte, e *fastjson.Value) {
+			if n <= limit {
+				n += len(k) + 3 + jsonSize(e, limit-n) + 1
+			}
+		})
+		return n
+	}
+	return 8
+}
+
+// errValueTooLarge is the failure of a value past MaxValueBytes.
+func errValueTooLarge(what string) *Error {
+	return &Error{Msg: "the query builds a value larger than 16 MiB (" + what + "): no result row or item can hold it; filter the rows it is built from (fewer JOINs, a WHERE in the subquery)"}
+}
+
+// retain charges n bytes kept across rows to the run, and reports false
+// (the run failed) past MaxRetainedBytes.
+func (rc *runCtx) retain(n int, what string) bool {
+	if rc.retained += n; rc.retained > maxRetainedBytes {
+		rc.fail(&Error{Msg: "the query keeps more than 256 MiB across its rows (" + what + "): filter the rows first (fewer JOINs, a narrower WHERE) or group by fewer distinct values"})
+		return false
+	}
+	return true
+}

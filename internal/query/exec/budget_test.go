@@ -1,0 +1,68 @@
+package exec
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestMemoryBounds: what a query builds and keeps is bounded (budget.go),
+// so a few kilobytes of query and document cannot make gigabytes: each of
+// these (from a robustness review, where they took the server past 3 GB)
+// fails with a 400 naming the bound, while the same shapes over a little
+// data still run and a subquery's state is charged for one evaluation at a
+// time.
+func TestMemoryBounds(t *testing.T) {
+	// Bounds 16 times lower, for data 16 times smaller (-race is slow).
+	maxValueBytes, maxRetainedBytes = MaxValueBytes/16, MaxRetainedBytes/16
+	t.Cleanup(func() { maxValueBytes, maxRetainedBytes = MaxValueBytes, MaxRetainedBytes })
+	nums := make([]string, 250)
+	for i := range nums {
+		nums[i] = fmt.Sprint(i)
+	}
+	s := strings.Repeat("x", 1000)
+	doc := fmt.Sprintf(`{"id":"1","arr":[%s],"s":%q}`, strings.Join(nums, ","), s)
+	arr := []byte("[" + strings.Join(nums, ",") + "]")
+	for _, tc := range []struct {
+		name, query string
+		params      Params
+		want        string // in the error
+	}{
+		{"GROUP BY over a JOIN", `SELECT COUNT(1) n FROM c JOIN a IN c.arr JOIN b IN c.arr GROUP BY CONCAT(c.s, ToString(a), ToString(b))`, nil, "GROUP BY"},
+		{"DISTINCT over a JOIN", `SELECT DISTINCT VALUE CONCAT(c.s, ToString(a), ToString(b)) FROM c JOIN a IN c.arr JOIN b IN c.arr`, nil, "DISTINCT"},
+		{"ARRAY of parameters", `SELECT VALUE LENGTH(ToString(ARRAY(SELECT VALUE @s FROM t IN (SELECT VALUE @arr) JOIN a IN t JOIN b IN t)))`,
+			Params{"@arr": arr, "@s": []byte(fmt.Sprintf("%q", s))}, "ARRAY subquery"},
+		{"ARRAY over a document", `SELECT VALUE ARRAY(SELECT VALUE c.s FROM a IN c.arr JOIN b IN c.arr) FROM c`, nil, "ARRAY subquery"},
+		{"MAKELIST over a JOIN", `SELECT VALUE MAKELIST(c.s) FROM c JOIN a IN c.arr JOIN b IN c.arr`, nil, "MAKELIST"},
+		{"ORDER BY over a JOIN", `SELECT VALUE {"s": c.s, "t": CONCAT(c.s, ToString(a))} FROM c JOIN a IN c.arr JOIN b IN c.arr ORDER BY a`, nil, "ORDER BY"},
+	} {
+		_, err := runQuery(t, tc.query, tc.params, []string{doc})
+		var qe *Error
+		if !errors.As(err, &qe) || !strings.Contains(qe.Msg, tc.want) {
+			t.Errorf("%s: %v, want an *Error naming %s", tc.name, err, tc.want)
+		}
+	}
+	// The same shapes over a little data run.
+	small := `{"id":"1","arr":[1,2,3],"s":"ab"}`
+	for _, q := range []string{
+		`SELECT COUNT(1) n FROM c JOIN a IN c.arr JOIN b IN c.arr GROUP BY CONCAT(c.s, ToString(a), ToString(b))`,
+		`SELECT VALUE ARRAY(SELECT VALUE c.s FROM a IN c.arr JOIN b IN c.arr) FROM c`,
+		`SELECT DISTINCT VALUE a FROM c JOIN a IN c.arr JOIN b IN c.arr`,
+	} {
+		if _, err := runQuery(t, q, nil, []string{small}); err != nil {
+			t.Errorf("%s over a small document: %v", q, err)
+		}
+	}
+	// A subquery keeps its state for one evaluation at a time: DISTINCT
+	// in a subquery of each of many documents is not charged for all of
+	// them together.
+	docs := make([]string, 3000)
+	big := strings.Repeat("y", 50000/16)
+	for i := range docs {
+		docs[i] = fmt.Sprintf(`{"id":"%d","v":[%q,%q]}`, i, big+fmt.Sprint(i), big)
+	}
+	if _, err := runQuery(t, `SELECT VALUE ARRAY_LENGTH(ARRAY(SELECT DISTINCT VALUE x FROM x IN c.v)) FROM c`, nil, docs); err != nil {
+		t.Errorf("a DISTINCT subquery per document (19 MB of distinct values over all documents, 6 KB in each): %v", err)
+	}
+}
