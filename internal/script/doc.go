@@ -93,7 +93,11 @@
 // catastrophically backtracking regular expression may outlast the time limit by up to
 // MaxTimeout; and a few built-ins (global regular-expression matching, sort, case
 // conversion) can briefly take a few times the memory the script already holds or several
-// seconds. JavaScript source is parsed only up to 100,000 tokens (a script body, text given to
+// seconds. One native call the watchdog cannot interrupt (a concatenation doubling a string)
+// overshoots the memory limit by that call's allocation (a 256 MiB limit: about 0.65–1.2 GB of
+// RSS at the peak); what a script stopped by the limit built is returned to the operating
+// system as the call returns (releaseAfterMemoryLimit), so the overshoot does not compound from
+// one run to the next. JavaScript source is parsed only up to 100,000 tokens (a script body, text given to
 // eval or a Function constructor), so that goja's recursive parser cannot overflow the Go
 // stack, which would end the process; eval is therefore always an indirect eval (source.go).
 //
