@@ -1,10 +1,13 @@
 package exec
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/partitadb/partita/internal/query/parse"
 )
 
 // TestMemoryBounds: what a query builds and keeps is bounded (budget.go),
@@ -64,5 +67,29 @@ func TestMemoryBounds(t *testing.T) {
 	}
 	if _, err := runQuery(t, `SELECT VALUE ARRAY_LENGTH(ARRAY(SELECT DISTINCT VALUE x FROM x IN c.v)) FROM c`, nil, docs); err != nil {
 		t.Errorf("a DISTINCT subquery per document (19 MB of distinct values over all documents, 6 KB in each): %v", err)
+	}
+}
+
+// TestUDFResultBounded: a user-defined function's result past
+// MaxValueBytes fails the query, as a built-in's does.
+func TestUDFResultBounded(t *testing.T) {
+	maxValueBytes = 1 << 20
+	t.Cleanup(func() { maxValueBytes = MaxValueBytes })
+	big := []byte(`"` + strings.Repeat("z", 2<<20) + `"`)
+	lookup := func(name string) (UDF, bool) {
+		return func(context.Context, [][]byte) ([]byte, error) { return big, nil }, name == "big"
+	}
+	q, err := parse.Parse(`SELECT VALUE udf.big(c.id) FROM c`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Compile(q, nil, WithUDFs(lookup))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Run(t.Context(), docsOf([]string{`{"id":"1"}`}, nil))
+	var qe *Error
+	if !errors.As(err, &qe) || !strings.Contains(qe.Msg, "udf.big") {
+		t.Fatalf("%v, want an *Error naming udf.big's result", err)
 	}
 }

@@ -1253,6 +1253,10 @@ func (c *compiler) udfCall(e *parse.Call, x ectx) (evalFn, error) {
 		if out == nil {
 			return undef
 		}
+		if len(out) > maxValueBytes {
+			en.rc.fail(errValueTooLarge("udf." + name + "'s result"))
+			return undef
+		}
 		j, err := fastjson.ParseBytes(out)
 		if err != nil {
 			en.rc.fail(&Error{Msg: fmt.Sprintf("udf.%s returned invalid JSON", name)})
