@@ -164,16 +164,13 @@ func (e *Engine) reconcile(ctx context.Context) {
 		}
 	}
 	// Every container this node holds replicas of has a block of _rids
-	// reserved here before this node may have to lead its partitions.
-	prefetched := map[uint64]bool{}
-	for _, c := range ref {
-		if !prefetched[c.Internal] {
-			prefetched[c.Internal] = true
-			if err := e.rids.prefetch(c); err != nil && ctx.Err() == nil {
-				e.log.Warn("reserve a block of _rids", "container", c.Link(), "err", err)
-			}
-		}
-	}
+	// reserved here before this node may have to lead its partitions: by
+	// the prefetcher, since a reservation is a catalog write that may wait
+	// for etcd for seconds (a request taken by an etcd leader that was then
+	// paused waits etcd's 7 s request timeout), and the keyspace work below
+	// (the format records a container's creation waits for) must not wait
+	// behind it.
+	e.prefetchRIDs(ref)
 	pending := map[uint64]*catalog.Container{} // containers whose index is not current, by internal id
 	for ks, c := range ref {
 		if ctx.Err() != nil {
@@ -198,6 +195,52 @@ func (e *Engine) reconcile(ctx context.Context) {
 	}
 	for _, c := range pending {
 		e.markIndexed(c)
+	}
+}
+
+// prefetchRIDs hands the containers of ref to the prefetcher
+// (runPrefetch), which reserves a block of _rids for each that has none on
+// this node. It never waits: while the prefetcher is busy, the latest set
+// replaces one not yet taken.
+func (e *Engine) prefetchRIDs(ref map[uint64]*catalog.Container) {
+	cs := make([]*catalog.Container, 0, len(ref))
+	seen := map[uint64]bool{}
+	for _, c := range ref {
+		if !seen[c.Internal] {
+			seen[c.Internal] = true
+			cs = append(cs, c)
+		}
+	}
+	for {
+		select {
+		case e.prefetches <- cs:
+			return
+		default:
+		}
+		select {
+		case <-e.prefetches: // an older set, not taken yet: this one replaces it
+		default:
+		}
+	}
+}
+
+// runPrefetch reserves _rid blocks for the containers prefetchRIDs hands
+// it, until ctx ends.
+func (e *Engine) runPrefetch(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case cs := <-e.prefetches:
+			for _, c := range cs {
+				if ctx.Err() != nil {
+					return
+				}
+				if err := e.rids.prefetch(c); err != nil && ctx.Err() == nil {
+					e.log.Warn("reserve a block of _rids", "container", c.Link(), "err", err)
+				}
+			}
+		}
 	}
 }
 

@@ -204,6 +204,9 @@ type Engine struct {
 	pkdel pkDeletes
 	// reconcileWake wakes a replicated engine's reconciliation (cluster.go).
 	reconcileWake chan struct{}
+	// prefetches passes the containers to reserve _rid blocks for from
+	// reconciliation to the prefetcher (prefetchRIDs).
+	prefetches chan []*catalog.Container
 }
 
 // New returns an engine over the keyspaces of host, with its catalog
@@ -225,6 +228,7 @@ func New(ctx context.Context, host replica.Host, meta catalog.Backend, cfg Confi
 	e.scripts, e.queries = newGate(e.cfg.ScriptSlots), newGate(e.cfg.QuerySlots)
 	e.pkdel.wake = make(chan struct{}, 1)
 	e.reconcileWake = make(chan struct{}, 1)
+	e.prefetches = make(chan []*catalog.Container, 1)
 	if cfg.RateLimit {
 		var burst throughput.Burst
 		if cfg.BurstCapacity {

@@ -238,6 +238,12 @@ func (e *Engine) Run(ctx context.Context) {
 			e.runReconcile(ctx)
 		}()
 		defer func() { <-reconciler }()
+		prefetcher := make(chan struct{})
+		go func() {
+			defer close(prefetcher)
+			e.runPrefetch(ctx)
+		}()
+		defer func() { <-prefetcher }()
 	}
 	t := time.NewTicker(e.cfg.SplitCheckInterval)
 	defer t.Stop()
