@@ -49,6 +49,8 @@ func sizeOf(v value, limit int) int {
 	if v.c.size > 0 {
 		return v.c.size
 	}
+	// NB: not cached here: the composite may be shared between goroutines
+	// (a parameter, in a parallel fan-out). Its builder may set size.
 	n := 2
 	for i, e := range v.c.elems {
 		if v.k == kObj {
@@ -59,7 +61,6 @@ func sizeOf(v value, limit int) int {
 			return n
 		}
 	}
-	v.c.size = n
 	return n
 }
 

@@ -45,7 +45,7 @@ type value struct {
 type composite struct {
 	keys  []string
 	elems []value
-	size  int // sizeOf, once measured and within its limit; 0: not yet
+	size  int // sizeOf, when its builder measured it (an ARRAY subquery's); 0: not known
 }
 
 var (
