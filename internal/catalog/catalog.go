@@ -463,6 +463,23 @@ func (c *Catalog) newKeyspaceLocked(ch *changes) (uint64, error) {
 	return c.mu.keyspace, nil
 }
 
+// Allocated reports whether ks is a keyspace id the catalog has handed out,
+// to a container or a range, live or deleted since: one of the ids
+// newKeyspaceLocked allocated, or a container's internal id (the keyspace
+// of a container converted from storage format 6), whose low half is a
+// sequence number taken. Ids are never handed out twice, so a keyspace no
+// container refers to whose id is allocated holds a deleted container's
+// data, or an abandoned separation's, which the engine drops; one whose id
+// is not allocated came from elsewhere.
+func (c *Catalog) Allocated(ks uint64) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if ks > maxKeyspace {
+		return ks&maxKeyspace != 0 && ks&maxKeyspace <= c.mu.seq
+	}
+	return ks != 0 && ks <= c.mu.keyspace
+}
+
 // BeginMove allocates a keyspace for range rangeID of container db/id
 // (internal id internal), which lives in keyspace from, and records that
 // the range is being copied there (RangeRecord.Moving), in one change: from

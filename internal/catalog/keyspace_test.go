@@ -50,6 +50,25 @@ func TestKeyspaces(t *testing.T) {
 			t.Fatalf("keyspace %d allocated twice across a restart", r.Keyspace)
 		}
 	}
+	// Allocated: every id handed out, live or deleted, and a container's
+	// internal id (a format 6 container's keyspace); nothing else.
+	if _, err := c2.DeleteContainer("db", "a", ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range append(k.Ranges, b.Ranges...) {
+		if !c2.Allocated(r.Keyspace) {
+			t.Errorf("keyspace %d not allocated", r.Keyspace)
+		}
+	}
+	last := b.Ranges[len(b.Ranges)-1].Keyspace
+	for _, ks := range []uint64{0, last + 1, k.Internal &^ maxKeyspace, (k.Internal &^ maxKeyspace) | 1<<31} {
+		if c2.Allocated(ks) {
+			t.Errorf("keyspace %d allocated", ks)
+		}
+	}
+	if !c2.Allocated(k.Internal) || !c2.Allocated(b.Internal) {
+		t.Errorf("internal ids %d, %d not allocated", k.Internal, b.Internal)
+	}
 }
 
 // TestReserveRIDs: reservations are disjoint, increase, and survive a

@@ -25,7 +25,8 @@ every keyspace (physical partition) it derives each item's order, index,
 change, unique key and statistics entries and compares them with the stored
 ones, both ways; it checks that every item lies in a range of its container,
 that every keyspace belongs to a container, and that LSNs and _rids lie in
-their reservations. It prints one line per problem, with the key in hex, and
+their reservations. The keyspaces of containers deleted just before a crash,
+which the next start drops, are listed in the summary, not as problems. It prints one line per problem, with the key in hex, and
 a summary. It repairs nothing and writes nothing.
 
 A cluster member's directory is checked against the catalog the member

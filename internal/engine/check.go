@@ -95,6 +95,13 @@ type CheckReport struct {
 	// it was interrupted (catalog.RangeRecord.Moving), not checked: a
 	// partial copy, which the next start (or the separation) settles.
 	Moving int
+	// Collectable lists the keyspaces no container refers to any more
+	// whose ids the catalog allocated (catalog.Catalog.Allocated): the
+	// data of a deleted container or database, or of an abandoned
+	// separation, that a crash or a stop kept from being dropped. Not a
+	// problem: the engine drops them (at its next start, or, online,
+	// right after the delete).
+	Collectable []uint64
 }
 
 // OK reports whether Check found no problem.
@@ -124,6 +131,16 @@ func (r *CheckReport) String() string {
 	}
 	if r.Moving > 0 {
 		fmt.Fprintf(&b, " (%d keyspaces are being filled by a separation, or were when it was interrupted: not checked; the next start settles them)", r.Moving)
+	}
+	if n := len(r.Collectable); n > 0 {
+		ids := make([]string, 0, min(n, 10))
+		for _, ks := range r.Collectable[:min(n, 10)] {
+			ids = append(ids, strconv.FormatUint(ks, 10))
+		}
+		if n > 10 {
+			ids = append(ids, "…")
+		}
+		fmt.Fprintf(&b, " (%d keyspaces of deleted containers or abandoned separations, %s, not dropped yet: not checked; the next start drops them)", n, strings.Join(ids, ", "))
 	}
 	b.WriteByte('\n')
 	return b.String()
@@ -176,18 +193,23 @@ func OpenForCheck(ctx context.Context, host replica.Host, meta catalog.Backend, 
 //     nothing else. Keys starting with 0x00 belong to the replica and are
 //     skipped.
 //
-// Then it reports every keyspace nothing in the catalog refers to, as the
-// start (dropOrphans) sees them: a range's keyspace, one a separation is
-// filling (catalog.RangeRecord.Moving: a separation a crash or a shutdown
-// interrupted, which the next start settles; its partial copy is not
-// checked) and one a separated range left data in, until collected
-// (catalog.RangeRecord.From; that data is neither misplaced nor orphaned).
+// Then it looks at the keyspaces nothing in the catalog refers to, as the
+// start (dropOrphans) sees them (referring: a range's keyspace, one a
+// separation is filling — catalog.RangeRecord.Moving: a separation a crash
+// or a shutdown interrupted, which the next start settles; its partial
+// copy is not checked — and one a separated range left data in, until
+// collected: catalog.RangeRecord.From, whose data is neither misplaced nor
+// orphaned). One whose id the catalog allocated holds the data of a
+// deleted container or an abandoned separation that a crash kept from
+// being dropped: listed (CheckReport.Collectable), not a problem, since
+// the start drops it. One whose id the catalog never allocated is a
+// problem: the data and the catalog do not belong together.
 //
 // Check takes no lock: one snapshot per keyspace makes each keyspace's
 // check consistent, so it may run while the engine serves (a container
 // changed while its keyspace is read gets a second snapshot). Online, a
 // keyspace of a container being deleted, or one a separation is abandoning,
-// may show as unreferenced. Memory: one kind of one keyspace's derived
+// may show as collectable. Memory: one kind of one keyspace's derived
 // entries at a time (all its index entries, say), and the problems, at
 // most maxProblems of them.
 func (e *Engine) Check(ctx context.Context) (*CheckReport, error) {
@@ -233,9 +255,14 @@ func (e *Engine) Check(ctx context.Context) (*CheckReport, error) {
 		ref := e.referenced()
 		for _, ks := range unref {
 			switch c := ref[ks]; {
+			case c == nil && slices.Contains(again, ks) && e.cat.Allocated(ks):
+				// Dropped after the catalog change that let it go
+				// (a container or database delete, an abandoned
+				// separation): a crash in between leaves it here.
+				r.Collectable = append(r.Collectable, ks)
 			case c == nil && slices.Contains(again, ks):
 				r.add(Problem{Keyspace: ks, Kind: problemUnreferenced,
-					Detail: "no container's range maps to the keyspace: data of a deleted container or of an interrupted separation (the next start drops it)"})
+					Detail: "no container's range maps to the keyspace, and the catalog never allocated its id: data from another directory, or a catalog older than the data (the next start drops it)"})
 			case c != nil && slices.Contains(c.Targets(), ks):
 				r.Moving++
 			}

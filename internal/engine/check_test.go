@@ -554,6 +554,51 @@ func TestOpenForCheckRepairsNothing(t *testing.T) {
 	}
 }
 
+// TestCheckDeletedNotDropped: a container deleted in the catalog whose
+// keyspaces a crash kept from being dropped (the catalog write is made,
+// dropData is not) is collectable, not a problem, and the next start
+// drops it; a keyspace of an id the catalog never allocated stays a
+// problem.
+func TestCheckDeletedNotDropped(t *testing.T) {
+	dir := t.TempDir()
+	e, st := checkFixture(t, dir)
+	k, _ := keyspaceOf(t, e, "k", "1")
+	gone := k.Keyspaces()
+	if _, err := e.cat.DeleteContainer("db", "k", ""); err != nil {
+		t.Fatal(err)
+	}
+	r := checkOK(t, e)
+	if !slices.Equal(r.Collectable, gone) {
+		t.Errorf("collectable %v, want the deleted container's keyspaces %v:\n%s", r.Collectable, gone, r)
+	}
+	if !strings.Contains(r.String(), "not dropped yet") {
+		t.Errorf("the summary does not name them:\n%s", r)
+	}
+	skipCheck(e, "damaged on purpose")
+	damage(t, e, 1<<40, func(b replica.Batch) { b.Set([]byte{kindItem, 'x'}, []byte("{}")) })
+	r, err := e.Check(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Problems) != 1 || r.Problems[0].Kind != problemUnreferenced || r.Problems[0].Keyspace != 1<<40 {
+		t.Errorf("want one problem, keyspace %d unreferenced:\n%s", uint64(1<<40), r)
+	}
+	st.Close()
+
+	st, err = store.Open(store.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	e, err = openOn(t, t.Context(), st, Config{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := checkOK(t, e); len(r.Collectable) != 0 {
+		t.Errorf("the start left %v:\n%s", r.Collectable, r)
+	}
+}
+
 // TestCheckOnline: Check runs while writers write and partitions split,
 // and finds nothing: one snapshot per keyspace is consistent.
 func TestCheckOnline(t *testing.T) {
