@@ -599,6 +599,34 @@ func TestCheckDeletedNotDropped(t *testing.T) {
 	}
 }
 
+// TestCheckCreateInterrupted: a new container's keyspace without its
+// format record (a crash between the catalog's write and the keyspace's)
+// holds nothing: not a problem; the start writes the record. A keyspace
+// with items and no format record stays one.
+func TestCheckCreateInterrupted(t *testing.T) {
+	e, _ := checkFixture(t, "")
+	if _, err := e.CreateContainer("db", []byte(`{"id":"new","partitionKey":{"paths":["/pk"]}}`), Throughput{}); err != nil {
+		t.Fatal(err)
+	}
+	_, ks := keyspaceOf(t, e, "new", "0")
+	damage(t, e, ks, func(b replica.Batch) { b.Delete(formatKey) })
+	r := checkOK(t, e)
+	if r.Unformatted != 1 || !strings.Contains(r.String(), "no format record yet") {
+		t.Errorf("unformatted %d, want 1:\n%s", r.Unformatted, r)
+	}
+	skipCheck(e, "damaged on purpose")
+	if _, err := e.WriteItem(t.Context(), Write{DB: "db", Container: "new", Kind: Create, PK: pkN(1), Body: []byte(`{"id":"1","pk":"p1"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.Check(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Problems) != 1 || r.Problems[0].Kind != problemFormat || r.Unformatted != 0 {
+		t.Errorf("with an item: want one format problem:\n%s", r)
+	}
+}
+
 // TestCheckOnline: Check runs while writers write and partitions split,
 // and finds nothing: one snapshot per keyspace is consistent.
 func TestCheckOnline(t *testing.T) {
