@@ -106,7 +106,7 @@ func serveFlags(fs *flag.FlagSet, cfg *config.Config) {
 	fs.BoolVar(&cfg.Server.TLS, "tls", cfg.Server.TLS, "serve HTTPS (a self-signed certificate is generated in the data directory unless --tls-cert/--tls-key are given)")
 	fs.StringVar(&cfg.Server.TLSCert, "tls-cert", cfg.Server.TLSCert, "TLS certificate PEM file")
 	fs.StringVar(&cfg.Server.TLSKey, "tls-key", cfg.Server.TLSKey, "TLS private key PEM file")
-	fs.StringVar(&cfg.Store.Durability, "durability", cfg.Store.Durability, "sync: acknowledged writes are in the synced WAL; relaxed: WAL synced in the background")
+	fs.StringVar(&cfg.Store.Durability, "durability", cfg.Store.Durability, "sync: acknowledged writes are in the synced WAL; relaxed: WAL synced in the background every 100 ms (a crash may lose the last 100 ms of writes)")
 	fs.IntVar(&cfg.Store.CacheMB, "cache-mb", cfg.Store.CacheMB, "storage block cache size in MiB (documents and index blocks kept in memory)")
 	fs.Int64Var(&cfg.Store.MinFreeBytes, "min-free-bytes", cfg.Store.MinFreeBytes, "writes get 507 while the data directory's disk has fewer free bytes (reads go on; writes resume when space returns); 0: no floor")
 	fs.Int64Var(&cfg.Store.BallastBytes, "ballast-bytes", cfg.Store.BallastBytes, "size of the ballast file kept in the data directory and released when the disk fills up anyway, so that the store can still flush and open; 0: none")

@@ -367,14 +367,24 @@ func (s *Store) onDiskFull() {
 	s.nudge()
 }
 
-// monitor runs tick every DiskCheckInterval, and when nudged, until Close.
+// monitor runs tick every DiskCheckInterval, and when nudged, and, in a
+// store without Sync, syncLog every RelaxedSyncInterval, until Close.
 func (s *Store) monitor() {
 	t := time.NewTicker(s.opts.DiskCheckInterval)
 	defer t.Stop()
+	var syncs <-chan time.Time // a store that syncs every commit needs none
+	if !s.opts.Sync {
+		st := time.NewTicker(s.opts.RelaxedSyncInterval)
+		defer st.Stop()
+		syncs = st.C
+	}
 	for {
 		select {
 		case <-s.stop:
 			return
+		case <-syncs:
+			s.syncLog()
+			continue
 		case <-t.C:
 		case <-s.wake:
 		}

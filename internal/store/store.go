@@ -40,7 +40,18 @@ type Options struct {
 	FS vfs.FS
 	// Sync makes every Commit wait until the batch is in the synced
 	// write-ahead log. Concurrent committers share syncs (group commit).
+	// Without it, the log is synced in the background, every
+	// RelaxedSyncInterval while writes are made.
 	Sync bool
+	// RelaxedSyncInterval is, for a store opened without Sync, how often
+	// the write-ahead log is synced while writes are made: a crash, of the
+	// process or of the machine, loses at most the writes of the last
+	// interval (and of the sync under way). Zero means 100 ms, MongoDB's
+	// journal commit interval. (Pebble writes an unsynced batch into its
+	// log's 32 KiB block in memory and writes the block to the file only
+	// once it fills or a sync asks: without these syncs, a kill -9 lost
+	// the writes of an idle minute.)
+	RelaxedSyncInterval time.Duration
 	// Logger receives the store's and Pebble's messages; nil discards them.
 	Logger *slog.Logger
 	// CacheBytes is the size of the block cache (data and index blocks
@@ -95,7 +106,9 @@ type Store struct {
 	epoch   atomic.Uint64         // incremented by every open of the database
 	failure atomic.Pointer[error] // why the open generation failed, if it did
 	closing atomic.Bool           // Close has begun
-	full    atomic.Bool           // writes are refused for space (for logging the changes)
+	// unsynced is set by a commit without a sync, cleared by syncLog.
+	unsynced atomic.Bool
+	full     atomic.Bool // writes are refused for space (for logging the changes)
 
 	mu struct {
 		sync.Mutex
@@ -144,6 +157,9 @@ func Open(opts Options) (*Store, error) {
 	}
 	if opts.CloseTimeout <= 0 {
 		opts.CloseTimeout = 10 * time.Second
+	}
+	if opts.RelaxedSyncInterval <= 0 {
+		opts.RelaxedSyncInterval = 100 * time.Millisecond
 	}
 	s := &Store{
 		opts: opts, log: log, wo: pebble.NoSync,
@@ -682,7 +698,33 @@ func (b *Batch) commit(wo *pebble.WriteOptions) error {
 	if err := b.s.admit(b.g, int64(b.b.Len())); err != nil {
 		return err
 	}
+	if !wo.GetSync() {
+		b.s.unsynced.Store(true)
+	}
 	return b.s.apply(b.b, wo)
+}
+
+// syncLog syncs the write-ahead log if a batch was committed without a sync
+// since the last (Options.RelaxedSyncInterval).
+func (s *Store) syncLog() {
+	if !s.unsynced.Swap(false) {
+		return
+	}
+	g, err := s.acquire(true)
+	if err != nil {
+		return // closed, failed or reopening: a reopen replays and syncs what the log holds
+	}
+	defer s.release(g)
+	if g.readOnly {
+		return
+	}
+	b := g.db.NewBatch()
+	defer b.Close()
+	_ = b.LogData(nil, nil)
+	if err := s.apply(b, pebble.Sync); err != nil {
+		s.unsynced.Store(true)
+		s.log.Warn("sync the write-ahead log", "err", err)
+	}
 }
 
 // apply commits b to its database.
