@@ -313,6 +313,10 @@ func (r *Remote) ReleaseLSN(uint64) {}
 // AdvanceLSN refuses: LSNs are the leader's.
 func (r *Remote) AdvanceLSN(uint64) error { return r.Lead() }
 
+// AwaitDoubts returns at once: nothing is committed through a remote
+// keyspace.
+func (r *Remote) AwaitDoubts(context.Context) error { return nil }
+
 // StableLSN asks a member; when none answers, the largest an answer
 // carried (a stable mark only grows).
 func (r *Remote) StableLSN() uint64 {

@@ -77,6 +77,11 @@ func translate(err error) error {
 		return status.Unavailable("no leader of the partition's replicas confirmed the read in time: " +
 			"a majority of the cluster's nodes may be down or cut off; retry").Wrap(err)
 	}
+	if errors.Is(err, replica.ErrInDoubt) { // an ErrNotApplied too: first
+		return status.Unavailable("an earlier write to this partition timed out and may still apply: no other write is " +
+			"taken until its outcome is known (a majority of the partition's replicas are not acknowledging its leader's log); " +
+			"nothing was written; retry").Wrap(err)
+	}
 	if errors.Is(err, replica.ErrNotApplied) { // an ErrUnavailable too: first
 		return status.Unavailable("the write was not applied: the leadership of the partition's replicas changed while it " +
 			"was proposed (nothing was written); retry").Wrap(err)

@@ -31,8 +31,10 @@ import (
 //     repeat while writes keep coming, up to maxCatchUpRounds. The first
 //     round, from position 0, is the copy.
 //  3. Cut over: with the container's writers and readers held off (colls
-//     and maps exclusive), a last round, the new keyspace's LSNs are
-//     advanced past the old one's, and the catalog records the move.
+//     and maps exclusive) and no write of the old keyspace in doubt (a
+//     Commit that gave up waiting, whose proposal may still apply), a last
+//     round, the new keyspace's LSNs are advanced past the old one's, and
+//     the catalog records the move.
 //  4. Collect: what the range left in the old keyspace is deleted; the
 //     catalog's RangeRecord.From remembers it until then, so a crash
 //     resumes it (Run).
@@ -163,10 +165,21 @@ func (e *Engine) separate(ctx context.Context, c *catalog.Container, r partition
 			break
 		}
 	}
+	// A write given up on (a Commit that answered 408) may still apply in
+	// src: the last round must come after it has, or the fence would
+	// leave it behind in src, where readers may have seen it. Held off,
+	// the writers make no new one; wait for those before the hold, and
+	// give up if one came meanwhile.
+	if err := awaitDoubts(ctx, src, doubtWait); err != nil {
+		return err
+	}
 	release := e.colls.exclusive(c.Internal)
 	defer release()
 	releaseMaps := e.maps.exclusive(c.Internal)
 	defer releaseMaps()
+	if err := awaitDoubts(ctx, src, doubtWaitHeld); err != nil {
+		return err
+	}
 	cur, err := e.cat.Container(c.DB, c.ID)
 	if err != nil || cur.Internal != c.Internal {
 		return errMoved
@@ -211,6 +224,24 @@ func (e *Engine) separate(ctx context.Context, c *catalog.Container, r partition
 		return err
 	}
 	e.log.Info("separated a partition", "container", c.Link(), "range", r.ID, "keyspace", to)
+	return nil
+}
+
+// doubtWait bounds a separation's wait for the source's writes in doubt
+// before it holds the container's writers off, doubtWaitHeld while it
+// holds them.
+const (
+	doubtWait     = 10 * time.Second
+	doubtWaitHeld = time.Second
+)
+
+// awaitDoubts waits at most d for rep's writes in doubt to be settled.
+func awaitDoubts(ctx context.Context, rep replica.Replica, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	if err := rep.AwaitDoubts(ctx); err != nil {
+		return fmt.Errorf("engine: separation: %w", err)
+	}
 	return nil
 }
 

@@ -443,6 +443,9 @@ func (r *localReplica) ReleaseLSN(first uint64) { r.seq.release(first) }
 // committed or abandoned.
 func (r *localReplica) StableLSN() uint64 { return r.seq.stable() }
 
+// AwaitDoubts returns at once: a local commit is never in doubt.
+func (r *localReplica) AwaitDoubts(context.Context) error { return nil }
+
 // Lead is nil: only this node holds a local keyspace.
 func (r *localReplica) Lead() error { return nil }
 

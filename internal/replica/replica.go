@@ -166,11 +166,20 @@ type Replica interface {
 	// ReleaseLSN(*first).
 	NextLSN(b Batch, first *uint64) (uint64, error)
 	// ReleaseLSN ends the hold of a transaction whose first LSN was first
-	// (after its commit, or when it is abandoned); 0 is a no-op.
+	// (after its commit, or when it is abandoned); 0 is a no-op. After a
+	// Commit of a replicated keyspace that answered ErrIndeterminate
+	// because it gave up waiting, the hold lasts until the proposal's
+	// outcome is known (ErrInDoubt).
 	ReleaseLSN(first uint64)
 	// StableLSN is the largest LSN at or below which every LSN issued is
 	// committed or abandoned.
 	StableLSN() uint64
+	// AwaitDoubts waits until no write committed through this replica is
+	// in doubt: a Commit that answered ErrIndeterminate because it gave up
+	// waiting, whose proposal may still apply (ErrInDoubt). It returns
+	// ctx's error if one still is when ctx is done. A keyspace of one node
+	// never has any.
+	AwaitDoubts(ctx context.Context) error
 	// AdvanceLSN makes every LSN issued from now on, across restarts too,
 	// greater than lsn: a keyspace taking over a range from another
 	// continues its sequence.
@@ -289,6 +298,12 @@ var ErrNoLeader = errors.New("replica: no leader of the keyspace's group confirm
 // was being handed over, or the group is gone). Nothing was written: the
 // write may be evaluated again, on whichever replica leads now.
 var ErrNotApplied = errors.New("replica: the write was not applied (its proposal was dropped or refused)")
+
+// ErrInDoubt is returned, with ErrNotApplied and ErrUnavailable, by Commit
+// of a replicated keyspace that refused the batch because an earlier
+// write's Commit gave up waiting (ErrIndeterminate) and its proposal may
+// still apply: no other write is taken until it has, or is known never to.
+var ErrInDoubt = errors.New("replica: an earlier write to the keyspace gave up waiting and may still apply")
 
 // ErrIndeterminate is returned by Commit of a replicated keyspace when the
 // batch was proposed but leadership was lost (or the wait timed out)

@@ -32,7 +32,19 @@ type Replica struct {
 		term uint64              // the term the sequence below was started in
 		next uint64              // the next LSN to issue
 		open map[uint64]struct{} // first LSNs of open transactions
+		// doubts are the proposals of this term whose Commit gave up
+		// waiting (r.wait) before they applied: still in the log, they
+		// may yet. Until each is settled the replica takes no other
+		// write, and the first LSN of its transaction stays open.
+		doubts []doubt
 	}
+}
+
+// doubt is a proposal in doubt: its transaction's first LSN (0: it took
+// none) and the waiter that learns its outcome.
+type doubt struct {
+	first uint64
+	w     *Waiter
 }
 
 var _ replica.Replica = (*Replica)(nil)
@@ -64,8 +76,9 @@ func (r *Replica) Snapshot() (replica.Snapshot, error) { return r.local.Snapshot
 // the LSNs issued for its writes (NextLSN), which its proposal carries.
 type batch struct {
 	replica.Batch
-	term uint64
-	lsns []uint64
+	term  uint64
+	lsns  []uint64
+	first uint64 // the transaction's first LSN, if it took it here
 }
 
 // NewBatch returns a batch tagged with the current term if this node is
@@ -150,12 +163,83 @@ func (r *Replica) notLeader() error {
 // *replica.NotLeaderError (nothing proposed), replica.ErrUnavailable (it
 // will never apply: safe to retry), replica.ErrIndeterminate (it may yet
 // apply), or the batch's own refusal.
+//
+// A Commit that gives up waiting (r.wait) leaves its proposal in the log,
+// where it may yet apply, in this term: until it does, or is known never
+// to, Commit refuses every other batch (ErrNotApplied, ErrUnavailable: the
+// write may be retried) and the stable mark stays below the transaction's
+// first LSN, whatever ReleaseLSN is told. Another write evaluated
+// meanwhile would not see the first one's effects, and applied after them
+// would undo them (a lost update, and index entries of the first version
+// left behind); a change feed read to a mark past it would never deliver
+// it. Nothing is lost by refusing: Raft commits in log order, so no later
+// write could commit before this one anyway.
 func (r *Replica) Commit(b replica.Batch) error {
+	var first uint64
+	if tb, ok := b.(*batch); ok {
+		first = tb.first
+	}
 	w, err := r.propose(b)
 	if err != nil {
 		return err
 	}
-	return r.await(context.Background(), w) // the engine's seam has no ctx
+	err = r.await(context.Background(), w) // the engine's seam has no ctx
+	if errors.Is(err, errGaveUp) {
+		r.gaveUp(first, w)
+	}
+	return err
+}
+
+// gaveUp records that the Commit of the transaction whose first LSN is
+// first stopped waiting for w, its proposal's outcome.
+func (r *Replica) gaveUp(first uint64, w *Waiter) {
+	r.mu.Lock()
+	r.mu.doubts = append(r.mu.doubts, doubt{first: first, w: w})
+	r.mu.Unlock()
+}
+
+// inDoubt reports whether a write committed here is in doubt.
+func (r *Replica) inDoubt() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.settleLocked()
+	return len(r.mu.doubts) > 0
+}
+
+// doubtPoll is how often AwaitDoubts looks again.
+const doubtPoll = 5 * time.Millisecond
+
+// AwaitDoubts waits until no write committed here is in doubt (see
+// Commit), or ctx is done.
+func (r *Replica) AwaitDoubts(ctx context.Context) error {
+	for r.inDoubt() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("replication: keyspace %d: a write is still in doubt: %w", r.id, ctx.Err())
+		case <-time.After(doubtPoll):
+		}
+	}
+	return nil
+}
+
+// errGaveUp marks await's error when it stopped waiting for an outcome
+// still to come.
+var errGaveUp = errors.New("gave up waiting")
+
+// settleLocked forgets the proposals in doubt whose outcome is known now,
+// releasing their transactions' first LSNs.
+func (r *Replica) settleLocked() {
+	keep := r.mu.doubts[:0]
+	for _, d := range r.mu.doubts {
+		select {
+		case <-d.w.Done():
+			delete(r.mu.open, d.first)
+		default:
+			keep = append(keep, d)
+		}
+	}
+	clear(r.mu.doubts[len(keep):])
+	r.mu.doubts = keep
 }
 
 // propose proposes b, with the LSNs its writes took and this leader's
@@ -182,6 +266,10 @@ func (r *Replica) propose(b replica.Batch) (*Waiter, error) {
 	// A batch that took no LSN (the engine's own writes: format records,
 	// rebuilds) may be this term's first: its sequence starts here too.
 	r.startLocked(l)
+	if r.settleLocked(); len(r.mu.doubts) > 0 {
+		r.mu.Unlock()
+		return nil, fmt.Errorf("replication: keyspace %d: %w: %w: %w", r.id, replica.ErrInDoubt, replica.ErrNotApplied, replica.ErrUnavailable)
+	}
 	lsn, stable := r.mu.next-1, r.stableLocked()
 	r.mu.Unlock()
 	w, err := r.h.Propose(r.id, Proposal{Kind: KindBatch, Term: tb.term, LSN: lsn, Stable: stable, LSNs: tb.lsns, Repr: repr})
@@ -208,7 +296,7 @@ func (r *Replica) await(ctx context.Context, w *Waiter) error {
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		return fmt.Errorf("replication: keyspace %d: %w", r.id, ctx.Err())
+		return fmt.Errorf("replication: keyspace %d: %w (%w)", r.id, ctx.Err(), errGaveUp)
 	case err := <-w.Done():
 		switch {
 		case err == nil:
@@ -218,7 +306,7 @@ func (r *Replica) await(ctx context.Context, w *Waiter) error {
 		}
 		return r.proposeErr(err)
 	case <-t.C:
-		return fmt.Errorf("replication: keyspace %d: no outcome after %v: %w", r.id, r.wait, replica.ErrIndeterminate)
+		return fmt.Errorf("replication: keyspace %d: no outcome after %v: %w (%w)", r.id, r.wait, replica.ErrIndeterminate, errGaveUp)
 	}
 }
 
@@ -239,11 +327,15 @@ func (r *Replica) NextLSN(b replica.Batch, first *uint64) (uint64, error) {
 	r.startLocked(l)
 	n := r.mu.next
 	r.mu.next++
+	tb, _ := b.(*batch)
 	if *first == 0 {
 		*first = n
 		r.mu.open[n] = struct{}{}
+		if tb != nil {
+			tb.first = n
+		}
 	}
-	if tb, ok := b.(*batch); ok {
+	if tb != nil {
 		tb.lsns = append(tb.lsns, n)
 	}
 	return n, nil
@@ -256,16 +348,28 @@ func (r *Replica) startLocked(l Leader) {
 		r.mu.term = l.Term
 		r.mu.next = max(r.mu.next, l.LSN+1)
 		clear(r.mu.open)
+		// Settled in a new term, this node has applied every entry
+		// committed before it: an earlier term's proposal in doubt
+		// either applied or never will.
+		r.mu.doubts = nil
 	}
 }
 
-// ReleaseLSN ends the hold of the transaction whose first LSN was first.
+// ReleaseLSN ends the hold of the transaction whose first LSN was first,
+// or, if its Commit gave up waiting, leaves that to the proposal's outcome
+// (Commit).
 func (r *Replica) ReleaseLSN(first uint64) {
 	if first == 0 {
 		return
 	}
 	r.mu.Lock()
-	delete(r.mu.open, first)
+	held := false
+	for _, d := range r.mu.doubts {
+		held = held || d.first == first
+	}
+	if !held { // else settleLocked releases it
+		delete(r.mu.open, first)
+	}
 	r.mu.Unlock()
 	r.h.signal() // StableLSN may have moved (Host.Advanced)
 }
@@ -273,6 +377,7 @@ func (r *Replica) ReleaseLSN(first uint64) {
 // stableLocked is the leader's stable LSN: below every open transaction's
 // first LSN, else the last issued.
 func (r *Replica) stableLocked() uint64 {
+	r.settleLocked()
 	s := r.mu.next - 1
 	for f := range r.mu.open {
 		s = min(s, f-1)

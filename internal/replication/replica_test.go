@@ -583,3 +583,98 @@ func TestNotAppliedErrors(t *testing.T) {
 		t.Errorf("proposeErr(ErrStopped) = %v, want ErrUnavailable alone", got)
 	}
 }
+
+// TestCommitInDoubt: a Commit that gave up waiting (its proposal neither
+// applied nor dropped by a change of leadership: here the leader keeps its
+// followers' heartbeats but none of its appends get through) leaves its
+// proposal in the log, where it may yet apply. Until it does, or is known
+// never to, the leader must neither let its stable mark pass the write's
+// LSN (a change feed read to the mark would step over the write, applied
+// later) nor take another write (evaluated without the first's effects and
+// applied after them, it would undo them: a lost update, and index entries
+// of the first version left behind). Once the appends get through, the
+// write applies, the mark passes it and writes go on.
+func TestCommitInDoubt(t *testing.T) {
+	var block atomic.Bool
+	net := &chanNet{inboxes: map[uint64]chan Message{}, drop: func(_ uint64, m Message) bool {
+		typ := m.Raft.GetType()
+		return block.Load() && (typ == pb.MsgApp || typ == pb.MsgAppResp)
+	}}
+	nodes := startLiveNodes(t, net)
+	for _, n := range nodes {
+		defer n.stop(t)
+	}
+	lead := awaitLeader(t, nodes)
+	lead.r.wait = 300 * time.Millisecond
+	commitLSN(t, lead.r, "before")
+
+	var first uint64
+	b := lead.r.NewBatch(false)
+	lsn, err := lead.r.NextLSN(b, &first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Set([]byte("\x02k"), []byte("in doubt"))
+	block.Store(true)
+	if err := lead.r.Commit(b); !errors.Is(err, replica.ErrIndeterminate) {
+		t.Fatalf("Commit with no append getting through = %v, want ErrIndeterminate", err)
+	}
+	b.Close()
+	lead.r.ReleaseLSN(first) // as the engine's transaction does, whatever the outcome
+	if l, err := lead.h.Leader(1); err != nil || l.ID != lead.id || !l.Settled {
+		t.Skipf("leadership moved meanwhile (%+v, %v): the write's outcome is known", l, err)
+	}
+	if got := lead.r.StableLSN(); got >= lsn {
+		t.Errorf("stable LSN %d passes the write in doubt (LSN %d), not applied: %v", got, lsn, lead.r.Visible(lsn))
+	}
+
+	var first2 uint64
+	b2 := lead.r.NewBatch(false)
+	if _, err := lead.r.NextLSN(b2, &first2); err != nil {
+		t.Fatal(err)
+	}
+	b2.Set([]byte("\x02k"), []byte("after"))
+	start := time.Now()
+	err = lead.r.Commit(b2)
+	b2.Close()
+	lead.r.ReleaseLSN(first2)
+	if !errors.Is(err, replica.ErrInDoubt) || !errors.Is(err, replica.ErrNotApplied) || !errors.Is(err, replica.ErrUnavailable) {
+		t.Errorf("a write while another is in doubt = %v, want it refused (ErrInDoubt, ErrNotApplied, ErrUnavailable)", err)
+	}
+	if d := time.Since(start); d >= lead.r.wait {
+		t.Errorf("the refusal took %v: it should not wait", d)
+	}
+
+	block.Store(false)
+	for deadline := time.Now().Add(20 * time.Second); !lead.r.Visible(lsn); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the write in doubt never applied")
+		}
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no write after the doubt was settled: %v", err)
+		}
+		if lead.r.Lead() != nil {
+			lead = awaitLeader(t, nodes)
+		}
+		var f uint64
+		b := lead.r.NewBatch(false)
+		_, err = lead.r.NextLSN(b, &f)
+		if err == nil {
+			b.Set([]byte("\x02k"), []byte("later"))
+			err = lead.r.Commit(b)
+		}
+		b.Close()
+		lead.r.ReleaseLSN(f)
+		if err == nil {
+			break
+		}
+	}
+	if got, err := lead.r.Get([]byte("\x02k")); err != nil || string(got) != "later" {
+		t.Errorf("k = %q, %v; want \"later\"", got, err)
+	}
+	if got := lead.r.StableLSN(); got < lsn {
+		t.Errorf("stable LSN %d still below the write settled (LSN %d)", got, lsn)
+	}
+}

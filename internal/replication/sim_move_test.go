@@ -18,7 +18,8 @@ import (
 //   - the coordinator, the source group's settled leader, campaigns for the
 //     new group and copies the logical partition into it in rounds while
 //     writes go on, then holds the partition's writers off on its node,
-//     waits for its writes in flight, copies a last round, makes the new
+//     waits for its writes in flight and those given up on that may still
+//     apply (in doubt), copies a last round, makes the new
 //     group's LSNs continue above the source's last (a mark proposed to it:
 //     engine's dst.AdvanceLSN(src.LastLSN())), and commits the fence, its
 //     decision "moved", to the source group's log;
@@ -236,6 +237,11 @@ func (s *sim) moveStep() error {
 			if o.write && o.node == n && o.lp == m.lp {
 				return nil
 			}
+		}
+		// And for its writes given up on, which may still apply
+		// (engine.separate's awaitDoubts).
+		if r := n.reps[m.from]; r != nil && r.inDoubt() {
+			return nil
 		}
 		return s.copyRound(moveLast)
 	}

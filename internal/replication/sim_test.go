@@ -27,7 +27,8 @@ import (
 // and reorders messages and cuts nodes off, crashes that keep only what was
 // synced (Pebble's crash-simulating filesystem), pauses (SIGSTOP), clients
 // writing through Replica (LSNs taken, proposals in shuffled order) and
-// reading logical partitions, session reads checked against
+// reading logical partitions, writes given up on (an indeterminate Commit,
+// its proposal kept in doubt), session reads checked against
 // Replica.Visible, leadership transfers, and logical partitions moved from
 // their group to a new one by the separation protocol (sim_move_test.go).
 // Every history is checked with porcupine (linearizable per logical
@@ -147,6 +148,7 @@ type sim struct {
 		snapshots                                              int
 		moves, abandoned, fenced                               int
 		sessions, sessionWaits, pauses                         int
+		gaveUp                                                 int // writes whose Commit stopped waiting
 		movedSessions                                          int // session reads checked in a group the partition moved to
 	}
 	// The catalog: the group each logical partition is in, the group it is
@@ -304,9 +306,9 @@ func runSim(t *testing.T, seed uint64, steps int) error {
 		}
 	}
 	s.ops = nil
-	t.Logf("seed %d: %d steps, %d writes, %d reads (%d indeterminate), %d session reads (%d in a group moved to, %d not yet visible), %d crashes, %d cuts, %d pauses, %d leadership transfers, "+
+	t.Logf("seed %d: %d steps, %d writes, %d reads (%d indeterminate), %d session reads (%d in a group moved to, %d not yet visible), %d crashes, %d cuts, %d pauses, %d leadership transfers, %d writes given up, "+
 		"%d moves completed, %d abandoned, %d operations refused by a fence, %d snapshots received",
-		seed, steps, s.stats.writes, s.stats.reads, s.stats.indeterminate, s.stats.sessions, s.stats.movedSessions, s.stats.sessionWaits, s.stats.crashes, s.stats.cuts, s.stats.pauses, s.stats.transfers,
+		seed, steps, s.stats.writes, s.stats.reads, s.stats.indeterminate, s.stats.sessions, s.stats.movedSessions, s.stats.sessionWaits, s.stats.crashes, s.stats.cuts, s.stats.pauses, s.stats.transfers, s.stats.gaveUp,
 		s.stats.moves, s.stats.abandoned, s.stats.fenced, s.stats.snapshots)
 	if s.sessionErr != nil {
 		return s.sessionErr
@@ -434,7 +436,14 @@ func (s *sim) transfer() {
 	}
 }
 
-// outcomes records the operations whose waiters answered.
+// simGiveUp is how many steps a write waits for its outcome before its
+// Commit may give up (the engine's r.wait): it then answers indeterminate
+// and its transaction ends (the logical partition's lock released), its
+// proposal still in the log.
+const simGiveUp = 5
+
+// outcomes records the operations whose waiters answered, and gives up on
+// some writes that waited long.
 func (s *sim) outcomes() {
 	keep := s.ops[:0]
 	for _, op := range s.ops {
@@ -446,6 +455,12 @@ func (s *sim) outcomes() {
 				s.finishRead(op)
 			}
 		default:
+			if op.write && s.now-op.call/2 > simGiveUp && s.rng.IntN(4) == 0 {
+				s.stats.gaveUp++
+				op.rep.gaveUp(op.first, op.w)
+				s.finishWrite(op, ErrIndeterminate)
+				continue
+			}
 			keep = append(keep, op)
 		}
 	}
