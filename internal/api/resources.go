@@ -3,12 +3,15 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/partitadb/partita/internal/document"
 	"github.com/partitadb/partita/internal/engine"
 	"github.com/partitadb/partita/internal/status"
 	"github.com/partitadb/partita/internal/throughput"
@@ -175,6 +178,9 @@ func (h *Handler) createDatabase(w http.ResponseWriter, r *http.Request) error {
 		ID *string `json:"id"`
 	}
 	if err := json.Unmarshal(body, &def); err != nil || def.ID == nil {
+		if verr := document.Validate(body); verr != nil {
+			return status.BadRequest("database definition is invalid: %s", invalidMsg(verr))
+		}
 		return status.BadRequest("database definition must be a JSON object with a string id")
 	}
 	tp, err := requestedThroughput(r)
@@ -402,6 +408,15 @@ func (h *Handler) readOffer(w http.ResponseWriter, r *http.Request) error {
 	return readResource(w, r, res)
 }
 
+// invalidMsg is err's message, without the package's prefix when it is a
+// *document.InvalidError.
+func invalidMsg(err error) string {
+	if ie, ok := errors.AsType[*document.InvalidError](err); ok {
+		return ie.Msg
+	}
+	return err.Error()
+}
+
 // replaceOffer serves PUT /offers/{id}: the body is the whole offer with a
 // new content.offerThroughput or content.offerAutopilotSettings.
 func (h *Handler) replaceOffer(w http.ResponseWriter, r *http.Request) error {
@@ -418,6 +433,16 @@ func (h *Handler) replaceOffer(w http.ResponseWriter, r *http.Request) error {
 		} `json:"content"`
 	}
 	if err := json.Unmarshal(body, &offer); err != nil || offer.Content == nil {
+		if verr := document.Validate(body); verr != nil {
+			return status.BadRequest("offer is invalid: %s", invalidMsg(verr))
+		}
+		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
+			want := "an object"
+			if te.Type.Kind() == reflect.Int {
+				want = "an integer within range"
+			}
+			return status.BadRequest("offer's %s must be %s, not %s", te.Field, want, te.Value)
+		}
 		return status.BadRequest("offer must be a JSON object with a content object")
 	}
 	var tp engine.Throughput

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -46,11 +47,29 @@ const etagPath = `/"_etag"/?`
 // version and systemKey (they keep their values), and paths equal to the
 // current ones are not checked again (containers created before a rule
 // was tightened stay replaceable).
-func parseDefinition(body []byte, current *partition.Definition) (definition, error) {
-	var p fastjson.Parser
+// parseJSON parses body, what (a "container definition", say), with p,
+// after checking it strictly (document.Validate): fastjson checks no
+// string's contents, and a definition is stored and marshalled as it came.
+func parseJSON(p *fastjson.Parser, what string, body []byte) (*fastjson.Value, error) {
+	if err := document.Validate(body); err != nil {
+		msg := err.Error()
+		if ie, ok := errors.AsType[*document.InvalidError](err); ok {
+			msg = ie.Msg
+		}
+		return nil, invalid(fmt.Sprintf("%s is invalid: %s", what, msg))
+	}
 	v, err := p.ParseBytes(body)
 	if err != nil {
-		return definition{}, invalid("container definition is not valid JSON: " + err.Error())
+		return nil, invalid(fmt.Sprintf("%s is not valid JSON: %v", what, err))
+	}
+	return v, nil
+}
+
+func parseDefinition(body []byte, current *partition.Definition) (definition, error) {
+	var p fastjson.Parser
+	v, err := parseJSON(&p, "container definition", body)
+	if err != nil {
+		return definition{}, err
 	}
 	obj, err := v.Object()
 	if err != nil {

@@ -68,9 +68,9 @@ func scriptKey(container uint64, kind ScriptKind, id string) string {
 // a string body; triggers also need triggerType and triggerOperation.
 func parseScript(kind ScriptKind, body []byte) (*Script, error) {
 	var p fastjson.Parser
-	v, err := p.ParseBytes(body)
+	v, err := parseJSON(&p, fmt.Sprintf("%s definition", kind), body)
 	if err != nil {
-		return nil, invalid(fmt.Sprintf("%s definition is not valid JSON: %v", kind, err))
+		return nil, err
 	}
 	obj, err := v.Object()
 	if err != nil {

@@ -118,9 +118,9 @@ func permPrefix(d *Database, userRID string) string {
 // and nothing the catalog must understand besides.
 func parseUser(body []byte) (string, error) {
 	var p fastjson.Parser
-	v, err := p.ParseBytes(body)
+	v, err := parseJSON(&p, "user definition", body)
 	if err != nil {
-		return "", invalid(fmt.Sprintf("user definition is not valid JSON: %v", err))
+		return "", err
 	}
 	id := v.Get("id")
 	if v.Type() != fastjson.TypeObject || id == nil || id.Type() != fastjson.TypeString {
@@ -232,9 +232,9 @@ type permDef struct {
 // resourcePartitionKey is optional.
 func parsePermission(body []byte) (permDef, error) {
 	var p fastjson.Parser
-	v, err := p.ParseBytes(body)
+	v, err := parseJSON(&p, "permission definition", body)
 	if err != nil {
-		return permDef{}, invalid(fmt.Sprintf("permission definition is not valid JSON: %v", err))
+		return permDef{}, err
 	}
 	obj, err := v.Object()
 	if err != nil {

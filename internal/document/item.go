@@ -661,3 +661,27 @@ func propsScan(stored []byte) (SystemProps, error) {
 	}
 	return sp, nil
 }
+
+// Validate checks that body is one JSON value, strictly, as ParseItem
+// checks an item: string contents (escapes, control characters, UTF-8),
+// numbers, nesting depth, and no object with two members of one name. The
+// error is an *InvalidError naming the problem and its offset. For the
+// definitions the catalog reads with fastjson, which checks none of a
+// string's contents: a definition holding "\q" was stored, and then failed
+// to marshal (a 500).
+func Validate(body []byte) error {
+	i := skipWS(body, 0)
+	end, err := scanValue(body, i, 0, true)
+	if err == nil {
+		if j := skipWS(body, end); j != len(body) {
+			err = synErr(j, "%s after the top-level value", describe(body, j))
+		}
+	}
+	if se, ok := errors.AsType[*syntaxError](err); ok {
+		return &InvalidError{Msg: "not valid JSON: " + se.Error()}
+	}
+	if de, ok := errors.AsType[*DuplicateNameError](err); ok {
+		return &InvalidError{Msg: de.Error()}
+	}
+	return err
+}
