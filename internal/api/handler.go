@@ -301,6 +301,12 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 			h.writeError(w, r, status.From(errors.New("panic")))
 		}
 	}()
+	if r.ContentLength > h.cfg.MaxBodyBytes {
+		// Refused before a byte of it is read: a body declared past the
+		// limit would otherwise be waited on until the read timeout.
+		h.writeError(w, r, status.Newf(http.StatusRequestEntityTooLarge, "Request size is too large: the body declares %d bytes, over the limit of %d", r.ContentLength, h.cfg.MaxBodyBytes))
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes)
 	r = h.forwardable(r)
 	folded, err := foldQuery(leadingSlash(r))

@@ -123,13 +123,19 @@ func partitionKey(r *http.Request) (document.PartitionKey, error) {
 }
 
 // rangeID returns the x-ms-documentdb-partitionkeyrangeid header; the SDKs
-// may send "collRid,id", of which the id is the last part.
-func rangeID(r *http.Request) string {
+// may send "collRid,id", of which the id is the last part. Any other shape
+// (more commas, an empty part) is refused: "5,," read the whole container.
+func rangeID(r *http.Request) (string, error) {
 	v := strings.TrimSpace(r.Header.Get(hdrPKRangeID))
-	if i := strings.LastIndexByte(v, ','); i >= 0 {
-		v = v[i+1:]
+	if v == "" {
+		return "", nil
 	}
-	return v
+	parts := strings.Split(v, ",")
+	id := strings.TrimSpace(parts[len(parts)-1])
+	if len(parts) > 2 || id == "" || strings.TrimSpace(parts[0]) == "" {
+		return "", status.BadRequest("invalid %s header %q: want a partition key range id, or \"<collection rid>,<id>\"", hdrPKRangeID, v)
+	}
+	return id, nil
 }
 
 // scope reads the feed/query scope headers: partition key, range id, and
@@ -139,7 +145,11 @@ func scope(r *http.Request) (engine.Scope, error) {
 	if err != nil {
 		return engine.Scope{}, err
 	}
-	return engine.Scope{PK: pk, RangeID: rangeID(r), MinEPK: strings.TrimSpace(r.Header.Get(hdrStartEPK)), MaxEPK: strings.TrimSpace(r.Header.Get(hdrEndEPK))}, nil
+	id, err := rangeID(r)
+	if err != nil {
+		return engine.Scope{}, err
+	}
+	return engine.Scope{PK: pk, RangeID: id, MinEPK: strings.TrimSpace(r.Header.Get(hdrStartEPK)), MaxEPK: strings.TrimSpace(r.Header.Get(hdrEndEPK))}, nil
 }
 
 // maxItemCount reads x-ms-max-item-count: 0 when absent, -1 for unbounded.
