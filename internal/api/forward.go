@@ -232,7 +232,7 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, err error) (bo
 		return true, nil
 	case ForwardUnknown:
 		return false, status.New(http.StatusRequestTimeout, fmt.Sprintf("The write's outcome is unknown: it was forwarded to the leader of "+
-			"the partition's replicas (keyspace %d), which stopped answering while another node took over or for too long. "+
+			"the partition's replicas (keyspace %d), which stopped answering (its connection failed, another node took over, or it took too long). "+
 			"Read the item to learn whether it was applied.", keyspace)).Wrap(err)
 	case ForwardLocal:
 		if st.retries >= maxLocalRetries {

@@ -96,7 +96,7 @@ func (b *Backend) Get(key string) ([]byte, bool, error) {
 	defer cancel()
 	resp, err := b.cli.Get(ctx, b.prefix+key)
 	if err != nil {
-		return nil, false, fmt.Errorf("etcd get: %w", err)
+		return nil, false, fmt.Errorf("etcd get: %w", unavailable(ctx, err))
 	}
 	if len(resp.Kvs) == 0 {
 		return nil, false, nil
@@ -141,9 +141,20 @@ func (b *Backend) page(ctx context.Context, start, end string, rev int64) (*clie
 	}
 	resp, err := b.cli.Get(ctx, start, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("etcd load: %w", err)
+		return nil, fmt.Errorf("etcd load: %w", unavailable(ctx, err))
 	}
 	return resp, nil
+}
+
+// unavailable marks err, a read's, catalog.ErrUnavailable when it is its
+// timeout (ctx's: etcd's leader paused or gone, say) or etcd having no
+// leader for now: the request may be retried (503), not a 500 (a bug hunt:
+// stored procedures through a node just resumed from SIGSTOP).
+func unavailable(ctx context.Context, err error) error {
+	if ctx.Err() != nil || etcdTransient(err) {
+		return fmt.Errorf("%w: %w", catalog.ErrUnavailable, err)
+	}
+	return err
 }
 
 // Apply sets the keys of set and deletes the keys of del, atomically: one

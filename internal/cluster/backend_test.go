@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"testing"
 	"time"
@@ -207,5 +208,29 @@ func TestBackendCatalog(t *testing.T) {
 	}
 	if _, err := c2.Container("db1", "c1"); err != nil {
 		t.Errorf("reopened catalog: container db1/c1: %v", err)
+	}
+}
+
+// TestBackendReadUnavailable: a catalog read etcd does not answer in time
+// is catalog.ErrUnavailable (a 503 the client may retry), not a bare error
+// (a 500: a bug hunt's stored procedures through a node just resumed from
+// SIGSTOP, "etcd get: context deadline exceeded").
+func TestBackendReadUnavailable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close() // accepts, never answers
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ln.Addr().String()}, DialTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	b := NewBackend(cli, BackendConfig{Timeout: 200 * time.Millisecond})
+	if _, _, err := b.Get("cat/db/a"); !errors.Is(err, catalog.ErrUnavailable) {
+		t.Errorf("Get = %v, want catalog.ErrUnavailable", err)
+	}
+	if err := b.Load(t.Context(), "cat/", func(string, []byte) error { return nil }); !errors.Is(err, catalog.ErrUnavailable) {
+		t.Errorf("Load = %v, want catalog.ErrUnavailable", err)
 	}
 }

@@ -391,8 +391,10 @@ const leaderWait = 5 * time.Second
 // node learned of another leader before the answer began, or
 // forwardAnswerWait passed (a leader paused with SIGSTOP, or cut off, holds
 // the connection open and never answers; the write hung for the whole
-// pause). Whether such a write was applied is unknown (the caller answers
-// 408), nothing was written to w.
+// pause), or the connection failed after the request may have been sent (a
+// leader killed: EOF). Whether such a write was applied is unknown (the
+// caller answers 408), nothing was written to w. (A GET is failed instead:
+// it wrote nothing.)
 func (n *Node) Forward(w http.ResponseWriter, r *http.Request, listener string, body []byte, keyspace, leader uint64) (forwarded, local, unknown bool) {
 	deadline := time.Now().Add(leaderWait)
 	var passed uint64 // a leader that could not take the request
@@ -415,16 +417,17 @@ func (n *Node) Forward(w http.ResponseWriter, r *http.Request, listener string, 
 		}
 		resp, release, gaveUp, err := n.sendWatched(r, to, listener, body, keyspace, leader)
 		if err != nil {
-			if notSent(err) {
+			passOver, unknown := sendFailure(err, gaveUp, r.Method)
+			switch {
+			case passOver:
 				passed = leader
 				continue
-			}
-			if gaveUp {
+			case gaveUp:
 				n.log.Warn("a forwarded request's leader stopped answering: its outcome is unknown", "leader", to.Addr, "keyspace", keyspace)
-				return false, false, true
+			default:
+				n.log.Warn("forward a request to the partition's leader", "leader", to.Addr, "keyspace", keyspace, "unknown", unknown, "err", err)
 			}
-			n.log.Warn("forward a request to the partition's leader", "leader", to.Addr, "err", err)
-			return false, false, false
+			return false, false, unknown
 		}
 		if v := resp.Header.Get(notLeaderHeader); v != "" {
 			resp.Body.Close()
@@ -587,6 +590,23 @@ func (n *Node) member(id uint64) (Member, bool) {
 // notSent reports whether err, from sending a request to another node,
 // means the request never left this node (the connection was refused or
 // could not be made), so sending it elsewhere cannot apply it twice.
+// sendFailure tells what a forward's failed send means: passOver, the
+// request was not sent (its connection refused: try the next leader), or,
+// with unknown, that the leader may have applied it — it stopped
+// answering (gaveUp), or the connection failed once the request may have
+// been sent (EOF, reset: the leader killed while serving it; a 503,
+// "retry", made clients apply a write twice: a bug hunt found 3 of 54 such
+// patches applied). A GET or HEAD wrote nothing either way: neither.
+func sendFailure(err error, gaveUp bool, method string) (passOver, unknown bool) {
+	switch {
+	case notSent(err):
+		return true, false
+	case method == http.MethodGet || method == http.MethodHead:
+		return false, false
+	}
+	return false, true
+}
+
 func notSent(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "dial"

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httptrace"
 	"strings"
 	"testing"
@@ -74,5 +75,42 @@ func TestPeerClient(t *testing.T) {
 		if i > 0 && !reused {
 			t.Errorf("request %d opened a new connection, want the first one reused", i)
 		}
+	}
+}
+
+// TestSendFailure: a forward whose connection fails after the request went
+// out (the leader killed while serving it: EOF) has an unknown outcome, not
+// a failure to retry; one whose connection is refused was not sent.
+func TestSendFailure(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close() // the request read, then the process gone
+		}
+	}))
+	defer srv.Close()
+	_, err := srv.Client().Post(srv.URL+"/dbs/db/colls/c/docs", "application/json", strings.NewReader(`{"id":"1"}`))
+	if err == nil {
+		t.Fatal("the post succeeded")
+	}
+	if pass, unknown := sendFailure(err, false, http.MethodPost); pass || !unknown {
+		t.Errorf("POST cut after it was read (%v): pass over %v, unknown %v; want unknown", err, pass, unknown)
+	}
+	if pass, unknown := sendFailure(err, false, http.MethodGet); pass || unknown {
+		t.Errorf("GET cut: pass over %v, unknown %v; want neither", pass, unknown)
+	}
+	if pass, unknown := sendFailure(err, true, http.MethodPatch); pass || !unknown {
+		t.Errorf("given up: pass over %v, unknown %v; want unknown", pass, unknown)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	_, err = srv.Client().Post("http://"+addr+"/x", "application/json", strings.NewReader(`{}`))
+	if pass, unknown := sendFailure(err, false, http.MethodPost); !pass || unknown {
+		t.Errorf("refused (%v): pass over %v, unknown %v; want pass over", err, pass, unknown)
 	}
 }

@@ -102,6 +102,13 @@ func (e *Engine) ExecuteBatch(ctx context.Context, db, coll string, pk document.
 		if size += len(r.Body); err == nil && size > MaxBatchResponseBytes {
 			err = responseFull()
 		}
+		if _, _, ok := NotLeader(err); ok || NotApplied(err) {
+			// The partition's leadership moved while the batch ran
+			// (t.close rolls back: nothing was written): the whole
+			// request belongs to the new leader, which the API forwards
+			// it to, not a 207 whose 503 no SDK retries.
+			return BatchResponse{}, err
+		}
 		if err != nil {
 			resp.OK = false
 			for j := range resp.Results {

@@ -263,3 +263,58 @@ func TestSprocResponseBounded(t *testing.T) {
 		t.Errorf("the failed sproc's write: %v, want 404", err)
 	}
 }
+
+// lostHost is a replica.Host whose keyspaces in lost lose their leadership
+// between a transaction's begin and its first write: Lead answers nil,
+// NextLSN *replica.NotLeaderError.
+type lostHost struct {
+	*replica.Local
+	lost map[uint64]bool
+}
+
+func (h *lostHost) Replica(id uint64) (replica.Replica, error) {
+	r, err := h.Local.Replica(id)
+	if h.lost[id] && err == nil {
+		return lostReplica{r}, nil
+	}
+	return r, err
+}
+
+type lostReplica struct{ replica.Replica }
+
+func (r lostReplica) NextLSN(replica.Batch, *uint64) (uint64, error) {
+	return 0, &replica.NotLeaderError{Keyspace: r.ID(), Leader: 9}
+}
+
+// TestBatchLeadershipLost: a transactional batch whose partition's
+// leadership moves while it runs fails whole with the NotLeaderError (the
+// API forwards it to the new leader), not with a 207 whose first operation
+// is a 503 that no SDK retries (a bug hunt: 12 in 42,000 batches at
+// leadership changes).
+func TestBatchLeadershipLost(t *testing.T) {
+	var host *lostHost
+	e := engineOnHost(t, func(local *replica.Local) replica.Host {
+		host = &lostHost{Local: local, lost: map[uint64]bool{}}
+		return host
+	}, Throughput{})
+	c, err := e.cat.Container("db", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ks := range c.Keyspaces() {
+		host.lost[ks] = true
+	}
+	pk := pkN(1)
+	ops := []BatchOp{
+		{Type: "Create", Body: []byte(`{"id":"a","pk":"p1"}`)},
+		{Type: "Create", Body: []byte(`{"id":"b","pk":"p1"}`)},
+	}
+	resp, err := e.ExecuteBatch(t.Context(), "db", "k", pk, ops)
+	if _, leader, ok := NotLeader(err); !ok || leader != 9 {
+		t.Fatalf("ExecuteBatch = %+v, %v; want NotLeader naming node 9", resp, err)
+	}
+	clear(host.lost)
+	if _, err := e.ReadItem(t.Context(), ItemRef{DB: "db", Container: "k", ID: "a"}, pk, ""); code(err) != http.StatusNotFound {
+		t.Errorf("item a: %v, want 404", err)
+	}
+}
