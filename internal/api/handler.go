@@ -606,7 +606,9 @@ func readBody(r *http.Request) ([]byte, error) {
 		}
 		return nil, status.BadRequest("cannot read request body: %v", err)
 	}
-	return b, nil
+	// One decoding of a lone surrogate's escape for every reader of what
+	// the body becomes (a query's parameters among them).
+	return document.FixLoneSurrogates(b), nil
 }
 
 func newUUID() string {

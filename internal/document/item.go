@@ -75,7 +75,8 @@ type Item struct {
 // with strict=false): a value that is not a string, number, boolean or null
 // becomes the Undefined component, and the @azure/cosmos SDK sends {} for it.
 // Numbers are decoded as doubles; a literal beyond the double range is
-// refused. Strings decode lone UTF-16 surrogate escapes to U+FFFD.
+// refused. Strings decode lone UTF-16 surrogate escapes to U+FFFD, and the
+// Item's body has them replaced by \ufffd (FixLoneSurrogates).
 //
 // Errors are *InvalidError, e.g. "request body is not valid JSON: ...", "item
 // must be a JSON object", "item has no id", "id must be a string", the
@@ -110,6 +111,9 @@ func ParseStoredItem(stored []byte, pkPaths []string) (*Item, error) {
 }
 
 func parseItem(body []byte, pkPaths []string, rule IDRule, strict bool) (*Item, error) {
+	if strict {
+		body = FixLoneSurrogates(body) // the Item stores what every reader decodes alike
+	}
 	it := &Item{body: body, members: make([]member, 0, 16)}
 	root, err := scanRoot(body, &it.members, strict)
 	if err != nil {
