@@ -325,3 +325,66 @@ func TestLoneSurrogates(t *testing.T) {
 		t.Errorf("point read of the id a query returned: %d %s", resp.StatusCode, b)
 	}
 }
+
+// TestMaxInFlight: past MaxInFlight requests served at once, the next is
+// answered 429 with a retry-after before its body is read; once those end,
+// requests are served again.
+func TestMaxInFlight(t *testing.T) {
+	srv := newTestHandler(t, Config{MaxInFlight: 2})
+	key, _ := auth.DecodeKey(testKey)
+	post := func(body io.Reader) (*http.Response, error) {
+		req, err := http.NewRequest(http.MethodPost, srv.URL+"/dbs", body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		date := time.Now().UTC().Format(http.TimeFormat)
+		req.Header.Set("x-ms-date", date)
+		req.Header.Set("Authorization", auth.MasterToken(key, http.MethodPost, "dbs", "", date))
+		return srv.Client().Do(req)
+	}
+	var writers []*io.PipeWriter
+	done := make(chan int, 2)
+	for i := range 2 {
+		pr, pw := io.Pipe()
+		writers = append(writers, pw)
+		t.Cleanup(func() { pw.Close() }) // before the server's Close, which waits for its requests
+		go func() {
+			resp, err := post(pr)
+			if err != nil {
+				done <- 0
+				return
+			}
+			resp.Body.Close()
+			done <- resp.StatusCode
+		}()
+		_, _ = pw.Write([]byte(fmt.Sprintf(`{"id":"db%d"`, i))) // the rest never comes, for now
+	}
+	var resp *http.Response
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var err error
+		if resp, err = post(strings.NewReader(`{"id":"x"}`)); err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusTooManyRequests || time.Now().After(deadline) {
+			break
+		}
+	}
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("x-ms-retry-after-ms") == "" {
+		t.Fatalf("with 2 requests held: %d (retry-after %q), want 429 with a retry-after", resp.StatusCode, resp.Header.Get("x-ms-retry-after-ms"))
+	}
+	for _, pw := range writers {
+		_, _ = pw.Write([]byte(`}`))
+		pw.Close()
+	}
+	for range 2 {
+		if code := <-done; code != http.StatusCreated {
+			t.Errorf("a held request: %d, want 201", code)
+		}
+	}
+	if resp, err := post(strings.NewReader(`{"id":"y"}`)); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Errorf("after the held ones: %v, %v; want 201", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+}
