@@ -166,6 +166,7 @@ func TestErrorResponses(t *testing.T) {
 		{"user with a bad escape", http.MethodPost, "/dbs/db/users", nil, `{"id":"u2","zz":"\q"}`, 400, "", "user definition is invalid"},
 		{"permission with a bad escape", http.MethodPost, "/dbs/db/users/u/permissions", nil, `{"id":"p2","permissionMode":"All","resource":"dbs/db/colls/k","zz":"\q"}`, 400, "", "invalid escape"},
 		{"database with a bad escape", http.MethodPost, "/dbs", nil, `{"id":"db3","zz":"\q"}`, 400, "", "invalid escape"},
+		{"range id header not a number", http.MethodGet, "/dbs/db/colls/k/docs", map[string]string{"x-ms-documentdb-partitionkeyrangeid": "abc"}, "", 400, "", "non-negative integer"},
 		{"range id header of three parts", http.MethodGet, "/dbs/db/colls/k/docs", map[string]string{"x-ms-documentdb-partitionkeyrangeid": "5,,"}, "", 400, "", "x-ms-documentdb-partitionkeyrangeid"},
 		{"offer throughput as a string", http.MethodPut, "/offers/x", nil, `{"content":{"offerThroughput":"400"}}`, 400, "", "content.offerThroughput must be an integer"},
 	}

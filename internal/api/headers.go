@@ -135,6 +135,11 @@ func rangeID(r *http.Request) (string, error) {
 	if len(parts) > 2 || id == "" || strings.TrimSpace(parts[0]) == "" {
 		return "", status.BadRequest("invalid %s header %q: want a partition key range id, or \"<collection rid>,<id>\"", hdrPKRangeID, v)
 	}
+	if _, err := strconv.ParseUint(id, 10, 32); err != nil {
+		// Range ids are numbers: one that cannot be any range's is a 400,
+		// not the 410 (gone, split) that makes the SDKs refresh and retry.
+		return "", status.BadRequest("invalid %s header %q: a partition key range id is a non-negative integer", hdrPKRangeID, v)
+	}
 	return id, nil
 }
 
