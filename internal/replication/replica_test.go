@@ -678,3 +678,34 @@ func TestCommitInDoubt(t *testing.T) {
 		t.Errorf("stable LSN %d still below the write settled (LSN %d)", got, lsn)
 	}
 }
+
+// TestStableNotPastAbandoned: an LSN the leader issued and then abandoned
+// (its transaction failed, nothing proposed) does not move the leader's
+// stable mark until a later proposal commits: until then a successor may
+// issue it again, and a change feed read to a mark past it would step
+// over the successor's write (the simulation's feed readers found it).
+func TestStableNotPastAbandoned(t *testing.T) {
+	nodes := startLiveNodes(t, &chanNet{inboxes: map[uint64]chan Message{}})
+	for _, n := range nodes {
+		defer n.stop(t)
+	}
+	lead := awaitLeader(t, nodes)
+	lsn := commitLSN(t, lead.r, "v")
+	var first uint64
+	b := lead.r.NewBatch(false)
+	abandoned, err := lead.r.NextLSN(b, &first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	lead.r.ReleaseLSN(first)
+	if got := lead.r.StableLSN(); got != lsn {
+		t.Errorf("with LSN %d abandoned: stable LSN %d, want %d, the last committed", abandoned, got, lsn)
+	}
+	if err := lead.r.PublishStable(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := lead.r.StableLSN(); got != abandoned {
+		t.Errorf("after PublishStable: stable LSN %d, want %d", got, abandoned)
+	}
+}

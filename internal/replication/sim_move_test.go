@@ -2,6 +2,7 @@ package replication
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/partitadb/partita/internal/replica"
@@ -17,7 +18,8 @@ import (
 //     every node creates its replica of the new group when it observes it;
 //   - the coordinator, the source group's settled leader, campaigns for the
 //     new group and copies the logical partition into it in rounds while
-//     writes go on, then holds the partition's writers off on its node,
+//     writes go on, then holds the source group's writers off on its node
+//     (the engine holds its container's),
 //     waits for its writes in flight and those given up on that may still
 //     apply (in doubt), copies a last round, makes the new
 //     group's LSNs continue above the source's last (a mark proposed to it:
@@ -102,10 +104,15 @@ func fenced(st *store.Store, g uint64, lp int) bool {
 	return false
 }
 
-// holds reports whether a move's cut-over holds lp's writers off on n.
+// holds reports whether a move's cut-over holds lp's writers off on n: the
+// writers of every partition in the source group, as the engine's holds
+// its container's (colls exclusive), so that the source issues no LSN
+// between the new group's advance and the fence (one past the new group's
+// first would carry a change feed position over the moved partition's
+// next versions).
 func (s *sim) holds(n *simNode, lp int) bool {
 	m := s.move
-	return m != nil && !m.settle && m.node == n && m.lp == lp && m.phase >= moveHold && m.phase <= moveFence
+	return m != nil && !m.settle && m.node == n && n.view[lp] == m.from && m.phase >= moveHold && m.phase <= moveFence
 }
 
 // observe is a node's catalog sync: replicas of the groups it names, and
@@ -234,7 +241,7 @@ func (s *sim) moveStep() error {
 		}
 	case moveHold:
 		for _, o := range s.ops {
-			if o.write && o.node == n && o.lp == m.lp {
+			if o.write && o.node == n && o.group == m.from {
 				return nil
 			}
 		}
@@ -264,6 +271,12 @@ func (s *sim) copyRound(phase movePhase) error {
 		default:
 			b.Set(lpKey(m.to, m.lp, k), v)
 		}
+	}
+	// The partition's change entries, with their LSNs.
+	if err := feedEntries(m.node.st, m.from, m.lp, 0, math.MaxUint64-1, func(lsn uint64, num int) {
+		b.Set(feedKey(m.to, lsn), feedValue(m.lp, num))
+	}); err != nil {
+		return err
 	}
 	return s.propose(b, m.to, m.toTerm, phase)
 }
@@ -352,6 +365,11 @@ func (s *sim) concluded() error {
 		defer b.Close()
 		for k := range simKeys {
 			b.Delete(lpKey(m.from, m.lp, k))
+		}
+		if err := feedEntries(m.node.st, m.from, m.lp, 0, math.MaxUint64-1, func(lsn uint64, _ int) {
+			b.Delete(feedKey(m.from, lsn))
+		}); err != nil {
+			return err
 		}
 		m.settle = false // the collection is the last step either way
 		return s.propose(b, m.from, m.term, moveCollect)

@@ -29,8 +29,10 @@ import (
 // writing through Replica (LSNs taken, proposals in shuffled order) and
 // reading logical partitions, writes given up on (an indeterminate Commit,
 // its proposal kept in doubt), session reads checked against
-// Replica.Visible, leadership transfers, and logical partitions moved from
-// their group to a new one by the separation protocol (sim_move_test.go).
+// Replica.Visible, change feeds read to each node's stable mark
+// (sim_feed_test.go), leadership transfers, and logical partitions moved
+// from their group to a new one by the separation protocol
+// (sim_move_test.go).
 // Every history is checked with porcupine (linearizable per logical
 // partition, across its moves; a multi-key write as one operation) and the
 // replicas must converge. The simulator owns every source of
@@ -149,6 +151,7 @@ type sim struct {
 		moves, abandoned, fenced                               int
 		sessions, sessionWaits, pauses                         int
 		gaveUp                                                 int // writes whose Commit stopped waiting
+		feedReads, feedVersions, feedUndrained, feedAbove      int
 		movedSessions                                          int // session reads checked in a group the partition moved to
 	}
 	// The catalog: the group each logical partition is in, the group it is
@@ -176,6 +179,10 @@ type sim struct {
 	lastAcked [simLPs]*simOp
 	// sessionErr is the first session read that missed its write.
 	sessionErr error
+	// readers follow the logical partitions' change feeds
+	// (sim_feed_test.go); feedErr is the first violation they found.
+	readers []*feedReader
+	feedErr error
 }
 
 type simTransport struct {
@@ -266,6 +273,9 @@ func newSim(seed uint64) (*sim, error) {
 	}
 	for lp := range simLPs {
 		s.route[lp] = uint64(lp%simGroups + 1)
+		for range feedReaders {
+			s.readers = append(s.readers, &feedReader{lp: lp, got: map[int]bool{}})
+		}
 	}
 	for i := range simNodes {
 		n := &simNode{id: uint64(i + 1), fs: vfs.NewCrashableMem()}
@@ -307,11 +317,14 @@ func runSim(t *testing.T, seed uint64, steps int) error {
 	}
 	s.ops = nil
 	t.Logf("seed %d: %d steps, %d writes, %d reads (%d indeterminate), %d session reads (%d in a group moved to, %d not yet visible), %d crashes, %d cuts, %d pauses, %d leadership transfers, %d writes given up, "+
-		"%d moves completed, %d abandoned, %d operations refused by a fence, %d snapshots received",
+		"%d moves completed, %d abandoned, %d operations refused by a fence, %d snapshots received, %d change feed reads delivering %d versions (%d readers not drained, %d versions above a drained position)",
 		seed, steps, s.stats.writes, s.stats.reads, s.stats.indeterminate, s.stats.sessions, s.stats.movedSessions, s.stats.sessionWaits, s.stats.crashes, s.stats.cuts, s.stats.pauses, s.stats.transfers, s.stats.gaveUp,
-		s.stats.moves, s.stats.abandoned, s.stats.fenced, s.stats.snapshots)
+		s.stats.moves, s.stats.abandoned, s.stats.fenced, s.stats.snapshots, s.stats.feedReads, s.stats.feedVersions, s.stats.feedUndrained, s.stats.feedAbove)
 	if s.sessionErr != nil {
 		return s.sessionErr
+	}
+	if err := s.drainFeeds(); err != nil {
+		return err
 	}
 	if err := s.converged(); err != nil {
 		return err
@@ -409,6 +422,9 @@ func (s *sim) step(ops, faults bool) error {
 		s.proposeEvaluated()
 		if s.rng.IntN(100) < 30 {
 			s.sessionRead()
+		}
+		if s.rng.IntN(100) < 30 {
+			s.feedRead()
 		}
 	}
 	if faults {
@@ -593,6 +609,7 @@ func (s *sim) startOp() error {
 			}
 		}
 	}
+	b.Set(relFeed(lsn), feedValue(lp, op.num))
 	op.node, op.write, op.rep, op.lsn, op.b = n, true, r, lsn, b
 	s.evaluated = append(s.evaluated, op)
 	return nil
