@@ -166,9 +166,10 @@ func (r *Replica) notLeader() error {
 //
 // A Commit that gives up waiting (r.wait) leaves its proposal in the log,
 // where it may yet apply, in this term: until it does, or is known never
-// to, Commit refuses every other batch (ErrNotApplied, ErrUnavailable: the
-// write may be retried) and the stable mark stays below the transaction's
-// first LSN, whatever ReleaseLSN is told. Another write evaluated
+// to, Commit refuses every other batch (ErrInDoubt, with ErrNotApplied and
+// ErrUnavailable: the write may be retried) and the stable mark stays
+// below the transaction's first LSN, whatever ReleaseLSN is told. Another
+// write evaluated
 // meanwhile would not see the first one's effects, and applied after them
 // would undo them (a lost update, and index entries of the first version
 // left behind); a change feed read to a mark past it would never deliver
