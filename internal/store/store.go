@@ -106,7 +106,8 @@ type Store struct {
 	epoch   atomic.Uint64         // incremented by every open of the database
 	failure atomic.Pointer[error] // why the open generation failed, if it did
 	closing atomic.Bool           // Close has begun
-	// unsynced is set by a commit without a sync, cleared by syncLog.
+	// unsynced is set by a commit without a sync in a store without
+	// Sync, cleared by syncLog.
 	unsynced atomic.Bool
 	full     atomic.Bool // writes are refused for space (for logging the changes)
 
@@ -698,7 +699,10 @@ func (b *Batch) commit(wo *pebble.WriteOptions) error {
 	if err := b.s.admit(b.g, int64(b.b.Len())); err != nil {
 		return err
 	}
-	if !wo.GetSync() {
+	// Only a store without Sync syncs in the background (syncLog), and
+	// the flag is written only when it changes: every commit of every
+	// core would otherwise write one shared cache line.
+	if !wo.GetSync() && !b.s.opts.Sync && !b.s.unsynced.Load() {
 		b.s.unsynced.Store(true)
 	}
 	return b.s.apply(b.b, wo)
