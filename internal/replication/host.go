@@ -684,6 +684,7 @@ func (h *Host) Process() error {
 		if rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot) {
 			md := rd.Snapshot.GetMetadata()
 			g.ls.trunc = bounds{index: md.GetIndex(), term: md.GetTerm(), conf: md.GetConfState()}
+			g.ls.terms = nil // the log starts after the snapshot
 			a, err := snapshotApplied(rd.Snapshot.GetData())
 			if err != nil {
 				h.mu.Unlock()
@@ -693,6 +694,7 @@ func (h *Host) Process() error {
 			g.above = nil
 			h.advancedLocked()
 		}
+		g.ls.appended(rd.Entries)
 		h.noteSoft(g, rd.SoftState, rd.HardState)
 		for _, rs := range rd.ReadStates {
 			if len(rs.RequestCtx) != 8 {
@@ -969,6 +971,7 @@ func (h *Host) truncate(g *group) error {
 		return fmt.Errorf("replication: group %d: truncate: %w", g.id, err)
 	}
 	g.ls.trunc = t
+	g.ls.truncated(t.index)
 	return nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -81,14 +83,21 @@ func decodeBounds(v []byte) (bounds, error) {
 // raft.Storage of its RawNode. Raft calls it under the host's mutex, from
 // whichever goroutine steps, proposes or processes; only the driver's
 // goroutine changes its fields, under that mutex once the store holds
-// what they describe. It keeps the log's bounds in memory and reads
-// entries from the store.
+// what they describe. It keeps the log's bounds in memory, and the terms of
+// the entries it appended since it was loaded (terms); it reads entries
+// from the store.
 type logStore struct {
 	st    *store.Store
 	group uint64
 	hard  *pb.HardState
 	trunc bounds
 	last  uint64 // the index of the last entry; trunc.index when there is none
+	// terms are the terms of a suffix of the log, (terms[0].from-1, last]:
+	// Raft asks Term on every append it sends or receives and every commit
+	// it considers, and reading and decoding the entry each time was a
+	// twentieth of a leader's CPU. Entries before the suffix (appended
+	// before the store was loaded) are read from the store.
+	terms []termRun
 	// snapshot returns the group's current snapshot (its applied keyspace
 	// state); set by the host.
 	snapshot func() (*pb.Snapshot, error)
@@ -169,6 +178,10 @@ func (ls *logStore) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
 	return out, nil
 }
 
+// termRun says that the entries from index from on, up to the next run's
+// from, have term term.
+type termRun struct{ from, term uint64 }
+
 // Term returns the term of entry i, in [FirstIndex()-1, LastIndex()].
 func (ls *logStore) Term(i uint64) (uint64, error) {
 	switch {
@@ -178,6 +191,10 @@ func (ls *logStore) Term(i uint64) (uint64, error) {
 		return 0, raft.ErrCompacted
 	case i > ls.last:
 		return 0, raft.ErrUnavailable
+	}
+	if n := len(ls.terms); n > 0 && i >= ls.terms[0].from {
+		k := sort.Search(n, func(k int) bool { return ls.terms[k].from > i }) - 1
+		return ls.terms[k].term, nil
 	}
 	v, err := ls.st.Get(entryKey(ls.group, i))
 	if errors.Is(err, store.ErrNotFound) {
@@ -222,6 +239,34 @@ func (ls *logStore) appendFrom(b *store.Batch, last uint64, ents []*pb.Entry) (n
 		b.DeleteSpan(entrySpan(ls.group, newLast+1, last+1))
 	}
 	return newLast, nil
+}
+
+// appended records the terms of ents, which the store now holds from the
+// first one's index on, replacing any later entries (appendFrom's batch,
+// committed).
+func (ls *logStore) appended(ents []*pb.Entry) {
+	if len(ents) == 0 {
+		return
+	}
+	first := ents[0].GetIndex()
+	n := sort.Search(len(ls.terms), func(k int) bool { return ls.terms[k].from >= first })
+	ls.terms = ls.terms[:n]
+	for _, e := range ents {
+		if n := len(ls.terms); n == 0 || ls.terms[n-1].term != e.GetTerm() {
+			ls.terms = append(ls.terms, termRun{from: e.GetIndex(), term: e.GetTerm()})
+		}
+	}
+}
+
+// truncated forgets the runs of entries at or before index, which the log
+// no longer holds (truncate: the store dropped them), but the one that
+// continues past it.
+func (ls *logStore) truncated(index uint64) {
+	k := 0
+	for k+1 < len(ls.terms) && ls.terms[k+1].from <= index+1 {
+		k++
+	}
+	ls.terms = slices.Delete(ls.terms, 0, k)
 }
 
 // setHard adds hard state h to b.

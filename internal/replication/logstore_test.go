@@ -1,0 +1,121 @@
+package replication
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/partitadb/partita/internal/store"
+)
+
+// TestLogTerms checks the terms a log keeps in memory against its entries
+// in the store, through random appends (overwriting suffixes, as a
+// follower's conflicting log is), truncations and reloads: Term must answer
+// from the store's entries whatever it remembers.
+func TestLogTerms(t *testing.T) {
+	st, err := store.Open(store.Options{Dir: "data", FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const group = 7
+	b := st.NewBatch()
+	if err := (&logStore{group: group}).setBounds(b, bounds{conf: &pb.ConfState{Voters: []uint64{1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	ls, ok, err := loadLog(st, group)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	term := uint64(1)
+	stored := func(i uint64) uint64 { // the entry's term, read from the store
+		t.Helper()
+		v, err := st.Get(entryKey(group, i))
+		if err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+		e := &pb.Entry{}
+		if err := proto.Unmarshal(v, e); err != nil {
+			t.Fatal(err)
+		}
+		return e.GetTerm()
+	}
+	for step := range 3000 {
+		switch op := rng.IntN(10); {
+		case op < 7: // append, maybe from an index the log holds already
+			first := ls.last + 1
+			if ls.last > ls.trunc.index && rng.IntN(3) == 0 {
+				first -= uint64(rng.IntN(int(min(ls.last-ls.trunc.index, 5)))) + 1
+			}
+			if rng.IntN(4) == 0 {
+				term++
+			}
+			var ents []*pb.Entry
+			for i := range uint64(rng.IntN(4) + 1) {
+				if rng.IntN(6) == 0 {
+					term++
+				}
+				ents = append(ents, &pb.Entry{Index: new(first + i), Term: new(term)})
+			}
+			b := st.NewBatch()
+			last, err := ls.appendFrom(b, ls.last, ents)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			ls.last = last
+			ls.appended(ents)
+		case op < 9: // truncate a prefix
+			if ls.last <= ls.trunc.index+1 {
+				continue
+			}
+			to := ls.trunc.index + uint64(rng.IntN(int(ls.last-ls.trunc.index)))
+			tm, err := ls.Term(to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := st.NewBatch()
+			b.DeleteSpan(entrySpan(group, ls.trunc.index+1, to+1))
+			tb := bounds{index: to, term: tm, conf: ls.trunc.conf}
+			if err := ls.setBounds(b, tb); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			ls.trunc = tb
+			ls.truncated(to)
+		default: // a restart: nothing remembered
+			if ls, ok, err = loadLog(st, group); err != nil || !ok {
+				t.Fatal(ok, err)
+			}
+		}
+		for i := ls.trunc.index + 1; i <= ls.last; i++ {
+			got, err := ls.Term(i)
+			if err != nil {
+				t.Fatalf("step %d: Term(%d): %v", step, i, err)
+			}
+			if want := stored(i); got != want {
+				t.Fatalf("step %d: Term(%d) = %d, the store holds %d (runs %v)", step, i, got, want, ls.terms)
+			}
+		}
+		runs := 0 // the log's runs of entries of one term
+		for i := ls.trunc.index + 1; i <= ls.last; i++ {
+			if i == ls.trunc.index+1 || stored(i) != stored(i-1) {
+				runs++
+			}
+		}
+		if len(ls.terms) > runs+1 { // one run may end before the log's first entry
+			t.Fatalf("step %d: %d runs remembered for a log of %d: %v", step, len(ls.terms), runs, ls.terms)
+		}
+	}
+}
