@@ -1,7 +1,9 @@
 package api
 
 import (
+	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/partitadb/partita/internal/replica"
+	"github.com/partitadb/partita/internal/status"
 )
 
 // TestCosmosCaseWriter: a forwarded response's headers, which Go's HTTP
@@ -274,5 +277,39 @@ func TestForwardingReadsBodyAfterAuth(t *testing.T) {
 	mustDo(t, srv, http.MethodPost, "/dbs/db/colls/c/docs", map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}, item, http.StatusCreated)
 	if string(got) != item {
 		t.Fatalf("forwarded body %q, want %q", got, item)
+	}
+}
+
+// TestForwardedErrorNamesItsNode: a 5xx that a node answers to a request
+// another node forwarded says so, since the client reads it through the
+// node it asked, where "this node" would name the wrong one (a partition
+// hunt: the catalog's "this node could not confirm …" reached clients of
+// healthy nodes from a leader cut off from etcd); the shared error value
+// is not changed, and requests not forwarded keep their message.
+func TestForwardedErrorNamesItsNode(t *testing.T) {
+	h := &Handler{log: slog.New(slog.DiscardHandler)}
+	shared := status.Unavailable("this node could not do it; retry")
+	msg := func(r *http.Request, err error) string {
+		rec := httptest.NewRecorder()
+		h.writeError(rec, r, err)
+		var body struct{ Message string }
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+			t.Fatal(err)
+		}
+		return body.Message
+	}
+	plain := httptest.NewRequest(http.MethodPost, "/dbs/d/colls/c/docs", nil)
+	fwd := MarkForwarded(plain)
+	for range 2 {
+		if got := msg(fwd, shared); !strings.HasPrefix(got, "Answered by the node the request was forwarded to") ||
+			!strings.HasSuffix(got, ": this node could not do it; retry") {
+			t.Errorf("forwarded: %q", got)
+		}
+	}
+	if got := msg(plain, shared); got != "this node could not do it; retry" {
+		t.Errorf("not forwarded: %q", got)
+	}
+	if got := msg(fwd, status.New(http.StatusNotFound, "no such item")); got != "no such item" {
+		t.Errorf("forwarded 404: %q", got)
 	}
 }

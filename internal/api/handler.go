@@ -563,6 +563,14 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		err = status.Newf(http.StatusRequestEntityTooLarge, "Request size is too large: the body exceeds %d bytes", mbe.Limit)
 	}
 	se := status.From(err)
+	if se.Code >= 500 && forwardedHere(r) {
+		// The client reads this through the node it asked, where "this
+		// node" would name the wrong one.
+		// (A copy: the error may be a shared value.)
+		c := *se
+		c.Message = "Answered by the node the request was forwarded to (the partition's leader, or a node holding its replicas): " + se.Message
+		se = &c
+	}
 	setHeader(w, "Content-Type", "application/json")
 	setCharge(w, max(throughput.MinimumCost(), engine.Charge(err)))
 	if se.Sub != status.SubNone {

@@ -1,13 +1,17 @@
 package cluster
 
 import (
+	"context"
+	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/partitadb/partita/internal/replica"
 	"github.com/partitadb/partita/internal/store"
@@ -113,4 +117,96 @@ func TestSendFailure(t *testing.T) {
 	if pass, unknown := sendFailure(err, false, http.MethodPost); !pass || unknown {
 		t.Errorf("refused (%v): pass over %v, unknown %v; want pass over", err, pass, unknown)
 	}
+}
+
+// countConn counts the bytes a connection's reads and writes moved.
+type countConn struct {
+	net.Conn
+	n atomic.Int64
+}
+
+func (c *countConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func (c *countConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// TestPeerClientAbandons: a forward given up on (its context cancelled
+// while the request is on its way) leaves nothing behind to be delivered
+// later: what the kernel had not sent when the connection closed never
+// reaches the peer (dialPeer). The peer reads nothing until the client has
+// given up, as a leader cut off by the network would; then it must receive
+// less than the client's kernel had accepted (an ordinary close delivers
+// all of it, then the end of the stream).
+func TestPeerClientAbandons(t *testing.T) {
+	cert := mustCert(t, mustCA(t, secretA), "a")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	gaveUp := make(chan struct{})
+	received := make(chan int64, 1)
+	go func() {
+		raw, err := ln.Accept()
+		if err != nil {
+			received <- -1
+			return
+		}
+		defer raw.Close()
+		cc := &countConn{Conn: raw}
+		tc := tls.Server(cc, cert.ServerTLS())
+		if err := tc.Handshake(); err != nil {
+			received <- -1
+			return
+		}
+		<-gaveUp
+		_, _ = io.Copy(io.Discard, tc)
+		received <- cc.n.Load()
+	}()
+	c := newPeerClient(cert)
+	tr := c.Transport.(*http.Transport)
+	var sent *countConn
+	dial := tr.DialContext
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		sent = &countConn{Conn: conn}
+		return sent, nil
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	body := io.LimitReader(zeros{}, 256<<20) // far more than the sockets' buffers hold
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+ln.Addr().String()+"/forward/x", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Do(req); err == nil {
+		t.Fatal("the request succeeded")
+	}
+	c.CloseIdleConnections()
+	time.Sleep(100 * time.Millisecond) // what an ordinary close would still deliver, it delivers now
+	close(gaveUp)
+	got := <-received
+	if sent == nil || got < 0 {
+		t.Fatalf("no connection (sent %v, received %d)", sent, got)
+	}
+	if want := sent.n.Load(); got >= want {
+		t.Errorf("the peer received %d bytes of the %d the client's kernel accepted: an abandoned request went on being delivered", got, want)
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }
