@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
+
+	raftpb "go.etcd.io/raft/v3/raftpb"
 
 	"github.com/partitadb/partita/internal/replication"
 )
@@ -27,6 +30,32 @@ import (
 // balanceInterval is how often a node looks at the spread of leaders.
 const balanceInterval = time.Second
 
+// A node whose catalog cannot be confirmed current (its etcd traffic cut
+// off while its Raft traffic flows: a firewall closing one port), or whose
+// disk is full, takes no write (and in the first case no Strong read), so
+// every partition it leads is unavailable through every node, though its
+// peers could serve them. Such a node therefore hands its leaderships to
+// the other voters (draining: once its catalog has been lapsed for
+// drainAfter, at once when its store refuses writes), and refuses
+// leaderships handed to it meanwhile (the MsgTimeoutNow of a transfer is
+// dropped: refuses). A transfer that did not move the leadership (its target
+// refused it, or was not reachable) makes this node leave that target out
+// of its moves for refusedFor, so leader balance on a healthy node does
+// not hand a group to a lapsed one every second, each attempt stalling
+// the group's writes for the election timeout Raft takes to abandon it.
+const (
+	drainAfter = 5 * time.Second
+	refusedFor = 30 * time.Second
+)
+
+// balancing is what leader balance remembers between rounds: the
+// transfers it started last, and the targets it leaves out until when.
+type balancing struct {
+	mu      sync.Mutex
+	started []leaderMove
+	refused map[uint64]time.Time
+}
+
 // leaderMove is a transfer of one group's leadership from this node.
 type leaderMove struct {
 	group, to uint64
@@ -46,19 +75,10 @@ func leaderMoves(self uint64, members []uint64, leaders map[uint64]uint64) []lea
 	for _, m := range members {
 		count[m] = 0
 	}
-	var mine []uint64
-	for g, l := range leaders {
-		if _, ok := count[l]; ok {
-			count[l]++
-		}
-		if l == self {
-			mine = append(mine, g)
-		}
-	}
+	mine := tally(self, count, leaders)
 	if _, ok := count[self]; !ok {
 		return nil
 	}
-	slices.Sort(mine)
 	others := make([]uint64, 0, len(members))
 	for _, m := range members {
 		if m != self {
@@ -80,10 +100,102 @@ func leaderMoves(self uint64, members []uint64, leaders map[uint64]uint64) []lea
 	return moves
 }
 
+// tally adds to count, for each member it holds, the groups leaders says
+// it leads, and returns the groups self leads, in order.
+func tally(self uint64, count map[uint64]int, leaders map[uint64]uint64) []uint64 {
+	var mine []uint64
+	for g, l := range leaders {
+		if _, ok := count[l]; ok {
+			count[l]++
+		}
+		if l == self {
+			mine = append(mine, g)
+		}
+	}
+	slices.Sort(mine)
+	return mine
+}
+
+// drainMoves returns the transfers a draining node (self) should start:
+// for each group it leads, to the other voter that leads the fewest of
+// them (ties by id), skipping the voters skip names.
+func drainMoves(self uint64, voters []uint64, leaders map[uint64]uint64, skip func(uint64) bool) []leaderMove {
+	count := make(map[uint64]int, len(voters))
+	var to []uint64
+	for _, v := range voters {
+		if v != self && !skip(v) {
+			count[v] = 0
+			to = append(to, v)
+		}
+	}
+	if len(to) == 0 {
+		return nil
+	}
+	mine := tally(self, count, leaders)
+	var moves []leaderMove
+	for _, g := range mine {
+		best := slices.MinFunc(to, func(a, b uint64) int { return cmp.Or(cmp.Compare(count[a], count[b]), cmp.Compare(a, b)) })
+		count[best]++
+		moves = append(moves, leaderMove{group: g, to: best})
+	}
+	return moves
+}
+
+// draining reports whether this node should hand its leaderships away: its
+// catalog has been lapsed for drainAfter, or its store refuses writes for
+// want of space (it cannot persist what it would lead: it answers 507,
+// and stalls once its peers' writes reach it).
+func (n *Node) draining() bool {
+	return n.shared != nil && n.shared.Lapsed() >= drainAfter || n.cfg.Store != nil && n.cfg.Store.Full()
+}
+
+// unfit reports why this node should not take a leadership now, if it
+// should not: its catalog is not current, or its disk is full.
+func (n *Node) unfit() string {
+	switch {
+	case n.shared != nil && n.shared.Lapsed() > 0:
+		return "this node cannot confirm its catalog"
+	case n.cfg.Store != nil && n.cfg.Store.Full():
+		return "this node's disk is full"
+	}
+	return ""
+}
+
+// noteRefusals looks at the transfers the last round started: one whose
+// group this node still leads, settled (Raft abandoned the transfer), had
+// a target that did not take it, which is left out until refusedFor from
+// now. A transfer still under way is looked at again next round.
+func (n *Node) noteRefusals(now time.Time) {
+	keep := n.bal.started[:0]
+	for _, mv := range n.bal.started {
+		l, err := n.host.Leader(mv.group)
+		switch {
+		case err != nil || l.ID != n.self.ID:
+		case !l.Settled:
+			keep = append(keep, mv)
+		default:
+			if n.bal.refused == nil {
+				n.bal.refused = map[uint64]time.Time{}
+			}
+			n.bal.refused[mv.to] = now.Add(refusedFor)
+			n.log.Info("a leadership transfer was not taken: leaving its target out of leader balance for a while",
+				"keyspace", mv.group, "to", nodeHex(mv.to), "for", refusedFor)
+		}
+	}
+	n.bal.started = keep
+}
+
 // balanceLeaders starts at most one leadership transfer that evens out
-// the spread of leaders, as this node sees it. It returns the move
-// started, if any.
+// the spread of leaders, as this node sees it, or, while this node is
+// draining, one transfer of each group it leads. It returns the first
+// move started, if any.
 func (n *Node) balanceLeaders() (leaderMove, bool) {
+	n.bal.mu.Lock()
+	defer n.bal.mu.Unlock()
+	now := time.Now()
+	n.noteRefusals(now)
+	skip := func(id uint64) bool { return n.bal.refused[id].After(now) }
+	drain := n.draining()
 	pinned := func(uint64) bool { return false }
 	if f := n.pinned.Load(); f != nil {
 		pinned = *f
@@ -113,17 +225,56 @@ func (n *Node) balanceLeaders() (leaderMove, bool) {
 	}
 	var moves []leaderMove
 	for _, key := range keys {
-		moves = append(moves, leaderMoves(n.self.ID, sets[key].voters, sets[key].leaders)...)
+		if drain {
+			moves = append(moves, drainMoves(n.self.ID, sets[key].voters, sets[key].leaders, skip)...)
+		} else {
+			moves = append(moves, leaderMoves(n.self.ID, sets[key].voters, sets[key].leaders)...)
+		}
 	}
+	var first leaderMove
+	started := false
 	for _, mv := range moves {
+		if skip(mv.to) || (drain && slices.ContainsFunc(n.bal.started, func(s leaderMove) bool { return s.group == mv.group })) {
+			continue
+		}
 		err := n.host.TransferLeader(mv.group, mv.to)
 		if err == nil {
-			n.log.Info("leadership transfer for leader balance", "keyspace", mv.group, "to", nodeHex(mv.to))
-			return mv, true
+			if drain {
+				n.log.Warn("leadership transfer: "+n.unfit()+", so it cannot serve the partitions it leads",
+					"keyspace", mv.group, "to", nodeHex(mv.to))
+			} else {
+				n.log.Info("leadership transfer for leader balance", "keyspace", mv.group, "to", nodeHex(mv.to))
+			}
+			n.bal.started = append(n.bal.started, mv)
+			if !started {
+				first, started = mv, true
+			}
+			if !drain {
+				return first, true
+			}
+			continue
 		}
 		if !errors.Is(err, replication.ErrTransferRefused) && !errors.Is(err, replication.ErrNoGroup) {
 			n.log.Warn("leadership transfer", "keyspace", mv.group, "to", nodeHex(mv.to), "err", err)
 		}
 	}
-	return leaderMove{}, false
+	return first, started
+}
+
+// refuses reports whether this node drops message m, delivered to it: the
+// order to campaign that ends a leadership transfer (MsgTimeoutNow) while
+// this node's catalog is not current, since it could not serve what it
+// would lead. An election it starts on its own is not refused: when the
+// leader is gone, a lapsed leader is better than none (it drains once it
+// has been lapsed for drainAfter).
+func (n *Node) refuses(m replication.Message) bool {
+	if m.Raft.GetType() != raftpb.MsgTimeoutNow {
+		return false
+	}
+	why := n.unfit()
+	if why == "" {
+		return false
+	}
+	n.log.Info("refused a leadership transfer: "+why, "keyspace", m.Group, "from", nodeHex(m.Raft.GetFrom()))
+	return true
 }

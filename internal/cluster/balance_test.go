@@ -1,9 +1,15 @@
 package cluster
 
 import (
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
+
+	raftpb "go.etcd.io/raft/v3/raftpb"
+
+	"github.com/partitadb/partita/internal/replication"
 )
 
 func TestLeaderMoves(t *testing.T) {
@@ -71,5 +77,66 @@ func TestLeaderMovesConverge(t *testing.T) {
 		if hi-lo > 1 {
 			t.Fatalf("%d members, %d groups: ends with %v", len(members), len(leaders), count)
 		}
+	}
+}
+
+func TestDrainMoves(t *testing.T) {
+	none := func(uint64) bool { return false }
+	for _, tc := range []struct {
+		name    string
+		voters  []uint64
+		leaders map[uint64]uint64
+		want    []leaderMove
+		skip    func(uint64) bool
+	}{
+		{"each group to the voter leading fewest", []uint64{1, 2, 3}, map[uint64]uint64{10: 1, 11: 1, 12: 1, 13: 2},
+			[]leaderMove{{10, 3}, {11, 2}, {12, 3}}, none},
+		{"nothing led", []uint64{1, 2, 3}, map[uint64]uint64{10: 2, 11: 3}, nil, none},
+		{"a refusing voter left out", []uint64{1, 2, 3}, map[uint64]uint64{10: 1, 11: 1},
+			[]leaderMove{{10, 2}, {11, 2}}, func(id uint64) bool { return id == 3 }},
+		{"no other voter", []uint64{1, 2}, map[uint64]uint64{10: 1},
+			nil, func(id uint64) bool { return id == 2 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := drainMoves(1, tc.voters, tc.leaders, tc.skip); !slices.Equal(got, tc.want) {
+				t.Errorf("drainMoves = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestRefusesTransferWhileLapsed: a node whose catalog is not current drops
+// the order to campaign that completes a leadership transfer to it, and
+// nothing else; once current, it takes it.
+func TestRefusesTransferWhileLapsed(t *testing.T) {
+	s := &SharedCatalog{epoch: time.Now().Add(-time.Minute)}
+	n := &Node{shared: s, log: slog.New(slog.DiscardHandler)}
+	if l := s.Lapsed(); l < 59*time.Second {
+		t.Fatalf("never confirmed: lapsed %v, want since the start", l)
+	}
+	msg := func(typ raftpb.MessageType) replication.Message {
+		return replication.Message{Group: 5, Raft: &raftpb.Message{Type: &typ}}
+	}
+	if !n.refuses(msg(raftpb.MsgTimeoutNow)) {
+		t.Error("a lapsed node took a leadership transfer")
+	}
+	for _, typ := range []raftpb.MessageType{raftpb.MsgApp, raftpb.MsgHeartbeat, raftpb.MsgVote, raftpb.MsgPreVote} {
+		if n.refuses(msg(typ)) {
+			t.Errorf("a lapsed node dropped %v", typ)
+		}
+	}
+	s.current.Store(int64(s.since() + time.Second))
+	if l := s.Lapsed(); l != 0 {
+		t.Fatalf("current: lapsed %v", l)
+	}
+	if n.refuses(msg(raftpb.MsgTimeoutNow)) {
+		t.Error("a node with a current catalog refused a leadership transfer")
+	}
+	if n.draining() {
+		t.Error("a node with a current catalog drains")
+	}
+	s.current.Store(int64(s.since() - drainAfter))
+	if !n.draining() {
+		t.Errorf("lapsed for %v: not draining", s.Lapsed())
 	}
 }

@@ -83,6 +83,13 @@ func (s *SharedCatalog) Current(ctx context.Context) error {
 
 func (s *SharedCatalog) isCurrent() bool { return s.since() < time.Duration(s.current.Load()) }
 
+// Lapsed returns how long ago this node's catalog stopped being current
+// (0 while it is): since its last confirmation's lease ran out, or since
+// the node started when none has been made.
+func (s *SharedCatalog) Lapsed() time.Duration {
+	return max(0, s.since()-time.Duration(s.current.Load()))
+}
+
 // confirm returns once a confirmation that began at or after after (since
 // epoch) has completed: the catalog then holds every change written before
 // it began, and is current for a lease from its start. A confirmation under

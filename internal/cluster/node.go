@@ -98,6 +98,8 @@ type Node struct {
 	// (SetDebit).
 	budgets *Budgets
 	debit   atomic.Pointer[func(string, float64) time.Duration]
+	// bal is leader balance's memory (balance.go).
+	bal balancing
 
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
@@ -166,6 +168,9 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	}
 	n.tr, err = NewTransport(TransportConfig{Self: self.ID, Peers: peers, Cert: cert, Logger: lg, SnapshotRate: cfg.SnapshotRate,
 		Deliver: func(m replication.Message) {
+			if n.refuses(m) {
+				return
+			}
 			select {
 			case inbox <- m:
 			default: // Raft retries what is dropped

@@ -21,6 +21,7 @@ func (h *Host) Run(ctx context.Context, tick time.Duration, inbox <-chan Message
 		h.stopped = true
 		h.mu.Unlock()
 	}()
+	h.done = ctx.Done()
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
@@ -43,6 +44,9 @@ func (h *Host) Run(ctx context.Context, tick time.Duration, inbox <-chan Message
 		case <-h.wake:
 		}
 		if err := h.Process(); err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped while it waited for space (commitWithRoom)
+			}
 			return err
 		}
 	}

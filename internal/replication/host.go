@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -98,6 +99,11 @@ type Host struct {
 
 	// wake tells the driver that a proposal or read waits (buffer 1).
 	wake chan struct{}
+
+	// done is the driver's Run's ctx.Done (nil when Process is called
+	// without Run, as the simulator does): a write that the store refuses
+	// for want of space is retried until it is closed (commitWithRoom).
+	done <-chan struct{}
 
 	// proc is held by Process throughout and by Remove, so that a group is
 	// never removed while Process writes its state (Process releases mu
@@ -603,7 +609,7 @@ func (h *Host) Process() error {
 		if !appliesFirst(r.g, r.rd) {
 			continue
 		}
-		a, outs, err := h.apply(r.g, r.rd.CommittedEntries, r.rd.HardState)
+		a, outs, err := h.applyWithRoom(r.g, r.rd.CommittedEntries, r.rd.HardState)
 		if err != nil {
 			return err
 		}
@@ -635,43 +641,46 @@ func (h *Host) Process() error {
 			}
 		}
 	}
-	b := h.st.NewBatch()
 	lasts := make([]uint64, len(rds))
-	sync := false
-	for i, r := range rds {
-		g, rd := r.g, r.rd
-		lasts[i] = g.ls.last
-		if rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot) {
-			lasts[i] = rd.Snapshot.GetMetadata().GetIndex()
-			sync = true
-		}
-		if len(rd.Entries) > 0 {
-			last, err := g.ls.appendFrom(b, lasts[i], rd.Entries) // replaces from the first new entry on
-			if err != nil {
-				b.Close()
-				return err
+	persist := func() error {
+		b := h.st.NewBatch()
+		sync := false
+		for i, r := range rds {
+			g, rd := r.g, r.rd
+			lasts[i] = g.ls.last
+			if rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot) {
+				lasts[i] = rd.Snapshot.GetMetadata().GetIndex()
+				sync = true
 			}
-			lasts[i] = last
-			sync = true
-		}
-		if rd.HardState != nil && !raft.IsEmptyHardState(rd.HardState) && !r.first {
-			if err := g.ls.setHard(b, rd.HardState); err != nil {
-				b.Close()
-				return err
+			if len(rd.Entries) > 0 {
+				last, err := g.ls.appendFrom(b, lasts[i], rd.Entries) // replaces from the first new entry on
+				if err != nil {
+					b.Close()
+					return err
+				}
+				lasts[i] = last
+				sync = true
 			}
-			sync = sync || raft.MustSync(rd.HardState, g.ls.hard, 0)
+			if rd.HardState != nil && !raft.IsEmptyHardState(rd.HardState) && !r.first {
+				if err := g.ls.setHard(b, rd.HardState); err != nil {
+					b.Close()
+					return err
+				}
+				sync = sync || raft.MustSync(rd.HardState, g.ls.hard, 0)
+			}
 		}
+		// Most Readys write nothing (heartbeats and their answers, reads, an
+		// acknowledgement stepped): Pebble would still log an empty batch.
+		commit := b.CommitNoSync
+		switch {
+		case b.Empty():
+			commit = func() error { b.Close(); return nil }
+		case sync:
+			commit = b.Commit
+		}
+		return commit()
 	}
-	// Most Readys write nothing (heartbeats and their answers, reads, an
-	// acknowledgement stepped): Pebble would still log an empty batch.
-	commit := b.CommitNoSync
-	switch {
-	case b.Empty():
-		commit = func() error { b.Close(); return nil }
-	case sync:
-		commit = b.Commit
-	}
-	if err := commit(); err != nil {
+	if err := h.commitWithRoom(persist); err != nil {
 		return fmt.Errorf("replication: persist: %w", err)
 	}
 	h.mu.Lock()
@@ -722,7 +731,7 @@ func (h *Host) Process() error {
 		)
 		if !r.first {
 			var err error
-			if a, outs, err = h.apply(r.g, r.rd.CommittedEntries, nil); err != nil {
+			if a, outs, err = h.applyWithRoom(r.g, r.rd.CommittedEntries, nil); err != nil {
 				return err
 			}
 		}
@@ -826,6 +835,55 @@ func (h *Host) noteSoft(g *group, soft *raft.SoftState, hard *pb.HardState) {
 type outcome struct {
 	id  uint64
 	err error
+}
+
+// roomPause bounds the pause between a write the store refused for want of
+// space and the next attempt (commitWithRoom).
+const roomPause = time.Second
+
+// commitWithRoom runs commit, which builds a store batch and commits it,
+// and, while the store refuses it for want of space (*store.DiskFullError:
+// nothing was written), runs it again after a pause, until it goes through
+// or the driver stops. So a node whose disk is full stalls, as a paused one
+// does: it neither persists nor applies, its peers go on without it (the
+// groups it leads elect others, hearing no heartbeat), and once space
+// returns it catches up. Stopping instead made it exit at the disk's floor
+// and fail again at every restart until space was freed (a bug hunt).
+// Without Run (the simulator) it does not wait.
+func (h *Host) commitWithRoom(commit func() error) error {
+	pause := 10 * time.Millisecond
+	logged := false
+	for {
+		err := commit()
+		if _, full := errors.AsType[*store.DiskFullError](err); !full || h.done == nil {
+			if logged && err == nil {
+				h.cfg.Logger.Info("disk space is back: Raft goes on on this node")
+			}
+			return err
+		}
+		if !logged {
+			h.cfg.Logger.Error("the disk is full: Raft stalls on this node (it neither persists nor applies) until space returns; "+
+				"its peers go on without it", "err", err)
+			logged = true
+		}
+		select {
+		case <-h.done:
+			return err
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, roomPause)
+	}
+}
+
+// applyWithRoom is apply, retried while the store refuses its batch for want
+// of space (commitWithRoom): apply changes nothing until its batch commits.
+func (h *Host) applyWithRoom(g *group, ents []*pb.Entry, hs *pb.HardState) (a applied, outs []outcome, err error) {
+	err = h.commitWithRoom(func() error {
+		var err error
+		a, outs, err = h.apply(g, ents, hs)
+		return err
+	})
+	return a, outs, err
 }
 
 // apply applies committed entries to g's keyspace, one store batch for

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/partitadb/partita/internal/replica"
+	"github.com/partitadb/partita/internal/store"
 )
 
 // Replica is the engine's view of one replicated keyspace on this node
@@ -179,6 +180,13 @@ func (r *Replica) Commit(b replica.Batch) error {
 	var first uint64
 	if tb, ok := b.(*batch); ok {
 		first = tb.first
+	}
+	// A leader whose disk is full could not persist the entry: refuse the
+	// write as a single node does (507, nothing written), rather than
+	// propose what would stall (commitWithRoom) and answer 408.
+	if err := r.h.st.Room(0); err != nil {
+		df, _ := errors.AsType[*store.DiskFullError](err)
+		return &replica.NoSpaceError{Free: df.Free, ResumeAt: df.ResumeAt, Err: err}
 	}
 	w, err := r.propose(b)
 	if err != nil {

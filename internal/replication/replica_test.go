@@ -15,6 +15,7 @@ import (
 
 	"github.com/partitadb/partita/internal/replica"
 	"github.com/partitadb/partita/internal/store"
+	"github.com/partitadb/partita/internal/store/storetest"
 )
 
 // chanNet is an in-process transport: one inbox per node; a node that is
@@ -59,8 +60,12 @@ func (tr chanTransport) Send(to uint64, m Message) {
 // liveNode is a node of the goroutine-driven test: store, host, its
 // driver and the replica of group 1.
 type liveNode struct {
-	id     uint64
-	fs     *vfs.MemFS
+	id uint64
+	fs *vfs.MemFS
+	// full, when set, is the node's filesystem instead of fs (over it),
+	// and the store keeps floor bytes free.
+	full   *storetest.FullFS
+	floor  int64
 	st     *store.Store
 	h      *Host
 	r      *Replica
@@ -70,7 +75,11 @@ type liveNode struct {
 
 func (n *liveNode) start(t *testing.T, net *chanNet, voters []uint64) {
 	t.Helper()
-	st, err := store.Open(store.Options{Dir: "data", FS: n.fs, Sync: true})
+	opts := store.Options{Dir: "data", FS: n.fs, Sync: true}
+	if n.full != nil {
+		opts.FS, opts.MinFreeBytes, opts.DiskCheckInterval = n.full, n.floor, 10*time.Millisecond
+	}
+	st, err := store.Open(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -707,5 +716,103 @@ func TestStableNotPastAbandoned(t *testing.T) {
 	}
 	if got := lead.r.StableLSN(); got != abandoned {
 		t.Errorf("after PublishStable: stable LSN %d, want %d", got, abandoned)
+	}
+}
+
+// TestDiskFullStalls: a replica whose store refuses writes for want of
+// space (under its floor) stalls rather than stopping: its driver keeps
+// running, the other two commit without it, a Commit through it as leader
+// answers *replica.NoSpaceError (nothing proposed), and once space returns
+// it catches up with the others. Stopping made a cluster member exit at its
+// disk's floor, and again at every restart (a bug hunt).
+func TestDiskFullStalls(t *testing.T) {
+	net := &chanNet{inboxes: map[uint64]chan Message{}}
+	voters := []uint64{1, 2, 3}
+	const floor = 8 << 20
+	full := storetest.NewFullFS(vfs.NewMem(), 1<<30)
+	var nodes []*liveNode
+	for _, id := range voters {
+		n := &liveNode{id: id, fs: vfs.NewCrashableMem()}
+		if id == 3 {
+			n.full, n.floor = full, floor
+		}
+		n.start(t, net, voters)
+		nodes = append(nodes, n)
+	}
+	defer func() {
+		for _, n := range nodes {
+			n.stop(t)
+		}
+	}()
+	write := func(n *liveNode, key string) error {
+		var first uint64
+		b := n.r.NewBatch(false)
+		defer b.Close()
+		defer n.r.ReleaseLSN(first)
+		if _, err := n.r.NextLSN(b, &first); err != nil {
+			return err
+		}
+		b.Set([]byte(key), []byte("v"))
+		return n.r.Commit(b)
+	}
+	// Node 3 leads first: a write through it is refused once its disk is full.
+	for deadline := time.Now().Add(20 * time.Second); nodes[2].r.Lead() != nil; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("node 3 never led")
+		}
+		if l := awaitLeader(t, nodes); l != nodes[2] {
+			if err := l.h.TransferLeader(1, 3); err != nil && !errors.Is(err, ErrTransferRefused) {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := write(nodes[2], "\x02before"); err != nil {
+		t.Fatal(err)
+	}
+	full.SetFree(floor / 2)
+	time.Sleep(50 * time.Millisecond) // the store reads free space again every 10 ms
+	if err := write(nodes[2], "\x02refused"); !errors.As(err, new(*replica.NoSpaceError)) {
+		t.Fatalf("write through the full leader: %v, want *replica.NoSpaceError", err)
+	}
+	// It hands its leadership on (the cluster node drains a full one:
+	// cluster.Node.draining), and the others commit 50 writes without it,
+	// whose store refuses what they send it.
+	if err := nodes[2].h.TransferLeader(1, 1); err != nil {
+		t.Fatal(err)
+	}
+	others := nodes[:2]
+	for i := 0; i < 50; {
+		l := awaitLeader(t, others)
+		if err := write(l, fmt.Sprintf("\x02w%d", i)); err == nil {
+			i++
+		} else if _, nl := errors.AsType[*replica.NotLeaderError](err); !nl && !errors.Is(err, replica.ErrNotApplied) {
+			t.Logf("write %d: %v", i, err)
+		}
+	}
+	select {
+	case err := <-nodes[2].done:
+		nodes[2].done <- nil // for stop
+		t.Fatalf("node 3's driver stopped on a full disk: %v", err)
+	default:
+	}
+	leader := awaitLeader(t, others)
+	ll, _ := leader.h.Leader(1)
+	if l3, _ := nodes[2].h.Leader(1); l3.Applied >= ll.Applied {
+		t.Fatalf("node 3 applied %d with its disk full, the leader %d", l3.Applied, ll.Applied)
+	}
+	full.SetFree(1 << 30)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		l3, _ := nodes[2].h.Leader(1)
+		if l3.Applied >= ll.Applied {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node 3 applied %d once space returned, the leader %d", l3.Applied, ll.Applied)
+		}
+	}
+	for i := range 50 {
+		if _, err := nodes[2].st.Get(append(replica.KeyspacePrefix(1), fmt.Sprintf("\x02w%d", i)...)); err != nil {
+			t.Fatalf("node 3, caught up, lacks write %d: %v", i, err)
+		}
 	}
 }

@@ -337,6 +337,27 @@ func (s *Store) admit(g *generation, n int64) error {
 	return nil
 }
 
+// Room returns the *DiskFullError a write of n bytes would meet now (the
+// store refuses writes for want of space), or nil; other failures of the
+// store are Commit's to report. Nothing is written.
+func (s *Store) Room(n int64) error {
+	g, err := s.acquire(true)
+	if err != nil {
+		return nil
+	}
+	defer s.release(g)
+	if err := s.admit(g, n); err != nil {
+		if _, ok := errors.AsType[*DiskFullError](err); ok {
+			return err
+		}
+	}
+	return nil
+}
+
+// Full reports whether the store refused a write for want of space since
+// it last found room (a write refused, and no check since found enough).
+func (s *Store) Full() bool { return s.full.Load() }
+
 // noteFull logs, once, that writes are refused.
 func (s *Store) noteFull(free, resumeAt int64) {
 	if s.full.CompareAndSwap(false, true) {
