@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -186,5 +187,36 @@ func TestWriteFiles(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 3 {
 		t.Errorf("%s holds %d files, want 3 (no temporary files left)", dir, len(ents))
+	}
+}
+
+// TestExplainTLS: a handshake with a node of another cluster secret fails
+// with an error that says so.
+func TestExplainTLS(t *testing.T) {
+	a, b := mustCert(t, mustCA(t, secretA), "a"), mustCert(t, mustCA(t, secretB), "b")
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", a.ServerTLS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.(*tls.Conn).Handshake()
+			c.Close()
+		}
+	}()
+	_, err = tls.Dial("tcp", ln.Addr().String(), b.ClientTLS("127.0.0.1"))
+	if err == nil {
+		t.Fatal("a node of another secret completed the handshake")
+	}
+	if got := explainTLS(err).Error(); !strings.Contains(got, "--cluster-secret") {
+		t.Errorf("explained: %q, want it to name --cluster-secret", got)
+	}
+	if plain := errors.New("connection refused"); explainTLS(plain) != plain {
+		t.Error("another error was changed")
 	}
 }

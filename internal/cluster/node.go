@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -133,6 +134,9 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	if err := checkEmpty(ctx, cfg); err != nil {
 		return nil, err
 	}
+	if err := claimDataDir(cfg.DataDir, self); err != nil {
+		return nil, err
+	}
 	ca, err := NewCA(cfg.Secret)
 	if err != nil {
 		return nil, err
@@ -151,7 +155,11 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	if n.ln, err = net.Listen("tcp", self.Addr); err != nil {
 		return nil, fmt.Errorf("cluster: listen on %s: %w", self.Addr, err)
 	}
-	if n.etcd, err = StartEtcd(ctx, EtcdConfig{DataDir: cfg.DataDir, Self: self, Members: members, Cert: cert, Logger: lg}); err != nil {
+	probeCtx, stopProbe := context.WithCancel(ctx)
+	go checkPeerCerts(probeCtx, lg, cert, self, members)
+	n.etcd, err = StartEtcd(ctx, EtcdConfig{DataDir: cfg.DataDir, Self: self, Members: members, Cert: cert, Logger: lg})
+	stopProbe()
+	if err != nil {
 		return nil, err
 	}
 	n.placement = NewPlacement(memberIDs(members), cfg.Replicas)
@@ -222,6 +230,38 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	n.wg.Go(func() { every(runCtx, kvSnapIdle/4, func() { n.kv.snaps.expire(false) }) })
 	lg.Info("cluster node started", "node", fmt.Sprintf("%016x", self.ID), "addr", self.Addr, "members", len(members))
 	return n, nil
+}
+
+// checkPeerCerts, while this node waits for its etcd member to join the
+// others, shakes hands with each other member's cluster listener every 10 s
+// and logs, once per member, a handshake that failed on a certificate: with
+// another --cluster-secret a node waited for a minute while etcd logged
+// hundreds of TLS errors that named no cause (a bug hunt). Members not up
+// yet, or not serving yet, are not reported.
+func checkPeerCerts(ctx context.Context, lg *slog.Logger, cert *Cert, self Member, members []Member) {
+	reported := map[uint64]bool{}
+	for {
+		for _, m := range members {
+			if m.ID == self.ID || reported[m.ID] {
+				continue
+			}
+			d := tls.Dialer{NetDialer: &net.Dialer{Timeout: 2 * time.Second}, Config: cert.ClientTLS(m.Host())}
+			c, err := d.DialContext(ctx, "tcp", m.Addr)
+			if err == nil {
+				_ = c.Close()
+				continue
+			}
+			if e := explainTLS(err); e != err {
+				lg.Error("cannot join a member: its credentials and this node's disagree", "member", m.Addr, "err", e)
+				reported[m.ID] = true
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(10 * time.Second):
+		}
+	}
 }
 
 // newPeerClient returns the client that sends requests to other members

@@ -210,3 +210,24 @@ func (zeros) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
 }
+
+// TestClaimDataDir: a data directory names the member it belongs to from
+// its first start, and another node started on it is refused with a
+// message naming both; its own member starts on it again.
+func TestClaimDataDir(t *testing.T) {
+	ms, err := Members([]string{"127.0.0.1:7001", "127.0.0.1:7003"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := claimDataDir(dir, ms[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := claimDataDir(dir, ms[0]); err != nil {
+		t.Fatalf("its own member again: %v", err)
+	}
+	err = claimDataDir(dir, ms[1])
+	if err == nil || !strings.Contains(err.Error(), ms[0].Addr) || !strings.Contains(err.Error(), ms[1].Addr) {
+		t.Fatalf("another member on it: %v, want a refusal naming both", err)
+	}
+}

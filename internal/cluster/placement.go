@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -77,6 +78,11 @@ func (p Placement) record() placementRecord {
 // with another --replicas would put groups on other nodes than its peers.
 var ErrPlacementChanged = errors.New("cluster: --replicas differs from the cluster's")
 
+// ErrMembersChanged is returned by StartNode when the cluster was created
+// with other members than this node's --join list names (adding and
+// removing members is not supported yet).
+var ErrMembersChanged = errors.New("cluster: the --join list differs from the cluster's members")
+
 // recordPlacement records p as the cluster's placement if none is
 // recorded yet, else checks that the recorded one is p.
 func recordPlacement(ctx context.Context, cli *clientv3.Client, p Placement) error {
@@ -104,9 +110,15 @@ func recordPlacement(ctx context.Context, cli *clientv3.Client, p Placement) err
 	if err := json.Unmarshal(kvs[0].Value, &got); err != nil {
 		return fmt.Errorf("cluster: the recorded placement %q: %w", kvs[0].Value, err)
 	}
-	if got.Replicas != p.replicas || !slices.Equal(got.Members, p.record().Members) {
-		return fmt.Errorf("%w: the cluster was created with %d replicas of each partition over %d members; this node was started with --replicas %d over %d (start it with --replicas %d)",
-			ErrPlacementChanged, got.Replicas, len(got.Members), p.replicas, len(p.members), got.Replicas)
+	if mine := p.record().Members; !slices.Equal(got.Members, mine) {
+		return fmt.Errorf("%w: the cluster was created with the members (node ids) %s; this node's --join list names %s: "+
+			"start every member with the --join list the cluster was created with, each address written the same way "+
+			"(a host name and its IP address are different members)",
+			ErrMembersChanged, strings.Join(got.Members, ", "), strings.Join(mine, ", "))
+	}
+	if got.Replicas != p.replicas {
+		return fmt.Errorf("%w: the cluster was created with %d replicas of each partition; this node was started with --replicas %d (start it with --replicas %d)",
+			ErrPlacementChanged, got.Replicas, p.replicas, got.Replicas)
 	}
 	return nil
 }

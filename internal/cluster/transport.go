@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -340,7 +341,7 @@ func (t *Transport) run(ctx context.Context, p *peer) {
 func (p *peer) dial(ctx context.Context) (net.Conn, error) {
 	c, err := p.dialer.DialContext(ctx, "tcp", p.addr)
 	if err != nil {
-		return nil, err
+		return nil, explainTLS(err)
 	}
 	// NB: a server that offers no application protocol completes the
 	// handshake without one: an HTTP-only listener, not a Raft peer.
@@ -662,4 +663,21 @@ func (t *Transport) serveConn(c *tls.Conn) {
 // refuse logs why it stops reading c.
 func (t *Transport) refuse(c net.Conn, msg string, err error) {
 	t.log.Warn("raft connection refused", "reason", msg, "from", c.RemoteAddr().String(), "err", err)
+}
+
+// explainTLS says what a failed handshake with a member most likely means:
+// a certificate not from this cluster's CA comes from a node started with
+// another --cluster-secret (the CA is derived from it), which otherwise
+// showed only as a stream of TLS errors in both nodes' logs (a bug hunt).
+func explainTLS(err error) error {
+	var cve *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &cve):
+		return fmt.Errorf("%w (the member's certificate is not signed by this cluster's CA: it was started with "+
+			"another --cluster-secret, or it is not a member)", err)
+	case strings.Contains(err.Error(), "remote error: tls: bad certificate"),
+		strings.Contains(err.Error(), "remote error: tls: unknown certificate authority"):
+		return fmt.Errorf("%w (the member refused this node's certificate: it was started with another --cluster-secret)", err)
+	}
+	return err
 }
