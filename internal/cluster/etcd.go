@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
@@ -120,9 +121,26 @@ func StartEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A first start that etcd refuses because the cluster has this member
+	// already leaves no etcd data behind: it would make the directory a
+	// member's (IsMember), which a single node then refuses, though it
+	// holds nothing of the cluster (a bug hunt). (Any other failure keeps
+	// it: a member that timed out may have voted in etcd's Raft.)
+	_, statErr := os.Stat(filepath.Join(data, etcdDir))
+	fresh := errors.Is(statErr, fs.ErrNotExist)
+	failed := func(err error) error {
+		if !strings.Contains(err.Error(), "has already been bootstrapped") {
+			return err
+		}
+		if fresh {
+			_ = os.RemoveAll(filepath.Join(data, etcdDir))
+		}
+		return fmt.Errorf("%w (the cluster already has the member %s, whose data is not in this directory: a member "+
+			"cannot join again with a new data directory yet; start it on its own)", err, cfg.Self.Addr)
+	}
 	e, err := embed.StartEtcd(ec)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: etcd: start: %w", err)
+		return nil, failed(fmt.Errorf("cluster: etcd: start: %w", err))
 	}
 	// NB: embed.Etcd.Close waits for its client servers, which wait for
 	// the member to be ready or stopping: a member that is not ready must
@@ -137,14 +155,14 @@ func StartEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 	case <-e.Server.ReadyNotify():
 	case err := <-e.Err():
 		abort()
-		return nil, fmt.Errorf("cluster: etcd: start: %w", err)
+		return nil, failed(fmt.Errorf("cluster: etcd: start: %w", err))
 	case <-ctx.Done():
 		abort()
-		return nil, fmt.Errorf("cluster: etcd: start: %w", ctx.Err())
+		return nil, failed(fmt.Errorf("cluster: etcd: start: %w", ctx.Err()))
 	case <-timer.C:
 		abort()
-		return nil, fmt.Errorf("cluster: etcd: member %s not ready after %v (it needs a majority of the %d members up)",
-			cfg.Self.Addr, cfg.StartTimeout, len(cfg.Members))
+		return nil, failed(fmt.Errorf("cluster: etcd: member %s not ready after %v (it needs a majority of the %d members up)",
+			cfg.Self.Addr, cfg.StartTimeout, len(cfg.Members)))
 	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   []string{"unix://" + sock},
