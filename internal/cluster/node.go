@@ -60,6 +60,10 @@ type NodeConfig struct {
 	// Replicas is how many members hold each keyspace's replicas
 	// (Placement); 0, or as many as the members or more: every member.
 	Replicas int
+	// KeysFingerprint identifies the account keys this node runs with
+	// (KeysFingerprint); members whose keys differ are logged at start.
+	// Empty: not checked.
+	KeysFingerprint string
 	// Logger receives the node's messages; nil discards them.
 	Logger *slog.Logger
 }
@@ -165,6 +169,11 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	n.placement = NewPlacement(memberIDs(members), cfg.Replicas)
 	if err := recordPlacement(ctx, n.etcd.Client(), n.placement); err != nil {
 		return nil, err
+	}
+	if cfg.KeysFingerprint != "" {
+		if err := checkKeys(ctx, n.etcd.Client(), self.ID, cfg.KeysFingerprint, lg); err != nil {
+			return nil, fmt.Errorf("cluster: record the account keys' fingerprint: %w", err)
+		}
 	}
 	if n.shared, err = NewSharedCatalog(ctx, n.etcd.Client(), SharedConfig{Log: lg, Self: self.ID, Members: memberIDs(members)}); err != nil {
 		return nil, err

@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -72,5 +74,34 @@ func TestRecordPlacement(t *testing.T) {
 		if !errors.Is(err, ErrMembersChanged) || !strings.Contains(err.Error(), "--join") || strings.Contains(err.Error(), "--replicas") {
 			t.Fatalf("members %v: %v, want ErrMembersChanged naming --join", ms, err)
 		}
+	}
+}
+
+// TestCheckKeys: a member whose account keys differ from the others' is
+// told so at start, naming them; members with the same keys are not.
+func TestCheckKeys(t *testing.T) {
+	e := startSingle(t, t.TempDir())
+	cli := e.Client()
+	ctx := opCtx(t)
+	var buf bytes.Buffer
+	lg := slog.New(slog.NewTextHandler(&buf, nil))
+	secret := []byte("a-cluster-secret-of-some-length")
+	same := KeysFingerprint(secret, "master", "")
+	for _, id := range []uint64{1, 2} {
+		if err := checkKeys(ctx, cli, id, same, lg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if buf.Len() != 0 {
+		t.Fatalf("members with the same keys: %s", buf.String())
+	}
+	if err := checkKeys(ctx, cli, 3, KeysFingerprint(secret, "another", ""), lg); err != nil {
+		t.Fatal(err)
+	}
+	if got := buf.String(); !strings.Contains(got, "differ") || !strings.Contains(got, nodeHex(1)) || !strings.Contains(got, nodeHex(2)) {
+		t.Fatalf("a member with another key: %q, want an error naming members 1 and 2", got)
+	}
+	if KeysFingerprint(secret, "master", "") == KeysFingerprint(secret, "master", "ro") {
+		t.Error("the read-only key does not count")
 	}
 }
