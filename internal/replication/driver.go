@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -42,6 +43,12 @@ func (h *Host) Run(ctx context.Context, tick time.Duration, inbox <-chan Message
 				}
 			}
 		case <-h.wake:
+		}
+		h.mu.Lock()
+		failure := h.failure
+		h.mu.Unlock()
+		if failure != nil {
+			return fmt.Errorf("replication: the store failed under Raft: %w", failure)
 		}
 		if err := h.Process(); err != nil {
 			if ctx.Err() != nil {

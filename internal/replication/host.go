@@ -115,6 +115,10 @@ type Host struct {
 	// next, and Raft must not read its log any more (it panics on a
 	// storage error), so proposals, reads, steps and ticks are refused.
 	stopped bool
+	// failure is the store's error that Raft met reading its log (raft
+	// panics on it; underRaft recovers it): the host stops, and Run
+	// returns it.
+	failure error
 	groups  map[uint64]*group
 	ids     []uint64 // the groups' ids, sorted: Process visits them in order
 	nextID  uint64   // proposal and read ids
@@ -327,7 +331,9 @@ func (h *Host) Tick() {
 		return
 	}
 	for _, id := range h.ids {
-		h.groups[id].rn.Tick()
+		if !h.underRaft(h.groups[id].rn.Tick) {
+			return
+		}
 	}
 }
 
@@ -355,7 +361,7 @@ func (h *Host) Step(m Message) {
 		h.cfg.Logger.Warn("raft snapshot message without its stream dropped", "group", m.Group, "from", m.Raft.GetFrom())
 		return
 	}
-	_ = g.rn.Step(m.Raft) // a message of an old term or from a removed node: dropped
+	h.underRaft(func() { _ = g.rn.Step(m.Raft) }) // a message of an old term or from a removed node: dropped
 }
 
 // Campaign makes this node campaign to lead group (tests, and leader
@@ -370,7 +376,11 @@ func (h *Host) Campaign(group uint64) error {
 	if !ok {
 		return ErrNoGroup
 	}
-	return g.rn.Campaign()
+	var err error
+	if !h.underRaft(func() { err = g.rn.Campaign() }) {
+		return ErrStopped
+	}
+	return err
 }
 
 // Leader describes this node's view of group's leadership.
@@ -470,7 +480,11 @@ func (h *Host) Propose(group uint64, p Proposal) (*Waiter, error) {
 	}
 	h.nextID++
 	e := envelope{Proposal: p, node: h.id, id: h.nextID}
-	if err := g.rn.Propose(e.encode()); err != nil {
+	var err error
+	if !h.underRaft(func() { err = g.rn.Propose(e.encode()) }) {
+		return nil, ErrStopped
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotApplied, err)
 	}
 	w := newWaiter()
@@ -508,7 +522,9 @@ func (h *Host) rereadIndex(group uint64, w *Waiter) error {
 	}
 	h.nextID++
 	g.reads[h.nextID] = w
-	g.rn.ReadIndex(binary.BigEndian.AppendUint64(nil, h.nextID))
+	if !h.underRaft(func() { g.rn.ReadIndex(binary.BigEndian.AppendUint64(nil, h.nextID)) }) {
+		return ErrStopped
+	}
 	h.nudge()
 	return nil
 }
@@ -582,8 +598,14 @@ func (h *Host) Process() error {
 	h.mu.Lock()
 	for _, id := range h.ids {
 		g := h.groups[id]
-		if g.rn.HasReady() {
-			rds = append(rds, ready{g: g, rd: g.rn.Ready()})
+		if !h.underRaft(func() {
+			if g.rn.HasReady() {
+				rds = append(rds, ready{g: g, rd: g.rn.Ready()})
+			}
+		}) {
+			err := h.failure
+			h.mu.Unlock()
+			return err
 		}
 	}
 	h.mu.Unlock()
@@ -751,7 +773,9 @@ func (h *Host) Process() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, r := range rds {
-		r.g.rn.Advance(r.rd)
+		if !h.underRaft(func() { r.g.rn.Advance(r.rd) }) {
+			return h.failure
+		}
 		h.serveReads(r.g)
 		// NB: under h.mu, unlike the writes above: between its batch and
 		// the bounds kept in memory, the log would answer for entries it
@@ -835,6 +859,39 @@ func (h *Host) noteSoft(g *group, soft *raft.SoftState, hard *pb.HardState) {
 type outcome struct {
 	id  uint64
 	err error
+}
+
+// storeFailure is what logStore panics with when the store fails under a
+// Raft call: Raft itself panics on any error of its storage but a few it
+// expects, with no way to go on, so the failure is carried out of Raft as
+// a panic and recovered where the host called in (underRaft).
+type storeFailure struct{ err error }
+
+// underRaft runs f, a call into a group's RawNode, with h.mu held, and
+// reports whether it returned. A storeFailure it raises stops the host:
+// h.failure records it, every later call answers ErrStopped, and Run
+// returns it, so the node stops with the store's error (a bug hunt saw a
+// log read after a failed write panic the process from a proposal). Other
+// panics go on.
+func (h *Host) underRaft(f func()) (ok bool) {
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		sf, isStore := r.(storeFailure)
+		if !isStore {
+			panic(r)
+		}
+		if h.failure == nil {
+			h.failure = sf.err
+		}
+		h.stopped = true
+		h.nudge()
+		ok = false
+	}()
+	f()
+	return true
 }
 
 // roomPause bounds the pause between a write the store refused for want of
@@ -1014,7 +1071,7 @@ func (h *Host) truncate(g *group) error {
 		return nil
 	}
 	to := g.applied.Index - h.cfg.LogKeep
-	term, err := g.ls.Term(to)
+	term, err := g.ls.term(to)
 	if err != nil {
 		return err
 	}

@@ -170,7 +170,7 @@ func (ls *logStore) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
 		err = failed
 	}
 	if err != nil {
-		return nil, fmt.Errorf("replication: group %d: entries [%d, %d): %w", ls.group, lo, hi, err)
+		panic(storeFailure{fmt.Errorf("replication: group %d: entries [%d, %d): %w", ls.group, lo, hi, err)})
 	}
 	if len(out) == 0 || out[0].GetIndex() != lo {
 		return nil, raft.ErrUnavailable
@@ -182,8 +182,20 @@ func (ls *logStore) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
 // from, have term term.
 type termRun struct{ from, term uint64 }
 
-// Term returns the term of entry i, in [FirstIndex()-1, LastIndex()].
+// Term returns the term of entry i, in [FirstIndex()-1, LastIndex()]. Like
+// Entries and Snapshot, it panics with a storeFailure when the store fails
+// (the host recovers it: underRaft), since Raft would panic on the error;
+// the host's own reads use term.
 func (ls *logStore) Term(i uint64) (uint64, error) {
+	t, err := ls.term(i)
+	if err != nil && !errors.Is(err, raft.ErrCompacted) && !errors.Is(err, raft.ErrUnavailable) {
+		panic(storeFailure{err})
+	}
+	return t, err
+}
+
+// term returns the term of entry i, in [FirstIndex()-1, LastIndex()].
+func (ls *logStore) term(i uint64) (uint64, error) {
 	switch {
 	case i == ls.trunc.index:
 		return ls.trunc.term, nil
@@ -201,7 +213,7 @@ func (ls *logStore) Term(i uint64) (uint64, error) {
 		return 0, raft.ErrUnavailable
 	}
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("replication: group %d: entry %d: %w", ls.group, i, err)
 	}
 	e := &pb.Entry{}
 	if err := proto.Unmarshal(v, e); err != nil {
@@ -217,7 +229,13 @@ func (ls *logStore) LastIndex() (uint64, error) { return ls.last, nil }
 func (ls *logStore) FirstIndex() (uint64, error) { return ls.trunc.index + 1, nil }
 
 // Snapshot returns a snapshot of the group's applied state.
-func (ls *logStore) Snapshot() (*pb.Snapshot, error) { return ls.snapshot() }
+func (ls *logStore) Snapshot() (*pb.Snapshot, error) {
+	snap, err := ls.snapshot()
+	if err != nil {
+		panic(storeFailure{err})
+	}
+	return snap, nil
+}
 
 // appendFrom adds entries to b, replacing the log, whose last index is
 // last, from the first one's index on (Raft overwrites a conflicting

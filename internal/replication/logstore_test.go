@@ -1,8 +1,11 @@
 package replication
 
 import (
+	"context"
+	"errors"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -119,3 +122,48 @@ func TestLogTerms(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreFailureUnderRaft: a store that fails while Raft reads its log
+// (which makes Raft panic) stops the host instead of the process: the
+// failing call returns, later calls answer ErrStopped, and Run returns the
+// store's error.
+func TestStoreFailureUnderRaft(t *testing.T) {
+	st, err := store.Open(store.Options{Dir: "data", FS: vfs.NewMem(), Sync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := Open(st, 1, nopTransport{}, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Create(1, []uint64{1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	app := func(index, logTerm uint64) Message { // node 2, leading term 1, appends entry index+1
+		return Message{Group: 1, Raft: &pb.Message{Type: new(pb.MsgApp), From: new(uint64(2)), To: new(uint64(1)), Term: new(uint64(1)),
+			Index: new(index), LogTerm: new(logTerm), Commit: new(index), Entries: []*pb.Entry{{Term: new(uint64(1)), Index: new(index + 1)}}}}
+	}
+	h.Step(app(0, 0))
+	if err := h.Process(); err != nil {
+		t.Fatal(err)
+	}
+	// A restarted host remembers no terms: Raft reads them from the store.
+	h2, err := Open(st, 1, nopTransport{}, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	h2.Step(app(1, 1)) // Raft checks the term of entry 1 (matchTerm): a read of the failed store
+	if _, err := h2.ReadIndex(1); !errors.Is(err, ErrStopped) {
+		t.Fatalf("a call after the failure: %v, want ErrStopped", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if err := h2.Run(ctx, time.Millisecond, nil); !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("Run: %v, want the store's error", err)
+	}
+}
+
+type nopTransport struct{}
+
+func (nopTransport) Send(uint64, Message) {}

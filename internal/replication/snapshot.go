@@ -67,7 +67,7 @@ const (
 // data snapStreamed. h.mu is held (Raft calls it while stepping).
 func (h *Host) snapshot(g *group) (*pb.Snapshot, error) {
 	a := g.applied
-	term, err := g.ls.Term(a.Index)
+	term, err := g.ls.term(a.Index)
 	if err != nil {
 		return nil, fmt.Errorf("replication: group %d: snapshot at %d: %w", g.id, a.Index, err)
 	}
@@ -126,7 +126,7 @@ func (h *Host) WriteSnapshot(ctx context.Context, w io.Writer, m Message) (int, 
 		conf *pb.ConfState
 	)
 	if ok {
-		term, err = g.ls.Term(a.Index)
+		term, err = g.ls.term(a.Index)
 		conf = proto.Clone(g.ls.trunc.conf).(*pb.ConfState)
 	}
 	h.mu.Unlock()
@@ -289,7 +289,9 @@ func (h *Host) ReadSnapshot(r io.Reader) error {
 	// yet installed): its table stays until one of the group's snapshots
 	// is installed, or the group removed, or the node restarts.
 	g.staged = append(g.staged, t.Path())
-	_ = g.rn.Step(m.Raft) // a stale snapshot is ignored
+	if !h.underRaft(func() { _ = g.rn.Step(m.Raft) }) { // a stale snapshot is ignored
+		return ErrStopped
+	}
 	return nil
 }
 
@@ -383,7 +385,7 @@ func (h *Host) ReportSnapshot(group, to uint64, ok bool) {
 	if !ok {
 		status = raft.SnapshotFailure
 	}
-	g.rn.ReportSnapshot(to, status)
+	h.underRaft(func() { g.rn.ReportSnapshot(to, status) })
 	h.nudge()
 }
 
@@ -465,6 +467,8 @@ func (h *Host) ReportUnreachable(to uint64) {
 		return
 	}
 	for _, id := range h.ids {
-		h.groups[id].rn.ReportUnreachable(to)
+		if !h.underRaft(func() { h.groups[id].rn.ReportUnreachable(to) }) {
+			return
+		}
 	}
 }

@@ -60,7 +60,9 @@ func (h *Host) TransferLeader(group, to uint64) error {
 	if !ready {
 		return fmt.Errorf("%w: node %x is not a caught-up, active voter of group %d", ErrTransferRefused, to, group)
 	}
-	g.rn.TransferLeader(to)
+	if !h.underRaft(func() { g.rn.TransferLeader(to) }) {
+		return ErrStopped
+	}
 	h.nudge()
 	return nil
 }
