@@ -38,22 +38,44 @@ const balanceInterval = time.Second
 // the other voters (draining: once its catalog has been lapsed for
 // drainAfter, at once when its store refuses writes), and refuses
 // leaderships handed to it meanwhile (the MsgTimeoutNow of a transfer is
-// dropped: refuses). A transfer that did not move the leadership (its target
-// refused it, or was not reachable) makes this node leave that target out
-// of its moves for refusedFor, so leader balance on a healthy node does
-// not hand a group to a lapsed one every second, each attempt stalling
-// the group's writes for the election timeout Raft takes to abandon it.
+// dropped: refuses; its catalog once lapsed for refuseAfter, so that a
+// node starting up, before its first confirmation, is not refused). A
+// transfer that did not move the leadership (its target refused it, or
+// was not reachable) makes this node leave that target out of its moves
+// for a while, 5 s at first and twice as long each time again, up to a
+// minute, until a transfer to it succeeds: leader balance on a healthy
+// node then hands a group to a lapsed one seldom rather than every second,
+// each attempt stalling the group's writes for the election timeout Raft
+// takes to abandon it, and a target that refused once by a mishap gets
+// its share again soon.
 const (
-	drainAfter = 5 * time.Second
-	refusedFor = 30 * time.Second
+	drainAfter   = 5 * time.Second
+	refuseAfter  = time.Second
+	refusedFirst = 5 * time.Second
+	refusedMost  = time.Minute
 )
 
 // balancing is what leader balance remembers between rounds: the
-// transfers it started last, and the targets it leaves out until when.
+// transfers it started last, and the targets it leaves out.
 type balancing struct {
 	mu      sync.Mutex
 	started []leaderMove
-	refused map[uint64]time.Time
+	refused map[uint64]refusal
+}
+
+// refusal is a target left out of leader balance until until; wait is how
+// long it was left out the last time.
+type refusal struct {
+	until time.Time
+	wait  time.Duration
+}
+
+// again returns the refusal after another transfer was not taken at now:
+// refusedFirst at first, twice the last wait after, at most refusedMost.
+func (r refusal) again(now time.Time) refusal {
+	r.wait = min(max(2*r.wait, refusedFirst), refusedMost)
+	r.until = now.Add(r.wait)
+	return r
 }
 
 // leaderMove is a transfer of one group's leadership from this node.
@@ -150,10 +172,11 @@ func (n *Node) draining() bool {
 }
 
 // unfit reports why this node should not take a leadership now, if it
-// should not: its catalog is not current, or its disk is full.
+// should not: its catalog is not current (for refuseAfter), or its disk is
+// full.
 func (n *Node) unfit() string {
 	switch {
-	case n.shared != nil && n.shared.Lapsed() > 0:
+	case n.shared != nil && n.shared.Lapsed() >= refuseAfter:
 		return "this node cannot confirm its catalog"
 	case n.cfg.Store != nil && n.cfg.Store.Full():
 		return "this node's disk is full"
@@ -162,24 +185,29 @@ func (n *Node) unfit() string {
 }
 
 // noteRefusals looks at the transfers the last round started: one whose
+// group its target now leads clears the target's refusals; one whose
 // group this node still leads, settled (Raft abandoned the transfer), had
-// a target that did not take it, which is left out until refusedFor from
-// now. A transfer still under way is looked at again next round.
+// a target that did not take it, which is left out for a while. A
+// transfer still under way is looked at again next round.
 func (n *Node) noteRefusals(now time.Time) {
 	keep := n.bal.started[:0]
 	for _, mv := range n.bal.started {
 		l, err := n.host.Leader(mv.group)
 		switch {
-		case err != nil || l.ID != n.self.ID:
+		case err != nil:
+		case l.ID == mv.to:
+			delete(n.bal.refused, mv.to)
+		case l.ID != n.self.ID:
 		case !l.Settled:
 			keep = append(keep, mv)
 		default:
 			if n.bal.refused == nil {
-				n.bal.refused = map[uint64]time.Time{}
+				n.bal.refused = map[uint64]refusal{}
 			}
-			n.bal.refused[mv.to] = now.Add(refusedFor)
+			r := n.bal.refused[mv.to].again(now)
+			n.bal.refused[mv.to] = r
 			n.log.Info("a leadership transfer was not taken: leaving its target out of leader balance for a while",
-				"keyspace", mv.group, "to", nodeHex(mv.to), "for", refusedFor)
+				"keyspace", mv.group, "to", nodeHex(mv.to), "for", r.wait)
 		}
 	}
 	n.bal.started = keep
@@ -194,7 +222,7 @@ func (n *Node) balanceLeaders() (leaderMove, bool) {
 	defer n.bal.mu.Unlock()
 	now := time.Now()
 	n.noteRefusals(now)
-	skip := func(id uint64) bool { return n.bal.refused[id].After(now) }
+	skip := func(id uint64) bool { return n.bal.refused[id].until.After(now) }
 	drain := n.draining()
 	pinned := func(uint64) bool { return false }
 	if f := n.pinned.Load(); f != nil {

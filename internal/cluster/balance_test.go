@@ -132,11 +132,31 @@ func TestRefusesTransferWhileLapsed(t *testing.T) {
 	if n.refuses(msg(raftpb.MsgTimeoutNow)) {
 		t.Error("a node with a current catalog refused a leadership transfer")
 	}
+	s.current.Store(int64(s.since() - refuseAfter/2))
+	if n.refuses(msg(raftpb.MsgTimeoutNow)) {
+		t.Errorf("lapsed for %v only (a node starting up): refused a leadership transfer", s.Lapsed())
+	}
 	if n.draining() {
 		t.Error("a node with a current catalog drains")
 	}
 	s.current.Store(int64(s.since() - drainAfter))
 	if !n.draining() {
 		t.Errorf("lapsed for %v: not draining", s.Lapsed())
+	}
+}
+
+// TestRefusalBackoff: a target that did not take a transfer is left out
+// for 5 s, then twice as long each time again, at most a minute.
+func TestRefusalBackoff(t *testing.T) {
+	now := time.Now()
+	var r refusal
+	var waits []time.Duration
+	for range 7 {
+		r = r.again(now)
+		waits = append(waits, r.wait)
+	}
+	want := []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second, 40 * time.Second, time.Minute, time.Minute, time.Minute}
+	if !slices.Equal(waits, want) || !r.until.Equal(now.Add(time.Minute)) {
+		t.Errorf("waits %v until %v, want %v until a minute on", waits, r.until.Sub(now), want)
 	}
 }
