@@ -248,6 +248,12 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, err error) (bo
 	// No leader was elected within the Forwarder's wait, or the one this
 	// node knows could not be reached: say so, rather than that this node
 	// does not lead (which reads as if another would take the write).
+	if h.cfg.Unfit != nil {
+		if why := h.cfg.Unfit(); why != "" {
+			return false, status.Unavailable(fmt.Sprintf("no leader of the partition's replicas (keyspace %d) could be reached "+
+				"from this node (%s); another node of the cluster may serve the request", keyspace, why)).Wrap(err)
+		}
+	}
 	return false, status.Unavailable(fmt.Sprintf("no leader of the partition's replicas (keyspace %d) could be reached: "+
 		"a majority of the cluster's nodes may be down or cut off, or an election is under way; retry", keyspace)).Wrap(err)
 }

@@ -313,3 +313,31 @@ func TestForwardedErrorNamesItsNode(t *testing.T) {
 		t.Errorf("forwarded 404: %q", got)
 	}
 }
+
+// TestForwardFailedUnfit: a write that found no leader through a node that
+// cannot take part in replication now (its disk full: its Raft view is
+// stalled) is told why, rather than that a majority may be down.
+func TestForwardFailedUnfit(t *testing.T) {
+	var host *elsewhereHost
+	failed := func(http.ResponseWriter, *http.Request, []byte, uint64, uint64) ForwardResult { return ForwardFailed }
+	var why atomic.Value
+	why.Store("")
+	unfit := func() string { return why.Load().(string) }
+	srv := newTestHandlerOn(t, Config{Forward: failed, Replicated: true, Unfit: unfit}, func(l *replica.Local) replica.Host {
+		host = &elsewhereHost{Local: l}
+		return host
+	})
+	mustDo(t, srv, http.MethodPost, "/dbs", nil, `{"id":"db"}`, http.StatusCreated)
+	mustDo(t, srv, http.MethodPost, "/dbs/db/colls", nil, `{"id":"c","partitionKey":{"paths":["/pk"]}}`, http.StatusCreated)
+	pk := map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}
+	host.away.Store(true)
+	resp, body := do(t, srv, http.MethodPost, "/dbs/db/colls/c/docs", pk, `{"id":"x","pk":"a"}`)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "majority") {
+		t.Fatalf("no leader: %d %s, want 503 naming a majority", resp.StatusCode, body)
+	}
+	why.Store("this node's disk is full")
+	resp, body = do(t, srv, http.MethodPost, "/dbs/db/colls/c/docs", pk, `{"id":"x","pk":"a"}`)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "this node's disk is full") {
+		t.Fatalf("no leader through an unfit node: %d %s, want 503 saying why", resp.StatusCode, body)
+	}
+}

@@ -67,6 +67,10 @@ type Config struct {
 	// node holds no replica of to a node that holds one (forward.go). Nil
 	// on a single node.
 	ForwardRead ReadForwarder
+	// Unfit, if set, says why this node cannot take part in its
+	// partitions' replication now ("" when it can): named in the 503 of a
+	// request that found no leader, which such a node cannot see.
+	Unfit func() string
 	// Replicated: the engine's keyspaces are replicated (a cluster), so a
 	// read this node serves may lag its partition's leader. Strong and
 	// bounded-staleness reads are made linearizable (engine.Linearizable),

@@ -171,6 +171,10 @@ func (n *Node) draining() bool {
 	return n.shared != nil && n.shared.Lapsed() >= drainAfter || n.cfg.Store != nil && n.cfg.Store.Full()
 }
 
+// Unfit says why this node cannot take part in its partitions'
+// replication now, or "" (its catalog lapsed, its disk full: unfit).
+func (n *Node) Unfit() string { return n.unfit() }
+
 // unfit reports why this node should not take a leadership now, if it
 // should not: its catalog is not current (for refuseAfter), or its disk is
 // full.

@@ -149,6 +149,7 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 	}
 	if s.node != nil {
 		acfg.Forward, acfg.ForwardRead, acfg.Replicated = forwarder(s.node, "api"), readForwarder(s.node, "api"), true
+		acfg.Unfit = s.node.Unfit
 		node := s.node
 		acfg.ClusterStatus = func(ctx context.Context, digest, all bool) (any, error) {
 			if all {
@@ -186,6 +187,7 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 		ccfg := api.Config{AccountID: accountID, Consistency: consistency, TLS: cfg.Server.TLS}
 		if s.node != nil {
 			ccfg.Forward, ccfg.ForwardRead, ccfg.Replicated = forwarder(s.node, "compute"), readForwarder(s.node, "compute"), true
+			ccfg.Unfit = s.node.Unfit
 		}
 		compute = api.New(ccfg, eng, verifier, now, log)
 		if s.node != nil {
