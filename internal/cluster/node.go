@@ -517,9 +517,16 @@ func (n *Node) Forward(w http.ResponseWriter, r *http.Request, listener string, 
 		if v := resp.Header.Get(notLeaderHeader); v != "" {
 			resp.Body.Close()
 			release()
-			passed = leader
-			if l, err := strconv.ParseUint(v, 16, 64); err == nil && l != 0 && l != passed {
-				leader = l
+			named, _ := strconv.ParseUint(v, 16, 64)
+			var again bool
+			if leader, passed, again = afterNotLeader(leader, passed, named); again {
+				if time.Now().After(deadline) || r.Context().Err() != nil {
+					return false, false, false
+				}
+				time.Sleep(20 * time.Millisecond)
+				if l := n.ks.Leader(keyspace); l != 0 {
+					leader = l
+				}
 			}
 			continue
 		}
@@ -528,6 +535,25 @@ func (n *Node) Forward(w http.ResponseWriter, r *http.Request, listener string, 
 		copyResponse(w, resp)
 		return true, false, false
 	}
+}
+
+// afterNotLeader decides where a forward goes after leader answered that
+// it does not lead (NotLeaderHeader), naming named (0: none known), and
+// which node it passes over (passed, the one passed over before): to
+// named, passing leader over, when named is another node; to leader again
+// after a pause (again) when it names itself — it leads but takes no
+// write now, handing its leadership over, and a transfer its target
+// refuses leaves it leading after an election timeout. Passing it over
+// then made the forward wait its whole 5 s for another leader that never
+// came, and answer 503 (a bug hunt, during a drain).
+func afterNotLeader(leader, passed, named uint64) (next, nextPassed uint64, again bool) {
+	if named == leader {
+		return leader, passed, true
+	}
+	if named != 0 {
+		return named, leader, false
+	}
+	return leader, leader, false
 }
 
 // forwardAnswerWait bounds how long a forwarded request waits for its

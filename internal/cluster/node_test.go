@@ -231,3 +231,26 @@ func TestClaimDataDir(t *testing.T) {
 		t.Fatalf("another member on it: %v, want a refusal naming both", err)
 	}
 }
+
+// TestAfterNotLeader: a leader that answers it does not lead, naming
+// another node, is passed over for that node; one naming none is passed
+// over until this node learns of another; one naming itself (handing its
+// leadership over, which may fail and leave it leading) is asked again
+// after a pause, not passed over.
+func TestAfterNotLeader(t *testing.T) {
+	for _, tc := range []struct {
+		leader, passed, named uint64
+		next, nextPassed      uint64
+		again                 bool
+	}{
+		{leader: 1, passed: 9, named: 2, next: 2, nextPassed: 1},
+		{leader: 1, passed: 9, named: 0, next: 1, nextPassed: 1},
+		{leader: 1, passed: 9, named: 1, next: 1, nextPassed: 9, again: true},
+	} {
+		next, passed, again := afterNotLeader(tc.leader, tc.passed, tc.named)
+		if next != tc.next || passed != tc.nextPassed || again != tc.again {
+			t.Errorf("afterNotLeader(%d, %d, %d) = %d, %d, %v; want %d, %d, %v", tc.leader, tc.passed, tc.named,
+				next, passed, again, tc.next, tc.nextPassed, tc.again)
+		}
+	}
+}
