@@ -44,10 +44,10 @@ func (h *Host) Run(ctx context.Context, tick time.Duration, inbox <-chan Message
 			}
 		case <-h.wake:
 		}
-		h.mu.Lock()
-		failure := h.failure
-		h.mu.Unlock()
-		if failure != nil {
+		if h.failed.Load() {
+			h.mu.Lock()
+			failure := h.failure
+			h.mu.Unlock()
 			return fmt.Errorf("replication: the store failed under Raft: %w", failure)
 		}
 		if err := h.Process(); err != nil {

@@ -117,8 +117,9 @@ type Host struct {
 	stopped bool
 	// failure is the store's error that Raft met reading its log (raft
 	// panics on it; underRaft recovers it): the host stops, and Run
-	// returns it.
+	// returns it. failed is set with it, for Run to look at without mu.
 	failure error
+	failed  atomic.Bool
 	groups  map[uint64]*group
 	ids     []uint64 // the groups' ids, sorted: Process visits them in order
 	nextID  uint64   // proposal and read ids
@@ -885,6 +886,7 @@ func (h *Host) underRaft(f func()) (ok bool) {
 		}
 		if h.failure == nil {
 			h.failure = sf.err
+			h.failed.Store(true)
 		}
 		h.stopped = true
 		h.nudge()
