@@ -171,14 +171,10 @@ func (n *Node) draining() bool {
 	return n.shared != nil && n.shared.Lapsed() >= drainAfter || n.cfg.Store != nil && n.cfg.Store.Full()
 }
 
-// Unfit says why this node cannot take part in its partitions'
-// replication now, or "" (its catalog lapsed, its disk full: unfit).
-func (n *Node) Unfit() string { return n.unfit() }
-
-// unfit reports why this node should not take a leadership now, if it
-// should not: its catalog is not current (for refuseAfter), or its disk is
-// full.
-func (n *Node) unfit() string {
+// Unfit reports why this node should not take a leadership, nor expect
+// to know its partitions' leaders, now, if so: its catalog is not current
+// (for refuseAfter), or its disk is full. "" when it is fit.
+func (n *Node) Unfit() string {
 	switch {
 	case n.shared != nil && n.shared.Lapsed() >= refuseAfter:
 		return "this node cannot confirm its catalog"
@@ -272,7 +268,7 @@ func (n *Node) balanceLeaders() (leaderMove, bool) {
 		err := n.host.TransferLeader(mv.group, mv.to)
 		if err == nil {
 			if drain {
-				n.log.Warn("leadership transfer: "+n.unfit()+", so it cannot serve the partitions it leads",
+				n.log.Warn("leadership transfer: "+n.Unfit()+", so it cannot serve the partitions it leads",
 					"keyspace", mv.group, "to", nodeHex(mv.to))
 			} else {
 				n.log.Info("leadership transfer for leader balance", "keyspace", mv.group, "to", nodeHex(mv.to))
@@ -303,7 +299,7 @@ func (n *Node) refuses(m replication.Message) bool {
 	if m.Raft.GetType() != raftpb.MsgTimeoutNow {
 		return false
 	}
-	why := n.unfit()
+	why := n.Unfit()
 	if why == "" {
 		return false
 	}
