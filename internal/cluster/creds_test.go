@@ -20,7 +20,7 @@ var (
 	secretB = []byte("cluster secret B, at least 16 bytes")
 )
 
-func mustCA(t testing.TB, secret []byte) *CA {
+func mustCA(t *testing.T, secret []byte) *CA {
 	t.Helper()
 	ca, err := NewCA(secret)
 	if err != nil {
@@ -29,7 +29,7 @@ func mustCA(t testing.TB, secret []byte) *CA {
 	return ca
 }
 
-func mustCert(t testing.TB, ca *CA, node string) *Cert {
+func mustCert(t *testing.T, ca *CA, node string) *Cert {
 	t.Helper()
 	c, err := ca.NodeCert(node, []string{"127.0.0.1", "node.test"})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -49,6 +50,36 @@ func openLocal(t *testing.T, dir string) (*store.Store, *replica.Local) {
 		t.Fatal(err)
 	}
 	return st, local
+}
+
+// TestPeerClient: requests to other members (forwarded requests) go over
+// HTTP/1.1, though the cluster listener also serves HTTP/2, and reuse one
+// kept-alive connection one after another (newPeerClient).
+func TestPeerClient(t *testing.T) {
+	cert := mustCert(t, mustCA(t, secretA), "a")
+	n := startNodes(t, cert)[0]
+	c := newPeerClient(cert)
+	defer c.CloseIdleConnections()
+	for i := range 5 {
+		var reused bool
+		ctx := httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{GotConn: func(ci httptrace.GotConnInfo) { reused = ci.Reused }})
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+n.addr+pingPath, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Proto") != "HTTP/1.1" {
+			t.Errorf("request %d: %s over %s, want 200 over HTTP/1.1", i, resp.Status, resp.Header.Get("X-Proto"))
+		}
+		if i > 0 && !reused {
+			t.Errorf("request %d opened a new connection, want the first one reused", i)
+		}
+	}
 }
 
 // TestSendFailure: a forward whose connection fails after the request went
@@ -140,10 +171,10 @@ func TestPeerClientAbandons(t *testing.T) {
 		received <- cc.n.Load()
 	}()
 	c := newPeerClient(cert)
-	tr := c.Transport.(*peerTransport)
+	tr := c.Transport.(*http.Transport)
 	var sent *countConn
-	dial := tr.dial
-	tr.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+	dial := tr.DialContext
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := dial(ctx, network, addr)
 		if err != nil {
 			return nil, err
