@@ -46,6 +46,12 @@
 //   - StartEtcd and Etcd (etcd.go): the node's etcd member, its peers on
 //     mutual TLS with the node's certificate, its client listener a Unix
 //     socket in the data directory; Etcd.Client is connected to it.
+//     Etcd.Restart starts it again in place, which watchEtcd
+//     (etcdwatch.go) does when the member cannot confirm the catalog while
+//     the node hears its peers: its peer connections stalled.
+//   - unackedControl (sockopt_linux.go): the connections a node dials end
+//     when what they sent stays unacknowledged for 10 s
+//     (TCP_USER_TIMEOUT), so none outlives a network cut.
 //   - Backend (backend.go) and SharedCatalog (shared.go): catalog.Backend
 //     over etcd, each Apply one transaction, fenced by the cluster-wide
 //     catalog lock; a watch feeds the other nodes' changes to the catalog,

@@ -67,14 +67,21 @@ type EtcdConfig struct {
 // Etcd is a running etcd member embedded in this process, and a client
 // connected to it over its Unix socket.
 type Etcd struct {
-	e   *embed.Etcd
 	cli *clientv3.Client
-	// stopping is set by Close: etcd's messages are logged at debug level
-	// from then on (zapLogger).
+	// stopping is set by Close and while Restart stops the member: etcd's
+	// messages are logged at debug level then (zapLogger).
 	stopping *atomic.Bool
+	// launch starts the member again (Restart) and waits until it is ready.
+	launch func(ctx context.Context) (*embed.Etcd, error)
+	// errc carries the member's fatal errors, whichever start of it
+	// raised them (Err); fwd counts the goroutines that pass them on.
+	errc chan error
+	fwd  sync.WaitGroup
 
-	closeOnce sync.Once
-	closeErr  error
+	mu       sync.Mutex // serializes Restart and Close
+	e        *embed.Etcd
+	closed   bool
+	closeErr error
 }
 
 // StartEtcd starts the node's etcd member and waits until it is ready (it
@@ -138,31 +145,9 @@ func StartEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 		return fmt.Errorf("%w (the cluster already has the member %s, whose data is not in this directory: a member "+
 			"cannot join again with a new data directory yet; start it on its own)", err, cfg.Self.Addr)
 	}
-	e, err := embed.StartEtcd(ec)
+	e, err := launchEtcd(ctx, ec, cfg, cfg.StartTimeout)
 	if err != nil {
-		return nil, failed(fmt.Errorf("cluster: etcd: start: %w", err))
-	}
-	// NB: embed.Etcd.Close waits for its client servers, which wait for
-	// the member to be ready or stopping: a member that is not ready must
-	// be stopped first, or Close hangs.
-	abort := func() {
-		e.Server.HardStop()
-		e.Close()
-	}
-	timer := time.NewTimer(cfg.StartTimeout)
-	defer timer.Stop()
-	select {
-	case <-e.Server.ReadyNotify():
-	case err := <-e.Err():
-		abort()
-		return nil, failed(fmt.Errorf("cluster: etcd: start: %w", err))
-	case <-ctx.Done():
-		abort()
-		return nil, failed(fmt.Errorf("cluster: etcd: start: %w", ctx.Err()))
-	case <-timer.C:
-		abort()
-		return nil, failed(fmt.Errorf("cluster: etcd: member %s not ready after %v (it needs a majority of the %d members up)",
-			cfg.Self.Addr, cfg.StartTimeout, len(cfg.Members)))
+		return nil, failed(err)
 	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   []string{"unix://" + sock},
@@ -175,7 +160,65 @@ func StartEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 		e.Close()
 		return nil, fmt.Errorf("cluster: etcd: client: %w", err)
 	}
-	return &Etcd{e: e, cli: cli, stopping: stopping}, nil
+	et := &Etcd{e: e, cli: cli, stopping: stopping, errc: make(chan error, 1)}
+	et.launch = func(ctx context.Context) (*embed.Etcd, error) {
+		ec, err := embedConfig(cfg, data, sock, files, zapLogger(log, zapcore.WarnLevel, stopping))
+		if err != nil {
+			return nil, err
+		}
+		return launchEtcd(ctx, ec, cfg, 0)
+	}
+	et.forward(e)
+	return et, nil
+}
+
+// launchEtcd starts a member with ec and waits until it is ready, until
+// ctx ends or timeout passes (0: no bound); on failure it stops the
+// member.
+func launchEtcd(ctx context.Context, ec *embed.Config, cfg EtcdConfig, timeout time.Duration) (*embed.Etcd, error) {
+	e, err := embed.StartEtcd(ec)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: etcd: start: %w", err)
+	}
+	// NB: embed.Etcd.Close waits for its client servers, which wait for
+	// the member to be ready or stopping: a member that is not ready must
+	// be stopped first, or Close hangs.
+	abort := func() {
+		e.Server.HardStop()
+		e.Close()
+	}
+	var expired <-chan time.Time
+	if timeout > 0 {
+		timer := time.NewTimer(timeout)
+		defer timer.Stop()
+		expired = timer.C
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+		return e, nil
+	case err := <-e.Err():
+		abort()
+		return nil, fmt.Errorf("cluster: etcd: start: %w", err)
+	case <-ctx.Done():
+		abort()
+		return nil, fmt.Errorf("cluster: etcd: start: %w", ctx.Err())
+	case <-expired:
+		abort()
+		return nil, fmt.Errorf("cluster: etcd: member %s not ready after %v (it needs a majority of the %d members up)",
+			cfg.Self.Addr, timeout, len(cfg.Members))
+	}
+}
+
+// forward passes m's fatal errors on to Err until m stops.
+func (e *Etcd) forward(m *embed.Etcd) {
+	e.fwd.Go(func() {
+		for err := range m.Err() {
+			select {
+			case e.errc <- err:
+			default: // one is enough: the node stops
+			}
+		}
+	})
 }
 
 // embedConfig returns the embedded member's configuration.
@@ -247,20 +290,67 @@ func clusterToken(ms []Member) string {
 // concurrent use and valid until Close.
 func (e *Etcd) Client() *clientv3.Client { return e.cli }
 
-// Err reports the member's fatal errors (it stops serving); the channel is
-// closed by Close. A node whose member fails must stop (docs/cluster.md).
-func (e *Etcd) Err() <-chan error { return e.e.Err() }
+// Err reports the member's fatal errors (it stops serving), and a Restart
+// whose member did not start again; the channel is closed by Close. A
+// node whose member fails must stop (docs/cluster.md).
+func (e *Etcd) Err() <-chan error { return e.errc }
+
+// Restart stops the member and starts it again on its data, with new
+// connections to its peers, and waits until it is ready again, however
+// long a majority takes to answer (a member that cannot reach one could
+// not serve before either), or until ctx ends. The client stays: its
+// requests fail while the member is down, and it reconnects. Why (watchEtcd): a member's peer
+// connections can stay stalled long after the network that stalled them
+// has healed, and etcd offers no other way to renew them. A member that
+// does not start again is reported on Err.
+func (e *Etcd) Restart(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return errors.New("cluster: etcd: closed")
+	}
+	if e.e == nil {
+		return errors.New("cluster: etcd: the member is not running")
+	}
+	e.stopping.Store(true)
+	e.e.Close()
+	e.e = nil
+	e.fwd.Wait()
+	e.stopping.Store(false)
+	m, err := e.launch(ctx)
+	if err != nil {
+		err = fmt.Errorf("cluster: etcd: the member did not start again: %w", err)
+		if ctx.Err() == nil { // not the node stopping
+			select {
+			case e.errc <- err:
+			default:
+			}
+		}
+		return err
+	}
+	e.e = m
+	e.forward(m)
+	return nil
+}
 
 // Close closes the client, then stops the member and waits for it. Later
 // calls return the first's result.
 func (e *Etcd) Close() error {
-	e.closeOnce.Do(func() {
-		e.stopping.Store(true)
-		err := e.cli.Close()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return e.closeErr
+	}
+	e.closed = true
+	e.stopping.Store(true)
+	err := e.cli.Close()
+	if e.e != nil {
 		e.e.Close()
-		if err != nil && !errors.Is(err, context.Canceled) {
-			e.closeErr = fmt.Errorf("cluster: etcd: close client: %w", err)
-		}
-	})
+	}
+	e.fwd.Wait()
+	close(e.errc)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		e.closeErr = fmt.Errorf("cluster: etcd: close client: %w", err)
+	}
 	return e.closeErr
 }

@@ -296,3 +296,87 @@ func TestEtcdForeignMember(t *testing.T) {
 		}
 	}
 }
+
+// TestEtcdRestart: a member restarted in place (Restart: new peer
+// connections) serves its client again, which it kept, and no failure is
+// reported.
+func TestEtcdRestart(t *testing.T) {
+	ms := testMembers(t, 3)
+	es := startMembers(t, ms, ms)
+	if _, err := es[0].Client().Put(opCtx(t), "k", "v1"); err != nil {
+		t.Fatalf("put: %v", err)
+	}
+	for i := range 2 {
+		began := time.Now()
+		if err := es[0].Restart(t.Context()); err != nil {
+			t.Fatalf("restart %d: %v", i, err)
+		}
+		t.Logf("restart %d took %v", i, time.Since(began))
+		val := fmt.Sprintf("v%d", i+2)
+		putUntil(t, es[0].Client(), "k", val)
+		if got := mustGet(t, es[1].Client(), "k"); got != val {
+			t.Errorf("after restart %d, k = %q on another member, want %s", i, got, val)
+		}
+	}
+	select {
+	case err := <-es[0].Err():
+		t.Errorf("a restarted member reported %v", err)
+	default:
+	}
+	if err := es[0].Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if _, open := <-es[0].Err(); open {
+		t.Errorf("Err() is still open after Close")
+	}
+	if err := es[0].Restart(t.Context()); err == nil {
+		t.Errorf("a closed member restarted")
+	}
+}
+
+// TestEtcdWatchDue: the member is restarted once its catalog has been
+// unconfirmed for stalledAfter while this node has heard a majority for
+// hearingFor, then not again before the wait, which doubles up to its
+// bound and starts over once the catalog is confirmed.
+func TestEtcdWatchDue(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	w := etcdWatch{wait: restartWait}
+	s := time.Second
+	for _, c := range []struct {
+		at       time.Duration // after t0
+		lapsed   time.Duration
+		majority bool
+		want     bool
+	}{
+		{0, 0, true, false},                     // confirmed; hearing a majority from now
+		{s, stalledAfter - s, true, false},      // not unconfirmed long enough
+		{4 * s, stalledAfter, true, false},      // a majority heard for 4 s only
+		{5 * s, stalledAfter, false, false},     // none heard: the network, not the member
+		{9 * s, stalledAfter, true, false},      // heard again from 9 s on
+		{14 * s, stalledAfter, true, true},      // 5 s of a majority
+		{44 * s, time.Minute, true, false},      // within the wait (1 min)
+		{74 * s, time.Minute, true, true},       // the wait is over; the next is 2 min
+		{134 * s, 2 * time.Minute, true, false}, // 1 min since
+		{194 * s, 3 * time.Minute, true, true},  // 2 min since; the next 4 min
+		{200 * s, 0, true, false},               // confirmed: the wait is 1 min again
+		{254 * s, stalledAfter, true, true},     // 1 min since the last
+		{264 * s, stalledAfter, true, false},    // 10 s since
+	} {
+		if got := w.due(t0.Add(c.at), c.lapsed, c.majority); got != c.want {
+			t.Errorf("at %v, lapsed %v, majority %v: due %v, want %v", c.at, c.lapsed, c.majority, got, c.want)
+		}
+	}
+	w = etcdWatch{wait: restartWait}
+	at := t0
+	w.due(at, time.Hour, true)
+	at = at.Add(hearingFor)
+	for range 10 {
+		if !w.due(at, time.Hour, true) {
+			t.Fatalf("not due at %v (wait %v)", at.Sub(t0), w.wait)
+		}
+		at = at.Add(w.wait)
+	}
+	if w.wait != restartWaitMax {
+		t.Errorf("after 10 restarts the wait is %v, want its bound %v", w.wait, restartWaitMax)
+	}
+}

@@ -237,6 +237,7 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	n.wg.Go(func() { every(runCtx, balanceInterval, func() { n.balanceLeaders() }) })
 	n.wg.Go(func() { every(runCtx, budgetInterval, func() { n.reportBudgets(runCtx) }) })
 	n.wg.Go(func() { every(runCtx, kvSnapIdle/4, func() { n.kv.snaps.expire(false) }) })
+	n.wg.Go(func() { n.watchEtcd(runCtx) })
 	lg.Info("cluster node started", "node", fmt.Sprintf("%016x", self.ID), "addr", self.Addr, "members", len(members))
 	return n, nil
 }
@@ -312,9 +313,11 @@ func newPeerClient(cert *Cert) *http.Client {
 // three of three runs). With the reset, what the leader has not received
 // when the forward gives up never arrives; what it has received it serves
 // at once, and a write it proposed then is in doubt until applied
-// (docs/cluster.md, invariant 6).
+// (docs/cluster.md, invariant 6). For the same reason, and so that a
+// kept-alive connection does not outlive a network cut, a request left
+// unacknowledged for unackedTimeout ends its connection (unackedControl).
 func dialPeer(ctx context.Context, network, addr string) (net.Conn, error) {
-	var d net.Dialer
+	d := net.Dialer{Control: unackedControl}
 	c, err := d.DialContext(ctx, network, addr)
 	if err != nil {
 		return nil, err

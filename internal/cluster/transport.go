@@ -69,6 +69,10 @@ const (
 	snapAckTimeout = 5 * time.Minute
 	// dialTimeout bounds a connection's TCP dial and TLS handshake.
 	dialTimeout = 5 * time.Second
+	// unackedTimeout bounds how long what a connection this node dialled
+	// sent may stay unacknowledged before the kernel ends it
+	// (unackedControl): as long as a batch's write may take.
+	unackedTimeout = defaultSendTimeout
 	// Backoff after a failed batch, doubling up to the maximum: a peer
 	// that is down is retried without spinning.
 	minBackoff = 50 * time.Millisecond
@@ -165,6 +169,9 @@ type peer struct {
 	timeout time.Duration
 	// snapping: a snapshot is being sent to the peer (one at a time).
 	snapping atomic.Bool
+	// heard is when a message from the peer was last received (Unix
+	// nanoseconds; 0: never).
+	heard atomic.Int64
 }
 
 // NewTransport returns a transport that starts sending to cfg.Peers at
@@ -221,8 +228,8 @@ func NewTransport(cfg TransportConfig) (*Transport, error) {
 			id:      id,
 			addr:    addr,
 			q:       make(chan replication.Message, cfg.QueueLen),
-			dialer:  &tls.Dialer{NetDialer: &net.Dialer{Timeout: dialTimeout}, Config: tc},
-			snapper: &tls.Dialer{NetDialer: &net.Dialer{Timeout: dialTimeout}, Config: sc},
+			dialer:  &tls.Dialer{NetDialer: &net.Dialer{Timeout: dialTimeout, Control: unackedControl}, Config: tc},
+			snapper: &tls.Dialer{NetDialer: &net.Dialer{Timeout: dialTimeout, Control: unackedControl}, Config: sc},
 			batch:   cfg.BatchBytes,
 			timeout: cfg.SendTimeout,
 		}
@@ -253,6 +260,19 @@ func (t *Transport) Send(to uint64, m replication.Message) {
 	default:
 		t.dropped.Add(1)
 	}
+}
+
+// HeardSince returns how many peers this node received a message from at
+// or after since: which members its own connections show reachable (the
+// etcd member's may not be: watchEtcd).
+func (t *Transport) HeardSince(since time.Time) int {
+	n := 0
+	for _, p := range t.peers {
+		if p.heard.Load() >= since.UnixNano() {
+			n++
+		}
+	}
+	return n
 }
 
 // Dropped returns how many messages the transport has dropped so far, on
@@ -645,6 +665,9 @@ func (t *Transport) serveConn(c *tls.Conn) {
 		if err := proto.Unmarshal(frame[8:], m); err != nil {
 			t.refuse(c, "bad raft message", err)
 			return
+		}
+		if p := t.peers[m.GetFrom()]; p != nil {
+			p.heard.Store(time.Now().UnixNano())
 		}
 		if m.GetTo() != t.self {
 			t.dropped.Add(1)

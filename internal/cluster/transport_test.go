@@ -151,10 +151,17 @@ func TestTransportExchange(t *testing.T) {
 		}
 		sent = append(sent, replication.Message{Group: uint64(i%3 + 1), Raft: raftMsg(a.id, b.id, uint64(i), data)})
 	}
+	start := time.Now()
 	for _, m := range sent {
 		a.tr.Send(b.id, m)
 	}
 	got := b.receive(t, len(sent))
+	if h, h2 := b.tr.HeardSince(start), a.tr.HeardSince(start); h != 1 || h2 != 0 {
+		t.Errorf("b heard from %d peers, a from %d; want 1 and 0 (only a sent)", h, h2)
+	}
+	if h := b.tr.HeardSince(time.Now().Add(time.Minute)); h != 0 {
+		t.Errorf("b heard from %d peers a minute from now", h)
+	}
 	for i := range sent {
 		if got[i].Group != sent[i].Group || !proto.Equal(got[i].Raft, sent[i].Raft) {
 			t.Fatalf("message %d: got group %d %v, want group %d %v", i, got[i].Group, got[i].Raft.GetIndex(), sent[i].Group, sent[i].Raft.GetIndex())
