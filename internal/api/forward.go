@@ -47,10 +47,17 @@ const (
 	ForwardUnknown
 )
 
-// maxLocalRetries bounds how often one request is served again here after
-// a Forwarder found this node leading: leadership settles within an
-// election, and a request must not loop.
-const maxLocalRetries = 3
+// localWait bounds how long a request is served again here after a
+// Forwarder found this node leading, localPause apart: the engine refused
+// it as not led here, though this node leads, settled — it is handing its
+// leadership over, which completes in a round trip or is abandoned after
+// an election timeout (about a second), when it takes writes again. Served
+// again at once, three times, as it first was, such a write answered 503
+// within microseconds (a bug hunt saw a stored procedure's).
+const (
+	localWait  = 5 * time.Second
+	localPause = 20 * time.Millisecond
+)
 
 // ReadForwarder sends a read to node, a voter of the keyspace it reads
 // (which this node holds no replica of), to be served there, and writes
@@ -65,7 +72,7 @@ type forwardState struct {
 	orig      *http.Request // the request as it arrived
 	body      []byte        // its body, kept to send it on
 	forwarded bool          // the request came from another node: never forward again
-	retries   int           // times served again here
+	local     time.Time     // when a Forwarder first found this node leading (ForwardLocal)
 	moved     time.Time     // when it first met a moved partition (engine.RangeMoved)
 	dropped   time.Time     // when its write was first not applied (engine.NotApplied)
 	behind    time.Time     // when its read first met a keyspace behind its session (engine.SessionBehind)
@@ -235,15 +242,7 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, err error) (bo
 			"the partition's replicas (keyspace %d), which stopped answering (its connection failed, another node took over, or it took too long). "+
 			"Read the item to learn whether it was applied.", keyspace)).Wrap(err)
 	case ForwardLocal:
-		if st.retries >= maxLocalRetries {
-			return false, err
-		}
-		st.retries++
-		if st.body != nil {
-			r.Body = io.NopCloser(bytes.NewReader(st.body))
-		}
-		h.serve(w, r)
-		return true, nil
+		return h.serveAgain(w, r, err, func(st *forwardState) *time.Time { return &st.local }, localWait, localPause, nil)
 	}
 	// No leader was elected within the Forwarder's wait, or the one this
 	// node knows could not be reached: say so, rather than that this node

@@ -341,3 +341,30 @@ func TestForwardFailedUnfit(t *testing.T) {
 		t.Fatalf("no leader through an unfit node: %d %s, want 503 saying why", resp.StatusCode, body)
 	}
 }
+
+// TestForwardLocalAgain: a write this node refused as not led here, though
+// its Forwarder finds it leading (handing its leadership over: the
+// transfer completes or is abandoned within about a second), is served
+// here again, a pause apart, until it is taken; it used to be answered 503
+// after three immediate tries.
+func TestForwardLocalAgain(t *testing.T) {
+	var host *elsewhereHost
+	var calls atomic.Int32
+	local := func(http.ResponseWriter, *http.Request, []byte, uint64, uint64) ForwardResult {
+		if calls.Add(1) == 6 {
+			host.away.Store(false) // the transfer abandoned: this node takes writes again
+		}
+		return ForwardLocal
+	}
+	srv := newTestHandlerOn(t, Config{Forward: local, Replicated: true}, func(l *replica.Local) replica.Host {
+		host = &elsewhereHost{Local: l}
+		return host
+	})
+	mustDo(t, srv, http.MethodPost, "/dbs", nil, `{"id":"db"}`, http.StatusCreated)
+	mustDo(t, srv, http.MethodPost, "/dbs/db/colls", nil, `{"id":"c","partitionKey":{"paths":["/pk"]}}`, http.StatusCreated)
+	host.away.Store(true)
+	mustDo(t, srv, http.MethodPost, "/dbs/db/colls/c/docs", map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}, `{"id":"x","pk":"a"}`, http.StatusCreated)
+	if n := calls.Load(); n != 6 {
+		t.Errorf("the forwarder was asked %d times, want 6", n)
+	}
+}
