@@ -21,6 +21,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc"
 )
 
 // Paths inside a node's data directory.
@@ -71,8 +72,11 @@ type Etcd struct {
 	// stopping is set by Close and while Restart stops the member: etcd's
 	// messages are logged at debug level then (zapLogger).
 	stopping *atomic.Bool
-	// launch starts the member again (Restart) and waits until it is ready.
-	launch func(ctx context.Context) (*embed.Etcd, error)
+	// launch starts the member again (Restart) and waits until it is
+	// ready; it returns what ends the new member's calls in progress.
+	launch func(ctx context.Context) (*embed.Etcd, context.CancelFunc, error)
+	// endCalls ends the running member's calls in progress (callsUntil).
+	endCalls context.CancelFunc
 	// errc carries the member's fatal errors, whichever start of it
 	// raised them (Err); fwd counts the goroutines that pass them on.
 	errc chan error
@@ -124,8 +128,10 @@ func StartEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 		return nil, err
 	}
 	stopping := new(atomic.Bool)
-	ec, err := embedConfig(cfg, data, sock, files, zapLogger(log, zapcore.WarnLevel, stopping))
+	calls, endCalls := context.WithCancel(context.Background())
+	ec, err := embedConfig(cfg, data, sock, files, zapLogger(log, zapcore.WarnLevel, stopping), calls)
 	if err != nil {
+		endCalls()
 		return nil, err
 	}
 	// A first start that etcd refuses because the cluster has this member
@@ -147,6 +153,7 @@ func StartEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 	}
 	e, err := launchEtcd(ctx, ec, cfg, cfg.StartTimeout)
 	if err != nil {
+		endCalls()
 		return nil, failed(err)
 	}
 	cli, err := clientv3.New(clientv3.Config{
@@ -157,16 +164,24 @@ func StartEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 		Logger:             zapLogger(log, zapcore.WarnLevel, stopping),
 	})
 	if err != nil {
+		endCalls()
 		e.Close()
 		return nil, fmt.Errorf("cluster: etcd: client: %w", err)
 	}
-	et := &Etcd{e: e, cli: cli, stopping: stopping, errc: make(chan error, 1)}
-	et.launch = func(ctx context.Context) (*embed.Etcd, error) {
-		ec, err := embedConfig(cfg, data, sock, files, zapLogger(log, zapcore.WarnLevel, stopping))
+	et := &Etcd{e: e, cli: cli, stopping: stopping, errc: make(chan error, 1), endCalls: endCalls}
+	et.launch = func(ctx context.Context) (*embed.Etcd, context.CancelFunc, error) {
+		calls, endCalls := context.WithCancel(context.Background())
+		ec, err := embedConfig(cfg, data, sock, files, zapLogger(log, zapcore.WarnLevel, stopping), calls)
 		if err != nil {
-			return nil, err
+			endCalls()
+			return nil, nil, err
 		}
-		return launchEtcd(ctx, ec, cfg, 0)
+		m, err := launchEtcd(ctx, ec, cfg, 0)
+		if err != nil {
+			endCalls()
+			return nil, nil, err
+		}
+		return m, endCalls, nil
 	}
 	et.forward(e)
 	return et, nil
@@ -221,8 +236,47 @@ func (e *Etcd) forward(m *embed.Etcd) {
 	})
 }
 
-// embedConfig returns the embedded member's configuration.
-func embedConfig(cfg EtcdConfig, data, sock string, files CertFiles, log *zap.Logger) (*embed.Config, error) {
+// callsUntil returns gRPC interceptors that end the member's calls,
+// streams and unary calls alike, when calls ends, as their clients ending
+// them would. Restart ends them first: closing a member waits, up to
+// etcd's request timeout (7 s here), for the calls in progress, and the
+// client Restart keeps holds streams open (the catalog's watch, its lock's
+// lease keep-alive) that it does not end by itself.
+func callsUntil(calls context.Context) []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.ChainStreamInterceptor(streamsUntil(calls)), grpc.ChainUnaryInterceptor(unaryUntil(calls))}
+}
+
+// streamsUntil is callsUntil's interceptor of streams.
+func streamsUntil(calls context.Context) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		ctx, cancel := context.WithCancel(ss.Context())
+		defer cancel()
+		defer context.AfterFunc(calls, cancel)()
+		return handler(srv, endingStream{ServerStream: ss, ctx: ctx})
+	}
+}
+
+// unaryUntil is callsUntil's interceptor of unary calls.
+func unaryUntil(calls context.Context) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(calls, cancel)()
+		return handler(ctx, req)
+	}
+}
+
+// endingStream is a server stream whose context callsUntil ends.
+type endingStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s endingStream) Context() context.Context { return s.ctx }
+
+// embedConfig returns the embedded member's configuration; its calls end
+// when calls does (callsUntil).
+func embedConfig(cfg EtcdConfig, data, sock string, files CertFiles, log *zap.Logger, calls context.Context) (*embed.Config, error) {
 	ec := embed.NewConfig()
 	ec.Name = cfg.Self.Addr
 	ec.Dir = filepath.Join(data, etcdDir)
@@ -272,6 +326,7 @@ func embedConfig(cfg EtcdConfig, data, sock string, files CertFiles, log *zap.Lo
 	ec.AutoCompactionRetention = "1h"
 	ec.LogLevel = "warn"
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(log)
+	ec.GRPCAdditionalServerOptions = callsUntil(calls)
 	return ec, nil
 }
 
@@ -295,14 +350,15 @@ func (e *Etcd) Client() *clientv3.Client { return e.cli }
 // node whose member fails must stop (docs/cluster.md).
 func (e *Etcd) Err() <-chan error { return e.errc }
 
-// Restart stops the member and starts it again on its data, with new
-// connections to its peers, and waits until it is ready again, however
-// long a majority takes to answer (a member that cannot reach one could
-// not serve before either), or until ctx ends. The client stays: its
-// requests fail while the member is down, and it reconnects. Why (watchEtcd): a member's peer
-// connections can stay stalled long after the network that stalled them
-// has healed, and etcd offers no other way to renew them. A member that
-// does not start again is reported on Err.
+// Restart stops the member, ending its calls in progress (callsUntil),
+// and starts it again on its data, with new connections to its peers; it
+// waits until the member is ready again, however long a majority takes to
+// answer (a member that cannot reach one could not serve before either),
+// or until ctx ends. The client stays: its calls fail while the member is
+// down, and it reconnects. Why (watchEtcd): a member's peer connections
+// can stay stalled long after the network that stalled them has healed,
+// and etcd offers no other way to renew them. A member that does not
+// start again is reported on Err.
 func (e *Etcd) Restart(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -313,11 +369,12 @@ func (e *Etcd) Restart(ctx context.Context) error {
 		return errors.New("cluster: etcd: the member is not running")
 	}
 	e.stopping.Store(true)
+	e.endCalls()
 	e.e.Close()
 	e.e = nil
 	e.fwd.Wait()
 	e.stopping.Store(false)
-	m, err := e.launch(ctx)
+	m, endCalls, err := e.launch(ctx)
 	if err != nil {
 		err = fmt.Errorf("cluster: etcd: the member did not start again: %w", err)
 		if ctx.Err() == nil { // not the node stopping
@@ -328,7 +385,7 @@ func (e *Etcd) Restart(ctx context.Context) error {
 		}
 		return err
 	}
-	e.e = m
+	e.e, e.endCalls = m, endCalls
 	e.forward(m)
 	return nil
 }
@@ -344,6 +401,7 @@ func (e *Etcd) Close() error {
 	e.closed = true
 	e.stopping.Store(true)
 	err := e.cli.Close()
+	e.endCalls()
 	if e.e != nil {
 		e.e.Close()
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 )
 
 // freeClusterAddrs returns n distinct loopback addresses whose ports and
@@ -306,6 +307,18 @@ func TestEtcdRestart(t *testing.T) {
 	if _, err := es[0].Client().Put(opCtx(t), "k", "v1"); err != nil {
 		t.Fatalf("put: %v", err)
 	}
+	// Streams the client holds open, as a node's catalog does: the
+	// restart ends them rather than waiting for them (callsUntil).
+	wctx, wcancel := context.WithCancel(t.Context())
+	defer wcancel()
+	es[0].Client().Watch(wctx, "k")
+	lease, err := es[0].Client().Grant(opCtx(t), 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := es[0].Client().KeepAlive(wctx, lease.ID); err != nil {
+		t.Fatal(err)
+	}
 	for i := range 2 {
 		began := time.Now()
 		if err := es[0].Restart(t.Context()); err != nil {
@@ -341,26 +354,27 @@ func TestEtcdRestart(t *testing.T) {
 func TestEtcdWatchDue(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
 	w := etcdWatch{wait: restartWait}
-	s := time.Second
+	s, W, H := time.Second, restartWait, hearingFor
+	first := 2*H + s
 	for _, c := range []struct {
 		at       time.Duration // after t0
 		lapsed   time.Duration
 		majority bool
 		want     bool
 	}{
-		{0, 0, true, false},                     // confirmed; hearing a majority from now
-		{s, stalledAfter - s, true, false},      // not unconfirmed long enough
-		{4 * s, stalledAfter, true, false},      // a majority heard for 4 s only
-		{5 * s, stalledAfter, false, false},     // none heard: the network, not the member
-		{9 * s, stalledAfter, true, false},      // heard again from 9 s on
-		{14 * s, stalledAfter, true, true},      // 5 s of a majority
-		{44 * s, time.Minute, true, false},      // within the wait (1 min)
-		{74 * s, time.Minute, true, true},       // the wait is over; the next is 2 min
-		{134 * s, 2 * time.Minute, true, false}, // 1 min since
-		{194 * s, 3 * time.Minute, true, true},  // 2 min since; the next 4 min
-		{200 * s, 0, true, false},               // confirmed: the wait is 1 min again
-		{254 * s, stalledAfter, true, true},     // 1 min since the last
-		{264 * s, stalledAfter, true, false},    // 10 s since
+		{0, 0, true, false},                              // confirmed; hearing a majority from now
+		{s, stalledAfter - s, true, false},               // not unconfirmed long enough
+		{H - s, stalledAfter, true, false},               // a majority heard for less than H
+		{H, stalledAfter, false, false},                  // none heard: the network, not the member
+		{H + s, stalledAfter, true, false},               // heard again from H+1s on
+		{first, stalledAfter, true, true},                // 5 s of a majority; the next after W
+		{first + W/2, time.Minute, true, false},          // within the wait
+		{first + W, time.Minute, true, true},             // the wait is over; the next after 2W
+		{first + 2*W, 2 * time.Minute, true, false},      // W since
+		{first + 3*W, 3 * time.Minute, true, true},       // 2W since; the next after 4W
+		{first + 3*W + s, 0, true, false},                // confirmed: the wait is W again
+		{first + 4*W, stalledAfter, true, true},          // W since the last
+		{first + 4*W + s, stalledAfter + s, true, false}, // a second since
 	} {
 		if got := w.due(t0.Add(c.at), c.lapsed, c.majority); got != c.want {
 			t.Errorf("at %v, lapsed %v, majority %v: due %v, want %v", c.at, c.lapsed, c.majority, got, c.want)
@@ -378,5 +392,54 @@ func TestEtcdWatchDue(t *testing.T) {
 	}
 	if w.wait != restartWaitMax {
 		t.Errorf("after 10 restarts the wait is %v, want its bound %v", w.wait, restartWaitMax)
+	}
+}
+
+// blockingStream is a server stream for TestCallsUntil.
+type blockingStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s blockingStream) Context() context.Context { return s.ctx }
+
+// TestCallsUntil: the member's calls in progress, streams and unary calls,
+// end when the context callsUntil was given ends, as when their clients
+// end them; until then they run.
+func TestCallsUntil(t *testing.T) {
+	calls, end := context.WithCancel(context.Background())
+	stream, unary := streamsUntil(calls), unaryUntil(calls)
+	streamDone := make(chan error, 1)
+	unaryDone := make(chan error, 1)
+	go func() {
+		streamDone <- stream(nil, blockingStream{ctx: context.Background()}, &grpc.StreamServerInfo{}, func(_ any, ss grpc.ServerStream) error {
+			<-ss.Context().Done()
+			return ss.Context().Err()
+		})
+	}()
+	go func() {
+		_, err := unary(context.Background(), nil, &grpc.UnaryServerInfo{}, func(ctx context.Context, _ any) (any, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+		unaryDone <- err
+	}()
+	select {
+	case err := <-streamDone:
+		t.Fatalf("the stream ended before its member's calls did: %v", err)
+	case err := <-unaryDone:
+		t.Fatalf("the unary call ended before its member's calls did: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	end()
+	for _, ch := range []chan error{streamDone, unaryDone} {
+		select {
+		case err := <-ch:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("ended with %v, want context.Canceled", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a call did not end with its member's calls")
+		}
 	}
 }

@@ -32,8 +32,8 @@ import (
 const (
 	stalledAfter   = 10 * time.Second
 	heardWithin    = 3 * time.Second
-	hearingFor     = 5 * time.Second
-	restartWait    = time.Minute
+	hearingFor     = 3 * time.Second
+	restartWait    = 15 * time.Second
 	restartWaitMax = 10 * time.Minute
 	watchInterval  = time.Second
 )
@@ -59,11 +59,16 @@ func (n *Node) watchEtcd(ctx context.Context) {
 		n.log.Warn("this node's etcd member has not confirmed the catalog for a while, though this node hears a majority of the "+
 			"members over its own connections: its peer connections are presumably stalled; restarting the member",
 			"unconfirmed", lapsed.Round(time.Second), "heard", heard)
-		if err := n.etcd.Restart(ctx); err != nil {
+		err := n.etcd.Restart(ctx)
+		// The wait runs from the restart's end: one that waited long for
+		// a majority (a cut of etcd's traffic alone) is not followed at
+		// once by another, before the new member could confirm anything.
+		w.last = time.Now()
+		if err != nil {
 			n.log.Error("restart the etcd member", "err", err)
 			return
 		}
-		n.log.Info("the etcd member restarted", "took", time.Since(now).Round(time.Millisecond))
+		n.log.Info("the etcd member restarted", "took", w.last.Sub(now).Round(time.Millisecond))
 	})
 }
 
