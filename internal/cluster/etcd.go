@@ -128,11 +128,19 @@ func StartEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 		return nil, err
 	}
 	stopping := new(atomic.Bool)
-	calls, endCalls := context.WithCancel(context.Background())
-	ec, err := embedConfig(cfg, data, sock, files, zapLogger(log, zapcore.WarnLevel, stopping), calls)
-	if err != nil {
+	// launch starts the member and waits for it, at most timeout (0: no
+	// bound); it returns what ends the member's calls (callsUntil).
+	launch := func(ctx context.Context, timeout time.Duration) (*embed.Etcd, context.CancelFunc, error) {
+		calls, endCalls := context.WithCancel(context.Background())
+		ec, err := embedConfig(cfg, data, sock, files, zapLogger(log, zapcore.WarnLevel, stopping), calls)
+		if err == nil {
+			var m *embed.Etcd
+			if m, err = launchEtcd(ctx, ec, cfg, timeout); err == nil {
+				return m, endCalls, nil
+			}
+		}
 		endCalls()
-		return nil, err
+		return nil, nil, err
 	}
 	// A first start that etcd refuses because the cluster has this member
 	// already leaves no etcd data behind: it would make the directory a
@@ -151,9 +159,8 @@ func StartEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 		return fmt.Errorf("%w (the cluster already has the member %s, whose data is not in this directory: a member "+
 			"cannot join again with a new data directory yet; start it on its own)", err, cfg.Self.Addr)
 	}
-	e, err := launchEtcd(ctx, ec, cfg, cfg.StartTimeout)
+	e, endCalls, err := launch(ctx, cfg.StartTimeout)
 	if err != nil {
-		endCalls()
 		return nil, failed(err)
 	}
 	cli, err := clientv3.New(clientv3.Config{
@@ -169,20 +176,7 @@ func StartEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 		return nil, fmt.Errorf("cluster: etcd: client: %w", err)
 	}
 	et := &Etcd{e: e, cli: cli, stopping: stopping, errc: make(chan error, 1), endCalls: endCalls}
-	et.launch = func(ctx context.Context) (*embed.Etcd, context.CancelFunc, error) {
-		calls, endCalls := context.WithCancel(context.Background())
-		ec, err := embedConfig(cfg, data, sock, files, zapLogger(log, zapcore.WarnLevel, stopping), calls)
-		if err != nil {
-			endCalls()
-			return nil, nil, err
-		}
-		m, err := launchEtcd(ctx, ec, cfg, 0)
-		if err != nil {
-			endCalls()
-			return nil, nil, err
-		}
-		return m, endCalls, nil
-	}
+	et.launch = func(ctx context.Context) (*embed.Etcd, context.CancelFunc, error) { return launch(ctx, 0) }
 	et.forward(e)
 	return et, nil
 }

@@ -17,8 +17,9 @@ import (
 // reads a timeout and dials again. A bug hunt with iptables: a node whose
 // outgoing packets were dropped for 30 s answered 503 ("could not confirm
 // that its copy of the cluster's catalog is current") for 24 s after the
-// network healed, for 47 s after a 60 s cut, while its own Raft
-// connections (which time their writes out) were back at once.
+// network healed, for 47 s after a 60 s cut. (Its own Raft connections
+// stalled the same way, their writes succeeding into the kernel's buffer,
+// until they got a bound on unacknowledged data: unackedControl.)
 //
 // So a node whose catalog has been unconfirmed for stalledAfter, while it
 // has heard peers making a majority with it over its own Raft connections
