@@ -313,7 +313,7 @@ func (e *Engine) QueryResources(ctx context.Context, resources [][]byte, q Query
 	if err != nil {
 		return Page{}, translate(err)
 	}
-	tok, err := q.token(0)
+	tok, err := q.token(0, nil) // evaluated whole: only its own text resumes it
 	if err != nil || tok.Key != nil {
 		return Page{}, invalidContinuation("it does not belong to this query")
 	}

@@ -77,6 +77,19 @@ type queryToken struct {
 	// another, each in creation order, so a split changes the order of its
 	// rows, and Skip would count rows of another order.
 	Layout uint64 `json:"p,omitempty"`
+	// Order fingerprints an ORDER BY query without its WHERE clause
+	// (orderHash). A position in an ORDER BY query's order means the same
+	// whatever the filter, so a query that differs from the token's only in
+	// its filter may resume it (resumable): that is how the SDKs resume a
+	// cross-partition ORDER BY, sending the range's token with the
+	// rewritten query's filter placeholder filled with a resume filter
+	// (c.f >= v) rather than with true.
+	Order uint64 `json:"g,omitempty"`
+
+	// refiltered: the token was made for the same query with another
+	// filter (Order matched, Hash did not); resumable decides whether its
+	// position can be resumed.
+	refiltered bool
 }
 
 // layoutOf fingerprints ranges, by id: a split gives its children new ids.
@@ -89,10 +102,23 @@ func layoutOf(ranges []partition.Range) uint64 {
 	return h.Sum64() | 1 // never 0, "none"
 }
 
-func (q Query) hash(container uint64) uint64 {
+func (q Query) hash(container uint64) uint64 { return q.hashText(container, q.Text) }
+
+// orderHash is Order for ast, a parse of q.Text: the hash of the query
+// printed without its WHERE clause, or 0 for a query without ORDER BY.
+func (q Query) orderHash(container uint64, ast *parse.Query) uint64 {
+	if ast == nil || len(ast.OrderBy) == 0 {
+		return 0
+	}
+	unfiltered := *ast
+	unfiltered.Where = nil
+	return q.hashText(container, unfiltered.String()) | 1 // never 0, "none"
+}
+
+func (q Query) hashText(container uint64, text string) uint64 {
 	h := fnv.New64a()
 	h.Write(binary.BigEndian.AppendUint64(nil, container))
-	h.Write([]byte(q.Text))
+	h.Write([]byte(text))
 	for _, k := range slices.Sorted(maps.Keys(q.Params)) {
 		h.Write([]byte{0})
 		h.Write([]byte(k))
@@ -103,9 +129,11 @@ func (q Query) hash(container uint64) uint64 {
 }
 
 // token decodes q's continuation (the zero token for none) for a query of
-// container (0 for metadata resources).
-func (q Query) token(container uint64) (queryToken, error) {
-	tok := queryToken{Hash: q.hash(container)}
+// container (0 for metadata resources); ast is q.Text parsed. A token made
+// for the same ORDER BY query with another filter is returned refiltered,
+// for resumable to decide on once the plan is chosen.
+func (q Query) token(container uint64, ast *parse.Query) (queryToken, error) {
+	tok := queryToken{Hash: q.hash(container), Order: q.orderHash(container, ast)}
 	if q.Continuation == "" {
 		return tok, nil
 	}
@@ -114,10 +142,36 @@ func (q Query) token(container uint64) (queryToken, error) {
 	switch {
 	case err != nil || json.Unmarshal(raw, &got) != nil || got.Skip < 0 || got.Rows < 0 || got.Done < 0:
 		return queryToken{}, invalidContinuation("it is not a continuation this server made")
-	case got.Hash != tok.Hash:
+	case got.Hash == tok.Hash:
+	case tok.Order != 0 && got.Order == tok.Order:
+		got.Hash, got.refiltered = tok.Hash, true // the next page's token is this query's
+	default:
 		return queryToken{}, invalidContinuation("it belongs to another query or container")
 	}
 	return got, nil
+}
+
+// resumable reports whether a refiltered token's position can be resumed
+// by plan p: only a position in the ORDER BY order itself (an index
+// entry's key, a sort position, an item key in id order). A row offset
+// (Skip, a query evaluated whole) counts rows that another filter may not
+// produce; so does a position after some of a document's rows (Rows,
+// Sort.Sub) when the query has JOINs. Without them a document has at most
+// one row, which the other filter keeps or drops: the position after it
+// means the same.
+func (t queryToken) resumable(p plan.Physical, joins bool) bool {
+	if t.Skip != 0 || (joins && (t.Rows != 0 || (t.Sort != nil && t.Sort.Sub != 0))) {
+		return false
+	}
+	switch p.Token {
+	case plan.TokenIndexKey:
+		return t.Ordered && t.Sort == nil
+	case plan.TokenSort:
+		return t.Sort != nil && !t.Ordered && t.Key == nil
+	case plan.TokenItemKey:
+		return t.Key != nil && t.ByKey && !t.Ordered && t.Sort == nil
+	}
+	return false
 }
 
 // invalidContinuation is the answer to a continuation token that does not
@@ -330,7 +384,7 @@ func (e *Engine) prepareQuery(ctx context.Context, c *catalog.Container, ast *pa
 		refused.Extra = string(info)
 		return nil, queryToken{}, refused
 	}
-	tok, err := q.token(c.Internal)
+	tok, err := q.token(c.Internal, ast)
 	if err != nil {
 		return nil, queryToken{}, err
 	}
@@ -359,7 +413,7 @@ func (e *Engine) prepareQuery(ctx context.Context, c *catalog.Container, ast *pa
 	case tok.Ordered:
 		in.Covered, in.Dense = &covered, &covered
 	case tok.Sort != nil:
-		in.Covered, in.Dense = &uncovered, &uncovered
+		in.Covered, in.Dense, in.Sorted = &uncovered, &uncovered, true
 	}
 	pp := plan.Choose(in)
 	run := &queryRun{e: e, q: q, prog: prog, start: start}
@@ -397,6 +451,10 @@ func (e *Engine) prepareQuery(ctx context.Context, c *catalog.Container, ast *pa
 		}
 		in.Stats = &st
 		pp = plan.Choose(in)
+	}
+	if tok.refiltered && !tok.resumable(pp, len(ast.Joins) > 0) {
+		src.v.close()
+		return nil, queryToken{}, invalidContinuation("it belongs to the query with another filter, and resumes only a position in the ORDER BY order, not a row count")
 	}
 	tok.Stats = pp.Stats // every page of the query runs this plan
 	src.access, src.byID, src.desc = pp.Access, pp.Access == plan.KeyRange, pp.KeyOrder && pp.Desc
@@ -548,7 +606,7 @@ func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error)
 	rowIdx, skipRows, docs := 0, 0, 0
 	finished := take >= 0 && done >= skip+take
 	here := func(rows int) *queryToken {
-		t := &queryToken{Hash: tok.Hash, ScopeLo: tok.ScopeLo, ScopeHi: tok.ScopeHi, Lo: bytes.Clone(lo), Hi: bytes.Clone(hi), Key: bytes.Clone(key), Rows: rows, Done: done,
+		t := &queryToken{Hash: tok.Hash, Order: tok.Order, ScopeLo: tok.ScopeLo, ScopeHi: tok.ScopeHi, Lo: bytes.Clone(lo), Hi: bytes.Clone(hi), Key: bytes.Clone(key), Rows: rows, Done: done,
 			Ordered: run.ordered != nil, ByKey: run.src.byID, Stats: tok.Stats}
 		if run.ordered != nil && boundedTermOf(key) != nil {
 			v := stringAt(cur, run.ordered.Path)
@@ -705,7 +763,7 @@ func (run *queryRun) sortedPage(ctx context.Context, tok queryToken) (Page, erro
 	finished := take >= 0 && done >= skip+take
 	full := len(p.Items) == run.e.pageLimit(run.q.MaxItems)
 	if !finished && (used < len(rows) || (run.passThrough && full && run.q.MaxItems > 0)) {
-		p.Continuation = queryToken{Hash: tok.Hash, ScopeLo: tok.ScopeLo, ScopeHi: tok.ScopeHi, Sort: after, Done: done, ByKey: run.src.byID, Stats: tok.Stats}.encode()
+		p.Continuation = queryToken{Hash: tok.Hash, Order: tok.Order, ScopeLo: tok.ScopeLo, ScopeHi: tok.ScopeHi, Sort: after, Done: done, ByKey: run.src.byID, Stats: tok.Stats}.encode()
 	}
 	return p, nil
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -168,7 +169,7 @@ func TestQueryMergeBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, _ := e.container("db", "paged")
-	tok, err := Query{Text: q.Text, Continuation: p.Continuation}.token(c.Internal)
+	tok, err := Query{Text: q.Text, Continuation: p.Continuation}.token(c.Internal, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,5 +194,114 @@ func TestQueryMergeBounded(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got, cmpEmpty); diff != "" {
 		t.Errorf("results differ from an unindexed container's (-scan +indexed):\n%s", diff)
+	}
+}
+
+// TestOrderByResumeRefiltered resumes a range's ORDER BY query as the SDKs
+// do across partitions (@azure/cosmos with enableQueryControl, the .NET
+// SDK): the token of the page that held the last row the client emitted,
+// sent with the rewritten query whose filter placeholder now holds a resume
+// filter (c.m >= v) rather than true. The position is one in the ORDER BY
+// order, so the rows are those of the original query from that page on
+// that pass the resume filter, in index order, sorted, ascending and
+// descending. A token whose position counts rows (a query evaluated whole)
+// or whose query differs in more than its filter is refused.
+func TestOrderByResumeRefiltered(t *testing.T) {
+	e := pagedItems(t)
+	ranges, _, _, err := e.PKRanges("db", "paged")
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := "(c.n > 2) AND " // the query's own filter: sorted; without it, index order
+	text := func(dir, filter string) string {
+		return fmt.Sprintf(`SELECT c._rid, [{"item": c.m}] AS orderByItems, c.id AS payload FROM c WHERE %s(%s) ORDER BY c.m %s`, user, filter, dir)
+	}
+	type row struct {
+		Payload string `json:"payload"`
+		Items   []struct {
+			Item float64 `json:"item"`
+		} `json:"orderByItems"`
+	}
+	decode := func(items [][]byte) []row {
+		out := make([]row, len(items))
+		for i, it := range items {
+			if err := json.Unmarshal(it, &out[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return out
+	}
+	for _, run := range []struct{ coll, user, access string }{
+		{"paged", "(c.n > 2) AND ", "index-merge"}, {"paged", "", "index-ordered"}, {"scan", "(c.n > 2) AND ", "order-scan"},
+	} {
+		coll := run.coll
+		user = run.user
+		for _, dir := range []string{"ASC", "DESC"} {
+			scope := Scope{RangeID: ranges[1].ID}
+			q := Query{Text: text(dir, "true"), MaxItems: -1}
+			all, err := e.QueryItems(t.Context(), "db", coll, scope, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			full := decode(all.Items)
+			q.MaxItems = 7
+			p1, err := e.QueryItems(t.Context(), "db", coll, scope, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a := p1.Metrics.Plan.Access.String(); a != run.access {
+				t.Errorf("%s %q: read by %s, want %s", coll, q.Text, a, run.access)
+			}
+			q.Continuation = p1.Continuation
+			p2, err := e.QueryItems(t.Context(), "db", coll, scope, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := full[len(p1.Items)+2:] // the client emitted page 2's first three rows
+			v := decode(p2.Items)[2].Items[0].Item
+			op := map[string]string{"ASC": ">=", "DESC": "<="}[dir]
+			rq := Query{Text: text(dir, fmt.Sprintf("(c.m %s %v)", op, v)), MaxItems: 100, Continuation: p1.Continuation}
+			var got []row
+			for pages := 0; ; pages++ {
+				p, err := e.QueryItems(t.Context(), "db", coll, scope, rq)
+				if err != nil {
+					t.Fatalf("%s %q: resumed with a resume filter: %v", coll, rq.Text, err)
+				}
+				got = append(got, decode(p.Items)...)
+				if p.Continuation == "" || pages > 1000 {
+					break
+				}
+				rq.Continuation = p.Continuation
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s %q: resumed rows differ (-want +got):\n%s", coll, rq.Text, diff)
+			}
+		}
+	}
+
+	// Refused: a token of a query evaluated whole (a row offset), and one
+	// of a query that differs in more than its filter.
+	user = ""
+	scope := Scope{RangeID: ranges[1].ID}
+	whole := `SELECT DISTINCT VALUE c.n FROM c WHERE %s ORDER BY c.n`
+	p, err := e.QueryItems(t.Context(), "db", "paged", scope, Query{Text: fmt.Sprintf(whole, "true"), MaxItems: 2})
+	if err != nil || p.Continuation == "" {
+		t.Fatalf("whole query: %v, continuation %q", err, p.Continuation)
+	}
+	if _, err := e.QueryItems(t.Context(), "db", "paged", scope, Query{Text: fmt.Sprintf(whole, "c.n >= 1"), MaxItems: 2, Continuation: p.Continuation}); code(err) != 400 {
+		t.Errorf("a row offset resumed with another filter: err %v, want 400", err)
+	}
+	p, err = e.QueryItems(t.Context(), "db", "paged", scope, Query{Text: text("ASC", "true"), MaxItems: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, other := range []string{
+		strings.Replace(text("ASC", "true"), "c.id AS payload", "c.n AS payload", 1),
+		strings.Replace(text("ASC", "true"), "ORDER BY c.m ASC", "ORDER BY c.n ASC", 1),
+		`SELECT VALUE c.id FROM c WHERE c.n > 3`,
+	} {
+		if _, err := e.QueryItems(t.Context(), "db", "paged", scope, Query{Text: other, MaxItems: 2, Continuation: p.Continuation}); code(err) != 400 {
+			t.Errorf("%s resumed another query's token: err %v, want 400", other, err)
+		}
 	}
 }

@@ -105,3 +105,61 @@ for (const gatewayQuery of ["gateway", "full"]) {
     });
   });
 }
+
+// A cross-partition ORDER BY resumed from a saved continuation in a new
+// iterator (enableQueryControl): the SDK sends the range it stopped in its
+// token together with the rewritten query whose filter placeholder now holds
+// a resume filter (c.f >= v), where the first pages had `true`. The server
+// must resume the token's position under that filter (it answered 400,
+// "it belongs to another query", before). Pages of 4 over 4 partitions.
+describe("a cross-partition ORDER BY resumed from its continuation (enableQueryControl)", () => {
+  let env;
+  let container;
+
+  before(async () => {
+    env = await startPartita({ serverArgs: ["--rate-limit=off"] });
+    const { database } = await env.client.databases.create({ id: "resumeDb" });
+    ({ container } = await database.containers.create(
+      { id: "r", partitionKey: { paths: ["/pk"] } },
+      { offerThroughput: 24000 },
+    ));
+    for (let i = 0; i < 40; i++) {
+      await container.items.create({ id: `i${String(i).padStart(2, "0")}`, pk: `p${i}`, f: i % 5, n: i });
+    }
+  });
+
+  after(async () => {
+    await env?.stop();
+  });
+
+  it("four physical partitions", async () => {
+    assert.equal((await container.readPartitionKeyRanges().fetchAll()).resources.length, 4);
+  });
+
+  // Each query's order is total (ties broken by n), so resumed pages must
+  // give exactly the rows of one uninterrupted run.
+  for (const query of [
+    "SELECT c.id FROM c ORDER BY c.id",
+    "SELECT c.id FROM c ORDER BY c.id DESC",
+    "SELECT c.id, c.n FROM c WHERE c.n > 10 ORDER BY c.n DESC",
+    "SELECT VALUE c.n FROM c WHERE c.f >= 2 ORDER BY c.n",
+    "SELECT c.id FROM c ORDER BY c.n OFFSET 5 LIMIT 20",
+    "SELECT TOP 13 c.id FROM c ORDER BY c.n DESC",
+  ]) {
+    it(query, async () => {
+      const { resources: want } = await container.items.query(query, { maxItemCount: 4 }).fetchAll();
+      assert.ok(want.length > 4, `${query}: ${want.length} rows, want several pages`);
+      const got = [];
+      let token;
+      for (let pages = 0; pages < 100; pages++) {
+        const page = await container.items
+          .query(query, { maxItemCount: 4, enableQueryControl: true, continuationToken: token })
+          .fetchNext();
+        got.push(...page.resources);
+        token = page.continuationToken;
+        if (!token) break;
+      }
+      assert.deepEqual(got, want);
+    });
+  }
+});

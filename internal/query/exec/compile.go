@@ -644,7 +644,7 @@ func (c *compiler) expr(e parse.Expr, x ectx) (evalFn, error) {
 	case *parse.Literal:
 		switch e.Kind {
 		case parse.LitNumber:
-			return constant(num(e.Num)), nil
+			return constant(numLiteral(e)), nil
 		case parse.LitString:
 			return constant(str(e.Str)), nil
 		case parse.LitBool:
@@ -836,6 +836,9 @@ func (c *compiler) unary(e *parse.Unary, x ectx) (evalFn, error) {
 	case parse.OpNeg:
 		return func(e *env) value {
 			if v := xf(e); v.k == kNum {
+				if i, ok := bigInt(v); ok && i != math.MinInt64 {
+					return intValue(-i)
+				}
 				return num(-v.n)
 			}
 			return undef

@@ -789,3 +789,49 @@ func TestGroupByKeySpellings(t *testing.T) {
 		t.Error("a select path no key covers compiled")
 	}
 }
+
+// TestIntFunctionsExact: the INT* functions work on 64-bit integers (Cosmos DB's IntAdd
+// page: "performs operations assuming the values are a 64-bit integer", overflow wraps as in
+// C++), so integers past 2^53 from documents, parameters and literals keep their digits
+// through them and into the result; they were rounded to float64 (a bug hunt: IntSub of
+// -9223372036854775807 and 1 came out positive, IntBitAnd of 2^63-1 undefined).
+func TestIntFunctionsExact(t *testing.T) {
+	docs := []string{`{"id":"a","v":9007199254740993,"w":9223372036854775807,"m":-9223372036854775807,"f":2.5,"e":1e2}`}
+	params := Params{"@p": []byte("9007199254740995")}
+	for _, tc := range []struct{ query, want string }{
+		{"SELECT VALUE IntAdd(c.v, 0) FROM c", "[9007199254740993]"},
+		{"SELECT VALUE IntAdd(c.v, 1) FROM c", "[9007199254740994]"},
+		{"SELECT VALUE IntBitAnd(c.w, 255) FROM c", "[255]"},
+		{"SELECT VALUE IntDiv(c.w, 2) FROM c", "[4611686018427387903]"},
+		{"SELECT VALUE IntAdd(c.w, 1) FROM c", "[-9223372036854775808]"},
+		{"SELECT VALUE IntSub(c.m, 1) FROM c", "[-9223372036854775808]"},
+		{"SELECT VALUE IntMul(c.w, 2) FROM c", "[-2]"},
+		{"SELECT VALUE IntBitNot(c.w) FROM c", "[-9223372036854775808]"},
+		{"SELECT VALUE IntBitLeftShift(1, 62)", "[4611686018427387904]"},
+		{"SELECT VALUE IntBitRightShift(c.w, 1) FROM c", "[4611686018427387903]"},
+		{"SELECT VALUE IntAdd(9223372036854775806, 1)", "[9223372036854775807]"},
+		{"SELECT VALUE IntSub(-9223372036854775807, 1)", "[-9223372036854775808]"},
+		{"SELECT VALUE IntAdd(@p, 0)", "[9007199254740995]"},
+		{"SELECT VALUE IntAdd(9007199254740993, 0)", "[9007199254740993]"},
+		{"SELECT VALUE [c.w, COUNT(1)] FROM c GROUP BY c.w", "[[9223372036854775807,1]]"},
+		{"SELECT VALUE IntAdd(IntAdd(c.v, 1), 1) FROM c", "[9007199254740995]"},
+		{"SELECT VALUE -c.v FROM c", "[-9007199254740993]"},
+		// Not 64-bit integers: undefined, as before.
+		{"SELECT VALUE IntAdd(c.f, 1) FROM c", "[]"},
+		{"SELECT VALUE IntAdd(9223372036854775808, 1)", "[]"},
+		// A whole number written otherwise is still an integer; small results are plain numbers.
+		{"SELECT VALUE IntAdd(c.e, 1) FROM c", "[101]"},
+		{"SELECT VALUE [IntAdd(2, 3), IntMod(7, 2), -0, -c.f] FROM c", "[[5,1,0,-2.5]]"},
+		// Comparisons stay those of doubles, as Cosmos DB's.
+		{"SELECT VALUE IntAdd(c.v, 0) = 9007199254740992 FROM c", "[true]"},
+	} {
+		got, err := runQuery(t, tc.query, params, docs)
+		if err != nil {
+			t.Errorf("%s: %v", tc.query, err)
+			continue
+		}
+		if got != tc.want {
+			t.Errorf("%s = %s, want %s", tc.query, got, tc.want)
+		}
+	}
+}

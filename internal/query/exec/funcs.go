@@ -4,11 +4,14 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/partitadb/partita/internal/query/parse"
 )
 
 // builtin is a scalar system function. fn receives exactly the evaluated arguments (between
@@ -352,7 +355,7 @@ func lookupBuiltin(upper string) (builtin, bool) {
 			if !ok {
 				return undef
 			}
-			return num(float64(^x))
+			return intValue(^x)
 		}), true
 
 	// Arrays.
@@ -502,16 +505,57 @@ func int2(fn func(x, y int64) (int64, bool)) builtin {
 		if !ok {
 			return undef
 		}
-		return num(float64(r))
+		return intValue(r)
 	}}
 }
 
-// toInt64 returns v as an integer if it is an integral number within int64 range.
+// toInt64 returns v as an integer if it is an integral number within int64 range. A number
+// read from a document or a parameter, or an integer literal, is taken from its text, so an
+// integer past 2^53 keeps its digits (Cosmos DB's INT* functions work on 64-bit integers).
 func toInt64(v value) (int64, bool) {
-	if v.k != kNum || v.n != math.Trunc(v.n) || v.n < -(1<<63) || v.n >= 1<<63 {
+	if v.k != kNum {
+		return 0, false
+	}
+	if v.j != nil {
+		if i, err := v.j.Int64(); err == nil {
+			return i, true
+		}
+	}
+	if v.n != math.Trunc(v.n) || v.n < -(1<<63) || v.n >= 1<<63 {
 		return 0, false
 	}
 	return int64(v.n), true
+}
+
+// maxExact is the largest magnitude up to which every integer is a float64.
+const maxExact = 1 << 53
+
+// intValue is the number i: past maxExact it keeps i's digits for its JSON and for toInt64.
+func intValue(i int64) value {
+	if -maxExact <= i && i <= maxExact {
+		return num(float64(i))
+	}
+	var a fastjson.Arena
+	return value{k: kNum, n: float64(i), j: a.NewNumberString(strconv.FormatInt(i, 10))}
+}
+
+// bigInt returns v's integer if v keeps one past maxExact (intValue, a document's number).
+func bigInt(v value) (int64, bool) {
+	if v.k != kNum || v.j == nil || (v.n > -maxExact && v.n < maxExact) {
+		return 0, false
+	}
+	i, err := v.j.Int64()
+	return i, err == nil
+}
+
+// numLiteral is the value of a number literal: an integer past maxExact keeps its digits.
+func numLiteral(l *parse.Literal) value {
+	if l.Num >= maxExact && l.Num <= math.MaxInt64 && l.Text != "" {
+		if i, err := strconv.ParseInt(l.Text, 10, 64); err == nil {
+			return intValue(i)
+		}
+	}
+	return num(l.Num)
 }
 
 // runeSlice returns up to n characters of s starting at character start (clamped to s).

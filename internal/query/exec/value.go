@@ -134,6 +134,10 @@ func owned(v value) value {
 			return true
 		})
 		return value{k: kObj, c: c}
+	case kNum:
+		if i, ok := bigInt(v); ok {
+			return intValue(i) // its digits, in memory of its own
+		}
 	}
 	v.j = nil
 	return v

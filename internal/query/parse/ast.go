@@ -91,11 +91,14 @@ const (
 )
 
 // Literal is a constant: a number (Num), a string (Str), a boolean (Bool), null, or undefined.
-// Negative numbers are a *Unary minus applied to a positive Literal.
+// Negative numbers are a *Unary minus applied to a positive Literal. Text is a number's
+// source text (empty for a literal the parser did not read), which keeps an integer past
+// 2^53 exact for the INT* functions.
 type Literal struct {
 	Position
 	Kind LitKind
 	Num  float64
+	Text string
 	Str  string
 	Bool bool
 }

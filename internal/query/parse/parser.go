@@ -298,7 +298,7 @@ func (p *parser) count() (Expr, error) {
 	switch t.kind {
 	case tokNumber:
 		p.i++
-		return &Literal{Position: t.pos, Kind: LitNumber, Num: t.num}, nil
+		return &Literal{Position: t.pos, Kind: LitNumber, Num: t.num, Text: t.text}, nil
 	case tokParam:
 		p.i++
 		return &Param{Position: t.pos, Name: t.text}, nil
@@ -424,7 +424,7 @@ func (p *parser) collection(f *From) error {
 
 func literalOf(t token) *Literal {
 	if t.kind == tokNumber {
-		return &Literal{Position: t.pos, Kind: LitNumber, Num: t.num}
+		return &Literal{Position: t.pos, Kind: LitNumber, Num: t.num, Text: t.text}
 	}
 	return &Literal{Position: t.pos, Kind: LitString, Str: t.str}
 }

@@ -188,6 +188,13 @@ type Input struct {
 	// the engine on a query's first page, known from the position on the
 	// others.
 	Dense *bool
+	// Sorted: the continuation is a sort position (TokenSort), so the
+	// ORDER BY is sorted, not read in index order, whatever the filter. A
+	// query's own pages choose so through Covered and Dense; a query
+	// resumed with another filter (the SDKs' resume of a cross-partition
+	// ORDER BY adds one on the ORDER BY's path) may otherwise find a
+	// lookup on that path and the index order.
+	Sorted bool
 	// PageSize is the most rows a page holds (x-ms-max-item-count, or
 	// the default; a large number when unbounded).
 	PageSize int
@@ -307,7 +314,7 @@ func Choose(in Input) Physical {
 			p.Why = "one logical partition: its items in id order backwards, the ORDER BY's"
 		}
 	}
-	if usable && byKey && in.Scope.Logical && !p.KeyOrder && !prog.Grouped {
+	if usable && byKey && in.Scope.Logical && !p.KeyOrder && !prog.Grouped && !in.Sorted {
 		if o, desc, ok := orderedScan(in.Query, hits, in.Policy, true); ok {
 			order := "ORDER BY " + strings.Join(o.Path, ".")
 			switch {
@@ -321,7 +328,7 @@ func Choose(in Input) Physical {
 			}
 		}
 	}
-	if usable && !byKey && p.Access != IndexOrdered && !prog.Grouped {
+	if usable && !byKey && p.Access != IndexOrdered && !prog.Grouped && !in.Sorted {
 		o, desc, ok := orderedScan(in.Query, hits, in.Policy, in.Scope.Logical)
 		if ok && (prog.Take >= 0 || scan == nil || scan.Kind == o.Kind) {
 			why := "ORDER BY " + strings.Join(o.Path, ".") + " read in index order"
