@@ -389,3 +389,122 @@ func TestMaxInFlight(t *testing.T) {
 		resp.Body.Close()
 	}
 }
+
+// TestBodyGate: a request body that stops arriving is answered 408 after
+// BodyIdle, and bodies held past MaxBodyBuffer are answered 429, while
+// requests whose bodies arrive are served (a security review held every
+// MaxInFlight slot, and gigabytes, with stalled bodies).
+func TestBodyGate(t *testing.T) {
+	h := newTestAPI(t, Config{BodyIdle: 300 * time.Millisecond, MaxBodyBuffer: 64 << 10}, func(l *replica.Local) replica.Host { return l })
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	key, _ := auth.DecodeKey(testKey)
+	post := func(body io.Reader) (int, string) {
+		req, err := http.NewRequest(http.MethodPost, srv.URL+"/dbs", body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		date := time.Now().UTC().Format(http.TimeFormat)
+		req.Header.Set("x-ms-date", date)
+		req.Header.Set("Authorization", auth.MasterToken(key, http.MethodPost, "dbs", "", date))
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+
+	// A body that stops: 408, within bounds.
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { pw.Close() })
+	go func() { _, _ = pw.Write([]byte(`{"id":"stall`)) }()
+	start := time.Now()
+	if code, msg := post(pr); code != http.StatusRequestTimeout || !strings.Contains(msg, "stopped arriving") {
+		t.Errorf("a stalled body: %d %s, want 408", code, msg)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("a stalled body answered after %v", d)
+	}
+
+	// A body held past the budget: 40 KiB held by one request, then
+	// another's 40 KiB does not fit.
+	pad := strings.Repeat(" ", 40<<10)
+	pr2, pw2 := io.Pipe()
+	t.Cleanup(func() { pw2.Close() })
+	held := make(chan int, 1)
+	go func() {
+		code, _ := post(pr2)
+		held <- code
+	}()
+	if _, err := pw2.Write([]byte(`{"id":"held"` + pad)); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); h.(*Handler).held.Load() < 40<<10; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the held request's body was not read: %d bytes held", h.(*Handler).held.Load())
+		}
+	}
+	if code, msg := post(strings.NewReader(`{"id":"big"` + pad + `}`)); code != http.StatusTooManyRequests || !strings.Contains(msg, "request bodies") {
+		t.Errorf("past the budget: %d %s, want 429", code, msg)
+	}
+	if _, err := pw2.Write([]byte(`}`)); err != nil {
+		t.Fatal(err)
+	}
+	pw2.Close()
+	if code := <-held; code != http.StatusCreated {
+		t.Errorf("the held request: %d, want 201", code)
+	}
+	// Released: the same body fits now.
+	if code, msg := post(strings.NewReader(`{"id":"big"` + pad + `}`)); code != http.StatusCreated {
+		t.Errorf("after the held request ended: %d %s, want 201", code, msg)
+	}
+}
+
+// TestForwardableBodyReadAfterAuthorization: on a cluster node (a
+// Forwarder set), a request its route refuses (the read-only key's write)
+// is answered without its body being read: the body was read whole, up to
+// 16 MiB, before the route's check, so a Read permission's stalled writes
+// held 680 MB of a node before their 403s (a security review).
+func TestForwardableBodyReadAfterAuthorization(t *testing.T) {
+	const readOnly = "cmVhZC1vbmx5LWtleS1mb3ItdGVzdHMtb25seS0xMjM0NTY3ODkwYWJjZGVm"
+	master, _ := auth.DecodeKey(testKey)
+	ro, _ := auth.DecodeKey(readOnly)
+	h := newTestAPIAuth(t, Config{Forward: func(http.ResponseWriter, *http.Request, []byte, uint64, uint64) ForwardResult { return ForwardUnknown }},
+		func(l *replica.Local) replica.Host { return l }, auth.Config{MasterKey: master, ReadOnlyKey: ro})
+	// HTTP/2, as the SDKs speak: net/http's HTTP/1.1 reads up to 256 KiB
+	// of a body its handler left unread before it writes the answer.
+	srv := httptest.NewUnstartedServer(h)
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { pw.Close() }) // before the server's Close
+	go func() { _, _ = pw.Write([]byte(`{"id":"never-finished"`)) }()
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/dbs", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	date := time.Now().UTC().Format(http.TimeFormat)
+	req.Header.Set("x-ms-date", date)
+	req.Header.Set("Authorization", auth.MasterToken(ro, http.MethodPost, "dbs", "", date))
+	answered := make(chan int, 1)
+	go func() {
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			answered <- 0
+			return
+		}
+		resp.Body.Close()
+		answered <- resp.StatusCode
+	}()
+	select {
+	case code := <-answered:
+		if code != http.StatusForbidden {
+			t.Errorf("the read-only key's create: %d, want 403", code)
+		}
+	case <-time.After(8 * time.Second): // BodyIdle is 10 s: a read of the body waits past this
+		t.Fatal("the read-only key's create was not answered while its body stalled: the node waited for the body")
+	}
+}

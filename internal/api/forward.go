@@ -70,7 +70,9 @@ type forwardKey struct{}
 
 type forwardState struct {
 	orig      *http.Request // the request as it arrived
-	body      []byte        // its body, kept to send it on
+	src       io.Reader     // its body, as read by its handlers through keptBody
+	body      []byte        // what of src was read, kept to send the request on
+	whole     bool          // body holds all of src
 	forwarded bool          // the request came from another node: never forward again
 	local     time.Time     // when a Forwarder first found this node leading (ForwardLocal)
 	moved     time.Time     // when it first met a moved partition (engine.RangeMoved)
@@ -119,9 +121,10 @@ func forwardedHere(r *http.Request) bool {
 
 // forwardable notes r, as it arrived, as the request a forward sends on
 // when a Forwarder may need it (the state keepBody fills). It reads
-// nothing: the body is read only once r is authenticated (keepBody), so a
-// request without valid credentials costs no more memory in a cluster than
-// on a single node.
+// nothing: the body is read only as the request's handlers read it, after
+// its route authorized it (keepBody), so a request without valid
+// credentials or permission costs no more memory in a cluster than on a
+// single node.
 func (h *Handler) forwardable(r *http.Request) *http.Request {
 	if h.cfg.Forward == nil && h.cfg.ForwardRead == nil {
 		return r
@@ -135,25 +138,70 @@ func (h *Handler) forwardable(r *http.Request) *http.Request {
 	return r
 }
 
-// keepBody reads the body of r, authenticated, into memory when a
-// Forwarder may need it (forwardable noted r), so it can be sent on, and
-// returns r reading it again.
-func (h *Handler) keepBody(r *http.Request) (*http.Request, error) {
+// keepBody returns r, authenticated, reading its body through a keptBody
+// when a Forwarder may need it (forwardable noted r): what the handlers read
+// is kept, so that the request can be sent on or served again, and a
+// request served again reads it from the start. Nothing is read here: a
+// route that refuses the request (a read-only permission's write) reads
+// none of it (a security review's 16 MiB bodies, each held by a node
+// before its 403).
+func (h *Handler) keepBody(r *http.Request) *http.Request {
 	st, _ := r.Context().Value(forwardKey{}).(*forwardState)
 	if st == nil {
-		return r, nil
+		return r
 	}
-	if st.body == nil && r.Body != nil && r.Body != http.NoBody {
-		b, err := io.ReadAll(r.Body)
-		if err != nil {
-			return r, err
+	if st.src == nil && !st.whole {
+		if r.Body == nil || r.Body == http.NoBody {
+			st.whole = true
+		} else {
+			st.src = r.Body
 		}
-		st.body = b
 	}
-	if st.body != nil {
-		r.Body = io.NopCloser(bytes.NewReader(st.body))
+	r.Body = &keptBody{st: st}
+	return r
+}
+
+// keptBody reads a forwardable request's body from the start: what was
+// read before from st.body, the rest from its source, keeping it.
+type keptBody struct {
+	st  *forwardState
+	off int
+}
+
+func (k *keptBody) Read(p []byte) (int, error) {
+	st := k.st
+	if k.off < len(st.body) {
+		n := copy(p, st.body[k.off:])
+		k.off += n
+		return n, nil
 	}
-	return r, nil
+	if st.whole {
+		return 0, io.EOF
+	}
+	n, err := st.src.Read(p)
+	st.body = append(st.body, p[:n]...)
+	k.off += n
+	if err == io.EOF {
+		st.whole = true
+	}
+	return n, err
+}
+
+func (k *keptBody) Close() error { return nil }
+
+// wholeBody reads what is left of the request's body and returns all of
+// it (nil when empty), to send it on.
+func (st *forwardState) wholeBody() ([]byte, error) {
+	if !st.whole && st.src != nil {
+		if _, err := io.Copy(io.Discard, &keptBody{st: st, off: len(st.body)}); err != nil {
+			return nil, bodyError(err)
+		}
+	}
+	st.whole = true
+	if len(st.body) == 0 {
+		return nil, nil
+	}
+	return st.body, nil
 }
 
 // forwardRead serves r, a read of scope sc (a point read, a query, a read
@@ -186,7 +234,16 @@ func (h *Handler) forwardRead(w http.ResponseWriter, r *http.Request, sc engine.
 			fr.Header.Set("x-ms-session-token", withTokens(fr.Header.Get("x-ms-session-token"), toks))
 		}
 	}
-	return h.cfg.ForwardRead(cosmosCaseWriter{w}, fr, st.body, leader)
+	body, err := st.wholeBody()
+	if err != nil {
+		h.writeError(w, r, err)
+		return true
+	}
+	if body != nil {
+		fr = fr.Clone(fr.Context())
+		fr.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	return h.cfg.ForwardRead(cosmosCaseWriter{w}, fr, body, leader)
 }
 
 // withTokens appends toks to the session token list v.
@@ -230,11 +287,15 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, err error) (bo
 		setHeader(w, NotLeaderHeader, strconv.FormatUint(leader, 16))
 		return false, err
 	}
-	r = st.orig
-	if st.body != nil {
-		r.Body = io.NopCloser(bytes.NewReader(st.body))
+	body, berr := st.wholeBody()
+	if berr != nil {
+		return false, berr
 	}
-	switch h.cfg.Forward(cosmosCaseWriter{w}, r, st.body, keyspace, leader) {
+	r = st.orig
+	if body != nil {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	switch h.cfg.Forward(cosmosCaseWriter{w}, r, body, keyspace, leader) {
 	case Forwarded:
 		return true, nil
 	case ForwardUnknown:
@@ -312,10 +373,6 @@ func (h *Handler) serveAgain(w http.ResponseWriter, r *http.Request, err error, 
 		return false, err
 	case <-time.After(pause):
 	}
-	r = st.orig
-	if st.body != nil {
-		r.Body = io.NopCloser(bytes.NewReader(st.body))
-	}
-	h.serve(w, r)
+	h.serve(w, st.orig) // its body read again from the start (keepBody)
 	return true, nil
 }

@@ -56,6 +56,13 @@ type Config struct {
 	// bodies never came (250 streams on each of 100 HTTP/2 connections),
 	// 640 MB, and other clients waited 2 s. Default 4096.
 	MaxInFlight int64
+	// MaxBodyBuffer bounds the bytes of request bodies the node holds at
+	// once (read, and not yet released by their requests' end); a read past
+	// it answers 429 with a short retry-after. Default 256 MiB.
+	MaxBodyBuffer int64
+	// BodyIdle bounds the wait for each read of a request body: a body
+	// that stops arriving for longer answers 408. Default 10 s.
+	BodyIdle time.Duration
 	// TLS reports whether the server is served over TLS (for the advertised
 	// endpoint's scheme).
 	TLS bool
@@ -104,6 +111,7 @@ type Handler struct {
 	// (sessionWait; tests shorten it).
 	waitSession time.Duration
 	inFlight    atomic.Int64 // requests being served (MaxInFlight)
+	held        bodyBudget   // bytes of request bodies held (MaxBodyBuffer)
 }
 
 // New returns the API handler over eng, authenticating with v.
@@ -116,6 +124,12 @@ func New(cfg Config, eng *engine.Engine, v *auth.Verifier, now func() time.Time,
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 16 << 20
+	}
+	if cfg.MaxBodyBuffer <= 0 {
+		cfg.MaxBodyBuffer = 256 << 20
+	}
+	if cfg.BodyIdle <= 0 {
+		cfg.BodyIdle = 10 * time.Second
 	}
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = 4096
@@ -306,6 +320,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer h.inFlight.Add(-1)
+	if r.Body != nil && r.Body != http.NoBody {
+		g := h.gateBody(w, r)
+		defer g.release()
+		// On a copy: net/http looks at its own request's Body, after the
+		// handler, to decide whether to drain an unread body, and would
+		// wait on a declared one it does not recognize.
+		r = r.WithContext(r.Context())
+		r.Body = g
+	}
 	h.serve(w, r)
 }
 
@@ -362,11 +385,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	r, err = h.keepBody(authed)
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
+	r = h.keepBody(authed)
 	if err := checkPathIDs(r.URL.EscapedPath()); err != nil {
 		h.writeError(w, r, err)
 		return
@@ -548,7 +567,7 @@ type errorBody struct {
 // writing failed once its status was sent (undelivered): nothing more can
 // reach the client, and the request was served.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	if r.Context().Err() != nil {
+	if _, stalled := errors.AsType[*stalledBody](err); r.Context().Err() != nil && !stalled {
 		h.log.Debug("request abandoned by its client", "method", r.Method, "path", r.URL.Path,
 			"activity_id", responseHeader(w, "x-ms-activity-id"), "err", err)
 		return
@@ -635,15 +654,23 @@ func (u *undelivered) Unwrap() error { return u.err }
 func readBody(r *http.Request) ([]byte, error) {
 	b, err := io.ReadAll(r.Body)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, err
-		}
-		return nil, status.BadRequest("cannot read request body: %v", err)
+		return nil, bodyError(err)
 	}
 	// One decoding of a lone surrogate's escape for every reader of what
 	// the body becomes (a query's parameters among them).
 	return document.FixLoneSurrogates(b), nil
+}
+
+// bodyError is the answer to a failed read of a request body: the gate's
+// refusal (429, 408) or the size limit's (413, from the error itself) as
+// they are, anything else 400.
+func bodyError(err error) error {
+	var mbe *http.MaxBytesError
+	var se *status.Error
+	if errors.As(err, &mbe) || errors.As(err, &se) {
+		return err // a stalledBody kept as it is, for writeError
+	}
+	return status.BadRequest("cannot read request body: %v", err)
 }
 
 func newUUID() string {

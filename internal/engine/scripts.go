@@ -315,6 +315,7 @@ func hostErr(err error) error {
 }
 
 func (h *scriptHost) CollectionLink() string { return h.t.c.Link() }
+func (h *scriptHost) CollectionSelf() string { return h.t.c.Self() }
 
 // resolve turns a document link into an id: a name-based link
 // (dbs/{db}/colls/{coll}/docs/{id}), a _self link (…/docs/{rid}/, looked up

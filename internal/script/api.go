@@ -342,23 +342,19 @@ func (o opArgs) flag(name string) bool {
 }
 
 // collectionArgs strips the optional collection link from a collection-level method's
-// arguments (__ allows omitting it) and checks a name-based link names this collection.
+// arguments (__ allows omitting it) and checks that it names this collection, by name
+// ("dbs/{db}/colls/{coll}") or by its _self ("dbs/{db rid}/colls/{rid}/"); any other link is
+// an error (it was passed over unchecked when written with resource ids or with "..": a
+// security review).
 func (x *execution) collectionArgs(method string, args []goja.Value, linkFirst func(goja.Value) bool) []goja.Value {
 	if len(args) == 0 || !linkFirst(args[0]) {
 		return args
 	}
-	s := args[0].String()
-	if isNameLink(s) && strings.Trim(s, "/") != strings.Trim(x.host.CollectionLink(), "/") {
-		panic(x.newJSError(fmt.Sprintf("%s: %q is not this script's collection %q", method, s, x.host.CollectionLink())))
+	s := strings.Trim(args[0].String(), "/")
+	if s != strings.Trim(x.host.CollectionLink(), "/") && s != strings.Trim(x.host.CollectionSelf(), "/") {
+		panic(x.newJSError(fmt.Sprintf("%s: %q is not this script's collection %q", method, args[0].String(), x.host.CollectionLink())))
 	}
 	return args[1:]
-}
-
-// isNameLink reports whether s is a name-based collection link ("dbs/{db}/colls/{coll}").
-// Resource-id-based self links ("dbs/AbC=/colls/AbCd=/") are accepted as they are.
-func isNameLink(s string) bool {
-	parts := strings.Split(strings.Trim(s, "/"), "/")
-	return len(parts) == 4 && parts[0] == "dbs" && parts[2] == "colls" && !strings.HasSuffix(parts[3], "=")
 }
 
 // isString reports whether v is a string primitive. (Not through Export, which copies a whole

@@ -34,6 +34,10 @@ const testCollLink = "dbs/db1/colls/coll1"
 
 func (h *fakeHost) CollectionLink() string { return testCollLink }
 
+const testCollSelf = "dbs/AbC=/colls/AbCdE=/"
+
+func (h *fakeHost) CollectionSelf() string { return testCollSelf }
+
 func (h *fakeHost) store(m map[string]any) []byte {
 	h.etags++
 	id, _ := m["id"].(string)

@@ -24,6 +24,9 @@ type Host interface {
 	// CollectionLink is what getCollection().getSelfLink() returns: the container's name-based
 	// link, "dbs/{db}/colls/{coll}".
 	CollectionLink() string
+	// CollectionSelf is the container's _self link, "dbs/{db rid}/colls/{rid}/": the other
+	// link a collection-level method's optional first argument may name it by.
+	CollectionSelf() string
 	// Create stores a new document and returns it as stored (with _rid, _etag, _ts, ...).
 	Create(doc []byte) ([]byte, error)
 	// Upsert creates or replaces a document; ifMatch, when not empty, is the _etag a replaced

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -510,14 +511,20 @@ func TestAppendValue(t *testing.T) {
 }
 
 func TestCollectionLinkMismatch(t *testing.T) {
-	_, err := run(t, newFakeHost(), `function () { __.createDocument("dbs/other/colls/x", {id: "a"}); }`, ``, Limits{})
-	if se := asError(t, err); se.Kind != KindException {
-		t.Errorf("create in another collection = %v, want KindException", err)
+	// Another collection by name, by resource ids, or through "..": an exception (the last
+	// two were passed over unchecked: a security review).
+	for _, link := range []string{"dbs/other/colls/x", "dbs/AbC=/colls/OtHer=/", "dbs/db1/colls/coll1/../x", "dbs/db1/colls/coll1/docs"} {
+		_, err := run(t, newFakeHost(), `function () { __.createDocument(`+strconv.Quote(link)+`, {id: "a"}); }`, ``, Limits{})
+		if se := asError(t, err); se.Kind != KindException {
+			t.Errorf("create in %s = %v, want KindException", link, err)
+		}
 	}
-	// Slashes around the link are tolerated.
-	_, err = run(t, newFakeHost(), `function () { __.createDocument("/dbs/db1/colls/coll1/", {id: "a"}); }`, ``, Limits{})
-	if err != nil {
-		t.Errorf("create with /dbs/db1/colls/coll1/ = %v, want ok", err)
+	// This collection by name or by its _self; slashes around the link are tolerated.
+	for _, link := range []string{"/dbs/db1/colls/coll1/", "dbs/db1/colls/coll1", testCollSelf, "dbs/AbC=/colls/AbCdE="} {
+		_, err := run(t, newFakeHost(), `function () { __.createDocument(`+strconv.Quote(link)+`, {id: "a"}); }`, ``, Limits{})
+		if err != nil {
+			t.Errorf("create with %s = %v, want ok", link, err)
+		}
 	}
 }
 

@@ -259,6 +259,10 @@ func newVerifier(cfg config.Config, log *slog.Logger) (*auth.Verifier, error) {
 // TLS), loading or generating the certificate (kept in s.certPEM).
 func (s *Server) loadTLS() (*tls.Config, error) {
 	if !s.cfg.Server.TLS {
+		if s.cfg.Auth.Key == config.EmulatorKey && s.log != nil {
+			s.log.Warn("plain HTTP with the emulator's published key: a web page this machine's browser opens could reach the server " +
+				"(DNS rebinding) and sign requests with that key; set --key, or serve only where no browser runs")
+		}
 		return nil, nil
 	}
 	cert, pem, err := loadOrCreateCert(s.cfg.Server, s.cfg.Store.Dir)
