@@ -24,46 +24,75 @@ import (
 type gatedBody struct {
 	h    *Handler
 	body io.ReadCloser
-	rc   *http.ResponseController
+	w    http.ResponseWriter
 	held int64 // bytes counted against the budget
 	err  error // the first refusal, repeated
+
+	// The idle bound is kept by one timer per body (watch) rather than a
+	// read deadline set before each read: on HTTP/2 each SetReadDeadline is
+	// a message to the connection's goroutine, three a request.
+	timer   *time.Timer
+	began   atomic.Int64 // when the read under way began (unix ns); 0: none under way
+	stalled atomic.Bool  // watch ended the body
+	ended   atomic.Bool  // released: watch does nothing more
 }
 
 func (h *Handler) gateBody(w http.ResponseWriter, r *http.Request) *gatedBody {
-	return &gatedBody{h: h, body: r.Body, rc: http.NewResponseController(w)}
+	return &gatedBody{h: h, body: r.Body, w: w}
 }
 
 func (g *gatedBody) Read(p []byte) (int, error) {
 	if g.err != nil {
 		return 0, g.err
 	}
-	// A deadline of the read's own: the server's ReadTimeout is for the
-	// whole request. Not every ResponseWriter supports one (tests').
-	_ = g.rc.SetReadDeadline(time.Now().Add(g.h.cfg.BodyIdle))
+	g.began.Store(time.Now().UnixNano())
+	if g.timer == nil {
+		g.timer = time.AfterFunc(g.h.cfg.BodyIdle, g.watch)
+	}
 	n, err := g.body.Read(p)
+	g.began.Store(0)
 	if n > 0 && !g.h.held.take(int64(n), g.h.cfg.MaxBodyBuffer) {
 		g.err = &status.Error{Code: http.StatusTooManyRequests, RetryAfter: bodyBufferRetry,
 			Message: fmt.Sprintf("Request rate is large: this node holds %d MiB of request bodies, its limit; no changes were made. Retry shortly.", g.h.cfg.MaxBodyBuffer>>20)}
 		return 0, g.err
 	}
 	g.held += int64(n)
-	if err == io.EOF {
-		// No deadline once the body is in: on HTTP/1.1 the connection's
-		// read deadline would otherwise end the request's context while its
-		// handler runs (net/http's background read fails and cancels it).
-		_ = g.rc.SetReadDeadline(time.Time{})
-	}
-	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+	if err != nil && (g.stalled.Load() || errors.Is(err, os.ErrDeadlineExceeded)) {
 		g.err = &stalledBody{status.Newf(http.StatusRequestTimeout, "the request body stopped arriving for %v; no changes were made", g.h.cfg.BodyIdle)}
 		return n, g.err
 	}
 	return n, err
 }
 
+// watch, on its timer, ends a read that has waited BodyIdle (a read
+// deadline in the past makes it return at once, on HTTP/1.1 and HTTP/2
+// alike), or sets the timer again for what is left.
+func (g *gatedBody) watch() {
+	if g.ended.Load() {
+		return
+	}
+	wait := g.h.cfg.BodyIdle
+	if began := g.began.Load(); began != 0 {
+		waited := time.Duration(time.Now().UnixNano() - began)
+		if waited >= wait {
+			g.stalled.Store(true)
+			_ = http.NewResponseController(g.w).SetReadDeadline(time.Now()) // not every ResponseWriter has one (tests')
+			return
+		}
+		wait -= waited
+	}
+	g.timer.Reset(wait)
+}
+
 func (g *gatedBody) Close() error { return g.body.Close() }
 
-// release returns the body's bytes to the budget: the request has ended.
+// release returns the body's bytes to the budget and stops its watch: the
+// request has ended.
 func (g *gatedBody) release() {
+	g.ended.Store(true)
+	if g.timer != nil {
+		g.timer.Stop()
+	}
 	g.h.held.Add(-g.held)
 	g.held = 0
 }
