@@ -54,7 +54,8 @@ type Config struct {
 	// short retry-after (the SDKs retry a 429). Each costs a goroutine and
 	// buffers: a bug hunt's signed client held 25,000 requests whose
 	// bodies never came (250 streams on each of 100 HTTP/2 connections),
-	// 640 MB, and other clients waited 2 s. Default 4096.
+	// 640 MB, and other clients waited 2 s. Requests signed with an
+	// account key have keyReserve more. Default 4096.
 	MaxInFlight int64
 	// MaxBodyBuffer bounds the bytes of request bodies the node holds at
 	// once (read, and not yet released by their requests' end); a read past
@@ -313,7 +314,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// A small frame of its own, so that the goroutine's stack grows once,
 	// in growStack, rather than here too.
 	growStack(true)
-	if n := h.inFlight.Add(1); n > h.cfg.MaxInFlight {
+	if n := h.inFlight.Add(1); n > h.cfg.MaxInFlight && (n > h.cfg.MaxInFlight+keyReserve || !signedWithKey(r)) {
 		h.inFlight.Add(-1)
 		h.writeError(w, r, &status.Error{Code: http.StatusTooManyRequests, RetryAfter: inFlightRetry,
 			Message: fmt.Sprintf("Request rate is large: this node is serving %d requests already, its limit; no changes were made. Retry shortly.", h.cfg.MaxInFlight)})
@@ -334,6 +335,30 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // inFlightRetry is the retry-after of a request refused for MaxInFlight.
 const inFlightRetry = 100 * time.Millisecond
+
+// keyReserve is how many requests signed with an account key may be served
+// past MaxInFlight, so that a holder of a resource token (or an AAD token)
+// filling the node with requests cannot lock its administrator out (a
+// security review held every slot with stalled bodies, the master key's
+// requests answered 429). The claim is the header's, checked later as any
+// signature: a forged one is answered 401 at once, before its body.
+const keyReserve = 64
+
+// signedWithKey reports whether r's Authorization header claims a key's
+// signature (type=master, as auth parses it): the master or the read-only
+// key. Asked only past MaxInFlight.
+func signedWithKey(r *http.Request) bool {
+	a, err := url.PathUnescape(r.Header.Get("Authorization"))
+	if err != nil {
+		return false
+	}
+	for part := range strings.SplitSeq(a, "&") {
+		if k, v, _ := strings.Cut(part, "="); k == "type" {
+			return strings.EqualFold(v, "master")
+		}
+	}
+	return false
+}
 
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	activity := headerValue(r.Header, "x-ms-activity-id")
