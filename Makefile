@@ -15,7 +15,7 @@ POWERLOSS_CYCLES ?= 1000
 # The container image's tag (make image).
 IMAGE     ?= localhost/partita:dev
 
-.PHONY: image run build test test-go test-node test-node-cluster test-python test-python-cluster invariants lint conformance conformance-cluster fuzz crashloop clusterloop bench bench-floor powerloss diskfull sim clean
+.PHONY: image run build test test-go test-node test-node-cluster test-python test-python-cluster invariants lint conformance conformance-cluster fuzz crashloop clusterloop bench bench-floor powerloss diskfull sim querydiff clean
 
 run:
 	$(GO) run ./cmd/partita serve
@@ -107,6 +107,16 @@ SIM_RUNS  ?= 200
 SIM_STEPS ?= 5000
 sim:
 	SIM_RUNS=$(SIM_RUNS) SIM_STEPS=$(SIM_STEPS) SIM_SEED=$(SIM_SEED) $(GO) test -run '^TestSimulation$$' -count=1 -timeout 0 -v ./internal/replication
+
+# Long randomized differential test of the query engine (index vs scan,
+# paging, layouts, scopes), opt-in: QUERYDIFF_SEEDS seeds from QUERYDIFF_SEED
+# of QUERYDIFF_N queries each (make test runs 200 of seed 1); a failure
+# prints the seed that replays it.
+QUERYDIFF_SEED  ?= 1
+QUERYDIFF_SEEDS ?= 50
+QUERYDIFF_N     ?= 1000
+querydiff:
+	QUERYDIFF_SEED=$(QUERYDIFF_SEED) QUERYDIFF_SEEDS=$(QUERYDIFF_SEEDS) QUERYDIFF_N=$(QUERYDIFF_N) $(GO) test -run '^TestQueryDifferential$$' -count=1 -timeout 0 -v ./internal/engine
 
 # A real full disk, opt-in and root only: mounts a 256 MiB tmpfs at
 # DISKFULL_DIR, fills it under the built binary, unmounts it.

@@ -284,7 +284,7 @@ func (c *Container) derive() error {
 	if err != nil {
 		return fmt.Errorf("container %s/%s: %w", c.DB, c.ID, err)
 	}
-	raw := v.Get("indexingPolicy").MarshalTo(nil)
+	raw := document.AppendJSON(nil, v.Get("indexingPolicy"))
 	if c.policy, err = index.ParsePolicy(raw); err != nil {
 		return fmt.Errorf("container %s/%s: %w", c.DB, c.ID, err)
 	}

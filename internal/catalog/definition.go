@@ -121,7 +121,7 @@ func parseDefinition(body []byte, current *partition.Definition) (definition, er
 	setDefault("indexingPolicy", defaultIndexingPolicy)
 	setDefault("conflictResolutionPolicy", defaultConflictPolicy)
 	setDefault("geospatialConfig", defaultGeospatial)
-	if _, err := index.ParsePolicy(obj.Get("indexingPolicy").MarshalTo(nil)); err != nil {
+	if _, err := index.ParsePolicy(document.AppendJSON(nil, obj.Get("indexingPolicy"))); err != nil {
 		if pe, ok := errors.AsType[*index.PolicyError](err); ok {
 			return definition{}, invalid(pe.Error())
 		}
@@ -137,7 +137,7 @@ func parseDefinition(body []byte, current *partition.Definition) (definition, er
 	if _, err := parseUniqueKeys(obj.Get("uniqueKeyPolicy")); err != nil {
 		return definition{}, err
 	}
-	return definition{id: id, pk: pk, body: v.MarshalTo(nil)}, nil
+	return definition{id: id, pk: pk, body: document.AppendJSON(nil, v)}, nil
 }
 
 // parsePKDefinition reads and normalises a definition's partitionKey member

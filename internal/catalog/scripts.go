@@ -105,7 +105,7 @@ func parseScript(kind ScriptKind, body []byte) (*Script, error) {
 	for _, name := range []string{"_rid", "_self", "_etag", "_ts"} {
 		obj.Del(name)
 	}
-	sc.Def = v.MarshalTo(nil)
+	sc.Def = document.AppendJSON(nil, v)
 	return sc, nil
 }
 

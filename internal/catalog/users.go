@@ -265,12 +265,12 @@ func parsePermission(body []byte) (permDef, error) {
 		return permDef{}, err
 	}
 	if pk := obj.Get("resourcePartitionKey"); pk != nil && pk.Type() != fastjson.TypeNull {
-		d.pk = pk.MarshalTo(nil)
+		d.pk = document.AppendJSON(nil, pk)
 	}
 	for _, name := range []string{"_rid", "_self", "_etag", "_ts", "_token"} {
 		obj.Del(name)
 	}
-	d.def = v.MarshalTo(nil)
+	d.def = document.AppendJSON(nil, v)
 	return d, nil
 }
 

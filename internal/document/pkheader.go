@@ -274,36 +274,20 @@ func appendJSONString(dst []byte, s string) []byte {
 			i = j
 			continue
 		}
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			if c < 0x80 {
-				dst = appendU(dst, rune(c))
-				break
-			}
-			r, n := utf8.DecodeRuneInString(s[i:])
-			i += n
-			if r > 0xffff {
-				r -= 0x10000
-				dst = appendU(dst, 0xd800+(r>>10))
-				dst = appendU(dst, 0xdc00+(r&0x3ff))
-			} else {
-				dst = appendU(dst, r) // includes RuneError for invalid bytes
-			}
+		if c < utf8.RuneSelf {
+			dst = appendEscape(dst, c)
+			i++
 			continue
 		}
-		i++
+		r, n := utf8.DecodeRuneInString(s[i:])
+		i += n
+		if r > 0xffff {
+			r -= 0x10000
+			dst = appendU(dst, 0xd800+(r>>10))
+			dst = appendU(dst, 0xdc00+(r&0x3ff))
+		} else {
+			dst = appendU(dst, r) // includes RuneError for invalid bytes
+		}
 	}
 	return append(dst, '"')
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 )
@@ -65,5 +66,27 @@ func TestScriptProgramsBounded(t *testing.T) {
 	run()
 	if n := e.progs.len(); n != 1 {
 		t.Errorf("%d programs after a run, want 1", n)
+	}
+}
+
+// TestScriptDefinitionControlCharacters: a definition whose strings hold
+// control characters is stored and read back as JSON (the catalog wrote
+// fastjson's Go escapes, \a and \x00, which no SDK can parse).
+func TestScriptDefinitionControlCharacters(t *testing.T) {
+	e := testEngine(t)
+	body := []byte(`{"id":"f\u0007","body":"function f(x){return x + '\u0000\u0007\udb40\udc01'}"}`)
+	created, err := e.CreateScript("db", "k", UDFs, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, err := e.ReadScript("db", "k", UDFs, "f\u0007")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range [][]byte{created.Body, read.Body} {
+		var v struct{ ID, Body string }
+		if err := json.Unmarshal(b, &v); err != nil || v.ID != "f\u0007" || v.Body != "function f(x){return x + '\x00\x07\U000e0001'}" {
+			t.Errorf("read back %s: %v, %+v", b, err, v)
+		}
 	}
 }

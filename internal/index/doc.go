@@ -58,7 +58,9 @@
 // ["a","0","b","[]"] are not. NB: a position and a property whose name is the
 // same decimal string (["t","0"] from {"t":["x"]} and from {"t":{"0":"x"}})
 // share a term, as does a property literally named "[]" with the wildcard; a
-// planner must treat such index hits as candidates and re-check the filter.
+// planner must treat such index hits as candidates and re-check the filter,
+// must not read such a path in index order for an ORDER BY, and does not look
+// up a property named "[]" at all (query/plan: walkPath, positional).
 //
 // # Policies
 //

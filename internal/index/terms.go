@@ -18,8 +18,12 @@ var ErrInvalidJSON = errors.New("index: invalid JSON")
 // maxPooledBuf bounds the scratch memory a Policy keeps between calls.
 const maxPooledBuf = 1 << 20
 
-// wildSeg is the wildcard segment for any array element.
-var wildSeg = []byte("[]")
+// AnyElement is the wildcard segment of a path that stands for any element
+// of an array. A property literally named so shares its terms.
+const AnyElement = "[]"
+
+// wildSeg is AnyElement, as terms hold it.
+var wildSeg = []byte(AnyElement)
 
 // scratch is the reusable state of one Terms or Diff call.
 type scratch struct {

@@ -38,8 +38,8 @@ var allowed = map[string][]string{
 	"internal/document":        {},
 	"internal/partition":       {"internal/document"},
 	"internal/query/parse":     {},
-	"internal/query/exec":      {"internal/geo", "internal/query/parse"},
-	"internal/geo":             {}, // GeoJSON geography for the spatial query functions
+	"internal/query/exec":      {"internal/document", "internal/geo", "internal/query/parse"}, // document: JSON's string escapes
+	"internal/geo":             {},                                                            // GeoJSON geography for the spatial query functions
 	"internal/query/plan":      {"internal/document", "internal/index", "internal/query/parse"},
 	"internal/throughput":      {},
 	"internal/store":           {},

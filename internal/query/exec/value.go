@@ -4,11 +4,11 @@ import (
 	"cmp"
 	"slices"
 	"strings"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/valyala/fastjson"
 
+	"github.com/partitadb/partita/internal/document"
 	"github.com/partitadb/partita/internal/query/parse"
 )
 
@@ -239,7 +239,10 @@ func (v value) elems() []value {
 // appendJSON appends v as JSON. v must not be undefined.
 func appendJSON(dst []byte, v value) []byte {
 	if v.j != nil {
-		return v.j.MarshalTo(dst)
+		// Not fastjson's MarshalTo: it quotes a string holding a control character with Go's
+		// escapes (\a, \x00), which no JSON parser reads (a bug hunt: a page projecting one
+		// could not be parsed).
+		return document.AppendJSON(dst, v.j)
 	}
 	switch v.k {
 	case kNull:
@@ -274,47 +277,10 @@ func appendJSON(dst []byte, v value) []byte {
 	return append(dst, "null"...)
 }
 
-// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD, as in encoding/json.
+// appendString appends s as a JSON string (document.AppendString). Invalid UTF-8 becomes
+// U+FFFD, as in encoding/json.
 func appendString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return document.AppendString(dst, unsafe.Slice(unsafe.StringData(s), len(s)))
 }
 
 // compareValues orders any two values the way ORDER BY does: first by kind (undefined <

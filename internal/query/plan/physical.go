@@ -506,7 +506,7 @@ func orderedScan(q *parse.Query, hits []*IndexScan, pol *index.Policy, logical b
 		return nil, false, false
 	}
 	path, ok := indexPath(q.OrderBy[0].Expr, q.From.Alias)
-	if !ok || !pol.Indexed(path) {
+	if !ok || !pol.Indexed(path) || positional(path) {
 		return nil, false, false
 	}
 	for _, s := range hits {
@@ -527,6 +527,21 @@ func orderedScan(q *parse.Query, hits []*IndexScan, pol *index.Policy, logical b
 		scan = &IndexScan{Path: path, Spans: []index.Span{index.PathSpan(path)}, Kind: "path", Pred: "every " + strings.Join(path, "."), Counted: true}
 	}
 	return scan, q.OrderBy[0].Desc, scan != nil
+}
+
+// positional reports whether a segment of path below the root is a decimal
+// number: an array position and a property of that name share their terms
+// (index/doc.go), so the path's entries in index order would place a
+// document whose value there is an object's member ({"t":{"0":"x"}} for
+// c.t[0], where ORDER BY sees undefined) among the values. A lookup is
+// still used (its filter is evaluated on what it finds); the order is not.
+func positional(path []string) bool {
+	for _, s := range path[1:] {
+		if s != "" && strings.Trim(s, "0123456789") == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // String prints the plan, one property per line, as EXPLAIN does.
