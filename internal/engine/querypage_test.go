@@ -295,6 +295,9 @@ func TestOrderByResumeRefiltered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if got := p.Metrics.Plan.String(); !strings.Contains(got, "scope: one partition key range") {
+		t.Errorf("a query of one range explains as\n%s\nwant scope: one partition key range", got)
+	}
 	for _, other := range []string{
 		strings.Replace(text("ASC", "true"), "c.id AS payload", "c.n AS payload", 1),
 		strings.Replace(text("ASC", "true"), "ORDER BY c.m ASC", "ORDER BY c.n ASC", 1),

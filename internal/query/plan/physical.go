@@ -224,6 +224,9 @@ type Physical struct {
 	Cross       bool
 	Ranges      int
 	PassThrough bool
+	// Logical: the scope is one logical partition; neither it nor Cross:
+	// one partition key range (an SDK's query of one range).
+	Logical bool
 	// NeedStats: the choice between merge, gather and scan for Lookup
 	// needs Stats; the engine measures them and chooses again.
 	NeedStats bool
@@ -269,7 +272,7 @@ type Physical struct {
 //   - without a lookup, an order-free aggregate reads the scope by key,
 //     anything else in creation order.
 func Choose(in Input) Physical {
-	p := Physical{Cross: in.Scope.Cross, Ranges: in.Scope.Ranges, PassThrough: in.Scope.Cross && in.Scope.Ranges == 1}
+	p := Physical{Cross: in.Scope.Cross, Ranges: in.Scope.Ranges, PassThrough: in.Scope.Cross && in.Scope.Ranges == 1, Logical: in.Scope.Logical}
 	if _, implied := Implied(in.Query, in.Params, in.Scope); implied != nil {
 		for _, c := range implied {
 			p.Implied = append(p.Implied, parse.ExprString(c))
@@ -583,8 +586,10 @@ func (p Physical) String() string {
 		b.WriteString("\nscope: cross-partition, passed through to 1 physical partition")
 	case p.Cross:
 		fmt.Fprintf(&b, "\nscope: cross-partition over %d physical partitions", p.Ranges)
-	default:
+	case p.Logical:
 		b.WriteString("\nscope: one logical partition")
+	default:
+		b.WriteString("\nscope: one partition key range")
 	}
 	return b.String()
 }
