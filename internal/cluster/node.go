@@ -471,8 +471,9 @@ const leaderWait = 5 * time.Second
 // waits for the group to elect one. A leader that cannot be reached (its
 // connection refused: the request was not sent) or that answers it no
 // longer leads (NotLeaderHeader: nothing was evaluated) is passed over
-// until this node learns of another, so a leader's death or a leadership
-// transfer costs the client a wait, not an error. Forward returns whether
+// until this node learns of another, or for passAgain (passing), so a
+// leader's death or a leadership transfer costs the client a wait, not an
+// error. Forward returns whether
 // it wrote a response (forwarded), or that this node leads now (local), or
 // neither within leaderWait (failed: the caller answers 503), or, with
 // unknown set, that a leader took the request and stopped answering: this
@@ -486,8 +487,10 @@ const leaderWait = 5 * time.Second
 func (n *Node) Forward(w http.ResponseWriter, r *http.Request, listener string, body []byte, keyspace, leader uint64) (forwarded, local, unknown bool) {
 	deadline := time.Now().Add(leaderWait)
 	var passed uint64 // a leader that could not take the request
+	var passedAt time.Time
+	pass := func(l uint64) { passed, passedAt = l, time.Now() }
 	for {
-		for leader == 0 || leader == n.self.ID || leader == passed {
+		for leader == 0 || leader == n.self.ID || passing(leader, passed, time.Since(passedAt)) {
 			if leader == n.self.ID {
 				if rep, err := n.ks.Replica(keyspace); err == nil && rep.Lead() == nil {
 					return false, true, false
@@ -508,7 +511,7 @@ func (n *Node) Forward(w http.ResponseWriter, r *http.Request, listener string, 
 			passOver, unknown := sendFailure(err, gaveUp, r.Method)
 			switch {
 			case passOver:
-				passed = leader
+				pass(leader)
 				continue
 			case gaveUp:
 				n.log.Warn("a forwarded request's leader stopped answering: its outcome is unknown", "leader", to.Addr, "keyspace", keyspace)
@@ -521,8 +524,11 @@ func (n *Node) Forward(w http.ResponseWriter, r *http.Request, listener string, 
 			resp.Body.Close()
 			release()
 			named, _ := strconv.ParseUint(v, 16, 64)
-			var again bool
-			if leader, passed, again = afterNotLeader(leader, passed, named); again {
+			next, nextPassed, again := afterNotLeader(leader, passed, named)
+			if !again {
+				pass(nextPassed) // the leader that answered, passed over from now
+			}
+			if leader = next; again {
 				if time.Now().After(deadline) || r.Context().Err() != nil {
 					return false, false, false
 				}
@@ -538,6 +544,21 @@ func (n *Node) Forward(w http.ResponseWriter, r *http.Request, listener string, 
 		copyResponse(w, resp)
 		return true, false, false
 	}
+}
+
+// passAgain is how long a forward passes over a leader that could not take
+// its request (refused the connection, or answered that it leads no more)
+// while this node sees no other: the same node may win the next election
+// (a leader that lost its quorum for a moment, with --replicas 2 a
+// follower paused for 2 s), and was passed over until the forward's 5 s
+// ran out while this node acknowledged hundreds of writes to it (a bug
+// hunt: 503s).
+const passAgain = 250 * time.Millisecond
+
+// passing reports whether a forward waits rather than send to leader: it
+// is the leader passed over, since passAgain has not gone by.
+func passing(leader, passed uint64, since time.Duration) bool {
+	return leader != 0 && leader == passed && since < passAgain
 }
 
 // afterNotLeader decides where a forward goes after leader answered that

@@ -237,6 +237,29 @@ func TestClaimDataDir(t *testing.T) {
 // over until this node learns of another; one naming itself (handing its
 // leadership over, which may fail and leave it leading) is asked again
 // after a pause, not passed over.
+// TestPassing: a forward waits rather than send to the leader it passed
+// over, for passAgain; then it sends to it again (it may have won the next
+// election: a bug hunt's forwards waited their whole 5 s for another leader
+// while this node acknowledged hundreds of writes to the same one).
+func TestPassing(t *testing.T) {
+	for _, tc := range []struct {
+		leader, passed uint64
+		since          time.Duration
+		wait           bool
+	}{
+		{leader: 1, passed: 1, since: 0, wait: true},
+		{leader: 1, passed: 1, since: passAgain - time.Millisecond, wait: true},
+		{leader: 1, passed: 1, since: passAgain, wait: false},
+		{leader: 2, passed: 1, since: 0, wait: false},
+		{leader: 1, passed: 0, since: 0, wait: false},
+		{leader: 0, passed: 0, since: 0, wait: false}, // no leader: the caller's own wait
+	} {
+		if got := passing(tc.leader, tc.passed, tc.since); got != tc.wait {
+			t.Errorf("passing(%d, %d, %v) = %v, want %v", tc.leader, tc.passed, tc.since, got, tc.wait)
+		}
+	}
+}
+
 func TestAfterNotLeader(t *testing.T) {
 	for _, tc := range []struct {
 		leader, passed, named uint64
