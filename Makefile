@@ -15,7 +15,7 @@ POWERLOSS_CYCLES ?= 1000
 # The container image's tag (make image).
 IMAGE     ?= localhost/partita:dev
 
-.PHONY: image run build test test-go test-node test-node-cluster test-python test-python-cluster invariants lint conformance conformance-cluster fuzz crashloop clusterloop bench bench-floor powerloss diskfull sim querydiff clean
+.PHONY: image run build test test-go test-node test-node-cluster test-python test-python-cluster invariants lint conformance conformance-cluster fuzz crashloop clusterloop bench bench-floor powerloss diskfull sim querydiff model clean
 
 run:
 	$(GO) run ./cmd/partita serve
@@ -117,6 +117,15 @@ QUERYDIFF_SEEDS ?= 50
 QUERYDIFF_N     ?= 1000
 querydiff:
 	QUERYDIFF_SEED=$(QUERYDIFF_SEED) QUERYDIFF_SEEDS=$(QUERYDIFF_SEEDS) QUERYDIFF_N=$(QUERYDIFF_N) $(GO) test -run '^TestQueryDifferential$$' -count=1 -timeout 0 -v ./internal/engine
+
+# Long model-based test of the engine's item semantics, opt-in: MODEL_SEEDS
+# seeds from MODEL_SEED of MODEL_STEPS operations each (make test runs 150 of
+# seed 1); a failure prints its seed, and MODEL_MIN=1 shrinks it.
+MODEL_SEED  ?= 1
+MODEL_SEEDS ?= 100
+MODEL_STEPS ?= 500
+model:
+	MODEL_SEED=$(MODEL_SEED) MODEL_SEEDS=$(MODEL_SEEDS) MODEL_STEPS=$(MODEL_STEPS) MODEL_MIN=1 $(GO) test -tags invariants -run '^TestModelRandom$$' -count=1 -timeout 0 -v ./internal/engine
 
 # A real full disk, opt-in and root only: mounts a 256 MiB tmpfs at
 # DISKFULL_DIR, fills it under the built binary, unmounts it.
