@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -110,5 +111,53 @@ func TestMetadataIfMatch(t *testing.T) {
 	}
 	if len(offers.Offers) == 0 {
 		t.Fatal("no offer to replace")
+	}
+}
+
+// TestOfferMigration: a replace that changes an offer between manual and
+// autoscale is Cosmos DB's migration, made only with its header
+// (x-ms-cosmos-migrate-offer-to-autopilot, …-to-manual-throughput); without
+// it, Cosmos DB's 400 (it switched silently; a bug hunt with azcosmos).
+func TestOfferMigration(t *testing.T) {
+	srv := newTestHandler(t, Config{})
+	do(t, srv, http.MethodPost, "/dbs", nil, `{"id":"db"}`)
+	if resp, b := do(t, srv, http.MethodPost, "/dbs/db/colls", map[string]string{"x-ms-offer-throughput": "400"}, `{"id":"c","partitionKey":{"paths":["/pk"]}}`); resp.StatusCode != 201 {
+		t.Fatalf("create: %d %s", resp.StatusCode, b)
+	}
+	resp, b := do(t, srv, http.MethodGet, "/offers", nil, "")
+	var offers struct {
+		Offers []struct {
+			ID  string `json:"id"`
+			RID string `json:"offerResourceId"`
+			Res string `json:"resource"`
+		}
+	}
+	if resp.StatusCode != 200 || json.Unmarshal(b, &offers) != nil || len(offers.Offers) != 1 {
+		t.Fatalf("offers: %d %s", resp.StatusCode, b)
+	}
+	o := offers.Offers[0]
+	put := func(content string, hdr map[string]string) (int, string) {
+		body := `{"id":"` + o.ID + `","offerVersion":"V2","resource":"` + o.Res + `","offerResourceId":"` + o.RID + `","content":` + content + `}`
+		resp, b := do(t, srv, http.MethodPut, "/offers/"+o.ID, hdr, body)
+		return resp.StatusCode, string(b)
+	}
+	auto, manual := `{"offerAutopilotSettings":{"maxThroughput":4000}}`, `{"offerThroughput":1000}`
+	for _, step := range []struct {
+		content string
+		hdr     map[string]string
+		code    int
+		want    string
+	}{
+		{auto, nil, 400, "x-ms-cosmos-migrate-offer-to-autopilot must be supplied"},
+		{auto, map[string]string{"x-ms-cosmos-migrate-offer-to-manual-throughput": "true"}, 400, "migrate-offer-to-autopilot"},
+		{auto, map[string]string{"x-ms-cosmos-migrate-offer-to-autopilot": "true"}, 200, `"maxThroughput":4000`},
+		{`{"offerAutopilotSettings":{"maxThroughput":5000}}`, nil, 200, `"maxThroughput":5000`},
+		{manual, nil, 400, "x-ms-cosmos-migrate-offer-to-manual-throughput must be supplied"},
+		{manual, map[string]string{"x-ms-cosmos-migrate-offer-to-manual-throughput": "true"}, 200, `"offerThroughput":1000`},
+		{`{"offerThroughput":1100}`, nil, 200, `"offerThroughput":1100`},
+	} {
+		if code, b := put(step.content, step.hdr); code != step.code || !strings.Contains(b, step.want) {
+			t.Errorf("replace with %s %v: %d %s, want %d with %s", step.content, step.hdr, code, b, step.code, step.want)
+		}
 	}
 }

@@ -452,7 +452,14 @@ func (h *Handler) replaceOffer(w http.ResponseWriter, r *http.Request) error {
 	case offer.Content.OfferThroughput != nil:
 		tp.Manual = *offer.Content.OfferThroughput
 	}
-	res, err := h.eng.ReplaceOffer(strings.ToLower(r.PathValue("id")), tp, r.Header.Get("If-Match"))
+	migrate := engine.NoMigration
+	switch {
+	case isTrue(r, "x-ms-cosmos-migrate-offer-to-autopilot"):
+		migrate = engine.ToAutoscale
+	case isTrue(r, "x-ms-cosmos-migrate-offer-to-manual-throughput"):
+		migrate = engine.ToManual
+	}
+	res, err := h.eng.ReplaceOffer(strings.ToLower(r.PathValue("id")), tp, r.Header.Get("If-Match"), migrate)
 	if err != nil {
 		return err
 	}

@@ -50,6 +50,16 @@ type Throughput struct {
 	AutoscaleMax int // RU/s; 0 when manual or unset
 }
 
+// Migration is the change of throughput mode a replace of an offer asks
+// for (ReplaceOffer).
+type Migration int
+
+const (
+	NoMigration Migration = iota // the offer keeps its mode
+	ToAutoscale                  // x-ms-cosmos-migrate-offer-to-autopilot
+	ToManual                     // x-ms-cosmos-migrate-offer-to-manual-throughput
+)
+
 // IsZero reports whether no throughput was requested.
 func (t Throughput) IsZero() bool { return t.Manual == 0 && t.AutoscaleMax == 0 }
 
@@ -897,7 +907,8 @@ func (c *Catalog) CreateContainer(db string, body []byte, tp Throughput) (*Conta
 }
 
 // ReplaceContainer replaces container id's definition with body. The
-// partition key definition and the unique key policy cannot change
+// partition key definition, the unique key policy and the conflict
+// resolution policy cannot change
 // (*InvalidError; an absent policy equals an empty one); body may omit the
 // partition key's kind, version and systemKey, which keep their values. It
 // returns ErrNotFound when the container does not exist, ErrPrecondition
@@ -933,6 +944,12 @@ func (c *Catalog) ReplaceContainer(db, id string, body []byte, ifMatch string) (
 	}
 	if !k.unique.equal(old.unique) {
 		return nil, invalid("the unique key policy of a container cannot be changed")
+	}
+	if conflictPolicyOf(k.Body) != conflictPolicyOf(old.Body) {
+		// Cosmos DB: "Conflict resolution policy can only be specified at
+		// container creation time and cannot be modified" (it was replaced,
+		// silently; a bug hunt with azcosmos).
+		return nil, invalid("the conflict resolution policy of a container can only be set when it is created and cannot be changed")
 	}
 	ch := newChanges()
 	putJSON(ch, collKey(db, id), &k)
@@ -1071,8 +1088,11 @@ func (c *Catalog) Offer(id string) (*Offer, error) {
 // ReplaceOffer sets offer id's throughput. It returns ErrNotFound or an
 // *InvalidError. Splitting partitions when throughput outgrows them is the
 // throughput layer's job. ErrPrecondition when ifMatch ("" for none) names
-// another etag.
-func (c *Catalog) ReplaceOffer(id string, tp Throughput, ifMatch string) (*Offer, error) {
+// another etag. A change between manual and autoscale is a migration, made
+// only when migrate says the request asked for one (Cosmos DB's
+// x-ms-cosmos-migrate-offer-to-… headers, which the SDKs do not send: they
+// get Cosmos DB's 400).
+func (c *Catalog) ReplaceOffer(id string, tp Throughput, ifMatch string, migrate Migration) (*Offer, error) {
 	if tp.IsZero() {
 		return nil, invalid("offer content must set offerThroughput or offerAutopilotSettings.maxThroughput")
 	}
@@ -1090,6 +1110,12 @@ func (c *Catalog) ReplaceOffer(id string, tp Throughput, ifMatch string) (*Offer
 	}
 	if document.IfMatchFails(ifMatch, old.ETag) {
 		return nil, ErrPrecondition
+	}
+	switch {
+	case old.AutoscaleMax == 0 && tp.AutoscaleMax != 0 && migrate != ToAutoscale:
+		return nil, invalid("x-ms-cosmos-migrate-offer-to-autopilot must be supplied and offercontent must contain autopilotSettings for migration from manual throughput to autopilot.")
+	case old.AutoscaleMax != 0 && tp.AutoscaleMax == 0 && migrate != ToManual:
+		return nil, invalid("x-ms-cosmos-migrate-offer-to-manual-throughput must be supplied and offercontent must not contain autopilotSettings for migration from autopilot to manual throughput.")
 	}
 	o := *old
 	seq := c.nextLocked()

@@ -90,10 +90,10 @@ func TestPersistenceAndCascade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.ReplaceOffer(k.OfferID, Throughput{Manual: 450}, ""); err == nil {
+	if _, err := c.ReplaceOffer(k.OfferID, Throughput{Manual: 450}, "", NoMigration); err == nil {
 		t.Errorf("ReplaceOffer(450) succeeded: not a multiple of 100")
 	}
-	if _, err := c.ReplaceOffer(k.OfferID, Throughput{Manual: 500}, ""); err != nil {
+	if _, err := c.ReplaceOffer(k.OfferID, Throughput{Manual: 500}, "", NoMigration); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Close(); err != nil {

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -263,4 +264,37 @@ func normalizePolicy(a *fastjson.Arena, pol *fastjson.Value) {
 	}
 	ex := pol.Get("excludedPaths")
 	ex.SetArrayItem(len(ex.GetArray()), fastjson.MustParse(`{"path":`+strconv.Quote(etagPath)+`}`))
+}
+
+// conflictPolicy is a container's conflict resolution policy as it means:
+// the mode (lower case) and, for last-writer-wins, the path (default
+// /_ts), for a custom policy the procedure.
+type conflictPolicy struct{ mode, path, procedure string }
+
+// conflictPolicyOf reads the conflict resolution policy of a stored
+// container definition (its default when absent or unreadable).
+func conflictPolicyOf(body []byte) conflictPolicy {
+	var d struct {
+		P *struct {
+			Mode      string `json:"mode"`
+			Path      string `json:"conflictResolutionPath"`
+			Procedure string `json:"conflictResolutionProcedure"`
+		} `json:"conflictResolutionPolicy"`
+	}
+	p := conflictPolicy{mode: "lastwriterwins", path: "/_ts"}
+	if json.Unmarshal(body, &d) != nil || d.P == nil {
+		return p
+	}
+	if d.P.Mode != "" {
+		p.mode = strings.ToLower(d.P.Mode)
+	}
+	switch {
+	case p.mode == "lastwriterwins":
+		if d.P.Path != "" {
+			p.path = d.P.Path
+		}
+	default:
+		p.path, p.procedure = "", d.P.Procedure
+	}
+	return p
 }

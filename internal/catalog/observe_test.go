@@ -154,7 +154,7 @@ func TestSharedCatalog(t *testing.T) {
 	if ka, _ := a.Container("db", "c"); len(ka.Map().Ranges()) != 2 {
 		t.Fatalf("node a sees %d ranges after node b's split, want 2", len(ka.Map().Ranges()))
 	}
-	if _, err := b.ReplaceOffer(k.OfferID, Throughput{Manual: 1000}, ""); err != nil {
+	if _, err := b.ReplaceOffer(k.OfferID, Throughput{Manual: 1000}, "", NoMigration); err != nil {
 		t.Fatal(err)
 	}
 	if o, _ := a.Offer(k.OfferID); o.Manual != 1000 {

@@ -214,3 +214,45 @@ func FuzzUniqueKeyPolicy(f *testing.F) {
 		}
 	})
 }
+
+// TestConflictPolicyReplace: a replace may not change the conflict
+// resolution policy (Cosmos DB sets it at creation only); the same policy,
+// spelled otherwise, or the default for a container that has it, is fine.
+func TestConflictPolicyReplace(t *testing.T) {
+	with := func(policy string) []byte {
+		if policy == "" {
+			return []byte(`{"id":"k","partitionKey":{"paths":["/pk"]}}`)
+		}
+		return []byte(`{"id":"k","partitionKey":{"paths":["/pk"]},"conflictResolutionPolicy":` + policy + `}`)
+	}
+	const lwwTS, lwwX = `{"mode":"LastWriterWins","conflictResolutionPath":"/_ts"}`, `{"mode":"LastWriterWins","conflictResolutionPath":"/x"}`
+	const custom = `{"mode":"Custom","conflictResolutionProcedure":"dbs/db/colls/k/sprocs/r"}`
+	for _, tt := range []struct {
+		before, after string
+		ok            bool
+	}{
+		{"", "", true},
+		{"", lwwTS, true},
+		{lwwTS, `{"mode":"lastWriterWins","conflictResolutionPath":"/_ts","conflictResolutionProcedure":""}`, true},
+		{lwwX, lwwX, true},
+		{custom, custom, true},
+		{"", lwwX, false},
+		{lwwX, "", false},
+		{lwwX, `{"mode":"LastWriterWins","conflictResolutionPath":"/y"}`, false},
+		{lwwTS, custom, false},
+		{custom, lwwTS, false},
+	} {
+		c, st := openCatalog(t, newMemBackend())
+		if _, err := c.CreateDatabase("db", Throughput{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.CreateContainer("db", with(tt.before), Throughput{}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := c.ReplaceContainer("db", "k", with(tt.after), "")
+		if _, bad := errors.AsType[*InvalidError](err); tt.ok && err != nil || !tt.ok && !bad {
+			t.Errorf("ReplaceContainer(%s → %s) = %v, want ok %v", tt.before, tt.after, err, tt.ok)
+		}
+		st.Close()
+	}
+}

@@ -256,6 +256,13 @@ func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFee
 // container's feed from a start time, after a separation, delivering a
 // third of its items from before it).
 func positions(groups []*feedGroup) string {
+	if len(groups) == 0 {
+		// A scope that reads nothing (a logical partition asked of a range
+		// that does not own it, as the Go SDK asks every range of a feed
+		// range): a position all the same, which resumes it. It was "", an
+		// etag the next request could not send back (400).
+		return "0"
+	}
 	pos := func(g *feedGroup) string {
 		if g.pos == 0 && g.since != 0 {
 			return "t" + strconv.FormatInt(g.since, 10)

@@ -265,3 +265,40 @@ func TestChangeFeedSinceAcrossKeyspaces(t *testing.T) {
 		t.Errorf("the feed from a start time delivered %d of the 30 items written after it", len(seen))
 	}
 }
+
+// TestChangeFeedKeyOfAnotherRange: a logical partition's feed asked of a
+// range that does not own it (the Go SDK asks every range of the feed
+// range it is given) is empty and carries a position that resumes it; it
+// carried "", which the next request could not send back (a bug hunt:
+// azcosmos's second ReadChangeFeed answered 400).
+func TestChangeFeedKeyOfAnotherRange(t *testing.T) {
+	e := testEngine(t) // 4 ranges
+	ctx := context.Background()
+	if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Upsert, PK: pkN(1), Body: []byte(`{"id":"a","pk":"p1"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := e.container("db", "k")
+	owners, others := 0, 0
+	for _, r := range c.Map().Ranges() {
+		req := ChangeFeed{Scope: Scope{PK: pkN(1), RangeID: r.ID}, MaxItems: 10}
+		p, err := e.ReadChanges(ctx, "db", "k", req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Position == "" {
+			t.Fatalf("range %s: an empty position", r.ID)
+		}
+		if len(p.Items) > 0 {
+			owners++
+		} else {
+			others++
+		}
+		req.After, req.HasAfter = p.Position, true
+		if p, err = e.ReadChanges(ctx, "db", "k", req); err != nil || len(p.Items) != 0 {
+			t.Errorf("range %s resumed from %q: %v, %d items", r.ID, req.After, err, len(p.Items))
+		}
+	}
+	if owners != 1 || others != 3 {
+		t.Errorf("%d ranges delivered the item, %d nothing; want 1 and 3", owners, others)
+	}
+}

@@ -285,6 +285,17 @@ func (e *Engine) container(db, coll string) (*catalog.Container, error) {
 // RU/s or an autoscale maximum); see catalog.Throughput.
 type Throughput = catalog.Throughput
 
+// Migration is the change of throughput mode a replace of an offer asks
+// for (catalog.Migration).
+type Migration = catalog.Migration
+
+// The migrations of ReplaceOffer.
+const (
+	NoMigration = catalog.NoMigration
+	ToAutoscale = catalog.ToAutoscale
+	ToManual    = catalog.ToManual
+)
+
 // Resource is a metadata resource as the API returns it.
 type Resource struct {
 	Body []byte // the resource's JSON
@@ -489,8 +500,8 @@ func (e *Engine) ReadOffer(id string) (Resource, error) {
 //
 // Raising a container's throughput past its partitions × PartitionMaxRU
 // splits partitions until each serves at most that.
-func (e *Engine) ReplaceOffer(id string, tp Throughput, ifMatch string) (Resource, error) {
-	o, err := e.cat.ReplaceOffer(id, tp, ifMatch)
+func (e *Engine) ReplaceOffer(id string, tp Throughput, ifMatch string, migrate Migration) (Resource, error) {
+	o, err := e.cat.ReplaceOffer(id, tp, ifMatch, migrate)
 	if err != nil {
 		return Resource{}, translate(err)
 	}

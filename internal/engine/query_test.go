@@ -964,3 +964,28 @@ func TestWholeQueryAcrossSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestReadManyQueryOf1000: the query the SDKs' read-many sends, 1,000 items
+// a query ((c.id = @i AND c.pk = @p) OR …), runs: it was refused past 500
+// ANDs (azcosmos's ReadManyItems failed past 500 items in one physical
+// partition; a bug hunt).
+func TestReadManyQueryOf1000(t *testing.T) {
+	e := testEngine(t)
+	ctx := context.Background()
+	var ops []string
+	params := map[string][]byte{}
+	for i := range 1000 {
+		if i%2 == 0 { // half of them exist
+			if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Create, PK: pkN(i % 50), Body: fmt.Appendf(nil, `{"id":"r%d","pk":"p%d"}`, i, i%50)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ops = append(ops, fmt.Sprintf("(c.id = @i%d AND c.pk = @p%d)", i, i))
+		params[fmt.Sprintf("@i%d", i)] = fmt.Appendf(nil, `"r%d"`, i)
+		params[fmt.Sprintf("@p%d", i)] = fmt.Appendf(nil, `"p%d"`, i%50)
+	}
+	q := Query{Text: "SELECT * FROM c WHERE " + strings.Join(ops, " OR "), Params: params, EnableCrossPartition: true, MaxItems: -1}
+	if got := queryAllIn(t, e, "k", q); len(got) != 500 {
+		t.Errorf("read-many of 1,000 ids, 500 present: %d items", len(got))
+	}
+}

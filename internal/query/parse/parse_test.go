@@ -236,8 +236,6 @@ func TestParseLimits(t *testing.T) {
 	}{
 		{"joins", joins(MaxJoins), joins(MaxJoins + 1), "maximum number of joins. The allowed limit is 10"},
 		{"subquery joins", sub, strings.Replace(sub, " WHERE", " JOIN v IN c.d WHERE", 1), "joins"},
-		{"and", "SELECT * FROM c WHERE " + repeat("c.a = 1", " AND ", MaxAnds+1), "SELECT * FROM c WHERE " + repeat("c.a = 1", " AND ", MaxAnds+2), "'AND' operators. The allowed limit is 500"},
-		{"or", "SELECT * FROM c WHERE " + repeat("c.a = 1", " OR ", MaxOrs+1), "SELECT * FROM c WHERE " + repeat("c.a = 1", " OR ", MaxOrs+2), "'OR' operators"},
 		{"udf", "SELECT VALUE " + repeat("udf.f(1)", " + ", MaxUDFRefs), "SELECT VALUE " + repeat("udf.f(1)", " + ", MaxUDFRefs+1), "user-defined function references"},
 		{"in", "SELECT * FROM c WHERE c.a IN (" + repeat("1", ",", MaxInItems) + ")", "SELECT * FROM c WHERE c.a IN (" + repeat("1", ",", MaxInItems+1) + ")", "IN expression exceeded the maximum limit of 16000"},
 		{"length", "SELECT VALUE '" + strings.Repeat("é", MaxQueryLength-len("SELECT VALUE ''")) + "'", "SELECT VALUE '" + strings.Repeat("a", MaxQueryLength) + "'", "query text exceeded the maximum limit of 262144 characters"},

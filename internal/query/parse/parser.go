@@ -2,6 +2,7 @@ package parse
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -37,14 +38,17 @@ func IsReserved(name string) bool {
 
 // The limits of a query, those Azure Cosmos DB documents ("SQL query limits" of its service
 // quotas) and advertises in the account's queryEngineConfiguration: Parse refuses a query past
-// any of them with a *LimitError.
+// any of them with a *LimitError. ANDs and ORs are bounded by the query's length alone, as an
+// account advertises them (2,147,483,647): the SDKs' read-many sends 1,000 items a query,
+// (c.id = @i AND c.pk = @p) OR …, an AND more per level of a hierarchical key, and 500 of
+// each, the emulator's, refused it past 500 items (a bug hunt with azcosmos's ReadManyItems).
 const (
-	MaxQueryLength = 262144 // characters of query text
-	MaxJoins       = 10     // JOIN clauses, subqueries' included
-	MaxAnds        = 500    // logical AND operators (BETWEEN's AND is not one)
-	MaxOrs         = 500    // logical OR operators
-	MaxUDFRefs     = 10     // references to user-defined functions (udf.name(...))
-	MaxInItems     = 16000  // items in one IN list
+	MaxQueryLength = 262144        // characters of query text
+	MaxJoins       = 10            // JOIN clauses, subqueries' included
+	MaxAnds        = math.MaxInt32 // logical AND operators (BETWEEN's AND is not one)
+	MaxOrs         = math.MaxInt32 // logical OR operators
+	MaxUDFRefs     = 10            // references to user-defined functions (udf.name(...))
+	MaxInItems     = 16000         // items in one IN list
 )
 
 // LimitError refuses a query past one of the limits above. Msg is complete and client-safe,
