@@ -1218,36 +1218,8 @@ func (m *mRun) fullCheck() error {
 			}
 			return out, nil
 		}
-		docs, err := readAll(Scope{}, 3)
-		if err != nil {
+		if err := m.compareScopes(coll, "read feed", readAll); err != nil {
 			return err
-		}
-		if err := m.compareSet(coll, name+": read feed", docs, all); err != nil {
-			return err
-		}
-		c, err := m.e.container("db", name)
-		if err != nil {
-			return err
-		}
-		var union [][]byte
-		for _, r := range c.Map().Ranges() {
-			docs, err := readAll(Scope{RangeID: r.ID}, 2)
-			if err != nil {
-				return err
-			}
-			union = append(union, docs...)
-		}
-		if err := m.compareSet(coll, name+": read feed by range", union, all); err != nil {
-			return err
-		}
-		for pk := range mPKs {
-			docs, err := readAll(Scope{PK: pkFor(coll, pk)}, 2)
-			if err != nil {
-				return err
-			}
-			if err := m.compareSet(coll, fmt.Sprintf("%s: read feed of p%d", name, pk), docs, func(k mKey, _ *mItem) bool { return k.pk == pk }); err != nil {
-				return err
-			}
 		}
 		if err := m.checkFeed(coll); err != nil {
 			return err
@@ -1293,7 +1265,6 @@ func (m *mRun) checkFeed(coll int) error {
 			}
 		}
 	}
-	all := func(mKey, *mItem) bool { return true }
 	// The incremental feed: what was written since its last read.
 	if m.feedOn[coll] {
 		req := ChangeFeed{MaxItems: 3, After: m.feedPos[coll], HasAfter: true}
@@ -1348,38 +1319,7 @@ func (m *mRun) checkFeed(coll int) error {
 			return err
 		}
 	}
-	docs, err := read(Scope{}, 3)
-	if err != nil {
-		return err
-	}
-	if err := m.compareSet(coll, name+": change feed", docs, all); err != nil {
-		return err
-	}
-	c, err := m.e.container("db", name)
-	if err != nil {
-		return err
-	}
-	var union [][]byte
-	for _, r := range c.Map().Ranges() {
-		docs, err := read(Scope{RangeID: r.ID}, 2)
-		if err != nil {
-			return err
-		}
-		union = append(union, docs...)
-	}
-	if err := m.compareSet(coll, name+": change feed by range", union, all); err != nil {
-		return err
-	}
-	for pk := range mPKs {
-		docs, err := read(Scope{PK: pkFor(coll, pk)}, 2)
-		if err != nil {
-			return err
-		}
-		if err := m.compareSet(coll, fmt.Sprintf("%s: change feed of p%d", name, pk), docs, func(k mKey, _ *mItem) bool { return k.pk == pk }); err != nil {
-			return err
-		}
-	}
-	return nil
+	return m.compareScopes(coll, "change feed", read)
 }
 
 // checkUsage compares the statistics' item count with the model, when no
@@ -1635,6 +1575,46 @@ func (m *mRun) bulkOp(o mop) error {
 	for _, b := range o.batch {
 		if err := m.checkPoint(o.coll, mKey{b.pk, b.id}); err != nil {
 			return fmt.Errorf("after %s: %v", o, err)
+		}
+	}
+	return nil
+}
+
+// compareScopes compares what read returns (the documents of a scope, in
+// pages of the given size) with the model's live items of container coll:
+// the whole container, the union of its ranges, and each partition key.
+func (m *mRun) compareScopes(coll int, what string, read func(Scope, int) ([][]byte, error)) error {
+	name := mColls[coll]
+	all := func(mKey, *mItem) bool { return true }
+	docs, err := read(Scope{}, 3)
+	if err != nil {
+		return err
+	}
+	if err := m.compareSet(coll, name+": "+what, docs, all); err != nil {
+		return err
+	}
+	c, err := m.e.container("db", name)
+	if err != nil {
+		return err
+	}
+	var union [][]byte
+	for _, r := range c.Map().Ranges() {
+		docs, err := read(Scope{RangeID: r.ID}, 2)
+		if err != nil {
+			return err
+		}
+		union = append(union, docs...)
+	}
+	if err := m.compareSet(coll, name+": "+what+" by range", union, all); err != nil {
+		return err
+	}
+	for pk := range mPKs {
+		docs, err := read(Scope{PK: pkFor(coll, pk)}, 2)
+		if err != nil {
+			return err
+		}
+		if err := m.compareSet(coll, fmt.Sprintf("%s: %s of p%d", name, what, pk), docs, func(k mKey, _ *mItem) bool { return k.pk == pk }); err != nil {
+			return err
 		}
 	}
 	return nil
