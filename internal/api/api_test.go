@@ -332,16 +332,8 @@ func TestLoneSurrogates(t *testing.T) {
 // requests are served again.
 func TestMaxInFlight(t *testing.T) {
 	srv := newTestHandler(t, Config{MaxInFlight: 2})
-	key, _ := auth.DecodeKey(testKey)
 	post := func(body io.Reader) (*http.Response, error) {
-		req, err := http.NewRequest(http.MethodPost, srv.URL+"/dbs", body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		date := time.Now().UTC().Format(http.TimeFormat)
-		req.Header.Set("x-ms-date", date)
-		req.Header.Set("Authorization", auth.MasterToken(key, http.MethodPost, "dbs", "", date))
-		return srv.Client().Do(req)
+		return srv.Client().Do(postDBs(t, srv.URL, testKey, body))
 	}
 	var writers []*io.PipeWriter
 	done := make(chan int, 2)
@@ -412,16 +404,8 @@ func TestBodyGate(t *testing.T) {
 	h := newTestAPI(t, Config{BodyIdle: 300 * time.Millisecond, MaxBodyBuffer: 64 << 10}, func(l *replica.Local) replica.Host { return l })
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	key, _ := auth.DecodeKey(testKey)
 	post := func(body io.Reader) (int, string) {
-		req, err := http.NewRequest(http.MethodPost, srv.URL+"/dbs", body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		date := time.Now().UTC().Format(http.TimeFormat)
-		req.Header.Set("x-ms-date", date)
-		req.Header.Set("Authorization", auth.MasterToken(key, http.MethodPost, "dbs", "", date))
-		resp, err := srv.Client().Do(req)
+		resp, err := srv.Client().Do(postDBs(t, srv.URL, testKey, body))
 		if err != nil {
 			return 0, err.Error()
 		}
@@ -498,13 +482,7 @@ func TestForwardableBodyReadAfterAuthorization(t *testing.T) {
 	pr, pw := io.Pipe()
 	t.Cleanup(func() { pw.Close() }) // before the server's Close
 	go func() { _, _ = pw.Write([]byte(`{"id":"never-finished"`)) }()
-	req, err := http.NewRequest(http.MethodPost, srv.URL+"/dbs", pr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	date := time.Now().UTC().Format(http.TimeFormat)
-	req.Header.Set("x-ms-date", date)
-	req.Header.Set("Authorization", auth.MasterToken(ro, http.MethodPost, "dbs", "", date))
+	req := postDBs(t, srv.URL, readOnly, pr)
 	answered := make(chan int, 1)
 	go func() {
 		resp, err := srv.Client().Do(req)
@@ -523,4 +501,22 @@ func TestForwardableBodyReadAfterAuthorization(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the read-only key's create was not answered while its body stalled: the node waited for the body")
 	}
+}
+
+// postDBs returns POST /dbs on the server at base with body, signed with
+// the key (base64) as a client signs it now.
+func postDBs(t *testing.T, base, key string, body io.Reader) *http.Request {
+	t.Helper()
+	k, err := auth.DecodeKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodPost, base+"/dbs", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	date := time.Now().UTC().Format(http.TimeFormat)
+	req.Header.Set("x-ms-date", date)
+	req.Header.Set("Authorization", auth.MasterToken(k, http.MethodPost, "dbs", "", date))
+	return req
 }

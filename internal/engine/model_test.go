@@ -683,25 +683,21 @@ func (m *mRun) step(o mop) error {
 		m.e.purgeExpired(ctx, purgeCursors{})
 		return nil
 	case "split":
-		c, err := m.e.container("db", mColls[o.coll])
+		id, err := m.pickRange(o)
 		if err != nil {
 			return err
 		}
-		rs := c.Map().Ranges()
-		r := rs[o.pick%len(rs)]
-		if _, err := m.e.SplitRange(ctx, "db", mColls[o.coll], r.ID); err != nil && code(err) != http.StatusBadRequest {
-			return fmt.Errorf("split %s: %v", r.ID, err)
+		if _, err := m.e.SplitRange(ctx, "db", mColls[o.coll], id); err != nil && code(err) != http.StatusBadRequest {
+			return fmt.Errorf("split %s: %v", id, err)
 		}
 		return nil
 	case "separate":
-		c, err := m.e.container("db", mColls[o.coll])
+		id, err := m.pickRange(o)
 		if err != nil {
 			return err
 		}
-		rs := c.Map().Ranges()
-		r := rs[o.pick%len(rs)]
-		if err := m.e.SeparateRange(ctx, "db", mColls[o.coll], r.ID); err != nil {
-			return fmt.Errorf("separate %s: %v", r.ID, err)
+		if err := m.e.SeparateRange(ctx, "db", mColls[o.coll], id); err != nil {
+			return fmt.Errorf("separate %s: %v", id, err)
 		}
 		return m.fullCheck()
 	case "midsplit":
@@ -1618,4 +1614,14 @@ func (m *mRun) compareScopes(coll int, what string, read func(Scope, int) ([][]b
 		}
 	}
 	return nil
+}
+
+// pickRange returns the id of the range of o's container that o picks.
+func (m *mRun) pickRange(o mop) (string, error) {
+	c, err := m.e.container("db", mColls[o.coll])
+	if err != nil {
+		return "", err
+	}
+	rs := c.Map().Ranges()
+	return rs[o.pick%len(rs)].ID, nil
 }
