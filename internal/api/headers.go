@@ -36,6 +36,7 @@ const (
 	hdrEndEPK         = "x-ms-end-epk"
 	hdrVersion        = "x-ms-version"
 	hdrPopulateQuota  = "x-ms-documentdb-populatequotainfo"
+	hdrMinThroughput  = "x-ms-cosmos-min-throughput"
 )
 
 func isTrue(r *http.Request, name string) bool {

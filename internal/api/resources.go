@@ -405,7 +405,8 @@ func (h *Handler) readOffer(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return readResource(w, r, res)
+	setHeader(w, hdrMinThroughput, strconv.Itoa(res.MinThroughput))
+	return readResource(w, r, res.Resource)
 }
 
 // invalidMsg is err's message, without the package's prefix when it is a
@@ -463,5 +464,6 @@ func (h *Handler) replaceOffer(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeResource(w, http.StatusOK, res)
+	setHeader(w, hdrMinThroughput, strconv.Itoa(res.MinThroughput))
+	return writeResource(w, http.StatusOK, res.Resource)
 }

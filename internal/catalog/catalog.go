@@ -121,7 +121,15 @@ type Offer struct {
 	Container    string `json:"container,omitempty"` // empty for a database offer
 	TS           int64  `json:"ts"`
 	ETag         string `json:"etag"`
+	// Highest is the most RU/s ever provisioned on the offer (the manual
+	// value or the autoscale maximum), which bounds how far it can be
+	// lowered (MinThroughput). Offers written before it was kept have 0:
+	// their current throughput stands in.
+	Highest int `json:"highest,omitempty"`
 }
+
+// highest is the most RU/s ever provisioned on o.
+func (o *Offer) highest() int { return max(o.Highest, o.MaxThroughput()) }
 
 // JSON returns the offer resource as the wire protocol returns it.
 func (o *Offer) JSON() []byte {
@@ -132,6 +140,7 @@ func (o *Offer) JSON() []byte {
 	} else {
 		content["offerThroughput"] = o.Manual
 	}
+	content["offerMinimumThroughputParameters"] = map[string]any{"maxThroughputEverProvisioned": o.highest()}
 	b, _ := json.Marshal(map[string]any{
 		"id": o.ID, "_rid": o.ID, "_self": "offers/" + o.ID + "/", "_etag": o.ETag, "_ts": o.TS,
 		"offerVersion": "V2", "offerType": "Invalid", "resource": o.ResourceSelf, "offerResourceId": o.ResourceRID,
@@ -728,7 +737,7 @@ func (c *Catalog) CreateDatabase(id string, tp Throughput) (*Database, error) {
 func (c *Catalog) newOfferLocked(tp Throughput, self, rid, db, coll string) *Offer {
 	seq := c.nextLocked()
 	return &Offer{
-		ID: fmt.Sprintf("o%x", seq), Manual: tp.Manual, AutoscaleMax: tp.AutoscaleMax,
+		ID: fmt.Sprintf("o%x", seq), Manual: tp.Manual, AutoscaleMax: tp.AutoscaleMax, Highest: max(tp.Manual, tp.AutoscaleMax),
 		ResourceSelf: self, ResourceRID: rid, DB: db, Container: coll,
 		TS: c.now().Unix(), ETag: document.ETag(seq),
 	}
@@ -1085,6 +1094,50 @@ func (c *Catalog) Offer(id string) (*Offer, error) {
 	return o, nil
 }
 
+// Least is the least throughput an offer can be set to, in each mode.
+type Least struct {
+	Manual       int    // RU/s
+	AutoscaleMax int    // RU/s
+	why          string // the terms, for an error's message
+}
+
+// MinThroughput is the least throughput offer o can be set to, as Cosmos
+// DB computes it (the x-ms-cosmos-min-throughput of an offer read): manual
+// throughput at least 400 RU/s, a hundredth of the most RU/s ever
+// provisioned on the offer, and, for a database's shared offer, 400 RU/s
+// plus 100 RU/s for each container past 25 that shares it; an autoscale
+// maximum at least 1,000 RU/s, a tenth of that most, and 1,000 RU/s more
+// for each such container. Each is rounded up to its mode's step (100 and
+// 1,000 RU/s). Cosmos DB's further term, 1 RU/s per GB stored (10 for an
+// autoscale maximum), is not counted: a container's size is known only by
+// reading the statistics of all its logical partitions.
+func (c *Catalog) MinThroughput(o *Offer) Least {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.minThroughputLocked(o)
+}
+
+func (c *Catalog) minThroughputLocked(o *Offer) Least {
+	h := o.highest()
+	l := Least{Manual: max(400, roundUp(h/100, 100)), AutoscaleMax: max(1000, roundUp(h/10, 1000))}
+	l.why = fmt.Sprintf("the most ever provisioned on it was %d RU/s", h)
+	if o.Container == "" {
+		shared := 0
+		for _, ct := range c.mu.colls[o.DB] {
+			if ct.OfferID == "" {
+				shared++
+			}
+		}
+		past := max(shared-25, 0)
+		l.Manual, l.AutoscaleMax = max(l.Manual, 400+100*past), max(l.AutoscaleMax, 1000+1000*past)
+		l.why += fmt.Sprintf(", and %d containers share it", shared)
+	}
+	return l
+}
+
+// roundUp rounds n up to a multiple of step.
+func roundUp(n, step int) int { return (n + step - 1) / step * step }
+
 // ReplaceOffer sets offer id's throughput. It returns ErrNotFound or an
 // *InvalidError. Splitting partitions when throughput outgrows them is the
 // throughput layer's job. ErrPrecondition when ifMatch ("" for none) names
@@ -1117,8 +1170,14 @@ func (c *Catalog) ReplaceOffer(id string, tp Throughput, ifMatch string, migrate
 	case old.AutoscaleMax != 0 && tp.AutoscaleMax == 0 && migrate != ToManual:
 		return nil, invalid("x-ms-cosmos-migrate-offer-to-manual-throughput must be supplied and offercontent must not contain autopilotSettings for migration from autopilot to manual throughput.")
 	}
+	if least := c.minThroughputLocked(old); tp.Manual != 0 && tp.Manual < least.Manual {
+		return nil, invalid(fmt.Sprintf("throughput %d RU/s is below this offer's minimum, %d RU/s (%s)", tp.Manual, least.Manual, least.why))
+	} else if tp.AutoscaleMax != 0 && tp.AutoscaleMax < least.AutoscaleMax {
+		return nil, invalid(fmt.Sprintf("autoscale max throughput %d RU/s is below this offer's minimum, %d RU/s (%s)", tp.AutoscaleMax, least.AutoscaleMax, least.why))
+	}
 	o := *old
 	seq := c.nextLocked()
+	o.Highest = max(old.highest(), tp.Manual, tp.AutoscaleMax)
 	o.Manual, o.AutoscaleMax, o.TS, o.ETag = tp.Manual, tp.AutoscaleMax, c.now().Unix(), document.ETag(seq)
 	ch := newChanges()
 	putJSON(ch, keyOffer+o.ID, &o)

@@ -486,13 +486,25 @@ func (e *Engine) Offers() [][]byte {
 	return out
 }
 
+// OfferResource is an offer and the least manual throughput, in RU/s, it
+// can be set to (the x-ms-cosmos-min-throughput of its reads; an autoscale
+// maximum has a least of its own: catalog.MinThroughput).
+type OfferResource struct {
+	Resource
+	MinThroughput int
+}
+
 // ReadOffer returns offer id, or 404.
-func (e *Engine) ReadOffer(id string) (Resource, error) {
+func (e *Engine) ReadOffer(id string) (OfferResource, error) {
 	o, err := e.cat.Offer(id)
 	if err != nil {
-		return Resource{}, translate(err)
+		return OfferResource{}, translate(err)
 	}
-	return Resource{Body: o.JSON(), ETag: o.ETag}, nil
+	return e.offerResource(o), nil
+}
+
+func (e *Engine) offerResource(o *catalog.Offer) OfferResource {
+	return OfferResource{Resource{Body: o.JSON(), ETag: o.ETag}, e.cat.MinThroughput(o).Manual}
 }
 
 // ReplaceOffer sets offer id's throughput. Errors: 404, 400 for invalid
@@ -500,15 +512,15 @@ func (e *Engine) ReadOffer(id string) (Resource, error) {
 //
 // Raising a container's throughput past its partitions × PartitionMaxRU
 // splits partitions until each serves at most that.
-func (e *Engine) ReplaceOffer(id string, tp Throughput, ifMatch string, migrate Migration) (Resource, error) {
+func (e *Engine) ReplaceOffer(id string, tp Throughput, ifMatch string, migrate Migration) (OfferResource, error) {
 	o, err := e.cat.ReplaceOffer(id, tp, ifMatch, migrate)
 	if err != nil {
-		return Resource{}, translate(err)
+		return OfferResource{}, translate(err)
 	}
 	if o.Container != "" {
 		if err := e.splitForThroughput(context.Background(), o.DB, o.Container, o.MaxThroughput()); err != nil {
-			return Resource{}, err
+			return OfferResource{}, err
 		}
 	}
-	return Resource{Body: o.JSON(), ETag: o.ETag}, nil
+	return e.offerResource(o), nil
 }

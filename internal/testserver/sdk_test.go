@@ -1,6 +1,7 @@
 package testserver_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -435,6 +436,79 @@ func TestThroughput(t *testing.T) {
 	if err == nil {
 		t.Errorf("database without shared throughput has an offer")
 	}
+}
+
+// TestMinThroughput: an offer's reads carry the least throughput it can be
+// set to (x-ms-cosmos-min-throughput, azcosmos's MinThroughput, which was
+// nil), Cosmos DB's formula of the most ever provisioned and the
+// containers a database shares with; and a replace below it is Cosmos DB's
+// 400 (it was taken).
+func TestMinThroughput(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := s.Client(t)
+	ctx := t.Context()
+	minOf := func(name string, read func(context.Context, *azcosmos.ThroughputOptions) (azcosmos.ThroughputResponse, error)) int32 {
+		t.Helper()
+		tp, err := read(ctx, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if tp.MinThroughput == nil {
+			t.Fatalf("%s: no MinThroughput (x-ms-cosmos-min-throughput)", name)
+		}
+		return *tp.MinThroughput
+	}
+	k := newContainer(t, c, "db", azcosmos.ContainerProperties{ID: "k", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}},
+		&azcosmos.CreateContainerOptions{ThroughputProperties: ptr(azcosmos.NewManualThroughputProperties(600))})
+	if got := minOf("a new container of 600 RU/s", k.ReadThroughput); got != 400 {
+		t.Errorf("a new container of 600 RU/s: min %d, want 400", got)
+	}
+	// Raised to 70,000 RU/s once, it can go down to a hundredth of that.
+	if _, err := k.ReplaceThroughput(ctx, azcosmos.NewManualThroughputProperties(70_000), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.ReplaceThroughput(ctx, azcosmos.NewManualThroughputProperties(800), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := minOf("after 70,000 RU/s", k.ReadThroughput); got != 700 {
+		t.Errorf("after 70,000 RU/s: min %d, want 700", got)
+	}
+	_, err := k.ReplaceThroughput(ctx, azcosmos.NewManualThroughputProperties(600), nil)
+	wantStatus(t, "below the minimum", err, http.StatusBadRequest)
+	if err != nil && !strings.Contains(err.Error(), "minimum, 700 RU/s") {
+		t.Errorf("below the minimum: %v, want the minimum named", err)
+	}
+	if _, err := k.ReplaceThroughput(ctx, azcosmos.NewManualThroughputProperties(700), nil); err != nil {
+		t.Errorf("at the minimum: %v", err)
+	}
+
+	// An autoscale maximum goes down to a tenth of the most it was.
+	a := newContainer(t, c, "db", azcosmos.ContainerProperties{ID: "a", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}},
+		&azcosmos.CreateContainerOptions{ThroughputProperties: ptr(azcosmos.NewAutoscaleThroughputProperties(30_000))})
+	_, err = a.ReplaceThroughput(ctx, azcosmos.NewAutoscaleThroughputProperties(2000), nil)
+	wantStatus(t, "autoscale below the minimum", err, http.StatusBadRequest)
+	if _, err := a.ReplaceThroughput(ctx, azcosmos.NewAutoscaleThroughputProperties(3000), nil); err != nil {
+		t.Errorf("autoscale at the minimum: %v", err)
+	}
+	if got := minOf("autoscale after 30,000 RU/s", a.ReadThroughput); got != 400 {
+		t.Errorf("autoscale after 30,000 RU/s: min %d, want 400", got)
+	}
+
+	// A shared database: 100 RU/s more for each container past 25.
+	if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "shared"}, &azcosmos.CreateDatabaseOptions{ThroughputProperties: ptr(azcosmos.NewManualThroughputProperties(400))}); err != nil {
+		t.Fatal(err)
+	}
+	db, _ := c.NewDatabase("shared")
+	for i := range 27 {
+		if _, err := db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: fmt.Sprintf("c%d", i), PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := minOf("a database shared by 27 containers", db.ReadThroughput); got != 600 {
+		t.Errorf("a database shared by 27 containers: min %d, want 600", got)
+	}
+	_, err = db.ReplaceThroughput(ctx, azcosmos.NewManualThroughputProperties(500), nil)
+	wantStatus(t, "a shared database below the minimum", err, http.StatusBadRequest)
 }
 
 func TestAuthentication(t *testing.T) {
