@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/partitadb/partita/internal/engine"
+	"github.com/partitadb/partita/internal/status"
 	"github.com/partitadb/partita/internal/throughput"
 )
 
@@ -44,6 +45,22 @@ func (h *Handler) writeItem(w http.ResponseWriter, r *http.Request, code int, re
 	return writeJSON(w, code, body)
 }
 
+// indexingDirective checks a write's x-ms-indexing-directive. Default and
+// Include index the item as the container's policy says, which is what
+// every write does; Exclude, an item kept out of the index and so out of
+// every query's results, is not supported: 400 rather than an item that
+// queries find.
+func indexingDirective(r *http.Request) error {
+	v := strings.TrimSpace(headerValue(r.Header, hdrIndexingDirective))
+	switch {
+	case v == "", strings.EqualFold(v, "Default"), strings.EqualFold(v, "Include"):
+		return nil
+	case strings.EqualFold(v, "Exclude"):
+		return status.BadRequest("%s: Exclude is not supported: every item is indexed as the container's indexing policy says (Default or Include)", hdrIndexingDirective)
+	}
+	return status.BadRequest("%s %q is invalid: it must be Default, Include or Exclude", hdrIndexingDirective, v)
+}
+
 // queryItemsOrPlan serves the reads of POST …/docs: a query plan request or
 // a query, in that order (protocol doc §6.1).
 func (h *Handler) queryItemsOrPlan(w http.ResponseWriter, r *http.Request) error {
@@ -56,6 +73,9 @@ func (h *Handler) queryItemsOrPlan(w http.ResponseWriter, r *http.Request) error
 // postItems serves the writes of POST …/docs: a batch, or an item create or
 // upsert.
 func (h *Handler) postItems(w http.ResponseWriter, r *http.Request) error {
+	if err := indexingDirective(r); err != nil {
+		return err
+	}
 	if isTrue(r, hdrIsBatch) {
 		if err := noTriggers(r, "a batch"); err != nil {
 			return err
@@ -89,6 +109,9 @@ func (h *Handler) postItems(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) replaceItem(w http.ResponseWriter, r *http.Request) error {
+	if err := indexingDirective(r); err != nil {
+		return err
+	}
 	pk, err := partitionKey(r)
 	if err != nil {
 		return err

@@ -72,9 +72,10 @@ func DefaultPolicy() *Policy {
 // indexed and Terms emits no term.
 func (p *Policy) None() bool { return p.none }
 
-// Automatic reports the policy's "automatic" flag (default true). Terms
-// ignores it: whether an item is indexed when automatic is false (only with
-// the x-ms-indexing-directive: Include header) is the engine's decision.
+// Automatic reports the policy's "automatic" flag (default true), kept to
+// be returned as it was sent. Nothing indexes by it: Cosmos DB deprecated
+// automatic: false (every item is indexed), and the api refuses the
+// x-ms-indexing-directive: Exclude that would keep an item out.
 func (p *Policy) Automatic() bool { return p.automatic }
 
 // ParsePolicy parses the JSON of a container's indexingPolicy. Empty or nil

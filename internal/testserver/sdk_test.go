@@ -511,6 +511,33 @@ func TestMinThroughput(t *testing.T) {
 	wantStatus(t, "a shared database below the minimum", err, http.StatusBadRequest)
 }
 
+// TestIndexingDirective: an item written with IndexingDirective Include
+// (or Default) is indexed as every item is; Exclude, an item queries do not
+// find, is refused with a 400 naming it (it was taken and the item indexed:
+// a bug hunt).
+func TestIndexingDirective(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	ctx := t.Context()
+	k := newContainer(t, s.Client(t), "db", azcosmos.ContainerProperties{ID: "k", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil)
+	pk := azcosmos.NewPartitionKeyString("a")
+	for _, d := range []azcosmos.IndexingDirective{azcosmos.IndexingDirectiveInclude, azcosmos.IndexingDirectiveDefault} {
+		if _, err := k.UpsertItem(ctx, pk, []byte(`{"id":"in","pk":"a","x":1}`), &azcosmos.ItemOptions{IndexingDirective: &d}); err != nil {
+			t.Errorf("upsert with IndexingDirective %s: %v", d, err)
+		}
+	}
+	ex := azcosmos.IndexingDirectiveExclude
+	_, err := k.CreateItem(ctx, pk, []byte(`{"id":"ex","pk":"a","x":1}`), &azcosmos.ItemOptions{IndexingDirective: &ex})
+	wantStatus(t, "create with IndexingDirective Exclude", err, http.StatusBadRequest)
+	if err != nil && !strings.Contains(err.Error(), "Exclude is not supported") {
+		t.Errorf("create with IndexingDirective Exclude: %v, want the directive named", err)
+	}
+	_, err = k.ReplaceItem(ctx, pk, "in", []byte(`{"id":"in","pk":"a","x":2}`), &azcosmos.ItemOptions{IndexingDirective: &ex})
+	wantStatus(t, "replace with IndexingDirective Exclude", err, http.StatusBadRequest)
+	if _, err := k.ReadItem(ctx, pk, "ex", nil); err == nil {
+		t.Errorf("the refused create wrote its item")
+	}
+}
+
 func TestAuthentication(t *testing.T) {
 	const readOnly = "cmVhZC1vbmx5LWtleS1mb3ItdGVzdHMtb25seS0xMjM0NTY3ODkwYWJjZGVm"
 	s := testserver.Start(t, testserver.Options{Configure: func(c *config.Config) { c.Auth.ReadOnlyKey = readOnly }})
