@@ -523,3 +523,51 @@ func postDBs(t *testing.T, base, key string, body io.Reader) *http.Request {
 	req.Header.Set("Authorization", auth.MasterToken(k, http.MethodPost, "dbs", "", date))
 	return req
 }
+
+// TestRIDPaths: a path of resource ids (the _self links) is served as the
+// path of names it stands for, signed over its last _rid lower-cased; a
+// resource id that names nothing is 404 only to an authenticated request
+// (401 otherwise: an unauthenticated one learns nothing of what exists).
+func TestRIDPaths(t *testing.T) {
+	srv := newTestHandler(t, Config{})
+	do(t, srv, http.MethodPost, "/dbs", nil, `{"id":"db"}`)
+	_, b := do(t, srv, http.MethodPost, "/dbs/db/colls", nil, `{"id":"k","partitionKey":{"paths":["/pk"],"kind":"Hash"}}`)
+	var coll struct {
+		RID  string `json:"_rid"`
+		Self string `json:"_self"`
+	}
+	if err := json.Unmarshal(b, &coll); err != nil || coll.Self == "" {
+		t.Fatalf("container: %s (%v)", b, err)
+	}
+	byRID := func(key, method, path, link string) (*http.Response, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(method, srv.URL+path, nil)
+		typ, _, _ := auth.Resource(req.URL.EscapedPath())
+		date := time.Now().UTC().Format(http.TimeFormat)
+		k, _ := auth.DecodeKey(key)
+		req.Header.Set("x-ms-date", date)
+		req.Header.Set("Authorization", auth.MasterToken(k, method, typ, link, date))
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp, body
+	}
+	const wrongKey = "d3Jvbmcta2V5LXdyb25nLWtleS13cm9uZy1rZXktd3Jvbmcta2V5LXdyb25nLWtleQ=="
+	self := "/" + strings.TrimSuffix(coll.Self, "/")
+	if resp, body := byRID(testKey, http.MethodGet, self, strings.ToLower(coll.RID)); resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"id":"k"`) {
+		t.Errorf("GET %s signed over its _rid: %d %s, want 200 and the container", self, resp.StatusCode, body)
+	}
+	if resp, _ := byRID(testKey, http.MethodGet, self, self[1:]); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET %s signed over the path: %d, want 401 (the SDKs sign the _rid)", self, resp.StatusCode)
+	}
+	missing := self[:strings.LastIndexByte(self, '/')+1] + "AAAAAAAAAAA="
+	if resp, _ := byRID(wrongKey, http.MethodGet, missing, "aaaaaaaaaaa="); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET %s with a wrong key: %d, want 401", missing, resp.StatusCode)
+	}
+	if resp, _ := byRID(testKey, http.MethodGet, missing, "aaaaaaaaaaa="); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET %s: %d, want 404", missing, resp.StatusCode)
+	}
+}

@@ -120,7 +120,10 @@ func (h *Handler) replaceItem(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ref := itemRef(r)
+	ref, err := h.itemRefOf(r, pk, true)
+	if err != nil {
+		return err
+	}
 	res, err := h.eng.WriteItem(r.Context(), engine.Write{
 		DB: ref.DB, Container: ref.Container, ID: ref.ID, Kind: engine.Replace, PK: pk, Body: body, IfMatch: r.Header.Get("If-Match"),
 		Triggers: triggerSet(r),
@@ -143,7 +146,11 @@ func (h *Handler) patchItem(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := h.eng.PatchItem(r.Context(), itemRef(r), pk, body, r.Header.Get("If-Match"))
+	ref, err := h.itemRefOf(r, pk, true)
+	if err != nil {
+		return err
+	}
+	res, err := h.eng.PatchItem(r.Context(), ref, pk, body, r.Header.Get("If-Match"))
 	if err != nil {
 		return err
 	}
@@ -161,7 +168,11 @@ func (h *Handler) readItem(w http.ResponseWriter, r *http.Request) error {
 	if r, err = h.checkRead(r); err != nil {
 		return err
 	}
-	res, err := h.eng.ReadItem(r.Context(), itemRef(r), pk, r.Header.Get("If-None-Match"))
+	ref, err := h.itemRefOf(r, pk, false)
+	if err != nil {
+		return err
+	}
+	res, err := h.eng.ReadItem(r.Context(), ref, pk, r.Header.Get("If-None-Match"))
 	if err != nil {
 		return err
 	}
@@ -176,7 +187,11 @@ func (h *Handler) deleteItem(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := h.eng.DeleteItem(r.Context(), itemRef(r), pk, r.Header.Get("If-Match"), triggerSet(r))
+	ref, err := h.itemRefOf(r, pk, true)
+	if err != nil {
+		return err
+	}
+	res, err := h.eng.DeleteItem(r.Context(), ref, pk, r.Header.Get("If-Match"), triggerSet(r))
 	if err != nil {
 		return err
 	}

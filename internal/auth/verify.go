@@ -133,6 +133,11 @@ type Request struct {
 	RawPath       string // URL.EscapedPath()
 	Authorization string // Authorization header value, percent-encoded or raw
 	Date          string // x-ms-date header (falling back to Date is the caller's job)
+	// Link, when set, is the resource link a master key signature covers
+	// in place of RawPath's: for a path of resource ids, the lower-cased
+	// last of them, as the SDKs sign it (RawPath is then the path of names
+	// it stands for, which still gives the resource type).
+	Link string
 }
 
 // Verify returns the access r carries at time now: Authenticate's Principal.Access.
@@ -220,6 +225,9 @@ func (v *Verifier) verifyMaster(st *state, r Request, sig []byte, now time.Time)
 	typ, link, err := Resource(r.RawPath)
 	if err != nil {
 		return 0, &Error{Reason: BadPath, Msg: "The request path is not a valid percent-encoded resource path.", cause: err}
+	}
+	if r.Link != "" {
+		link = r.Link
 	}
 	// A valid sig is the standard base64 of a 32-byte MAC: 44 characters. Its length is
 	// public, so rejecting other lengths early leaks nothing.

@@ -5,7 +5,8 @@ Drives a freshly started Partita server with Debian's python3-azure-cosmos
 (3.1.1, ``azure.cosmos.cosmos_client``): CRUD, a paged read feed, cross-
 partition ORDER BY, COUNT and TOP (the v3 SDK sends the query as is, and on
 the gateway's 400/1004 refusal runs the query plan it carries range by
-range), a stored procedure, and the change feed with its continuation.
+range), a stored procedure, the change feed with its continuation, and
+resources addressed by their _self links (docs/rid-links.md).
 
 Run: PARTITA_BIN=/path/to/partita /usr/bin/python3 test/python/test_sdk.py
 
@@ -331,6 +332,43 @@ class PythonSDKTest(unittest.TestCase):
         self.client.DeleteItem(coll + "/docs/a", {"partitionKey": "p"})
         self.assertEqual(status_of(lambda: self.client.ReadItem(coll + "/docs/a", {"partitionKey": "p"})), 404)
         self.assertEqual(status_of(lambda: self.client.ReadItem(coll + "/docs/b", {"partitionKey": "wrong"})), 404)
+
+    def test_self_links(self):
+        """Resources addressed by the _self links of their reads, as the v3
+        SDK's samples do (client.CreateContainer(db['_self'], ...)): the SDK
+        signs such a request over the last _rid, lower cased."""
+        db = self.client.CreateDatabase({"id": "pySelf"})
+        try:
+            coll = self.client.CreateContainer(db["_self"], {"id": "k", "partitionKey": {"paths": ["/pk"], "kind": "Hash"}})
+            self.assertEqual(self.client.ReadContainer(coll["_self"])["id"], "k")
+            doc = self.client.CreateItem(coll["_self"], {"id": "a", "pk": "p", "v": 1})
+            self.assertTrue(doc["_self"].startswith(coll["_self"]), doc["_self"])
+            self.assertEqual(self.client.ReadItem(doc["_self"], {"partitionKey": "p"})["v"], 1)
+            replaced = self.client.ReplaceItem(doc["_self"], {"id": "a", "pk": "p", "v": 2}, {"partitionKey": "p"})
+            self.assertEqual(replaced["v"], 2)
+            self.assertEqual(replaced["_rid"], doc["_rid"])
+            # The item's _rid in another logical partition names nothing.
+            self.assertEqual(status_of(lambda: self.client.ReadItem(doc["_self"], {"partitionKey": "other"})), 404)
+            self.client.UpsertItem(coll["_self"], {"id": "b", "pk": "p", "v": 3})
+            got = list(self.client.QueryItems(coll["_self"], "SELECT VALUE c.v FROM c ORDER BY c.v", {"partitionKey": "p"}))
+            self.assertEqual(got, [2, 3])
+
+            sproc = self.client.CreateStoredProcedure(coll["_self"], {"id": "echo", "body": "function (x) { getContext().getResponse().setBody(x); }"})
+            self.assertEqual(self.client.ExecuteStoredProcedure(sproc["_self"], ["hi"], {"partitionKey": "p"}), "hi")
+            self.assertEqual(self.client.ReadStoredProcedure(sproc["_self"])["id"], "echo")
+
+            user = self.client.CreateUser(db["_self"], {"id": "u"})
+            perm = self.client.CreatePermission(user["_self"], {"id": "read", "permissionMode": "Read", "resource": coll["_self"]})
+            self.assertEqual(self.client.ReadPermission(perm["_self"])["id"], "read")
+            self.assertEqual(self.client.ReadUser(user["_self"])["id"], "u")
+
+            self.client.DeleteItem(doc["_self"], {"partitionKey": "p"})
+            self.assertEqual(status_of(lambda: self.client.ReadItem(doc["_self"], {"partitionKey": "p"})), 404)
+            self.client.DeleteContainer(coll["_self"])
+            self.assertEqual(status_of(lambda: self.client.ReadContainer(coll["_self"])), 404)
+        finally:
+            self.client.DeleteDatabase(db["_self"])
+        self.assertEqual(status_of(lambda: self.client.ReadDatabase(db["_self"])), 404)
 
     def test_read_feed_paged(self):
         coll = self.container("feed")

@@ -1,0 +1,103 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/partitadb/partita/internal/document"
+	"github.com/partitadb/partita/internal/engine"
+	"github.com/partitadb/partita/internal/status"
+)
+
+// Paths of resource ids (docs/rid-links.md). Every resource's _self names
+// it by the _rids of it and its parents (dbs/AAAAJw==/colls/AAAAJ+wAAAA=/),
+// and SDKs pass such links back: Python's 3.x SDK addresses a container by
+// the _self of its database (CreateContainer(db['_self'], …)), an item by
+// its own, and signs such a request over the last _rid of the path, lower
+// cased, rather than over the path. Cosmos DB serves both forms; so does
+// Partita, by reading a path of resource ids as the path of names it stands
+// for before authenticating and routing the request.
+
+// ridItemKey marks a request whose item is named by its _rid (the path's
+// other ids were resolved to names; the item's needs its partition key).
+type ridItemKey struct{}
+
+// ridAddressed returns r with a path of resource ids replaced by the path
+// of names it stands for, and the link its signature covers (the lower
+// cased last resource id); r itself and "" when r's path names resources
+// by name. A path is one of resource ids when its database segment is the
+// _rid of a database, or has a _rid's shape (eight characters of base64
+// decoding to four bytes, as the SDKs tell them apart) and no database is
+// named so. The error, for a resource id that names nothing (404), is the
+// request's answer once it is authenticated: before, it would tell anyone
+// which resource ids exist.
+func (h *Handler) ridAddressed(r *http.Request) (_ *http.Request, link string, pending error) {
+	raw := r.URL.EscapedPath()
+	rest, ok := strings.CutPrefix(raw, "/dbs/")
+	if !ok {
+		return r, "", nil
+	}
+	db, _, _ := strings.Cut(rest, "/")
+	if b, err := document.DecodeRID(db); len(db) != 8 || err != nil || len(b) != 4 {
+		return r, "", nil
+	}
+	segs := strings.Split(strings.Trim(raw, "/"), "/")
+	for i, s := range segs {
+		u, err := url.PathUnescape(s)
+		if err != nil {
+			return r, "", nil // authentication says what is wrong with it
+		}
+		segs[i] = u
+	}
+	pairs := make([]engine.RIDPair, 0, len(segs)/2)
+	for i := 0; i+1 < len(segs); i += 2 {
+		pairs = append(pairs, engine.RIDPair{Type: segs[i], ID: segs[i+1]})
+	}
+	link = strings.ToLower(pairs[len(pairs)-1].ID)
+	names, ok, err := h.eng.RIDNames(pairs)
+	switch {
+	case err != nil:
+		return r, link, err
+	case !ok:
+		if _, err := h.eng.ReadDatabase(db); err == nil {
+			return r, "", nil // a database named so
+		}
+		return r, link, status.NotFound()
+	}
+	var path, escaped strings.Builder
+	for _, p := range names {
+		path.WriteString("/" + p.Type + "/" + p.ID)
+		escaped.WriteString("/" + p.Type + "/" + url.PathEscape(p.ID))
+	}
+	if len(segs)%2 == 1 {
+		path.WriteString("/" + segs[len(segs)-1])
+		escaped.WriteString("/" + url.PathEscape(segs[len(segs)-1]))
+	}
+	r2 := r.Clone(r.Context())
+	u := *r.URL
+	u.Path, u.RawPath = path.String(), escaped.String()
+	r2.URL = &u
+	r2.RequestURI = u.RequestURI()
+	if len(names) >= 3 && names[2].Type == "docs" {
+		r2 = r2.WithContext(context.WithValue(r2.Context(), ridItemKey{}, true))
+	}
+	return r2, link, nil
+}
+
+// itemRefOf returns the item r addresses: by its id, or by its _rid
+// (ridAddressed), resolved in logical partition pk where a read (write
+// false) or a write of the item would look (engine.ItemIDByRID).
+func (h *Handler) itemRefOf(r *http.Request, pk document.PartitionKey, write bool) (engine.ItemRef, error) {
+	ref := itemRef(r)
+	if byRID, _ := r.Context().Value(ridItemKey{}).(bool); !byRID {
+		return ref, nil
+	}
+	id, err := h.eng.ItemIDByRID(r.Context(), ref.DB, ref.Container, pk, ref.ID, write)
+	if err != nil {
+		return engine.ItemRef{}, err
+	}
+	ref.ID = id
+	return ref, nil
+}
