@@ -393,6 +393,18 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	if h.cfg.Replicated && h.linearizable(r) {
 		r = r.WithContext(engine.Linearizable(r.Context()))
 	}
+	// Authenticated first: the signature needs no catalog, and a request
+	// without valid credentials is refused at once, never held waiting for
+	// the catalog below (a security review: a node cut off from etcd held
+	// forged type=master requests there, until they filled the slots kept
+	// for the account's keys).
+	link := ridLink(r)
+	p, authed, err := h.authenticate(r, link)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	r = authed
 	if h.cfg.Replicated && (h.linearizable(r) || r.Method != http.MethodGet && r.Method != http.MethodHead) && catalogBound(r.URL.Path) {
 		// Before anything is looked up, the permission of a resource
 		// token included: a change acknowledged through another node
@@ -405,16 +417,17 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	r, link, pending := h.ridAddressed(r)
-	p, authed, err := h.authenticate(r, link)
+	if link != "" {
+		r, err = h.ridAddressed(r)
+	}
 	if err == nil {
-		err = pending
+		err = h.grantCurrent(p)
 	}
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	r = h.keepBody(authed)
+	r = h.keepBody(r)
 	if err := checkPathIDs(r.URL.EscapedPath()); err != nil {
 		h.writeError(w, r, err)
 		return
@@ -502,22 +515,31 @@ func (h *Handler) authenticate(r *http.Request, link string) (auth.Principal, *h
 		}
 		return auth.Principal{}, nil, err
 	}
-	if g := p.Grant; g != nil {
-		ok, err := h.eng.PermissionCurrent(g.DB, g.User, g.Permission, g.RID, g.ETag)
-		if err != nil {
-			return auth.Principal{}, nil, err
-		}
-		if !ok {
-			return auth.Principal{}, nil, status.New(http.StatusUnauthorized, "The resource token is no longer valid: its permission "+
-				g.Permission+" was deleted or replaced after the token was issued. Read the permission again for a new token.")
-		}
-	}
 	if h.cfg.EmulatorIDQuirks {
 		if err := emulatorPathCheck(r.URL.EscapedPath()); err != nil {
 			return auth.Principal{}, nil, err
 		}
 	}
 	return p, r, nil
+}
+
+// grantCurrent refuses (401) a resource token whose permission was deleted
+// or replaced after the token was issued: it asks the catalog, which the
+// caller has made current when the request needs it.
+func (h *Handler) grantCurrent(p auth.Principal) error {
+	g := p.Grant
+	if g == nil {
+		return nil
+	}
+	ok, err := h.eng.PermissionCurrent(g.DB, g.User, g.Permission, g.RID, g.ETag)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return status.New(http.StatusUnauthorized, "The resource token is no longer valid: its permission "+
+			g.Permission+" was deleted or replaced after the token was issued. Read the permission again for a new token.")
+	}
+	return nil
 }
 
 // checkPathIDs refuses (400) a resource path naming an id longer than any

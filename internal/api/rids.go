@@ -24,30 +24,45 @@ import (
 // other ids were resolved to names; the item's needs its partition key).
 type ridItemKey struct{}
 
-// ridAddressed returns r with a path of resource ids replaced by the path
-// of names it stands for, and the link its signature covers (the lower
-// cased last resource id); r itself and "" when r's path names resources
-// by name. A path is one of resource ids when its database segment is the
-// _rid of a database, or has a _rid's shape (eight characters of base64
-// decoding to four bytes, as the SDKs tell them apart) and no database is
-// named so. The error, for a resource id that names nothing (404), is the
-// request's answer once it is authenticated: before, it would tell anyone
-// which resource ids exist.
-func (h *Handler) ridAddressed(r *http.Request) (_ *http.Request, link string, pending error) {
+// ridLink returns the link a request's signature covers when its path may
+// be one of resource ids: the lower-cased last id of a path whose database
+// segment has a _rid's shape (eight characters of base64 decoding to four
+// bytes, as the SDKs tell them apart); "" for any other path. It reads no
+// catalog: the request is authenticated with it (and, failing that, with
+// the path's own link) before anything is looked up.
+func ridLink(r *http.Request) string {
 	raw := r.URL.EscapedPath()
 	rest, ok := strings.CutPrefix(raw, "/dbs/")
 	if !ok {
-		return r, "", nil
+		return ""
 	}
 	db, _, _ := strings.Cut(rest, "/")
 	if b, err := document.DecodeRID(db); len(db) != 8 || err != nil || len(b) != 4 {
-		return r, "", nil
+		return ""
 	}
 	segs := strings.Split(strings.Trim(raw, "/"), "/")
+	last := segs[len(segs)-1]
+	if len(segs)%2 == 1 {
+		last = segs[len(segs)-2]
+	}
+	id, err := url.PathUnescape(last)
+	if err != nil {
+		return "" // authentication says what is wrong with the path
+	}
+	return strings.ToLower(id)
+}
+
+// ridAddressed returns r, whose path has a _rid's shape (ridLink), with a
+// path of resource ids replaced by the path of names it stands for: when
+// its database segment is the _rid of a database, or is no database's
+// name. Errors: 404 for a resource id that names nothing (asked once the
+// request is authenticated: before, it would tell anyone which ids exist).
+func (h *Handler) ridAddressed(r *http.Request) (*http.Request, error) {
+	segs := strings.Split(strings.Trim(r.URL.EscapedPath(), "/"), "/")
 	for i, s := range segs {
 		u, err := url.PathUnescape(s)
 		if err != nil {
-			return r, "", nil // authentication says what is wrong with it
+			return r, nil
 		}
 		segs[i] = u
 	}
@@ -55,16 +70,15 @@ func (h *Handler) ridAddressed(r *http.Request) (_ *http.Request, link string, p
 	for i := 0; i+1 < len(segs); i += 2 {
 		pairs = append(pairs, engine.RIDPair{Type: segs[i], ID: segs[i+1]})
 	}
-	link = strings.ToLower(pairs[len(pairs)-1].ID)
 	names, ok, err := h.eng.RIDNames(pairs)
 	switch {
 	case err != nil:
-		return r, link, err
+		return r, err
 	case !ok:
-		if _, err := h.eng.ReadDatabase(db); err == nil {
-			return r, "", nil // a database named so
+		if _, err := h.eng.ReadDatabase(pairs[0].ID); err == nil {
+			return r, nil // a database named so
 		}
-		return r, link, status.NotFound()
+		return r, status.NotFound()
 	}
 	var path, escaped strings.Builder
 	for _, p := range names {
@@ -83,7 +97,7 @@ func (h *Handler) ridAddressed(r *http.Request) (_ *http.Request, link string, p
 	if len(names) >= 3 && names[2].Type == "docs" {
 		r2 = r2.WithContext(context.WithValue(r2.Context(), ridItemKey{}, true))
 	}
-	return r2, link, nil
+	return r2, nil
 }
 
 // itemRefOf returns the item r addresses: by its id, or by its _rid
