@@ -29,7 +29,10 @@ func loadOrCreateCert(c config.Server, dataDir string) (tls.Certificate, []byte,
 	if certFile == "" {
 		dir := filepath.Join(dataDir, "tls")
 		certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-		if _, err := os.Stat(certFile); errors.Is(err, fs.ErrNotExist) {
+		// An empty file is what a crash during an older release's first
+		// start left (written in place): no client can trust it, so it is
+		// made again. This release writes each file whole or not at all.
+		if fi, err := os.Stat(certFile); errors.Is(err, fs.ErrNotExist) || err == nil && fi.Size() == 0 {
 			if err := generateCert(dir, certFile, keyFile); err != nil {
 				return tls.Certificate{}, nil, fmt.Errorf("generate TLS certificate: %w", err)
 			}
@@ -79,8 +82,46 @@ func generateCert(dir, certFile, keyFile string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+	// The key first, the certificate last: a certificate in place means
+	// both are whole (writeWhole), whenever the process stops.
+	if err := writeWhole(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
 		return err
 	}
-	return os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	return writeWhole(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+}
+
+// writeWhole writes data to name so that name holds all of it or what it
+// held before, whenever the process or the machine stops: a temporary file
+// beside it, synced, renamed over it, the directory synced.
+func writeWhole(name string, data []byte, perm os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(name), filepath.Base(name)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // a no-op once renamed
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, name); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(name))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
