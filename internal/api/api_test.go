@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/partitadb/partita/internal/auth"
+	"github.com/partitadb/partita/internal/catalog"
 	"github.com/partitadb/partita/internal/engine"
 	"github.com/partitadb/partita/internal/replica"
 	"github.com/partitadb/partita/internal/status"
@@ -45,6 +46,13 @@ func newTestAPI(t *testing.T, cfg Config, wrap func(*replica.Local) replica.Host
 // newTestAPIAuth is newTestAPI with the keys and roles of ac.
 func newTestAPIAuth(t *testing.T, cfg Config, wrap func(*replica.Local) replica.Host, ac auth.Config) http.Handler {
 	t.Helper()
+	return newTestAPIMeta(t, cfg, wrap, ac, func(b catalog.Backend) catalog.Backend { return b })
+}
+
+// newTestAPIMeta is newTestAPIAuth with the catalog on the backend meta
+// returns for the local one.
+func newTestAPIMeta(t *testing.T, cfg Config, wrap func(*replica.Local) replica.Host, ac auth.Config, meta func(catalog.Backend) catalog.Backend) http.Handler {
+	t.Helper()
 	st, err := store.Open(store.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +62,7 @@ func newTestAPIAuth(t *testing.T, cfg Config, wrap func(*replica.Local) replica.
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := engine.New(t.Context(), wrap(local), local.Meta(), engine.Config{}, nil, nil)
+	eng, err := engine.New(t.Context(), wrap(local), meta(local.Meta()), engine.Config{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,9 +10,7 @@ import (
 
 	"github.com/partitadb/partita/internal/auth"
 	"github.com/partitadb/partita/internal/catalog"
-	"github.com/partitadb/partita/internal/engine"
 	"github.com/partitadb/partita/internal/replica"
-	"github.com/partitadb/partita/internal/store"
 )
 
 // stuckCatalog is a shared catalog backend that can never confirm it is
@@ -33,25 +31,9 @@ func (stuckCatalog) Propagated(context.Context, int64) error { return nil }
 // current, never held waiting for it (a security review: forged type=master
 // requests held there filled the slots kept for the account's keys).
 func TestAuthenticatedBeforeCatalog(t *testing.T) {
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	local, err := replica.OpenLocal(t.Context(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := engine.New(t.Context(), local, stuckCatalog{local.Meta()}, engine.Config{}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	key, _ := auth.DecodeKey(testKey)
-	v, err := auth.NewVerifier(auth.Config{MasterKey: key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(New(Config{Replicated: true}, eng, v, nil, nil))
+	srv := httptest.NewServer(newTestAPIMeta(t, Config{Replicated: true}, func(l *replica.Local) replica.Host { return l },
+		auth.Config{MasterKey: key}, func(b catalog.Backend) catalog.Backend { return stuckCatalog{b} }))
 	t.Cleanup(srv.Close)
 	for _, path := range []string{"/dbs", "/dbs/AAAAAA==/colls"} {
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
