@@ -37,7 +37,10 @@ func ridLink(r *http.Request) string {
 		return ""
 	}
 	db, _, _ := strings.Cut(rest, "/")
-	if b, err := document.DecodeRID(db); len(db) != 8 || err != nil || len(b) != 4 {
+	if len(db) != 8 || !strings.HasSuffix(db, "==") {
+		return "" // every request naming its database: no decoding, no allocation
+	}
+	if b, err := document.DecodeRID(db); err != nil || len(b) != 4 {
 		return ""
 	}
 	segs := strings.Split(strings.Trim(raw, "/"), "/")
