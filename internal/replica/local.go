@@ -379,6 +379,7 @@ func (r *localReplica) absSpan(s Span) store.Span {
 // ErrUnavailable.
 func (r *localReplica) Get(key []byte) ([]byte, error) {
 	v, err := r.st.Get(r.abs(key))
+	r.st.AwaitDurable() // what the read saw is durable before it answers
 	return v, mapErr(err)
 }
 
@@ -386,7 +387,9 @@ func (r *localReplica) Get(key []byte) ([]byte, error) {
 // relative; if the store refuses the read, the iterator is empty and its
 // Err says why (ErrUnavailable).
 func (r *localReplica) NewIter(span Span, reverse bool) Iter {
-	return &localIter{it: r.st.NewIter(r.absSpan(span), reverse)}
+	it := r.st.NewIter(r.absSpan(span), reverse)
+	r.st.AwaitDurable() // what the iterator can see is durable before it is read
+	return &localIter{it: it}
 }
 
 // Snapshot returns a snapshot of the keyspace. Errors: ErrUnavailable.
@@ -395,6 +398,7 @@ func (r *localReplica) Snapshot() (Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replica: keyspace %d: snapshot: %w", r.id, mapErr(err))
 	}
+	r.st.AwaitDurable() // what the snapshot holds is durable before it is read
 	return &localSnapshot{r: r, sn: sn}, nil
 }
 

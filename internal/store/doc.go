@@ -16,4 +16,8 @@
 // unsynced tail off the log, and reopens the database, so that a batch
 // whose commit failed is never read. Store.Done reports a store that could
 // not recover in-process.
+//
+// Pebble shows a synced commit to readers before its log sync ends;
+// Store.AwaitDurable (durable.go) waits out the synced commits under way,
+// so that a read answered after it holds only durable writes.
 package store

@@ -110,6 +110,7 @@ type Store struct {
 	// Sync, cleared by syncLog.
 	unsynced atomic.Bool
 	full     atomic.Bool // writes are refused for space (for logging the changes)
+	inflight inflight    // synced commits under way (AwaitDurable)
 
 	mu struct {
 		sync.Mutex
@@ -705,6 +706,13 @@ func (b *Batch) commit(wo *pebble.WriteOptions) error {
 	if !wo.GetSync() && !b.s.opts.Sync && !b.s.unsynced.Load() {
 		b.s.unsynced.Store(true)
 	}
+	if wo.GetSync() && b.b.Empty() {
+		// Pebble returns at once for an empty batch: a transaction that
+		// only read (a stored procedure's) answers with what it saw, so
+		// that must be durable as any read's is.
+		b.s.AwaitDurable()
+		return nil
+	}
 	return b.s.apply(b.b, wo)
 }
 
@@ -733,6 +741,10 @@ func (s *Store) syncLog() {
 
 // apply commits b to its database.
 func (s *Store) apply(b *pebble.Batch, wo *pebble.WriteOptions) (err error) {
+	if wo.GetSync() {
+		n := s.inflight.begin()
+		defer s.inflight.end(n) // after the recovery below: a failed commit has failed the store first
+	}
 	defer func() {
 		// NB: Pebble reports a failed commit only through Logger.Fatalf
 		// (db.go applyInternal), which must not return: pebbleLogger
