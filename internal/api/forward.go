@@ -155,6 +155,12 @@ func (h *Handler) keepBody(r *http.Request) *http.Request {
 			st.whole = true
 		} else {
 			st.src = r.Body
+			if n := r.ContentLength; n > 0 && st.body == nil {
+				// Of its declared size (the server refused a larger
+				// one before reading), not grown by doubling: the
+				// bytes held are what the body budget counts.
+				st.body = make([]byte, 0, n)
+			}
 		}
 	}
 	r.Body = &keptBody{st: st}

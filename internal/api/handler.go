@@ -709,13 +709,36 @@ func (u *undelivered) Unwrap() error { return u.err }
 
 // readBody reads the whole request body.
 func readBody(r *http.Request) ([]byte, error) {
-	b, err := io.ReadAll(r.Body)
+	b, err := readAll(r.Body, r.ContentLength)
 	if err != nil {
 		return nil, bodyError(err)
 	}
 	// One decoding of a lone surrogate's escape for every reader of what
 	// the body becomes (a query's parameters among them).
 	return document.FixLoneSurrogates(b), nil
+}
+
+// readAll reads body to its end into one buffer of the declared size
+// (n, when known: the server refused a declared size past its limit
+// before reading), so that a body of that size is held once rather than
+// in the doubling buffers io.ReadAll grows (up to twice its size, and the
+// copies in between); a body that is longer than declared, or of unknown
+// size, grows as io.ReadAll's does.
+func readAll(body io.Reader, n int64) ([]byte, error) {
+	b := make([]byte, 0, max(n, 0)+1) // +1: the read that finds the end needs room
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		m, err := body.Read(b[len(b):cap(b)])
+		b = b[:len(b)+m]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
 }
 
 // bodyError is the answer to a failed read of a request body: the gate's
