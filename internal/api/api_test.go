@@ -608,3 +608,21 @@ func TestBodyGateCountsKeptCopies(t *testing.T) {
 		}
 	}
 }
+
+// TestReadAllDeclared: a body read to its end is held in one buffer of its
+// declared size (io.ReadAll's doubling ended at twice it), and a declared
+// size alone, sent without its bytes, allocates no more than 64 KiB.
+func TestReadAllDeclared(t *testing.T) {
+	const n = 5<<20 + 3
+	b, err := readAll(strings.NewReader(strings.Repeat("x", n)), n)
+	if err != nil || len(b) != n || cap(b) != n+1 {
+		t.Errorf("a body of its declared %d bytes: len %d, cap %d, %v; want cap %d", n, len(b), cap(b), err, n+1)
+	}
+	if g := growBody(nil, 1, 16<<20); cap(g) > 64<<10 {
+		t.Errorf("16 MiB declared, nothing read: %d bytes allocated", cap(g))
+	}
+	b, err = readAll(strings.NewReader(strings.Repeat("y", 3<<20)), -1)
+	if err != nil || len(b) != 3<<20 {
+		t.Errorf("a body of unknown size: len %d, %v", len(b), err)
+	}
+}

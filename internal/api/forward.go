@@ -72,6 +72,7 @@ type forwardState struct {
 	orig      *http.Request // the request as it arrived
 	src       io.Reader     // its body, as read by its handlers through keptBody
 	body      []byte        // what of src was read, kept to send the request on
+	declared  int64         // the request's ContentLength: how large body may grow (growBody)
 	whole     bool          // body holds all of src
 	forwarded bool          // the request came from another node: never forward again
 	local     time.Time     // when a Forwarder first found this node leading (ForwardLocal)
@@ -155,12 +156,7 @@ func (h *Handler) keepBody(r *http.Request) *http.Request {
 			st.whole = true
 		} else {
 			st.src = r.Body
-			if n := r.ContentLength; n > 0 && st.body == nil {
-				// Of its declared size (the server refused a larger
-				// one before reading), not grown by doubling: the
-				// bytes held are what the body budget counts.
-				st.body = make([]byte, 0, n)
-			}
+			st.declared = r.ContentLength
 		}
 	}
 	r.Body = &keptBody{st: st}
@@ -185,7 +181,7 @@ func (k *keptBody) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	n, err := st.src.Read(p)
-	st.body = append(st.body, p[:n]...)
+	st.body = append(growBody(st.body, n, st.declared), p[:n]...)
 	k.off += n
 	if err == io.EOF {
 		st.whole = true

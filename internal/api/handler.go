@@ -718,18 +718,12 @@ func readBody(r *http.Request) ([]byte, error) {
 	return document.FixLoneSurrogates(b), nil
 }
 
-// readAll reads body to its end into one buffer of the declared size
-// (n, when known: the server refused a declared size past its limit
-// before reading), so that a body of that size is held once rather than
-// in the doubling buffers io.ReadAll grows (up to twice its size, and the
-// copies in between); a body that is longer than declared, or of unknown
-// size, grows as io.ReadAll's does.
+// readAll reads body to its end, its buffer grown by growBody for a body
+// that declared n bytes (0 or less: unknown).
 func readAll(body io.Reader, n int64) ([]byte, error) {
-	b := make([]byte, 0, max(n, 0)+1) // +1: the read that finds the end needs room
+	var b []byte
 	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
+		b = growBody(b, 1, n)
 		m, err := body.Read(b[len(b):cap(b)])
 		b = b[:len(b)+m]
 		if err == io.EOF {
@@ -739,6 +733,26 @@ func readAll(body io.Reader, n int64) ([]byte, error) {
 			return b, err
 		}
 	}
+}
+
+// growBody returns b with room for n more bytes of a request body that
+// declared its size (declared > 0). Its capacity doubles from 64 KiB, as
+// io.ReadAll's would, but never past the declared size and one byte (the
+// room the read that finds the end needs): a body of its declared size
+// ends in a buffer of that size rather than in one up to twice as large.
+// It is never made larger than twice the bytes already read: a declared
+// size alone, which costs a client nothing to send, allocates nothing.
+func growBody(b []byte, n int, declared int64) []byte {
+	if cap(b)-len(b) >= n {
+		return b
+	}
+	c := max(2*cap(b), 64<<10, len(b)+n)
+	if declared > 0 && int64(len(b)+n) <= declared+1 {
+		c = min(c, int(declared)+1)
+	}
+	nb := make([]byte, len(b), c)
+	copy(nb, b)
+	return nb
 }
 
 // bodyError is the answer to a failed read of a request body: the gate's
