@@ -78,7 +78,7 @@ func checkDir(ctx context.Context, dir string) (*engine.CheckReport, error) {
 	if err := isStore(dir); err != nil {
 		return nil, err
 	}
-	st, err := store.Open(store.Options{Dir: dir})
+	st, err := store.Open(store.Options{Dir: dir, ReadOnly: true})
 	if err != nil {
 		// Pebble locks the directory: a running server holds the lock.
 		return nil, fmt.Errorf("%w (is a server running on it? stop it first: the check needs the directory to itself)", err)

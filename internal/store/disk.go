@@ -267,6 +267,9 @@ func (s *Store) exists() bool {
 // read-only otherwise. note is non-nil when the disk is full: the
 // attributes of the one line Open logs.
 func (s *Store) planOpen() (readOnly bool, note []any) {
+	if s.opts.ReadOnly {
+		return true, nil
+	}
 	if !s.checks {
 		return false, nil
 	}
@@ -306,6 +309,9 @@ func (s *Store) resumeAt(readOnly bool) int64 {
 func (s *Store) admit(g *generation, n int64) error {
 	if s.failure.Load() != nil {
 		return s.unavailable(true)
+	}
+	if s.opts.ReadOnly {
+		return ErrReadOnly
 	}
 	if g.readOnly {
 		free, _ := s.disk.refresh()
@@ -432,7 +438,7 @@ func (s *Store) tick() {
 	switch {
 	case s.failure.Load() != nil:
 		s.reopen(g)
-	case g.readOnly && free >= s.resumeAt(true):
+	case g.readOnly && !s.opts.ReadOnly && free >= s.resumeAt(true):
 		s.reopen(g)
 	case !g.readOnly && free >= s.resumeAt(false):
 		s.noteRoom(free)

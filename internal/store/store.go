@@ -31,10 +31,19 @@ var ErrClosed = errors.New("store: closed")
 // directory's lock: a server is already running on it.
 var ErrInUse = errors.New("store: the data directory is already in use by another process")
 
+// ErrReadOnly is the refusal of a write to a store opened with
+// Options.ReadOnly.
+var ErrReadOnly = errors.New("store: opened read-only")
+
 // Options configure a Store.
 type Options struct {
 	// Dir is the data directory. Required.
 	Dir string
+	// ReadOnly opens the database without writing to the directory
+	// (Pebble replays the write-ahead log into memory), for a check that
+	// must leave the directory as it found it: every write is refused
+	// with ErrReadOnly, and the store never reopens read-write.
+	ReadOnly bool
 	// FS is the filesystem; nil means the operating system's. Tests pass
 	// vfs.NewMem() or an error-injecting FS.
 	FS vfs.FS
@@ -197,9 +206,11 @@ func Open(opts Options) (*Store, error) {
 		_ = lock.Close()
 		return nil, fmt.Errorf("open store in %s: %w", opts.Dir, err)
 	}
-	if err := s.clearTables(); err != nil {
-		_ = lock.Close()
-		return nil, fmt.Errorf("open store in %s: tables not ingested: %w", opts.Dir, err)
+	if !opts.ReadOnly { // a read-only store leaves leftover table files be: removing them is a write
+		if err := s.clearTables(); err != nil {
+			_ = lock.Close()
+			return nil, fmt.Errorf("open store in %s: tables not ingested: %w", opts.Dir, err)
+		}
 	}
 	readOnly, note := s.planOpen()
 	g, err := s.openDB(readOnly)
