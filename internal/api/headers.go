@@ -183,15 +183,39 @@ func requestedThroughput(r *http.Request) (engine.Throughput, error) {
 		tp.Manual = n
 	}
 	if v := strings.TrimSpace(r.Header.Get(hdrAutopilot)); v != "" {
-		var s struct {
-			MaxThroughput int `json:"maxThroughput"`
-		}
+		var s autopilotSettings
 		if err := json.Unmarshal([]byte(v), &s); err != nil || s.MaxThroughput <= 0 {
 			return tp, status.BadRequest("invalid %s header: want {\"maxThroughput\": N}", hdrAutopilot)
+		}
+		if err := s.supported(); err != nil {
+			return tp, err
 		}
 		tp.AutoscaleMax = s.MaxThroughput
 	}
 	return tp, nil
+}
+
+// autopilotSettings is an offer's autoscale settings, as a create's
+// x-ms-cosmos-offer-autopilot-settings header and an offer's
+// content.offerAutopilotSettings carry them.
+type autopilotSettings struct {
+	MaxThroughput int `json:"maxThroughput"`
+	AutoUpgrade   *struct {
+		ThroughputPolicy *struct {
+			IncrementPercent int `json:"incrementPercent"`
+		} `json:"throughputPolicy"`
+	} `json:"autoUpgradePolicy"`
+}
+
+// supported refuses (400) the auto-upgrade policy (azcosmos's
+// NewAutoscaleThroughputPropertiesWithIncrement: the maximum raised by a
+// percentage as usage nears it), which Partita does not apply: taken, it
+// was dropped silently (an SDK hunt).
+func (s autopilotSettings) supported() error {
+	if s.AutoUpgrade != nil && s.AutoUpgrade.ThroughputPolicy != nil && s.AutoUpgrade.ThroughputPolicy.IncrementPercent != 0 {
+		return status.BadRequest("autoscale's autoUpgradePolicy (an increment of %d%%) is not supported: the autoscale maximum changes only when it is replaced", s.AutoUpgrade.ThroughputPolicy.IncrementPercent)
+	}
+	return nil
 }
 
 // parseQuery reads a query request: body, paging and cross-partition headers.

@@ -427,10 +427,8 @@ func (h *Handler) replaceOffer(w http.ResponseWriter, r *http.Request) error {
 	}
 	var offer struct {
 		Content *struct {
-			OfferThroughput *int `json:"offerThroughput"`
-			Autopilot       *struct {
-				MaxThroughput int `json:"maxThroughput"`
-			} `json:"offerAutopilotSettings"`
+			OfferThroughput *int               `json:"offerThroughput"`
+			Autopilot       *autopilotSettings `json:"offerAutopilotSettings"`
 		} `json:"content"`
 	}
 	if err := json.Unmarshal(body, &offer); err != nil || offer.Content == nil {
@@ -449,6 +447,9 @@ func (h *Handler) replaceOffer(w http.ResponseWriter, r *http.Request) error {
 	var tp engine.Throughput
 	switch {
 	case offer.Content.Autopilot != nil:
+		if err := offer.Content.Autopilot.supported(); err != nil {
+			return err
+		}
 		tp.AutoscaleMax = offer.Content.Autopilot.MaxThroughput
 	case offer.Content.OfferThroughput != nil:
 		tp.Manual = *offer.Content.OfferThroughput

@@ -442,7 +442,7 @@ func TestThroughput(t *testing.T) {
 // set to (x-ms-cosmos-min-throughput, azcosmos's MinThroughput, which was
 // nil), Cosmos DB's formula of the most ever provisioned and the
 // containers a database shares with; and a replace below it is Cosmos DB's
-// 400 (it was taken).
+// 400 (it was taken). Autoscale's auto-upgrade increment is refused too.
 func TestMinThroughput(t *testing.T) {
 	s := testserver.Start(t, testserver.Options{})
 	c := s.Client(t)
@@ -492,6 +492,16 @@ func TestMinThroughput(t *testing.T) {
 	}
 	if got := minOf("autoscale after 30,000 RU/s", a.ReadThroughput); got != 400 {
 		t.Errorf("autoscale after 30,000 RU/s: min %d, want 400", got)
+	}
+
+	// The auto-upgrade increment, which Partita does not apply: 400, on a
+	// create and on a replace (it was dropped silently).
+	_, err = c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "inc"}, &azcosmos.CreateDatabaseOptions{ThroughputProperties: ptr(azcosmos.NewAutoscaleThroughputPropertiesWithIncrement(2000, 10))})
+	wantStatus(t, "autoscale with an increment", err, http.StatusBadRequest)
+	_, err = a.ReplaceThroughput(ctx, azcosmos.NewAutoscaleThroughputPropertiesWithIncrement(4000, 10), nil)
+	wantStatus(t, "autoscale replaced with an increment", err, http.StatusBadRequest)
+	if err != nil && !strings.Contains(err.Error(), "autoUpgradePolicy") {
+		t.Errorf("autoscale replaced with an increment: %v, want the policy named", err)
 	}
 
 	// A shared database: 100 RU/s more for each container past 25.
