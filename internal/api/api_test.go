@@ -167,6 +167,7 @@ func TestErrorResponses(t *testing.T) {
 		{"bad continuation", http.MethodGet, "/dbs/db/colls/k/docs", map[string]string{"x-ms-continuation": "!!"}, "", 400, "", "continuation"},
 		{"wrong method", http.MethodPatch, "/dbs/db", nil, "", 405, "", "not allowed"},
 		{"bad throughput", http.MethodPost, "/dbs", map[string]string{"x-ms-offer-throughput": "50"}, `{"id":"db2"}`, 400, "", "at least 400"},
+		{"legacy offer type", http.MethodPost, "/dbs/db/colls", map[string]string{"x-ms-offer-type": "S1"}, `{"id":"s1","partitionKey":{"paths":["/pk"]}}`, 400, "", "legacy performance levels"},
 		// Strings fastjson takes but JSON does not (a bug hunt: stored, then
 		// a 500 when the catalog marshalled the record).
 		{"container with a bad escape", http.MethodPost, "/dbs/db/colls", nil, `{"id":"k2","partitionKey":{"paths":["/pk"]},"zz":"\q"}`, 400, "", `invalid escape \q`},

@@ -30,6 +30,7 @@ const (
 	hdrIsPlan            = "x-ms-cosmos-is-query-plan-request"
 	hdrQueryFeatures     = "x-ms-cosmos-supported-query-features"
 	hdrOfferTP           = "x-ms-offer-throughput"
+	hdrOfferType         = "x-ms-offer-type"
 	hdrAutopilot         = "x-ms-cosmos-offer-autopilot-settings"
 	hdrAIM               = "A-IM"
 	hdrStartEPK          = "x-ms-start-epk"
@@ -175,6 +176,11 @@ func maxItemCount(r *http.Request) (int, error) {
 // requestedThroughput reads the throughput headers of a create request.
 func requestedThroughput(r *http.Request) (engine.Throughput, error) {
 	var tp engine.Throughput
+	if v := strings.TrimSpace(r.Header.Get(hdrOfferType)); v != "" {
+		// The S1, S2 and S3 performance levels Cosmos DB retired: taken,
+		// the header was ignored (an SDK hunt).
+		return tp, status.BadRequest("%s %q is not supported: the legacy performance levels are retired; provision throughput with %s or %s", hdrOfferType, v, hdrOfferTP, hdrAutopilot)
+	}
 	if v := strings.TrimSpace(r.Header.Get(hdrOfferTP)); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {

@@ -370,6 +370,13 @@ class PythonSDKTest(unittest.TestCase):
             self.client.DeleteDatabase(db["_self"])
         self.assertEqual(status_of(lambda: self.client.ReadDatabase(db["_self"])), 404)
 
+    def test_legacy_offer_type(self):
+        """The retired S1/S2/S3 performance levels (options['offerType']) are
+        refused with 400, not ignored."""
+        spec = {"id": "s1", "partitionKey": {"paths": ["/pk"], "kind": "Hash"}}
+        self.assertEqual(status_of(lambda: self.client.CreateContainer(self.db_link, spec, {"offerType": "S1"})), 400)
+        self.assertEqual(status_of(lambda: self.client.ReadContainer(self.db_link + "/colls/s1")), 404)
+
     def test_read_feed_paged(self):
         coll = self.container("feed")
         for i in range(6):
