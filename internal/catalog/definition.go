@@ -41,7 +41,8 @@ const etagPath = `/"_etag"/?`
 // protocol doc §4.2; 1 for a system key), the policies Cosmos DB defaults are
 // filled in, and the indexing policy is completed as Cosmos DB returns it
 // (normalizePolicy). All other properties are kept verbatim, so vector,
-// full-text and other policies round-trip.
+// full-text and other policies round-trip (a vector policy checked first:
+// checkVectorPolicy).
 //
 // current is the container's partition key when body replaces its
 // definition (nil on create): a replace may then omit the key's kind,
@@ -126,6 +127,9 @@ func parseDefinition(body []byte, current *partition.Definition) (definition, er
 		if pe, ok := errors.AsType[*index.PolicyError](err); ok {
 			return definition{}, invalid(pe.Error())
 		}
+		return definition{}, err
+	}
+	if err := checkVectorPolicy(obj.Get("vectorEmbeddingPolicy"), obj.Get("indexingPolicy")); err != nil {
 		return definition{}, err
 	}
 	normalizePolicy(&a, obj.Get("indexingPolicy"))

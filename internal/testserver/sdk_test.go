@@ -548,6 +548,54 @@ func TestIndexingDirective(t *testing.T) {
 	}
 }
 
+// TestVectorPolicy: a container's vector embedding policy and vector
+// indexes are checked as Cosmos DB checks them, and kept as given (a bug
+// hunt: an unknown data type, dimensions of -3 and an index on a path no
+// embedding names were all stored).
+func TestVectorPolicy(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := s.Client(t)
+	ctx := t.Context()
+	if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	db, _ := c.NewDatabase("db")
+	props := func(id string, emb azcosmos.VectorEmbedding, idx ...azcosmos.VectorIndex) azcosmos.ContainerProperties {
+		return azcosmos.ContainerProperties{ID: id, PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}},
+			VectorEmbeddingPolicy: &azcosmos.VectorEmbeddingPolicy{VectorEmbeddings: []azcosmos.VectorEmbedding{emb}},
+			IndexingPolicy:        &azcosmos.IndexingPolicy{Automatic: true, IndexingMode: azcosmos.IndexingModeConsistent, IncludedPaths: []azcosmos.IncludedPath{{Path: "/*"}}, VectorIndexes: idx}}
+	}
+	good := azcosmos.VectorEmbedding{Path: "/v", DataType: azcosmos.VectorDataTypeFloat32, DistanceFunction: azcosmos.VectorDistanceFunctionCosine, Dimensions: 8}
+	res, err := db.CreateContainer(ctx, props("ok", good, azcosmos.VectorIndex{Path: "/v", Type: azcosmos.VectorIndexTypeQuantizedFlat}), nil)
+	if err != nil {
+		t.Fatalf("a valid vector policy: %v", err)
+	}
+	if p := res.ContainerProperties.VectorEmbeddingPolicy; p == nil || len(p.VectorEmbeddings) != 1 || p.VectorEmbeddings[0].Dimensions != 8 {
+		t.Errorf("vector policy read back: %+v", p)
+	}
+	bad := func(name string, emb azcosmos.VectorEmbedding, want string, idx ...azcosmos.VectorIndex) {
+		t.Helper()
+		_, err := db.CreateContainer(ctx, props("bad", emb, idx...), nil)
+		wantStatus(t, name, err, http.StatusBadRequest)
+		if err != nil && !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q in the message", name, err, want)
+		}
+	}
+	e := good
+	e.DataType = "bogus"
+	bad("an unknown data type", e, "dataType")
+	e = good
+	e.DistanceFunction = "manhattan"
+	bad("an unknown distance function", e, "distanceFunction")
+	e = good
+	e.Dimensions = -3
+	bad("negative dimensions", e, "dimensions")
+	bad("an index on a path no embedding names", good, "not a path of the vectorEmbeddingPolicy", azcosmos.VectorIndex{Path: "/w", Type: azcosmos.VectorIndexTypeFlat})
+	e = good
+	e.Dimensions = 1000
+	bad("a flat index past 505 dimensions", e, "at most 505", azcosmos.VectorIndex{Path: "/v", Type: azcosmos.VectorIndexTypeFlat})
+}
+
 func TestAuthentication(t *testing.T) {
 	const readOnly = "cmVhZC1vbmx5LWtleS1mb3ItdGVzdHMtb25seS0xMjM0NTY3ODkwYWJjZGVm"
 	s := testserver.Start(t, testserver.Options{Configure: func(c *config.Config) { c.Auth.ReadOnlyKey = readOnly }})
