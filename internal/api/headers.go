@@ -38,6 +38,7 @@ const (
 	hdrVersion           = "x-ms-version"
 	hdrPopulateQuota     = "x-ms-documentdb-populatequotainfo"
 	hdrMinThroughput     = "x-ms-cosmos-min-throughput"
+	hdrPartitionStats    = "x-ms-documentdb-populatepartitionstatistics"
 	hdrIndexingDirective = "x-ms-indexing-directive"
 )
 

@@ -261,7 +261,53 @@ func (h *Handler) readContainer(w http.ResponseWriter, r *http.Request) error {
 		}
 		setQuotaHeaders(w, u)
 	}
+	if isTrue(r, hdrPartitionStats) {
+		st, err := h.partitionStatistics(r, db, coll)
+		if err != nil {
+			return err
+		}
+		// The container's JSON object, with its statistics as a last
+		// member (the body is an object: it ends in '}').
+		body := make([]byte, 0, len(res.Body)+len(st)+16)
+		body = append(append(append(body, res.Body[:len(res.Body)-1]...), `,"statistics":`...), st...)
+		res.Body = append(body, '}')
+	}
 	return readResource(w, r, res)
+}
+
+// partitionStatistics is the "statistics" member of a container read with
+// x-ms-documentdb-populatepartitionstatistics, as Cosmos DB writes it: per
+// physical partition its id, size in KB (rounded up), item count and
+// largest logical partitions (their key and size in KB), from the same
+// statistics the partitions report reads (one entry per logical
+// partition: an opt-in read, as in Cosmos DB).
+func (h *Handler) partitionStatistics(r *http.Request, db, coll string) ([]byte, error) {
+	reps, err := h.eng.Partitions(r.Context(), db, coll)
+	if err != nil {
+		return nil, err
+	}
+	type keyStats struct {
+		PartitionKey json.RawMessage `json:"partitionKey"`
+		SizeInKB     int64           `json:"sizeInKB"`
+	}
+	type rangeStats struct {
+		ID            string     `json:"id"`
+		SizeInKB      int64      `json:"sizeInKB"`
+		DocumentCount int64      `json:"documentCount"`
+		PartitionKeys []keyStats `json:"partitionKeys"`
+	}
+	kb := func(n int64) int64 { return (n + 1<<10 - 1) >> 10 }
+	out := make([]rangeStats, 0, len(reps))
+	for _, rep := range reps {
+		rs := rangeStats{ID: rep.ID, SizeInKB: kb(rep.StorageBytes), DocumentCount: rep.Items, PartitionKeys: []keyStats{}}
+		for _, k := range rep.TopKeysByStorage {
+			if json.Valid([]byte(k.Key)) {
+				rs.PartitionKeys = append(rs.PartitionKeys, keyStats{PartitionKey: json.RawMessage(k.Key), SizeInKB: kb(k.Bytes)})
+			}
+		}
+		out = append(out, rs)
+	}
+	return json.Marshal(out)
 }
 
 // setQuotaHeaders writes a container's quota and usage in Cosmos DB's

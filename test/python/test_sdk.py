@@ -324,6 +324,12 @@ class PythonSDKTest(unittest.TestCase):
         self.client.UpsertItem(coll, {"id": "b", "pk": "q", "v": 4})
         self.assertEqual(self.client.ReadItem(coll + "/docs/b", {"partitionKey": "q"})["v"], 4)
 
+        stats = self.client.ReadContainer(coll, {"populatePartitionKeyRangeStatistics": True})["statistics"]
+        self.assertEqual(sum(r["documentCount"] for r in stats), 2)
+        self.assertEqual(sorted(k["partitionKey"] for r in stats for k in r["partitionKeys"]), [["p"], ["q"]])
+        self.assertTrue(all(r["sizeInKB"] >= 1 for r in stats if r["documentCount"]))
+        self.assertNotIn("statistics", self.client.ReadContainer(coll))
+
         self.client.ReadContainer(coll, {"populateQuotaInfo": True})
         usage = dict(kv.split("=") for kv in self.client.last_response_headers["x-ms-resource-usage"].split(";") if kv)
         self.assertEqual(usage["documentsCount"], "2")
