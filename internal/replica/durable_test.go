@@ -3,6 +3,7 @@ package replica
 import (
 	"bytes"
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -92,6 +93,18 @@ func TestReadsWaitForTheLogSync(t *testing.T) {
 			delete(answers, name)
 		default:
 		}
+	}
+	// A point read of a key no commit under way writes answers without
+	// waiting for the held sync.
+	other := make(chan error, 1)
+	go func() { _, err := rep.Get([]byte("other")); other <- err }()
+	select {
+	case err := <-other:
+		if !errors.Is(err, ErrNotFound) {
+			t.Errorf("Get of another key: %v, want ErrNotFound", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Errorf("Get of a key no commit under way writes waited for the held sync")
 	}
 	release()
 	if err := <-committed; err != nil {

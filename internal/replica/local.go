@@ -378,8 +378,9 @@ func (r *localReplica) absSpan(s Span) store.Span {
 // Get returns a copy of key's latest applied value, or ErrNotFound;
 // ErrUnavailable.
 func (r *localReplica) Get(key []byte) ([]byte, error) {
-	v, err := r.st.Get(r.abs(key))
-	r.st.AwaitDurable() // what the read saw is durable before it answers
+	k := r.abs(key)
+	v, err := r.st.Get(k)
+	r.st.AwaitDurableKey(k) // what the read saw is durable before it answers
 	return v, mapErr(err)
 }
 

@@ -3,6 +3,9 @@ package store
 import (
 	"sync"
 	"sync/atomic"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // Pebble publishes a commit's mutations to readers before it waits for the
@@ -21,20 +24,70 @@ type inflight struct {
 	mu    sync.Mutex
 	ended map[uint64]struct{} // numbers above done that have ended
 	wake  chan struct{}       // closed when done advances; nil when no one waits
+	// keys counts the hashes of the keys the commits under way write
+	// (awaitKey), and wide the commits under way that write spans (a
+	// range deletion): a point read of a key none of them writes need
+	// not wait.
+	keys map[uint64]int32
+	wide int
 }
 
-// begin numbers a synced commit about to be applied.
-func (f *inflight) begin() uint64 {
+// commitKeys is what begin noted of a commit's keys, for end.
+type commitKeys struct {
+	hashes []uint64
+	wide   bool
+}
+
+// batchKeys hashes the keys b writes; wide when it writes a span.
+func batchKeys(b *pebble.Batch) commitKeys {
+	var ck commitKeys
+	r := b.Reader()
+	for {
+		kind, key, _, ok, err := r.Next()
+		if !ok || err != nil {
+			ck.wide = ck.wide || err != nil
+			return ck
+		}
+		switch kind {
+		case pebble.InternalKeyKindSet, pebble.InternalKeyKindDelete, pebble.InternalKeyKindSingleDelete,
+			pebble.InternalKeyKindSetWithDelete, pebble.InternalKeyKindDeleteSized, pebble.InternalKeyKindMerge:
+			ck.hashes = append(ck.hashes, xxhash.Sum64(key))
+		case pebble.InternalKeyKindLogData:
+		default:
+			ck.wide = true // a range deletion, a range key: any key may be in it
+		}
+	}
+}
+
+// begin numbers a synced commit about to be applied, writing ck.
+func (f *inflight) begin(ck commitKeys) uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.keys == nil {
+		f.keys = make(map[uint64]int32)
+	}
+	for _, h := range ck.hashes {
+		f.keys[h]++
+	}
+	if ck.wide {
+		f.wide++
+	}
 	return f.issued.Add(1)
 }
 
-// end notes that commit n has returned: durable, or failed (the store
-// then refuses every read until it has reopened).
-func (f *inflight) end(n uint64) {
+// end notes that commit n, which wrote ck, has returned: durable, or
+// failed (the store then refuses every read until it has reopened).
+func (f *inflight) end(n uint64, ck commitKeys) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	for _, h := range ck.hashes {
+		if f.keys[h]--; f.keys[h] <= 0 {
+			delete(f.keys, h)
+		}
+	}
+	if ck.wide {
+		f.wide--
+	}
 	done := f.done.Load()
 	if n != done+1 {
 		if f.ended == nil {
@@ -76,6 +129,28 @@ func (f *inflight) await() {
 	}
 	f.mu.Unlock()
 }
+
+// awaitKey is await for a point read of key, made before the call: it
+// waits only when a commit under way writes key (or a span), as no other
+// commit can have changed what the read saw.
+func (f *inflight) awaitKey(key []byte) {
+	if f.done.Load() >= f.issued.Load() {
+		return
+	}
+	h := xxhash.Sum64(key)
+	f.mu.Lock()
+	_, writing := f.keys[h]
+	wide := f.wide > 0
+	f.mu.Unlock()
+	if writing || wide {
+		f.await()
+	}
+}
+
+// AwaitDurableKey is AwaitDurable for a point read of key (the key as
+// the store holds it): it waits only while a synced commit under way
+// writes key or a span.
+func (s *Store) AwaitDurableKey(key []byte) { s.inflight.awaitKey(key) }
 
 // AwaitDurable returns once everything a read begun before the call can
 // see is durable: every synced commit under way when it was called has

@@ -753,8 +753,9 @@ func (s *Store) syncLog() {
 // apply commits b to its database.
 func (s *Store) apply(b *pebble.Batch, wo *pebble.WriteOptions) (err error) {
 	if wo.GetSync() {
-		n := s.inflight.begin()
-		defer s.inflight.end(n) // after the recovery below: a failed commit has failed the store first
+		ck := batchKeys(b)
+		n := s.inflight.begin(ck)
+		defer s.inflight.end(n, ck) // after the recovery below: a failed commit has failed the store first
 	}
 	defer func() {
 		// NB: Pebble reports a failed commit only through Logger.Fatalf
