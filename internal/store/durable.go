@@ -15,8 +15,8 @@ import (
 // then loses, one that was never acknowledged (a crash-consistency hunt saw
 // it in 2 of 164 kill -9 cycles). inflight numbers the synced commits as
 // they begin and notes their ends, so that a read can answer only once
-// every commit it may have seen is durable (AwaitDurable). docs/design.md,
-// "Residual gaps".
+// every commit it may have seen is durable (AwaitDurable, AwaitDurableKey).
+// docs/design.md, "Reads answer only with what is durable".
 type inflight struct {
 	issued atomic.Uint64 // numbers given to synced commits so far
 	done   atomic.Uint64 // every number at or below has ended
