@@ -82,13 +82,24 @@ func do(t *testing.T, srv *httptest.Server, method, path string, hdr map[string]
 // doAs sends a request signed with signer, a key in base64.
 func doAs(t *testing.T, srv *httptest.Server, signer, method, path string, hdr map[string]string, body string) (*http.Response, []byte) {
 	t.Helper()
+	return doSigned(t, srv, signer, method, path, "", hdr, body)
+}
+
+// doSigned is doAs with the signature over link ("" for the path's own
+// link, as auth.Resource gives it; a path of resource ids is signed over
+// its last, lower-cased).
+func doSigned(t *testing.T, srv *httptest.Server, signer, method, path, link string, hdr map[string]string, body string) (*http.Response, []byte) {
+	t.Helper()
 	req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	typ, link, err := auth.Resource(req.URL.EscapedPath())
+	typ, pathLink, err := auth.Resource(req.URL.EscapedPath())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if link == "" {
+		link = pathLink
 	}
 	date := time.Now().UTC().Format(http.TimeFormat)
 	key, _ := auth.DecodeKey(signer)
@@ -550,19 +561,7 @@ func TestRIDPaths(t *testing.T) {
 	}
 	byRID := func(key, method, path, link string) (*http.Response, []byte) {
 		t.Helper()
-		req, _ := http.NewRequest(method, srv.URL+path, nil)
-		typ, _, _ := auth.Resource(req.URL.EscapedPath())
-		date := time.Now().UTC().Format(http.TimeFormat)
-		k, _ := auth.DecodeKey(key)
-		req.Header.Set("x-ms-date", date)
-		req.Header.Set("Authorization", auth.MasterToken(k, method, typ, link, date))
-		resp, err := srv.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp, body
+		return doSigned(t, srv, key, method, path, link, nil, "")
 	}
 	const wrongKey = "d3Jvbmcta2V5LXdyb25nLWtleS13cm9uZy1rZXktd3Jvbmcta2V5LXdyb25nLWtleQ=="
 	self := "/" + strings.TrimSuffix(coll.Self, "/")
