@@ -137,7 +137,8 @@ func TestErrorResponses(t *testing.T) {
 		msg          string
 	}{
 		{"unknown db", http.MethodGet, "/dbs/nope", nil, "", 404, "", "does not exist"},
-		{"unknown container", http.MethodGet, "/dbs/db/colls/nope/docs/x", map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}, "", 404, "", ""},
+		{"unknown container", http.MethodGet, "/dbs/db/colls/nope/docs/x", map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}, "", 404, "1003", "Owner resource does not exist"},
+		{"unknown item", http.MethodGet, "/dbs/db/colls/k/docs/nope", map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}, "", 404, "", "does not exist"},
 		{"missing pk header", http.MethodGet, "/dbs/db/colls/k/docs/x", nil, "", 400, "", "PartitionKey value must be supplied"},
 		{"malformed pk header", http.MethodGet, "/dbs/db/colls/k/docs/x", map[string]string{"x-ms-documentdb-partitionkey": `["a"`}, "", 400, "", "x-ms-documentdb-partitionkey"},
 		{"pk mismatch", http.MethodPost, "/dbs/db/colls/k/docs", map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}, `{"id":"1","pk":"b"}`, 400, "1001", "doesn't match"},
@@ -154,7 +155,7 @@ func TestErrorResponses(t *testing.T) {
 		{"token validity too long", http.MethodPost, "/dbs/db/users/u/permissions", map[string]string{"x-ms-documentdb-expiry-seconds": "18001"}, perm("All", "dbs/db/colls/k"), 400, "", "five hours"},
 		{"permission of unknown user", http.MethodPost, "/dbs/db/users/nope/permissions", nil, perm("All", "dbs/db/colls/k"), 404, "", ""},
 		{"partition key delete without pk", http.MethodPost, "/dbs/db/colls/k/operations/partitionkeydelete", nil, "", 400, "", "PartitionKey value must be supplied"},
-		{"partition key delete of unknown container", http.MethodPost, "/dbs/db/colls/nope/operations/partitionkeydelete", map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}, "", 404, "", ""},
+		{"partition key delete of unknown container", http.MethodPost, "/dbs/db/colls/nope/operations/partitionkeydelete", map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}, "", 404, "1003", "Owner resource does not exist"},
 		{"sproc arguments past 2 MB", http.MethodPost, "/dbs/db/colls/k/sprocs/nope", map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}, `["` + strings.Repeat("x", 2<<20) + `"]`, 413, "", "arguments"},
 		{"sproc without body", http.MethodPost, "/dbs/db/colls/k/sprocs", nil, `{"id":"s"}`, 400, "", "body"},
 		{"sproc syntax error", http.MethodPost, "/dbs/db/colls/k/sprocs", nil, `{"id":"s","body":"function( {"}`, 400, "", "Javascript"},

@@ -75,7 +75,7 @@ func (e *Engine) ExecuteBatch(ctx context.Context, db, coll string, pk document.
 	if err := checkBatchSize(ops); err != nil {
 		return BatchResponse{}, err
 	}
-	c, err := e.container(db, coll)
+	c, err := e.owner(db, coll)
 	if err != nil {
 		return BatchResponse{}, err
 	}
@@ -143,7 +143,7 @@ func (e *Engine) ExecuteBulk(ctx context.Context, db, coll string, ops []BatchOp
 	if err := checkBatchSize(ops); err != nil {
 		return BatchResponse{}, err
 	}
-	c, err := e.container(db, coll)
+	c, err := e.owner(db, coll)
 	if err != nil {
 		return BatchResponse{}, err
 	}

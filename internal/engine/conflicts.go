@@ -11,7 +11,7 @@ import (
 // the container's _rid for the feed envelope. Errors: 404 for a missing
 // database or container.
 func (e *Engine) Conflicts(db, coll string) ([][]byte, string, error) {
-	c, err := e.container(db, coll)
+	c, err := e.owner(db, coll)
 	if err != nil {
 		return nil, "", err
 	}
@@ -22,7 +22,7 @@ func (e *Engine) Conflicts(db, coll string) ([][]byte, string, error) {
 // 404, as there are no conflicts (see Conflicts), also for a missing
 // database or container.
 func (e *Engine) Conflict(db, coll, id string) error {
-	if _, err := e.container(db, coll); err != nil {
+	if _, err := e.owner(db, coll); err != nil {
 		return err
 	}
 	return status.NotFound()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"runtime"
 	"sync"
 	"time"
@@ -281,6 +282,20 @@ func (e *Engine) container(db, coll string) (*catalog.Container, error) {
 	return c, translate(err)
 }
 
+// owner is container for a request on one of the container's children (an
+// item, a batch, a query, a script, a conflict, a partition key range, the
+// change feed): a miss is Cosmos DB's 404/1003, "owner resource does not
+// exist", which tells a client that the container (or its database) is
+// missing rather than the item it asked for.
+func (e *Engine) owner(db, coll string) (*catalog.Container, error) {
+	c, err := e.container(db, coll)
+	if se, ok := errors.AsType[*status.Error](err); ok && se.Code == http.StatusNotFound && se.Sub == status.SubNone {
+		return nil, status.Newf(http.StatusNotFound, "Owner resource does not exist: the container dbs/%s/colls/%s was not found", db, coll).
+			WithSub(status.SubNotFoundOwnerResource).Wrap(err)
+	}
+	return c, err
+}
+
 // Throughput is provisioned throughput as a client requests it (manual
 // RU/s or an autoscale maximum); see catalog.Throughput.
 type Throughput = catalog.Throughput
@@ -463,7 +478,7 @@ type PKRange struct {
 // PKRanges returns the container's current physical partitions, the map's
 // version (the feed's etag) and the container's _rid and _self.
 func (e *Engine) PKRanges(db, coll string) (ranges []PKRange, version int, c *catalog.Container, err error) {
-	c, err = e.container(db, coll)
+	c, err = e.owner(db, coll)
 	if err != nil {
 		return nil, 0, nil, err
 	}

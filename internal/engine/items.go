@@ -152,7 +152,7 @@ func (e *Engine) WriteItem(ctx context.Context, w Write) (Result, error) {
 	if len(w.Body) > e.cfg.MaxItemBytes {
 		return Result{}, tooLarge(len(w.Body), e.cfg.MaxItemBytes)
 	}
-	c, err := e.container(w.DB, w.Container)
+	c, err := e.owner(w.DB, w.Container)
 	if err != nil {
 		return Result{}, err
 	}
@@ -183,7 +183,7 @@ func (e *Engine) WriteItem(ctx context.Context, w Write) (Result, error) {
 // that changes the partition key; 412 when ifMatch does not match or the
 // condition is false.
 func (e *Engine) PatchItem(ctx context.Context, ref ItemRef, pk document.PartitionKey, body []byte, ifMatch string) (Result, error) {
-	c, err := e.container(ref.DB, ref.Container)
+	c, err := e.owner(ref.DB, ref.Container)
 	if err != nil {
 		return Result{}, err
 	}
@@ -264,7 +264,7 @@ func (e *Engine) ReadItem(ctx context.Context, ref ItemRef, pk document.Partitio
 
 // DeleteItem deletes an item. Errors: 404, 412 when ifMatch does not match.
 func (e *Engine) DeleteItem(ctx context.Context, ref ItemRef, pk document.PartitionKey, ifMatch string, trig TriggerSet) (Result, error) {
-	c, err := e.container(ref.DB, ref.Container)
+	c, err := e.owner(ref.DB, ref.Container)
 	if err != nil {
 		return Result{}, err
 	}

@@ -67,7 +67,7 @@ func (e *Engine) readReplica(ctx context.Context, ks uint64) (replica.Replica, e
 // reached in the keyspaces of the mapping held, else it fails with
 // SessionBehind.
 func (e *Engine) readContainer(ctx context.Context, db, coll string) (c *catalog.Container, release func(), err error) {
-	c, err = e.container(db, coll)
+	c, err = e.owner(db, coll)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -247,7 +247,7 @@ type PKDeleteResult struct {
 // (the partition has no budget left: nothing was done), 507/503 from the
 // store.
 func (e *Engine) DeletePartition(ctx context.Context, db, coll string, pk document.PartitionKey) (PKDeleteResult, error) {
-	c, err := e.container(db, coll)
+	c, err := e.owner(db, coll)
 	if err != nil {
 		return PKDeleteResult{}, err
 	}

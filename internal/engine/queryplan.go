@@ -38,7 +38,7 @@ func (e *Engine) QueryPlan(ctx context.Context, db, coll string, q Query) ([]byt
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	c, err := e.container(db, coll)
+	c, err := e.owner(db, coll)
 	if err != nil {
 		return nil, err
 	}

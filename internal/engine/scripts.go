@@ -110,7 +110,7 @@ func compiledAtCreation(kind ScriptKind) bool { return kind != Triggers }
 // CreateScript creates a stored procedure, trigger or UDF; the body of a
 // stored procedure or UDF must compile. Errors: 404, 409, 400.
 func (e *Engine) CreateScript(db, coll string, kind ScriptKind, body []byte) (Resource, error) {
-	if _, err := e.container(db, coll); err != nil {
+	if _, err := e.owner(db, coll); err != nil {
 		return Resource{}, err
 	}
 	sc, err := e.cat.CreateScript(db, coll, kind, body)
@@ -157,7 +157,7 @@ func (e *Engine) DeleteScript(db, coll string, kind ScriptKind, id, ifMatch stri
 
 // Scripts returns a container's scripts of one kind.
 func (e *Engine) Scripts(ctx context.Context, db, coll string, kind ScriptKind) ([][]byte, string, error) {
-	c, err := e.container(db, coll)
+	c, err := e.owner(db, coll)
 	if err != nil {
 		return nil, "", err
 	}
@@ -185,7 +185,7 @@ type SprocResult struct {
 // together when it returns, and none does when it throws, times out or
 // exceeds its limits. It may not write outside pk.
 func (e *Engine) ExecuteStoredProcedure(ctx context.Context, db, coll, id string, pk document.PartitionKey, args []byte, logging bool) (SprocResult, error) {
-	c, err := e.container(db, coll)
+	c, err := e.owner(db, coll)
 	if err != nil {
 		return SprocResult{}, err
 	}

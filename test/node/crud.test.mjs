@@ -111,6 +111,20 @@ describe("partita with @azure/cosmos", () => {
 
     const wrongPk = await client.database(dbId).container(containerId).item("a", "p9").read();
     assert.equal(wrongPk.statusCode, 404);
+    assert.equal(wrongPk.substatus, undefined, "a missing item is a 404 with no substatus");
+
+    // A missing container (or database) is Cosmos DB's 404/1003, "owner
+    // resource does not exist": a client tells it from a missing item.
+    const noContainer = await client.database(dbId).container("noSuchContainer").item("a", "p1").read();
+    assert.equal(noContainer.statusCode, 404);
+    assert.equal(noContainer.substatus, 1003);
+    const noDatabase = await client.database("noSuchDb").container(containerId).item("a", "p1").read();
+    assert.equal(noDatabase.statusCode, 404);
+    assert.equal(noDatabase.substatus, 1003);
+    assert.equal(
+      await statusOfFailure(() => client.database(dbId).container("noSuchContainer").items.upsert({ id: "a", pk: "p1" })),
+      404,
+    );
   });
 
   it("item replace with If-Match: current etag succeeds, stale etag gives 412", async () => {
