@@ -97,7 +97,10 @@
 // overshoots the memory limit by that call's allocation (a 256 MiB limit: about 0.65–1.2 GB of
 // RSS at the peak); what a script stopped by the limit built is returned to the operating
 // system as the call returns (releaseAfterMemoryLimit), so the overshoot does not compound from
-// one run to the next. JavaScript source is parsed only up to 100,000 tokens (a script body, text given to
+// one run to the next. goja folds constant expressions while it compiles, on a VM of its own
+// that these limits do not reach, so every source it compiles is looked at first (fold.go):
+// BigInt literals are refused (the BigInt global is removed), and so is a source whose
+// constant string concatenations would build more than 16 MiB. JavaScript source is parsed only up to 100,000 tokens (a script body, text given to
 // eval or a Function constructor), so that goja's recursive parser cannot overflow the Go
 // stack, which would end the process; eval is therefore always an indirect eval (source.go).
 //

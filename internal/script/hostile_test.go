@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -369,3 +370,55 @@ func TestCompilersGuarded(t *testing.T) {
 		t.Errorf("body within the bound: %v", err)
 	}
 }
+
+// TestConstantFolds: goja folds constant expressions while it compiles, on a VM no limit
+// reaches (fold.go). A BigInt power at creation grew the server by 200 MB a second until it
+// was killed, and 1 KB string literals joined by + took 3 GB in 2 s (a security review); both
+// are refused before goja compiles them, in a body and in source given to eval or Function.
+func TestConstantFolds(t *testing.T) {
+	literals := "'" + strings.Repeat("x", 1024) + "'" + strings.Repeat(" + '"+strings.Repeat("x", 1024)+"'", 4000)
+	for _, tt := range []struct{ name, body, msg string }{
+		{"BigInt power", `function () { return 2n ** (1n << 40n); }`, "BigInt is not supported"},
+		{"BigInt literal", `function () { var a = 1n; }`, "BigInt is not supported"},
+		{"string literals joined", `function () { var s = ` + literals + `; }`, "constant string expressions"},
+		{"string literals joined, declared", `function f() { var s = ` + literals + `; }`, "constant string expressions"},
+	} {
+		start := time.Now()
+		_, err := CompileStoredProcedure(tt.body)
+		if se := asError(t, err); se.Kind != KindCompile || !strings.Contains(se.Msg, tt.msg) {
+			t.Errorf("%s: %v; want a compile error saying %q", tt.name, se, tt.msg)
+		}
+		if d := time.Since(start); d > 20*time.Second {
+			t.Errorf("%s: refused after %v", tt.name, d)
+		}
+	}
+	// What real scripts fold is allowed: a message split over lines.
+	if _, err := CompileStoredProcedure(`function () { var m = "a long " + "message " + 1 + "; " + typeof 2 + ("x" || "y"); }`); err != nil {
+		t.Errorf("small folds: %v", err)
+	}
+
+	// At run time: eval and the Function constructors get the same check, on the source they
+	// compile (an object's toString is called once: it cannot show the check another source).
+	for _, tt := range []struct{ name, expr string }{
+		{"eval", `eval("2n ** (1n << 40n)")`},
+		{"Function", `Function("return 2n ** (1n << 40n)")`},
+		{"Function's parameters", `Function("a = 2n ** (1n << 40n)", "return a")`},
+		{"generator Function", `(function*(){}).constructor("yield 2n ** (1n << 40n)")`},
+		{"eval of joined literals", `eval(` + strconv.Quote(literals) + `)`},
+		{"BigInt global", `BigInt(2) ** (BigInt(1) << BigInt(40))`},
+	} {
+		_, err := run(t, newFakeHost(), `function () { getContext().getResponse().setBody(String(`+tt.expr+`)); }`, ``, Limits{})
+		if se := asError(t, err); se.Kind != KindException {
+			t.Errorf("%s: %v; want an exception", tt.name, se)
+		}
+	}
+	res, err := run(t, newFakeHost(), `function () {
+		var n = 0, twoFaced = {toString: function () { return n++ ? "return 2n ** (1n << 40n)" : "return 1"; }};
+		getContext().getResponse().setBody([typeof BigInt, eval("'a' + 'b'"), Function("return 'c' + 1")(), Function(twoFaced)(), n]);
+	}`, ``, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonEqual(t, "body", res.Body, `["undefined","ab","c1",1,1]`)
+}
+

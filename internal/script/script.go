@@ -231,6 +231,9 @@ func compile(kind programKind, body string) (p *Program, err error) {
 	// The usual body is a single function: compile it as a parenthesised expression whose value
 	// is the function, which also accepts the anonymous `function (...) {...}` form.
 	if prg, perr := parser.ParseFile(nil, "", "("+body+"\n)", 0); perr == nil && isFunctionExpr(prg) {
+		if msg := checkFolds(prg); msg != "" {
+			return nil, newError(KindCompile, "Encountered exception while compiling Javascript. Exception = "+msg, nil)
+		}
 		cp, cerr := goja.CompileAST(prg, false)
 		if cerr != nil {
 			return nil, compileError(cerr)
@@ -244,6 +247,9 @@ func compile(kind programKind, body string) (p *Program, err error) {
 	entry := firstFunction(prg)
 	if entry == "" {
 		return nil, newError(KindCompile, "Encountered exception while compiling Javascript. Exception = the script body must be a JavaScript function", nil)
+	}
+	if msg := checkFolds(prg); msg != "" {
+		return nil, newError(KindCompile, "Encountered exception while compiling Javascript. Exception = "+msg, nil)
 	}
 	cp, cerr := goja.CompileAST(prg, false)
 	if cerr != nil {

@@ -2,8 +2,11 @@ package script
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/dop251/goja"
+	"github.com/dop251/goja/ast"
+	"github.com/dop251/goja/parser"
 )
 
 // maxSourceTokens bounds the tokens of JavaScript source that goja's parser is given: a
@@ -60,7 +63,9 @@ func sourceTooLarge(what string, src string) string {
 // and a Go stack overflow in the parser would take the whole server down.
 func (x *execution) guardCompilers() {
 	rt := x.rt
-	check := func(args []goja.Value) {
+	// check refuses args, given to eval (prefix "") or to a Function constructor (the source
+	// it compiles begins with prefix), when they are too large or fold too much (fold.go).
+	check := func(prefix string, args []goja.Value) {
 		x.checkFired()
 		total := 0
 		for _, a := range args {
@@ -74,17 +79,21 @@ func (x *execution) guardCompilers() {
 		if total > 16*maxSourceTokens { // a Function's parameters and body together
 			x.throwRange(fmt.Sprintf("the source given to Function is too large to compile: %d bytes", total))
 		}
+		if msg := checkFolds(compiledSource(prefix, args)); msg != "" {
+			x.throwRange(msg)
+		}
 	}
 	global := rt.GlobalObject()
 	if orig, ok := goja.AssertFunction(global.Get("eval")); ok {
 		x.define(global, "eval", rt.ToValue(func(call goja.FunctionCall) goja.Value {
 			if len(call.Arguments) > 0 {
-				check(call.Arguments[:1])
+				check("", call.Arguments[:1])
 			}
 			return x.call(orig, goja.Undefined(), call.Arguments...)
 		}))
 	}
 	for _, src := range []string{"(function(){})", "(async function(){})", "(function*(){})", "(async function*(){})"} {
+		prefix := strings.TrimSuffix(src, "(){})") + " anonymous("
 		fn, err := rt.RunString(src)
 		if err != nil {
 			continue // a kind of function goja does not have
@@ -100,8 +109,14 @@ func (x *execution) guardCompilers() {
 		}
 		origObj := ctorVal.ToObject(rt)
 		guardedCtor := rt.ToValue(func(call goja.ConstructorCall) *goja.Object {
-			check(call.Arguments)
-			return x.call(orig, goja.Undefined(), call.Arguments...).ToObject(rt)
+			// Converted once, here: an object's toString could answer the check with one
+			// source and the constructor with another.
+			args := make([]goja.Value, len(call.Arguments))
+			for i, a := range call.Arguments {
+				args[i] = a.ToString()
+			}
+			check(prefix, args)
+			return x.call(orig, goja.Undefined(), args...).ToObject(rt)
 		}).ToObject(rt)
 		if err := guardedCtor.DefineDataProperty("prototype", proto, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE); err != nil {
 			panic(err)
@@ -111,6 +126,41 @@ func (x *execution) guardCompilers() {
 			x.define(global, "Function", guardedCtor)
 		}
 	}
+}
+
+// compiledSource parses the source goja compiles for eval (prefix "": the one argument, when
+// it is a string) or for a Function constructor (its parameters and body, the source goja's
+// functionCtor builds), or returns nil when there is none or it does not parse (goja then
+// refuses the same source with its SyntaxError).
+func compiledSource(prefix string, args []goja.Value) *ast.Program {
+	var src string
+	if prefix == "" {
+		s, ok := args[0].Export().(string)
+		if !ok {
+			return nil // eval of a non-string returns it
+		}
+		src = s
+	} else {
+		var b strings.Builder
+		b.WriteString(prefix)
+		for i, a := range args[:max(len(args)-1, 0)] {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(a.String())
+		}
+		b.WriteString("\n) {\n")
+		if len(args) > 0 {
+			b.WriteString(args[len(args)-1].String())
+		}
+		b.WriteString("\n})")
+		src = b.String()
+	}
+	prg, err := parser.ParseFile(nil, "", src, 0)
+	if err != nil {
+		return nil
+	}
+	return prg
 }
 
 // sameObject reports whether v is the object o.

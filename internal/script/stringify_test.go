@@ -38,7 +38,7 @@ func TestBuiltinsMatchGoja(t *testing.T) {
 		`JSON.stringify("str")`, `JSON.stringify('q"uo\\te/')`, `JSON.stringify("\u0000\u0007\b\t\n\f\r\u001f\u007f\u2028é")`,
 		`JSON.stringify("\ud800")`, `JSON.stringify("a\udc00b\ud83d\ude00c\ud83d")`, `JSON.stringify("\ufffd")`,
 		`JSON.stringify(true)`, `JSON.stringify(null)`, `JSON.stringify(undefined)`, `JSON.stringify(function () {})`,
-		`JSON.stringify(Symbol("s"))`, `JSON.stringify(1n)`, `JSON.stringify({a: 1n})`,
+		`JSON.stringify(Symbol("s"))`, // (no BigInt: scripts have none, guard.go)
 		// objects and arrays
 		`JSON.stringify({a: 1, b: [1, 2, {c: 3}], d: "x"})`, `JSON.stringify({b: 1, a: 2, 1: 3, 0: 4})`,
 		`JSON.stringify([undefined, function () {}, Symbol()])`, `JSON.stringify({u: undefined, f: function () {}, s: Symbol(), n: null})`,
@@ -50,8 +50,7 @@ func TestBuiltinsMatchGoja(t *testing.T) {
 		`JSON.stringify(new Date(0))`, `JSON.stringify({toJSON: function (k) { return "key:" + k; }})`,
 		`JSON.stringify({a: {toJSON: function (k) { return [k]; }}})`, `JSON.stringify([{toJSON: function (k) { return typeof k; }}])`,
 		`JSON.stringify(new Number(3))`, `JSON.stringify(new String("s"))`, `JSON.stringify(new Boolean(false))`,
-		`JSON.stringify(Object(1n))`, `JSON.stringify({toJSON: 1})`,
-		`(function () { BigInt.prototype.toJSON = function () { return this.toString(); }; return JSON.stringify([1n]); })()`,
+		`JSON.stringify({toJSON: 1})`,
 		`JSON.stringify({n: Object.assign(new Number(3), {valueOf: function () { return 7; }})})`,
 		`JSON.stringify(JSON.rawJSON("1e1000"))`, `JSON.stringify({a: JSON.rawJSON('"x"')})`,
 		// proxies and cycles
