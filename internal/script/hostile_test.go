@@ -421,4 +421,3 @@ func TestConstantFolds(t *testing.T) {
 	}
 	jsonEqual(t, "body", res.Body, `["undefined","ab","c1",1,1]`)
 }
-
