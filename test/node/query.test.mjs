@@ -391,6 +391,26 @@ describe("cross-partition queries through the query plan", () => {
     );
   });
 
+  it("the newer system functions (STRINGSPLIT, STRINGJOIN, CHOOSE, OBJECTTOARRAY, ARRAY_SUM, SETDIFFERENCE, YEAR)", async () => {
+    await expectSet(
+      "SELECT VALUE {\"id\": c.id, \"parts\": STRINGSPLIT(c.name, \"-\"), \"joined\": STRINGJOIN(STRINGSPLIT(c.name, \"-\"), \"+\"), " +
+        "\"second\": CHOOSE(2, \"a\", c.n, \"c\"), \"pairs\": OBJECTTOARRAY({\"n\": c.n}), \"sum\": ARRAY_SUM([c.n, 1]), " +
+        "\"diff\": SETDIFFERENCE([1, 2, c.n], [2]), \"year\": YEAR(\"2024-01-15T10:20:30Z\")} FROM c WHERE c.flag",
+      items
+        .filter((x) => x.flag)
+        .map((x) => ({
+          id: x.id,
+          parts: x.name.split("-"),
+          joined: x.name.split("-").join("+"),
+          second: x.n,
+          pairs: [{ k: "n", v: x.n }],
+          sum: x.n + 1,
+          diff: [...new Set([1, 2, x.n])].filter((v) => v !== 2),
+          year: 2024,
+        })),
+    );
+  });
+
   it("pages with a small maxItemCount give the same results, without duplicates", async () => {
     for (const mode of modes) {
       const ordered = await paged("SELECT c.id FROM c ORDER BY c.n DESC", 3, mode);

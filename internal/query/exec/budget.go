@@ -89,6 +89,13 @@ func jsonSize(j *fastjson.Value, limit int) int {
 	return 8
 }
 
+// tooLarge is what a function returns in place of a result it measured past
+// maxValueBytes before building it (STRINGJOIN, STRINGSPLIT, OBJECTTOARRAY:
+// a separator or names repeated per element can make a result many times
+// its arguments' size): the call fails the run as for a result built too
+// large. Its composite marks it; no string value has one.
+var tooLarge = value{k: kStr, c: &composite{}}
+
 // errValueTooLarge is the failure of a value past MaxValueBytes.
 func errValueTooLarge(what string) *Error {
 	return &Error{Msg: "the query builds a value larger than 16 MiB (" + what + "): no result row or item can hold it; filter the rows it is built from (fewer JOINs, a WHERE in the subquery)"}

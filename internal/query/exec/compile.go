@@ -1107,6 +1107,9 @@ func (c *compiler) call(e *parse.Call, x ectx) (evalFn, error) {
 		}
 		return fn, nil
 	}
+	if b, ok := clockFunc(upper); ok {
+		return c.clockCall(e, upper, b, x)
+	}
 	b, ok := lookupBuiltin(upper)
 	if !ok {
 		return nil, errorAt(e, "unknown function %q", e.Name)
@@ -1138,6 +1141,10 @@ func (c *compiler) call(e *parse.Call, x ectx) (evalFn, error) {
 		r := fn(e.stack[base:])
 		clear(e.stack[base:])
 		e.stack = e.stack[:base]
+		if r.c == tooLarge.c {
+			e.rc.fail(errValueTooLarge(upper + "'s result"))
+			return undef
+		}
 		if (r.k == kStr || r.k == kArr || r.k == kObj) && r.j == nil && sizeOf(r, maxValueBytes) > maxValueBytes {
 			e.rc.fail(errValueTooLarge(upper + "'s result"))
 			return undef
@@ -1214,12 +1221,29 @@ func currentTime(upper string) (evalFn, bool) {
 	case "GETCURRENTTIMESTAMP":
 		return func(e *env) value { return num(float64(e.rc.now.UnixMilli())) }, true
 	case "GETCURRENTTICKS":
-		return func(e *env) value {
-			t := e.rc.now
-			return num(float64(t.Unix())*ticksPerSecond + float64(t.Nanosecond()/100))
-		}, true
+		return func(e *env) value { return intValue(unixTicks(e.rc.now)) }, true
 	}
 	return nil, false
+}
+
+// clockCall compiles NOW and AGO, which take arguments and read the run's clock (the same
+// time GetCurrentDateTime reads, for every row of the run).
+func (c *compiler) clockCall(e *parse.Call, upper string, b clockBuiltin, x ectx) (evalFn, error) {
+	if len(e.Args) != b.min && len(e.Args) != b.max {
+		return nil, errorAt(e, "function %s called with %d arguments", upper, len(e.Args))
+	}
+	args, err := c.exprs(e.Args, x)
+	if err != nil {
+		return nil, err
+	}
+	fn := b.fn
+	return func(e *env) value {
+		var a [2]value
+		for i, arg := range args {
+			a[i] = arg(e)
+		}
+		return fn(e.rc.now, a[:len(args)])
+	}, nil
 }
 
 // udfCall compiles udf.name(args): the arguments are passed as JSON and the

@@ -104,41 +104,27 @@ func lookupDateTime(upper string) (builtin, bool) {
 	switch upper {
 	case "DATETIMEADD":
 		return builtin{3, 3, func(a []value) value {
-			part, ok1 := datePart(a[0])
-			n, ok2 := toInt64(a[1])
-			t, ok3 := parseDateTime(a[2])
-			if !ok1 || !ok2 || !ok3 {
+			t, ok := parseDateTime(a[2])
+			if !ok {
+				return undef
+			}
+			return dateTimeAdd(a[0], a[1], t)
+		}}, true
+	case "YEAR", "MONTH", "DAY":
+		// YEAR(d), MONTH(d) and DAY(d) are DateTimePart("year", d) and so on.
+		part := strings.ToLower(upper)
+		return builtin{1, 1, func(a []value) value {
+			t, ok := parseDateTime(a[0])
+			if !ok {
 				return undef
 			}
 			switch part {
-			case "year", "month":
-				if part == "year" {
-					if n > math.MaxInt64/12 || n < math.MinInt64/12 {
-						return undef
-					}
-					n *= 12
-				}
-				r, ok := addMonths(t, n)
-				if !ok {
-					return undef
-				}
-				return formatDateTime(r)
+			case "year":
+				return num(float64(t.Year()))
+			case "month":
+				return num(float64(t.Month()))
 			}
-			unit, _ := fixedUnit(part)
-			if f := float64(n) * float64(unit); f > 4e20 || f < -4e20 {
-				return undef // far outside years 1..9999
-			}
-			// Add whole seconds and a nanosecond remainder: a time.Duration spans only
-			// 292 years.
-			perSec := int64(time.Second) / unit // 0 for units of a second or more
-			var secs, nanos int64
-			if perSec == 0 {
-				secs = n * (unit / int64(time.Second))
-			} else {
-				secs = floorDiv(n, perSec)
-				nanos = (n - secs*perSec) * unit
-			}
-			return formatDateTime(time.Unix(t.Unix()+secs, int64(t.Nanosecond())+nanos))
+			return num(float64(t.Day()))
 		}}, true
 	case "DATETIMEPART":
 		return builtin{2, 2, func(a []value) value {
@@ -217,7 +203,7 @@ func lookupDateTime(upper string) (builtin, bool) {
 			if !ok {
 				return undef
 			}
-			return num(float64(t.Unix())*ticksPerSecond + float64(t.Nanosecond()/100))
+			return intValue(unixTicks(t))
 		}}, true
 	case "DATETIMETOTIMESTAMP":
 		return builtin{1, 1, func(a []value) value {
@@ -281,6 +267,81 @@ func lookupDateTime(upper string) (builtin, bool) {
 		}}, true
 	}
 	return builtin{}, false
+}
+
+// unixTicks returns t in ticks since the Unix epoch, exactly: years 1..9999 are within
+// ±2.6e18 ticks, inside int64 but far past the integers a float64 holds (2^53).
+func unixTicks(t time.Time) int64 {
+	return t.Unix()*ticksPerSecond + int64(t.Nanosecond()/100)
+}
+
+// dateTimeAdd is DateTimeAdd(part, n, t): n parts (a whole number) added to t.
+func dateTimeAdd(partV, nV value, t time.Time) value {
+	part, ok1 := datePart(partV)
+	n, ok2 := toInt64(nV)
+	if !ok1 || !ok2 {
+		return undef
+	}
+	switch part {
+	case "year", "month":
+		if part == "year" {
+			if n > math.MaxInt64/12 || n < math.MinInt64/12 {
+				return undef
+			}
+			n *= 12
+		}
+		r, ok := addMonths(t, n)
+		if !ok {
+			return undef
+		}
+		return formatDateTime(r)
+	}
+	unit, _ := fixedUnit(part)
+	if f := float64(n) * float64(unit); f > 4e20 || f < -4e20 {
+		return undef // far outside years 1..9999
+	}
+	// Add whole seconds and a nanosecond remainder: a time.Duration spans only 292 years.
+	perSec := int64(time.Second) / unit // 0 for units of a second or more
+	var secs, nanos int64
+	if perSec == 0 {
+		secs = n * (unit / int64(time.Second))
+	} else {
+		secs = floorDiv(n, perSec)
+		nanos = (n - secs*perSec) * unit
+	}
+	return formatDateTime(time.Unix(t.Unix()+secs, int64(t.Nanosecond())+nanos))
+}
+
+// clockBuiltin is a date and time function that reads the run's clock (NOW, AGO): fn
+// receives the run's time and min or max evaluated arguments (NOW takes none or two).
+type clockBuiltin struct {
+	min, max int
+	fn       func(now time.Time, args []value) value
+}
+
+// clockFunc returns NOW or AGO. NOW() is GetCurrentDateTime(); NOW(part, n) is
+// DateTimeAdd(part, n, NOW()) and AGO(part, n) is DateTimeAdd(part, -n, NOW()), as
+// Cosmos DB's pages for them show. Like GetCurrentDateTime they read the time the run
+// started, the same for every row.
+func clockFunc(upper string) (clockBuiltin, bool) {
+	switch upper {
+	case "NOW":
+		return clockBuiltin{0, 2, func(now time.Time, a []value) value {
+			if len(a) == 0 {
+				return formatDateTime(now)
+			}
+			return dateTimeAdd(a[0], a[1], now)
+		}}, true
+	case "AGO":
+		return clockBuiltin{2, 2, func(now time.Time, a []value) value {
+			n, ok := toInt64(a[1])
+			if !ok || n == math.MinInt64 {
+				return undef
+			}
+			return dateTimeAdd(a[0], intValue(-n), now)
+		}}, true
+	}
+	return clockBuiltin{}, false
 }
 
 func floorDiv(a, b int64) int64 {

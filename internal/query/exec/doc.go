@@ -16,7 +16,11 @@
 // *Error; anything else Run returns (a cancelled context, an unparsable document) is not.
 //
 // The spatial functions (ST_DISTANCE, ST_WITHIN, ST_INTERSECTS, ST_ISVALID,
-// ST_ISVALIDDETAILED) evaluate GeoJSON geography with package geo.
+// ST_ISVALIDDETAILED) evaluate GeoJSON geography with package geo; ST_AREA takes a
+// polygon's area on the WGS-84 ellipsoid's authalic sphere (spatial.go).
+//
+// Not supported among the documented system functions: DATETIMEFORMAT, whose page does
+// not say which format specifiers it accepts (and whose example is not .NET's formatting).
 //
 // Not yet supported: vector functions, ORDER BY RANK and FullTextScore, and ALL/FIRST/LAST
 // subqueries.

@@ -1,7 +1,9 @@
 package exec
 
 import (
+	"encoding/binary"
 	"math"
+	"math/rand/v2"
 	"regexp"
 	"slices"
 	"strconv"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
+	"github.com/partitadb/partita/internal/document"
 	"github.com/partitadb/partita/internal/query/parse"
 )
 
@@ -122,6 +125,8 @@ func lookupBuiltin(upper string) (builtin, bool) {
 		return stringTest(strings.HasSuffix), true
 	case "STRINGEQUALS":
 		return stringTest(func(a, b string) bool { return a == b }), true
+	case "CONTAINS_ALL_CS", "CONTAINS_ALL_CI", "CONTAINS_ANY_CS", "CONTAINS_ANY_CI":
+		return containsList(strings.HasPrefix(upper, "CONTAINS_ALL"), strings.HasSuffix(upper, "_CI")), true
 	case "LOWER":
 		return str1(func(s string) value { return str(strings.ToLower(s)) }), true
 	case "UPPER":
@@ -188,6 +193,88 @@ func lookupBuiltin(upper string) (builtin, bool) {
 				return num(-1)
 			}
 			return num(float64(max(start, 0) + int64(utf8.RuneCountInString(s[len(skip):len(skip)+i]))))
+		}}, true
+	case "LASTINDEXOF":
+		// LASTINDEXOF(s, t [, start]): where the last t in s begins, in characters, or -1.
+		// With start, t must end at or before character start (the search runs from start
+		// back to the beginning): LASTINDEXOF("abcdeabc", "abc", 6) is 0, with 7 it is 5.
+		return builtin{2, 3, func(a []value) value {
+			if a[0].k != kStr || a[1].k != kStr {
+				return undef
+			}
+			s := a[0].s
+			if len(a) == 3 {
+				start, ok := toInt64(a[2])
+				if !ok {
+					return undef
+				}
+				if start < 0 {
+					return num(-1)
+				}
+				if start < int64(len(s)) { // else past the end, as characters are bytes or more
+					s = s[:len(runeSlice(s, 0, start+1))]
+				}
+			}
+			i := strings.LastIndex(s, a[1].s)
+			if i < 0 {
+				return num(-1)
+			}
+			return num(float64(utf8.RuneCountInString(s[:i])))
+		}}, true
+	case "STRINGJOIN":
+		// STRINGJOIN(strings, separator): an array of strings only.
+		return builtin{2, 2, func(a []value) value {
+			if a[0].k != kArr || a[1].k != kStr {
+				return undef
+			}
+			elems := a[0].elems()
+			n := 2
+			for i, e := range elems {
+				if e.k != kStr {
+					return undef
+				}
+				if i > 0 {
+					n += len(a[1].s)
+				}
+				if n += len(e.s); n > maxValueBytes {
+					return tooLarge
+				}
+			}
+			var b strings.Builder
+			b.Grow(n - 2)
+			for i, e := range elems {
+				if i > 0 {
+					b.WriteString(a[1].s)
+				}
+				b.WriteString(e.s)
+			}
+			return str(b.String())
+		}}, true
+	case "STRINGSPLIT":
+		// STRINGSPLIT(s, separator): the pieces of s between separators; an empty separator
+		// splits nothing (["Helmet"]), and an empty s is one empty piece.
+		return builtin{2, 2, func(a []value) value {
+			if a[0].k != kStr || a[1].k != kStr {
+				return undef
+			}
+			s, sep := a[0].s, a[1].s
+			if sep == "" {
+				return arrayOf([]value{str(s)})
+			}
+			// Each piece costs its quotes and a comma in the result, which thus can be
+			// three times as long as s: measured before any piece is made.
+			pieces := strings.Count(s, sep) + 1
+			size := 2 + len(s) - (pieces-1)*len(sep) + 3*pieces
+			if size > maxValueBytes {
+				return tooLarge
+			}
+			elems := make([]value, 0, pieces)
+			for piece := range strings.SplitSeq(s, sep) {
+				elems = append(elems, str(piece))
+			}
+			r := arrayOf(elems)
+			r.c.size = size
+			return r
 		}}, true
 	case "REPLACE":
 		return builtin{3, 3, func(a []value) value {
@@ -287,6 +374,8 @@ func lookupBuiltin(upper string) (builtin, bool) {
 		return math1(func(x float64) float64 { return x * math.Pi / 180 }), true
 	case "PI":
 		return builtin{0, 0, func([]value) value { return num(math.Pi) }}, true
+	case "RAND":
+		return builtin{0, 0, func([]value) value { return num(rand.Float64()) }}, true // [0, 1)
 	case "LOG":
 		return builtin{1, 2, func(a []value) value {
 			if a[0].k != kNum {
@@ -434,6 +523,101 @@ func lookupBuiltin(upper string) (builtin, bool) {
 			}
 			return setOp(a[0].elems(), a[1].elems(), union)
 		}}, true
+
+	case "SETDIFFERENCE":
+		return builtin{2, 2, func(a []value) value {
+			if a[0].k != kArr || a[1].k != kArr {
+				return undef
+			}
+			return setDifference(a[0].elems(), a[1].elems())
+		}}, true
+	case "SETEQUAL":
+		return builtin{2, 2, func(a []value) value {
+			if a[0].k != kArr || a[1].k != kArr {
+				return undef
+			}
+			x, y := setKeys(a[0].elems()), setKeys(a[1].elems())
+			if len(x) != len(y) {
+				return vFalse
+			}
+			for k := range x {
+				if !y[k] {
+					return vFalse
+				}
+			}
+			return vTrue
+		}}, true
+	case "ARRAY_MAX", "ARRAY_MIN":
+		// Numbers, strings, booleans and null, compared across types as MAX and MIN do
+		// (null < false < true < numbers < strings); an array or object element makes the
+		// result undefined, and so does an empty array.
+		sign := 1
+		if upper == "ARRAY_MIN" {
+			sign = -1
+		}
+		return f1(func(v value) value {
+			if v.k != kArr {
+				return undef
+			}
+			best := undef
+			for _, e := range v.elems() {
+				if e.k == kArr || e.k == kObj {
+					return undef
+				}
+				if best.k == kUndef || sign*compareValues(e, best) > 0 {
+					best = e
+				}
+			}
+			return best
+		}), true
+	case "ARRAY_SUM", "ARRAY_AVG", "ARRAY_MEDIAN":
+		// Numbers only: any other element makes the result undefined. As SUM and AVG over no
+		// rows, the sum of an empty array is 0 and its average (and median) undefined.
+		return f1(func(v value) value {
+			if v.k != kArr {
+				return undef
+			}
+			elems := v.elems()
+			ns := make([]float64, len(elems))
+			sum := 0.0
+			for i, e := range elems {
+				if e.k != kNum {
+					return undef
+				}
+				ns[i] = e.n
+				sum += e.n
+			}
+			switch {
+			case upper == "ARRAY_SUM":
+				return num(sum)
+			case len(ns) == 0:
+				return undef
+			case upper == "ARRAY_AVG":
+				return num(sum / float64(len(ns)))
+			}
+			slices.Sort(ns)
+			mid := len(ns) / 2
+			if len(ns)%2 == 1 {
+				return num(ns[mid])
+			}
+			return num((ns[mid-1] + ns[mid]) / 2)
+		}), true
+	case "CHOOSE":
+		// CHOOSE(i, e1, ..., eN): ei, counting from 1; undefined for an index out of range
+		// or not a whole number.
+		return builtin{2, -1, func(a []value) value {
+			i, ok := toInt64(a[0])
+			if !ok || i < 1 || i >= int64(len(a)) {
+				return undef
+			}
+			return a[i]
+		}}, true
+	case "OBJECTTOARRAY":
+		return builtin{1, 3, objectToArray}, true
+
+	// Items.
+	case "DOCUMENTID":
+		return f1(documentID), true
 
 	// Full-text search.
 	case "FULLTEXTCONTAINS":
@@ -732,6 +916,114 @@ func setOp(a, b []value, union bool) value {
 		}
 	}
 	return arrayOf(out)
+}
+
+// setKeys returns the canonical encodings (appendKey) of elems.
+func setKeys(elems []value) map[string]bool {
+	keys := make(map[string]bool, len(elems))
+	for _, v := range elems {
+		keys[string(appendKey(nil, v))] = true
+	}
+	return keys
+}
+
+// setDifference returns the distinct elements of a that are not in b, in first-seen order.
+func setDifference(a, b []value) value {
+	inB := setKeys(b)
+	seen := make(map[string]bool)
+	out := []value{}
+	for _, v := range a {
+		k := string(appendKey(nil, v))
+		if !inB[k] && !seen[k] {
+			seen[k] = true
+			out = append(out, v)
+		}
+	}
+	return arrayOf(out)
+}
+
+// objectToArray is OBJECTTOARRAY(obj [, keyName [, valueName]]): an element {"k": name,
+// "v": value} for each property of obj, in order, with the names "k" and "v" replaced by
+// keyName and valueName when given. Names that are not strings, or one name given twice
+// (an element would have the same property twice), make it undefined.
+func objectToArray(a []value) value {
+	names := [2]string{"k", "v"}
+	for i, n := range a[1:] {
+		if n.k != kStr {
+			return undef
+		}
+		names[i] = n.s
+	}
+	if a[0].k != kObj || names[0] == names[1] {
+		return undef
+	}
+	// Measured as sizeOf measures the result, as its elements are made: the names are
+	// repeated in every element.
+	size := 2
+	out := make([]value, 0, a[0].length())
+	keys := names[:]
+	a[0].each(func(k string, v value) bool {
+		size += 2 + len(names[0]) + 3 + len(k) + 2 + 1 + len(names[1]) + 3 + sizeOf(v, maxValueBytes) + 1 + 1
+		if size > maxValueBytes {
+			return false
+		}
+		out = append(out, value{k: kObj, c: &composite{keys: keys, elems: []value{str(k), v}}})
+		return true
+	})
+	if size > maxValueBytes {
+		return tooLarge
+	}
+	r := arrayOf(out)
+	r.c.size = size
+	return r
+}
+
+// documentID is DOCUMENTID(root): the item's number within its container, which its _rid
+// carries. Cosmos DB's documentation has it return an integer that identifies the item
+// within its physical partition (13 for the _rid "36ZyAPW+uN8NAAAAAAAAAA==", whose last
+// eight bytes hold 13). An item's _rid here is its container's _rid and then its sequence
+// number (big-endian, engine.ridSeq), unique in the container. What is not an item (no
+// _rid of an item's length) has none: undefined.
+func documentID(v value) value {
+	rid := v.get("_rid")
+	if rid.k != kStr {
+		return undef
+	}
+	b, err := document.DecodeRID(rid.s)
+	if err != nil || len(b) != 16 {
+		return undef
+	}
+	seq := binary.BigEndian.Uint64(b[8:])
+	if seq > math.MaxInt64 {
+		return undef
+	}
+	return intValue(int64(seq))
+}
+
+// containsList builds CONTAINS_ALL_CS and friends: CONTAINS(s, t, ci) for each t, joined by
+// AND (all) or OR (any) with their undefined rules, as the pages define them:
+// CONTAINS_ALL_CI(s, undefined, "x") is undefined when s contains x, and false otherwise.
+func containsList(all, ci bool) builtin {
+	return builtin{2, -1, func(a []value) value {
+		unknown := false
+		for _, t := range a[1:] {
+			if a[0].k != kStr || t.k != kStr {
+				unknown = true
+				continue
+			}
+			s, sub := a[0].s, t.s
+			if ci {
+				s, sub = strings.ToLower(s), strings.ToLower(sub)
+			}
+			if strings.Contains(s, sub) != all {
+				return boolean(!all)
+			}
+		}
+		if unknown {
+			return undef
+		}
+		return boolean(all)
+	}}
 }
 
 // fullText builds FullTextContains / FullTextContainsAll (all terms) and FullTextContainsAny.

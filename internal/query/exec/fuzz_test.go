@@ -24,6 +24,10 @@ func FuzzRun(f *testing.F) {
 		"SELECT VALUE [c.age ?? 1, c.x ? 1 : 2, c.tags[0] || 'x', ~c.age << 2, SUBSTRING(c.name, 1, 2)] FROM c",
 		"SELECT VALUE COUNT(1) FROM (SELECT DISTINCT VALUE c.city FROM c) s",
 		"SELECT VALUE {a: c.address, b: EXISTS(SELECT VALUE 1 FROM t IN c.tags)} FROM c WHERE ARRAY_CONTAINS(@arr, c.age)",
+		"SELECT VALUE [STRINGSPLIT(c.name, 'o'), STRINGJOIN(c.tags, '-'), LASTINDEXOF(c.name, 'a', 2), CONTAINS_ANY_CI(c.name, 'A', c.city)] FROM c",
+		"SELECT VALUE [CHOOSE(2, c.age, c.name), OBJECTTOARRAY(c.address, 'key', 'val'), SETDIFFERENCE(c.tags, @arr), SETEQUAL(c.tags, c.tags)] FROM c",
+		"SELECT VALUE [ARRAY_MAX(c.tags), ARRAY_MEDIAN([c.age, 1, 2]), DAY('2024-01-15T10:20:30Z'), AGO('dd', 1) > NOW(), DOCUMENTID(c)] FROM c",
+		"SELECT VALUE ST_AREA({type: 'Polygon', coordinates: [[[0, 0], [1, 0], [1, 1], [0, 1], [0, 0]]]}) FROM c",
 	} {
 		f.Add(s)
 	}
