@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -205,6 +206,76 @@ func TestParseDepthLimit(t *testing.T) {
 	if _, err := Parse(ok); err != nil {
 		t.Errorf("Parse(%q) error: %v", ok, err)
 	}
+}
+
+// TestParseHeightLimit: chains the parser builds in a loop (c.a.a…, c[0][0]…, 1+1+…,
+// 1=1=…, a ?? b ?? …) nest one level per link, and everything after the parser walks them
+// recursively: past maxHeight levels, in any part of a query or its subqueries, a query is
+// refused (a security review's 260 KB query of 130,000 links took 256 MB of stack). AND and
+// OR chains are built balanced: a query of 15,000 ORs parses, its tree 15 levels deep, its
+// operands in source order.
+func TestParseHeightLimit(t *testing.T) {
+	chain := func(head, link string, n int) string { return head + strings.Repeat(link, n) }
+	for _, tc := range []struct{ name, at, past string }{
+		{"properties", "SELECT VALUE " + chain("c", ".a", maxHeight-1), "SELECT VALUE " + chain("c", ".a", maxHeight)},
+		{"indexes", "SELECT VALUE " + chain("c", "[0]", maxHeight-1), "SELECT VALUE " + chain("c", "[0]", maxHeight)},
+		{"sums", "SELECT VALUE " + chain("1", "+1", maxHeight-1), "SELECT VALUE " + chain("1", "+1", maxHeight)},
+		{"comparisons in WHERE", "SELECT * FROM c WHERE " + chain("1", "=1", maxHeight-2), "SELECT * FROM c WHERE " + chain("1", "=1", maxHeight)},
+		{"coalesce in ORDER BY", "SELECT * FROM c ORDER BY " + chain("c.a", " ?? c.a", maxHeight-3), "SELECT * FROM c ORDER BY " + chain("c.a", " ?? c.a", maxHeight)},
+		{"in a subquery", "SELECT VALUE ARRAY(SELECT VALUE " + chain("c", ".a", maxHeight-2) + " FROM c)", "SELECT VALUE ARRAY(SELECT VALUE " + chain("c", ".a", maxHeight-1) + " FROM c)"},
+		{"in a JOIN", "SELECT VALUE 1 FROM c JOIN t IN " + chain("c", ".a", maxHeight-1), "SELECT VALUE 1 FROM c JOIN t IN " + chain("c", ".a", maxHeight)},
+	} {
+		if _, err := Parse(tc.at); err != nil {
+			t.Errorf("%s: at the limit: %v", tc.name, err)
+		}
+		_, err := Parse(tc.past)
+		if se, ok := errors.AsType[*SyntaxError](err); !ok || !strings.Contains(se.Msg, "nested too deeply") {
+			t.Errorf("%s: past the limit: %v; want a *SyntaxError saying nested too deeply", tc.name, err)
+		}
+	}
+
+	const n = 15000
+	terms := make([]string, n)
+	for i := range terms {
+		terms[i] = fmt.Sprintf("c.a=%d", i)
+	}
+	q, err := Parse("SELECT * FROM c WHERE " + strings.Join(terms, " OR ") + " AND c.b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	height := 0
+	var walk func(e Expr, h int)
+	walk = func(e Expr, h int) {
+		height = max(height, h)
+		if b, ok := e.(*Binary); ok && (b.Op == OpOr || b.Op == OpAnd) {
+			walk(b.X, h+1)
+			walk(b.Y, h+1)
+		}
+	}
+	walk(q.Where, 1)
+	if height > 16 {
+		t.Errorf("%d ORs: a tree %d levels deep", n, height)
+	}
+	var got []string
+	Inspect(q.Where, func(e Expr) bool {
+		if l, ok := e.(*Literal); ok && l.Kind == LitNumber {
+			got = append(got, l.Text)
+		}
+		return true
+	})
+	if len(got) != n || got[0] != "0" || got[n-1] != fmt.Sprint(n-1) || !slices.IsSortedFunc(got, func(a, b string) int { return cmpInt(a, b) }) {
+		t.Errorf("the operands are not in source order: %d of them, first %v", len(got), got[:min(3, len(got))])
+	}
+	// AND binds tighter than OR: the last OR's operand is "c.a=14999 AND c.b".
+	if b, ok := q.Where.(*Binary); !ok || b.Op != OpOr {
+		t.Fatalf("WHERE is %T, want an OR", q.Where)
+	}
+}
+
+func cmpInt(a, b string) int {
+	x, _ := strconv.Atoi(a)
+	y, _ := strconv.Atoi(b)
+	return x - y
 }
 
 // TestParseLimits: each documented query limit accepts a query at it and refuses one past

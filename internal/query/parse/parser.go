@@ -76,6 +76,9 @@ func Parse(text string) (*Query, error) {
 	if p.peek().kind != tokEOF {
 		return nil, p.unexpected()
 	}
+	if n := tooDeep(q); n != nil {
+		return nil, errorAt(n.Pos(), "query nested too deeply")
+	}
 	return q, p.overLimit()
 }
 
@@ -491,38 +494,42 @@ func (p *parser) coalesce() (Expr, error) {
 	return x, nil
 }
 
+// or parses a chain of ORs, built balanced (balance).
 func (p *parser) or() (Expr, error) {
 	x, err := p.and()
-	if err != nil {
-		return nil, err
+	if err != nil || !p.isKw("OR") {
+		return x, err
 	}
+	xs, at := []Expr{x}, []Position(nil)
 	for p.isKw("OR") {
 		p.ors++
-		pos := p.advance().pos
+		at = append(at, p.advance().pos)
 		y, err := p.and()
 		if err != nil {
 			return nil, err
 		}
-		x = &Binary{Position: pos, Op: OpOr, X: x, Y: y}
+		xs = append(xs, y)
 	}
-	return x, nil
+	return balance(OpOr, xs, at), nil
 }
 
+// and parses a chain of ANDs, built balanced (balance).
 func (p *parser) and() (Expr, error) {
 	x, err := p.not()
-	if err != nil {
-		return nil, err
+	if err != nil || !p.isKw("AND") {
+		return x, err
 	}
+	xs, at := []Expr{x}, []Position(nil)
 	for p.isKw("AND") {
 		p.ands++
-		pos := p.advance().pos
+		at = append(at, p.advance().pos)
 		y, err := p.not()
 		if err != nil {
 			return nil, err
 		}
-		x = &Binary{Position: pos, Op: OpAnd, X: x, Y: y}
+		xs = append(xs, y)
 	}
-	return x, nil
+	return balance(OpAnd, xs, at), nil
 }
 
 func (p *parser) not() (Expr, error) {
