@@ -105,6 +105,9 @@ type Handler struct {
 	log    *slog.Logger
 	now    func() time.Time
 	mux    *http.ServeMux
+	// queryRoutes are the patterns of the POST routes that serve queries
+	// (handlePost), for readsOnly.
+	queryRoutes map[string]bool
 
 	sessions nodeSessions // in a cluster: the writes this node answered (nodesession.go)
 	bodies   bodyPool     // feed and query response bodies (writeFeed)
@@ -168,6 +171,10 @@ func (h *Handler) handle(pattern string, fn handlerFunc) {
 // access. The dispatch and the access check are one decision, so a query
 // header can never make a write pass as a read.
 func (h *Handler) handlePost(pattern string, query, write handlerFunc) {
+	if h.queryRoutes == nil {
+		h.queryRoutes = make(map[string]bool)
+	}
+	h.queryRoutes["POST "+pattern] = true
 	write = writes(write)
 	h.route("POST "+pattern, func(w http.ResponseWriter, r *http.Request) error {
 		if queryPost(r) {
@@ -192,6 +199,24 @@ func catalogBound(path string) bool {
 // queryPost reports whether a POST is a query or a query-plan request,
 // which reads (handlePost).
 func queryPost(r *http.Request) bool { return isQuery(r) || isTrue(r, hdrIsPlan) }
+
+// readsOnly reports whether r only reads: a GET or HEAD, or a query (or
+// query-plan request) to a route that serves queries — decided as the
+// route decides it (handlePost), so that a header cannot make a write, or
+// a stored procedure's execution, pass as one.
+func (h *Handler) readsOnly(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		return true
+	case http.MethodPost:
+		if !queryPost(r) {
+			return false
+		}
+		_, pattern := h.mux.Handler(r)
+		return h.queryRoutes[pattern]
+	}
+	return false
+}
 
 // route registers fn for pattern. A request authorised by a resource token
 // reaches fn only when the token covers it (checkGrant: the routes of
@@ -405,13 +430,14 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r = authed
-	if h.cfg.Replicated && (h.linearizable(r) || r.Method != http.MethodGet && r.Method != http.MethodHead) && catalogBound(r.URL.Path) {
+	if h.cfg.Replicated && (h.linearizable(r) || !h.readsOnly(r)) && catalogBound(r.URL.Path) {
 		// Before anything is looked up, the permission of a resource
 		// token included: a change acknowledged through another node
-		// (a container deleted) is in this node's catalog. Every method
-		// but GET and HEAD, queries included: which POSTs only read is
-		// the route's decision, made after this (handlePost), and a
-		// current catalog costs a clock read.
+		// (a container deleted) is in this node's catalog. Every request
+		// but those that only read at a level weaker than Strong: a
+		// query at Session or Eventual through a node cut off from etcd
+		// reads its applied state, as its point reads and feeds do (a
+		// bug hunt found queries answering 503 there).
 		if err := h.eng.CatalogCurrent(r.Context()); err != nil {
 			h.writeError(w, r, err)
 			return

@@ -50,6 +50,9 @@ type SharedCatalog struct {
 		sync.Mutex
 		cur  *confirmCall // the confirmation under way, if any
 		next *confirmCall // the one to start when cur ends, if callers wait for it
+		// failed is the error of the last confirmation to end, nil when
+		// it succeeded (Current answers at once while it stands).
+		failed error
 	}
 	// lock lets one holder of mx at a time on this node (a semaphore of
 	// one, so that a request waiting for it gives up when its context
