@@ -215,7 +215,9 @@ func (e *Engine) ExecuteStoredProcedure(ctx context.Context, db, coll, id string
 		return SprocResult{}, err
 	}
 	defer t.close()
-	res, err := prog.Execute(ctx, &scriptHost{ctx: ctx, t: t}, args, e.cfg.ScriptLimits, logging)
+	lim := e.cfg.ScriptLimits
+	lim.MaxResponseBytes = MaxBatchResponseBytes // what the check below holds it to
+	res, err := prog.Execute(ctx, &scriptHost{ctx: ctx, t: t}, args, lim, logging)
 	if err != nil {
 		return SprocResult{}, translateScript(err)
 	}

@@ -168,6 +168,18 @@ func (x *execution) newRequest() *goja.Object {
 func (x *execution) newResponse() *goja.Object {
 	resp := x.rt.NewObject()
 	x.installBody(resp, func() goja.Value { return x.respBody }, func(v goja.Value) { x.respBody = v })
+	// The response body's bound and its size so far, as JSON, in bytes (0 while no body is
+	// set), so that a script can stop before its response grows past the bound.
+	x.set(resp, "getMaxResponseBodySize", func(goja.FunctionCall) goja.Value {
+		return x.rt.ToValue(x.lim.MaxResponseBytes)
+	})
+	x.set(resp, "getCurrentResponseBodySize", func(goja.FunctionCall) goja.Value {
+		if x.respBody == nil {
+			return x.rt.ToValue(0)
+		}
+		b, _ := x.marshalJSON(x.respBody, goja.Undefined(), goja.Undefined())
+		return x.rt.ToValue(len(b))
+	})
 	return resp
 }
 

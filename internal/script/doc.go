@@ -30,6 +30,8 @@
 //	collection.readDocuments(collLink, [options], [cb])                cb(err, docs, respOptions)
 //	request.getBody(), setBody(x), appendBody(x), getOperationType()
 //	response.getBody(), setBody(x), appendBody(x)
+//	response.getMaxResponseBodySize()  Limits.MaxResponseBytes (the host enforces it)
+//	response.getCurrentResponseBodySize()  the body's size as JSON, 0 before one is set
 //	request/response.getValue("Body"), setValue("Body", x), appendValue("Body", x)
 //	                                the generic forms; appending uses JavaScript's + (to a
 //	                                response body not yet set, the empty string)

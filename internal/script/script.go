@@ -64,6 +64,10 @@ type Limits struct {
 	MaxHeapGrowth int64         // bytes of Go heap growth tolerated during the run; default 256 MiB
 	MaxCallStack  int           // JavaScript call depth; default 1000 frames
 	MaxLogBytes   int           // console.log output kept, in bytes; default 64 KiB
+	// MaxResponseBytes is the response body the host accepts, which a stored procedure reads
+	// with getContext().getResponse().getMaxResponseBodySize(); default 4 MiB. The host
+	// enforces it (the script only reports it).
+	MaxResponseBytes int
 }
 
 // Default limits; see Limits.
@@ -76,6 +80,8 @@ const (
 	DefaultMaxHeapGrowth = 256 << 20
 	DefaultMaxCallStack  = 1000
 	DefaultMaxLogBytes   = 64 << 10
+	// DefaultMaxResponseBytes is Cosmos DB's bound on a stored procedure's response body.
+	DefaultMaxResponseBytes = 4 << 20
 )
 
 func (l Limits) withDefaults() Limits {
@@ -94,6 +100,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxLogBytes <= 0 {
 		l.MaxLogBytes = DefaultMaxLogBytes
+	}
+	if l.MaxResponseBytes <= 0 {
+		l.MaxResponseBytes = DefaultMaxResponseBytes
 	}
 	return l
 }

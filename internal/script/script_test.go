@@ -825,3 +825,25 @@ func TestJSONFidelity(t *testing.T) {
 		t.Errorf("Body = %s, want %s", res.Body, want)
 	}
 }
+
+// TestResponseBodySize: getMaxResponseBodySize is the bound the host
+// enforces (Limits.MaxResponseBytes) and getCurrentResponseBodySize the
+// body's size so far as JSON (0 before one is set), as on Cosmos DB's
+// Response (an SDK hunt found both missing: a TypeError).
+func TestResponseBodySize(t *testing.T) {
+	res, err := run(t, newFakeHost(), `function () {
+		var r = getContext().getResponse(), sizes = [r.getMaxResponseBodySize(), r.getCurrentResponseBodySize()];
+		r.setBody({a: "xyz"});
+		sizes.push(r.getCurrentResponseBodySize());
+		r.setBody(sizes);
+	}`, ``, Limits{MaxResponseBytes: 1234})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonEqual(t, "body", res.Body, `[1234,0,11]`)
+	res, err = run(t, newFakeHost(), `function () { var r = getContext().getResponse(); r.setBody(r.getMaxResponseBodySize()); }`, ``, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonEqual(t, "body", res.Body, `4194304`)
+}
