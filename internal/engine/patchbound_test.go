@@ -68,3 +68,33 @@ func TestPatchConditionBounded(t *testing.T) {
 		t.Fatalf("read: %v %.60s, want v still 0", err, got.Body)
 	}
 }
+
+// TestPatchConditionMessageBounded: a 412 (or 400) naming a patch
+// condition quotes its first 200 bytes, not the whole of a condition that
+// may be 256 KB (a security review found every 412 as large as it).
+func TestPatchConditionMessageBounded(t *testing.T) {
+	e := testEngine(t)
+	ctx := t.Context()
+	if _, err := e.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), Throughput{}); err != nil {
+		t.Fatal(err)
+	}
+	pk := lp("a")
+	if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "c", Kind: Create, PK: pk, Body: []byte(`{"id":"x","pk":"a"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	long := "FROM c WHERE c.v = 1" + strings.Repeat(" OR c.v = 1", 20000)
+	for _, tc := range []struct {
+		cond string
+		code int
+	}{{long, http.StatusPreconditionFailed}, {long + " AND", http.StatusBadRequest}} {
+		patch := fmt.Appendf(nil, `{"condition":%q,"operations":[{"op":"set","path":"/v","value":1}]}`, tc.cond)
+		_, err := e.PatchItem(ctx, ItemRef{DB: "db", Container: "c", ID: "x"}, pk, patch, "")
+		se, ok := errors.AsType[*status.Error](err)
+		if !ok {
+			t.Fatalf("a %d-byte condition: %v, want a status", len(tc.cond), err)
+		}
+		if se.Code != tc.code || !strings.Contains(se.Message, "patch condition") || len(se.Message) > 1000 {
+			t.Errorf("a %d-byte condition: %d %.300s (%d bytes); want %d naming the condition in under 1,000 bytes", len(tc.cond), se.Code, se.Message, len(se.Message), tc.code)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/partitadb/partita/internal/catalog"
 	"github.com/partitadb/partita/internal/document"
@@ -443,13 +444,13 @@ func (t *lpTxn) patch(ctx context.Context, id string, req document.PatchRequest,
 		timedOut := errors.Is(mctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 		cancel()
 		if timedOut {
-			return Result{}, status.Newf(http.StatusRequestTimeout, "the patch condition %q ran for longer than %v on the item (the rows of its JOINs or subqueries are more than it can evaluate in that time): nothing was patched", req.Condition, t.e.cfg.QueryMaxTime)
+			return Result{}, status.Newf(http.StatusRequestTimeout, "the patch condition %s ran for longer than %v on the item (the rows of its JOINs or subqueries are more than it can evaluate in that time): nothing was patched", quoteCondition(req.Condition), t.e.cfg.QueryMaxTime)
 		}
 		if err != nil {
 			return Result{}, translate(err)
 		}
 		if !ok {
-			return Result{}, status.New(http.StatusPreconditionFailed, "the patch condition "+strconv.Quote(req.Condition)+" is not met")
+			return Result{}, status.New(http.StatusPreconditionFailed, "the patch condition "+quoteCondition(req.Condition)+" is not met")
 		}
 	}
 	patched, err := document.ApplyPatch(old, req.Operations)
@@ -480,11 +481,26 @@ func (t *lpTxn) scan(ctx context.Context, fn func(stored []byte) bool) error {
 	return translate(err)
 }
 
+// quoteCondition quotes a patch condition for a message, its first 200
+// bytes at most: a condition may be 256 KB, and a message echoing it whole
+// made every 412 as large (a security review).
+func quoteCondition(cond string) string {
+	const most = 200
+	if len(cond) <= most {
+		return strconv.Quote(cond)
+	}
+	cut := most
+	for cut > 0 && !utf8.RuneStart(cond[cut]) {
+		cut--
+	}
+	return strconv.Quote(cond[:cut]) + fmt.Sprintf(" (the first %d of its %d bytes)", cut, len(cond))
+}
+
 // compileCondition compiles a patch condition, "FROM c WHERE ...".
 func compileCondition(cond string) (*exec.Program, error) {
 	ast, err := parse.Parse("SELECT * " + cond)
 	if err != nil {
-		return nil, status.BadRequest("invalid patch condition %q: %v", cond, err)
+		return nil, status.BadRequest("invalid patch condition %s: %v", quoteCondition(cond), err)
 	}
 	prog, err := exec.Compile(ast, nil)
 	if err != nil {
