@@ -3,6 +3,8 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -411,34 +413,145 @@ func (h *scriptHost) Delete(link string, ifMatch string) error {
 	return nil
 }
 
-func (h *scriptHost) Query(query string, params map[string][]byte) ([][]byte, error) {
+func (h *scriptHost) Query(query string, params map[string][]byte, page script.Page) ([][]byte, string, error) {
 	ast, err := parse.Parse(query)
 	if err != nil {
-		return nil, hostErr(translate(err))
+		return nil, "", hostErr(translate(err))
 	}
 	prog, err := exec.Compile(ast, exec.Params(params), exec.WithUDFs(h.t.e.udfLookup(h.t.c)))
 	if err != nil {
-		return nil, hostErr(translate(err))
+		return nil, "", hostErr(translate(err))
 	}
-	rows, err := prog.Run(h.ctx, func(yield func([]byte) bool) error {
-		return h.t.scan(h.ctx, func(v []byte) bool { return yield(bytes.Clone(v)) })
-	})
-	if err != nil {
-		return nil, hostErr(translate(err))
+	if page.Continuation == "" && (page.Size <= 0 || !prog.Streamable()) {
+		// Every result in one page: what a query whose rows depend on
+		// every document (ORDER BY, GROUP BY, aggregates, DISTINCT)
+		// always answers.
+		rows, err := prog.Run(h.ctx, func(yield func([]byte) bool) error {
+			return h.t.scan(h.ctx, func(v []byte) bool { return yield(bytes.Clone(v)) })
+		})
+		if err != nil {
+			return nil, "", hostErr(translate(err))
+		}
+		return rows, "", nil
 	}
-	return rows, nil
+	if !prog.Streamable() {
+		return nil, "", hostErr(status.BadRequest("the continuation given to queryDocuments is not one this query returned: a query with ORDER BY, GROUP BY, an aggregate or DISTINCT answers every result in one page"))
+	}
+	return h.page(prog, page)
 }
 
-func (h *scriptHost) ReadAll() ([][]byte, error) {
-	var out [][]byte
-	err := h.t.scan(h.ctx, func(v []byte) bool {
-		out = append(out, bytes.Clone(v))
+func (h *scriptHost) ReadAll(page script.Page) ([][]byte, string, error) {
+	if page.Size <= 0 && page.Continuation == "" {
+		var out [][]byte
+		err := h.t.scan(h.ctx, func(v []byte) bool {
+			out = append(out, bytes.Clone(v))
+			return true
+		})
+		if err != nil {
+			return nil, "", hostErr(err)
+		}
+		return out, "", nil
+	}
+	return h.page(readAllProgram, page)
+}
+
+// readAllProgram is readDocuments as a query, for its pages.
+var readAllProgram = func() *exec.Program {
+	ast, err := parse.Parse("SELECT * FROM c")
+	if err != nil {
+		panic(err)
+	}
+	prog, err := exec.Compile(ast, nil)
+	if err != nil {
+		panic(err)
+	}
+	return prog
+}()
+
+// scriptCursor is where a page of a script's query or read stopped: the id
+// of the item whose rows it was in (items are read in id order), how many
+// of that item's rows it had passed, and how many rows of the whole stream
+// (before the query's OFFSET, LIMIT and TOP) it had passed. A later page
+// resumes there; an item deleted meanwhile is passed over, not repeated.
+type scriptCursor struct {
+	ID   string `json:"id"`
+	Skip int    `json:"s"`
+	N    int    `json:"n"`
+}
+
+// page runs the streamable prog over the logical partition from page's
+// continuation and returns at most page.Size rows and the continuation of
+// the rest.
+func (h *scriptHost) page(prog *exec.Program, page script.Page) ([][]byte, string, error) {
+	var cur scriptCursor
+	if page.Continuation != "" {
+		b, err := base64.RawURLEncoding.DecodeString(page.Continuation)
+		if err == nil {
+			err = json.Unmarshal(b, &cur)
+		}
+		if err != nil || cur.ID == "" || cur.Skip < 0 || cur.N < 0 {
+			return nil, "", hostErr(status.BadRequest("the continuation given to queryDocuments or readDocuments is not one they returned"))
+		}
+	}
+	skip, take := prog.Window()
+	var (
+		out        [][]byte
+		next       string
+		from       []byte
+		id         string // the item being read
+		inItem     int    // rows of it passed
+		resumeSkip int    // rows of the resumed item to pass over (returned before)
+		n          = cur.N
+		first      = true
+		badKey     error
+	)
+	if cur.ID != "" {
+		from = h.t.key(cur.ID)
+	}
+	docs := func(yield func([]byte) bool) error {
+		return h.t.scanFrom(h.ctx, from, func(key, v []byte) bool {
+			k, err := decodeItemKey(key)
+			if err != nil {
+				badKey = err
+				return false
+			}
+			id, inItem, resumeSkip = k.ID, 0, 0
+			if first && cur.ID != "" && k.ID == cur.ID {
+				resumeSkip = cur.Skip
+			}
+			first = false
+			return yield(v)
+		})
+	}
+	err := prog.Stream(h.ctx, docs, func(row []byte) bool {
+		inItem++
+		if resumeSkip > 0 {
+			resumeSkip--
+			return true
+		}
+		r := n
+		if take >= 0 && r >= skip+take {
+			return false // the window is full: no more pages
+		}
+		if page.Size > 0 && len(out) == page.Size {
+			// A row past the page: the next one starts with it.
+			b, _ := json.Marshal(scriptCursor{ID: id, Skip: inItem - 1, N: r})
+			next = base64.RawURLEncoding.EncodeToString(b)
+			return false
+		}
+		n++
+		if r >= skip {
+			out = append(out, bytes.Clone(row))
+		}
 		return true
 	})
-	if err != nil {
-		return nil, hostErr(err)
+	if err == nil {
+		err = badKey
 	}
-	return out, nil
+	if err != nil {
+		return nil, "", hostErr(translate(err))
+	}
+	return out, next, nil
 }
 
 // udfLookup resolves udf.name calls in queries on container c to its UDFs.

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -470,12 +471,21 @@ func (t *lpTxn) patch(ctx context.Context, id string, req document.PatchRequest,
 // scan calls fn with every item of the logical partition as the transaction
 // sees it, in id order; fn returns false to stop.
 func (t *lpTxn) scan(ctx context.Context, fn func(stored []byte) bool) error {
+	return t.scanFrom(ctx, nil, func(_, v []byte) bool { return fn(v) })
+}
+
+// scanFrom is scan from the item whose key is from on (nil: the first),
+// with each item's key.
+func (t *lpTxn) scanFrom(ctx context.Context, from []byte, fn func(key, stored []byte) bool) error {
 	span := logicalSpan(t.epk, t.pkEnc)
+	if bytes.Compare(from, span.Lower) > 0 {
+		span.Lower = from
+	}
 	loaded := 0
 	hidden := t.e.goneFilter(t.c)
 	err := replica.Scan(ctx, t.b, span, func(k, v []byte) bool {
 		loaded++
-		return (hidden != nil && hidden(k, v)) || fn(v)
+		return (hidden != nil && hidden(k, v)) || fn(k, v)
 	})
 	t.ru += throughput.QueryCost(loaded, 0, 1)
 	return translate(err)

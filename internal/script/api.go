@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 
@@ -459,9 +460,15 @@ func (x *execution) hostErrorObject(he *HostError) *goja.Object {
 	return obj
 }
 
-func (x *execution) responseOptions() *goja.Object {
+// responseOptions is a callback's responseOptions: {continuation}, undefined when there is
+// none (every operation but a paged query or read has none).
+func (x *execution) responseOptions(continuation ...string) *goja.Object {
 	o := x.rt.NewObject()
-	o.Set("continuation", goja.Undefined())
+	if len(continuation) > 0 && continuation[0] != "" {
+		o.Set("continuation", continuation[0])
+	} else {
+		o.Set("continuation", goja.Undefined())
+	}
 	return o
 }
 
@@ -474,7 +481,7 @@ func (x *execution) parseDoc(doc []byte) (goja.Value, error) {
 	return x.fromJSON(v), nil
 }
 
-func (x *execution) parseDocs(docs [][]byte) ([]goja.Value, error) {
+func (x *execution) parseDocs(docs [][]byte, continuation string) ([]goja.Value, error) {
 	vals := make([]any, len(docs))
 	for i, d := range docs {
 		v, err := x.parseDoc(d)
@@ -483,7 +490,7 @@ func (x *execution) parseDocs(docs [][]byte) ([]goja.Value, error) {
 		}
 		vals[i] = v
 	}
-	return []goja.Value{x.rt.NewArray(vals...), x.responseOptions()}, nil
+	return []goja.Value{x.rt.NewArray(vals...), x.responseOptions(continuation)}, nil
 }
 
 func (x *execution) oneDoc(doc []byte, err error) ([]goja.Value, error) {
@@ -562,13 +569,37 @@ func (x *execution) queryDocuments(call goja.FunctionCall) goja.Value {
 	}
 	query, params := x.querySpec(args[0])
 	o := x.trailing("queryDocuments", args[1:])
+	page := x.page("queryDocuments", o)
 	return x.perform(o.cb, func() ([]goja.Value, error) {
-		docs, err := x.host.Query(query, params)
+		docs, next, err := x.host.Query(query, params, page)
 		if err != nil {
 			return nil, err
 		}
-		return x.parseDocs(docs)
+		return x.parseDocs(docs, next)
 	})
+}
+
+// page reads the paging options of queryDocuments and readDocuments: pageSize (a positive
+// number; -1, 0 or none for every result) and continuation (a string a page returned).
+func (x *execution) page(method string, o opArgs) Page {
+	var p Page
+	if o.options == nil {
+		return p
+	}
+	if v := prop(o.options, "pageSize"); !isNullish(v) {
+		n := v.ToFloat()
+		if n != math.Trunc(n) || n < -1 || n > math.MaxInt32 {
+			x.throwTypeError("%s: pageSize must be a whole number, -1 for every result", method)
+		}
+		p.Size = max(int(n), 0)
+	}
+	if v := prop(o.options, "continuation"); !isNullish(v) {
+		if !isString(v) {
+			x.throwTypeError("%s: continuation must be a string", method)
+		}
+		p.Continuation = v.String()
+	}
+	return p
 }
 
 // querySpec decodes a query argument: a string, or {query, parameters: [{name, value}]}.
@@ -611,12 +642,13 @@ func (x *execution) querySpec(v goja.Value) (string, map[string][]byte) {
 func (x *execution) readDocuments(call goja.FunctionCall) goja.Value {
 	args := x.collectionArgs("readDocuments", call.Arguments, isString)
 	o := x.trailing("readDocuments", args)
+	page := x.page("readDocuments", o)
 	return x.perform(o.cb, func() ([]goja.Value, error) {
-		docs, err := x.host.ReadAll()
+		docs, next, err := x.host.ReadAll(page)
 		if err != nil {
 			return nil, err
 		}
-		return x.parseDocs(docs)
+		return x.parseDocs(docs, next)
 	})
 }
 

@@ -63,8 +63,10 @@
 // error is thrown into the script at the call (a leniency: in Cosmos DB it fails the execution
 // later, where no try/catch around the call sees it). Options: etag (If-Match for replace,
 // upsert and delete) and disableAutomaticIdGeneration (create and upsert assign a random GUID
-// id to a document without one unless it is set). Queries return every result in one page:
-// respOptions.continuation is always undefined. The fluent query API (__.filter, __.map,
+// id to a document without one unless it is set). queryDocuments and readDocuments take
+// options.pageSize (every result without it, or with -1) and options.continuation (what an
+// earlier page's respOptions.continuation held; undefined after the last page): Host.Query and
+// Host.ReadAll page. The fluent query API (__.filter, __.map,
 // __.chain, ...) throws a "not supported" Error.
 //
 // UDFs get none of this: no getContext, no __, no Host; console.log exists and is discarded.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -170,7 +171,31 @@ func (h *fakeHost) Delete(link string, ifMatch string) error {
 
 var whereRE = regexp.MustCompile(`(?i)^SELECT \* FROM c(?: WHERE c\.(\w+) = (@\w+))?$`)
 
-func (h *fakeHost) Query(query string, params map[string][]byte) ([][]byte, error) {
+// Query answers the queries whereRE matches, in pages of page.Size (the
+// continuation is the offset of the next page).
+func (h *fakeHost) Query(query string, params map[string][]byte, page Page) ([][]byte, string, error) {
+	all, err := h.query(query, params)
+	if err != nil || page.Size <= 0 && page.Continuation == "" {
+		return all, "", err
+	}
+	from := 0
+	if page.Continuation != "" {
+		if from, err = strconv.Atoi(page.Continuation); err != nil || from > len(all) {
+			return nil, "", &HostError{Status: http.StatusBadRequest, Msg: "invalid continuation"}
+		}
+	}
+	end := len(all)
+	if page.Size > 0 {
+		end = min(end, from+page.Size)
+	}
+	next := ""
+	if end < len(all) {
+		next = strconv.Itoa(end)
+	}
+	return all[from:end], next, nil
+}
+
+func (h *fakeHost) query(query string, params map[string][]byte) ([][]byte, error) {
 	if h.fail != nil {
 		return nil, h.fail
 	}
@@ -201,8 +226,8 @@ func (h *fakeHost) Query(query string, params map[string][]byte) ([][]byte, erro
 	return out, nil
 }
 
-func (h *fakeHost) ReadAll() ([][]byte, error) {
-	return h.Query("SELECT * FROM c", nil)
+func (h *fakeHost) ReadAll(page Page) ([][]byte, string, error) {
+	return h.Query("SELECT * FROM c", nil, page)
 }
 
 func (h *fakeHost) sortedIDs() []string {

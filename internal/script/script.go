@@ -39,9 +39,17 @@ type Host interface {
 	// Delete deletes the document at link; ifMatch as for Upsert.
 	Delete(link string, ifMatch string) error
 	// Query runs a SQL query within the partition; params maps "@name" to the JSON of its value.
-	Query(query string, params map[string][]byte) ([][]byte, error)
-	// ReadAll returns every document of the partition.
-	ReadAll() ([][]byte, error)
+	// It returns a page of the results and the continuation of the rest ("" when there is none).
+	Query(query string, params map[string][]byte, page Page) ([][]byte, string, error)
+	// ReadAll returns a page of the partition's documents and the continuation of the rest.
+	ReadAll(page Page) ([][]byte, string, error)
+}
+
+// Page is what a queryDocuments or readDocuments call asks for: at most Size results (0: all
+// of them), from Continuation ("" for the start), a continuation an earlier page returned.
+type Page struct {
+	Size         int
+	Continuation string
 }
 
 // HostError is a Cosmos-level failure of a Host operation: a status (e.g. 404, 409, 412, 400,
