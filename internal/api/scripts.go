@@ -36,6 +36,13 @@ func (h *Handler) scriptRoutes() {
 			if err != nil {
 				return err
 			}
+			if isTrue(r, hdrIsUpsert) {
+				res, created, err := h.eng.UpsertScript(r.PathValue("db"), r.PathValue("coll"), kind, body)
+				if err != nil {
+					return err
+				}
+				return writeResource(w, createdOr200(created), res)
+			}
 			res, err := h.eng.CreateScript(r.PathValue("db"), r.PathValue("coll"), kind, body)
 			if err != nil {
 				return err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -122,24 +123,51 @@ func canonical(s string, names ...string) string {
 // CreateScript adds a script to container k. It returns ErrNotFound (no
 // container), ErrExists, or an *InvalidError.
 func (c *Catalog) CreateScript(db, coll string, kind ScriptKind, body []byte) (*Script, error) {
+	sc, _, err := c.writeScript(db, coll, kind, body, false)
+	return sc, err
+}
+
+// UpsertScript creates a script, or replaces the one of the body's id (the
+// x-ms-documentdb-is-upsert of a POST); created says which.
+func (c *Catalog) UpsertScript(db, coll string, kind ScriptKind, body []byte) (sc *Script, created bool, err error) {
+	return c.writeScript(db, coll, kind, body, true)
+}
+
+// ParseScript parses and validates a script definition, as CreateScript
+// does before it stores one.
+func ParseScript(kind ScriptKind, body []byte) (*Script, error) { return parseScript(kind, body) }
+
+// writeScript creates a script, or with upsert replaces the one of its id.
+func (c *Catalog) writeScript(db, coll string, kind ScriptKind, body []byte, upsert bool) (*Script, bool, error) {
 	sc, err := parseScript(kind, body)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	unlock, err := c.lockWrite()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer unlock()
 	k, ok := c.mu.colls[db][coll]
 	if !ok {
-		return nil, ErrNotFound
+		return nil, false, ErrNotFound
 	}
 	key := scriptKey(k.Internal, kind, sc.ID)
-	if _, ok, err := c.be.Get(key); err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
+	if upsert {
+		old, err := c.scriptLocked(db, coll, kind, sc.ID, "")
+		switch {
+		case err == nil:
+			seq := c.nextLocked()
+			sc.Container, sc.RID, sc.Self = old.Container, old.RID, old.Self
+			sc.TS, sc.ETag = c.now().Unix(), document.ETag(seq)
+			return sc, false, c.putScriptLocked(key, sc)
+		case !errors.Is(err, ErrNotFound):
+			return nil, false, err
+		}
+	} else if _, ok, err := c.be.Get(key); err != nil {
+		return nil, false, fmt.Errorf("catalog: %w", err)
 	} else if ok {
-		return nil, ErrExists
+		return nil, false, ErrExists
 	}
 	seq := c.nextLocked()
 	collRID, _ := document.DecodeRID(k.RID)
@@ -147,7 +175,7 @@ func (c *Catalog) CreateScript(db, coll string, kind ScriptKind, body []byte) (*
 	sc.RID = document.EncodeRID(binary.BigEndian.AppendUint64(collRID, seq))
 	sc.Self = k.Self() + string(kind) + "/" + sc.RID + "/"
 	sc.TS, sc.ETag = c.now().Unix(), document.ETag(seq)
-	return sc, c.putScriptLocked(key, sc)
+	return sc, true, c.putScriptLocked(key, sc)
 }
 
 func (c *Catalog) putScriptLocked(key string, sc *Script) error {

@@ -689,3 +689,14 @@ func Validate(body []byte) error {
 	}
 	return err
 }
+
+// StoredMember returns where the value of stored's top-level member name
+// is, stored[vs:ve] (the last one of the name), or false when it has none.
+// stored is an item as Marshal wrote it.
+func StoredMember(stored []byte, name string) (vs, ve int, ok bool) {
+	i := skipWS(stored, 0)
+	if i >= len(stored) || stored[i] != '{' {
+		return 0, 0, false
+	}
+	return findMember(stored, i, name)
+}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -347,6 +348,18 @@ func setPositions(groups []*feedGroup, pos string) error {
 // withLSN returns doc, a stored JSON object, with "_lsn": lsn appended, as
 // change feeds show it.
 func withLSN(doc []byte, lsn uint64) []byte {
+	if bytes.Contains(doc, []byte(`_lsn"`)) {
+		// The item has an _lsn of its own: the feed's replaces its value
+		// rather than stand beside it as a second member of the name (a
+		// Python SDK hunt), which a reader keeping the first would take
+		// for the feed's.
+		if vs, ve, ok := document.StoredMember(doc, "_lsn"); ok {
+			out := make([]byte, 0, len(doc)+20)
+			out = append(out, doc[:vs]...)
+			out = strconv.AppendUint(out, lsn, 10)
+			return append(out, doc[ve:]...)
+		}
+	}
 	end := len(doc) - 1
 	for end > 0 && doc[end] != '}' {
 		end--

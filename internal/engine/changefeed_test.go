@@ -196,13 +196,18 @@ func TestChangeFeedWaitsForOpenTransactions(t *testing.T) {
 	}
 }
 
-// TestWithLSN: _lsn is appended to objects, empty ones included.
+// TestWithLSN: _lsn is appended to objects, empty ones included; an item's
+// own top-level _lsn has its value replaced (it stood beside the feed's, a
+// duplicate name: a Python SDK hunt), a nested one is left alone.
 func TestWithLSN(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{`{"id":"a"}`, `{"id":"a","_lsn":7}`},
 		{`{}`, `{"_lsn":7}`},
 		{`{ }`, `{ "_lsn":7}`},
 		{`{"a":{"b":1}}`, `{"a":{"b":1},"_lsn":7}`},
+		{`{"id":"a","_lsn":999,"b":2}`, `{"id":"a","_lsn":7,"b":2}`},
+		{`{"id":"a","x":{"_lsn":1}}`, `{"id":"a","x":{"_lsn":1},"_lsn":7}`},
+		{`{"id":"_lsn\""}`, `{"id":"_lsn\"","_lsn":7}`},
 	} {
 		if got := string(withLSN([]byte(tc.in), 7)); got != tc.want {
 			t.Errorf("withLSN(%s) = %s, want %s", tc.in, got, tc.want)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -214,4 +215,60 @@ func TestUndefinedLowerLevels(t *testing.T) {
 		t.Errorf("query by tenant = %v", got)
 	}
 	checkClean(t, e)
+}
+
+// TestSystemKeyQueryWithoutHeader: a container created non-partitioned, in
+// one physical partition, is queried without the cross-partition header by
+// the clients of its API version (the Python SDK 3.1.1), and its whole
+// query answered by the server, ORDER BY, DISTINCT, GROUP BY, OFFSET and
+// aggregates included, with the header or without (they got 400: a Python
+// SDK hunt). A partitioned
+// container still needs the header, and so does a system-key container in
+// several physical partitions.
+func TestSystemKeyQueryWithoutHeader(t *testing.T) {
+	e := testEngine(t)
+	ctx := context.Background()
+	def := `{"id":"fixed","partitionKey":{"paths":["/_partitionKey"],"kind":"Hash","systemKey":true}}`
+	if _, err := e.CreateContainer("db", []byte(def), Throughput{Manual: 400}); err != nil {
+		t.Fatal(err)
+	}
+	for i, pk := range []document.PartitionKey{nil, {{Kind: document.String, String: "p1"}}, {{Kind: document.String, String: "p2"}}} {
+		body := fmt.Sprintf(`{"id":"i%d","n":%d}`, i, i%2)
+		if pk != nil {
+			body = fmt.Sprintf(`{"id":"i%d","n":%d,"_partitionKey":%q}`, i, i%2, pk[0].String)
+		}
+		if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "fixed", Kind: Create, PK: pk, Body: []byte(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct{ query, want string }{
+		{"SELECT VALUE c.id FROM c", `["i0","i1","i2"]`},
+		{"SELECT VALUE c.id FROM c ORDER BY c.id DESC", `["i2","i1","i0"]`},
+		{"SELECT DISTINCT VALUE c.n FROM c ORDER BY c.n", `[0,1]`},
+		{"SELECT c.n, COUNT(1) AS k FROM c GROUP BY c.n", `[{"n":0,"k":2},{"n":1,"k":1}]`},
+		{"SELECT VALUE c.id FROM c ORDER BY c.id OFFSET 1 LIMIT 1", `["i1"]`},
+		{"SELECT VALUE COUNT(1) FROM c", `[3]`},
+	} {
+		for _, header := range []bool{false, true} {
+			p, err := e.QueryItems(ctx, "db", "fixed", Scope{}, Query{Text: tt.query, MaxItems: -1, EnableCrossPartition: header})
+			if err != nil {
+				t.Errorf("%s (cross-partition header %v): %v", tt.query, header, err)
+				continue
+			}
+			if got := "[" + string(bytes.Join(p.Items, []byte(","))) + "]"; got != tt.want {
+				t.Errorf("%s (cross-partition header %v) = %s, want %s", tt.query, header, got, tt.want)
+			}
+		}
+	}
+	if _, err := e.CreateContainer("db", []byte(`{"id":"wide","partitionKey":{"paths":["/_partitionKey"],"kind":"Hash","systemKey":true}}`), Throughput{Manual: 24000}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateContainer("db", []byte(`{"id":"keyed","partitionKey":{"paths":["/pk"]}}`), Throughput{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, coll := range []string{"wide", "keyed"} {
+		if _, err := e.QueryItems(ctx, "db", coll, Scope{}, Query{Text: "SELECT * FROM c", MaxItems: -1}); code(err) != http.StatusBadRequest {
+			t.Errorf("%s queried without the header: %v, want 400", coll, err)
+		}
+	}
 }

@@ -362,6 +362,14 @@ func (e *Engine) runQuery(ctx context.Context, c *catalog.Container, ast *parse.
 // caller must close run.src.v.
 func (e *Engine) prepareQuery(ctx context.Context, c *catalog.Container, ast *parse.Query, prog *exec.Program, r resolved, scope Scope, q Query, start time.Time) (*queryRun, queryToken, error) {
 	cross := r.cross && scope.RangeID == ""
+	if cross && c.PK.SystemKey && len(r.ranges) == 1 {
+		// A container created non-partitioned, in one physical partition:
+		// clients that know it so (the SDKs of its API version) query it
+		// without the cross-partition header, and Cosmos DB answers such
+		// a collection's whole query itself, ORDER BY, DISTINCT and
+		// aggregates included (a Python SDK hunt found them refused).
+		cross = false
+	}
 	if cross && !q.EnableCrossPartition {
 		return nil, queryToken{}, status.BadRequest("Cross partition query is required but disabled. Please set x-ms-documentdb-query-enablecrosspartition to true, specify x-ms-documentdb-partitionkey, or revise your query to avoid this exception.")
 	}

@@ -112,20 +112,46 @@ func compiledAtCreation(kind ScriptKind) bool { return kind != Triggers }
 // CreateScript creates a stored procedure, trigger or UDF; the body of a
 // stored procedure or UDF must compile. Errors: 404, 409, 400.
 func (e *Engine) CreateScript(db, coll string, kind ScriptKind, body []byte) (Resource, error) {
-	if _, err := e.owner(db, coll); err != nil {
+	if err := e.checkScript(db, coll, kind, body); err != nil {
 		return Resource{}, err
 	}
 	sc, err := e.cat.CreateScript(db, coll, kind, body)
 	if err != nil {
 		return Resource{}, translate(err)
 	}
-	if compiledAtCreation(kind) {
-		if _, err := e.progs.get(sc); err != nil {
-			_ = e.cat.DeleteScript(db, coll, kind, sc.ID, sc.ETag)
-			return Resource{}, err
-		}
-	}
 	return Resource{Body: sc.JSON(), ETag: sc.ETag}, nil
+}
+
+// UpsertScript creates a script, or replaces the one of the body's id
+// (x-ms-documentdb-is-upsert); created says which. Errors as CreateScript's.
+func (e *Engine) UpsertScript(db, coll string, kind ScriptKind, body []byte) (res Resource, created bool, err error) {
+	if err := e.checkScript(db, coll, kind, body); err != nil {
+		return Resource{}, false, err
+	}
+	sc, created, err := e.cat.UpsertScript(db, coll, kind, body)
+	if err != nil {
+		return Resource{}, false, translate(err)
+	}
+	return Resource{Body: sc.JSON(), ETag: sc.ETag}, created, nil
+}
+
+// checkScript refuses a script definition before anything is stored: its
+// container must exist (404/1003), and a stored procedure's or UDF's body
+// must compile (400). A replace stored the new body and then compiled it,
+// so a body that did not compile was answered 400 yet kept.
+func (e *Engine) checkScript(db, coll string, kind ScriptKind, body []byte) error {
+	if _, err := e.owner(db, coll); err != nil {
+		return err
+	}
+	if !compiledAtCreation(kind) {
+		return nil
+	}
+	sc, err := catalog.ParseScript(kind, body)
+	if err != nil {
+		return translate(err)
+	}
+	_, err = compileScript(kind, sc.Body)
+	return err
 }
 
 // ReadScript returns a script, or 404.
@@ -140,14 +166,12 @@ func (e *Engine) ReadScript(db, coll string, kind ScriptKind, id string) (Resour
 // ReplaceScript replaces a script; the new body of a stored procedure or
 // UDF must compile.
 func (e *Engine) ReplaceScript(db, coll string, kind ScriptKind, id string, body []byte, ifMatch string) (Resource, error) {
+	if err := e.checkScript(db, coll, kind, body); err != nil {
+		return Resource{}, err
+	}
 	sc, err := e.cat.ReplaceScript(db, coll, kind, id, body, ifMatch)
 	if err != nil {
 		return Resource{}, translate(err)
-	}
-	if compiledAtCreation(kind) {
-		if _, err := e.progs.get(sc); err != nil {
-			return Resource{}, err
-		}
 	}
 	return Resource{Body: sc.JSON(), ETag: sc.ETag}, nil
 }

@@ -459,6 +459,39 @@ class PythonSDKTest(unittest.TestCase):
         self.assertEqual(self.client.ReadItem(coll + "/docs/s1", {"partitionKey": "p"})["v"], 21)
         # A script that throws rolls back and fails the call.
         self.assertEqual(status_of(lambda: self.client.ExecuteStoredProcedure(coll + "/sprocs/addItem", ["s1", 1], {"partitionKey": "p"})), 409)
+        # Upserts of scripts create and then replace (x-ms-documentdb-is-upsert;
+        # an upsert of an existing script answered 409 and kept the old body).
+        one = "function one() { getContext().getResponse().setBody(1); }"
+        two = "function two() { getContext().getResponse().setBody(2); }"
+        self.client.UpsertStoredProcedure(coll, {"id": "n", "body": one})
+        self.assertEqual(self.client.ExecuteStoredProcedure(coll + "/sprocs/n", [], {"partitionKey": "p"}), 1)
+        self.client.UpsertStoredProcedure(coll, {"id": "n", "body": two})
+        self.assertEqual(self.client.ExecuteStoredProcedure(coll + "/sprocs/n", [], {"partitionKey": "p"}), 2)
+        # A body that does not compile is refused and stores nothing, by an
+        # upsert or a replace alike.
+        self.assertEqual(status_of(lambda: self.client.UpsertStoredProcedure(coll, {"id": "n", "body": "function ("})), 400)
+        self.assertEqual(status_of(lambda: self.client.ReplaceStoredProcedure(coll + "/sprocs/n", {"id": "n", "body": "function ("})), 400)
+        self.assertEqual(self.client.ExecuteStoredProcedure(coll + "/sprocs/n", [], {"partitionKey": "p"}), 2)
+        self.client.UpsertUserDefinedFunction(coll, {"id": "f", "body": "function f(x) { return x + 1; }"})
+        self.client.UpsertUserDefinedFunction(coll, {"id": "f", "body": "function f(x) { return x + 2; }"})
+        self.assertEqual(list(self.client.QueryItems(coll, "SELECT VALUE udf.f(1) FROM c WHERE c.id = 's1'", {"partitionKey": "p"})), [3])
+        self.client.UpsertTrigger(coll, {"id": "t", "body": "function t() {}", "triggerType": "Pre", "triggerOperation": "All"})
+        self.client.UpsertTrigger(coll, {"id": "t", "body": "function t() { }", "triggerType": "Pre", "triggerOperation": "Create"})
+        self.assertEqual(self.client.ReadTrigger(coll + "/triggers/t")["triggerOperation"], "Create")
+
+    def test_non_partitioned(self):
+        """A container created without a partition key (legal at this SDK's API version) is
+        queried without the cross-partition option, and the server answers the whole query."""
+        self.client.CreateContainer(self.db_link, {"id": "legacy"})
+        coll = self.db_link + "/colls/legacy"
+        for i in range(3):
+            self.client.CreateItem(coll, {"id": "d%d" % i, "v": i % 2})
+        self.assertEqual(self.client.ReadItem(coll + "/docs/d0")["id"], "d0")
+        self.assertEqual(sorted(d["id"] for d in self.client.QueryItems(coll, "SELECT * FROM c")), ["d0", "d1", "d2"])
+        self.assertEqual(list(self.client.QueryItems(coll, "SELECT VALUE c.id FROM c ORDER BY c.id DESC")), ["d2", "d1", "d0"])
+        self.assertEqual(list(self.client.QueryItems(coll, "SELECT DISTINCT VALUE c.v FROM c ORDER BY c.v")), [0, 1])
+        self.assertEqual(list(self.client.QueryItems(coll, "SELECT c.v, COUNT(1) AS n FROM c GROUP BY c.v",
+                                                     {"enableCrossPartitionQuery": True})), [{"v": 0, "n": 2}, {"v": 1, "n": 1}])
 
     def test_change_feed(self):
         coll = self.container("changes", throughput=12000)  # two physical partitions
