@@ -1,6 +1,10 @@
 package exec
 
-import "github.com/valyala/fastjson"
+import (
+	"unsafe"
+
+	"github.com/valyala/fastjson"
+)
 
 // A query's evaluation is bounded in memory two ways, besides the engine's
 // bound on the documents it reads and buffers (a robustness review built
@@ -15,10 +19,24 @@ import "github.com/valyala/fastjson"
 //     MAKELIST and MAKESET, ORDER BY's buffered rows) may not exceed
 //     MaxRetainedBytes in all.
 //
-// Past either, the run fails with a 400 naming the bound.
+// Past either, the run fails with a 400 naming the bound. Both count what
+// a value takes in memory, not only its JSON: each array element and object
+// member costs elemBytes beyond its text (sizeOf). Counted as JSON alone, a
+// million one-character strings were 4 MB against bounds that allow 256, and
+// took 50 MB as values: a security review made one query of a 3 MB body with
+// a resource token hold 1.4 GB in GROUP BY keys split from a parameter, and
+// a 10 MB array parameter alone took 2.5 GB.
 const (
 	MaxValueBytes    = 16 << 20
 	MaxRetainedBytes = 256 << 20
+)
+
+// elemBytes is what an array element or object member costs beyond its
+// JSON text: the value that holds it (48 bytes on 64-bit machines); a
+// member adds its name's string header, nameBytes.
+const (
+	elemBytes = int(unsafe.Sizeof(value{}))
+	nameBytes = int(unsafe.Sizeof(""))
 )
 
 // maxValueBytes and maxRetainedBytes are the bounds in force: the
@@ -28,9 +46,11 @@ var (
 	maxRetainedBytes = MaxRetainedBytes
 )
 
-// sizeOf returns the size v takes as JSON, or a number past limit as soon as
-// it is known to exceed limit (so that a value with many references to one
-// large document fragment costs no more than limit to measure).
+// sizeOf returns what v costs: the size of its JSON plus elemBytes for each
+// element and member at any depth (and nameBytes for each member's name),
+// or a number past limit as soon as it is known to exceed limit (so that a
+// value with many references to one large document fragment costs no more
+// than limit to measure).
 func sizeOf(v value, limit int) int {
 	switch v.k {
 	case kUndef:
@@ -54,9 +74,9 @@ func sizeOf(v value, limit int) int {
 	n := 2
 	for i, e := range v.c.elems {
 		if v.k == kObj {
-			n += len(v.c.keys[i]) + 3
+			n += len(v.c.keys[i]) + 3 + nameBytes
 		}
-		n += sizeOf(e, limit-n) + 1
+		n += sizeOf(e, limit-n) + 1 + elemBytes
 		if n > limit {
 			return n
 		}
@@ -72,7 +92,7 @@ func jsonSize(j *fastjson.Value, limit int) int {
 	case fastjson.TypeArray:
 		n := 2
 		for _, e := range j.GetArray() {
-			if n += jsonSize(e, limit-n) + 1; n > limit {
+			if n += jsonSize(e, limit-n) + 1 + elemBytes; n > limit {
 				return n
 			}
 		}
@@ -81,12 +101,43 @@ func jsonSize(j *fastjson.Value, limit int) int {
 		n := 2
 		j.GetObject().Visit(func(k []byte, e *fastjson.Value) {
 			if n <= limit {
-				n += len(k) + 3 + jsonSize(e, limit-n) + 1
+				n += len(k) + 3 + nameBytes + jsonSize(e, limit-n) + 1 + elemBytes
 			}
 		})
 		return n
 	}
 	return 8
+}
+
+// rawCost is at least what the value of a JSON text costs (sizeOf): its
+// length, elemBytes for each element and member (counted by the commas and
+// openings outside strings: one too many for each empty array or object)
+// and nameBytes for each member. A parameter is measured so before it is
+// parsed, which takes more memory than the value: a 10 MB array of numbers
+// took 2.5 GB to parse and copy (a security review).
+func rawCost(raw []byte) int {
+	n := len(raw)
+	in := false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if in {
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				in = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			in = true
+		case ',', '[', '{':
+			n += elemBytes
+		case ':':
+			n += nameBytes
+		}
+	}
+	return n
 }
 
 // tooLarge is what a function returns in place of a result it measured past

@@ -93,3 +93,50 @@ func TestUDFResultBounded(t *testing.T) {
 		t.Fatalf("%v, want an *Error naming udf.big's result", err)
 	}
 }
+
+// TestBoundsCountMemory: the bounds count what a value takes in memory, not
+// only its JSON (a security review: 1.4 GB held by one query whose GROUP BY
+// keys, split from a 3 MB parameter, came to 60 MB of JSON; 2.5 GB taken by
+// a 10 MB array parameter). Each shape below is well within the bounds as
+// JSON and past them as values, and fails naming what passed them; a small
+// version of each runs.
+func TestBoundsCountMemory(t *testing.T) {
+	maxValueBytes, maxRetainedBytes = 1<<20, 4<<20
+	t.Cleanup(func() { maxValueBytes, maxRetainedBytes = MaxValueBytes, MaxRetainedBytes })
+	commas := func(n int) []byte { return []byte(`"` + strings.Repeat(",", n) + `"`) }
+	zeros := func(n int) []byte { return []byte("[" + strings.TrimSuffix(strings.Repeat("0,", n), ",") + "]") }
+	docs := make([]string, 20)
+	for i := range docs {
+		docs[i] = fmt.Sprintf(`{"id":"%02d"}`, i)
+	}
+	for _, tc := range []struct {
+		name, query string
+		big, small  Params
+		want        string
+	}{
+		// 300,000 pieces: 0.9 MB as JSON, 14 MB as values.
+		{"STRINGSPLIT's pieces", `SELECT VALUE ARRAY_LENGTH(STRINGSPLIT(@s, ",")) FROM c WHERE c.id = "00"`,
+			Params{"@s": commas(300_000)}, Params{"@s": commas(1000)}, "STRINGSPLIT"},
+		// 100,000 numbers: 0.2 MB of JSON, 4.8 MB as values (and more parsed).
+		{"an array parameter", `SELECT VALUE ARRAY_LENGTH(@a) FROM c WHERE c.id = "00"`,
+			Params{"@a": zeros(100_000)}, Params{"@a": zeros(1000)}, "parameter @a"},
+		// 20 groups whose keys are 15,000 pieces each: 1.8 MB counted as JSON
+		// (twice the key's text), 15 MB as values.
+		{"GROUP BY keys", `SELECT VALUE COUNT(1) FROM c GROUP BY STRINGSPLIT(CONCAT(@s, c.id), ",")`,
+			Params{"@s": commas(15_000)}, Params{"@s": commas(100)}, "GROUP BY"},
+		{"MAKESET's values", `SELECT VALUE MAKESET(STRINGSPLIT(CONCAT(@s, c.id), ",")) FROM c`,
+			Params{"@s": commas(15_000)}, Params{"@s": commas(100)}, "MAKESET"},
+		// 19,000 one-element arrays: 95 KB of JSON, 1.9 MB as values.
+		{"an ARRAY subquery", `SELECT VALUE ARRAY_LENGTH(ARRAY(SELECT VALUE [x] FROM t IN (SELECT VALUE STRINGSPLIT(@s, ",")) JOIN x IN t)) FROM c WHERE c.id = "00"`,
+			Params{"@s": commas(19_000)}, Params{"@s": commas(100)}, "ARRAY subquery"},
+	} {
+		_, err := runQuery(t, tc.query, tc.big, docs)
+		var qe *Error
+		if !errors.As(err, &qe) || !strings.Contains(qe.Msg, tc.want) {
+			t.Errorf("%s: %v, want an *Error naming %s", tc.name, err, tc.want)
+		}
+		if _, err := runQuery(t, tc.query, tc.small, docs); err != nil {
+			t.Errorf("%s, small: %v", tc.name, err)
+		}
+	}
+}

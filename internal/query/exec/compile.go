@@ -317,6 +317,9 @@ func (c *compiler) param(p *parse.Param) (value, error) {
 	if !ok {
 		return undef, errorAt(p, "parameter %s is not defined", p.Name)
 	}
+	if rawCost(raw) > maxValueBytes {
+		return undef, errorAt(p, "parameter %s takes more than 16 MiB as a value (its JSON and %d bytes for each element and member): pass fewer elements", p.Name, elemBytes)
+	}
 	var jp fastjson.Parser
 	j, err := jp.ParseBytes(raw)
 	if err != nil {
@@ -762,7 +765,7 @@ func (c *compiler) expr(e parse.Expr, x ectx) (evalFn, error) {
 			elems := []value{}
 			size := 2
 			sub.exec(e, func(v value) bool {
-				if size += sizeOf(v, maxValueBytes-size) + 1; size > maxValueBytes {
+				if size += sizeOf(v, maxValueBytes-size) + 1 + elemBytes; size > maxValueBytes {
 					e.rc.fail(errValueTooLarge("an ARRAY subquery's array"))
 					return false
 				}

@@ -261,10 +261,10 @@ func lookupBuiltin(upper string) (builtin, bool) {
 			if sep == "" {
 				return arrayOf([]value{str(s)})
 			}
-			// Each piece costs its quotes and a comma in the result, which thus can be
-			// three times as long as s: measured before any piece is made.
+			// Each piece costs its quotes and a comma in the result, and the value
+			// holding it (sizeOf): measured before any piece is made.
 			pieces := strings.Count(s, sep) + 1
-			size := 2 + len(s) - (pieces-1)*len(sep) + 3*pieces
+			size := 2 + len(s) - (pieces-1)*len(sep) + (3+elemBytes)*pieces
 			if size > maxValueBytes {
 				return tooLarge
 			}
@@ -963,7 +963,11 @@ func objectToArray(a []value) value {
 	out := make([]value, 0, a[0].length())
 	keys := names[:]
 	a[0].each(func(k string, v value) bool {
-		size += 2 + len(names[0]) + 3 + len(k) + 2 + 1 + len(names[1]) + 3 + sizeOf(v, maxValueBytes) + 1 + 1
+		// The element's object, {"<names[0]>": k, "<names[1]>": v}, as sizeOf counts
+		// it, and the element itself.
+		obj := 2 + len(names[0]) + 3 + nameBytes + len(k) + 2 + 1 + elemBytes +
+			len(names[1]) + 3 + nameBytes + sizeOf(v, maxValueBytes) + 1 + elemBytes
+		size += obj + 1 + elemBytes
 		if size > maxValueBytes {
 			return false
 		}

@@ -452,7 +452,7 @@ func (s *aggState) add(rc *runCtx, k aggKind, v value) {
 			s.seen = make(map[string]bool)
 		}
 		if !s.seen[k] {
-			if rc != nil && !rc.retain(2*len(k)+64, "MAKESET's values") {
+			if rc != nil && !rc.retain(len(k)+64+sizeOf(v, maxValueBytes), "MAKESET's values") {
 				return
 			}
 			s.seen[k] = true
@@ -530,7 +530,13 @@ func (q *cquery) fold(e *env) []*group {
 		}
 		g := index[string(key)]
 		if g == nil {
-			if !e.rc.retain(2*len(key)+64+48*len(q.aggs), "GROUP BY's groups") {
+			// The key's text (the index's and the group's), a copy of each
+			// key value, the group and its aggregates' states.
+			cost := len(key) + 64 + 48*len(q.aggs)
+			for _, k := range keys {
+				cost += sizeOf(k, maxRetainedBytes) + elemBytes
+			}
+			if !e.rc.retain(cost, "GROUP BY's groups") {
 				return false
 			}
 			gk := make([]value, len(keys))

@@ -12,6 +12,7 @@
 package plan
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -188,6 +189,11 @@ func value(e parse.Expr, params map[string][]byte) (document.PKValue, bool) {
 	case *parse.Param:
 		raw, ok := params[x.Name]
 		if !ok {
+			return document.PKValue{}, false
+		}
+		if b := bytes.TrimLeft(raw, " \t\r\n"); len(b) > 0 && (b[0] == '[' || b[0] == '{') {
+			// Not a key component, and not worth decoding: an array of
+			// millions of elements is a few megabytes of text.
 			return document.PKValue{}, false
 		}
 		var v any
