@@ -700,3 +700,31 @@ func StoredMember(stored []byte, name string) (vs, ve int, ok bool) {
 	}
 	return findMember(stored, i, name)
 }
+
+// ValueCount returns an upper bound on the number of JSON values in b, a
+// JSON text: one, and one more for each comma and opening bracket or brace
+// outside strings (each begins an element or member; an empty array or
+// object counts one too many). A document's memory as a parse tree and
+// its index terms grows with its values, not its bytes: a 2 MB array of a
+// million zeros is a million of each.
+func ValueCount(b []byte) int {
+	n := 1
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			for i++; i < len(b); i++ {
+				j := bytes.IndexAny(b[i:], `"\`)
+				if j < 0 {
+					return n
+				}
+				if i += j; b[i] == '"' {
+					break
+				}
+				i++ // the escaped character
+			}
+		case ',', '[', '{':
+			n++
+		}
+	}
+	return n
+}

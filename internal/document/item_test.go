@@ -623,3 +623,32 @@ func BenchmarkProps1KB(b *testing.B) {
 		})
 	}
 }
+
+func TestValueCount(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int
+	}{
+		{`0`, 1},
+		{`"a,b[{"`, 1},
+		{`"a\"b,c"`, 1},
+		{`"a\\",1`, 2},
+		{`[0,0,0]`, 4},
+		{`{"a":1,"b":[1,2],"c":{"d":"x,y"}}`, 7},
+		{`{}`, 2},
+		{`"unterminated`, 1},
+		{`"esc at end\`, 1},
+	} {
+		if got := ValueCount([]byte(tc.in)); got != tc.want {
+			t.Errorf("ValueCount(%s) = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+}
+
+func BenchmarkValueCount(b *testing.B) {
+	doc := []byte(`{"id":"user-1234","pk":"tenant-7","name":"Alice Example","email":"alice@example.com","tags":["a","b","c"],"address":{"street":"1 Main St","city":"Springfield","zip":"12345"},"data":"` + strings.Repeat("lorem ipsum dolor sit amet ", 30) + `","n":42,"v":3.14,"ok":true}`)
+	b.SetBytes(int64(len(doc)))
+	for b.Loop() {
+		ValueCount(doc)
+	}
+}

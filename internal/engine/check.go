@@ -179,6 +179,7 @@ func OpenForCheck(ctx context.Context, host replica.Host, meta catalog.Backend, 
 	e := &Engine{cfg: Config{}.withDefaults(), log: log, now: time.Now, host: host, cat: cat}
 	e.rids.cat = cat
 	e.scripts, e.queries = newGate(e.cfg.ScriptSlots), newGate(e.cfg.QuerySlots)
+	e.docMem = newDocMemory()
 	return e, nil
 }
 

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/partitadb/partita/internal/catalog"
 	"github.com/partitadb/partita/internal/replica"
 	"github.com/partitadb/partita/internal/script"
@@ -201,6 +203,8 @@ type Engine struct {
 	reindex sync.Map
 	// scripts and queries bound the heavy work running at once (gate).
 	scripts, queries *gate
+	// docMem bounds the memory writes take to index documents (docmem.go).
+	docMem *semaphore.Weighted
 	// pkdel holds the pending partition key deletes (pkdelete.go).
 	pkdel pkDeletes
 	// reconcileWake wakes a replicated engine's reconciliation (cluster.go).
@@ -227,6 +231,7 @@ func New(ctx context.Context, host replica.Host, meta catalog.Backend, cfg Confi
 	e := &Engine{cfg: cfg.withDefaults(), log: log, now: now, host: host, cat: cat}
 	e.rids.cat = cat
 	e.scripts, e.queries = newGate(e.cfg.ScriptSlots), newGate(e.cfg.QuerySlots)
+	e.docMem = newDocMemory()
 	e.pkdel.wake = make(chan struct{}, 1)
 	e.reconcileWake = make(chan struct{}, 1)
 	e.prefetches = make(chan []*catalog.Container, 1)

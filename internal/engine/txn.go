@@ -53,6 +53,8 @@ type lpTxn struct {
 	// wrote is set once the transaction writes an item: its container is
 	// then one for the split check to look at (grown).
 	wrote bool
+	// mem is what it reserved to index documents (reserve).
+	mem int64
 }
 
 // begin locks logical partition pk of container c and starts a transaction
@@ -138,6 +140,7 @@ func (t *lpTxn) close() {
 	}
 	t.done = true
 	t.b.Close()
+	t.releaseMemory()
 	t.rep.ReleaseLSN(t.first)
 	t.unlock()
 	if !t.system {
@@ -157,6 +160,7 @@ func (t *lpTxn) commit() error {
 	}
 	t.done = true
 	t.b.Close()
+	t.releaseMemory()
 	t.rep.ReleaseLSN(t.first)
 	t.unlock()
 	if err == nil && t.wrote {
@@ -272,6 +276,9 @@ func (t *lpTxn) put(item *document.Item, old []byte, props document.SystemProps)
 		if _, _, err := item.TTL(); err != nil {
 			return Result{}, translate(err)
 		}
+	}
+	if err := t.reserve(old, out); err != nil {
+		return Result{}, err
 	}
 	unique, err := t.checkUnique(item.ID, old, out)
 	if err != nil {
@@ -399,6 +406,9 @@ func (t *lpTxn) drop(id string, old []byte, props document.SystemProps) (terms i
 	seq, err := ridSeq(props.RID)
 	if err != nil {
 		return 0, translate(fmt.Errorf("stored item %q: %w", id, err))
+	}
+	if err := t.reserve(old); err != nil {
+		return 0, err
 	}
 	unique, err := t.checkUnique(id, old, nil)
 	if err != nil {
