@@ -11,11 +11,12 @@ import (
 )
 
 // Writes are bounded in the memory they take to index what they write and
-// delete. Indexing a document builds its parse tree and its terms, and
-// stages an index entry per term in the transaction's batch until commit:
-// about 600 bytes for each JSON value of the document, so a 2 MB item of a
-// million small values took a gigabyte to write, and eight at once, in
-// eight logical partitions, passed 2.8 GB (a security review). The body
+// delete. Indexing a document makes its terms and stages an index entry
+// per term in the transaction's batch until commit: about 500 bytes
+// allocated for each JSON value of the document, so a 2 MB item of a
+// million small values peaks a server at half a gigabyte (a gigabyte while
+// the index parsed documents into trees), and eight at once, in eight
+// logical partitions, passed 2.8 GB before this bound (a security review). The body
 // budget (api) counts bytes, which cannot see that. So a transaction
 // reserves docBytesPerValue for each value of every version it indexes
 // (old and new) from one budget of docMemory per node, and holds the

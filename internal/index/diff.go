@@ -111,14 +111,16 @@ func (sc *scratch) versions(p *Policy, old, new []byte) error {
 
 // member adds the terms of top-level member m to sc.spans.
 func (sc *scratch) member(p *Policy, m topMember) error {
-	v, err := sc.parser.ParseBytes(m.val)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidJSON, err)
-	}
 	sc.segs = append(sc.segs, m.key)
 	sc.wsegs = append(sc.wsegs, m.key)
-	sc.walk(p, v, 0)
+	end, err := sc.value(p, m.val, 0, 0, 0, true, false)
 	sc.segs, sc.wsegs = sc.segs[:0], sc.wsegs[:0]
+	if err == nil && skipSpace(m.val, end) != len(m.val) {
+		err = walkError(end, "data after the value")
+	}
+	if err != nil {
+		return err
+	}
 	return sc.err
 }
 

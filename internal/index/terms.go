@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
-
-	"github.com/valyala/fastjson"
 )
 
 // ErrInvalidJSON is returned (wrapped) by Terms when the document is not
@@ -27,12 +24,12 @@ var wildSeg = []byte(AnyElement)
 
 // scratch is the reusable state of one Terms or Diff call.
 type scratch struct {
-	parser fastjson.Parser
 	buf    []byte     // encoded terms, back to back
 	spans  [][2]int32 // [start, end) of each term in buf
 	segs   [][]byte   // concrete path of the current value
 	wsegs  [][]byte   // segs with every array position replaced by "[]"
-	digits []byte     // arena for array positions; see walk
+	digits []byte     // arena for array positions and unescaped names; see array
+	str    []byte     // an unescaped string value
 	err    error
 
 	// Diff only.
@@ -74,16 +71,18 @@ func (p *Policy) Terms(doc []byte, fn func(term []byte)) error {
 	return nil
 }
 
-// doc adds the terms of the whole document doc to sc.spans.
+// doc adds the terms of the whole document doc to sc.spans (walk.go); a
+// document that is not an object has none, but must be valid JSON.
 func (sc *scratch) doc(p *Policy, doc []byte) error {
-	root, err := sc.parser.ParseBytes(doc)
+	i := skipSpace(doc, 0)
+	obj := i < len(doc) && doc[i] == '{'
+	end, err := sc.value(p, doc, i, 0, 0, obj, true)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidJSON, err)
+		return err
 	}
-	if root.Type() != fastjson.TypeObject {
-		return nil
+	if end = skipSpace(doc, end); end != len(doc) {
+		return walkError(end, "data after the document")
 	}
-	sc.walk(p, root, 0)
 	return sc.err
 }
 
@@ -113,48 +112,16 @@ func (p *Policy) release(sc *scratch) {
 	p.pool.Put(sc)
 }
 
-// walk emits the terms of v, found at sc.segs, and of everything below it
-// into sc.buf and sc.spans; positions counts the array positions in sc.segs.
-func (sc *scratch) walk(p *Policy, v *fastjson.Value, positions int) {
-	if sc.err != nil {
-		return
-	}
-	switch v.Type() {
-	case fastjson.TypeObject:
-		o, _ := v.Object()
-		top := len(sc.segs) == 0
-		o.Visit(func(key []byte, child *fastjson.Value) {
-			if top && isSystem(key) {
-				return
-			}
-			sc.segs = append(sc.segs, key)
-			sc.wsegs = append(sc.wsegs, key)
-			sc.walk(p, child, positions)
-			sc.segs = sc.segs[:len(sc.segs)-1]
-			sc.wsegs = sc.wsegs[:len(sc.wsegs)-1]
-		})
-	case fastjson.TypeArray:
-		a, _ := v.Array()
-		for i, child := range a {
-			// Positions live in an arena truncated on return: a position
-			// slice is never overwritten while on the path, and one made
-			// before the arena grew keeps pointing at the old array.
-			mark := len(sc.digits)
-			sc.digits = strconv.AppendInt(sc.digits, int64(i), 10)
-			sc.segs = append(sc.segs, sc.digits[mark:len(sc.digits):len(sc.digits)])
-			sc.wsegs = append(sc.wsegs, wildSeg)
-			sc.walk(p, child, positions+1)
-			sc.segs = sc.segs[:len(sc.segs)-1]
-			sc.wsegs = sc.wsegs[:len(sc.wsegs)-1]
-			sc.digits = sc.digits[:mark]
-		}
-	default:
-		sc.leaf(p, v, positions > 0)
-	}
+// scalar is a string, number, boolean or null value as a term encodes it:
+// its tag, and num (numbers; 1 for true) or str (strings, unescaped).
+type scalar struct {
+	tag byte
+	num float64
+	str []byte
 }
 
 // leaf emits the terms of the scalar v at sc.segs.
-func (sc *scratch) leaf(p *Policy, v *fastjson.Value, inArray bool) {
+func (sc *scratch) leaf(p *Policy, v scalar, inArray bool) {
 	if match(p.patterns, sc.segs) {
 		sc.emit(sc.segs, v)
 	}
@@ -164,30 +131,22 @@ func (sc *scratch) leaf(p *Policy, v *fastjson.Value, inArray bool) {
 }
 
 // emit appends the term of (segs, v) to sc.buf.
-func (sc *scratch) emit(segs [][]byte, v *fastjson.Value) {
+func (sc *scratch) emit(segs [][]byte, v scalar) {
 	start := len(sc.buf)
 	b := sc.buf
 	for _, s := range segs {
 		b = appendSegment(b, s)
 	}
 	b = append(b, esc, escPathEnd)
-	switch v.Type() {
-	case fastjson.TypeNull:
+	switch v.tag {
+	case tagNull:
 		b = append(b, tagNull)
-	case fastjson.TypeTrue:
-		b = append(b, tagBool, 1)
-	case fastjson.TypeFalse:
-		b = append(b, tagBool, 0)
-	case fastjson.TypeNumber:
-		f, err := v.Float64()
-		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) && !finiteSyntax(v) {
-			sc.err = fmt.Errorf("%w: bad number %s", ErrInvalidJSON, v.MarshalTo(nil))
-			return
-		}
-		b = appendValue(b, Value{Kind: Number, Num: f})
-	case fastjson.TypeString:
-		s, _ := v.StringBytes()
-		b = appendString(append(b, tagString), s)
+	case tagBool:
+		b = append(b, tagBool, byte(v.num))
+	case tagNumber:
+		b = appendValue(b, Value{Kind: Number, Num: v.num})
+	case tagString:
+		b = appendString(append(b, tagString), v.str)
 	}
 	if len(b) > math.MaxInt32 {
 		sc.err = fmt.Errorf("%w: document too large to index", ErrInvalidJSON)
@@ -195,17 +154,4 @@ func (sc *scratch) emit(segs [][]byte, v *fastjson.Value) {
 	}
 	sc.buf = b
 	sc.spans = append(sc.spans, [2]int32{int32(start), int32(len(b))})
-}
-
-// finiteSyntax reports whether the number token v is written as a JSON number
-// (digits, as in 1e999, which overflows to ±Inf and is indexed as such), not
-// as the "Infinity"/"inf" words fastjson also accepts.
-func finiteSyntax(v *fastjson.Value) bool {
-	var a [32]byte
-	for _, c := range v.MarshalTo(a[:0]) {
-		if c == 'i' || c == 'I' || c == 'n' || c == 'N' {
-			return false
-		}
-	}
-	return true
 }

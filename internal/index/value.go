@@ -127,3 +127,16 @@ func Compare(a, b Value) int {
 	}
 	return 0
 }
+
+// finiteSyntax reports whether the number token v is written as a JSON number
+// (digits, as in 1e999, which overflows to ±Inf and is indexed as such), not
+// as the "Infinity"/"inf" words fastjson also accepts.
+func finiteSyntax(v *fastjson.Value) bool {
+	var a [32]byte
+	for _, c := range v.MarshalTo(a[:0]) {
+		if c == 'i' || c == 'I' || c == 'n' || c == 'N' {
+			return false
+		}
+	}
+	return true
+}
