@@ -712,16 +712,11 @@ func ValueCount(b []byte) int {
 	for i := 0; i < len(b); i++ {
 		switch b[i] {
 		case '"':
-			for i++; i < len(b); i++ {
-				j := bytes.IndexAny(b[i:], `"\`)
-				if j < 0 {
-					return n
-				}
-				if i += j; b[i] == '"' {
-					break
-				}
-				i++ // the escaped character
+			end, ok := StringEnd(b, i)
+			if !ok {
+				return n
 			}
+			i = end - 1
 		case ',', '[', '{':
 			n++
 		}

@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"github.com/valyala/fastjson/fastfloat"
+
+	"github.com/partitadb/partita/internal/document"
 )
 
 // The terms of a document are read from its JSON text as it is walked: no
@@ -196,19 +198,11 @@ func (sc *scratch) array(p *Policy, b []byte, i, positions, depth int, emit bool
 // stringEnd returns the offset just past the string literal at b[i] == '"'
 // and whether it holds a backslash; ok is false when it does not end.
 func stringEnd(b []byte, i int) (end int, esc, ok bool) {
-	for j := i + 1; j < len(b); {
-		k := bytes.IndexAny(b[j:], `"\`)
-		if k < 0 {
-			return 0, false, false
-		}
-		j += k
-		if b[j] == '"' {
-			return j + 1, esc, true
-		}
-		esc = true
-		j += 2 // the backslash and what it escapes
+	end, ok = document.StringEnd(b, i)
+	if !ok {
+		return 0, false, false
 	}
-	return 0, false, false
+	return end, bytes.IndexByte(b[i+1:end-1], '\\') >= 0, true
 }
 
 // numberEnd returns the offset just past the JSON number at b[i], or false
