@@ -343,3 +343,42 @@ func load(ctx context.Context, s *testserver.Server, worker int) {
 			"x-ms-documentdb-is-upsert": "True", "x-ms-documentdb-partitionkey": fmt.Sprintf("[%q]", dev)}, []byte(doc))
 	}
 }
+
+// TestExplorerRequest401: a 401 that is about the request, not the key —
+// under --emulator-compat an item whose id holds "/" is created but cannot
+// be addressed (401) — shows its error and keeps the session (it signed
+// the user out: a security review, data planted by anyone who can write);
+// a key the server refuses still signs out.
+func TestExplorerRequest401(t *testing.T) {
+	b := newBrowser(t)
+	s := testserver.Start(t, testserver.Options{Configure: func(c *config.Config) { c.API.EmulatorCompat = true }})
+	ctx := t.Context()
+	base := strings.TrimSuffix(s.Endpoint, "/")
+	for _, r := range []struct{ path, pk, body string }{
+		{"/dbs", "", `{"id":"d"}`},
+		{"/dbs/d/colls", "", `{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash"}}`},
+		{"/dbs/d/colls/c/docs", `["a"]`, `{"id":"evil/x","pk":"a"}`},
+	} {
+		h := map[string]string{"Content-Type": "application/json"}
+		if r.pk != "" {
+			h["x-ms-documentdb-partitionkey"] = r.pk
+		}
+		if resp, body, err := s.Do(ctx, "POST", r.path, h, []byte(r.body)); err != nil || resp.StatusCode != http.StatusCreated {
+			t.Fatalf("POST %s %s: %v %v %s", r.path, r.body, err, resp, body)
+		}
+	}
+	b.run("open the explorer", chromedp.Navigate(base+"/_explorer/"), chromedp.WaitVisible("#key", chromedp.ByQuery))
+	b.run("sign in", set("#key", s.Key), click("#signin-button"), chromedp.WaitVisible(`button.coll[data-coll="c"]`, chromedp.ByQuery))
+	b.run("open the container", click(`button.coll[data-coll="c"]`), chromedp.WaitVisible(`button.item[data-id="evil/x"]`, chromedp.ByQuery))
+	b.run("save the item", click(`button.item[data-id="evil/x"]`), chromedp.WaitVisible("#item-save", chromedp.ByQuery), click("#item-save"))
+	b.waitText("the request's error", "#item-result", "cannot be addressed")
+	time.Sleep(500 * time.Millisecond) // the key's check runs after the error is shown
+	var signedIn bool
+	b.run("still signed in", chromedp.Evaluate(`sessionStorage.getItem("partita.key") !== null && document.querySelector("#signin").hidden`, &signedIn))
+	if !signedIn {
+		t.Fatal("a 401 about the request signed the user out")
+	}
+	// A key the server refuses, found mid-session, signs out.
+	b.run("refused key", chromedp.Evaluate(`sessionStorage.setItem("partita.key", "AAAAAAAAAAAAAAAAAAAAAA==")`, nil), chromedp.Reload())
+	b.waitText("refused key message", "#signin-error", "The server refused the key (401)")
+}

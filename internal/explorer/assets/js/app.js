@@ -111,7 +111,17 @@ function makeClient(cryptoKey) {
       signOut(EXPIRED);
       throw new Error(EXPIRED);
     },
-    onUnauthorized: (err) => {
+    onUnauthorized: async (err) => {
+      // A 401 may be about the request rather than the key (under
+      // --emulator-compat, an item whose id holds "/" cannot be addressed:
+      // 401): sign out only when the account read is refused too, so that
+      // data someone planted cannot end the session (a security review).
+      try {
+        await new Client(cryptoKey).get("/");
+        return; // the key is good: the caller shows the request's error
+      } catch (probeErr) {
+        if (!(probeErr instanceof CosmosError && probeErr.status === 401)) return;
+      }
       if (state.client) signOut(`The server refused the key (401): ${err.message} Sign in again.`);
     },
   });
