@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,6 +43,27 @@ func floorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return 0
 }
 
+// literalHostOnly refuses (403) requests whose Host is a name other than
+// localhost: a web page the machine's browser opens can reach a loopback
+// listener through DNS rebinding, but only under a name it controls, so a
+// listener without authentication answers only requests addressed to it by
+// IP address or as localhost (a security review: the profiles, and the
+// command line with a --key, were readable so).
+func literalHostOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if hp, _, err := net.SplitHostPort(host); err == nil {
+			host = hp
+		}
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+		if net.ParseIP(host) == nil && !strings.EqualFold(host, "localhost") {
+			http.Error(w, "address this listener by IP address or as localhost", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 // startPprof serves net/http/pprof on addr (nothing when addr is empty)
 // until the returned stop is called. The listener is plain HTTP without
 // authentication, for measuring on a trusted host.
@@ -59,7 +81,7 @@ func startPprof(addr string, stdout io.Writer, log *slog.Logger) (stop func(), e
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
+	srv := &http.Server{Handler: literalHostOnly(mux), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)} // no write timeout: a profile takes its seconds
 	fmt.Fprintf(stdout, "Go profiles (no authentication) at http://%s/debug/pprof/\n", ln.Addr())
 	var wg sync.WaitGroup
