@@ -94,13 +94,15 @@ func parseScript(kind ScriptKind, body []byte) (*Script, error) {
 	if kind == Triggers {
 		tt, to := obj.Get("triggerType"), obj.Get("triggerOperation")
 		if tt == nil || tt.Type() != fastjson.TypeString || to == nil || to.Type() != fastjson.TypeString {
-			return nil, invalid("trigger definition needs string triggerType (Pre or Post) and triggerOperation (All, Create, Update, Delete or Replace)")
+			return nil, invalid("trigger definition needs string triggerType (Pre or Post) and triggerOperation (All, Create, Update, Delete, Replace or Upsert)")
 		}
 		if sc.TriggerType = canonical(string(tt.GetStringBytes()), "Pre", "Post"); sc.TriggerType == "" {
 			return nil, invalid(fmt.Sprintf("triggerType %q: want Pre or Post", tt.GetStringBytes()))
 		}
-		if sc.TriggerOperation = canonical(string(to.GetStringBytes()), "All", "Create", "Update", "Delete", "Replace"); sc.TriggerOperation == "" {
-			return nil, invalid(fmt.Sprintf("triggerOperation %q: want All, Create, Update, Delete or Replace", to.GetStringBytes()))
+		if sc.TriggerOperation = canonical(string(to.GetStringBytes()), "All", "Create", "Update", "Delete", "Replace", "Upsert"); sc.TriggerOperation == "" {
+			// Upsert as the .NET SDK's TriggerOperation has it (5, upsert
+			// operations only); @azure/cosmos's enum lacks it.
+			return nil, invalid(fmt.Sprintf("triggerOperation %q: want All, Create, Update, Delete, Replace or Upsert", to.GetStringBytes()))
 		}
 	}
 	for _, name := range []string{"_rid", "_self", "_etag", "_ts"} {

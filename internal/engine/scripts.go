@@ -315,8 +315,18 @@ func (e *Engine) withTriggers(ctx context.Context, t *lpTxn, trig TriggerSet, op
 		return Result{}, err
 	}
 	for _, p := range post {
-		if err := p.RunPostTrigger(ctx, host, opName, body, res.Body, e.cfg.ScriptLimits); err != nil {
+		out, err := p.RunPostTrigger(ctx, host, opName, body, res.Body, e.cfg.ScriptLimits)
+		if err != nil {
 			return Result{}, translateScript(err)
+		}
+		if res.Body != nil && out != nil {
+			// The trigger's setBody is what the client gets (Cosmos DB's
+			// wrapper: it overwrites the response); a delete answers no body.
+			if len(out) > MaxBatchResponseBytes {
+				return Result{}, status.Newf(http.StatusRequestEntityTooLarge,
+					"the post-trigger's response body is %d bytes; at most %d are allowed (the operation was rolled back)", len(out), MaxBatchResponseBytes)
+			}
+			res.Body = out
 		}
 	}
 	res.RU = t.ru

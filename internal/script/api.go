@@ -127,6 +127,21 @@ func (x *execution) installContext() {
 	x.set(ctxObj, "getCollection", func(goja.FunctionCall) goja.Value { return coll })
 	x.set(ctxObj, "getRequest", func(goja.FunctionCall) goja.Value { return req })
 	x.set(ctxObj, "getResponse", func(goja.FunctionCall) goja.Value { return resp })
+	// abort(err) ends the script at once and fails it with err, as if err were thrown and
+	// nothing caught it: every write is rolled back. Cosmos DB's wrapper documents it as the
+	// only way to stop a transaction from committing in a promise callback, where a throw
+	// only rejects the promise (a scripts hunt: without it, the documented
+	// main().catch(err => getContext().abort(err)) threw a TypeError there, which nothing saw,
+	// and the partial writes committed).
+	x.set(ctxObj, "abort", func(call goja.FunctionCall) goja.Value {
+		x.abort = x.thrown(call.Argument(0))
+		x.rt.Interrupt(x.abort)
+		_, err := x.rt.RunProgram(interruptProbe)
+		if err == nil {
+			err = x.abort
+		}
+		panic(err)
+	})
 	rt.Set("getContext", func(goja.FunctionCall) goja.Value { return ctxObj })
 	rt.Set("__", coll)
 
@@ -168,7 +183,7 @@ func (x *execution) newRequest() *goja.Object {
 
 func (x *execution) newResponse() *goja.Object {
 	resp := x.rt.NewObject()
-	x.installBody(resp, func() goja.Value { return x.respBody }, func(v goja.Value) { x.respBody = v })
+	x.installBody(resp, func() goja.Value { return x.respBody }, func(v goja.Value) { x.respBody, x.respBodySet = v, true })
 	// The response body's bound and its size so far, as JSON, in bytes (0 while no body is
 	// set), so that a script can stop before its response grows past the bound.
 	x.set(resp, "getMaxResponseBodySize", func(goja.FunctionCall) goja.Value {
@@ -580,9 +595,10 @@ func (x *execution) queryDocuments(call goja.FunctionCall) goja.Value {
 }
 
 // page reads the paging options of queryDocuments and readDocuments: pageSize (a positive
-// number; -1, 0 or none for every result) and continuation (a string a page returned).
+// number; -1 for every result; none or 0 for defaultPageSize, as Cosmos DB's wrapper reads
+// options.pageSize || 100) and continuation (a string a page returned).
 func (x *execution) page(method string, o opArgs) Page {
-	var p Page
+	p := Page{Size: defaultPageSize}
 	if o.options == nil {
 		return p
 	}
@@ -591,7 +607,12 @@ func (x *execution) page(method string, o opArgs) Page {
 		if n != math.Trunc(n) || n < -1 || n > math.MaxInt32 {
 			x.throwTypeError("%s: pageSize must be a whole number, -1 for every result", method)
 		}
-		p.Size = max(int(n), 0)
+		switch {
+		case n == -1:
+			p.Size = 0 // every result
+		case n > 0:
+			p.Size = int(n)
+		}
 	}
 	if v := prop(o.options, "continuation"); !isNullish(v) {
 		if !isString(v) {
@@ -601,6 +622,11 @@ func (x *execution) page(method string, o opArgs) Page {
 	}
 	return p
 }
+
+// defaultPageSize is the page of queryDocuments and readDocuments without options.pageSize
+// (Cosmos DB's wrapper: options.pageSize || 100). A script that reads one page and no more
+// gets no more than it would from Cosmos DB (a scripts hunt: it got every result).
+const defaultPageSize = 100
 
 // querySpec decodes a query argument: a string, or {query, parameters: [{name, value}]}.
 func (x *execution) querySpec(v goja.Value) (string, map[string][]byte) {

@@ -18,7 +18,10 @@
 //
 // Stored procedures and triggers see the Cosmos DB server-side API:
 //
-//	getContext()                    {getCollection(), getRequest(), getResponse()}
+//	getContext()                    {getCollection(), getRequest(), getResponse(), abort(err)}
+//	getContext().abort(err)         ends the script at once, failing it with err as if thrown
+//	                                and not caught (writes rolled back), also from a promise
+//	                                callback, where a throw only rejects the promise
 //	collection.getSelfLink()        the container's name-based link (Host.CollectionLink)
 //	collection.getAltLink()         the same
 //	collection.createDocument(collLink, doc, [options], [cb])          cb(err, doc, respOptions)
@@ -29,7 +32,7 @@
 //	collection.queryDocuments(collLink, query, [options], [cb])        cb(err, docs, respOptions)
 //	collection.readDocuments(collLink, [options], [cb])                cb(err, docs, respOptions)
 //	request.getBody(), setBody(x), appendBody(x), getOperationType()
-//	response.getBody(), setBody(x), appendBody(x)
+//	response.getBody(), setBody(x), appendBody(x)   in a post-trigger, what the client gets
 //	response.getMaxResponseBodySize()  Limits.MaxResponseBytes (the host enforces it)
 //	response.getCurrentResponseBodySize()  the body's size as JSON, 0 before one is set
 //	request/response.getValue("Body"), setValue("Body", x), appendValue("Body", x)
@@ -64,7 +67,7 @@
 // later, where no try/catch around the call sees it). Options: etag (If-Match for replace,
 // upsert and delete) and disableAutomaticIdGeneration (create and upsert assign a random GUID
 // id to a document without one unless it is set). queryDocuments and readDocuments take
-// options.pageSize (every result without it, or with -1) and options.continuation (what an
+// options.pageSize (100 without it or with 0, as Cosmos DB's wrapper reads it; every result with -1) and options.continuation (what an
 // earlier page's respOptions.continuation held; undefined after the last page): Host.Query and
 // Host.ReadAll page. The fluent query API (__.filter, __.map,
 // __.chain, ...) throws a "not supported" Error.

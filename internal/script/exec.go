@@ -99,11 +99,16 @@ func (p *Program) RunPreTrigger(ctx context.Context, host Host, op string, body 
 
 // RunPostTrigger runs a post-trigger for operation op; request is the request's document body
 // (what getRequest().getBody() returns) and response the stored document (what
-// getResponse().getBody() returns). Changes the trigger makes to either body are discarded.
-// Errors as for Execute; any error means the caller must roll the operation back.
-func (p *Program) RunPostTrigger(ctx context.Context, host Host, op string, request, response []byte, lim Limits) error {
+// getResponse().getBody() returns). It returns the response body as the trigger left it:
+// response itself unless the trigger set it (getResponse().setBody, appendBody), else the JSON
+// of what it set — as Cosmos DB documents, a post-trigger's setBody overwrites the response the
+// client gets (the stored document is unchanged) — or response when that has no JSON form.
+// Changes to the request body are discarded. Errors as for Execute; any error means the caller
+// must roll the operation back.
+func (p *Program) RunPostTrigger(ctx context.Context, host Host, op string, request, response []byte, lim Limits) ([]byte, error) {
 	x := newExecution(p, host, lim, false)
 	x.op = op
+	out := response
 	err := x.run(ctx, func() error {
 		var err error
 		if x.reqBody, err = x.parseJSON(request); err != nil {
@@ -112,13 +117,26 @@ func (p *Program) RunPostTrigger(ctx context.Context, host Host, op string, requ
 		if x.respBody, err = x.parseJSON(response); err != nil {
 			return err
 		}
-		return x.callEntry(nil)
+		if err := x.callEntry(nil); err != nil {
+			return err
+		}
+		if x.respBodySet {
+			b, err := x.stringifyBody(x.respBody)
+			if err != nil {
+				return err
+			}
+			if b != nil {
+				out = b
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		x = nil
 		releaseAfterMemoryLimit(err)
+		return nil, err
 	}
-	return err
+	return out, nil
 }
 
 // Call runs a UDF with args, each the JSON of one argument (nil for undefined), and returns the
@@ -201,9 +219,10 @@ type execution struct {
 	ops     int
 	op      string // trigger operation type
 
-	reqBody    goja.Value // request body: sproc args, trigger document
-	reqBodySet bool       // reports whether the script called request.setBody
-	respBody   goja.Value // response body; nil until set
+	reqBody     goja.Value // request body: sproc args, trigger document
+	reqBodySet  bool       // reports whether the script called request.setBody
+	respBody    goja.Value // response body; nil until set
+	respBodySet bool       // reports whether the script set the response body
 
 	// hostErrs remembers the error objects made from *HostError, so that one thrown out of the
 	// script is reported with its own status (409 for a conflict) rather than 400.
@@ -505,7 +524,13 @@ func (x *execution) scriptError(err error) *Error {
 		}
 		return newError(KindInternal, "Encountered exception while executing function. Exception = internal error", err)
 	}
-	val := ex.Value()
+	return x.thrown(ex.Value())
+}
+
+// thrown is the failure of a script that threw val and did not catch it (or passed it to
+// getContext().abort): a host operation's error keeps its status, anything else is a 400
+// rendering val.
+func (x *execution) thrown(val goja.Value) *Error {
 	if obj, ok := val.(*goja.Object); ok {
 		if he := x.hostErrs[obj]; he != nil {
 			return &Error{Kind: KindHost, Status: he.Status, Sub: he.Sub, Msg: truncate(he.Msg, maxMsgBytes), cause: he}

@@ -62,7 +62,7 @@ func FuzzCompile(f *testing.F) {
 		if err == nil {
 			_, err = tr.RunPreTrigger(ctx, newFakeHost(), "Create", []byte(`{"id":"c"}`), lim)
 			check("RunPreTrigger", err)
-			err = tr.RunPostTrigger(ctx, newFakeHost(), "Create", []byte(`{"id":"c"}`), []byte(`{"id":"c","_etag":"e"}`), lim)
+			_, err = tr.RunPostTrigger(ctx, newFakeHost(), "Create", []byte(`{"id":"c"}`), []byte(`{"id":"c","_etag":"e"}`), lim)
 			check("RunPostTrigger", err)
 		}
 		udf, err := CompileUDF(body)

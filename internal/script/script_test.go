@@ -605,14 +605,14 @@ func TestPostTrigger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = p.RunPostTrigger(context.Background(), h, "Create", []byte(`{"id":"x"}`), []byte(`{"id":"x","_etag":"e"}`), Limits{})
+	_, err = p.RunPostTrigger(context.Background(), h, "Create", []byte(`{"id":"x"}`), []byte(`{"id":"x","_etag":"e"}`), Limits{})
 	if err != nil {
 		t.Fatalf("RunPostTrigger = %v", err)
 	}
 	if h.docs["meta"]["count"] != float64(1) || h.docs["meta"]["last"] != "x" {
 		t.Errorf("meta = %v, want count 1, last x", h.docs["meta"])
 	}
-	err = p.RunPostTrigger(context.Background(), h, "Create", []byte(`{"id":"y"}`), []byte(`{"id":"y","bad":true}`), Limits{})
+	_, err = p.RunPostTrigger(context.Background(), h, "Create", []byte(`{"id":"y"}`), []byte(`{"id":"y","bad":true}`), Limits{})
 	if se := asError(t, err); se.Kind != KindException || !strings.Contains(se.Msg, "bad document y") {
 		t.Errorf("RunPostTrigger(bad) = %v, want an exception mentioning the message", err)
 	}

@@ -1,0 +1,159 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/partitadb/partita/internal/status"
+)
+
+// Differences from Cosmos DB's server-side programming model that a
+// scripts hunt found (Cosmos DB's wrapper, DocDbWrapperScript.js, is the
+// reference): getContext().abort, queryDocuments' default page, and a
+// post-trigger's response body.
+
+// TestScriptAbort: getContext().abort(err) fails the stored procedure with
+// err and rolls back its writes, also from a promise callback, where a throw
+// only rejects the promise (the documented main().catch(abort) pattern
+// committed the partial writes: abort did not exist).
+func TestScriptAbort(t *testing.T) {
+	e := testEngine(t)
+	ctx := t.Context()
+	pk := pkOf(0)
+	for id, body := range map[string]string{
+		"promise": `function () {
+			var c = getContext().getCollection();
+			function create(doc) {
+				return new Promise(function (resolve, reject) {
+					var ok = c.createDocument(c.getSelfLink(), doc, function (err, d) { if (err) reject(err); else resolve(d); });
+					if (!ok) reject(new Error("not accepted"));
+				});
+			}
+			create({id: "first", pk: "p0"})
+				.then(function () { return create({id: "dup", pk: "p0"}); })
+				.catch(function (err) { getContext().abort(err); });
+		}`,
+		"direct": `function () {
+			var c = getContext().getCollection();
+			c.createDocument(c.getSelfLink(), {id: "first", pk: "p0"});
+			try { getContext().abort(new Error("stop here")); } catch (e) { getContext().getResponse().setBody("caught"); }
+		}`,
+	} {
+		if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Upsert, PK: pk, Body: []byte(`{"id":"dup","pk":"p0"}`)}); err != nil {
+			t.Fatal(err)
+		}
+		def, _ := json.Marshal(map[string]string{"id": id, "body": body})
+		if _, err := e.CreateScript("db", "k", StoredProcedures, def); err != nil {
+			t.Fatal(err)
+		}
+		_, err := e.ExecuteStoredProcedure(ctx, "db", "k", id, pk, nil, false)
+		se, ok := errors.AsType[*status.Error](err)
+		switch {
+		case !ok:
+			t.Errorf("%s: %v, want the abort's error", id, err)
+		case id == "promise" && se.Code != http.StatusConflict:
+			t.Errorf("%s: %d %s, want the 409 passed to abort", id, se.Code, se.Message)
+		case id == "direct" && (se.Code != http.StatusBadRequest || !strings.Contains(se.Message, "stop here")):
+			t.Errorf("%s: %d %s, want 400 naming the abort's error", id, se.Code, se.Message)
+		}
+		if _, err := e.ReadItem(ctx, ItemRef{DB: "db", Container: "k", ID: "first"}, pk, ""); err == nil {
+			t.Errorf("%s: the aborted procedure's write was kept", id)
+		}
+	}
+}
+
+// TestSprocDefaultPageSize: queryDocuments and readDocuments without
+// options.pageSize (or with 0) answer pages of 100, as Cosmos DB's wrapper
+// (options.pageSize || 100); -1 still answers every result.
+func TestSprocDefaultPageSize(t *testing.T) {
+	e := testEngine(t)
+	ctx := t.Context()
+	pk := pkOf(0)
+	for i := range 150 {
+		body := fmt.Sprintf(`{"id":"d%03d","pk":"p0"}`, i)
+		if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Create, PK: pk, Body: []byte(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const sproc = `function (query, opts) {
+		var c = getContext().getCollection();
+		var cb = function (err, docs, resp) { if (err) throw err; getContext().getResponse().setBody([docs.length, !!resp.continuation]); };
+		if (query) c.queryDocuments(c.getSelfLink(), query, opts, cb); else c.readDocuments(c.getSelfLink(), opts, cb);
+	}`
+	def, _ := json.Marshal(map[string]string{"id": "first", "body": sproc})
+	if _, err := e.CreateScript("db", "k", StoredProcedures, def); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		query, opts, want string
+	}{
+		{"SELECT * FROM c", `{}`, `[100,true]`},
+		{"SELECT * FROM c", `{"pageSize":0}`, `[100,true]`},
+		{"", `{}`, `[100,true]`},
+		{"SELECT * FROM c", `{"pageSize":-1}`, `[150,false]`},
+		{"SELECT * FROM c", `{"pageSize":7}`, `[7,true]`},
+	} {
+		args := fmt.Sprintf(`[%q,%s]`, tc.query, tc.opts)
+		res, err := e.ExecuteStoredProcedure(ctx, "db", "k", "first", pk, []byte(args), false)
+		if err != nil || string(res.Body) != tc.want {
+			t.Errorf("%q %s: %s, %v; want %s", tc.query, tc.opts, res.Body, err, tc.want)
+		}
+	}
+}
+
+// TestPostTriggerResponseBody: a post-trigger's getResponse().setBody is
+// the body the client gets (Cosmos DB: "the response body ... will be
+// overwritten with this call"); the stored item is what the operation
+// wrote.
+func TestPostTriggerResponseBody(t *testing.T) {
+	e := testEngine(t)
+	ctx := t.Context()
+	pk := pkOf(0)
+	def, _ := json.Marshal(map[string]string{"id": "enrich", "triggerType": "Post", "triggerOperation": "All", "body": `function () {
+		var r = getContext().getResponse(), b = r.getBody();
+		if (!b) return;
+		b.enriched = true;
+		r.setBody(b);
+	}`})
+	if _, err := e.CreateScript("db", "k", Triggers, def); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Create, PK: pk, Body: []byte(`{"id":"a","pk":"p0"}`), Triggers: TriggerSet{Post: []string{"enrich"}}})
+	if err != nil || !strings.Contains(string(res.Body), `"enriched":true`) {
+		t.Fatalf("create with the trigger: %s, %v; want the trigger's body", res.Body, err)
+	}
+	stored, err := e.ReadItem(ctx, ItemRef{DB: "db", Container: "k", ID: "a"}, pk, "")
+	if err != nil || strings.Contains(string(stored.Body), "enriched") {
+		t.Fatalf("stored item %s, %v: want it as written", stored.Body, err)
+	}
+	if _, err := e.DeleteItem(ctx, ItemRef{DB: "db", Container: "k", ID: "a"}, pk, "", TriggerSet{Post: []string{"enrich"}}); err != nil {
+		t.Fatalf("delete with the trigger: %v", err)
+	}
+}
+
+// TestUpsertTrigger: a trigger of operation Upsert (the .NET SDK's
+// TriggerOperation.Upsert) is created and runs on upserts only.
+func TestUpsertTrigger(t *testing.T) {
+	e := testEngine(t)
+	ctx := t.Context()
+	pk := pkOf(0)
+	def, _ := json.Marshal(map[string]string{"id": "stamp", "triggerType": "Pre", "triggerOperation": "Upsert", "body": `function () {
+		var r = getContext().getRequest(), b = r.getBody();
+		b.stamped = true;
+		r.setBody(b);
+	}`})
+	if _, err := e.CreateScript("db", "k", Triggers, def); err != nil {
+		t.Fatalf("create an Upsert trigger: %v", err)
+	}
+	res, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Upsert, PK: pk, Body: []byte(`{"id":"a","pk":"p0"}`), Triggers: TriggerSet{Pre: []string{"stamp"}}})
+	if err != nil || !strings.Contains(string(res.Body), `"stamped":true`) {
+		t.Fatalf("upsert with the trigger: %s, %v", res.Body, err)
+	}
+	if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Create, PK: pk, Body: []byte(`{"id":"b","pk":"p0"}`), Triggers: TriggerSet{Pre: []string{"stamp"}}}); status.From(err).Code != http.StatusBadRequest {
+		t.Fatalf("create with an Upsert trigger: %v, want 400", err)
+	}
+}
