@@ -157,3 +157,43 @@ func TestUpsertTrigger(t *testing.T) {
 		t.Fatalf("create with an Upsert trigger: %v, want 400", err)
 	}
 }
+
+// TestCreateDocumentArguments: createDocument and upsertDocument take a
+// document as an object or as a JSON string, give a GUID to one whose id is
+// missing or falsy ("" too), and leave the caller's object as it was (the
+// wrapper copies it first); replaceDocument takes a string too.
+func TestCreateDocumentArguments(t *testing.T) {
+	e := testEngine(t)
+	ctx := t.Context()
+	pk := pkOf(0)
+	def, _ := json.Marshal(map[string]string{"id": "args", "body": `function () {
+		var c = getContext().getCollection(), out = {};
+		var mine = {pk: "p0", n: 1};
+		c.createDocument(c.getSelfLink(), mine, function (err, d) {
+			if (err) throw err;
+			out.generated = typeof d.id === "string" && d.id.length > 0;
+			out.callerUntouched = !("id" in mine);
+			c.createDocument(c.getSelfLink(), JSON.stringify({id: "fromString", pk: "p0"}), function (err, d) {
+				if (err) throw err;
+				out.fromString = d.id;
+				c.upsertDocument(c.getSelfLink(), {id: "", pk: "p0"}, function (err, d) {
+					if (err) throw err;
+					out.emptyIDGenerated = d.id !== "";
+					c.replaceDocument("dbs/db/colls/k/docs/fromString", '{"id":"fromString","pk":"p0","v":2}', function (err, d) {
+						if (err) throw err;
+						out.replacedFromString = d.v;
+						getContext().getResponse().setBody(out);
+					});
+				});
+			});
+		});
+	}`})
+	if _, err := e.CreateScript("db", "k", StoredProcedures, def); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.ExecuteStoredProcedure(ctx, "db", "k", "args", pk, nil, false)
+	const want = `{"generated":true,"callerUntouched":true,"fromString":"fromString","emptyIDGenerated":true,"replacedFromString":2}`
+	if err != nil || string(res.Body) != want {
+		t.Fatalf("%s, %v; want %s", res.Body, err, want)
+	}
+}

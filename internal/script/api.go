@@ -410,8 +410,22 @@ func (x *execution) docLink(method string, v goja.Value) string {
 	return v.String()
 }
 
-// docBody returns the JSON of a document argument.
+// docValue returns a document argument as an object: an object as it is, a string (the
+// wrapper takes "a string representing a JSON-serialized object") parsed.
+func (x *execution) docValue(method string, v goja.Value) goja.Value {
+	if !isString(v) {
+		return v
+	}
+	parsed, err := x.parseJSON([]byte(v.String()))
+	if err != nil {
+		x.throwTypeError("%s: the document string is not valid JSON", method)
+	}
+	return parsed
+}
+
+// docBody returns the JSON of a document argument (see docValue).
 func (x *execution) docBody(method string, v goja.Value) []byte {
+	v = x.docValue(method, v)
 	obj, ok := v.(*goja.Object)
 	if !ok || obj.ClassName() == "Array" || obj.ClassName() == "Function" {
 		x.throwTypeError("%s: the document must be an object", method)
@@ -526,11 +540,16 @@ func (x *execution) writeMethod(method string, upsert bool) nativeFunc {
 		if len(args) == 0 {
 			x.throwTypeError("%s: the document is required", method)
 		}
-		docVal := args[0]
+		docVal := x.docValue(method, args[0])
 		o := x.trailing(method, args[1:])
-		if obj, ok := docVal.(*goja.Object); ok && !o.flag("disableAutomaticIdGeneration") && isNullish(prop(obj, "id")) {
-			// Cosmos DB's SDKs assign a GUID to a document without an id unless told not to.
-			obj.Set("id", newGUID())
+		if obj, ok := docVal.(*goja.Object); ok && obj.ClassName() == "Object" && !o.flag("disableAutomaticIdGeneration") && !prop(obj, "id").ToBoolean() {
+			// As Cosmos DB's wrapper: a document whose id is missing or falsy ("" too) gets a
+			// GUID unless told not to, on a shallow copy (for-in), so that the caller's object
+			// stays as it was. (An array, which the wrapper would copy into an object of its
+			// indexes, is refused below as not a document.)
+			cp := x.call(x.shallowCopy(), goja.Undefined(), obj).(*goja.Object)
+			cp.Set("id", newGUID())
+			docVal = cp
 		}
 		doc := x.docBody(method, docVal)
 		ifMatch := o.str("etag")
@@ -541,6 +560,22 @@ func (x *execution) writeMethod(method string, upsert bool) nativeFunc {
 			return x.oneDoc(x.host.Create(doc))
 		})
 	}
+}
+
+// shallowCopyProgram copies an object's enumerable properties, its own and inherited, into a
+// new object, as the wrapper's for-in loop does.
+var shallowCopyProgram = goja.MustCompile("shallowCopy", "(function (b) { var c = {}; for (var p in b) { c[p] = b[p]; } return c; })", false)
+
+// shallowCopy returns the function of shallowCopyProgram, made on first use.
+func (x *execution) shallowCopy() goja.Callable {
+	if x.copyFn == nil {
+		v, err := x.rt.RunProgram(shallowCopyProgram)
+		if err != nil {
+			panic(err) // an interrupt
+		}
+		x.copyFn, _ = goja.AssertFunction(v)
+	}
+	return x.copyFn
 }
 
 // replaceDocument(docLink, doc, [options], [cb]).

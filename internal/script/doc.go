@@ -27,6 +27,8 @@
 //	collection.createDocument(collLink, doc, [options], [cb])          cb(err, doc, respOptions)
 //	collection.upsertDocument(collLink, doc, [options], [cb])          cb(err, doc, respOptions)
 //	collection.replaceDocument(docLink, doc, [options], [cb])          cb(err, doc, respOptions)
+//	                                doc: an object, or a string of its JSON; a missing or
+//	                                falsy id gets a GUID on a copy, the caller's object unchanged
 //	collection.readDocument(docLink, [options], [cb])                  cb(err, doc, respOptions)
 //	collection.deleteDocument(docLink, [options], [cb])                cb(err, respOptions)
 //	collection.queryDocuments(collLink, query, [options], [cb])        cb(err, docs, respOptions)

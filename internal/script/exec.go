@@ -241,6 +241,8 @@ type execution struct {
 
 	// plusFn is JavaScript's + (see plus), made on first use.
 	plusFn goja.Callable
+	// copyFn copies an object shallowly (see shallowCopy), made on first use.
+	copyFn goja.Callable
 
 	// protectFn runs protected, a Go function, as a native function (see protect).
 	protectFn goja.Callable
