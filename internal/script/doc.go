@@ -45,6 +45,8 @@
 //	console.log(s, ...)             appended to the log when logging is on: %s takes the
 //	                                next argument, %% is %, calls are concatenated
 //	ErrorCodes                      {BadRequest: 400, Forbidden: 403, NotFound: 404, ...}
+//	new Error(code, message)        JScript's form, as the wrapper and Cosmos DB's samples use
+//	                                it: message, and number code (errorCodeForm)
 //
 // The request and response maps and console.log behave as in Cosmos DB's own wrapper script,
 // DocDbWrapperScript.js (published in Azure/azure-cosmosdb-js-server): see installBody and

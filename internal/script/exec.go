@@ -283,12 +283,36 @@ func newExecution(p *Program, host Host, lim Limits, logging bool) *execution {
 		return goja.Undefined()
 	}))
 	x.guardBuiltins()
+	if _, err := rt.RunProgram(errorCodeForm); err != nil {
+		panic("script: the Error prelude failed: " + err.Error()) // fixed code on a fresh runtime
+	}
 	x.installConsole()
 	if p.kind != kindUDF {
 		x.installContext()
 	}
 	return x
 }
+
+// errorCodeForm gives Error the two-argument form of the JScript engine Cosmos DB's scripts
+// ran on, which its wrapper and samples use: new Error(code, message) makes an Error whose
+// message is message and whose number is code (standard JavaScript takes the code as the
+// message: a scripts hunt found "Exception = Error: 400" where Cosmos DB says the message).
+// Any other call is the standard one. The prototype is shared, so instanceof, subclasses
+// (class X extends Error) and the built-in errors work as before.
+var errorCodeForm = goja.MustCompile("errorCodeForm", `(function () {
+	var E = Error;
+	var W = function Error(a, b) {
+		if (typeof a === "number" && typeof b === "string") {
+			var e = new.target ? Reflect.construct(E, [b], new.target) : new E(b);
+			e.number = a;
+			return e;
+		}
+		return new.target ? Reflect.construct(E, arguments, new.target) : E.apply(undefined, arguments);
+	};
+	W.prototype = E.prototype;
+	Object.defineProperty(E.prototype, "constructor", {value: W, writable: true, configurable: true});
+	Object.defineProperty(globalThis, "Error", {value: W, writable: true, configurable: true});
+})();`, false)
 
 // unlessFired wraps fn, which may run user code, to fail once the watchdog has fired.
 func (x *execution) unlessFired(fn goja.Callable) goja.Callable {
