@@ -857,8 +857,8 @@ func TestErrorCodeForm(t *testing.T) {
 		t.Errorf("throw new Error(400, msg) = %v, want 400 naming msg", err)
 	}
 	for body, want := range map[string]string{
-		`function () { var e = new Error(409, "c"); getContext().getResponse().setBody([e.message, e.number, e instanceof Error, String(e)]); }`: `["c",409,true,"Error: c"]`,
-		`function () { class X extends Error { constructor(m) { super(m); this.name = "X"; } } var e = new X("m"); getContext().getResponse().setBody([e instanceof X, e instanceof Error, String(e)]); }`: `[true,true,"X: m"]`,
+		`function () { var e = new Error(409, "c"); getContext().getResponse().setBody([e.message, e.number, e instanceof Error, String(e)]); }`:                                                                      `["c",409,true,"Error: c"]`,
+		`function () { class X extends Error { constructor(m) { super(m); this.name = "X"; } } var e = new X("m"); getContext().getResponse().setBody([e instanceof X, e instanceof Error, String(e)]); }`:            `[true,true,"X: m"]`,
 		`function () { var e = Error("call"), f = new Error("new", {cause: 1}); getContext().getResponse().setBody([e.message, f.message, f.cause, new TypeError("t") instanceof Error, e.constructor === Error]); }`: `["call","new",1,true,true]`,
 	} {
 		res, err := run(t, newFakeHost(), body, ``, Limits{})
