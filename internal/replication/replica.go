@@ -292,7 +292,12 @@ func (r *Replica) proposeErr(err error) error {
 	switch {
 	case errors.Is(err, ErrNotLeader):
 		return r.notLeader()
-	case errors.Is(err, ErrNotApplied):
+	case errors.Is(err, ErrNotApplied), errors.Is(err, ErrNoGroup):
+		// The group gone from this node (its container deleted, its range
+		// moved away and collected) takes no proposal either: nothing was
+		// written, and the request served again finds where its data is
+		// now, or that it is gone (a race hunt: a write racing its
+		// container's deletion answered 500 "no such group").
 		return fmt.Errorf("replication: keyspace %d: %w: %w: %w", r.id, replica.ErrNotApplied, replica.ErrUnavailable, err)
 	}
 	return fmt.Errorf("replication: keyspace %d: %w: %w", r.id, replica.ErrUnavailable, err)
@@ -326,7 +331,7 @@ func (r *Replica) await(ctx context.Context, w *Waiter) error {
 func (r *Replica) NextLSN(b replica.Batch, first *uint64) (uint64, error) {
 	l, err := r.h.Leader(r.id)
 	if err != nil {
-		return 0, err
+		return 0, r.proposeErr(err)
 	}
 	if !l.Settled {
 		return 0, r.notLeader()

@@ -582,6 +582,7 @@ func TestNotAppliedErrors(t *testing.T) {
 	for _, err := range []error{
 		fmt.Errorf("%w: %w", ErrNotApplied, errors.New("raft: proposal dropped")), // Propose's
 		ErrNotApplied, // a waiter's: evaluated under another leadership, or the group removed
+		ErrNoGroup,    // the group removed before the proposal (NextLSN, Propose)
 	} {
 		got := r.proposeErr(err)
 		if !errors.Is(got, replica.ErrNotApplied) || !errors.Is(got, replica.ErrUnavailable) {
@@ -814,5 +815,27 @@ func TestDiskFullStalls(t *testing.T) {
 		if _, err := nodes[2].st.Get(append(replica.KeyspacePrefix(1), fmt.Sprintf("\x02w%d", i)...)); err != nil {
 			t.Fatalf("node 3, caught up, lacks write %d: %v", i, err)
 		}
+	}
+}
+
+// TestNextLSNGroupRemoved: a write that evaluates while its group is removed
+// from the node (its container deleted meanwhile) fails as not applied —
+// nothing was written, and the API serves it again — rather than with the
+// host's bare ErrNoGroup, which reached a client as a 500 (a race hunt).
+func TestNextLSNGroupRemoved(t *testing.T) {
+	nodes := startLiveNodes(t, &chanNet{inboxes: map[uint64]chan Message{}})
+	for _, n := range nodes {
+		defer n.stop(t)
+	}
+	lead := awaitLeader(t, nodes)
+	b := lead.r.NewBatch(false)
+	defer b.Close()
+	if err := lead.h.Remove(1); err != nil {
+		t.Fatal(err)
+	}
+	var first uint64
+	_, err := lead.r.NextLSN(b, &first)
+	if !errors.Is(err, replica.ErrNotApplied) || !errors.Is(err, replica.ErrUnavailable) {
+		t.Fatalf("NextLSN after the group's removal = %v, want replica.ErrNotApplied", err)
 	}
 }
