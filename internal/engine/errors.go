@@ -50,7 +50,11 @@ func translate(err error) error {
 		return status.BadRequest("Syntax error: %s", e.Msg).Wrap(err)
 	}
 	if e, ok := errors.AsType[*exec.Error](err); ok {
-		return status.New(http.StatusBadRequest, e.Error()).Wrap(err)
+		code := http.StatusBadRequest
+		if f, ok := errors.AsType[udfFailure](err); ok && f.se.Status != 0 {
+			code = f.se.Status // a UDF past its time limit: 408, as a script's
+		}
+		return status.New(code, e.Error()).Wrap(err)
 	}
 	if e, ok := errors.AsType[*replica.NoSpaceError](err); ok {
 		return status.InsufficientStorage(e.Free, e.ResumeAt).Wrap(err)

@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/partitadb/partita/internal/script"
 	"github.com/partitadb/partita/internal/status"
 )
 
@@ -195,5 +197,31 @@ func TestCreateDocumentArguments(t *testing.T) {
 	const want = `{"generated":true,"callerUntouched":true,"fromString":"fromString","emptyIDGenerated":true,"replacedFromString":2}`
 	if err != nil || string(res.Body) != want {
 		t.Fatalf("%s, %v; want %s", res.Body, err, want)
+	}
+}
+
+// TestUDFStatus: a UDF past its time limit fails the query with 408, as a
+// stored procedure or trigger past it does (it answered 400); one that
+// throws still answers 400.
+func TestUDFStatus(t *testing.T) {
+	e := testEngineWith(t, Config{ScriptLimits: script.Limits{Timeout: 100 * time.Millisecond}})
+	ctx := t.Context()
+	if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Create, PK: pkOf(0), Body: []byte(`{"id":"a","pk":"p0"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	for id, body := range map[string]string{
+		"spin":  `function () { while (true) {} }`,
+		"throw": `function () { throw new Error("no"); }`,
+	} {
+		def, _ := json.Marshal(map[string]string{"id": id, "body": body})
+		if _, err := e.CreateScript("db", "k", UDFs, def); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for udf, want := range map[string]int{"spin": http.StatusRequestTimeout, "throw": http.StatusBadRequest} {
+		_, err := e.QueryItems(ctx, "db", "k", Scope{PK: pkOf(0)}, Query{Text: "SELECT VALUE udf." + udf + "(c.id) FROM c", MaxItems: -1})
+		if se := status.From(err); se.Code != want || !strings.Contains(se.Message, "udf."+udf) {
+			t.Errorf("udf.%s: %v, want %d naming it", udf, err, want)
+		}
 	}
 }

@@ -588,6 +588,13 @@ func (h *scriptHost) page(prog *exec.Program, page script.Page) ([][]byte, strin
 	return out, next, nil
 }
 
+// udfFailure is a UDF's failure in a query: its message is the script's,
+// and the query answers the script's status (translate): 408 past its time
+// limit, as a stored procedure's or trigger's, 400 otherwise.
+type udfFailure struct{ se *script.Error }
+
+func (f udfFailure) Error() string { return f.se.Msg }
+
 // udfLookup resolves udf.name calls in queries on container c to its UDFs.
 func (e *Engine) udfLookup(c *catalog.Container) func(name string) (exec.UDF, bool) {
 	return func(name string) (exec.UDF, bool) {
@@ -605,7 +612,7 @@ func (e *Engine) udfLookup(c *catalog.Container) func(name string) (exec.UDF, bo
 		return func(ctx context.Context, args [][]byte) ([]byte, error) {
 			out, err := caller.Call(ctx, args)
 			if se, ok := errors.AsType[*script.Error](err); ok {
-				return nil, errors.New(se.Msg)
+				return nil, udfFailure{se: se}
 			}
 			return out, err
 		}, true

@@ -24,7 +24,13 @@ type Params map[string][]byte
 type Error struct {
 	Msg       string
 	Line, Col int
+	// Err is what a user-defined function returned, for a failure of
+	// one (its caller may answer it as the function's own failure).
+	Err error
 }
+
+// Unwrap returns Err.
+func (e *Error) Unwrap() error { return e.Err }
 
 // Error returns Msg, followed by the position when known.
 func (e *Error) Error() string {
@@ -1277,7 +1283,7 @@ func (c *compiler) udfCall(e *parse.Call, x ectx) (evalFn, error) {
 		}
 		out, err := fn(en.rc.ctx, in)
 		if err != nil {
-			en.rc.fail(&Error{Msg: fmt.Sprintf("udf.%s: %v", name, err)})
+			en.rc.fail(&Error{Msg: fmt.Sprintf("udf.%s: %v", name, err), Err: err})
 			return undef
 		}
 		if out == nil {
