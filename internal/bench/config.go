@@ -40,6 +40,18 @@ func Workloads() []string {
 	return []string{YCSBA, YCSBB, YCSBC, Query, QueryPK, QueryFilter, VehiclesDate, VehiclesRandom, VehiclesHash}
 }
 
+// PreloadedWorkloads returns the workloads that preload records (what
+// NewRecords writes), in the order of Workloads. The caller owns the slice.
+func PreloadedWorkloads() []string {
+	var out []string
+	for _, w := range Workloads() {
+		if !isVehicles(w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 // Fan-out modes for reads that cannot name one partition key (the
 // vehicles-random workload's point reads and VIN queries).
 const (

@@ -45,7 +45,7 @@ func loadCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var bc bench.Config
 	workers := 4
 	fs.StringVar(&dir, "data", dir, "data directory of a stopped single node")
-	fs.StringVar(&bc.Workload, "workload", "ycsb-a", "the bench workload whose records to write: "+fmt.Sprint(bench.Workloads()))
+	fs.StringVar(&bc.Workload, "workload", "ycsb-a", "the bench workload whose records to write: "+fmt.Sprint(bench.PreloadedWorkloads()))
 	fs.IntVar(&bc.Records, "records", 0, "records to write (default: the workload's preload, as bench)")
 	fs.IntVar(&bc.ItemBytes, "item-bytes", 0, "approximate size of a record (default as bench: 1000)")
 	fs.IntVar(&bc.Throughput, "throughput", 0, "manual RU/s of a created container (default as bench: 24000)")
