@@ -678,7 +678,11 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		se = &c
 	}
 	setHeader(w, "Content-Type", "application/json")
-	setCharge(w, max(throughput.MinimumCost(), engine.Charge(err)))
+	if se.Code == http.StatusTooManyRequests {
+		setCharge(w, 0) // refused before any work: it costs nothing (docs/request-units.md)
+	} else {
+		setCharge(w, max(throughput.MinimumCost(), engine.Charge(err)))
+	}
 	if se.Sub != status.SubNone {
 		setHeader(w, "x-ms-substatus", strconv.Itoa(se.Sub))
 	}

@@ -51,6 +51,11 @@ func hammer(t *testing.T, s *testserver.Server, coll string, n int, key func(i i
 						t.Errorf("429 with retry-after %q, substatus %q", resp.Header.Get("x-ms-retry-after-ms"), resp.Header.Get("x-ms-substatus"))
 						return
 					}
+					if c := resp.Header.Get("x-ms-request-charge"); c != "0" {
+						// Refused before any work: it costs nothing (it said 1).
+						t.Errorf("429 with request charge %q, want 0", c)
+						return
+					}
 				default:
 					t.Errorf("upsert: status %d", resp.StatusCode)
 					return
