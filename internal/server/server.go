@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/partitadb/partita/internal/api"
@@ -502,7 +503,23 @@ func (s *Server) Run(ctx context.Context) error {
 
 // serve serves ln until ctx is done, then shuts srv down gracefully within
 // timeout. It returns nil on a clean shutdown.
+//
+// A graceful shutdown waits for every connection to go idle, and a
+// connection that negotiated HTTP/2 but has not sent its preface yet (a
+// browser's preconnect: a Data Explorer tab, or one that has been open)
+// goes idle only when it does, or after HTTP/2's 10 s: the shutdown took the
+// whole timeout and failed (found by the explorer's browser test under
+// load). So once no request has been served for quietBeforeClose, the
+// connections left are closed.
 func serve(ctx context.Context, srv *http.Server, ln net.Listener, timeout time.Duration) error {
+	var active atomic.Int64 // requests in their handlers
+	if h := srv.Handler; h != nil {
+		srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			active.Add(1)
+			defer active.Add(-1)
+			h.ServeHTTP(w, r)
+		})
+	}
 	errc := make(chan error, 1) // one send: Serve's result
 	go func() {
 		if srv.TLSConfig != nil {
@@ -517,7 +534,9 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener, timeout time.
 	case err = <-errc:
 	case <-ctx.Done():
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-		err = srv.Shutdown(sctx)
+		done := make(chan error, 1) // one send: Shutdown's result
+		go func() { done <- srv.Shutdown(sctx) }()
+		err = awaitShutdown(srv, done, &active)
 		cancel()
 		if errors.Is(err, context.DeadlineExceeded) {
 			// Requests still running (stuck on a disk that does not
@@ -532,6 +551,38 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener, timeout time.
 		return nil
 	}
 	return err
+}
+
+// quietBeforeClose is how long a shutting-down listener serves no request
+// before it closes the connections left (serve).
+const quietBeforeClose = 500 * time.Millisecond
+
+// awaitShutdown returns Shutdown's result from done, closing srv's
+// connections once no request has been in a handler for quietBeforeClose
+// (see serve).
+func awaitShutdown(srv *http.Server, done <-chan error, active *atomic.Int64) error {
+	tick := time.NewTicker(quietBeforeClose / 10)
+	defer tick.Stop()
+	var quietSince time.Time
+	for {
+		select {
+		case err := <-done:
+			return err
+		case now := <-tick.C:
+			if active.Load() > 0 {
+				quietSince = time.Time{}
+				continue
+			}
+			if quietSince.IsZero() {
+				quietSince = now
+				continue
+			}
+			if now.Sub(quietSince) >= quietBeforeClose {
+				_ = srv.Close()
+				return <-done
+			}
+		}
+	}
 }
 
 // forwarder is the API's Forwarder over node, for the API listener named
