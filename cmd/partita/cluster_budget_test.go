@@ -11,15 +11,18 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 )
 
-// TestClusterSharedBudget: a physical partition's request-unit budget is
-// its leader's, however many nodes serve its reads (docs/request-units.md,
-// "In a cluster"). Clients read one large item through all three nodes at
-// session consistency, which each node serves from its own replica, for
-// budgetWindow; the request units served in that time stay within the
-// partition's budget for it (plus its one-second bucket and what the
+// TestClusterSharedBudget: a budget of request units is kept by one node,
+// however many nodes serve the requests drawing on it
+// (docs/request-units.md, "In a cluster"). Clients read large items through
+// all three nodes at session consistency, which each node serves from its
+// own replica, for budgetWindow; the request units served in that time stay
+// within the budget for it (plus its one-second bucket and what the
 // reports' lag lets through), where three nodes metering alone served up
-// to three budgets. A counted bound on what was served, not a speed: a
-// slower machine only serves less.
+// to three budgets. Twice: one partition of a container with 400 RU/s of
+// its own (its budget kept by its leader), and three containers sharing a
+// 400 RU/s database (one budget of the database, drawn on by partitions of
+// three keyspaces, whose leaders may be three nodes). A counted bound on
+// what was served, not a speed: a slower machine only serves less.
 func TestClusterSharedBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three servers")
@@ -28,30 +31,62 @@ func TestClusterSharedBudget(t *testing.T) {
 	nodes := newCluster(t, 3)
 	startAll(t, bin, nodes, "--rate-limit", "on")
 	ctx := t.Context()
-	const rate = 400 // RU/s: one physical partition
+	const rate = 400 // RU/s: one budget
 	createContainer(t, nodes[0], rate)
-	pk := azcosmos.NewPartitionKeyString("p")
-	body := fmt.Appendf(nil, `{"id":"big","pk":"p","data":%q}`, strings.Repeat("b", 500_000))
-	cc := nodes[0].container(t, "db", "c")
-	if err := retry(ctx, 60*time.Second, func(ctx context.Context) error {
-		_, err := cc.UpsertItem(ctx, pk, body, nil)
-		return err
-	}); err != nil {
+	t.Run("container", func(t *testing.T) {
+		budgetWindow(t, nodes, rate, "db", []string{"c"})
+	})
+
+	c := client(t, nodes[0].endpoint, nodes[0].data)
+	tp := azcosmos.NewManualThroughputProperties(rate)
+	if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "sdb"}, &azcosmos.CreateDatabaseOptions{ThroughputProperties: &tp}); err != nil {
 		t.Fatal(err)
 	}
-	readers := make([]*azcosmos.ContainerClient, len(nodes))
-	for i, n := range nodes {
-		c, err := sessionClient(t, n).NewContainer("db", "c")
-		if err != nil {
+	db, _ := c.NewDatabase("sdb")
+	colls := []string{"s0", "s1", "s2"}
+	for _, id := range colls {
+		if _, err := db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: id,
+			PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil); err != nil {
 			t.Fatal(err)
 		}
-		readers[i] = c
-		// Every node has the item before the window starts.
-		if err := retry(ctx, 30*time.Second, func(ctx context.Context) error {
-			_, err := c.ReadItem(ctx, pk, "big", nil)
+	}
+	t.Run("database", func(t *testing.T) {
+		budgetWindow(t, nodes, rate, "sdb", colls)
+	})
+}
+
+// budgetWindow writes a 500 KB item to each of db's containers colls,
+// then reads them through every node (two readers each, going round the
+// containers) for a window, and checks that what was served stays within
+// one budget of rate RU/s for it.
+func budgetWindow(t *testing.T, nodes []*clusterNode, rate int, db string, colls []string) {
+	ctx := t.Context()
+	pk := azcosmos.NewPartitionKeyString("p")
+	body := fmt.Appendf(nil, `{"id":"big","pk":"p","data":%q}`, strings.Repeat("b", 500_000))
+	for _, coll := range colls {
+		cc := nodes[0].container(t, db, coll)
+		if err := retry(ctx, 60*time.Second, func(ctx context.Context) error {
+			_, err := cc.UpsertItem(ctx, pk, body, nil)
 			return err
 		}); err != nil {
-			t.Fatalf("node %d: %v", i+1, err)
+			t.Fatal(err)
+		}
+	}
+	readers := make([][]*azcosmos.ContainerClient, len(nodes))
+	for i, n := range nodes {
+		for _, coll := range colls {
+			c, err := sessionClient(t, n).NewContainer(db, coll)
+			if err != nil {
+				t.Fatal(err)
+			}
+			readers[i] = append(readers[i], c)
+			// Every node has the item before the window starts.
+			if err := retry(ctx, 30*time.Second, func(ctx context.Context) error {
+				_, err := c.ReadItem(ctx, pk, "big", nil)
+				return err
+			}); err != nil {
+				t.Fatalf("node %d, %s: %v", i+1, coll, err)
+			}
 		}
 	}
 	time.Sleep(2 * time.Second) // the buckets refill
@@ -67,10 +102,10 @@ func TestClusterSharedBudget(t *testing.T) {
 	defer cancel()
 	var wg sync.WaitGroup
 	for i := range nodes {
-		for range 2 {
+		for w := range 2 {
 			wg.Go(func() {
-				for time.Now().Before(end) {
-					resp, err := readers[i].ReadItem(wctx, pk, "big", nil)
+				for k := w; time.Now().Before(end); k++ {
+					resp, err := readers[i][k%len(colls)].ReadItem(wctx, pk, "big", nil)
 					if err != nil {
 						continue // a 429 past the SDK's retries, or the window's end
 					}
@@ -94,7 +129,7 @@ func TestClusterSharedBudget(t *testing.T) {
 	t.Logf("served %.0f RU in %v through the three nodes (%v reads: %.0f, %.0f, %.0f RU); the budget: %d RU/s, bound %.0f",
 		total, window, reads, served[0], served[1], served[2], rate, limit)
 	if total > limit {
-		t.Errorf("the three nodes served %.0f RU of one partition in %v: over its budget of %d RU/s (bound %.0f RU)", total, window, rate, limit)
+		t.Errorf("the three nodes served %.0f RU of one budget in %v: over its %d RU/s (bound %.0f RU)", total, window, rate, limit)
 	}
 	for i, r := range reads {
 		if r == 0 {

@@ -834,6 +834,11 @@ func (c *Catalog) Containers(db string) ([]*Container, error) {
 	return out, nil
 }
 
+// MaxSharingContainers is how many containers may share a database's
+// throughput: Cosmos DB's limit since February 2020 (more containers need
+// throughput of their own).
+const MaxSharingContainers = 25
+
 // CreateContainer creates a container in database db from its definition
 // (the request body). It returns ErrNotFound (no database), ErrExists, or an
 // *InvalidError naming what is wrong with the definition.
@@ -878,6 +883,16 @@ func (c *Catalog) CreateContainer(db string, body []byte, tp Throughput) (*Conta
 		offer = c.newOfferLocked(tp, k.Self(), k.RID, db, k.ID)
 		n = partition.InitialRangeCount(tp.Manual, tp.AutoscaleMax)
 	case d.OfferID != "":
+		sharing := 0
+		for _, ct := range c.mu.colls[db] {
+			if ct.OfferID == "" {
+				sharing++
+			}
+		}
+		if sharing >= MaxSharingContainers {
+			return nil, invalid(fmt.Sprintf("database %s already has %d containers sharing its throughput, the most Cosmos DB allows: "+
+				"give the container throughput of its own", db, sharing))
+		}
 		shared := c.mu.offers[d.OfferID]
 		n = partition.InitialRangeCount(0, shared.MaxThroughput())
 	default:
@@ -1105,7 +1120,8 @@ type Least struct {
 // DB computes it (the x-ms-cosmos-min-throughput of an offer read): manual
 // throughput at least 400 RU/s, a hundredth of the most RU/s ever
 // provisioned on the offer, and, for a database's shared offer, 400 RU/s
-// plus 100 RU/s for each container past 25 that shares it; an autoscale
+// plus 100 RU/s for each container past 25 that shares it (only a data
+// directory made before MaxSharingContainers has such); an autoscale
 // maximum at least 1,000 RU/s, a tenth of that most, and 1,000 RU/s more
 // for each such container. Each is rounded up to its mode's step (100 and
 // 1,000 RU/s). Cosmos DB's further term, 1 RU/s per GB stored (10 for an

@@ -392,6 +392,13 @@ func (e *Engine) CreateContainer(db string, body []byte, tp Throughput) (Resourc
 		e.Reconcile()
 		e.awaitLeaders(c)
 	}
+	if c.OfferID == "" {
+		// Laid out for the database's budgets already, unless
+		// PartitionMaxRU is not Cosmos DB's 10,000.
+		if err := e.alignContainer(context.Background(), db, c.ID); err != nil {
+			return Resource{}, err
+		}
+	}
 	e.log.Info("container created", "db", db, "container", c.ID, "ranges", len(c.Ranges))
 	return Resource{Body: c.JSON(), ETag: c.ETag}, nil
 }
@@ -531,7 +538,9 @@ func (e *Engine) offerResource(o *catalog.Offer) OfferResource {
 // throughput.
 //
 // Raising a container's throughput past its partitions × PartitionMaxRU
-// splits partitions until each serves at most that.
+// splits partitions until each serves at most that; raising a database's
+// splits its sharing containers' partitions at the boundaries of its
+// budgets (alignShared).
 func (e *Engine) ReplaceOffer(id string, tp Throughput, ifMatch string, migrate Migration) (OfferResource, error) {
 	o, err := e.cat.ReplaceOffer(id, tp, ifMatch, migrate)
 	if err != nil {
@@ -541,6 +550,8 @@ func (e *Engine) ReplaceOffer(id string, tp Throughput, ifMatch string, migrate 
 		if err := e.splitForThroughput(context.Background(), o.DB, o.Container, o.MaxThroughput()); err != nil {
 			return OfferResource{}, err
 		}
+	} else if err := e.alignShared(context.Background(), o.DB); err != nil {
+		return OfferResource{}, err
 	}
 	return e.offerResource(o), nil
 }

@@ -328,6 +328,7 @@ type batchResult struct {
 	n       int
 	more    bool // items below the cut are left
 	ru      float64
+	rate    float64 // RU/s of the budget the partition draws on (0: none)
 	session string
 }
 
@@ -344,6 +345,9 @@ func (e *Engine) deleteBatch(ctx context.Context, c *catalog.Container, d *lpDel
 		return batchResult{}, err
 	}
 	r := batchResult{n: n, more: more, ru: t.ru, session: t.session()}
+	if e.limit != nil {
+		r.rate = e.budgetOf(c, t.rng).rate
+	}
 	return r, t.commit()
 }
 
@@ -461,8 +465,8 @@ func (e *Engine) finishPKDelete(ctx context.Context, d *lpDelete) error {
 		if wait == 0 && !r.more {
 			return e.endPKDelete(d)
 		}
-		if rate := e.partitionRate(c); wait == 0 && e.limit != nil && rate > 0 {
-			wait = time.Duration(r.ru / (pkDeleteShare * rate) * float64(time.Second))
+		if wait == 0 && r.rate > 0 {
+			wait = time.Duration(r.ru / (pkDeleteShare * r.rate) * float64(time.Second))
 		}
 		if wait > 0 {
 			tm := time.NewTimer(wait)

@@ -3,6 +3,7 @@ package engine
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/partitadb/partita/internal/throughput"
@@ -16,9 +17,14 @@ type PartitionReport struct {
 	MinInclusive string   `json:"minInclusive"`
 	MaxExclusive string   `json:"maxExclusive"`
 	Parents      []string `json:"parents"`
-	// RUPerSecond is the partition's share of the provisioned throughput
-	// (0: unlimited or not enforced).
+	// RUPerSecond is the rate of the budget the partition draws on (0:
+	// unlimited or not enforced): its share of its container's throughput,
+	// or, with SharedBudget, of its database's.
 	RUPerSecond float64 `json:"ruPerSecond"`
+	// SharedBudget names the budget of its database's shared throughput
+	// that the partition draws on with the other sharing containers'
+	// partitions of its slice, as "1 of 3" (empty: a budget of its own).
+	SharedBudget string `json:"sharedBudget,omitempty"`
 	// ChargedRU and Throttled count since the server started.
 	ChargedRU         float64 `json:"chargedRU"`
 	Throttled         int64   `json:"throttled"`
@@ -53,10 +59,6 @@ func (e *Engine) Partitions(ctx context.Context, db, coll string) ([]PartitionRe
 	if err != nil {
 		return nil, err
 	}
-	rate := 0.0
-	if e.limit != nil {
-		rate = e.partitionRate(c)
-	}
 	var out []PartitionReport
 	for _, r := range c.Map().Ranges() {
 		rs, err := e.rangeStorage(ctx, c, r)
@@ -64,12 +66,16 @@ func (e *Engine) Partitions(ctx context.Context, db, coll string) ([]PartitionRe
 			return nil, translate(err)
 		}
 		rep := PartitionReport{ID: r.ID, MinInclusive: r.Min.String(), MaxExclusive: r.Max.String(),
-			Parents: append([]string{}, r.Parents...), RUPerSecond: rate, StorageBytes: rs.total, Items: rs.items,
+			Parents: append([]string{}, r.Parents...), StorageBytes: rs.total, Items: rs.items,
 			LogicalPartitions: len(rs.lps), TopKeysByStorage: []LogicalPartitionUsage{}}
 		key := rangeKey(c, r)
 		if e.limit != nil {
-			u := e.limit.Usage(key)
-			rep.Throttled = u.Throttled
+			b := e.budgetOf(c, r)
+			rep.RUPerSecond = b.rate
+			if b.n > 0 {
+				rep.SharedBudget = fmt.Sprintf("%d of %d", b.slice+1, b.n)
+			}
+			rep.Throttled = e.hot.refusals(key)
 		}
 		var total float64
 		rep.TopKeysByRU, total = e.hot.sketch(key).Top(reportTop)

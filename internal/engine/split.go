@@ -285,7 +285,9 @@ func (e *Engine) checkSplits(ctx context.Context) {
 				continue
 			}
 			for _, r := range c.Map().Ranges() {
-				if e.cfg.LoadSplits && e.splitHot(ctx, c, r) {
+				// A sharing container's partition draws on its database's
+				// budget, which a split of it would not grow.
+				if e.cfg.LoadSplits && c.OfferID != "" && e.splitHot(ctx, c, r) {
 					e.grown.mark(c.Internal)
 					continue
 				}
@@ -331,15 +333,10 @@ func (e *Engine) checkSplits(ctx context.Context) {
 // do, or at its storage midpoint where the hash space cannot be halved.
 func (e *Engine) splitForThroughput(ctx context.Context, db, coll string, ru int) error {
 	want := (ru + e.cfg.PartitionMaxRU - 1) / e.cfg.PartitionMaxRU
-	start := time.Now()
-	for {
-		c, err := e.container(db, coll)
-		if err != nil {
-			return err
-		}
+	return e.splitUntil(ctx, db, coll, func(c *catalog.Container) (partition.Range, partition.EPK, bool, error) {
 		ranges := c.Map().Ranges()
 		if len(ranges) >= want {
-			return nil
+			return partition.Range{}, nil, false, nil
 		}
 		r := ranges[0]
 		for _, x := range ranges[1:] {
@@ -351,12 +348,31 @@ func (e *Engine) splitForThroughput(ctx context.Context, db, coll string, ru int
 		if !ok {
 			rs, err := e.rangeStorage(ctx, c, r)
 			if err != nil {
-				return translate(err)
+				return r, nil, false, translate(err)
 			}
 			if at, ok = rs.midpoint(); !ok {
 				e.log.Warn("cannot split for throughput", "db", db, "container", coll, "range", r.ID)
-				return nil
 			}
+		}
+		return r, at, ok, nil
+	})
+}
+
+// splitUntil splits container db/coll's partitions one at a time, where
+// next says (the range and the EPK to split it at), until it says there is
+// nothing more to split or fails. A range held by a separation (its copy)
+// is waited for, up to moveWait.
+func (e *Engine) splitUntil(ctx context.Context, db, coll string,
+	next func(c *catalog.Container) (r partition.Range, at partition.EPK, ok bool, err error)) error {
+	start := time.Now()
+	for {
+		c, err := e.container(db, coll)
+		if err != nil {
+			return err
+		}
+		r, at, ok, err := next(c)
+		if err != nil || !ok {
+			return err
 		}
 		if _, err := e.split(c, r, at); err != nil {
 			if errors.Is(err, catalog.ErrMoving) && time.Since(start) < moveWait {

@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,12 +14,12 @@ import (
 	"github.com/partitadb/partita/internal/throughput"
 )
 
-// Rate limiting (docs/request-units.md): every physical partition gets an
-// equal share of its container's provisioned throughput (or, for a
-// container sharing its database's throughput, of the database's, spread
-// over the partitions of every container sharing it). A request is admitted
-// when each partition it needs has budget left and refused with 429
-// otherwise, before it does anything; its charge is debited once known.
+// Rate limiting (docs/request-units.md): every physical partition draws on
+// a budget (budget.go): an equal share of its container's provisioned
+// throughput, or, for a container sharing its database's throughput, the
+// database's budget for its slice of the hash space. A request is
+// admitted when each partition it needs has budget left and refused with
+// 429 otherwise, before it does anything; its charge is debited once known.
 
 // SharedBudgets shares the physical partitions' budgets between the nodes
 // of a cluster (Config.Budgets; cluster.Budgets implements it).
@@ -31,37 +30,6 @@ type SharedBudgets interface {
 	// Spent reports how long partition key's leader last said its budget
 	// stays spent; false when it has not said so, or that time is past.
 	Spent(key string) (time.Duration, bool)
-}
-
-// partitionRate is the RU/s each physical partition of c is provisioned
-// with; 0 means unlimited.
-func (e *Engine) partitionRate(c *catalog.Container) float64 {
-	if c.OfferID != "" {
-		o, err := e.cat.Offer(c.OfferID)
-		if err != nil {
-			return 0
-		}
-		return float64(o.MaxThroughput()) / float64(max(1, c.Map().Len()))
-	}
-	d, err := e.cat.Database(c.DB)
-	if err != nil || d.OfferID == "" {
-		return 0
-	}
-	o, err := e.cat.Offer(d.OfferID)
-	if err != nil {
-		return 0
-	}
-	colls, err := e.cat.Containers(c.DB)
-	if err != nil {
-		return 0
-	}
-	n := 0
-	for _, k := range colls {
-		if k.OfferID == "" {
-			n += k.Map().Len()
-		}
-	}
-	return float64(o.MaxThroughput()) / float64(max(1, n))
 }
 
 func rangeKey(c *catalog.Container, r partition.Range) string {
@@ -80,29 +48,22 @@ func (e *Engine) admit(c *catalog.Container, ranges ...partition.Range) error {
 	if e.limit == nil {
 		return nil
 	}
-	rate := e.partitionRate(c)
-	var siblings []string
-	maxRate := 0.0
-	if e.cfg.AdaptiveCapacity {
-		all := c.Map().Ranges()
-		for _, r := range all {
-			siblings = append(siblings, rangeKey(c, r))
-		}
-		maxRate = min(float64(e.cfg.PartitionMaxRU), rate*float64(len(all)))
-	}
 	for _, r := range ranges {
+		b := e.budgetOf(c, r)
 		var wait time.Duration
 		var ok bool
-		if siblings != nil {
-			wait, ok = e.limit.AdmitAdaptive(rangeKey(c, r), siblings, rate, maxRate)
+		if e.cfg.AdaptiveCapacity {
+			sib := e.siblings(c, b)
+			maxRate := min(float64(e.cfg.PartitionMaxRU), b.rate*float64(len(sib)))
+			wait, ok = e.limit.AdmitAdaptive(b.key, sib, b.rate, maxRate)
 		} else {
-			wait, ok = e.limit.Admit(rangeKey(c, r), rate)
+			wait, ok = e.limit.Admit(b.key, b.rate)
 		}
 		if ok && e.cfg.Budgets != nil {
-			// The leader's bucket is the partition's: this node's
-			// requests and the other nodes' may have spent it.
+			// The keeper's bucket is the budget: this node's requests and
+			// the other nodes' may have spent it.
 			var spent bool
-			if wait, spent = e.cfg.Budgets.Spent(rangeKey(c, r)); spent {
+			if wait, spent = e.cfg.Budgets.Spent(b.key); spent {
 				ok = false
 			}
 		}
@@ -139,6 +100,9 @@ type hotKeys struct {
 	// throttled since the last check.
 	streak    map[string]int
 	throttled map[string]uint64
+	// refused counts, per partition, the requests refused with 429 since
+	// the partition was made (its budget may be its database's, shared).
+	refused429 map[string]int64
 }
 
 // forget drops what is known about a partition that no longer exists.
@@ -150,6 +114,7 @@ func (h *hotKeys) forget(key string) {
 	delete(h.warned, key)
 	delete(h.streak, key)
 	delete(h.throttled, key)
+	delete(h.refused429, key)
 }
 
 // noteThrottled records that partition key of container c refused a request.
@@ -159,7 +124,18 @@ func (h *hotKeys) noteThrottled(c uint64, key string) {
 	if h.throttled == nil {
 		h.throttled = map[string]uint64{}
 	}
+	if h.refused429 == nil {
+		h.refused429 = map[string]int64{}
+	}
 	h.throttled[key] = c
+	h.refused429[key]++
+}
+
+// refusals is how many requests partition key refused with 429.
+func (h *hotKeys) refusals(key string) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.refused429[key]
 }
 
 // throttledSince ends a check period: it returns the containers that
@@ -265,19 +241,19 @@ func (e *Engine) warnHot(c *catalog.Container, r partition.Range) {
 }
 
 // charge debits ru request units, spread evenly over the partitions a
-// request used. In a cluster, the share of a partition this node does not
-// lead is reported to its leader too (Config.Budgets).
+// request used, from their budgets. In a cluster, the share of a budget
+// another node keeps is reported to it too (Config.Budgets).
 func (e *Engine) charge(c *catalog.Container, ru float64, ranges ...partition.Range) {
 	if e.limit == nil || len(ranges) == 0 {
 		return
 	}
-	rate := e.partitionRate(c)
 	for _, r := range ranges {
 		share := ru / float64(len(ranges))
-		e.limit.Charge(rangeKey(c, r), rate, share)
-		if e.cfg.Budgets != nil && rate > 0 {
-			if leader := e.leaderOf(c, r); leader != 0 {
-				e.cfg.Budgets.Charged(leader, rangeKey(c, r), share)
+		b := e.budgetOf(c, r)
+		e.limit.Charge(b.key, b.rate, share)
+		if e.cfg.Budgets != nil && b.rate > 0 {
+			if leader := e.budgetLeader(c, r, b); leader != 0 {
+				e.cfg.Budgets.Charged(leader, b.key, share)
 			}
 		}
 	}
@@ -298,34 +274,20 @@ func (e *Engine) leaderOf(c *catalog.Container, r partition.Range) uint64 {
 	return 0
 }
 
-// DebitRemote debits ru request units that another node charged to
-// partition key (a rangeKey of a partition this node leads) and returns
-// how long the partition's budget stays spent (0: not spent). A key of no
-// container known here, or of one without a budget, debits nothing.
+// DebitRemote debits ru request units that another node charged to budget
+// key (a rangeKey or sharedBudgetKey of a budget this node keeps) and
+// returns how long the budget stays spent (0: not spent). A key of no
+// container or database known here, or of one without throughput, debits
+// nothing.
 func (e *Engine) DebitRemote(key string, ru float64) time.Duration {
 	if e.limit == nil {
 		return 0
 	}
-	hex, _, ok := strings.Cut(key, "/")
+	rate, ok := e.rateOfKey(key)
 	if !ok {
 		return 0
 	}
-	internal, err := strconv.ParseUint(hex, 16, 64)
-	if err != nil {
-		return 0
-	}
-	for _, d := range e.cat.Databases() {
-		colls, err := e.cat.Containers(d.ID)
-		if err != nil {
-			continue
-		}
-		for _, c := range colls {
-			if c.Internal == internal {
-				return e.limit.Debit(key, e.partitionRate(c), ru)
-			}
-		}
-	}
-	return 0
+	return e.limit.Debit(key, rate, ru)
 }
 
 // chargeFailed charges a request that failed after admission the work it

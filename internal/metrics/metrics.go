@@ -85,7 +85,7 @@ func NewHandler(src Source, replicas Replicas) http.Handler {
 		storage:   prometheus.NewDesc("partita_partition_storage_bytes", "Item bytes stored in the physical partition.", labels, nil),
 		items:     prometheus.NewDesc("partita_partition_items", "Items stored in the physical partition.", labels, nil),
 		logical:   prometheus.NewDesc("partita_partition_logical_partitions", "Logical partitions in the physical partition.", labels, nil),
-		share:     prometheus.NewDesc("partita_partition_provisioned_request_units_per_second", "The physical partition's share of the provisioned throughput (0: not enforced).", labels, nil),
+		share:     prometheus.NewDesc("partita_partition_provisioned_request_units_per_second", "The rate of the budget the physical partition draws on (0: not enforced): its share of its container's throughput, or its database's budget, which the sharing containers' partitions of its slice draw on too.", labels, nil),
 		ranges_:   prometheus.NewDesc("partita_container_physical_partitions", "Physical partitions of the container.", []string{"db", "container"}, nil),
 	}
 	reg := prometheus.NewRegistry()

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"math/big"
 	"math/bits"
+	"sort"
 	"strconv"
+	"sync"
 )
 
 // EvenBoundaries returns the n-1 interior boundaries, in increasing order, that
@@ -115,4 +117,69 @@ func Midpoint(d Definition, lo, hi EPK) (EPK, bool) {
 		return nil, false
 	}
 	return out, true
+}
+
+// Slice returns which of the n ranges of equal hash width that
+// [EvenBoundaries] makes of definition d's EPK space holds e: the number of
+// those boundaries at or before e, from 0 to n-1. A database with shared
+// throughput gives each such slice a budget of its own, drawn on by the
+// physical partitions of its containers that start in it
+// (docs/request-units.md). n < 1 is treated as 1.
+func (d Definition) Slice(n int, e EPK) int {
+	if n <= 1 {
+		return 0
+	}
+	b := evenBoundariesCached(d, n)
+	return sort.Search(len(b), func(i int) bool { return bytes.Compare(b[i], e) > 0 })
+}
+
+// SliceStart returns the first EPK of slice s of n (see Slice): the empty
+// EPK for the first, the boundary before it for the others, nil for an s
+// out of range.
+func (d Definition) SliceStart(n, s int) EPK {
+	switch {
+	case s == 0:
+		return EPK{}
+	case s < 0 || s >= n:
+		return nil
+	}
+	return evenBoundariesCached(d, n)[s-1]
+}
+
+// boundaryCache keeps the boundaries Slice computed, by scheme and count:
+// computing them takes big-number arithmetic, and Slice runs on every
+// request of a container that shares its database's throughput.
+var boundaryCache struct {
+	sync.Mutex
+	m map[boundaryKey][]EPK
+}
+
+type boundaryKey struct {
+	s scheme
+	n int
+}
+
+// boundaryCacheMax bounds the cache: each offer's throughput gives one
+// count, so a few entries serve an account; past the bound it starts over.
+const boundaryCacheMax = 64
+
+func evenBoundariesCached(d Definition, n int) []EPK {
+	k := boundaryKey{d.scheme(), n}
+	if k.s != schemeV1 {
+		k.s = schemeV2 // EvenBoundaries treats every other scheme as V2
+	}
+	boundaryCache.Lock()
+	b, ok := boundaryCache.m[k]
+	boundaryCache.Unlock()
+	if ok {
+		return b
+	}
+	b = EvenBoundaries(d, n)
+	boundaryCache.Lock()
+	if boundaryCache.m == nil || len(boundaryCache.m) >= boundaryCacheMax {
+		boundaryCache.m = map[boundaryKey][]EPK{}
+	}
+	boundaryCache.m[k] = b
+	boundaryCache.Unlock()
+	return b
 }

@@ -237,3 +237,43 @@ func TestMidpoint(t *testing.T) {
 		t.Error("Midpoint for V1: want none")
 	}
 }
+
+// TestSlice: a key's slice of n is the index of the range of a container
+// laid out in n (InitialLayout) that holds its EPK, for every scheme, and
+// a range's start is in the slice of its index.
+func TestSlice(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for _, d := range []Definition{defV1, defV2, multi(2)} {
+		for n := 0; n <= 9; n++ {
+			layout, err := NewMap(InitialLayout(d, n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range layout.Ranges() {
+				if got := d.Slice(n, r.Min); got != i {
+					t.Errorf("%s v%d: Slice(%d, start of range %d) = %d", d.Kind, d.Version, n, i, got)
+				}
+				if got := d.SliceStart(n, i); !bytes.Equal(got, r.Min) || got == nil {
+					t.Errorf("%s v%d: SliceStart(%d, %d) = %s, want %s", d.Kind, d.Version, n, i, got, r.Min)
+				}
+			}
+			if d.SliceStart(max(n, 1), max(n, 1)) != nil || d.SliceStart(n, -1) != nil {
+				t.Errorf("%s v%d: SliceStart out of range is not nil", d.Kind, d.Version)
+			}
+			for range 200 {
+				var pk document.PartitionKey
+				for range len(d.Paths) {
+					pk = append(pk, document.PKValue{Kind: document.String, String: fmt.Sprint(rng.Uint64())})
+				}
+				e, err := d.Hash(pk)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, _ := layout.ByID(layout.Locate(e).ID)
+				if got := d.Slice(n, e); fmt.Sprint(got) != want.ID {
+					t.Errorf("%s v%d: Slice(%d, %s) = %d, in range %s", d.Kind, d.Version, n, e, got, want.ID)
+				}
+			}
+		}
+	}
+}

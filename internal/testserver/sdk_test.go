@@ -504,21 +504,32 @@ func TestMinThroughput(t *testing.T) {
 		t.Errorf("autoscale replaced with an increment: %v, want the policy named", err)
 	}
 
-	// A shared database: 100 RU/s more for each container past 25.
+	// A shared database: at most 25 containers share it (Cosmos DB's limit
+	// since February 2020); a 26th needs throughput of its own. Its
+	// minimum counts the 25 as Cosmos DB does (100 RU/s more for each
+	// past 25: none).
 	if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "shared"}, &azcosmos.CreateDatabaseOptions{ThroughputProperties: ptr(azcosmos.NewManualThroughputProperties(400))}); err != nil {
 		t.Fatal(err)
 	}
 	db, _ := c.NewDatabase("shared")
-	for i := range 27 {
-		if _, err := db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: fmt.Sprintf("c%d", i), PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil); err != nil {
+	pkDef := azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}
+	for i := range 25 {
+		if _, err := db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: fmt.Sprintf("c%d", i), PartitionKeyDefinition: pkDef}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := minOf("a database shared by 27 containers", db.ReadThroughput); got != 600 {
-		t.Errorf("a database shared by 27 containers: min %d, want 600", got)
+	_, err = db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "c25", PartitionKeyDefinition: pkDef}, nil)
+	wantStatus(t, "a 26th container sharing a database's throughput", err, http.StatusBadRequest)
+	if err != nil && !strings.Contains(err.Error(), "25 containers sharing its throughput") {
+		t.Errorf("a 26th sharing container: %v, want the limit named", err)
 	}
-	_, err = db.ReplaceThroughput(ctx, azcosmos.NewManualThroughputProperties(500), nil)
-	wantStatus(t, "a shared database below the minimum", err, http.StatusBadRequest)
+	if _, err := db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "own", PartitionKeyDefinition: pkDef},
+		&azcosmos.CreateContainerOptions{ThroughputProperties: ptr(azcosmos.NewManualThroughputProperties(400))}); err != nil {
+		t.Errorf("a 26th container with throughput of its own: %v", err)
+	}
+	if got := minOf("a database shared by 25 containers", db.ReadThroughput); got != 400 {
+		t.Errorf("a database shared by 25 containers: min %d, want 400", got)
+	}
 }
 
 // TestIndexingDirective: an item written with IndexingDirective Include

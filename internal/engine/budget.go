@@ -1,0 +1,224 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/partition"
+)
+
+// Budgets (docs/request-units.md, "Provisioned throughput"). A physical
+// partition of a container with throughput of its own draws on a budget of
+// its own: the container's RU/s ÷ its partitions. The containers sharing
+// a database's throughput draw on the database's budgets, as in Cosmos DB,
+// where they live on the database's physical partitions: the database has
+// ⌈RU/s ÷ PartitionMaxRU⌉ budgets, each of an equal share, one for each
+// slice of the hash space of that many of equal width
+// (partition.Definition.Slice), and a sharing container's partition draws
+// on the budget of the slice it starts in. Its partitions are split at the
+// slices' boundaries (alignShared), so each lies in one slice. One busy
+// container may so use all of the database's throughput while the others
+// idle, and no budget exceeds PartitionMaxRU.
+
+// budget is the token bucket a physical partition draws on.
+type budget struct {
+	key  string  // the limiter's bucket
+	rate float64 // RU/s; 0: unlimited
+	// shared: the database's budget (slice of n) a sharing container's
+	// partition draws on; n is 0 for a partition's own budget.
+	db       *catalog.Database
+	slice, n int
+}
+
+// budgetOf returns the budget physical partition r of c draws on.
+func (e *Engine) budgetOf(c *catalog.Container, r partition.Range) budget {
+	if c.OfferID != "" {
+		b := budget{key: rangeKey(c, r)}
+		if o, err := e.cat.Offer(c.OfferID); err == nil {
+			b.rate = float64(o.MaxThroughput()) / float64(max(1, c.Map().Len()))
+		}
+		return b
+	}
+	d, err := e.cat.Database(c.DB)
+	if err != nil || d.OfferID == "" {
+		return budget{key: rangeKey(c, r)}
+	}
+	o, err := e.cat.Offer(d.OfferID)
+	if err != nil {
+		return budget{key: rangeKey(c, r)}
+	}
+	ru := o.MaxThroughput()
+	n := e.sharedBudgets(ru)
+	s := c.PK.Slice(n, r.Min)
+	return budget{key: sharedBudgetKey(d, s), rate: float64(ru) / float64(n), db: d, slice: s, n: n}
+}
+
+// sharedBudgets is how many budgets a database with ru RU/s of shared
+// throughput has.
+func (e *Engine) sharedBudgets(ru int) int {
+	return max(1, (ru+e.cfg.PartitionMaxRU-1)/e.cfg.PartitionMaxRU)
+}
+
+// sharedBudgetPrefix starts the limiter key of a database's budget; a
+// partition's own key starts with its container's internal id in hex
+// (rangeKey), which no "s" begins.
+const sharedBudgetPrefix = "shared/"
+
+// sharedBudgetKey is the limiter key of database d's budget s:
+// "shared/<s>/<the database's _rid>".
+func sharedBudgetKey(d *catalog.Database, s int) string {
+	return sharedBudgetPrefix + strconv.Itoa(s) + "/" + d.RID
+}
+
+// parseSharedBudgetKey returns the database _rid and slice of a
+// sharedBudgetKey.
+func parseSharedBudgetKey(key string) (rid string, slice int, ok bool) {
+	rest, ok := strings.CutPrefix(key, sharedBudgetPrefix)
+	if !ok {
+		return "", 0, false
+	}
+	s, rid, ok := strings.Cut(rest, "/")
+	if !ok {
+		return "", 0, false
+	}
+	slice, err := strconv.Atoi(s)
+	if err != nil || slice < 0 {
+		return "", 0, false
+	}
+	return rid, slice, true
+}
+
+// siblings returns the budgets adaptive capacity may borrow from for b, a
+// budget of c: its container's partitions' (a partition's own), or its
+// database's (a shared one).
+func (e *Engine) siblings(c *catalog.Container, b budget) []string {
+	var out []string
+	if b.n > 0 {
+		for s := range b.n {
+			out = append(out, sharedBudgetKey(b.db, s))
+		}
+		return out
+	}
+	for _, r := range c.Map().Ranges() {
+		out = append(out, rangeKey(c, r))
+	}
+	return out
+}
+
+// budgetLeader returns the node that keeps budget b, which partition r of
+// c draws on, when another node does: 0 when this node keeps it, or no
+// keeper is known (cluster.Budgets: charges are reported to the keeper). A
+// partition's own budget is kept by its keyspace's leader; a database's
+// budget s by the leader of the partition holding the start of slice s in
+// the first container (by internal id) that shares the database's
+// throughput — a choice every node makes alike from the catalog.
+func (e *Engine) budgetLeader(c *catalog.Container, r partition.Range, b budget) uint64 {
+	if b.n == 0 {
+		return e.leaderOf(c, r)
+	}
+	colls, err := e.cat.Containers(c.DB)
+	if err != nil {
+		return e.leaderOf(c, r)
+	}
+	for _, k := range colls {
+		if k.OfferID != "" {
+			continue
+		}
+		if at := k.PK.SliceStart(b.n, b.slice); at != nil {
+			return e.leaderOf(k, k.Map().Locate(at))
+		}
+		break
+	}
+	return e.leaderOf(c, r)
+}
+
+// rateOfKey returns the rate of the budget a limiter key names (a
+// rangeKey or a sharedBudgetKey), and false when no container or database
+// known here has it.
+func (e *Engine) rateOfKey(key string) (float64, bool) {
+	if rid, s, ok := parseSharedBudgetKey(key); ok {
+		for _, d := range e.cat.Databases() {
+			if d.RID != rid || d.OfferID == "" {
+				continue
+			}
+			o, err := e.cat.Offer(d.OfferID)
+			if err != nil {
+				return 0, false
+			}
+			ru := o.MaxThroughput()
+			if n := e.sharedBudgets(ru); s < n {
+				return float64(ru) / float64(n), true
+			}
+			return 0, false
+		}
+		return 0, false
+	}
+	hex, id, ok := strings.Cut(key, "/")
+	if !ok {
+		return 0, false
+	}
+	internal, err := strconv.ParseUint(hex, 16, 64)
+	if err != nil {
+		return 0, false
+	}
+	for _, d := range e.cat.Databases() {
+		colls, err := e.cat.Containers(d.ID)
+		if err != nil {
+			continue
+		}
+		for _, c := range colls {
+			if c.Internal != internal {
+				continue
+			}
+			r, ok := c.Map().ByID(id)
+			if !ok {
+				return 0, false
+			}
+			return e.budgetOf(c, r).rate, true
+		}
+	}
+	return 0, false
+}
+
+// alignShared splits the partitions of database db's containers that share
+// its throughput at the boundaries of its budgets' slices, so that each
+// partition draws on one budget, as Cosmos DB splits a database's physical
+// partitions when its throughput grows past what they serve.
+func (e *Engine) alignShared(ctx context.Context, db string) error {
+	d, err := e.cat.Database(db)
+	if err != nil || d.OfferID == "" {
+		return nil
+	}
+	colls, err := e.cat.Containers(db)
+	if err != nil {
+		return nil
+	}
+	for _, c := range colls {
+		if c.OfferID == "" {
+			if err := e.alignContainer(ctx, db, c.ID); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// alignContainer splits container db/coll, which shares its database's
+// throughput, at the boundaries of the database's budgets' slices.
+func (e *Engine) alignContainer(ctx context.Context, db, coll string) error {
+	return e.splitUntil(ctx, db, coll, func(c *catalog.Container) (partition.Range, partition.EPK, bool, error) {
+		if c.OfferID != "" {
+			return partition.Range{}, nil, false, nil
+		}
+		b := e.budgetOf(c, c.Map().Ranges()[0])
+		for _, at := range partition.EvenBoundaries(c.PK, b.n) {
+			if r := c.Map().Locate(at); !bytes.Equal(r.Min, at) {
+				return r, at, true, nil
+			}
+		}
+		return partition.Range{}, nil, false, nil
+	})
+}
