@@ -6,7 +6,7 @@ import (
 	"math/bits"
 	"sort"
 	"strconv"
-	"sync"
+	"sync/atomic"
 )
 
 // EvenBoundaries returns the n-1 interior boundaries, in increasing order, that
@@ -148,11 +148,10 @@ func (d Definition) SliceStart(n, s int) EPK {
 
 // boundaryCache keeps the boundaries Slice computed, by scheme and count:
 // computing them takes big-number arithmetic, and Slice runs on every
-// request of a container that shares its database's throughput.
-var boundaryCache struct {
-	sync.Mutex
-	m map[boundaryKey][]EPK
-}
+// request of a container that shares its database's throughput. The map is
+// never changed once published (a miss publishes a copy), so a hit takes
+// no lock.
+var boundaryCache atomic.Pointer[map[boundaryKey][]EPK]
 
 type boundaryKey struct {
 	s scheme
@@ -168,18 +167,19 @@ func evenBoundariesCached(d Definition, n int) []EPK {
 	if k.s != schemeV1 {
 		k.s = schemeV2 // EvenBoundaries treats every other scheme as V2
 	}
-	boundaryCache.Lock()
-	b, ok := boundaryCache.m[k]
-	boundaryCache.Unlock()
-	if ok {
-		return b
+	old := boundaryCache.Load()
+	if old != nil {
+		if b, ok := (*old)[k]; ok {
+			return b
+		}
 	}
-	b = EvenBoundaries(d, n)
-	boundaryCache.Lock()
-	if boundaryCache.m == nil || len(boundaryCache.m) >= boundaryCacheMax {
-		boundaryCache.m = map[boundaryKey][]EPK{}
+	b := EvenBoundaries(d, n)
+	m := map[boundaryKey][]EPK{k: b}
+	if old != nil && len(*old) < boundaryCacheMax {
+		for k, v := range *old {
+			m[k] = v
+		}
 	}
-	boundaryCache.m[k] = b
-	boundaryCache.Unlock()
+	boundaryCache.Store(&m) // a racing miss may drop another's entry: it is computed again
 	return b
 }
