@@ -131,6 +131,11 @@ type Offer struct {
 // highest is the most RU/s ever provisioned on o.
 func (o *Offer) highest() int { return max(o.Highest, o.MaxThroughput()) }
 
+// Peak is the most RU/s ever provisioned on o (its manual throughput or
+// autoscale maximum, now or before): what its physical partitions were
+// split for, which lowering it does not undo.
+func (o *Offer) Peak() int { return o.highest() }
+
 // JSON returns the offer resource as the wire protocol returns it.
 func (o *Offer) JSON() []byte {
 	content := map[string]any{"offerIsRUPerMinuteThroughputEnabled": false}
@@ -1029,32 +1034,77 @@ func (c *Catalog) SplitRange(db, id, rangeID string, at partition.EPK) (*Contain
 	if !parent.Contains(at) || bytes.Equal(at, parent.Min) {
 		return nil, invalid(fmt.Sprintf("split point %s is not inside range %s [%s, %s)", at, rangeID, parent.Min, parent.Max))
 	}
-	k := *old
-	parents := append(slices.Clone(parent.Parents), parent.ID)
 	i := slices.IndexFunc(old.Ranges, func(r RangeRecord) bool { return r.ID == rangeID })
 	if old.Ranges[i].Moving != 0 {
 		return nil, ErrMoving
 	}
-	ks, from := old.Ranges[i].Keyspace, old.Ranges[i].From
-	lo := RangeRecord{ID: strconv.Itoa(k.NextRangeID), Min: parent.Min.String(), Max: at.String(), Parents: parents, Keyspace: ks, From: from}
-	hi := RangeRecord{ID: strconv.Itoa(k.NextRangeID + 1), Min: at.String(), Max: parent.Max.String(), Parents: parents, Keyspace: ks, From: from}
-	k.Ranges = nil
-	for _, r := range old.Ranges {
-		if r.ID == rangeID {
-			k.Ranges = append(k.Ranges, lo, hi)
+	k := *old
+	k.Ranges = slices.Clone(old.Ranges)
+	k.splitRecord(i, at.String())
+	return c.saveSplitLocked(&k)
+}
+
+// SplitAt splits the physical partitions of container db/id at each of
+// points that lies strictly inside one, as SplitRange would one after
+// another (points in any order; those on a boundary already are skipped),
+// in one atomic change. It returns the container and how many splits it
+// made; ErrNotFound for an unknown container, ErrMoving (and nothing done)
+// when a range to split is being moved.
+func (c *Catalog) SplitAt(db, id string, points []partition.EPK) (*Container, int, error) {
+	unlock, err := c.lockWrite()
+	if err != nil {
+		return nil, 0, err
+	}
+	defer unlock()
+	old, ok := c.mu.colls[db][id]
+	if !ok {
+		return nil, 0, ErrNotFound
+	}
+	k := *old
+	k.Ranges = slices.Clone(old.Ranges)
+	n := 0
+	for _, p := range points {
+		// Upper-case hex orders as the bytes it encodes.
+		at := p.String()
+		i := slices.IndexFunc(k.Ranges, func(r RangeRecord) bool { return r.Min < at && at < r.Max })
+		if i < 0 {
 			continue
 		}
-		k.Ranges = append(k.Ranges, r)
+		if k.Ranges[i].Moving != 0 {
+			return nil, 0, ErrMoving
+		}
+		k.splitRecord(i, at)
+		n++
 	}
+	if n == 0 {
+		return old, 0, nil
+	}
+	out, err := c.saveSplitLocked(&k)
+	return out, n, err
+}
+
+// splitRecord replaces k's range record i by its two children at at (hex),
+// with the next unused ids; k.Ranges must be k's own.
+func (k *Container) splitRecord(i int, at string) {
+	r := k.Ranges[i]
+	parents := append(slices.Clone(r.Parents), r.ID)
+	lo := RangeRecord{ID: strconv.Itoa(k.NextRangeID), Min: r.Min, Max: at, Parents: parents, Keyspace: r.Keyspace, From: r.From}
+	hi := RangeRecord{ID: strconv.Itoa(k.NextRangeID + 1), Min: at, Max: r.Max, Parents: parents, Keyspace: r.Keyspace, From: r.From}
+	k.Ranges = slices.Insert(slices.Delete(k.Ranges, i, i+1), i, lo, hi)
 	k.NextRangeID += 2
+}
+
+// saveSplitLocked saves k, whose ranges were split, with its pkranges
+// version moved on.
+func (c *Catalog) saveSplitLocked(k *Container) (*Container, error) {
 	k.RangesVersion++
 	if err := k.buildMap(); err != nil {
 		return nil, err
 	}
-	if err := c.saveLocked(&k); err != nil {
+	if err := c.saveLocked(k); err != nil {
 		return nil, err
 	}
-	return &k, nil
+	return k, nil
 }
 
 // DeleteContainer removes a container with its scripts and offer,

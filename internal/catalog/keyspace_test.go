@@ -208,3 +208,62 @@ func TestMoveRecords(t *testing.T) {
 		t.Fatalf("split after the move: %v", err)
 	}
 }
+
+// TestSplitAt: splitting at several points in one change (one pkranges
+// version) gives the ranges,
+// ids, lineage and keyspaces that splitting at each in turn gives; points
+// on a boundary already are skipped; a moving range refuses it whole.
+func TestSplitAt(t *testing.T) {
+	def := []byte(`{"id":"a","partitionKey":{"paths":["/p"],"kind":"Hash","version":2}}`)
+	d := partition.Definition{Paths: []string{"/p"}, Kind: partition.Hash, Version: 2}
+	points := partition.EvenBoundaries(d, 12) // 11 points, in a container of 2 ranges (one is a boundary)
+	points = append(points[6:], points[:6]...)
+
+	seq, _ := openCatalog(t, newMemBackend())
+	seq.CreateDatabase("db", Throughput{})
+	k, err := seq.CreateContainer("db", def, Throughput{Manual: 12000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range points {
+		r := k.Map().Locate(p)
+		if string(r.Min) == string(p) {
+			continue
+		}
+		if k, err = seq.SplitRange("db", "a", r.ID, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	be := newMemBackend()
+	one, _ := openCatalog(t, be)
+	one.CreateDatabase("db", Throughput{})
+	if _, err := one.CreateContainer("db", def, Throughput{Manual: 12000}); err != nil {
+		t.Fatal(err)
+	}
+	got, n, err := one.SplitAt("db", "a", points)
+	if err != nil || n != 10 {
+		t.Fatalf("SplitAt: %d splits, %v; want 10", n, err)
+	}
+	a, _ := json.Marshal(k.Ranges)
+	b, _ := json.Marshal(got.Ranges)
+	if string(a) != string(b) || got.RangesVersion != 2 || k.NextRangeID != got.NextRangeID {
+		t.Errorf("SplitAt gave ranges\n%s (version %d, next id %d); splitting in turn\n%s (version %d, next id %d)",
+			b, got.RangesVersion, got.NextRangeID, a, k.RangesVersion, k.NextRangeID)
+	}
+	again, _ := openCatalog(t, be) // persisted
+	if c, err := again.Container("db", "a"); err != nil || c.Map().Len() != 12 {
+		t.Fatalf("after a restart: %v, %v; want 12 ranges", c, err)
+	}
+	if _, n, err := one.SplitAt("db", "a", points); err != nil || n != 0 {
+		t.Errorf("SplitAt at boundaries only: %d splits, %v; want none", n, err)
+	}
+	r := got.Map().Ranges()[0]
+	if _, _, err := one.BeginMove("db", "a", got.Internal, r.ID, got.Ranges[0].Keyspace, nil); err != nil {
+		t.Fatal(err)
+	}
+	mid, _ := partition.Midpoint(d, r.Min, r.Max)
+	if _, _, err := one.SplitAt("db", "a", []partition.EPK{mid}); err != ErrMoving {
+		t.Errorf("SplitAt in a moving range: %v, want ErrMoving", err)
+	}
+}

@@ -3,8 +3,10 @@ package engine
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/partitadb/partita/internal/catalog"
 	"github.com/partitadb/partita/internal/partition"
@@ -50,16 +52,17 @@ func (e *Engine) budgetOf(c *catalog.Container, r partition.Range) budget {
 	if err != nil {
 		return budget{key: rangeKey(c, r)}
 	}
-	ru := o.MaxThroughput()
-	n := e.sharedBudgets(ru)
+	n := e.sharedBudgets(o)
 	s := c.PK.Slice(n, r.Min)
-	return budget{key: sharedBudgetKey(d, s), rate: float64(ru) / float64(n), db: d, slice: s, n: n}
+	return budget{key: sharedBudgetKey(d, s), rate: float64(o.MaxThroughput()) / float64(n), db: d, slice: s, n: n}
 }
 
-// sharedBudgets is how many budgets a database with ru RU/s of shared
-// throughput has.
-func (e *Engine) sharedBudgets(ru int) int {
-	return max(1, (ru+e.cfg.PartitionMaxRU-1)/e.cfg.PartitionMaxRU)
+// sharedBudgets is how many budgets a database's shared offer o has: one
+// for each PartitionMaxRU of the most it was ever provisioned with. As
+// Cosmos DB's physical partitions, they are not merged when the throughput
+// is lowered: it is spread over them.
+func (e *Engine) sharedBudgets(o *catalog.Offer) int {
+	return max(1, (o.Peak()+e.cfg.PartitionMaxRU-1)/e.cfg.PartitionMaxRU)
 }
 
 // sharedBudgetPrefix starts the limiter key of a database's budget; a
@@ -148,9 +151,8 @@ func (e *Engine) rateOfKey(key string) (float64, bool) {
 			if err != nil {
 				return 0, false
 			}
-			ru := o.MaxThroughput()
-			if n := e.sharedBudgets(ru); s < n {
-				return float64(ru) / float64(n), true
+			if n := e.sharedBudgets(o); s < n {
+				return float64(o.MaxThroughput()) / float64(n), true
 			}
 			return 0, false
 		}
@@ -186,39 +188,109 @@ func (e *Engine) rateOfKey(key string) (float64, bool) {
 // alignShared splits the partitions of database db's containers that share
 // its throughput at the boundaries of its budgets' slices, so that each
 // partition draws on one budget, as Cosmos DB splits a database's physical
-// partitions when its throughput grows past what they serve.
-func (e *Engine) alignShared(ctx context.Context, db string) error {
-	d, err := e.cat.Database(db)
-	if err != nil || d.OfferID == "" {
-		return nil
-	}
+// partitions when its throughput grows past what they serve. It does what
+// it can: a container deleted meanwhile is skipped, and one that fails to
+// split is logged and left to checkAlignment, which finishes the work in
+// the background (as after a crash, or on a data directory from before
+// the budgets).
+func (e *Engine) alignShared(ctx context.Context, db string) {
 	colls, err := e.cat.Containers(db)
 	if err != nil {
-		return nil
+		return
 	}
 	for _, c := range colls {
 		if c.OfferID == "" {
-			if err := e.alignContainer(ctx, db, c.ID); err != nil {
-				return err
-			}
+			e.alignContainer(ctx, db, c.ID)
 		}
 	}
-	return nil
 }
 
 // alignContainer splits container db/coll, which shares its database's
-// throughput, at the boundaries of the database's budgets' slices.
-func (e *Engine) alignContainer(ctx context.Context, db, coll string) error {
-	return e.splitUntil(ctx, db, coll, func(c *catalog.Container) (partition.Range, partition.EPK, bool, error) {
-		if c.OfferID != "" {
-			return partition.Range{}, nil, false, nil
+// throughput, at the boundaries of the database's budgets' slices, in one
+// catalog change (catalog.SplitAt: a raise to 1,000,000 RU/s is 99 splits
+// of each container, each of which, made alone, rewrote the container's
+// ranges); a failure is logged (checkAlignment tries again).
+func (e *Engine) alignContainer(ctx context.Context, db, coll string) {
+	start := time.Now()
+	for {
+		c, err := e.container(db, coll)
+		if err != nil {
+			return // deleted meanwhile
 		}
-		b := e.budgetOf(c, c.Map().Ranges()[0])
-		for _, at := range partition.EvenBoundaries(c.PK, b.n) {
-			if r := c.Map().Locate(at); !bytes.Equal(r.Min, at) {
-				return r, at, true, nil
+		points := e.misaligned(c)
+		if len(points) == 0 {
+			return
+		}
+		k, n, err := e.cat.SplitAt(db, coll, points)
+		if errors.Is(err, catalog.ErrMoving) && time.Since(start) < moveWait {
+			// A separation holds a range for a moment (its copy).
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
+		if errors.Is(err, catalog.ErrNotFound) {
+			return // deleted meanwhile
+		}
+		if err != nil {
+			e.log.Warn("splitting a container for its database's throughput budgets", "db", db, "container", coll, "err", err)
+			return
+		}
+		for _, r := range c.Map().Ranges() {
+			if _, ok := k.Map().ByID(r.ID); !ok {
+				e.forgetRange(c, r)
 			}
 		}
-		return partition.Range{}, nil, false, nil
-	})
+		e.log.Info("partitions split for the database's throughput budgets", "db", db, "container", coll, "splits", n, "ranges", k.Map().Len())
+		return
+	}
+}
+
+// misaligned returns the boundaries of its database's budgets' slices that
+// one of c's partitions spans (none when c does not share its database's
+// throughput).
+func (e *Engine) misaligned(c *catalog.Container) []partition.EPK {
+	if c.OfferID != "" {
+		return nil
+	}
+	b := e.budgetOf(c, c.Map().Ranges()[0])
+	var out []partition.EPK
+	for s := 1; s < b.n; s++ {
+		at := c.PK.SliceStart(b.n, s)
+		if r := c.Map().Locate(at); !bytes.Equal(r.Min, at) {
+			out = append(out, at)
+		}
+	}
+	return out
+}
+
+// checkAlignment aligns the sharing containers whose partitions span a
+// boundary of their database's budgets (alignShared did not finish: a
+// crash, a failed split, a data directory from before the budgets, a
+// changed PartitionMaxRU). In a cluster a container is aligned by the node
+// that leads its first partition's keyspace, so that one node splits it.
+func (e *Engine) checkAlignment(ctx context.Context) {
+	for _, d := range e.cat.Databases() {
+		if d.OfferID == "" {
+			continue
+		}
+		colls, err := e.cat.Containers(d.ID)
+		if err != nil {
+			continue
+		}
+		for _, c := range colls {
+			if len(e.misaligned(c)) == 0 {
+				continue
+			}
+			if e.cfg.Replicated {
+				rep, err := e.replicaOf(c, c.Map().Ranges()[0])
+				if err != nil || rep.Lead() != nil {
+					continue
+				}
+			}
+			e.alignContainer(ctx, c.DB, c.ID)
+		}
+	}
 }

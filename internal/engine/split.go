@@ -105,20 +105,34 @@ func (e *Engine) SplitRange(ctx context.Context, db, coll, rangeID string) ([]PK
 	return e.split(c, r, at)
 }
 
-// split replaces range r of c by its two halves at at.
+// split replaces range r of c by its two halves at at, and returns c's
+// ranges after it.
 func (e *Engine) split(c *catalog.Container, r partition.Range, at partition.EPK) ([]PKRange, error) {
-	k, err := e.cat.SplitRange(c.DB, c.ID, r.ID, at)
-	if err != nil {
-		return nil, translate(err)
+	if err := e.splitRange(c, r, at); err != nil {
+		return nil, err
 	}
+	ranges, _, _, err := e.PKRanges(c.DB, c.ID)
+	return ranges, err
+}
+
+// forgetRange drops what the engine keeps of range r of c, which split.
+func (e *Engine) forgetRange(c *catalog.Container, r partition.Range) {
 	if e.limit != nil {
 		e.limit.Forget(rangeKey(c, r))
 	}
 	e.hot.forget(rangeKey(c, r))
 	e.sizes.forget(rangeKey(c, r))
+}
+
+// splitRange is split without listing the ranges after it.
+func (e *Engine) splitRange(c *catalog.Container, r partition.Range, at partition.EPK) error {
+	k, err := e.cat.SplitRange(c.DB, c.ID, r.ID, at)
+	if err != nil {
+		return translate(err)
+	}
+	e.forgetRange(c, r)
 	e.log.Info("partition split", "db", c.DB, "container", c.ID, "range", r.ID, "at", at.String(), "ranges", k.Map().Len())
-	ranges, _, _, err := e.PKRanges(c.DB, c.ID)
-	return ranges, err
+	return nil
 }
 
 // sizeRescan is how old a range's size estimate may get before the split
@@ -253,6 +267,7 @@ func (e *Engine) Run(ctx context.Context) {
 			return
 		case <-t.C:
 			e.checkSplits(ctx)
+			e.checkAlignment(ctx)
 			e.checkSeparations(ctx)
 		}
 	}
@@ -374,7 +389,7 @@ func (e *Engine) splitUntil(ctx context.Context, db, coll string,
 		if err != nil || !ok {
 			return err
 		}
-		if _, err := e.split(c, r, at); err != nil {
+		if err := e.splitRange(c, r, at); err != nil {
 			if errors.Is(err, catalog.ErrMoving) && time.Since(start) < moveWait {
 				// A separation holds the range for a moment (its copy).
 				select {
