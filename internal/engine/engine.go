@@ -196,6 +196,8 @@ type Engine struct {
 	hot        hotKeys             // request units per logical partition, per range
 	progs      programs
 	qcache     queryCache // parsed queries and compiled programs
+	// computedProps: containers' parsed computed properties (computed.go).
+	computedProps computedCache
 	// collectRetry spaces a separated range's failed leftover collections.
 	collectRetry backoffs
 	// reindex holds the progress of each running index rebuild
@@ -380,6 +382,9 @@ func (e *Engine) DatabaseRID(id string) (string, error) {
 // CreateContainer creates a container from its definition. Errors: 404 (no
 // database), 409, 400 for an invalid definition or throughput.
 func (e *Engine) CreateContainer(db string, body []byte, tp Throughput) (Resource, error) {
+	if _, err := parseComputed(body); err != nil {
+		return Resource{}, err
+	}
 	c, err := e.cat.CreateContainer(db, body, tp)
 	if err != nil {
 		return Resource{}, translate(err)
@@ -412,6 +417,9 @@ func (e *Engine) ReadContainer(db, id string) (Resource, error) {
 
 // ReplaceContainer replaces a container's definition (not its partition key).
 func (e *Engine) ReplaceContainer(db, id string, body []byte, ifMatch string) (Resource, error) {
+	if _, err := parseComputed(body); err != nil {
+		return Resource{}, err
+	}
 	c, err := e.container(db, id)
 	if err != nil {
 		return Resource{}, err

@@ -265,12 +265,13 @@ func (e *Engine) compileQuery(c *catalog.Container, scope Scope, q Query) (*pars
 	if err != nil {
 		return nil, nil, resolved{}, scope, translate(err)
 	}
+	ast, key := e.withComputed(c, ast, q.Text)
 	r, scope, err := routeQuery(c, ast, scope, q)
 	if err != nil {
 		return nil, nil, resolved{}, scope, err
 	}
 	rest, implied := plan.Implied(ast, q.Params, planScope(c, scope))
-	prog, err := e.qcache.compile(q.Text, ast, q.Params, rest, implied, exec.WithUDFs(e.udfLookup(c)))
+	prog, err := e.qcache.compile(key, ast, q.Params, rest, implied, exec.WithUDFs(e.udfLookup(c)))
 	if err != nil {
 		return nil, nil, resolved{}, scope, translate(err)
 	}

@@ -1115,3 +1115,20 @@ func likeRegexp(pattern string, esc rune) (*regexp.Regexp, error) {
 	b.WriteString(`\z`)
 	return regexp.Compile(b.String())
 }
+
+// ItemFunction reports whether the built-in function name computes its
+// value from its arguments alone: not an aggregate, a spatial function, or
+// one that reads the clock or a random source. A computed property's query
+// may call only such functions (Cosmos DB's rule); whether name exists is
+// Compile's to say.
+func ItemFunction(name string) bool {
+	upper := strings.ToUpper(name)
+	if aggregateKind(upper) != 0 || strings.HasPrefix(upper, "ST_") || upper == "RAND" {
+		return false
+	}
+	if _, ok := currentTime(upper); ok {
+		return false
+	}
+	_, ok := clockFunc(upper)
+	return !ok
+}

@@ -1,0 +1,120 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// withComputedProps returns container db/k's definition with computed
+// properties props (a JSON array).
+func withComputedProps(t *testing.T, e *Engine, props string) []byte {
+	t.Helper()
+	res, err := e.ReadContainer("db", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var def map[string]any
+	if err := json.Unmarshal(res.Body, &def); err != nil {
+		t.Fatal(err)
+	}
+	def["computedProperties"] = json.RawMessage(props)
+	body, err := json.Marshal(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
+// TestComputedProperties: a container's computed properties are read by
+// queries as if they were top-level properties of each item, in every
+// clause, while SELECT * leaves them out; a stored property of the same
+// name is not read; definitions Cosmos DB refuses get 400, and leave the
+// container's as it was. It read the stored properties (none, so nothing
+// matched) before.
+func TestComputedProperties(t *testing.T) {
+	e := testEngine(t)
+	queryFixture(t, e, 40)
+	props := `[
+		{"name": "cp_up", "query": "SELECT VALUE UPPER(c.id) FROM c"},
+		{"name": "cp_half", "query": "SELECT VALUE r.n / 2 FROM root r"},
+		{"name": "cp_tags", "query": "SELECT VALUE ARRAY_CONCAT(c.tags, ['x']) FROM c"},
+		{"name": "pk", "query": "SELECT VALUE 'computed' FROM c"}
+	]`
+	if _, err := e.ReplaceContainer("db", "k", withComputedProps(t, e, props), ""); err != nil {
+		t.Fatal(err)
+	}
+	cross := Scope{}
+	p1 := Scope{PK: pkN(1)}
+	tests := []struct {
+		scope Scope
+		query string
+		want  []string
+	}{
+		{cross, "SELECT c.id, c.cp_up FROM c WHERE c.cp_up = 'I011'", []string{`{"id":"i011","cp_up":"I011"}`}},
+		{cross, `SELECT VALUE c["cp_half"] FROM c WHERE c.id = 'i011'`, []string{`5.5`}},
+		{cross, "SELECT * FROM c WHERE c.cp_up = 'I011'", nil}, // checked below: no computed property in it
+		{p1, "SELECT VALUE c.id FROM c ORDER BY c.cp_half DESC", []string{`"i031"`, `"i011"`, `"i001"`}},
+		{p1, "SELECT VALUE COUNT(1) FROM c JOIN t IN c.cp_tags WHERE t = 'x'", []string{`3`}},
+		{p1, "SELECT c.cp_up, COUNT(1) AS n FROM c WHERE c.id = 'i001' GROUP BY c.cp_up", []string{`{"cp_up":"I001","n":1}`}},
+		{p1, "SELECT VALUE EXISTS(SELECT VALUE t FROM t IN c.cp_tags WHERE t = 'x') FROM c WHERE c.id = 'i001'", []string{`true`}},
+		// The computed "pk" is read, not the stored partition key.
+		{p1, "SELECT VALUE c.pk FROM c WHERE c.id = 'i001'", []string{`"computed"`}},
+	}
+	for _, tc := range tests {
+		q := Query{Text: tc.query, EnableCrossPartition: true}
+		got := queryAll(t, e, tc.scope, q)
+		if tc.want == nil {
+			if len(got) != 1 || strings.Contains(got[0], "cp_") || !strings.Contains(got[0], `"pk":"p1"`) {
+				t.Errorf("%s: %v, want the stored item alone", tc.query, got)
+			}
+			continue
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.query, got, tc.want)
+		}
+	}
+
+	var many []string // 21 properties, one past the limit
+	for j := range 21 {
+		many = append(many, fmt.Sprintf(`{"name": "p%d", "query": "SELECT VALUE 1 FROM c"}`, j))
+	}
+	bad := []string{
+		`{"name": "x"}`,
+		`[{"name": "x", "query": "SELECT VALUE c.a FROM c"}, {"name": "x", "query": "SELECT VALUE c.b FROM c"}]`,
+		`[{"name": "id", "query": "SELECT VALUE c.a FROM c"}]`,
+		`[{"name": "_ts", "query": "SELECT VALUE c.a FROM c"}]`,
+		`[{"name": "", "query": "SELECT VALUE c.a FROM c"}]`,
+		`[{"name": "x"}]`,
+		`[{"name": "x", "query": "SELECT c.a FROM c"}]`,
+		`[{"name": "x", "query": "SELECT VALUE c.a FROM c WHERE c.b = 1"}]`,
+		`[{"name": "x", "query": "SELECT VALUE t FROM c JOIN t IN c.tags"}]`,
+		`[{"name": "x", "query": "SELECT VALUE COUNT(1) FROM c"}]`,
+		`[{"name": "x", "query": "SELECT VALUE GetCurrentDateTime() FROM c"}]`,
+		`[{"name": "x", "query": "SELECT VALUE RAND() FROM c"}]`,
+		`[{"name": "x", "query": "SELECT VALUE ST_AREA(c.g) FROM c"}]`,
+		`[{"name": "x", "query": "SELECT VALUE udf.f(c.a) FROM c"}]`,
+		`[{"name": "x", "query": "SELECT VALUE NOSUCHFUNCTION(c.a) FROM c"}]`,
+		`[{"name": "x", "query": "SELECT VALUE"}]`,
+		"[" + strings.Join(many, ",") + "]",
+	}
+	for _, b := range bad {
+		if _, err := e.ReplaceContainer("db", "k", withComputedProps(t, e, b), ""); code(err) != http.StatusBadRequest {
+			t.Errorf("replace with computedProperties %s: %v, want 400", b, err)
+		}
+		body := strings.Replace(string(withComputedProps(t, e, b)), `"id":"k"`, `"id":"k2"`, 1)
+		if _, err := e.CreateContainer("db", []byte(body), Throughput{}); code(err) != http.StatusBadRequest {
+			t.Errorf("create with computedProperties %s: %v, want 400", b, err)
+		}
+	}
+	got := queryAll(t, e, cross, Query{Text: "SELECT VALUE c.cp_up FROM c WHERE c.id = 'i011'", EnableCrossPartition: true})
+	if !slices.Equal(got, []string{`"I011"`}) {
+		t.Errorf("after refused replaces: %v, want the computed property still", got)
+	}
+	if _, err := e.ReadContainer("db", "k2"); err == nil {
+		t.Errorf("a refused create made the container")
+	}
+}
