@@ -6,6 +6,7 @@ require (
 	github.com/Azure/azure-sdk-for-go/sdk/azcore v1.21.0
 	github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos v1.5.0
 	github.com/anishathalye/porcupine v1.3.1
+	github.com/blevesearch/snowballstem v0.9.0
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/chromedp/chromedp v0.14.2
 	github.com/cockroachdb/datadriven v1.0.3-0.20250407164829-2945557346d5

@@ -22,6 +22,10 @@
 // Not supported among the documented system functions: DATETIMEFORMAT, whose page does
 // not say which format specifiers it accepts (and whose example is not .NET's formatting).
 //
+// FullTextContains, FullTextContainsAll and FullTextContainsAny analyze text as Cosmos DB's
+// full-text search documents for English: tokens of letters and digits, stop words left out,
+// Snowball stemming (textWords).
+//
 // Not yet supported: vector functions, ORDER BY RANK and FullTextScore, and ALL/FIRST/LAST
 // subqueries.
 package exec

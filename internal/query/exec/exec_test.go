@@ -166,6 +166,14 @@ func TestRun(t *testing.T) {
 		{`SELECT VALUE c.id FROM c WHERE FullTextContainsAll(c.title, "full", "cosmos")`, nil, ids("1")},
 		{`SELECT VALUE c.id FROM c WHERE FullTextContainsAny(c.description, "slowly", "quickly")`, nil, ids("3")},
 		{`SELECT VALUE c.id FROM c WHERE FullTextContains(c.title, "sear")`, nil, `[]`},
+		// English analysis (stemming, stop words), as Cosmos DB's full-text search: it
+		// matched whole words as written.
+		{`SELECT VALUE c.id FROM c WHERE FullTextContains(c.title, "searches")`, nil, ids("1")},
+		{`SELECT VALUE c.id FROM c WHERE FullTextContains(c.title, "Full texts searching")`, nil, ids("1")},
+		{`SELECT VALUE c.id FROM c WHERE FullTextContains(c.title, "text search in Cosmos")`, nil, ids("1")},
+		{`SELECT VALUE c.id FROM c WHERE FullTextContains(c.title, "the")`, nil, `[]`},
+		{`SELECT VALUE c.id FROM c WHERE FullTextContainsAll(c.title, "the", "full")`, nil, ids("1")},
+		{`SELECT VALUE c.id FROM c WHERE FullTextContainsAny(c.title, "in", "of")`, nil, `[]`},
 		{`SELECT VALUE [CONCAT("a", "b", "c"), LOWER("AbC"), LENGTH("héllo"), SUBSTRING("hello", 1, 3),
 			INDEX_OF("hello", "l"), INDEX_OF("hello", "l", 3), INDEX_OF("hello", "z"), REPLACE("aXbX", "X", "-"),
 			TRIM("  x "), LTRIM("  x "), RTRIM("  x "), LEFT("hello", 2), RIGHT("hello", 2), REVERSE("abc"),

@@ -11,6 +11,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/blevesearch/snowballstem"
+	"github.com/blevesearch/snowballstem/english"
 	"github.com/valyala/fastjson"
 
 	"github.com/partitadb/partita/internal/document"
@@ -1033,28 +1035,63 @@ func containsList(all, ci bool) builtin {
 // fullText builds FullTextContains / FullTextContainsAll (all terms) and FullTextContainsAny.
 // A term matches when its words appear, in order and adjacent, among the words of the text;
 // words are runs of letters and digits, compared case-insensitively.
+// fullText is FullTextContainsAll (all) or FullTextContainsAny: whether the
+// text holds all (any) of the terms, each a word or a phrase, after both
+// went through textWords. A term left empty by it (stop words only) is
+// passed over; with no term left, nothing matches.
 func fullText(all bool) func(a []value) value {
 	return func(a []value) value {
 		if a[0].k != kStr {
 			return boolean(false)
 		}
 		words := textWords(a[0].s)
+		counted := false
 		for _, t := range a[1:] {
 			if t.k != kStr {
 				return undef
 			}
-			if containsPhrase(words, textWords(t.s)) != all {
+			phrase := textWords(t.s)
+			if len(phrase) == 0 {
+				continue
+			}
+			counted = true
+			if containsPhrase(words, phrase) != all {
 				return boolean(!all)
 			}
 		}
-		return boolean(all)
+		return boolean(all && counted)
 	}
 }
 
+// textWords is the full-text analysis of s, as Cosmos DB's full-text search
+// documents it for English (its one generally available language):
+// tokenized into runs of letters and digits, lower-cased, stop words left
+// out, and each word stemmed (the Snowball English stemmer, so "foxes"
+// matches "fox" and "helmets" "helmet").
 func textWords(s string) []string {
-	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+	words := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
 	})
+	out := words[:0]
+	for _, w := range words {
+		if englishStopWords[w] {
+			continue
+		}
+		env := snowballstem.NewEnv(w)
+		english.Stem(env)
+		out = append(out, env.Current())
+	}
+	return out
+}
+
+// englishStopWords are the words full-text analysis leaves out: the
+// common English stop list of search engines (Lucene's English analyzer's).
+var englishStopWords = map[string]bool{
+	"a": true, "an": true, "and": true, "are": true, "as": true, "at": true, "be": true, "but": true,
+	"by": true, "for": true, "if": true, "in": true, "into": true, "is": true, "it": true, "no": true,
+	"not": true, "of": true, "on": true, "or": true, "such": true, "that": true, "the": true,
+	"their": true, "then": true, "there": true, "these": true, "they": true, "this": true, "to": true,
+	"was": true, "will": true, "with": true,
 }
 
 func containsPhrase(words, phrase []string) bool {
