@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -122,11 +123,14 @@ type computedEntry struct {
 	props []parse.ComputedProperty
 }
 
+// computedKey is how a definition with computed properties names them.
+var computedKey = []byte(`"computedProperties"`)
+
 // computed returns c's computed properties (nil for none). A definition
 // stored before they were checked, whose properties do not parse now,
 // has none.
 func (e *Engine) computed(c *catalog.Container) []parse.ComputedProperty {
-	if !strings.Contains(string(c.Body), `"computedProperties"`) {
+	if !bytes.Contains(c.Body, computedKey) {
 		return nil
 	}
 	cc := &e.computedProps
