@@ -418,6 +418,15 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	if h.cfg.Replicated && h.linearizable(r) {
 		r = r.WithContext(engine.Linearizable(r.Context()))
 	}
+	if v := headerValue(r.Header, "x-ms-cosmos-priority-level"); v != "" {
+		switch {
+		case strings.EqualFold(v, "Low"):
+			r = r.WithContext(engine.LowPriority(r.Context()))
+		case !strings.EqualFold(v, "High"):
+			h.writeError(w, r, status.BadRequest("invalid x-ms-cosmos-priority-level %q: want High or Low", v))
+			return
+		}
+	}
 	// Authenticated first: the signature needs no catalog, and a request
 	// without valid credentials is refused at once, never held waiting for
 	// the catalog below (a security review: a node cut off from etcd held

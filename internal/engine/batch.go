@@ -82,7 +82,7 @@ func (e *Engine) ExecuteBatch(ctx context.Context, db, coll string, pk document.
 	if pk = pointKey(c, pk); pk == nil {
 		return BatchResponse{}, status.BadRequest("a transactional batch needs the x-ms-documentdb-partitionkey header")
 	}
-	t, err := e.begin(c, pk)
+	t, err := e.begin(ctx, c, pk)
 	if err != nil {
 		return BatchResponse{}, err
 	}
@@ -207,7 +207,7 @@ func (e *Engine) bulkOne(ctx context.Context, c *catalog.Container, op BatchOp) 
 	if op.PK = pointKey(c, op.PK); op.PK == nil {
 		return BatchResult{}, "", status.BadRequest("a bulk operation needs its partitionKey")
 	}
-	t, err := e.begin(c, op.PK)
+	t, err := e.begin(ctx, c, op.PK)
 	if err != nil {
 		return BatchResult{}, "", err
 	}

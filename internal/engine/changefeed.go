@@ -123,7 +123,7 @@ func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFee
 		groups[i].ranges = append(groups[i].ranges, rng)
 		groups[i].spans = append(groups[i].spans, sp)
 	}
-	if err := e.admit(c, r.ranges...); err != nil {
+	if err := e.admit(ctx, c, r.ranges...); err != nil {
 		return ChangePage{}, err
 	}
 	stables := make([]uint64, len(groups))

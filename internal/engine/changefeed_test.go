@@ -146,7 +146,7 @@ func TestChangeFeedWaitsForOpenTransactions(t *testing.T) {
 			break
 		}
 	}
-	slow, err := e.begin(c, pkN(1))
+	slow, err := e.begin(t.Context(), c, pkN(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestChangeFeedWaitsForOpenTransactions(t *testing.T) {
 		t.Errorf("after the commit: %v, want [slow fast]", got)
 	}
 	// A rolled-back transaction releases its hold too.
-	aborted, err := e.begin(c, pkN(3))
+	aborted, err := e.begin(t.Context(), c, pkN(3))
 	if err != nil {
 		t.Fatal(err)
 	}

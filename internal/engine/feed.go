@@ -157,7 +157,7 @@ func (e *Engine) ReadFeed(ctx context.Context, db, coll string, scope Scope, max
 		}
 		r.span = sc
 	}
-	if err := e.admit(c, r.ranges...); err != nil {
+	if err := e.admit(ctx, c, r.ranges...); err != nil {
 		return Page{}, err
 	}
 	limit := e.pageLimit(maxItems)

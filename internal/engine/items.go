@@ -160,7 +160,7 @@ func (e *Engine) WriteItem(ctx context.Context, w Write) (Result, error) {
 	if w.PK == nil {
 		return Result{}, status.BadRequest("PartitionKey value must be supplied for this operation (x-ms-documentdb-partitionkey header)")
 	}
-	t, err := e.begin(c, w.PK)
+	t, err := e.begin(ctx, c, w.PK)
 	if err != nil {
 		return Result{}, err
 	}
@@ -191,7 +191,7 @@ func (e *Engine) PatchItem(ctx context.Context, ref ItemRef, pk document.Partiti
 	if err != nil {
 		return Result{}, translate(err)
 	}
-	t, err := e.begin(c, pointKey(c, pk))
+	t, err := e.begin(ctx, c, pointKey(c, pk))
 	if err != nil {
 		return Result{}, err
 	}
@@ -218,7 +218,7 @@ func (e *Engine) ReadItem(ctx context.Context, ref ItemRef, pk document.Partitio
 	if err != nil {
 		return Result{}, err
 	}
-	if err := e.admitLP(c, loc.rng, pk); err != nil {
+	if err := e.admitLP(ctx, c, loc.rng, pk); err != nil {
 		return Result{}, err
 	}
 	rep, err := e.replicaOf(c, loc.rng)
@@ -268,7 +268,7 @@ func (e *Engine) DeleteItem(ctx context.Context, ref ItemRef, pk document.Partit
 	if err != nil {
 		return Result{}, err
 	}
-	t, err := e.begin(c, pointKey(c, pk))
+	t, err := e.begin(ctx, c, pointKey(c, pk))
 	if err != nil {
 		return Result{}, err
 	}

@@ -254,7 +254,7 @@ func (e *Engine) DeletePartition(ctx context.Context, db, coll string, pk docume
 	if pk == nil {
 		return PKDeleteResult{}, status.BadRequest("PartitionKey value must be supplied for this operation (x-ms-documentdb-partitionkey header)")
 	}
-	t, err := e.begin(c, pk)
+	t, err := e.begin(ctx, c, pk)
 	if err != nil {
 		return PKDeleteResult{}, err
 	}
@@ -335,7 +335,7 @@ type batchResult struct {
 // deleteBatch deletes one batch of d's items in a transaction of its own,
 // admitted and charged as a write.
 func (e *Engine) deleteBatch(ctx context.Context, c *catalog.Container, d *lpDelete) (batchResult, error) {
-	t, err := e.begin(c, d.pk)
+	t, err := e.begin(ctx, c, d.pk)
 	if err != nil {
 		return batchResult{}, err
 	}

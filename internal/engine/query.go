@@ -239,7 +239,7 @@ func (e *Engine) QueryItems(ctx context.Context, db, coll string, scope Scope, q
 		return Page{}, err
 	}
 	compiled := time.Now()
-	if err := e.admit(c, r.ranges...); err != nil {
+	if err := e.admit(ctx, c, r.ranges...); err != nil {
 		return Page{}, err
 	}
 	p, ru, err := e.runQuery(ctx, c, ast, prog, r, scope, q, start, compiled)

@@ -875,16 +875,16 @@ func TestWriteToContainerDeletedMeanwhile(t *testing.T) {
 	if err := e.DeleteContainer("db", "k", ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.beginTxn(old, pkN(1), false); code(err) != 404 {
+	if _, err := e.beginTxn(t.Context(), old, pkN(1), false); code(err) != 404 {
 		t.Errorf("a write to the deleted container: %v; want 404", err)
 	}
 	if _, err := e.CreateContainer("db", []byte(`{"id":"k","partitionKey":{"paths":["/pk"]}}`), Throughput{Manual: 400}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.beginTxn(old, pkN(1), false); code(err) != 404 {
+	if _, err := e.beginTxn(t.Context(), old, pkN(1), false); code(err) != 404 {
 		t.Errorf("a write to the container deleted and created again: %v; want 404", err)
 	}
-	if _, err := e.beginTxn(old, pkN(1), true); !errors.Is(err, errContainerGone) {
+	if _, err := e.beginTxn(t.Context(), old, pkN(1), true); !errors.Is(err, errContainerGone) {
 		t.Errorf("the engine's own transaction: %v; want errContainerGone", err)
 	}
 }

@@ -236,7 +236,7 @@ func (e *Engine) ExecuteStoredProcedure(ctx context.Context, db, coll, id string
 		return SprocResult{}, err
 	}
 	defer e.scripts.release()
-	t, err := e.begin(c, pk)
+	t, err := e.begin(ctx, c, pk)
 	if err != nil {
 		return SprocResult{}, err
 	}

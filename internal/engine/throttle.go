@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"sync"
@@ -44,7 +45,7 @@ func appendRangeKey(dst []byte, c *catalog.Container, r partition.Range) []byte 
 
 // admit returns a 429 (with the time to wait) when one of the physical
 // partitions a request needs has spent its budget.
-func (e *Engine) admit(c *catalog.Container, ranges ...partition.Range) error {
+func (e *Engine) admit(ctx context.Context, c *catalog.Container, ranges ...partition.Range) error {
 	if e.limit == nil {
 		return nil
 	}
@@ -52,11 +53,14 @@ func (e *Engine) admit(c *catalog.Container, ranges ...partition.Range) error {
 		b := e.budgetOf(c, r)
 		var wait time.Duration
 		var ok bool
-		if e.cfg.AdaptiveCapacity {
+		switch {
+		case lowPriority(ctx):
+			wait, ok = e.limit.AdmitLow(b.key, b.rate)
+		case e.cfg.AdaptiveCapacity:
 			sib := e.siblings(c, b)
 			maxRate := min(float64(e.cfg.PartitionMaxRU), b.rate*float64(len(sib)))
 			wait, ok = e.limit.AdmitAdaptive(b.key, sib, b.rate, maxRate)
-		} else {
+		default:
 			wait, ok = e.limit.Admit(b.key, b.rate)
 		}
 		if ok && e.cfg.Budgets != nil {
@@ -76,11 +80,27 @@ func (e *Engine) admit(c *catalog.Container, ranges ...partition.Range) error {
 	return nil
 }
 
+// lowPriorityKey marks a context's requests as low priority.
+type lowPriorityKey struct{}
+
+// LowPriority returns ctx with its requests marked low priority (Cosmos
+// DB's priority-based execution, x-ms-cosmos-priority-level: Low): when
+// their partition's budget runs low they are refused with 429 first, the
+// rest of it left to the others (throughput.Limiter.AdmitLow).
+func LowPriority(ctx context.Context) context.Context {
+	return context.WithValue(ctx, lowPriorityKey{}, true)
+}
+
+func lowPriority(ctx context.Context) bool {
+	low, _ := ctx.Value(lowPriorityKey{}).(bool)
+	return low
+}
+
 // admitLP is admit for a request on logical partition pk of physical
 // partition r; a refusal also counts against pk among the partition's
 // throttled keys.
-func (e *Engine) admitLP(c *catalog.Container, r partition.Range, pk document.PartitionKey) error {
-	err := e.admit(c, r)
+func (e *Engine) admitLP(ctx context.Context, c *catalog.Container, r partition.Range, pk document.PartitionKey) error {
+	err := e.admit(ctx, c, r)
 	if err != nil {
 		e.hot.refusedSketch(rangeKey(c, r)).Add(pk.String(), 1)
 	}

@@ -60,8 +60,8 @@ type lpTxn struct {
 // begin locks logical partition pk of container c and starts a transaction
 // on it. pk must be a full key of c's definition. The caller must call
 // close (after commit, or to roll back).
-func (e *Engine) begin(c *catalog.Container, pk document.PartitionKey) (*lpTxn, error) {
-	return e.beginTxn(c, pk, false)
+func (e *Engine) begin(ctx context.Context, c *catalog.Container, pk document.PartitionKey) (*lpTxn, error) {
+	return e.beginTxn(ctx, c, pk, false)
 }
 
 // errContainerGone is returned by beginSystem when the container was
@@ -73,10 +73,10 @@ var errContainerGone = errors.New("engine: the container is gone")
 // the transaction is neither admitted nor charged, and a container deleted
 // meanwhile gets errContainerGone.
 func (e *Engine) beginSystem(c *catalog.Container, pk document.PartitionKey) (*lpTxn, error) {
-	return e.beginTxn(c, pk, true)
+	return e.beginTxn(context.Background(), c, pk, true)
 }
 
-func (e *Engine) beginTxn(c *catalog.Container, pk document.PartitionKey, system bool) (*lpTxn, error) {
+func (e *Engine) beginTxn(ctx context.Context, c *catalog.Container, pk document.PartitionKey, system bool) (*lpTxn, error) {
 	release := e.colls.shared(c.Internal)
 	// Under the container's lock, the catalog's entry is current: an
 	// indexing policy replaced meanwhile applies to this transaction.
@@ -113,7 +113,7 @@ func (e *Engine) beginTxn(c *catalog.Container, pk document.PartitionKey, system
 		err = translate(e.checkFence(rep, ks, loc.epk))
 	}
 	if err == nil && !system {
-		err = e.admitLP(c, loc.rng, pk)
+		err = e.admitLP(ctx, c, loc.rng, pk)
 	}
 	if err != nil {
 		release()

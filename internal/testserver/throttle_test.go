@@ -2,6 +2,7 @@ package testserver_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/partitadb/partita/internal/config"
@@ -247,4 +249,78 @@ func partitionsReport(t *testing.T, s *testserver.Server, coll string) []partiti
 		t.Fatal(err)
 	}
 	return out.Partitions
+}
+
+// TestPriorityLevel (Cosmos DB's priority-based execution), by budget on a
+// stopped server clock: low-priority writes (x-ms-cosmos-priority-level:
+// Low) are refused with 429 once the partition's 400 RU bucket is down to
+// half, leaving that half to high-priority writes, which are served until
+// it is spent. An unknown level is 400. The header was ignored: low- and
+// high-priority writes drew alike.
+func TestPriorityLevel(t *testing.T) {
+	clock := &pausableClock{at: time.Now()}
+	s := testserver.Start(t, testserver.Options{Configure: func(c *config.Config) { c.Engine.RateLimit = "on" }, Now: clock.now})
+	newContainer(t, s.Client(t), "db", azcosmos.ContainerProperties{ID: "prio", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}},
+		&azcosmos.CreateContainerOptions{ThroughputProperties: ptr(azcosmos.NewManualThroughputProperties(400))})
+	i := 0
+	write := func(level string) (int, float64) {
+		i++
+		h := map[string]string{"x-ms-documentdb-partitionkey": `["k"]`, "x-ms-documentdb-is-upsert": "True", "Content-Type": "application/json"}
+		if level != "" {
+			h["x-ms-cosmos-priority-level"] = level
+		}
+		resp, _, err := s.Do(t.Context(), http.MethodPost, "/dbs/db/colls/prio/docs", h, fmt.Appendf(nil, `{"id":"w%d","pk":"k"}`, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ru, _ := strconv.ParseFloat(resp.Header.Get("x-ms-request-charge"), 64)
+		if resp.StatusCode == http.StatusTooManyRequests && (resp.Header.Get("x-ms-retry-after-ms") == "" || resp.Header.Get("x-ms-substatus") != "3200") {
+			t.Errorf("429 without retry-after or substatus 3200: %v", resp.Header)
+		}
+		return resp.StatusCode, ru
+	}
+	drain := func(level string) (served, last float64) {
+		for n := 0; n < 1000; n++ {
+			code, ru := write(level)
+			if code == http.StatusTooManyRequests {
+				return served, last
+			}
+			if code != http.StatusCreated && code != http.StatusOK {
+				t.Fatalf("write at priority %q: status %d", level, code)
+			}
+			served, last = served+ru, ru
+		}
+		t.Fatalf("writes at priority %q never throttled", level)
+		return 0, 0
+	}
+	low, last := drain("Low")
+	if low < 200 || low >= 200+last {
+		t.Errorf("low priority served %.2f RU of a 400 RU bucket, want [200, %.2f): the other half is left", low, 200+last)
+	}
+	// The same through azcosmos's PriorityLevel (it sends the header).
+	cc, err := s.Client(t).NewContainer("db", "prio")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lowLevel, highLevel := azcosmos.PriorityLevelLow, azcosmos.PriorityLevelHigh
+	pk := azcosmos.NewPartitionKeyString("k")
+	_, err = cc.UpsertItem(t.Context(), pk, []byte(`{"id":"sdk","pk":"k"}`), &azcosmos.ItemOptions{PriorityLevel: &lowLevel})
+	if re, ok := errors.AsType[*azcore.ResponseError](err); !ok || re.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("azcosmos upsert at PriorityLevelLow with half the bucket left: %v, want 429", err)
+	}
+	resp, err := cc.UpsertItem(t.Context(), pk, []byte(`{"id":"sdk","pk":"k"}`), &azcosmos.ItemOptions{PriorityLevel: &highLevel})
+	if err != nil {
+		t.Fatalf("azcosmos upsert at PriorityLevelHigh: %v", err)
+	}
+	high, last := drain("High")
+	high += float64(resp.RequestCharge)
+	if total := low + high; total < 400 || total >= 400+last {
+		t.Errorf("high priority served %.2f RU after low's %.2f, want the bucket's 400 in all", high, low)
+	}
+	if code, _ := write("low"); code != http.StatusTooManyRequests {
+		t.Errorf("a low-priority write with the bucket spent: %d, want 429", code)
+	}
+	if code, _ := write("Medium"); code != http.StatusBadRequest {
+		t.Errorf("x-ms-cosmos-priority-level: Medium: %d, want 400", code)
+	}
 }

@@ -149,6 +149,33 @@ func (l *Limiter) AdmitAdaptive(key string, siblings []string, rate, maxRate flo
 	return wait.Truncate(time.Millisecond), false
 }
 
+// LowPriorityReserve is the share of a partition's bucket (a second of its
+// rate) that low-priority requests leave to the others.
+const LowPriorityReserve = 0.5
+
+// AdmitLow is Admit for a low-priority request (Cosmos DB's priority-based
+// execution): it is admitted only while the bucket holds more than
+// LowPriorityReserve of it, so that when the partition's budget runs low
+// its low-priority requests are refused first and the rest is left to the
+// others. It neither draws burst capacity nor borrows. A load of
+// low-priority requests alone is still served at the partition's rate: the
+// refill lifts the bucket past the reserve again.
+func (l *Limiter) AdmitLow(key string, rate float64) (retryAfter time.Duration, ok bool) {
+	if rate <= 0 {
+		return 0, true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.refill(key, rate)
+	reserve := rate * LowPriorityReserve
+	if b.tokens > reserve {
+		return 0, true
+	}
+	b.throttled++
+	wait := time.Duration(((reserve-b.tokens)/rate)*float64(time.Second)) + time.Millisecond
+	return wait.Truncate(time.Millisecond), false
+}
+
 // Charge debits ru request units from partition key, provisioned at rate
 // RU/s. The bucket may go into debt.
 func (l *Limiter) Charge(key string, rate, ru float64) {

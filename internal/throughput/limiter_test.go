@@ -206,3 +206,45 @@ func TestLimiterDebit(t *testing.T) {
 		t.Errorf("Debit of an unlimited partition: wait %v, want 0", w)
 	}
 }
+
+// TestLimiterLowPriority: low-priority requests stop at half the bucket,
+// with a retry-after that admits them once waited; high-priority ones then
+// spend the other half; a load of low-priority requests alone is still
+// served at the partition's rate over time.
+func TestLimiterLowPriority(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1000, 0)}
+	l := NewLimiter(clk.now, Burst{})
+	const rate, cost = 400.0, 5.0
+	count := func(admit func() (time.Duration, bool)) int {
+		n := 0
+		for range 200 {
+			if _, ok := admit(); !ok {
+				return n
+			}
+			l.Charge("p", rate, cost)
+			n++
+		}
+		return n
+	}
+	low := func() (time.Duration, bool) { return l.AdmitLow("p", rate) }
+	high := func() (time.Duration, bool) { return l.Admit("p", rate) }
+	if n := count(low); n != 40 {
+		t.Errorf("low priority: %d writes of %v RU admitted from a full %v RU bucket, want 40 (half)", n, cost, rate)
+	}
+	wait, ok := l.AdmitLow("p", rate)
+	if ok || wait <= 0 {
+		t.Fatalf("low priority at half the bucket: admitted %v, retry-after %v", ok, wait)
+	}
+	if n := count(high); n != 40 {
+		t.Errorf("high priority after low: %d admitted, want the other 40", n)
+	}
+	clk.advance(time.Second) // the bucket refills to 400
+	served := 0
+	for range 100 { // 10 s of low-priority writes alone
+		served += count(low)
+		clk.advance(100 * time.Millisecond)
+	}
+	if rps := float64(served) * cost / 10; rps < rate*0.9 || rps > rate*1.1 {
+		t.Errorf("low priority alone: %.0f RU/s over 10 s, want about the rate %v", rps, rate)
+	}
+}
