@@ -69,9 +69,10 @@
 //     ErrNumberRange. Prefer strings or integers: fractional numbers in a
 //     key are legal but fragile across languages.
 //   - a time bucket (Config.Time): the time's hour "2006-01-02T15", day
-//     "2006-01-02" or month "2006-01" in UTC, from an RFC 3339 string, a
-//     date, epoch seconds (or milliseconds from 10^11 on) or a time.Time;
-//     anything else is ErrNotTime.
+//     "2006-01-02" or month "2006-01" in UTC, from an RFC 3339 string (or
+//     one without a zone, with a T or a space), a date, epoch seconds (or
+//     milliseconds from 10^11 on) or a time.Time; anything else is
+//     ErrNotTime.
 //   - missing (or a value on the path that is not an object): ErrMissing.
 //   - null: ErrNull. Object or array: ErrNotScalar. Any other Go type:
 //     ErrUnsupportedType.

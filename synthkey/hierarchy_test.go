@@ -94,6 +94,9 @@ func TestTimeBucket(t *testing.T) {
 		{"2024-06-01T23:30:00-02:00", synthkey.Day, "2024-06-02", nil}, // in UTC
 		{"2024-06-01T13:45:12", synthkey.Day, "2024-06-01", nil},
 		{"2024-06-01", synthkey.Month, "2024-06", nil},
+		{"2024-06-01 13:45:12", synthkey.Hour, "2024-06-01T13", nil}, // as partita advise reads it
+		{"2024-06-01T13:45", synthkey.Hour, "2024-06-01T13", nil},
+		{uint16(60000), synthkey.Day, "1970-01-01", nil},
 		{1717249512.0, synthkey.Hour, "2024-06-01T13", nil},                 // epoch seconds
 		{json.Number("1717249512500"), synthkey.Hour, "2024-06-01T13", nil}, // epoch ms
 		{int64(1717249512), synthkey.Day, "2024-06-01", nil},

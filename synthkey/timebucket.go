@@ -48,8 +48,9 @@ func (u TimeUnit) layout() string {
 // single-partition.
 //
 // The value at Path may be a string in RFC 3339 ("2024-06-01T13:45:12.5Z",
-// any offset), without a zone ("2024-06-01T13:45:12", taken as UTC) or a
-// date ("2024-06-01"); a number of seconds since the Unix epoch, or of
+// any offset), without a zone ("2024-06-01T13:45:12", "2024-06-01 13:45:12"
+// or "2024-06-01T13:45", taken as UTC) or a date ("2024-06-01"); a number
+// (of any Go numeric type) of seconds since the Unix epoch, or of
 // milliseconds when its magnitude is 10^11 or more (as JavaScript's
 // Date.now()); or a time.Time. Anything else is ErrNotTime.
 type TimeBucket struct {
@@ -75,6 +76,13 @@ func (tb *timeBucket) appendValue(dst []byte, item map[string]any) ([]byte, erro
 	return t.UTC().AppendFormat(dst, tb.unit.layout()), nil
 }
 
+// timeLayouts are the string forms of a time TimeBucket reads: RFC 3339,
+// without a zone (taken as UTC) with a T or a space, to the minute or
+// finer, and a date. partita advise proposes time buckets on the strings
+// it reads as these (TestTimeLayoutsAgree in internal/advise keeps the two
+// in step).
+var timeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999", "2006-01-02T15:04", time.DateOnly}
+
 // timeOf reads v as a time (see TimeBucket).
 func timeOf(v any) (time.Time, error) {
 	var f float64
@@ -82,7 +90,7 @@ func timeOf(v any) (time.Time, error) {
 	case time.Time:
 		return v, nil
 	case string:
-		for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", time.DateOnly} {
+		for _, layout := range timeLayouts {
 			if t, err := time.Parse(layout, v); err == nil {
 				return t, nil
 			}
@@ -102,9 +110,19 @@ func timeOf(v any) (time.Time, error) {
 		f = float64(v)
 	case int:
 		f = float64(v)
-	case int64:
+	case int8:
+		f = float64(v)
+	case int16:
 		f = float64(v)
 	case int32:
+		f = float64(v)
+	case int64:
+		f = float64(v)
+	case uint:
+		f = float64(v)
+	case uint8:
+		f = float64(v)
+	case uint16:
 		f = float64(v)
 	case uint32:
 		f = float64(v)

@@ -11,10 +11,15 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/partitadb/partita/synthkey"
 )
 
 // ErrNoItems: the sample holds no items to analyse.
 var ErrNoItems = errors.New("advise: no items in the sample")
+
+// ErrOptions is returned (wrapped) by Analyze for options out of range.
+var ErrOptions = errors.New("advise: invalid options")
 
 // Options configure Analyze. The zero value analyses without a workload or
 // projection, with DefaultBuckets suffix buckets and Cosmos DB's 20 GB
@@ -30,6 +35,8 @@ type Options struct {
 	TotalItems int64
 	TotalBytes int64
 	// Buckets is N of the suffix variants (1..N); 0 means DefaultBuckets.
+	// Past synthkey.MaxBuckets Analyze refuses it: synthkey builds no such
+	// key.
 	Buckets int
 	// TimePath and Window override the workload's Writes.TimePath and
 	// Writes.Window.
@@ -227,6 +234,9 @@ func (a *Analyzer) Analyze(ctx context.Context, opts Options) (*Report, error) {
 	}
 	if opts.Buckets <= 0 {
 		opts.Buckets = DefaultBuckets
+	}
+	if opts.Buckets > synthkey.MaxBuckets {
+		return nil, fmt.Errorf("%w: %d suffix buckets, more than synthkey builds (%d)", ErrOptions, opts.Buckets, synthkey.MaxBuckets)
 	}
 	if opts.LogicalPartitionCap <= 0 {
 		opts.LogicalPartitionCap = DefaultLogicalPartitionCap
@@ -721,8 +731,26 @@ func (an *analysis) keyFunc(s spec, moment bool) (func(i int) uint64, func(uint6
 		}
 		return strings.Join(parts, "-")
 	}
+	// A hierarchical key's missing level is its Undefined component (id 0,
+	// rendered {} as Cosmos DB shows it), so items without a lower level
+	// share their upper levels' partition, not one of all such items; the
+	// key is missing only when every level is. A concatenation cannot be
+	// built without all of its parts (synthkey refuses it).
+	hier := s.strategy == Hierarchical
+	missing := func(vs ...uint32) bool {
+		n := 0
+		for _, v := range vs {
+			if v == 0 {
+				n++
+			}
+		}
+		return n == len(vs) || (!hier && n > 0)
+	}
 	render := func(k int, v uint32) string {
-		if s.strategy == Hierarchical {
+		switch {
+		case hier && v == 0:
+			return "{}"
+		case hier:
 			return typed(k, v)
 		}
 		return str(k, v)
@@ -730,7 +758,7 @@ func (an *analysis) keyFunc(s spec, moment bool) (func(i int) uint64, func(uint6
 	if len(cols) == 2 {
 		return func(i int) uint64 {
 				a, b := x(i), y(i)
-				if a == 0 || b == 0 {
+				if missing(a, b) {
 					return missingKey
 				}
 				return uint64(a)<<32 | uint64(b)
@@ -744,7 +772,7 @@ func (an *analysis) keyFunc(s spec, moment bool) (func(i int) uint64, func(uint6
 	var rev []uint64
 	return func(i int) uint64 {
 			a, b, c := x(i), y(i), z(i)
-			if a == 0 || b == 0 || c == 0 {
+			if missing(a, b, c) {
 				return missingKey
 			}
 			ab := uint64(a)<<32 | uint64(b)

@@ -100,9 +100,17 @@ func (l *Live) Sample(ctx context.Context, a *Analyzer, n int) error {
 	for _, pl := range planSample(n, ranges, parts) {
 		skip := map[string]bool{}
 		for _, t := range pl.tops {
-			skip[normKey(t.key)] = true
 			pk, ok := partitionKeyFromJSON(t.key)
-			if !ok || t.quota <= 0 {
+			if !ok {
+				// A key the SDK cannot name (an Undefined component of a
+				// hierarchical key, {}): its share is read from the feed
+				// with the rest, which it is not skipped by. It was lost,
+				// and the sample fell short of its size.
+				pl.rest += max(t.quota, 0)
+				continue
+			}
+			skip[normKey(t.key)] = true
+			if t.quota <= 0 {
 				continue
 			}
 			pager := c.NewQueryItemsPager("SELECT * FROM c", pk, &azcosmos.QueryOptions{PageSizeHint: int32(min(t.quota, 1000))})

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/partitadb/partita/synthkey"
+
 	"github.com/partitadb/partita/internal/advise"
 	"github.com/partitadb/partita/internal/config"
 )
@@ -54,7 +56,7 @@ func (b *byteSize) Set(s string) error {
 	}
 	s = strings.TrimSuffix(s, "B")
 	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil || f < 0 || f*float64(mult) > 1<<62 {
+	if err != nil || !(f >= 0) || f*float64(mult) > 1<<62 { // !(f >= 0): NaN too
 		return fmt.Errorf("%q is not a size like 500GB", s)
 	}
 	*b = byteSize(f * float64(mult))
@@ -122,8 +124,8 @@ func parseAdvise(args []string, getenv func(string) string, stderr io.Writer) (a
 	if c.onError != "stop" && c.onError != "skip" {
 		bad("--on-error %q: want stop or skip", c.onError)
 	}
-	if c.sample < 0 || c.top < 0 || c.buckets < 1 || c.totalItems < 0 || c.window < 0 || c.maxPaths < 1 || c.hotWindow < 0 {
-		bad("--sample, --top, --total-items, --window and --hot-window must not be negative; --buckets and --max-paths at least 1")
+	if c.sample < 0 || c.top < 0 || c.buckets < 1 || c.buckets > synthkey.MaxBuckets || c.totalItems < 0 || c.window < 0 || c.maxPaths < 1 || c.hotWindow < 0 {
+		bad("--sample, --top, --total-items, --window and --hot-window must not be negative; --max-paths at least 1; --buckets from 1 to %d (what synthkey builds)", synthkey.MaxBuckets)
 	}
 	return c, errors.Join(errs...)
 }

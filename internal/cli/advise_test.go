@@ -112,7 +112,10 @@ func TestAdviseUsage(t *testing.T) {
 		{"--live"},
 		{"--live", "--input", "x", "--database", "d", "--container", "c"},
 		{"--input", "x", "--buckets", "0"},
+		{"--input", "x", "--buckets", "65537"},      // past synthkey.MaxBuckets (it took it; 2^32 crashed)
+		{"--input", "x", "--buckets", "4294967296"}, // (a division by zero)
 		{"--input", "x", "--total-bytes", "lots"},
+		{"--input", "x", "--total-bytes", "NaN"}, // it was taken, and ignored
 		{"--input", "x", "extra"},
 	}
 	for _, args := range tests {
@@ -465,5 +468,62 @@ func TestAdviseLiveMultiHash(t *testing.T) {
 		"--container", "tenants", "--sample", "200", "--hot-window", "0", "--workload", wl)
 	if code != 0 || !strings.Contains(out, "Current partition key: hierarchical (MultiHash) [/tenantId, /userId]") {
 		t.Errorf("table = %d\n%s", code, out)
+	}
+}
+
+// TestAdviseLiveSampleUndefined: --live --sample N reads N items from a
+// hierarchical container whose largest logical partitions have an
+// Undefined component (tenant-level documents without /userId): the SDK
+// cannot name those keys, so their share is read from the change feed. It
+// was dropped, and the sample fell short (100 of 120).
+func TestAdviseLiveSampleUndefined(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := s.Client(t)
+	ctx := t.Context()
+	if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := c.NewDatabase("db")
+	if _, err := d.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "hier", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{
+		Paths: []string{"/tenantId", "/userId"}, Kind: azcosmos.PartitionKeyKindMultiHash, Version: 2}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	k, _ := d.NewContainer("hier")
+	for i := range 600 {
+		tenant := fmt.Sprint("t", i%10)
+		pk := azcosmos.NewPartitionKey().AppendString(tenant)
+		doc := fmt.Appendf(nil, `{"id":"d%d","tenantId":%q}`, i, tenant)
+		if i%3 != 0 {
+			user := fmt.Sprint("u", i)
+			pk = pk.AppendString(user)
+			doc = fmt.Appendf(nil, `{"id":"d%d","tenantId":%q,"userId":%q}`, i, tenant, user)
+		}
+		if i%3 == 0 {
+			// The SDK cannot send an Undefined component: write it raw.
+			resp, _, err := s.Do(ctx, http.MethodPost, "/dbs/db/colls/hier/docs", map[string]string{
+				"x-ms-documentdb-partitionkey": fmt.Sprintf(`[%q,{}]`, tenant), "Content-Type": "application/json"}, doc)
+			if err != nil || resp.StatusCode != http.StatusCreated {
+				t.Fatalf("create %s: %v %v", doc, resp, err)
+			}
+			continue
+		}
+		if _, err := k.CreateItem(ctx, pk, doc, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ca := writeFile(t, "ca.pem", string(s.CertPEM))
+	code, out, errs := runAdvise(t, "--live", "--endpoint", s.Endpoint, "--key", s.Key, "--ca-cert", ca, "--database", "db",
+		"--container", "hier", "--sample", "120", "--json")
+	if code != 0 {
+		t.Fatalf("advise --live = %d\n%s\n%s", code, out, errs)
+	}
+	var rep struct {
+		Items int `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Items != 120 {
+		t.Errorf("advise --live --sample 120 sampled %d items, want 120", rep.Items)
 	}
 }
