@@ -143,6 +143,16 @@ func hotBetween(base, last map[string]PartitionReport, d time.Duration, minRate 
 			continue
 		}
 		ru := deltas(p.TopKeysByRU, b.TopKeysByRU)
+		if sec > 0 && len(p.TopKeysByRUNow) > 0 {
+			// What each key takes lately, as the server weighs it: the
+			// deltas of its totals miss a key that turns hot after others
+			// were busy long ago (it is listed only once its total passes
+			// theirs).
+			ru = make([]KeyWeight, len(p.TopKeysByRUNow))
+			for i, k := range p.TopKeysByRUNow {
+				ru[i] = KeyWeight{Key: k.Key, Weight: k.Weight * total}
+			}
+		}
 		refused := deltas(p.TopKeysByThrottles, b.TopKeysByThrottles)
 		if len(ru) == 0 {
 			continue
@@ -151,7 +161,7 @@ func hotBetween(base, last map[string]PartitionReport, d time.Duration, minRate 
 		if throttled > 0 && len(refused) > 0 {
 			// The key refused most often in the window is the one hot now.
 			for _, r := range ru {
-				if r.Key == refused[0].Key {
+				if normKey(r.Key) == normKey(refused[0].Key) {
 					top = r
 				}
 			}

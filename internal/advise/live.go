@@ -362,9 +362,13 @@ type PartitionReport struct {
 	Items             int64   `json:"items"`
 	LogicalPartitions int     `json:"logicalPartitions"`
 	// Keys are partition key values as JSON arrays, e.g. `["dev7"]`.
-	TopKeysByRU        []KeyWeight  `json:"topKeysByRU"`
-	TopKeysByThrottles []KeyWeight  `json:"topKeysByThrottles"`
-	TopKeysByStorage   []KeyStorage `json:"topKeysByStorage"`
+	TopKeysByRU        []KeyWeight `json:"topKeysByRU"`
+	TopKeysByThrottles []KeyWeight `json:"topKeysByThrottles"`
+	// TopKeysByRUNow are the keys taking the most request units lately,
+	// each weighed by its share (0 to 1) of the partition's charges lately
+	// (a decaying sketch with a half-life of seconds).
+	TopKeysByRUNow   []KeyWeight  `json:"topKeysByRUNow"`
+	TopKeysByStorage []KeyStorage `json:"topKeysByStorage"`
 }
 
 // KeyWeight is a logical partition's estimated request units (or 429s).

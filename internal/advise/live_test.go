@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMasterToken checks the signature against the wire protocol's worked
@@ -78,5 +79,32 @@ func TestHotKeys(t *testing.T) {
 	if len(r.HotKeys) != 2 || !strings.Contains(r.HotKeys[0].Advice, `["c"] is hot now`) || !strings.Contains(r.HotKeys[0].Advice, "/pk.hash(/id,100)") ||
 		!strings.Contains(r.HotKeys[1].Advice, "(not throttled)") {
 		t.Errorf("AddHotKeys advice = %q", []string{r.HotKeys[0].Advice, r.HotKeys[1].Advice})
+	}
+}
+
+// TestHotNowAfterHistory: a key that turns hot after others were busy long
+// ago is named from the reports' topKeysByRUNow (the server's shares of
+// what each key took lately). The deltas of the totals could not name it:
+// the old keys filled the listed top, and it was absent from both reports
+// (a bug hunt: 394 RU/s of a 400 RU/s partition, 14,713 429s, no hot key).
+func TestHotNowAfterHistory(t *testing.T) {
+	old := `[{"key":"[\"old0\"]","weight":12700},{"key":"[\"old1\"]","weight":12690},{"key":"[\"old2\"]","weight":12680}]`
+	base, err := decodePartitions([]byte(`[{"id":"0","ruPerSecond":400,"chargedRU":38070,"throttled":0,"topKeysByRU":` + old + `}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := decodePartitions([]byte(`[{"id":"0","ruPerSecond":400,"chargedRU":42070,"throttled":14713,"topKeysByRU":` + old + `,
+	  "topKeysByRUNow":[{"key":"[\"hotw\"]","weight":0.98,"maxOverestimate":0},{"key":"[\"old0\"]","weight":0.01,"maxOverestimate":0}],
+	  "topKeysByThrottles":[{"key":"[\"hotw\"]","weight":14713}]}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h HotNow
+	at := time.Unix(1000, 0)
+	h.Observe(at, base)
+	h.Observe(at.Add(10*time.Second), last)
+	hot := h.Hot()
+	if len(hot) != 1 || hot[0].Key != `["hotw"]` || !hot[0].Now || hot[0].Rate < 390 {
+		t.Fatalf("Hot() = %+v, want [\"hotw\"] hot now at about 392 RU/s", hot)
 	}
 }

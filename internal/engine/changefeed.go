@@ -245,7 +245,7 @@ func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFee
 	} else {
 		p.RU = throughput.QueryWorkCost(throughput.QueryWork{Entries: entries, Items: len(p.Items), InBytes: size, OutBytes: size, Partitions: len(r.ranges)})
 	}
-	e.charge(c, p.RU, r.ranges...)
+	e.chargeScope(c, p.RU, req.Scope, r.ranges...)
 	return p, nil
 }
 

@@ -231,6 +231,7 @@ func New(ctx context.Context, host replica.Host, meta catalog.Backend, cfg Confi
 		return nil, err
 	}
 	e := &Engine{cfg: cfg.withDefaults(), log: log, now: now, host: host, cat: cat}
+	e.hot.now = now
 	e.rids.cat = cat
 	e.scripts, e.queries = newGate(e.cfg.ScriptSlots), newGate(e.cfg.QuerySlots)
 	e.docMem = newDocMemory()

@@ -192,7 +192,7 @@ func (e *Engine) ReadFeed(ctx context.Context, db, coll string, scope Scope, max
 	}
 	p.Loaded = len(p.Items)
 	p.RU = throughput.QueryCost(p.Loaded, size, len(r.ranges))
-	e.charge(c, p.RU, r.ranges...)
+	e.chargeScope(c, p.RU, scope, r.ranges...)
 	return p, nil
 }
 

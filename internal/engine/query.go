@@ -250,7 +250,7 @@ func (e *Engine) QueryItems(ctx context.Context, db, coll string, scope Scope, q
 		e.chargeFailed(c, ru, r.ranges...)
 		return Page{}, err
 	}
-	e.charge(c, p.RU, r.ranges...)
+	e.chargeScope(c, p.RU, scope, r.ranges...)
 	return p, nil
 }
 

@@ -25,15 +25,25 @@ type PartitionReport struct {
 	// that the partition draws on with the other sharing containers'
 	// partitions of its slice, as "1 of 3" (empty: a budget of its own).
 	SharedBudget string `json:"sharedBudget,omitempty"`
-	// ChargedRU and Throttled count since the server started.
+	// ChargedRU and Throttled count since the server started: every
+	// request's charge (queries and feeds too) and 429.
 	ChargedRU         float64 `json:"chargedRU"`
 	Throttled         int64   `json:"throttled"`
 	StorageBytes      int64   `json:"storageBytes"`
 	Items             int64   `json:"items"`
 	LogicalPartitions int     `json:"logicalPartitions"`
 	// TopKeysByRU are the logical partitions using the most request units
-	// (estimates from a bounded sketch; see throughput.Sketch).
+	// since the partition was made (estimates from a bounded sketch; see
+	// throughput.Sketch).
 	TopKeysByRU []throughput.Heavy `json:"topKeysByRU"`
+	// TopKeysByRUNow are the logical partitions using the most request
+	// units lately, each weighed by its share (0 to 1) of what the
+	// partition was charged lately: a decaying sketch's (half-life 5 s),
+	// so a key that turns hot after others were busy long ago is named
+	// within seconds, where TopKeysByRU lists it only once its total
+	// passes theirs. A share times the partition's rate (the change of
+	// ChargedRU between two reports) is the key's rate.
+	TopKeysByRUNow []throughput.Heavy `json:"topKeysByRUNow"`
 	// TopKeysByThrottles are the logical partitions whose requests were
 	// refused with 429 most often (estimates from a bounded sketch; a
 	// request's weight is 1). Requests refused before their logical
@@ -77,10 +87,15 @@ func (e *Engine) Partitions(ctx context.Context, db, coll string) ([]PartitionRe
 			}
 			rep.Throttled = e.hot.refusals(key)
 		}
-		var total float64
-		rep.TopKeysByRU, total = e.hot.sketch(key).Top(reportTop)
+		rep.TopKeysByRU, _ = e.hot.sketch(key).Top(reportTop)
+		var lately float64
+		rep.TopKeysByRUNow, lately = e.hot.recentSketch(key).Top(reportTop)
+		for i := range rep.TopKeysByRUNow {
+			k := &rep.TopKeysByRUNow[i]
+			k.Weight, k.Err = min(1, k.Weight/lately), min(1, k.Err/lately)
+		}
 		rep.TopKeysByThrottles, _ = e.hot.refusedSketch(key).Top(reportTop)
-		rep.ChargedRU = total
+		rep.ChargedRU = e.hot.chargedTo(key)
 		lps := slices.Clone(rs.lps)
 		slices.SortFunc(lps, func(a, b lpStats) int { return cmp.Or(cmp.Compare(b.bytes, a.bytes), cmp.Compare(a.key, b.key)) })
 		for _, lp := range lps[:min(reportTop, len(lps))] {

@@ -112,9 +112,15 @@ func (e *Engine) admitLP(ctx context.Context, c *catalog.Container, r partition.
 // each), and when a hot one was last reported.
 type hotKeys struct {
 	mu      sync.Mutex
-	m       map[string]*throughput.Sketch
+	now     func() time.Time              // the recent sketches' clock
+	m       map[string]*throughput.Sketch // request units since the partition was made
 	refused map[string]*throughput.Sketch // by 429s
-	warned  map[string]time.Time
+	// lately holds, per partition, every request unit charged to it
+	// (point operations, queries, feeds; m counts only what was charged to
+	// a logical partition) and a decaying sketch of what its logical
+	// partitions took lately.
+	lately map[string]*partitionLately
+	warned map[string]time.Time
 	// streak counts, per partition, the consecutive split checks in which
 	// it throttled; throttled marks the partitions (by container) that
 	// throttled since the last check.
@@ -130,6 +136,7 @@ func (h *hotKeys) forget(key string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.m, key)
+	delete(h.lately, key)
 	delete(h.refused, key)
 	delete(h.warned, key)
 	delete(h.streak, key)
@@ -190,6 +197,60 @@ func (h *hotKeys) sustained(key string, n int) bool {
 // hotKeysTracked is how many logical partitions each sketch tracks.
 const hotKeysTracked = 32
 
+// hotHalfLife is how fast the recent sketches forget: what a key took
+// hotHalfLife ago weighs half.
+const hotHalfLife = 5 * time.Second
+
+// partitionLately is a partition's charges: all of them, and what its
+// logical partitions took lately.
+type partitionLately struct {
+	charged float64 // guarded by hotKeys.mu
+	recent  *throughput.Sketch
+}
+
+// latelyOf returns partition k's charges (k: a rangeKey's bytes), making
+// them; the key's string is made only then: this runs on every charge.
+func (h *hotKeys) latelyOf(k []byte) *partitionLately {
+	if p := h.lately[string(k)]; p != nil {
+		return p
+	}
+	if h.lately == nil {
+		h.lately = map[string]*partitionLately{}
+	}
+	p := &partitionLately{recent: throughput.NewDecayingSketch(hotKeysTracked, hotHalfLife, h.now)}
+	h.lately[string(k)] = p
+	return p
+}
+
+// addCharged counts ru charged to range r of c, and, when pk is not "", to
+// its logical partition pk lately.
+func (h *hotKeys) addCharged(c *catalog.Container, r partition.Range, pk string, ru float64) {
+	var buf [64]byte
+	k := appendRangeKey(buf[:0], c, r)
+	h.mu.Lock()
+	p := h.latelyOf(k)
+	p.charged += ru
+	h.mu.Unlock()
+	if pk != "" {
+		p.recent.Add(pk, ru)
+	}
+}
+
+// chargedTo is what partition key was charged.
+func (h *hotKeys) chargedTo(key string) float64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.latelyOf([]byte(key)).charged
+}
+
+// recentSketch is partition key's decaying sketch of request units by
+// logical partition.
+func (h *hotKeys) recentSketch(key string) *throughput.Sketch {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.latelyOf([]byte(key)).recent
+}
+
 // sketch is partition key's sketch of request units by logical partition.
 func (h *hotKeys) sketch(key string) *throughput.Sketch {
 	return h.sketchIn(&h.m, key)
@@ -231,15 +292,27 @@ func (h *hotKeys) sketchIn(m *map[string]*throughput.Sketch, key string) *throug
 // chargeLP charges ru to physical partition r for work on logical
 // partition pk.
 func (e *Engine) chargeLP(c *catalog.Container, r partition.Range, pk string, ru float64) {
-	e.charge(c, ru, r)
+	e.chargeKeyed(c, ru, pk, r)
 	e.hot.rangeSketch(c, r).Add(pk, ru)
+}
+
+// chargeScope charges ru for a query or feed over ranges, within scope: in
+// one logical partition it counts against that key too, as a point
+// operation's charge does (a partition hammered by queries of one key was
+// throttled with none named).
+func (e *Engine) chargeScope(c *catalog.Container, ru float64, scope Scope, ranges ...partition.Range) {
+	if len(ranges) == 1 && len(scope.PK) == len(c.PK.Paths) {
+		e.chargeLP(c, ranges[0], scope.PK.String(), ru)
+		return
+	}
+	e.charge(c, ru, ranges...)
 }
 
 // warnHot logs, at most once a minute per partition, that a throttled
 // partition's budget goes mostly to one logical partition, naming it.
 func (e *Engine) warnHot(c *catalog.Container, r partition.Range) {
 	key := rangeKey(c, r)
-	top, total := e.hot.sketch(key).Top(1)
+	top, total := e.hot.recentSketch(key).Top(1) // lately: a key hot long ago is not named
 	if len(top) == 0 || total <= 0 || top[0].Weight-top[0].Err < total/2 {
 		return
 	}
@@ -264,11 +337,23 @@ func (e *Engine) warnHot(c *catalog.Container, r partition.Range) {
 // request used, from their budgets. In a cluster, the share of a budget
 // another node keeps is reported to it too (Config.Budgets).
 func (e *Engine) charge(c *catalog.Container, ru float64, ranges ...partition.Range) {
-	if e.limit == nil || len(ranges) == 0 {
+	e.chargeKeyed(c, ru, "", ranges...)
+}
+
+// chargeKeyed is charge, counting the charge lately against logical
+// partition pk too when it is not "".
+func (e *Engine) chargeKeyed(c *catalog.Container, ru float64, pk string, ranges ...partition.Range) {
+	if len(ranges) == 0 {
+		return
+	}
+	share := ru / float64(len(ranges))
+	for _, r := range ranges {
+		e.hot.addCharged(c, r, pk, share)
+	}
+	if e.limit == nil {
 		return
 	}
 	for _, r := range ranges {
-		share := ru / float64(len(ranges))
 		b := e.budgetOf(c, r)
 		e.limit.Charge(b.key, b.rate, share)
 		if e.cfg.Budgets != nil && b.rate > 0 {

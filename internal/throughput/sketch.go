@@ -1,8 +1,10 @@
 package throughput
 
 import (
+	"math"
 	"slices"
 	"sync"
+	"time"
 )
 
 // Sketch finds the heaviest keys of a stream (the logical partitions using
@@ -24,6 +26,13 @@ type Sketch struct {
 	// lightest, the smallest key among equals.
 	heap []*entry
 	keys map[string]*entry
+	// A decaying sketch (NewDecayingSketch) weighs what was added at t by
+	// 2^-((now-t)/halfLife): weights are kept scaled by 2^((t-t0)/halfLife)
+	// (forward decay, so an add touches one entry and the heap's order,
+	// which a common factor does not change, holds) and read back at now.
+	halfLife time.Duration
+	now      func() time.Time
+	t0       time.Time
 }
 
 type entry struct {
@@ -46,6 +55,49 @@ func NewSketch(k int) *Sketch {
 	return &Sketch{k: k, heap: make([]*entry, 0, min(k, 1024)), keys: make(map[string]*entry, min(k, 1024))}
 }
 
+// NewDecayingSketch returns a sketch tracking at most k keys whose weights
+// decay by half every halfLife, reading the time from now (nil: time.Now):
+// a key's weight is then what it took lately, and a key that turns heavy
+// overtakes keys heavy long ago within a few half-lives, where a sketch of
+// totals since the start would list the old keys until the new one's total
+// passed theirs. A steady rate r weighs r*halfLife/ln 2.
+func NewDecayingSketch(k int, halfLife time.Duration, now func() time.Time) *Sketch {
+	if now == nil {
+		now = time.Now
+	}
+	s := NewSketch(k)
+	s.halfLife, s.now, s.t0 = halfLife, now, now()
+	return s
+}
+
+// scaleLocked returns the factor by which weight added now is scaled, first
+// rebasing every weight when the factor grows large.
+func (s *Sketch) scaleLocked() float64 {
+	if s.halfLife <= 0 {
+		return 1
+	}
+	x := float64(s.now().Sub(s.t0)) / float64(s.halfLife)
+	if x > 512 { // 2^512: rebase long before float64's range ends
+		f := math.Exp2(-x)
+		for _, e := range s.heap {
+			e.weight *= f
+			e.err *= f
+		}
+		s.total *= f
+		s.t0 = s.t0.Add(time.Duration(x * float64(s.halfLife)))
+		x = 0
+	}
+	return math.Exp2(x)
+}
+
+// readLocked is the factor that turns a scaled weight into its weight now.
+func (s *Sketch) readLocked() float64 {
+	if s.halfLife <= 0 {
+		return 1
+	}
+	return math.Exp2(-float64(s.now().Sub(s.t0)) / float64(s.halfLife))
+}
+
 // Add counts weight for key.
 func (s *Sketch) Add(key string, weight float64) {
 	if weight <= 0 {
@@ -53,6 +105,7 @@ func (s *Sketch) Add(key string, weight float64) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	weight *= s.scaleLocked()
 	s.total += weight
 	if e := s.keys[key]; e != nil {
 		e.weight += weight
@@ -116,13 +169,14 @@ func (s *Sketch) down(i int) {
 }
 
 // Top returns the n heaviest tracked keys, heaviest first, and the total
-// weight added.
+// weight added (decayed to now, for a decaying sketch).
 func (s *Sketch) Top(n int) ([]Heavy, float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	f := s.readLocked()
 	out := make([]Heavy, 0, len(s.heap))
 	for _, e := range s.heap {
-		out = append(out, Heavy{Key: e.key, Weight: e.weight, Err: e.err})
+		out = append(out, Heavy{Key: e.key, Weight: e.weight * f, Err: e.err * f})
 	}
 	slices.SortFunc(out, func(a, b Heavy) int {
 		switch {
@@ -133,7 +187,7 @@ func (s *Sketch) Top(n int) ([]Heavy, float64) {
 		}
 		return compareStrings(a.Key, b.Key)
 	})
-	return out[:min(n, len(out))], s.total
+	return out[:min(n, len(out))], s.total * f
 }
 
 func compareStrings(a, b string) int {

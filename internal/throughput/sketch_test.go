@@ -2,9 +2,11 @@ package throughput
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestSketchFindsHeavyKeys: in a skewed stream over 10,000 keys, a 32-key
@@ -128,5 +130,38 @@ func TestSketchMatchesScan(t *testing.T) {
 		if !slices.Equal(got, want) || total != ref.total {
 			t.Errorf("k=%d keys=%d: Top = %v (total %v), want %v (total %v)", tc.k, tc.keys, got, total, want, ref.total)
 		}
+	}
+}
+
+// TestDecayingSketch, on a fake clock: a key heavy long ago is overtaken by
+// one heavy now within a few half-lives (a sketch of totals listed the old
+// one until the new one's total passed it), a steady rate reads back as
+// itself, and an hour of adds (weights rebased past 2^512) stays finite.
+func TestDecayingSketch(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1000, 0)}
+	s := NewDecayingSketch(4, 5*time.Second, clk.now)
+	s.Add("old", 100_000)
+	clk.advance(time.Minute)
+	for range 20 { // 100 RU/s for 10 s
+		s.Add("new", 50)
+		clk.advance(500 * time.Millisecond)
+	}
+	top, total := s.Top(2)
+	if len(top) != 2 || top[0].Key != "new" || top[1].Key != "old" {
+		t.Fatalf("Top after old's weight decayed a minute and new's 10 s = %+v", top)
+	}
+	if w := top[0].Weight * math.Ln2 / 5; w < 60 || w > 100 { // weight to rate: ln 2 / half-life
+		t.Errorf("new's rate after 10 s at 100/s: %.1f, want a little under 100", w)
+	}
+	for range 7200 { // an hour at 100/s
+		s.Add("steady", 50)
+		clk.advance(500 * time.Millisecond)
+	}
+	top, total = s.Top(1)
+	if top[0].Key != "steady" || math.IsInf(total, 0) || math.IsNaN(total) {
+		t.Fatalf("after an hour: %+v, total %v", top, total)
+	}
+	if w := top[0].Weight * math.Ln2 / 5; w < 95 || w > 105 {
+		t.Errorf("a steady 100/s reads %.1f", w)
 	}
 }

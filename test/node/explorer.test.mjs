@@ -93,6 +93,18 @@ describe("explorer partitions view", () => {
     assert.deepEqual(analyze(calm, snapshot(r1, 0), 2000).hot, []);
   });
 
+  it("names a key that turns hot after others were busy, from the server's recent shares", () => {
+    // The totals still list the old keys first (the new one is not among
+    // them); topKeysByRUNow weighs each key by its share of what the
+    // partition took lately.
+    const old = { '["old0"]': 12700, '["old1"]': 12690 };
+    const r1 = { partitions: [part("0", 30000, 0, old)] };
+    const r2 = { partitions: [{ ...part("0", 30800, 40, old), topKeysByRUNow: [{ key: '["hotw"]', weight: 0.97 }, { key: '["old0"]', weight: 0.01 }] }] };
+    const a = analyze(r2, snapshot(r1, 0), 2000);
+    assert.deepEqual(a.hot.map((k) => k.key), ['["hotw"]']);
+    assert.ok(Math.abs(a.rows[0].keyRates['["hotw"]'] - 388) < 1e-9);
+  });
+
   it("reports a split once: the parent gone, its children new", () => {
     const before = { partitions: [part("0", 10, 0, {})] };
     const after = { partitions: [part("1", 5, 0, {}, ["0"]), part("2", 5, 0, {}, ["0"])] };

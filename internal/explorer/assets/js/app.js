@@ -959,7 +959,7 @@ async function partitionsView(panel, db, def) {
               h("td", {}, fmtBytes(row.p.storageBytes || 0)),
               h("td", {}, String(row.p.items || 0)),
               h("td", {}, String(row.p.logicalPartitions || 0)),
-              h("td", {}, keyList(row.p.topKeysByRU, row, (k) => `${fmtNum(row.keyRates[k.key] ?? 0)}`, true)),
+              h("td", {}, keyList(row.p.topKeysByRUNow?.length ? row.p.topKeysByRUNow : row.p.topKeysByRU, row, (k) => `${fmtNum(row.keyRates[k.key] ?? 0)}`, true)),
               h("td", {}, keyList(row.p.topKeysByThrottles, row, (k) => `${fmtNum(k.weight)}`, false)),
               h("td", {}, keyList(row.p.topKeysByStorage, row, (k) => `${fmtBytes(k.bytes)}, ${k.items} items`, false)),
 

@@ -43,7 +43,14 @@ export function analyze(report, prev, t) {
     if (before) {
       row.ruRate = Math.max(0, ((p.chargedRU || 0) - before.chargedRU) / dt);
       row.throttleRate = Math.max(0, ((p.throttled || 0) - before.throttled) / dt);
-      for (const k of p.topKeysByRU || []) row.keyRates[k.key] = Math.max(0, (k.weight - (before.keys[k.key] || 0)) / dt);
+      if (p.topKeysByRUNow && p.topKeysByRUNow.length) {
+        // The server's shares of what each key took lately: a key that
+        // turns hot after others were busy long ago is not in the totals'
+        // top yet.
+        for (const k of p.topKeysByRUNow) row.keyRates[k.key] = k.weight * row.ruRate;
+      } else {
+        for (const k of p.topKeysByRU || []) row.keyRates[k.key] = Math.max(0, (k.weight - (before.keys[k.key] || 0)) / dt);
+      }
       const pressed = row.throttleRate > 0 || (p.ruPerSecond > 0 && row.ruRate >= p.ruPerSecond / 2);
       if (pressed && row.ruRate > 0) {
         for (const [key, rate] of Object.entries(row.keyRates)) {
