@@ -2,11 +2,14 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/partitadb/partita/internal/status"
 )
 
 // withComputedProps returns container db/k's definition with computed
@@ -116,5 +119,53 @@ func TestComputedProperties(t *testing.T) {
 	}
 	if _, err := e.ReadContainer("db", "k2"); err == nil {
 		t.Errorf("a refused create made the container")
+	}
+}
+
+// TestComputedPlanAsWritten: the plan a cross-partition query is refused
+// with (400/1004: the SDK runs its rewritten query on every range) is made
+// from the query as written; the rewritten query comes back and is
+// rewritten with the computed properties then, once. Planned after the
+// rewrite, a property defined over a stored property of its own name (n
+// as c.n * 2) applied twice: 4n.
+func TestComputedPlanAsWritten(t *testing.T) {
+	e := testEngine(t)
+	queryFixture(t, e, 40)
+	if _, err := e.ReplaceContainer("db", "k", withComputedProps(t, e, `[{"name": "n", "query": "SELECT VALUE c.n * 2 FROM c"}]`), ""); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.QueryItems(t.Context(), "db", "k", Scope{}, Query{Text: "SELECT VALUE MAX(c.n) FROM c", EnableCrossPartition: true})
+	se, ok := errors.AsType[*status.Error](err)
+	if !ok || se.Code != http.StatusBadRequest || se.Extra == "" {
+		t.Fatalf("cross-partition MAX: %v, want the 400/1004 with a plan", err)
+	}
+	var p struct {
+		QueryInfo struct {
+			RewrittenQuery string `json:"rewrittenQuery"`
+		} `json:"queryInfo"`
+	}
+	if err := json.Unmarshal([]byte(se.Extra), &p); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(p.QueryInfo.RewrittenQuery, "*") {
+		t.Fatalf("rewritten query %s: the computed property is in it", p.QueryInfo.RewrittenQuery)
+	}
+	ranges, _, _, err := e.PKRanges("db", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	most := 0.0
+	for _, r := range ranges {
+		for _, row := range queryAll(t, e, Scope{RangeID: r.ID}, Query{Text: p.QueryInfo.RewrittenQuery, EnableCrossPartition: true}) {
+			var partial []struct {
+				Item float64 `json:"item"`
+			}
+			if err := json.Unmarshal([]byte(row), &partial); err == nil && len(partial) == 1 {
+				most = max(most, partial[0].Item)
+			}
+		}
+	}
+	if most != 2*39 {
+		t.Errorf("MAX(c.n) over the ranges' rewritten queries = %v, want %v (2n of the largest n)", most, 2*39)
 	}
 }

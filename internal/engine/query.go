@@ -378,7 +378,15 @@ func (e *Engine) prepareQuery(ctx context.Context, c *catalog.Container, ast *pa
 	if cross && !e.cfg.GatewayQueryFull && (f.OrderBy || f.Aggregate || f.GroupBy || f.Distinct || f.Top || f.OffsetLimit) {
 		// The refusal carries the query plan, which the JS and Python SDKs
 		// then run range by range (protocol doc §6.3).
-		p, err := queryPlan(c, ast, q.Params)
+		// Planned as written, not with c's computed properties in place
+		// (compileQuery): the client sends the plan's rewritten queries
+		// back, and they are rewritten then; rewritten twice, a property
+		// defined over a stored one of its own name applied twice.
+		raw, err := e.qcache.parse(q.Text)
+		if err != nil {
+			return nil, queryToken{}, translate(err)
+		}
+		p, err := queryPlan(c, raw, q.Params, q.SupportedFeatures)
 		if err != nil {
 			return nil, queryToken{}, err // a 400 naming what cannot be planned
 		}

@@ -49,7 +49,7 @@ func (e *Engine) QueryPlan(ctx context.Context, db, coll string, q Query) ([]byt
 	if _, err := exec.Compile(ast, q.Params, exec.WithUDFs(e.udfLookup(c))); err != nil {
 		return nil, translate(err)
 	}
-	p, err := queryPlan(c, ast, q.Params)
+	p, err := queryPlan(c, ast, q.Params, q.SupportedFeatures)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +85,9 @@ func (e *Engine) ExplainQuery(ctx context.Context, db, coll string, scope Scope,
 // container c. QueryItems puts it, as a string, in the additionalErrorInfo
 // of its 400/1004 refusal, where the JS and Python SDKs look for it; its
 // errors are *status.Error.
-func queryPlan(c *catalog.Container, ast *parse.Query, params exec.Params) (plan.Plan, error) {
+// queryPlan is the plan of ast over c for a client that declared features
+// (nil: none declared, a legacy client: plan.BuildLegacy).
+func queryPlan(c *catalog.Container, ast *parse.Query, params exec.Params, features []string) (plan.Plan, error) {
 	p := plan.Plan{Version: 2}
 	if pk, ok := plan.PartitionKey(ast, c.PK.Paths, params); ok {
 		epk, err := c.PK.Hash(pk)
@@ -96,7 +98,11 @@ func queryPlan(c *catalog.Container, ast *parse.Query, params exec.Params) (plan
 		p.QueryInfo = plan.Neutral(ast)
 		p.QueryRanges = []plan.EPKRange{plan.PointRange(epk.String())}
 	} else {
-		info, err := plan.Build(ast, params)
+		build := plan.Build
+		if features == nil {
+			build = plan.BuildLegacy
+		}
+		info, err := build(ast, params)
 		if err != nil {
 			return plan.Plan{}, planError(err)
 		}

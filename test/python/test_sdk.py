@@ -418,6 +418,13 @@ class PythonSDKTest(unittest.TestCase):
         self.assertEqual(query("SELECT VALUE COUNT(1) FROM c"), [n])
         self.assertEqual(query("SELECT VALUE COUNT(1) FROM c WHERE c.s = 'v1'"), [n // 5])
         self.assertEqual(query("SELECT VALUE MAX(c.n) FROM c"), [n - 1])
+        # MIN and MAX where some ranges have no value: the SDK merges the
+        # legacy partials ({"item": MIN(x)}, {} for none); the newer form's
+        # {"item2": ...} broke it (KeyError: 'item').
+        self.assertEqual(query("SELECT VALUE MIN(c.n) FROM c WHERE c.n > 36"), [37])
+        self.assertEqual(query("SELECT VALUE MAX(c.n) FROM c WHERE c.n < 2"), [1])
+        # No range has a value: the v3 SDK's own aggregator answers None.
+        self.assertIn(query("SELECT VALUE MIN(c.missing) FROM c"), ([], [None]))
 
         top = query("SELECT TOP 5 c.id, c.n FROM c ORDER BY c.n")
         self.assertEqual([d["n"] for d in top], [0, 1, 2, 3, 4])

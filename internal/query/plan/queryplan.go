@@ -149,6 +149,19 @@ func Neutral(q *parse.Query) *QueryInfo {
 // merging (DISTINCT, TOP, OFFSET/LIMIT, GROUP BY or aggregates); *ValueError for a bad TOP,
 // OFFSET or LIMIT.
 func Build(q *parse.Query, params map[string][]byte) (*QueryInfo, error) {
+	return build(q, params, false)
+}
+
+// BuildLegacy is Build for a client that declares no query features (such
+// as the Python SDK v3): its SELECT VALUE MIN and MAX partials are
+// {"item": AGG(x)} alone, which such a client merges, skipping a range's
+// {} (no value there); it read "item" of the {"item2": …} a range without
+// a value answers in the newer form, and failed (KeyError: 'item').
+func BuildLegacy(q *parse.Query, params map[string][]byte) (*QueryInfo, error) {
+	return build(q, params, true)
+}
+
+func build(q *parse.Query, params map[string][]byte, legacy bool) (*QueryInfo, error) {
 	if q == nil {
 		return nil, &UnsupportedError{What: "an empty query"}
 	}
@@ -189,7 +202,7 @@ func Build(q *parse.Query, params map[string][]byte) (*QueryInfo, error) {
 	case grouped && ordered:
 		return nil, &UnsupportedError{What: "ORDER BY together with GROUP BY"}
 	case grouped:
-		if err := rewriteGrouped(&rw, info); err != nil {
+		if err := rewriteGrouped(&rw, info, legacy); err != nil {
 			return nil, err
 		}
 	case ordered:
@@ -228,7 +241,7 @@ func (p Plan) Marshal() ([]byte, error) {
 
 // rewriteGrouped turns q (with GROUP BY or aggregates, no ORDER BY) into the per-range query
 // returning groupByItems and payload (Cosmos DB's GroupBy rewrite), and fills info.
-func rewriteGrouped(q *parse.Query, info *QueryInfo) error {
+func rewriteGrouped(q *parse.Query, info *QueryInfo, legacy bool) error {
 	for _, g := range q.GroupBy {
 		info.GroupByExpressions = append(info.GroupByExpressions, parse.ExprString(g))
 	}
@@ -238,7 +251,7 @@ func rewriteGrouped(q *parse.Query, info *QueryInfo) error {
 		return &UnsupportedError{What: "SELECT * with GROUP BY or aggregates"}
 	case s.Value != nil:
 		if call, kind := aggregateCall(s.Value); call != nil {
-			partial, err := aggregatePartial(call, kind)
+			partial, err := aggregatePartial(call, kind, legacy)
 			if err != nil {
 				return err
 			}
@@ -258,7 +271,7 @@ func rewriteGrouped(q *parse.Query, info *QueryInfo) error {
 			var kind *string
 			v := it.Expr
 			if call, k := aggregateCall(it.Expr); call != nil {
-				partial, err := aggregatePartial(call, k)
+				partial, err := aggregatePartial(call, k, legacy)
 				if err != nil {
 					return err
 				}
@@ -363,8 +376,9 @@ func number(f float64) parse.Expr { return &parse.Literal{Kind: parse.LitNumber,
 
 // aggregatePartial returns the per-range partial result of the aggregate call, as Cosmos DB
 // rewrites it: {"item": AGG(x)}, AVG as {"item": {"sum": SUM(x), "count": COUNT(x)}}, MIN and
-// MAX with "item2": {"min"|"max": AGG(x), "count": COUNT(x)} (which the JS SDK reads).
-func aggregatePartial(call *parse.Call, kind string) (parse.Expr, error) {
+// MAX with "item2": {"min"|"max": AGG(x), "count": COUNT(x)} (which the JS SDK reads), but
+// for a legacy client (BuildLegacy).
+func aggregatePartial(call *parse.Call, kind string, legacy bool) (parse.Expr, error) {
 	for _, a := range call.Args {
 		if containsAggregate(a) {
 			return nil, &UnsupportedError{What: "a nested aggregate " + parse.ExprString(call)}
@@ -378,6 +392,9 @@ func aggregatePartial(call *parse.Call, kind string) (parse.Expr, error) {
 			parse.ObjectField{Name: "sum", Value: &parse.Call{Name: "SUM", Args: call.Args}},
 			parse.ObjectField{Name: "count", Value: countOf})}), nil
 	case AggMin, AggMax:
+		if legacy {
+			break
+		}
 		return obj(
 			parse.ObjectField{Name: "item", Value: call},
 			parse.ObjectField{Name: "item2", Value: obj(

@@ -352,3 +352,30 @@ func TestFeatures(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildLegacy: for a client that declares no query features (the
+// Python SDK v3), SELECT VALUE MIN and MAX are rewritten {"item": AGG(x)}
+// alone, which it merges (a range without a value answers {}, which it
+// skips); Build keeps "item2" for the newer SDKs. The old plan sent the
+// legacy client "item2" too, and a range without a value broke its merge
+// (KeyError: 'item').
+func TestBuildLegacy(t *testing.T) {
+	q, err := parse.Parse("SELECT VALUE MIN(c.f) FROM c WHERE c.f > 6.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy, err := BuildLegacy(q, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(legacy.RewrittenQuery, "item2") || !strings.Contains(legacy.RewrittenQuery, `"item": MIN(c.f)`) {
+		t.Errorf("legacy rewrite of MIN: %s", legacy.RewrittenQuery)
+	}
+	newer, err := Build(q, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(newer.RewrittenQuery, "item2") {
+		t.Errorf("rewrite of MIN for a client declaring features: %s, want item2", newer.RewrittenQuery)
+	}
+}
