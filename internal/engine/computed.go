@@ -45,7 +45,10 @@ type computedDef struct {
 // item (exec.ItemFunction). Errors are 400s naming the property.
 func parseComputed(body []byte) ([]parse.ComputedProperty, error) {
 	var def struct {
-		Computed json.RawMessage `json:"computedProperties"`
+		Computed     json.RawMessage `json:"computedProperties"`
+		PartitionKey struct {
+			Paths []string `json:"paths"`
+		} `json:"partitionKey"`
 	}
 	if err := json.Unmarshal(body, &def); err != nil || len(def.Computed) == 0 || string(def.Computed) == "null" {
 		return nil, nil // the catalog reports a malformed definition
@@ -75,12 +78,50 @@ func parseComputed(body []byte) ([]parse.ComputedProperty, error) {
 				return nil, status.BadRequest("computed property %q: %s is a system property's name", name, r)
 			}
 		}
+		for _, path := range def.PartitionKey.Paths {
+			// Named as the partition key's top-level property, it would
+			// make c.pk in a query the computed value while the item is
+			// routed, and queries on it, by its stored key.
+			top, _, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+			top = strings.NewReplacer("~1", "/", "~0", "~").Replace(top)
+			if name == top {
+				return nil, status.BadRequest("computed property %q would hide the partition key path %s: name it otherwise", name, path)
+			}
+		}
 		seen[name] = true
 		p, err := parseComputedQuery(name, *d.Query)
 		if err != nil {
 			return nil, status.BadRequest("computed property %q: %v", name, err)
 		}
 		out = append(out, p)
+	}
+	// A computed property reads stored properties only (Cosmos DB: it
+	// cannot rely on another computed property); its own name reads the
+	// stored property it hides.
+	for _, p := range out {
+		var bad error
+		parse.Inspect(p.Value, func(e parse.Expr) bool {
+			var name string
+			switch e := e.(type) {
+			case *parse.Property:
+				if id, ok := e.X.(*parse.Ident); ok && id.Name == p.Root {
+					name = e.Name
+				}
+			case *parse.Index:
+				if id, ok := e.X.(*parse.Ident); ok && id.Name == p.Root {
+					if l, ok := e.Index.(*parse.Literal); ok && l.Kind == parse.LitString {
+						name = l.Str
+					}
+				}
+			}
+			if name != "" && name != p.Name && seen[name] {
+				bad = status.BadRequest("computed property %q refers to computed property %q: a computed property reads stored properties only", p.Name, name)
+			}
+			return bad == nil
+		})
+		if bad != nil {
+			return nil, bad
+		}
 	}
 	return out, nil
 }
@@ -156,11 +197,16 @@ func (e *Engine) computed(c *catalog.Container) []parse.ComputedProperty {
 
 // withComputed returns ast rewritten with c's computed properties, and the
 // text that stands for it in the query cache's program keys: the query's
-// own when c has none.
-func (e *Engine) withComputed(c *catalog.Container, ast *parse.Query, text string) (*parse.Query, string) {
+// own when c has none. Errors are 400s (a form the rewrite does not
+// support).
+func (e *Engine) withComputed(c *catalog.Container, ast *parse.Query, text string) (*parse.Query, string, error) {
 	props := e.computed(c)
 	if len(props) == 0 {
-		return ast, text
+		return ast, text, nil
 	}
-	return parse.WithComputed(ast, props), text + "\x00computed " + c.RID + " " + c.ETag
+	out, err := parse.WithComputed(ast, props)
+	if err != nil {
+		return nil, "", status.BadRequest("%v", err)
+	}
+	return out, text + "\x00computed " + c.RID + " " + c.ETag, nil
 }

@@ -34,9 +34,11 @@ func withComputedProps(t *testing.T, e *Engine, props string) []byte {
 
 // TestComputedProperties: a container's computed properties are read by
 // queries as if they were top-level properties of each item, in every
-// clause, while SELECT * leaves them out; a stored property of the same
-// name is not read; definitions Cosmos DB refuses get 400, and leave the
-// container's as it was. It read the stored properties (none, so nothing
+// clause (and in a FROM over a path in the item), while SELECT * leaves
+// them out; definitions Cosmos DB refuses get 400 (and one that would hide
+// the partition key, or read another computed property), and leave the
+// container's as it was. (A property hiding a stored one of its name:
+// TestComputedPlanAsWritten.) It read the stored properties (none, so nothing
 // matched) before.
 func TestComputedProperties(t *testing.T) {
 	e := testEngine(t)
@@ -44,8 +46,7 @@ func TestComputedProperties(t *testing.T) {
 	props := `[
 		{"name": "cp_up", "query": "SELECT VALUE UPPER(c.id) FROM c"},
 		{"name": "cp_half", "query": "SELECT VALUE r.n / 2 FROM root r"},
-		{"name": "cp_tags", "query": "SELECT VALUE ARRAY_CONCAT(c.tags, ['x']) FROM c"},
-		{"name": "pk", "query": "SELECT VALUE 'computed' FROM c"}
+		{"name": "cp_tags", "query": "SELECT VALUE ARRAY_CONCAT(c.tags, ['x']) FROM c"}
 	]`
 	if _, err := e.ReplaceContainer("db", "k", withComputedProps(t, e, props), ""); err != nil {
 		t.Fatal(err)
@@ -64,8 +65,8 @@ func TestComputedProperties(t *testing.T) {
 		{p1, "SELECT VALUE COUNT(1) FROM c JOIN t IN c.cp_tags WHERE t = 'x'", []string{`3`}},
 		{p1, "SELECT c.cp_up, COUNT(1) AS n FROM c WHERE c.id = 'i001' GROUP BY c.cp_up", []string{`{"cp_up":"I001","n":1}`}},
 		{p1, "SELECT VALUE EXISTS(SELECT VALUE t FROM t IN c.cp_tags WHERE t = 'x') FROM c WHERE c.id = 'i001'", []string{`true`}},
-		// The computed "pk" is read, not the stored partition key.
-		{p1, "SELECT VALUE c.pk FROM c WHERE c.id = 'i001'", []string{`"computed"`}},
+		// A FROM over a path in the item reads computed properties there.
+		{p1, "SELECT VALUE t FROM t IN c.cp_tags WHERE t = 'x'", []string{`"x"`, `"x"`, `"x"`}},
 	}
 	for _, tc := range tests {
 		q := Query{Text: tc.query, EnableCrossPartition: true}
@@ -103,6 +104,8 @@ func TestComputedProperties(t *testing.T) {
 		`[{"name": "x", "query": "SELECT VALUE NOSUCHFUNCTION(c.a) FROM c"}]`,
 		`[{"name": "x", "query": "SELECT VALUE"}]`,
 		"[" + strings.Join(many, ",") + "]",
+		`[{"name": "pk", "query": "SELECT VALUE 'p1' FROM c"}]`, // hides the partition key
+		`[{"name": "a", "query": "SELECT VALUE c.x FROM c"}, {"name": "b", "query": "SELECT VALUE CONCAT(c.a, '!') FROM c"}]`,
 	}
 	for _, b := range bad {
 		if _, err := e.ReplaceContainer("db", "k", withComputedProps(t, e, b), ""); code(err) != http.StatusBadRequest {
@@ -167,5 +170,43 @@ func TestComputedPlanAsWritten(t *testing.T) {
 	}
 	if most != 2*39 {
 		t.Errorf("MAX(c.n) over the ranges' rewritten queries = %v, want %v (2n of the largest n)", most, 2*39)
+	}
+}
+
+// TestComputedOrderByAndPatch: ORDER BY a computed property needs an index
+// on its own path, as in Cosmos DB, not on the paths its expression reads
+// (an excluded /tags made ORDER BY c.cp_first a 400); and a patch's
+// condition reads computed properties as a query does (it read the stored
+// ones: 412).
+func TestComputedOrderByAndPatch(t *testing.T) {
+	e := testEngine(t)
+	def := `{"id":"o","partitionKey":{"paths":["/pk"]},
+		"indexingPolicy":{"includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/tags/*"}]},
+		"computedProperties":[{"name":"cp_first","query":"SELECT VALUE c.tags[0] FROM c"},{"name":"cp_up","query":"SELECT VALUE UPPER(c.id) FROM c"}]}`
+	if _, err := e.CreateContainer("db", []byte(def), Throughput{}); err != nil {
+		t.Fatal(err)
+	}
+	for i, tag := range []string{"b", "c", "a"} {
+		if _, err := e.WriteItem(t.Context(), Write{DB: "db", Container: "o", Kind: Create, PK: pkS("p"),
+			Body: fmt.Appendf(nil, `{"id":"i%d","pk":"p","tags":[%q]}`, i, tag)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := e.QueryItems(t.Context(), "db", "o", Scope{PK: pkS("p")}, Query{Text: "SELECT VALUE c.id FROM c ORDER BY c.cp_first"})
+	if err != nil {
+		t.Fatalf("ORDER BY a computed property whose expression reads an excluded path: %v", err)
+	}
+	if got := strings.Join(func() []string {
+		var s []string
+		for _, it := range p.Items {
+			s = append(s, string(it))
+		}
+		return s
+	}(), ","); got != `"i2","i0","i1"` {
+		t.Errorf("ORDER BY c.cp_first = %s", got)
+	}
+	body := []byte(`{"condition":"FROM c WHERE c.cp_up = 'I1'","operations":[{"op":"set","path":"/patched","value":true}]}`)
+	if _, err := e.PatchItem(t.Context(), ItemRef{DB: "db", Container: "o", ID: "i1"}, pkS("p"), body, ""); err != nil {
+		t.Errorf("patch with a condition on a computed property: %v", err)
 	}
 }

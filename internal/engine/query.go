@@ -265,7 +265,11 @@ func (e *Engine) compileQuery(c *catalog.Container, scope Scope, q Query) (*pars
 	if err != nil {
 		return nil, nil, resolved{}, scope, translate(err)
 	}
-	ast, key := e.withComputed(c, ast, q.Text)
+	written := ast
+	ast, key, err := e.withComputed(c, ast, q.Text)
+	if err != nil {
+		return nil, nil, resolved{}, scope, err
+	}
 	r, scope, err := routeQuery(c, ast, scope, q)
 	if err != nil {
 		return nil, nil, resolved{}, scope, err
@@ -275,7 +279,9 @@ func (e *Engine) compileQuery(c *catalog.Container, scope Scope, q Query) (*pars
 	if err != nil {
 		return nil, nil, resolved{}, scope, translate(err)
 	}
-	if err := plan.CheckOrderBy(ast, c.Policy()); err != nil {
+	// As written: an ORDER BY on a computed property needs an index on its
+	// path, as in Cosmos DB, not on the paths its expression reads.
+	if err := plan.CheckOrderBy(written, c.Policy()); err != nil {
 		return nil, nil, resolved{}, scope, status.BadRequest("%v", err)
 	}
 	return ast, prog, r, scope, nil

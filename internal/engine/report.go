@@ -90,6 +90,11 @@ func (e *Engine) Partitions(ctx context.Context, db, coll string) ([]PartitionRe
 		rep.TopKeysByRU, _ = e.hot.sketch(key).Top(reportTop)
 		var lately float64
 		rep.TopKeysByRUNow, lately = e.hot.recentSketch(key).Top(reportTop)
+		if !(lately > 0) {
+			// Nothing charged lately (or so long ago that it weighs 0):
+			// no share of nothing.
+			rep.TopKeysByRUNow = rep.TopKeysByRUNow[:0]
+		}
 		for i := range rep.TopKeysByRUNow {
 			k := &rep.TopKeysByRUNow[i]
 			k.Weight, k.Err = min(1, k.Weight/lately), min(1, k.Err/lately)

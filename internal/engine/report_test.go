@@ -84,3 +84,30 @@ func TestReportHotNow(t *testing.T) {
 	}
 	t.Fatalf("no report of partition %s", hotRange.rng.ID)
 }
+
+// TestReportShareOfEverything: a key's share lately is of everything its
+// partition was charged, queries over several logical partitions included:
+// one write beside 50 cross-partition queries is a small share. It was
+// measured against keyed charges alone: 100%.
+func TestReportShareOfEverything(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	e := testEngineAt(t, Config{}, clock.now)
+	if _, err := e.WriteItem(t.Context(), Write{DB: "db", Container: "k", Kind: Upsert, PK: pkS("small"),
+		Body: []byte(`{"id":"x","pk":"small"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		queryAll(t, e, Scope{}, Query{Text: "SELECT * FROM c WHERE c.nothing = 1", EnableCrossPartition: true})
+	}
+	reps, err := e.Partitions(t.Context(), "db", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range reps {
+		for _, k := range p.TopKeysByRUNow {
+			if k.Key == `["small"]` && k.Weight > 0.2 {
+				t.Errorf("partition %s: [\"small\"] has %.2f of its charges lately, beside 50 queries' %.2f RU", p.ID, k.Weight, p.ChargedRU)
+			}
+		}
+	}
+}

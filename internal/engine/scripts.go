@@ -452,7 +452,9 @@ func (h *scriptHost) Query(query string, params map[string][]byte, page script.P
 	if err != nil {
 		return nil, "", hostErr(translate(err))
 	}
-	ast, _ = h.t.e.withComputed(h.t.c, ast, query)
+	if ast, _, err = h.t.e.withComputed(h.t.c, ast, query); err != nil {
+		return nil, "", hostErr(err)
+	}
 	prog, err := exec.Compile(ast, exec.Params(params), exec.WithUDFs(h.t.e.udfLookup(h.t.c)))
 	if err != nil {
 		return nil, "", hostErr(translate(err))

@@ -233,6 +233,8 @@ func (h *hotKeys) addCharged(c *catalog.Container, r partition.Range, pk string,
 	h.mu.Unlock()
 	if pk != "" {
 		p.recent.Add(pk, ru)
+	} else {
+		p.recent.AddUntracked(ru) // in the total the keys' shares are of
 	}
 }
 

@@ -438,7 +438,7 @@ func (t *lpTxn) patch(ctx context.Context, id string, req document.PatchRequest,
 	var cond *exec.Program
 	if req.Condition != "" {
 		var err error
-		if cond, err = compileCondition(req.Condition); err != nil {
+		if cond, err = t.e.compileCondition(t.c, req.Condition); err != nil {
 			return Result{}, err
 		}
 	}
@@ -516,11 +516,15 @@ func quoteCondition(cond string) string {
 	return strconv.Quote(cond[:cut]) + fmt.Sprintf(" (the first %d of its %d bytes)", cut, len(cond))
 }
 
-// compileCondition compiles a patch condition, "FROM c WHERE ...".
-func compileCondition(cond string) (*exec.Program, error) {
+// compileCondition compiles a patch condition, "FROM c WHERE ...", over
+// c's items: its computed properties read as in a query.
+func (e *Engine) compileCondition(c *catalog.Container, cond string) (*exec.Program, error) {
 	ast, err := parse.Parse("SELECT * " + cond)
 	if err != nil {
 		return nil, status.BadRequest("invalid patch condition %s: %v", quoteCondition(cond), err)
+	}
+	if ast, _, err = e.withComputed(c, ast, ""); err != nil {
+		return nil, err
 	}
 	prog, err := exec.Compile(ast, nil)
 	if err != nil {

@@ -168,11 +168,24 @@ func (s *Sketch) down(i int) {
 	}
 }
 
+// AddUntracked counts weight that belongs to no key in the total (a
+// query over several logical partitions), so that a key's share of the
+// total is of everything.
+func (s *Sketch) AddUntracked(weight float64) {
+	if weight <= 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.total += weight * s.scaleLocked()
+}
+
 // Top returns the n heaviest tracked keys, heaviest first, and the total
 // weight added (decayed to now, for a decaying sketch).
 func (s *Sketch) Top(n int) ([]Heavy, float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.scaleLocked() // rebases a long-idle sketch, whose factor would underflow
 	f := s.readLocked()
 	out := make([]Heavy, 0, len(s.heap))
 	for _, e := range s.heap {

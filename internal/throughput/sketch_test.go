@@ -165,3 +165,28 @@ func TestDecayingSketch(t *testing.T) {
 		t.Errorf("a steady 100/s reads %.1f", w)
 	}
 }
+
+// TestDecayingSketchIdle: read after hours without an add (its factor
+// would underflow to 0), a decaying sketch's weights and total are finite
+// (0); weight added untracked counts in the total a key's share is of.
+// Read so, it answered NaN (0/0) in the partitions report: a 500.
+func TestDecayingSketchIdle(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1000, 0)}
+	s := NewDecayingSketch(4, 5*time.Second, clk.now)
+	s.Add("a", 10)
+	s.AddUntracked(30)
+	if top, total := s.Top(1); top[0].Weight != 10 || total != 40 {
+		t.Errorf("Top = %+v, total %v; want a at 10 of 40", top, total)
+	}
+	for _, idle := range []time.Duration{time.Minute, 80 * time.Minute, 15 * time.Minute, 10 * time.Hour} {
+		clk.advance(idle)
+		top, total := s.Top(1)
+		if math.IsNaN(total) || math.IsInf(total, 0) || math.IsNaN(top[0].Weight) || math.IsNaN(top[0].Err) || top[0].Weight > total {
+			t.Fatalf("after %v more idle: %+v, total %v", idle, top, total)
+		}
+	}
+	s.Add("b", 1)
+	if top, total := s.Top(1); top[0].Key != "b" || total != 1 {
+		t.Errorf("after a long idle, then b: %+v, total %v", top, total)
+	}
+}

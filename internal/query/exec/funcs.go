@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -1038,19 +1039,33 @@ func containsList(all, ci bool) builtin {
 // fullText is FullTextContainsAll (all) or FullTextContainsAny: whether the
 // text holds all (any) of the terms, each a word or a phrase, after both
 // went through textWords. A term left empty by it (stop words only) is
-// passed over; with no term left, nothing matches.
+// passed over; with no term left, nothing matches. The terms' analysis is
+// kept for the next row, whose terms are the same (constants or
+// parameters) but for a term computed from the row.
 func fullText(all bool) func(a []value) value {
+	var last atomic.Pointer[analyzedTerms]
 	return func(a []value) value {
 		if a[0].k != kStr {
 			return boolean(false)
 		}
-		words := textWords(a[0].s)
-		counted := false
-		for _, t := range a[1:] {
+		terms := a[1:]
+		for _, t := range terms {
 			if t.k != kStr {
 				return undef
 			}
-			phrase := textWords(t.s)
+		}
+		at := last.Load()
+		if at == nil || !at.same(terms) {
+			at = &analyzedTerms{}
+			for _, t := range terms {
+				at.terms = append(at.terms, t.s)
+				at.phrases = append(at.phrases, textWords(t.s))
+			}
+			last.Store(at)
+		}
+		words := textWords(a[0].s)
+		counted := false
+		for _, phrase := range at.phrases {
 			if len(phrase) == 0 {
 				continue
 			}
@@ -1063,23 +1078,57 @@ func fullText(all bool) func(a []value) value {
 	}
 }
 
+// analyzedTerms are full-text terms and their analysis (textWords).
+type analyzedTerms struct {
+	terms   []string
+	phrases [][]string
+}
+
+func (at *analyzedTerms) same(terms []value) bool {
+	if len(terms) != len(at.terms) {
+		return false
+	}
+	for i, t := range terms {
+		if t.s != at.terms[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// maxTokenRunes is the longest token full-text analysis stems: a longer
+// run of letters and digits is cut into tokens of this length, as search
+// engines' tokenizers cut theirs (Lucene's standard tokenizer: 255). The
+// Snowball stemmer's time grows with the square of a token's length on
+// some words (a run of "y": 70 s for a 1 MB item, past every query limit).
+const maxTokenRunes = 255
+
 // textWords is the full-text analysis of s, as Cosmos DB's full-text search
 // documents it for English (its one generally available language):
-// tokenized into runs of letters and digits, lower-cased, stop words left
-// out, and each word stemmed (the Snowball English stemmer, so "foxes"
-// matches "fox" and "helmets" "helmet").
+// tokenized into runs of letters and digits (cut at maxTokenRunes),
+// lower-cased, stop words left out, and each word stemmed (the Snowball
+// English stemmer, so "foxes" matches "fox" and "helmets" "helmet").
 func textWords(s string) []string {
 	words := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
 	})
-	out := words[:0]
+	out := make([]string, 0, len(words))
 	for _, w := range words {
-		if englishStopWords[w] {
-			continue
+		for w != "" {
+			i := 0
+			for n := 0; i < len(w) && n < maxTokenRunes; n++ {
+				_, size := utf8.DecodeRuneInString(w[i:])
+				i += size
+			}
+			tok := w[:i]
+			w = w[i:]
+			if englishStopWords[tok] {
+				continue
+			}
+			env := snowballstem.NewEnv(tok)
+			english.Stem(env)
+			out = append(out, env.Current())
 		}
-		env := snowballstem.NewEnv(w)
-		english.Stem(env)
-		out = append(out, env.Current())
 	}
 	return out
 }

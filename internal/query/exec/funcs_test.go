@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/partitadb/partita/internal/document"
 	"github.com/partitadb/partita/internal/query/parse"
@@ -488,6 +490,22 @@ func TestNewFunctionsArity(t *testing.T) {
 		var e *Error
 		if !errors.As(err, &e) || !strings.Contains(e.Msg, "called with") {
 			t.Errorf("Compile(%q) = %v, want a wrong number of arguments", text, err)
+		}
+	}
+}
+
+// TestTextWordsLongToken: a run of a million letters is cut into tokens of
+// maxTokenRunes before stemming, which so takes linear time (the stemmer's
+// time grows with the square of a run of "y": 70 s for such an item, past
+// every query limit), and the cut tokens are whole runes.
+func TestTextWordsLongToken(t *testing.T) {
+	words := textWords(strings.Repeat("y", 1_000_000) + " foxes " + strings.Repeat("é", 600))
+	if len(words) != 1_000_000/maxTokenRunes+1+1+3 || !slices.Contains(words, "fox") {
+		t.Errorf("%d words (want the cut tokens, fox and 3 of é), fox in them: %v", len(words), slices.Contains(words, "fox"))
+	}
+	for _, w := range words {
+		if !utf8.ValidString(w) {
+			t.Fatalf("a cut token is not whole runes: %q", w)
 		}
 	}
 }

@@ -1,6 +1,9 @@
 package parse
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Computed properties (Cosmos DB's computedProperties of a container): a
 // name and a query `SELECT VALUE <expr> FROM <root>`, whose value a query
@@ -77,28 +80,71 @@ func ComputedShape(name string, q *Query) (ComputedProperty, error) {
 // over the alias, in every clause and in subqueries that do not bind the
 // alias again; an unaliased SELECT item that is such a reference keeps the
 // property's name as its alias. q is not changed: what differs is copied.
-// A query whose root is not the item (FROM x IN c.a), or that binds its
-// root alias again in a JOIN, is returned as it is.
-func WithComputed(q *Query, props []ComputedProperty) *Query {
-	if len(props) == 0 || q.From == nil || q.From.In || q.From.Subquery != nil {
-		return q
-	}
-	if _, ok := q.From.Expr.(*Ident); !ok {
-		return q
-	}
-	root := q.From.Alias
-	for _, j := range q.Joins {
-		if j.Alias == root {
-			return q
-		}
+// A query over the elements of an array in the item (FROM x IN c.a) that
+// names a computed property there (FROM x IN c.cp_tags) is read as FROM c
+// JOIN x IN <its expression>, the same rows; SELECT * over it, or a FROM
+// over another path in the item naming one (FROM c.cp_obj x), is an error:
+// not supported. A query that binds its root alias again in a JOIN is
+// returned as it is.
+func WithComputed(q *Query, props []ComputedProperty) (*Query, error) {
+	if len(props) == 0 || q.From == nil || q.From.Subquery != nil {
+		return q, nil
 	}
 	byName := make(map[string]*ComputedProperty, len(props))
 	for i := range props {
 		byName[props[i].Name] = &props[i]
 	}
+	if _, ok := q.From.Expr.(*Ident); !ok || q.From.In {
+		return withComputedPath(q, byName)
+	}
+	root := q.From.Alias
+	for _, j := range q.Joins {
+		if j.Alias == root {
+			return q, nil
+		}
+	}
 	s := substitution{root: root, props: byName}
-	out := s.query(q, true)
-	return out
+	return s.query(q, true), nil
+}
+
+// withComputedPath is WithComputed for a FROM over a path in the item,
+// headed by the container's name.
+func withComputedPath(q *Query, props map[string]*ComputedProperty) (*Query, error) {
+	head := q.From.Expr
+	for {
+		switch e := head.(type) {
+		case *Property:
+			head = e.X
+			continue
+		case *Index:
+			head = e.X
+			continue
+		}
+		break
+	}
+	id, ok := head.(*Ident)
+	if !ok {
+		return q, nil
+	}
+	s := substitution{root: id.Name, props: props}
+	named := false
+	Inspect(q.From.Expr, func(e Expr) bool {
+		named = named || s.ref(e) != nil
+		return !named
+	})
+	if !named {
+		return q, nil
+	}
+	if !q.From.In || q.Select.Star || q.From.Alias == id.Name || slices.ContainsFunc(q.Joins, func(j *From) bool { return j.Alias == id.Name }) {
+		return nil, fmt.Errorf("a computed property in the FROM path %s is supported as FROM %s JOIN %s IN %s, not here",
+			ExprString(q.From.Expr), id.Name, q.From.Alias, ExprString(q.From.Expr))
+	}
+	c := *q
+	c.From = &From{Position: q.From.Position, Alias: id.Name, Expr: &Ident{Position: id.Position, Name: id.Name}}
+	join := *q.From
+	join.Expr = s.expr(q.From.Expr)
+	c.Joins = append([]*From{&join}, q.Joins...)
+	return &c, nil
 }
 
 type substitution struct {

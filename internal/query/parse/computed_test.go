@@ -44,6 +44,8 @@ func TestWithComputed(t *testing.T) {
 		// Not through the root alias, or not a computed name: unchanged.
 		{"SELECT VALUE c.x.cp_lower FROM c", "SELECT VALUE c.x.cp_lower FROM c"},
 		{"SELECT VALUE t.cp_lower FROM t IN c.kids", "SELECT VALUE t.cp_lower FROM t IN c.kids"},
+		// Over a computed array: the same rows through a JOIN.
+		{"SELECT VALUE t FROM t IN c.cp_tags WHERE t = 'x'", `SELECT VALUE t FROM c JOIN t IN ARRAY_CONCAT(c.a, c.b) WHERE t = "x"`},
 		{"SELECT c.other FROM c", "SELECT c.other FROM c"},
 	}
 	for _, tc := range tests {
@@ -52,7 +54,12 @@ func TestWithComputed(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := q.String()
-		got := WithComputed(q, props).String()
+		w, err := WithComputed(q, props)
+		if err != nil {
+			t.Errorf("WithComputed(%s): %v", tc.in, err)
+			continue
+		}
+		got := w.String()
 		if got != tc.want {
 			t.Errorf("WithComputed(%s)\n got %s\nwant %s", tc.in, got, tc.want)
 		}
@@ -62,6 +69,22 @@ func TestWithComputed(t *testing.T) {
 	}
 	if props[0].Value.(*Call).Args[0].(*Property).X.(*Ident).Name != "x" {
 		t.Errorf("WithComputed changed a property's own expression")
+	}
+}
+
+// TestWithComputedUnsupported: a computed property in a FROM path other
+// than FROM x IN c.cp (with SELECT * over it, or FROM c.cp x) is an error,
+// not the stored property read in silence.
+func TestWithComputedUnsupported(t *testing.T) {
+	props := []ComputedProperty{mustComputed(t, "cp_tags", "SELECT VALUE ARRAY_CONCAT(c.a, c.b) FROM c")}
+	for _, s := range []string{"SELECT * FROM t IN c.cp_tags", "SELECT VALUE x FROM c.cp_tags x", "SELECT VALUE c FROM c IN c.cp_tags"} {
+		q, err := Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := WithComputed(q, props); err == nil {
+			t.Errorf("WithComputed(%s): no error", s)
+		}
 	}
 }
 
