@@ -415,6 +415,14 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r = folded
+	if p := strings.TrimLeft(r.URL.Path, "/"); p == "media" || strings.HasPrefix(p, "media/") {
+		// An attachment's content: not supported, whoever asks. Answered
+		// before authentication, since the SDKs sign these with an id
+		// derived from the media id (the Python SDK v3's ReadMedia got
+		// 401 "wrong key" rather than the refusal).
+		h.writeError(w, r, status.NotSupported("attachment media ("+r.URL.Path+")"))
+		return
+	}
 	if h.cfg.Replicated && h.linearizable(r) {
 		r = r.WithContext(engine.Linearizable(r.Context()))
 	}

@@ -383,6 +383,15 @@ class PythonSDKTest(unittest.TestCase):
         self.assertEqual(status_of(lambda: self.client.CreateContainer(self.db_link, spec, {"offerType": "S1"})), 400)
         self.assertEqual(status_of(lambda: self.client.ReadContainer(self.db_link + "/colls/s1")), 404)
 
+    def test_attachment_media(self):
+        """Attachment media (ReadMedia, UpdateMedia), which Partita does not
+        support, are refused with a clear 400; the SDK's signature over the
+        attachment id it derives from the media id got 401 "wrong key"."""
+        import io
+        media = "media/AAAAAQAAABsAAAAAAAAAAQ=="
+        self.assertEqual(status_of(lambda: self.client.ReadMedia(media)), 400)
+        self.assertEqual(status_of(lambda: self.client.UpdateMedia(media, io.BytesIO(b"x"), {"contentType": "text/plain"})), 400)
+
     def test_read_feed_paged(self):
         coll = self.container("feed")
         for i in range(6):
