@@ -17,7 +17,8 @@ import (
 // its own: the container's RU/s ÷ its partitions. The containers sharing
 // a database's throughput draw on the database's budgets, as in Cosmos DB,
 // where they live on the database's physical partitions: the database has
-// ⌈RU/s ÷ PartitionMaxRU⌉ budgets, each of an equal share, one for each
+// ⌈peak RU/s ÷ PartitionMaxRU⌉ budgets (the peak: the most it was ever
+// provisioned with), each of an equal share of its RU/s, one for each
 // slice of the hash space of that many of equal width
 // (partition.Definition.Slice), and a sharing container's partition draws
 // on the budget of the slice it starts in. Its partitions are split at the
