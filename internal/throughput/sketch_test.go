@@ -146,7 +146,7 @@ func TestDecayingSketch(t *testing.T) {
 		s.Add("new", 50)
 		clk.advance(500 * time.Millisecond)
 	}
-	top, total := s.Top(2)
+	top, _ := s.Top(2)
 	if len(top) != 2 || top[0].Key != "new" || top[1].Key != "old" {
 		t.Fatalf("Top after old's weight decayed a minute and new's 10 s = %+v", top)
 	}
@@ -157,7 +157,7 @@ func TestDecayingSketch(t *testing.T) {
 		s.Add("steady", 50)
 		clk.advance(500 * time.Millisecond)
 	}
-	top, total = s.Top(1)
+	top, total := s.Top(1)
 	if top[0].Key != "steady" || math.IsInf(total, 0) || math.IsNaN(total) {
 		t.Fatalf("after an hour: %+v, total %v", top, total)
 	}
