@@ -423,7 +423,7 @@ func (e *Engine) splitHot(ctx context.Context, c *catalog.Container, r partition
 	if !e.hot.sustained(key, hotRangeTicks) {
 		return false
 	}
-	top, total := e.hot.sketch(key).Top(hotKeysTracked)
+	top, total := e.hot.recentSketch(key).Top(hotKeysTracked) // lately: where the load is now
 	if len(top) == 0 || total <= 0 {
 		return false
 	}
