@@ -18,6 +18,9 @@ import (
 // ErrNoItems: the sample holds no items to analyse.
 var ErrNoItems = errors.New("advise: no items in the sample")
 
+// MaxBuckets is the most suffix buckets Analyze takes: what synthkey builds.
+const MaxBuckets = synthkey.MaxBuckets
+
 // ErrOptions is returned (wrapped) by Analyze for options out of range.
 var ErrOptions = errors.New("advise: invalid options")
 
@@ -235,8 +238,8 @@ func (a *Analyzer) Analyze(ctx context.Context, opts Options) (*Report, error) {
 	if opts.Buckets <= 0 {
 		opts.Buckets = DefaultBuckets
 	}
-	if opts.Buckets > synthkey.MaxBuckets {
-		return nil, fmt.Errorf("%w: %d suffix buckets, more than synthkey builds (%d)", ErrOptions, opts.Buckets, synthkey.MaxBuckets)
+	if opts.Buckets > MaxBuckets {
+		return nil, fmt.Errorf("%w: %d suffix buckets, more than synthkey builds (%d)", ErrOptions, opts.Buckets, MaxBuckets)
 	}
 	if opts.LogicalPartitionCap <= 0 {
 		opts.LogicalPartitionCap = DefaultLogicalPartitionCap

@@ -14,8 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/partitadb/partita/synthkey"
-
 	"github.com/partitadb/partita/internal/advise"
 	"github.com/partitadb/partita/internal/config"
 )
@@ -124,8 +122,8 @@ func parseAdvise(args []string, getenv func(string) string, stderr io.Writer) (a
 	if c.onError != "stop" && c.onError != "skip" {
 		bad("--on-error %q: want stop or skip", c.onError)
 	}
-	if c.sample < 0 || c.top < 0 || c.buckets < 1 || c.buckets > synthkey.MaxBuckets || c.totalItems < 0 || c.window < 0 || c.maxPaths < 1 || c.hotWindow < 0 {
-		bad("--sample, --top, --total-items, --window and --hot-window must not be negative; --max-paths at least 1; --buckets from 1 to %d (what synthkey builds)", synthkey.MaxBuckets)
+	if c.sample < 0 || c.top < 0 || c.buckets < 1 || c.buckets > advise.MaxBuckets || c.totalItems < 0 || c.window < 0 || c.maxPaths < 1 || c.hotWindow < 0 {
+		bad("--sample, --top, --total-items, --window and --hot-window must not be negative; --max-paths at least 1; --buckets from 1 to %d (what synthkey builds)", advise.MaxBuckets)
 	}
 	return c, errors.Join(errs...)
 }
