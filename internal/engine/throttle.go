@@ -113,14 +113,11 @@ func (e *Engine) admitLP(ctx context.Context, c *catalog.Container, r partition.
 type hotKeys struct {
 	mu      sync.Mutex
 	now     func() time.Time              // the recent sketches' clock
-	m       map[string]*throughput.Sketch // request units since the partition was made
 	refused map[string]*throughput.Sketch // by 429s
-	// lately holds, per partition, every request unit charged to it
-	// (point operations, queries, feeds; m counts only what was charged to
-	// a logical partition) and a decaying sketch of what its logical
-	// partitions took lately.
-	lately map[string]*partitionLately
-	warned map[string]time.Time
+	// charges holds, per partition, every request unit charged to it and
+	// what its logical partitions took: since it was made, and lately.
+	charges map[string]*partitionCharges
+	warned  map[string]time.Time
 	// streak counts, per partition, the consecutive split checks in which
 	// it throttled; throttled marks the partitions (by container) that
 	// throttled since the last check.
@@ -135,8 +132,7 @@ type hotKeys struct {
 func (h *hotKeys) forget(key string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	delete(h.m, key)
-	delete(h.lately, key)
+	delete(h.charges, key)
 	delete(h.refused, key)
 	delete(h.warned, key)
 	delete(h.streak, key)
@@ -201,37 +197,42 @@ const hotKeysTracked = 32
 // hotHalfLife ago weighs half.
 const hotHalfLife = 5 * time.Second
 
-// partitionLately is a partition's charges: all of them, and what its
-// logical partitions took lately.
-type partitionLately struct {
-	charged float64 // guarded by hotKeys.mu
-	recent  *throughput.Sketch
+// partitionCharges are a partition's charges: all of them (point
+// operations, queries, feeds), and the request units its logical
+// partitions took, since the partition was made and lately (a decaying
+// sketch, hotHalfLife).
+type partitionCharges struct {
+	charged       float64 // guarded by hotKeys.mu
+	total, recent *throughput.Sketch
 }
 
-// latelyOf returns partition k's charges (k: a rangeKey's bytes), making
+// chargesOf returns partition k's charges (k: a rangeKey's bytes), making
 // them; the key's string is made only then: this runs on every charge.
-func (h *hotKeys) latelyOf(k []byte) *partitionLately {
-	if p := h.lately[string(k)]; p != nil {
+// The caller holds h.mu.
+func (h *hotKeys) chargesOf(k []byte) *partitionCharges {
+	if p := h.charges[string(k)]; p != nil {
 		return p
 	}
-	if h.lately == nil {
-		h.lately = map[string]*partitionLately{}
+	if h.charges == nil {
+		h.charges = map[string]*partitionCharges{}
 	}
-	p := &partitionLately{recent: throughput.NewDecayingSketch(hotKeysTracked, hotHalfLife, h.now)}
-	h.lately[string(k)] = p
+	p := &partitionCharges{total: throughput.NewSketch(hotKeysTracked),
+		recent: throughput.NewDecayingSketch(hotKeysTracked, hotHalfLife, h.now)}
+	h.charges[string(k)] = p
 	return p
 }
 
 // addCharged counts ru charged to range r of c, and, when pk is not "", to
-// its logical partition pk lately.
+// its logical partition pk, since the partition was made and lately.
 func (h *hotKeys) addCharged(c *catalog.Container, r partition.Range, pk string, ru float64) {
 	var buf [64]byte
 	k := appendRangeKey(buf[:0], c, r)
 	h.mu.Lock()
-	p := h.latelyOf(k)
+	p := h.chargesOf(k)
 	p.charged += ru
 	h.mu.Unlock()
 	if pk != "" {
+		p.total.Add(pk, ru)
 		p.recent.Add(pk, ru)
 	} else {
 		p.recent.AddUntracked(ru) // in the total the keys' shares are of
@@ -242,7 +243,15 @@ func (h *hotKeys) addCharged(c *catalog.Container, r partition.Range, pk string,
 func (h *hotKeys) chargedTo(key string) float64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.latelyOf([]byte(key)).charged
+	return h.chargesOf([]byte(key)).charged
+}
+
+// sketch is partition key's sketch of request units by logical partition
+// since the partition was made.
+func (h *hotKeys) sketch(key string) *throughput.Sketch {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.chargesOf([]byte(key)).total
 }
 
 // recentSketch is partition key's decaying sketch of request units by
@@ -250,26 +259,7 @@ func (h *hotKeys) chargedTo(key string) float64 {
 func (h *hotKeys) recentSketch(key string) *throughput.Sketch {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.latelyOf([]byte(key)).recent
-}
-
-// sketch is partition key's sketch of request units by logical partition.
-func (h *hotKeys) sketch(key string) *throughput.Sketch {
-	return h.sketchIn(&h.m, key)
-}
-
-// rangeSketch is sketch(rangeKey(c, r)) without making the key's string
-// unless the sketch is new: it runs on every point operation.
-func (h *hotKeys) rangeSketch(c *catalog.Container, r partition.Range) *throughput.Sketch {
-	var buf [64]byte
-	k := appendRangeKey(buf[:0], c, r)
-	h.mu.Lock()
-	s := h.m[string(k)]
-	h.mu.Unlock()
-	if s != nil {
-		return s
-	}
-	return h.sketch(string(k))
+	return h.chargesOf([]byte(key)).recent
 }
 
 // refusedSketch is partition key's sketch of 429s by logical partition.
@@ -295,7 +285,6 @@ func (h *hotKeys) sketchIn(m *map[string]*throughput.Sketch, key string) *throug
 // partition pk.
 func (e *Engine) chargeLP(c *catalog.Container, r partition.Range, pk string, ru float64) {
 	e.chargeKeyed(c, ru, pk, r)
-	e.hot.rangeSketch(c, r).Add(pk, ru)
 }
 
 // chargeScope charges ru for a query or feed over ranges, within scope: in
