@@ -74,6 +74,8 @@ func (h *Handler) gatherPartitions(r *http.Request, reps []engine.PartitionRepor
 			rep.ChargedRU += p.ChargedRU
 			rep.Throttled += p.Throttled
 			rep.TopKeysByRU = mergeHeavy(rep.TopKeysByRU, p.TopKeysByRU)
+			rep.TopKeysByRUNow = mergeShares(rep.TopKeysByRUNow, rep.RecentRU, p.TopKeysByRUNow, p.RecentRU)
+			rep.RecentRU += p.RecentRU
 			rep.TopKeysByThrottles = mergeHeavy(rep.TopKeysByThrottles, p.TopKeysByThrottles)
 		}
 	}
@@ -101,4 +103,24 @@ func mergeHeavy(a, b []throughput.Heavy) []throughput.Heavy {
 		return cmp.Or(cmp.Compare(y.Weight, x.Weight), cmp.Compare(x.Key, y.Key))
 	})
 	return out[:min(n, len(out))]
+}
+
+// mergeShares adds two nodes' shares of what their keys took lately, a of
+// ra request units and b of rb (engine.PartitionReport.RecentRU): each
+// share weighs by its node's units, and the sum is a share of ra+rb. (Each
+// node's shares are of its own charges: listed as they came, the report
+// named the hot key of whichever node answered.)
+func mergeShares(a []throughput.Heavy, ra float64, b []throughput.Heavy, rb float64) []throughput.Heavy {
+	scale := func(hs []throughput.Heavy, f float64) []throughput.Heavy {
+		out := make([]throughput.Heavy, len(hs))
+		for i, h := range hs {
+			out[i] = throughput.Heavy{Key: h.Key, Weight: h.Weight * f, Err: h.Err * f}
+		}
+		return out
+	}
+	total := ra + rb
+	if !(total > 0) {
+		return scale(a, 0)[:0]
+	}
+	return scale(mergeHeavy(scale(a, ra), scale(b, rb)), 1/total)
 }

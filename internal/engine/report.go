@@ -44,6 +44,10 @@ type PartitionReport struct {
 	// passes theirs. A share times the partition's rate (the change of
 	// ChargedRU between two reports) is the key's rate.
 	TopKeysByRUNow []throughput.Heavy `json:"topKeysByRUNow"`
+	// RecentRU is what the shares of TopKeysByRUNow are of: the request
+	// units charged lately, a decaying sum (a steady rate r sums to about
+	// r × 7.2 s). A cluster-wide report weighs each node's shares by it.
+	RecentRU float64 `json:"recentRU"`
 	// TopKeysByThrottles are the logical partitions whose requests were
 	// refused with 429 most often (estimates from a bounded sketch; a
 	// request's weight is 1). Requests refused before their logical
@@ -90,7 +94,9 @@ func (e *Engine) Partitions(ctx context.Context, db, coll string) ([]PartitionRe
 		rep.TopKeysByRU, _ = e.hot.sketch(key).Top(reportTop)
 		var lately float64
 		rep.TopKeysByRUNow, lately = e.hot.recentSketch(key).Top(reportTop)
+		rep.RecentRU = lately
 		if !(lately > 0) {
+			rep.RecentRU = 0
 			// Nothing charged lately (or so long ago that it weighs 0):
 			// no share of nothing.
 			rep.TopKeysByRUNow = rep.TopKeysByRUNow[:0]
