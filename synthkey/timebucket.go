@@ -81,7 +81,7 @@ func (tb *timeBucket) appendValue(dst []byte, item map[string]any) ([]byte, erro
 // finer, and a date. partita advise proposes time buckets on the strings
 // it reads as these (TestTimeLayoutsAgree in internal/advise keeps the two
 // in step).
-var timeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999", "2006-01-02T15:04", time.DateOnly}
+var timeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999", "2006-01-02T15:04", "2006-01-02 15:04", time.DateOnly}
 
 // timeOf reads v as a time (see TimeBucket).
 func timeOf(v any) (time.Time, error) {

@@ -10,9 +10,11 @@ import (
 
 // HotNow finds the logical partitions hot now from successive partition
 // reports. A report's counters (charged RU, 429s, each key's RU) are totals
-// since the server started, so what a key did in the last Window is the
-// difference between the newest report and the last one taken at least
-// Window before it (or the oldest kept). A key hot a minute ago and idle
+// since the server started, so what a partition did in the last Window is
+// the difference between the newest report and the last one taken at least
+// Window before it (or the oldest kept); a key's part of it is its share
+// of what the partition took lately (topKeysByRUNow) when the report has
+// them, else the difference of its totals. A key hot a minute ago and idle
 // since is therefore not hot now, and a key needs a minimum volume in the
 // window: one write at start-up is nobody's hot key.
 //

@@ -248,7 +248,7 @@ func parseTime(s string, numeric bool) (int64, bool) {
 // parseTimeMS is parseTime in Unix milliseconds.
 func parseTimeMS(s string, numeric bool) (int64, bool) {
 	if len(s) >= 10 && s[4] == '-' && s[7] == '-' {
-		for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999", "2006-01-02T15:04", time.DateOnly} {
+		for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999", "2006-01-02T15:04", "2006-01-02 15:04", time.DateOnly} {
 			if t, err := time.Parse(layout, s); err == nil {
 				return t.UnixMilli(), true
 			}

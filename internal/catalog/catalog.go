@@ -898,8 +898,10 @@ func (c *Catalog) CreateContainer(db string, body []byte, tp Throughput) (*Conta
 			return nil, invalid(fmt.Sprintf("database %s already has %d containers sharing its throughput, the most Cosmos DB allows: "+
 				"give the container throughput of its own", db, sharing))
 		}
+		// On the database's budgets: one per 10,000 RU/s of the most it was
+		// provisioned with, not merged when it was lowered.
 		shared := c.mu.offers[d.OfferID]
-		n = partition.InitialRangeCount(0, shared.MaxThroughput())
+		n = partition.InitialRangeCount(0, shared.highest())
 	default:
 		offer = c.newOfferLocked(Throughput{Manual: 400}, k.Self(), k.RID, db, k.ID)
 		n = 1

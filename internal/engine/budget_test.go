@@ -224,3 +224,33 @@ func TestSharedBudgetKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedContainerAfterLowering: a container created in a shared
+// database lowered below its peak is laid out on the database's budgets
+// (one partition per budget, no split history); it was laid out for the
+// current throughput, then split to match (4 ranges with parents for 3
+// budgets).
+func TestSharedContainerAfterLowering(t *testing.T) {
+	e := testEngine(t)
+	if _, err := e.CreateDatabase("sdb", Throughput{Manual: 30_000}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := e.cat.Database("sdb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.ReplaceOffer(d.OfferID, Throughput{Manual: 20_000}, "", catalog.NoMigration); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateContainer("sdb", []byte(`{"id":"late","partitionKey":{"paths":["/pk"]}}`), Throughput{}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.cat.Container("sdb", "late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := c.Map().Ranges()
+	if len(rs) != 3 || len(rs[0].Parents)+len(rs[1].Parents)+len(rs[2].Parents) != 0 {
+		t.Errorf("a new container in a 20,000 RU/s database that peaked at 30,000: %+v, want 3 ranges without parents", rs)
+	}
+}

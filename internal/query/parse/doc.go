@@ -16,6 +16,10 @@
 // IN / LIKE / BETWEEN, then ||, |, ^, &, = != <>, < <= > >=, << >> >>>, + -, * / %, the unary
 // operators - + ~ NOT, and finally property access .name and indexing [expr].
 //
+// WithComputed rewrites a parsed query for a container's computed properties (each reference
+// becomes the property's expression), and ComputedShape checks a computed property's query;
+// both work on the tree alone (computed.go).
+//
 // The package imports nothing else from Partita and keeps no state; it is safe for concurrent
 // use. A parsed Query is plain data: callers must not mutate it while others read it.
 package parse
