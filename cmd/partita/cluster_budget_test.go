@@ -36,6 +36,9 @@ func TestClusterSharedBudget(t *testing.T) {
 	t.Run("container", func(t *testing.T) {
 		budgetWindow(t, nodes, rate, "db", []string{"c"})
 	})
+	t.Run("priority", func(t *testing.T) {
+		lowThroughFollower(t, bin, nodes)
+	})
 
 	c := client(t, nodes[0].endpoint, nodes[0].data)
 	tp := azcosmos.NewManualThroughputProperties(rate)
@@ -135,5 +138,74 @@ func budgetWindow(t *testing.T, nodes []*clusterNode, rate int, db string, colls
 		if r == 0 {
 			t.Errorf("node %d served no read in %v", i+1, window)
 		}
+	}
+}
+
+// lowThroughFollower: a low-priority reader through a node that does not
+// keep the budget is throttled first, as one through the keeper is, while
+// two high-priority readers through the keeper spend the budget: it gets
+// the smaller part. The keeper's answers to charge reports say how long
+// its bucket stays below the low-priority reserve; without them the
+// follower's own bucket, which only its own requests spend, let the Low
+// reader take most of the budget (81% in a review's run).
+func lowThroughFollower(t *testing.T, bin string, nodes []*clusterNode) {
+	ctx := t.Context()
+	var lead *clusterNode
+	for deadline := time.Now().Add(20 * time.Second); lead == nil; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no node leads the container's partition")
+		}
+		for _, v := range clusterViews(t, bin, nodes, false) {
+			for _, k := range v.Keyspaces {
+				for _, n := range nodes {
+					if k.Leading && n.clusterAddr == v.Addr {
+						lead = n
+					}
+				}
+			}
+		}
+	}
+	var via *clusterNode
+	for _, n := range nodes {
+		if n != lead {
+			via = n
+		}
+	}
+	pk := azcosmos.NewPartitionKeyString("p")
+	low, high := azcosmos.PriorityLevelLow, azcosmos.PriorityLevelHigh
+	lowC, err := sessionClient(t, via).NewContainer("db", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	highC, err := sessionClient(t, lead).NewContainer("db", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // the buckets refill
+	const window = 5 * time.Second
+	end := time.Now().Add(window)
+	wctx, cancel := context.WithTimeout(ctx, window+30*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var served [2]float64 // low, high
+	var wg sync.WaitGroup
+	reader := func(c *azcosmos.ContainerClient, level *azcosmos.PriorityLevel, i int) {
+		for time.Now().Before(end) {
+			resp, err := c.ReadItem(wctx, pk, "big", &azcosmos.ItemOptions{PriorityLevel: level})
+			if err != nil || time.Now().After(end) {
+				continue
+			}
+			mu.Lock()
+			served[i] += float64(resp.RequestCharge)
+			mu.Unlock()
+		}
+	}
+	wg.Go(func() { reader(lowC, &low, 0) })
+	wg.Go(func() { reader(highC, &high, 1) })
+	wg.Go(func() { reader(highC, &high, 1) })
+	wg.Wait()
+	t.Logf("low priority through node %s served %.0f RU, high priority through the keeper %s %.0f RU, in %v", via.addr, served[0], lead.addr, served[1], window)
+	if served[1] == 0 || served[0] >= served[1]/2 {
+		t.Errorf("low priority through a follower served %.0f RU against high priority's %.0f RU through the keeper: not throttled first", served[0], served[1])
 	}
 }

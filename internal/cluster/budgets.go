@@ -39,8 +39,12 @@ type Budgets struct {
 	mu  sync.Mutex
 	// pending: leader → partition key → request units charged here.
 	pending map[uint64]map[string]float64
-	// spent: partition key → until when its leader said it is spent.
-	spent map[string]time.Time
+	// spent: partition key → until when its leader said it is spent;
+	// low: until when it said it is at or below the low-priority reserve.
+	spent, low map[string]time.Time
+	// leaders: partition key → the leader its charges were last reported
+	// to, to ask again about a budget below the low-priority reserve.
+	leaders map[string]uint64
 }
 
 // NewBudgets returns empty budgets reading the time from now (nil:
@@ -49,7 +53,8 @@ func NewBudgets(now func() time.Time) *Budgets {
 	if now == nil {
 		now = time.Now
 	}
-	return &Budgets{now: now, pending: map[uint64]map[string]float64{}, spent: map[string]time.Time{}}
+	return &Budgets{now: now, pending: map[uint64]map[string]float64{}, spent: map[string]time.Time{}, low: map[string]time.Time{},
+		leaders: map[string]uint64{}}
 }
 
 // Charged records ru request units charged here to partition key, whose
@@ -63,29 +68,73 @@ func (b *Budgets) Charged(leader uint64, key string, ru float64) {
 		b.pending[leader] = m
 	}
 	m[key] += ru
+	b.leaders[key] = leader
 }
 
 // Spent reports how long partition key's leader last said its budget
 // stays spent.
 func (b *Budgets) Spent(key string) (time.Duration, bool) {
+	return b.until(b.spent, key, true)
+}
+
+// SpentLow reports how long partition key's leader last said its budget
+// stays at or below the reserve low-priority requests leave
+// (throughput.LowPriorityReserve): a node's low-priority requests wait
+// for the keeper's bucket, not only for its own.
+func (b *Budgets) SpentLow(key string) (time.Duration, bool) {
+	return b.until(b.low, key, false) // take forgets it, after lowRecheck
+}
+
+// until reports how long m's time for key is ahead, forgetting a past one
+// when forget is set.
+func (b *Budgets) until(m map[string]time.Time, key string, forget bool) (time.Duration, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	until, ok := b.spent[key]
+	until, ok := m[key]
 	if !ok {
 		return 0, false
 	}
 	wait := until.Sub(b.now())
 	if wait <= 0 {
-		delete(b.spent, key)
+		if forget {
+			delete(m, key)
+		}
 		return 0, false
 	}
 	return wait.Truncate(time.Millisecond) + time.Millisecond, true
 }
 
-// take returns the charges to report and forgets them.
+// lowRecheck is how long after its leader last said a budget was below
+// the low-priority reserve a node keeps asking about it, with no charge of
+// its own to report: the wait the leader gives assumes nothing more is
+// spent, so without a fresh answer the node's low-priority requests were
+// admitted again as it passed, while the leader's own load kept the budget
+// low (a review: a follower's low-priority reader took 81% of a budget).
+const lowRecheck = time.Second
+
+// take returns the charges to report and forgets them, with a charge of 0
+// for each budget its leader said lately was below the low-priority
+// reserve, so that its answer is fresh.
 func (b *Budgets) take() map[uint64]map[string]float64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	now := b.now()
+	for key, until := range b.low {
+		if now.Sub(until) > lowRecheck {
+			delete(b.low, key)
+			continue
+		}
+		leader, ok := b.leaders[key]
+		if !ok {
+			continue
+		}
+		m := b.pending[leader]
+		if m == nil {
+			m = map[string]float64{}
+			b.pending[leader] = m
+		}
+		m[key] += 0
+	}
 	if len(b.pending) == 0 {
 		return nil
 	}
@@ -94,15 +143,24 @@ func (b *Budgets) take() map[uint64]map[string]float64 {
 	return out
 }
 
-// answered records a leader's answer to a report: the partitions spent
-// and for how long (milliseconds).
-func (b *Budgets) answered(spent map[string]int64) {
+// answered records a leader's answer to a report of charges: the
+// partitions spent, and those below the low-priority reserve, and for how
+// long (milliseconds); a partition reported and named in neither is not
+// (any more).
+func (b *Budgets) answered(charges map[string]float64, a budgetAnswer) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.now()
-	for key, ms := range spent {
-		if ms > 0 {
+	for key := range charges {
+		if ms := a.Spent[key]; ms > 0 {
 			b.spent[key] = now.Add(time.Duration(ms) * time.Millisecond)
+		} else {
+			delete(b.spent, key)
+		}
+		if ms := a.Low[key]; ms > 0 {
+			b.low[key] = now.Add(time.Duration(ms) * time.Millisecond)
+		} else {
+			delete(b.low, key)
 		}
 	}
 }
@@ -115,13 +173,17 @@ type budgetReport struct {
 
 type budgetAnswer struct {
 	Spent map[string]int64 `json:"spent"`
+	// Low: milliseconds by the partitions at or below the low-priority
+	// reserve (a member of an older release answers none).
+	Low map[string]int64 `json:"low,omitempty"`
 }
 
 // SetDebit makes debit the function that serves other nodes' charge
 // reports: it debits a partition this node leads and returns how long its
-// budget stays spent (engine.Engine.DebitRemote). Until it is set, reports
-// are answered with 503 and their charges lost.
-func (n *Node) SetDebit(debit func(key string, ru float64) time.Duration) {
+// budget stays spent, and how long below the low-priority reserve
+// (engine.Engine.DebitRemote). Until it is set, reports are answered with
+// 503 and their charges lost.
+func (n *Node) SetDebit(debit func(key string, ru float64) (spent, low time.Duration)) {
 	n.debit.Store(&debit)
 }
 
@@ -167,7 +229,7 @@ func (n *Node) reportTo(ctx context.Context, m Member, charges map[string]float6
 	if err := json.Unmarshal(data, &a); err != nil {
 		return err
 	}
-	n.budgets.answered(a.Spent)
+	n.budgets.answered(charges, a)
 	return nil
 }
 
@@ -184,10 +246,14 @@ func (n *Node) serveBudget(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "a charge report that is not JSON: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	a := budgetAnswer{Spent: map[string]int64{}}
+	a := budgetAnswer{Spent: map[string]int64{}, Low: map[string]int64{}}
 	for key, ru := range rep.Charges {
-		if wait := (*dp)(key, ru); wait > 0 {
-			a.Spent[key] = wait.Milliseconds() + 1
+		spent, low := (*dp)(key, ru)
+		if spent > 0 {
+			a.Spent[key] = spent.Milliseconds() + 1
+		}
+		if low > 0 {
+			a.Low[key] = low.Milliseconds() + 1
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -29,14 +29,17 @@ func TestBudgetsReport(t *testing.T) {
 	if err := follower.reportTo(t.Context(), m, map[string]float64{"a/0": 1}); err == nil {
 		t.Error("a report accepted by a node without a debit function")
 	}
-	leader.SetDebit(func(key string, ru float64) time.Duration {
+	leader.SetDebit(func(key string, ru float64) (time.Duration, time.Duration) {
 		mu.Lock()
 		defer mu.Unlock()
 		debited[key] += ru
-		if key == "hot/0" {
-			return 1500 * time.Millisecond
+		switch key {
+		case "hot/0":
+			return 1500 * time.Millisecond, 2000 * time.Millisecond
+		case "cold/0":
+			return 0, 300 * time.Millisecond // below the low-priority reserve only
 		}
-		return 0
+		return 0, 0
 	})
 	follower.budgets.Charged(7, "hot/0", 10)
 	follower.budgets.Charged(7, "hot/0", 5)
@@ -59,6 +62,19 @@ func TestBudgetsReport(t *testing.T) {
 	}
 	if _, ok := follower.budgets.Spent("cold/0"); ok {
 		t.Error("a partition with budget left reported spent")
+	}
+	// Low-priority requests wait for the keeper's reserve too.
+	if w, ok := follower.budgets.SpentLow("cold/0"); !ok || w < 300*time.Millisecond || w > 310*time.Millisecond {
+		t.Errorf("SpentLow(cold/0) = %v, %v; want about 0.3 s", w, ok)
+	}
+	if w, ok := follower.budgets.SpentLow("hot/0"); !ok || w < 2000*time.Millisecond {
+		t.Errorf("SpentLow(hot/0) = %v, %v; want about 2 s", w, ok)
+	}
+	// A budget below the reserve is asked about again, with no charge of
+	// this node's, so that the answer stays fresh while the leader's own
+	// load keeps it low.
+	if again := follower.budgets.take(); len(again[7]) != 2 || again[7]["cold/0"] != 0 {
+		t.Errorf("charges to report with nothing charged = %v, want cold/0 and hot/0 at 0 for leader 7", again)
 	}
 	now = now.Add(1600 * time.Millisecond)
 	if w, ok := follower.budgets.Spent("hot/0"); ok {

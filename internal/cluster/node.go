@@ -102,7 +102,7 @@ type Node struct {
 	// they answered (budgets.go); debit serves the reports of other nodes
 	// (SetDebit).
 	budgets *Budgets
-	debit   atomic.Pointer[func(string, float64) time.Duration]
+	debit   atomic.Pointer[func(string, float64) (spent, low time.Duration)]
 	// bal is leader balance's memory (balance.go).
 	bal balancing
 

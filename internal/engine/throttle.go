@@ -31,6 +31,9 @@ type SharedBudgets interface {
 	// Spent reports how long partition key's leader last said its budget
 	// stays spent; false when it has not said so, or that time is past.
 	Spent(key string) (time.Duration, bool)
+	// SpentLow is Spent for low-priority requests: how long the keeper
+	// last said its bucket stays at or below the reserve they leave.
+	SpentLow(key string) (time.Duration, bool)
 }
 
 func rangeKey(c *catalog.Container, r partition.Range) string {
@@ -65,10 +68,15 @@ func (e *Engine) admit(ctx context.Context, c *catalog.Container, ranges ...part
 		}
 		if ok && e.cfg.Budgets != nil {
 			// The keeper's bucket is the budget: this node's requests and
-			// the other nodes' may have spent it.
+			// the other nodes' may have spent it (for a low-priority
+			// request, down to the reserve it leaves).
 			var spent bool
 			if wait, spent = e.cfg.Budgets.Spent(b.key); spent {
 				ok = false
+			} else if lowPriority(ctx) {
+				if wait, spent = e.cfg.Budgets.SpentLow(b.key); spent {
+					ok = false
+				}
 			}
 		}
 		if !ok {
@@ -372,16 +380,17 @@ func (e *Engine) leaderOf(c *catalog.Container, r partition.Range) uint64 {
 
 // DebitRemote debits ru request units that another node charged to budget
 // key (a rangeKey or sharedBudgetKey of a budget this node keeps) and
-// returns how long the budget stays spent (0: not spent). A key of no
+// returns how long the budget stays spent (0: not spent), and how long
+// below the reserve low-priority requests leave (throughput.Limiter.Debit). A key of no
 // container or database known here, or of one without throughput, debits
 // nothing.
-func (e *Engine) DebitRemote(key string, ru float64) time.Duration {
+func (e *Engine) DebitRemote(key string, ru float64) (spent, low time.Duration) {
 	if e.limit == nil {
-		return 0
+		return 0, 0
 	}
 	rate, ok := e.rateOfKey(key)
 	if !ok {
-		return 0
+		return 0, 0
 	}
 	return e.limit.Debit(key, rate, ru)
 }

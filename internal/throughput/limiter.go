@@ -193,22 +193,27 @@ func (l *Limiter) Charge(key string, rate, ru float64) {
 
 // Debit debits ru request units that another node charged for partition
 // key (cluster.Budgets: the partition's leader keeps its budget) and
-// returns how long the partition's bucket stays empty: 0 while it has
-// budget left. Unlike Charge it does not count ru in Usage, which each
-// node reports for what it charged itself.
-func (l *Limiter) Debit(key string, rate, ru float64) time.Duration {
+// returns how long the partition's bucket stays empty (spent: 0 while it
+// has budget left) and how long it stays at or below LowPriorityReserve
+// (low: the wait of a low-priority request, AdmitLow's). Unlike Charge it
+// does not count ru in Usage, which each node reports for what it charged
+// itself.
+func (l *Limiter) Debit(key string, rate, ru float64) (spent, low time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b := l.refill(key, rate)
 	if rate <= 0 {
-		return 0
+		return 0, 0
 	}
 	b.tokens -= max(ru, 0)
-	if b.tokens > 0 {
-		return 0
+	until := func(level float64) time.Duration {
+		if b.tokens > level {
+			return 0
+		}
+		wait := time.Duration(((level-b.tokens)/rate)*float64(time.Second)) + time.Millisecond
+		return wait.Truncate(time.Millisecond)
 	}
-	wait := time.Duration((-b.tokens/rate)*float64(time.Second)) + time.Millisecond
-	return wait.Truncate(time.Millisecond)
+	return until(0), until(rate * LowPriorityReserve)
 }
 
 // Usage is what a partition has consumed since the limiter first saw it.

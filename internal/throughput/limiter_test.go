@@ -186,11 +186,14 @@ func TestLimiterDebit(t *testing.T) {
 	clk := &fakeClock{t: time.Unix(1000, 0)}
 	l := NewLimiter(clk.now, Burst{})
 	const rate = 100.0
-	if w := l.Debit("p", rate, 60); w != 0 {
-		t.Errorf("Debit within the budget: wait %v, want 0", w)
+	if w, low := l.Debit("p", rate, 40); w != 0 || low != 0 {
+		t.Errorf("Debit within the budget and above the reserve: waits %v, %v; want 0", w, low)
 	}
-	if w := l.Debit("p", rate, 90); w != 501*time.Millisecond {
-		t.Errorf("Debit 50 RU past the budget at %v RU/s: wait %v, want 501ms", rate, w)
+	if w, low := l.Debit("p", rate, 20); w != 0 || low != 101*time.Millisecond {
+		t.Errorf("Debit to 40 of 100 RU: waits %v, %v; want 0 and, for low priority, 101ms (to 50)", w, low)
+	}
+	if w, low := l.Debit("p", rate, 90); w != 501*time.Millisecond || low != 1001*time.Millisecond {
+		t.Errorf("Debit 50 RU past the budget at %v RU/s: waits %v, %v; want 501ms, 1001ms", rate, w, low)
 	}
 	if _, ok := l.Admit("p", rate); ok {
 		t.Error("a request admitted after other nodes spent the budget")
@@ -202,8 +205,8 @@ func TestLimiterDebit(t *testing.T) {
 	if _, ok := l.Admit("p", rate); !ok {
 		t.Error("not admitted once the wait Debit returned has passed")
 	}
-	if w := l.Debit("q", 0, 1e9); w != 0 {
-		t.Errorf("Debit of an unlimited partition: wait %v, want 0", w)
+	if w, low := l.Debit("q", 0, 1e9); w != 0 || low != 0 {
+		t.Errorf("Debit of an unlimited partition: waits %v, %v; want 0", w, low)
 	}
 }
 
