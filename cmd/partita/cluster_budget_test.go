@@ -150,21 +150,7 @@ func budgetWindow(t *testing.T, nodes []*clusterNode, rate int, db string, colls
 // reader take most of the budget (81% in a review's run).
 func lowThroughFollower(t *testing.T, bin string, nodes []*clusterNode) {
 	ctx := t.Context()
-	var lead *clusterNode
-	for deadline := time.Now().Add(20 * time.Second); lead == nil; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no node leads the container's partition")
-		}
-		for _, v := range clusterViews(t, bin, nodes, false) {
-			for _, k := range v.Keyspaces {
-				for _, n := range nodes {
-					if k.Leading && n.clusterAddr == v.Addr {
-						lead = n
-					}
-				}
-			}
-		}
-	}
+	lead := soleLeader(t, bin, nodes)
 	var via *clusterNode
 	for _, n := range nodes {
 		if n != lead {

@@ -49,21 +49,7 @@ func leaderLoss(t *testing.T, pause bool) {
 	if err := retry(ctx, 30*time.Second, func(ctx context.Context) error { return upsert(ctx, nodes[0].container(t, "db", "c"), "first") }); err != nil {
 		t.Fatal(err)
 	}
-	var lead *clusterNode
-	for deadline := time.Now().Add(20 * time.Second); lead == nil; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no node leads the container's partition")
-		}
-		for _, v := range clusterViews(t, bin, nodes, false) {
-			for _, k := range v.Keyspaces {
-				for _, n := range nodes {
-					if k.Leading && n.clusterAddr == v.Addr {
-						lead = n
-					}
-				}
-			}
-		}
-	}
+	lead := soleLeader(t, bin, nodes)
 	var via *clusterNode
 	for _, n := range nodes {
 		if n != lead {
@@ -110,4 +96,24 @@ func leaderLoss(t *testing.T, pause bool) {
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// soleLeader waits (at most 20 s) for a node to lead the cluster's one
+// keyspace (a container of one physical partition) and returns it.
+func soleLeader(t *testing.T, bin string, nodes []*clusterNode) *clusterNode {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no node leads the container's partition")
+		}
+		for _, v := range clusterViews(t, bin, nodes, false) {
+			for _, k := range v.Keyspaces {
+				for _, n := range nodes {
+					if k.Leading && n.clusterAddr == v.Addr {
+						return n
+					}
+				}
+			}
+		}
+	}
 }
