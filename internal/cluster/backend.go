@@ -163,13 +163,14 @@ func unavailable(ctx context.Context, err error) error {
 // deleted and then written again. The embedded member accepts up to 16384
 // keys and 8 MiB per transaction (one of them the revision key).
 func (b *Backend) Apply(set map[string][]byte, del []string) error {
-	_, err := b.apply(set, del)
+	_, err := b.apply(context.Background(), set, del)
 	return err
 }
 
 // apply is Apply, returning the revision of the write (0 when there was
-// nothing to write).
-func (b *Backend) apply(set map[string][]byte, del []string) (int64, error) {
+// nothing to write); it gives up when ctx ends (the outcome then unknown,
+// as after a timeout).
+func (b *Backend) apply(ctx context.Context, set map[string][]byte, del []string) (int64, error) {
 	ops := make([]clientv3.Op, 0, len(set)+len(del))
 	// NB: etcd refuses a transaction naming a key twice.
 	for _, k := range slices.Compact(slices.Sorted(slices.Values(del))) {
@@ -189,8 +190,8 @@ func (b *Backend) apply(set map[string][]byte, del []string) (int64, error) {
 	// Retried while etcd has no leader: the transaction's puts and
 	// deletes leave the same state if an attempt that timed out did apply.
 	var resp *clientv3.TxnResponse
-	err := retryEtcd(context.Background(), func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+	err := retryEtcd(ctx, func() error {
+		ctx, cancel := context.WithTimeout(ctx, b.timeout)
 		defer cancel()
 		txn := b.cli.Txn(ctx)
 		if b.fence != nil {

@@ -393,6 +393,16 @@ func (n *Node) Members() []Member { return n.members }
 // Keyspaces is the node's replica.Host.
 func (n *Node) Keyspaces() *Keyspaces { return n.ks }
 
+// Stopping ends the node's catalog writes in progress and fails those that
+// follow (SharedCatalog.Stopping): the server calls it once it serves no
+// more requests and has asked its background work to stop, which then
+// does not wait out an etcd without a quorum. Close follows.
+func (n *Node) Stopping() {
+	if n.shared != nil {
+		n.shared.Stopping()
+	}
+}
+
 // Catalog is the catalog's shared backend.
 func (n *Node) Catalog() *SharedCatalog { return n.shared }
 

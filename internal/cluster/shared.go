@@ -79,8 +79,12 @@ type SharedCatalog struct {
 	}
 	ctx  context.Context // ends with Close
 	stop context.CancelFunc
-	done chan struct{}
-	kept chan struct{} // keep has returned (nil: not started)
+	// writes ends with Stopping (or Close): the catalog writes in progress
+	// end, and those that follow fail at once.
+	writes    context.Context
+	endWrites context.CancelFunc
+	done      chan struct{}
+	kept      chan struct{} // keep has returned (nil: not started)
 }
 
 var _ catalog.Shared = (*SharedCatalog)(nil)
@@ -144,6 +148,7 @@ func NewSharedCatalog(ctx context.Context, cli *clientv3.Client, cfg SharedConfi
 	wctx, stop := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
 	s.stop = stop
 	s.ctx = wctx
+	s.writes, s.endWrites = context.WithCancel(context.Background())
 	wch := cli.Watch(wctx, base.prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1), clientv3.WithProgressNotify())
 	go s.watch(wch)
 	return s, nil
@@ -329,6 +334,20 @@ func (s *SharedCatalog) Load(ctx context.Context, prefix string, fn func(key str
 	return s.base.Load(ctx, prefix, fn)
 }
 
+// errStopping is the error of a catalog write in progress when the node
+// began to stop (Stopping), or begun after.
+var errStopping = fmt.Errorf("cluster: the node is stopping: %w", catalog.ErrUnavailable)
+
+// Stopping ends this node's catalog writes in progress, and makes those
+// that follow fail at once (catalog.ErrUnavailable): the node is stopping,
+// and its background work (a split's or separation's step) must not wait
+// out etcd — the last members of a stopping cluster have no quorum, and a
+// write would wait for one until the shutdown gave up on it. An etcd
+// transaction ended so may still have been applied, as after any timeout:
+// the catalog's writers already take an unknown outcome (a step is done
+// again, or settled, when the node is back). Reads go on.
+func (s *SharedCatalog) Stopping() { s.endWrites() }
+
 // errUnlocked is Apply's error outside Lock: a catalog bug.
 var errUnlocked = errors.New("cluster: catalog write without the cluster-wide lock")
 
@@ -341,7 +360,10 @@ func (s *SharedCatalog) Apply(set map[string][]byte, del []string) error {
 	if fb == nil {
 		return errUnlocked
 	}
-	rev, err := fb.apply(set, del)
+	rev, err := fb.apply(s.writes, set, del)
+	if err != nil && s.writes.Err() != nil {
+		return errStopping
+	}
 	if err != nil || rev == 0 {
 		return err
 	}
@@ -362,17 +384,25 @@ func (s *SharedCatalog) Apply(set map[string][]byte, del []string) error {
 // first the error is catalog.ErrLockTimeout: another request holds the lock
 // (on this node or another: one that died holding it frees it when its
 // session expires, within the session's TTL), or etcd has no majority.
-func (s *SharedCatalog) Lock(ctx context.Context) (func(), error) {
+func (s *SharedCatalog) Lock(ctx context.Context) (_ func(), err error) {
 	if err := s.Err(); err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer context.AfterFunc(s.writes, cancel)()
+	defer cancel()
+	defer func() {
+		if err != nil && s.writes.Err() != nil {
+			err = errStopping
+		}
+	}()
 	select {
 	case s.lock <- struct{}{}:
 	case <-ctx.Done():
 		return nil, fmt.Errorf("cluster: catalog lock: another request of this node holds it: %w: %w", catalog.ErrLockTimeout, ctx.Err())
 	}
 	// Lock is idempotent for the session (its key is the session's lease).
-	err := retryEtcd(ctx, func() error {
+	err = retryEtcd(ctx, func() error {
 		if err := s.renewLocked(ctx, false); err != nil {
 			return err
 		}
@@ -518,6 +548,7 @@ const revokeTimeout = time.Second
 // itself within its TTL anyway; concurrency.Session.Close would wait the
 // whole TTL.
 func (s *SharedCatalog) Close() error {
+	s.endWrites()
 	s.stop()
 	<-s.done
 	s.mu.Lock()

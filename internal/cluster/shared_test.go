@@ -251,3 +251,89 @@ func TestLockTimeout(t *testing.T) {
 	}
 	release()
 }
+
+// TestStoppingEndsWrites: once the node is stopping, a catalog write
+// waiting on an etcd without a quorum, or for the lock, ends within a
+// moment (catalog.ErrUnavailable), and later writes fail at once. Before
+// Stopping, the last member of a stopping cluster had a split's catalog
+// write wait out etcd's timeouts past the shutdown's bound, and exited 1
+// (TestClusterKillLoop in a clean-clone CI run).
+func TestStoppingEndsWrites(t *testing.T) {
+	ms := testMembers(t, 3)
+	es := startMembers(t, ms, ms)
+	a, err := NewSharedCatalog(t.Context(), es[0].Client(), SharedConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := NewSharedCatalog(t.Context(), es[1].Client(), SharedConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A Lock waiting behind another node's.
+	releaseB, err := b.Lock(opCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		_, err := a.Lock(ctx)
+		ended <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	c, err := NewSharedCatalog(t.Context(), es[2].Client(), SharedConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Stopping()
+	if _, err := c.Lock(t.Context()); !errors.Is(err, catalog.ErrUnavailable) {
+		t.Fatalf("Lock after Stopping = %v, want catalog.ErrUnavailable", err)
+	}
+	a.Stopping()
+	select {
+	case err := <-ended:
+		if !errors.Is(err, catalog.ErrUnavailable) {
+			t.Fatalf("a Lock waiting when the node stopped: %v, want catalog.ErrUnavailable", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a Lock waiting for another node's did not end when the node stopped")
+	}
+	releaseB()
+	_ = b.Close()
+
+	// An Apply waiting on an etcd without a quorum.
+	d, err := NewSharedCatalog(t.Context(), es[0].Client(), SharedConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	release, err := d.Lock(opCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	for _, e := range es[1:] {
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	applied := make(chan error, 1)
+	go func() { applied <- d.Apply(map[string][]byte{"k": []byte("v")}, nil) }()
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	d.Stopping()
+	select {
+	case err := <-applied:
+		if !errors.Is(err, catalog.ErrUnavailable) {
+			t.Fatalf("an Apply without a quorum when the node stopped: %v, want catalog.ErrUnavailable", err)
+		}
+		if took := time.Since(start); took > 2*time.Second {
+			t.Fatalf("the Apply ended %v after Stopping", took)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("an Apply without a quorum did not end when the node stopped")
+	}
+}

@@ -474,6 +474,9 @@ func (s *Server) Run(ctx context.Context) error {
 	cancel()
 	<-watchDone
 	stopBG()
+	if s.node != nil {
+		s.node.Stopping()
+	}
 	// Before the store closes under it, unless it is stuck in the store:
 	// the store's shutdown then gives up on the database too.
 	bgTimer := time.NewTimer(time.Until(deadline))
