@@ -381,6 +381,7 @@ func (h *Host) Campaign(group uint64) error {
 	if !h.underRaft(func() { err = g.rn.Campaign() }) {
 		return ErrStopped
 	}
+	h.nudge() // its votes (or, as a sole voter, its leadership) wait in a Ready
 	return err
 }
 
@@ -773,8 +774,19 @@ func (h *Host) Process() error {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	again := false
 	for _, r := range rds {
-		if !h.underRaft(func() { r.g.rn.Advance(r.rd) }) {
+		// Advance steps the leader's own acknowledgement of the Ready's
+		// entries, which may complete a quorum by itself — a group of one
+		// voter's always does — and so commit them: that makes a Ready
+		// that no message, proposal or tick announces, and the driver is
+		// woken for it. Without this the commit waited for the next tick
+		// (a one-member cluster's writes took 49 ms at p50 with the 100 ms
+		// tick; TestOneVoterCommits).
+		if !h.underRaft(func() {
+			r.g.rn.Advance(r.rd)
+			again = again || r.g.rn.HasReady()
+		}) {
 			return h.failure
 		}
 		h.serveReads(r.g)
@@ -784,6 +796,9 @@ func (h *Host) Process() error {
 		if err := h.truncate(r.g); err != nil {
 			return err
 		}
+	}
+	if again {
+		h.nudge()
 	}
 	return nil
 }
