@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/partitadb/partita/internal/engine"
 	"github.com/partitadb/partita/internal/status"
@@ -114,7 +115,7 @@ func (h *Handler) executeSproc(w http.ResponseWriter, r *http.Request) error {
 	if isTrue(r, hdrScriptLog) {
 		// Percent-encoded (the SDKs decode with decodeURIComponent /
 		// Uri.UnescapeDataString), without the last line's newline.
-		setHeader(w, hdrScriptResult, uriComponentEscape(strings.TrimSuffix(res.Log, "\n")))
+		setHeader(w, hdrScriptResult, scriptLogHeader(strings.TrimSuffix(res.Log, "\n")))
 	}
 	setCharge(w, res.RU)
 	body := res.Body
@@ -148,4 +149,26 @@ func triggerSet(r *http.Request) engine.TriggerSet {
 		return out
 	}
 	return engine.TriggerSet{Pre: split(r.Header.Get(hdrPreTriggers)), Post: split(r.Header.Get(hdrPostTriggers))}
+}
+
+// maxScriptLogHeader bounds the percent-encoded script log header: Node's
+// HTTP parser refuses a response whose headers pass 16 KiB, so
+// @azure/cosmos failed a stored procedure whose log passed about 15,000
+// ASCII characters (1,700 of "€", nine bytes each encoded) — after its
+// writes had committed, which a retry then repeated (a scripts hunt).
+const maxScriptLogHeader = 8 << 10
+
+// scriptLogHeader is the script log header's value: log percent-encoded,
+// cut at a character so that it stays within maxScriptLogHeader.
+func scriptLogHeader(log string) string {
+	b := make([]byte, 0, min(len(log)+len(log)/2, maxScriptLogHeader))
+	for len(log) > 0 {
+		_, n := utf8.DecodeRuneInString(log)
+		next := appendURIComponent(b, log[:n])
+		if len(next) > maxScriptLogHeader {
+			break
+		}
+		b, log = next, log[n:]
+	}
+	return string(b)
 }

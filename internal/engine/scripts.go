@@ -447,7 +447,7 @@ func (h *scriptHost) Delete(link string, ifMatch string) error {
 	return nil
 }
 
-func (h *scriptHost) Query(query string, params map[string][]byte, page script.Page) ([][]byte, string, error) {
+func (h *scriptHost) Query(ctx context.Context, query string, params map[string][]byte, page script.Page) ([][]byte, string, error) {
 	ast, err := parse.Parse(query)
 	if err != nil {
 		return nil, "", hostErr(translate(err))
@@ -459,12 +459,12 @@ func (h *scriptHost) Query(query string, params map[string][]byte, page script.P
 	if err != nil {
 		return nil, "", hostErr(translate(err))
 	}
-	if page.Continuation == "" && (page.Size <= 0 || !prog.Streamable()) {
+	if page.Continuation == "" && !prog.Streamable() {
 		// Every result in one page: what a query whose rows depend on
 		// every document (ORDER BY, GROUP BY, aggregates, DISTINCT)
-		// always answers.
-		rows, err := prog.Run(h.ctx, func(yield func([]byte) bool) error {
-			return h.t.scan(h.ctx, func(v []byte) bool { return yield(bytes.Clone(v)) })
+		// always answers. The script's limits bound it (ctx).
+		rows, err := prog.Run(ctx, func(yield func([]byte) bool) error {
+			return h.t.scan(ctx, func(v []byte) bool { return yield(bytes.Clone(v)) })
 		})
 		if err != nil {
 			return nil, "", hostErr(translate(err))
@@ -474,23 +474,20 @@ func (h *scriptHost) Query(query string, params map[string][]byte, page script.P
 	if !prog.Streamable() {
 		return nil, "", hostErr(status.BadRequest("the continuation given to queryDocuments is not one this query returned: a query with ORDER BY, GROUP BY, an aggregate or DISTINCT answers every result in one page"))
 	}
-	return h.page(prog, page)
+	return h.page(ctx, prog, page)
 }
 
-func (h *scriptHost) ReadAll(page script.Page) ([][]byte, string, error) {
-	if page.Size <= 0 && page.Continuation == "" {
-		var out [][]byte
-		err := h.t.scan(h.ctx, func(v []byte) bool {
-			out = append(out, bytes.Clone(v))
-			return true
-		})
-		if err != nil {
-			return nil, "", hostErr(err)
-		}
-		return out, "", nil
-	}
-	return h.page(readAllProgram, page)
+func (h *scriptHost) ReadAll(ctx context.Context, page script.Page) ([][]byte, string, error) {
+	return h.page(ctx, readAllProgram, page)
 }
+
+// scriptPageBytes ends a page of a script's query or read once its rows
+// reach it (a page has at least one row), as a query's page through the
+// API ends at 4 MiB: pageSize -1 asks for a page as large as the server
+// gives, not for every result (a scripts hunt: a stored procedure reading
+// 720 MB of items with pageSize -1 took 1.8 GB before its memory limit
+// stopped it).
+const scriptPageBytes = 4 << 20
 
 // readAllProgram is readDocuments as a query, for its pages.
 var readAllProgram = func() *exec.Program {
@@ -517,9 +514,9 @@ type scriptCursor struct {
 }
 
 // page runs the streamable prog over the logical partition from page's
-// continuation and returns at most page.Size rows and the continuation of
-// the rest.
-func (h *scriptHost) page(prog *exec.Program, page script.Page) ([][]byte, string, error) {
+// continuation and returns at most page.Size rows (0: no count), at most
+// scriptPageBytes of them, and the continuation of the rest.
+func (h *scriptHost) page(ctx context.Context, prog *exec.Program, page script.Page) ([][]byte, string, error) {
 	var cur scriptCursor
 	if page.Continuation != "" {
 		b, err := base64.RawURLEncoding.DecodeString(page.Continuation)
@@ -541,12 +538,13 @@ func (h *scriptHost) page(prog *exec.Program, page script.Page) ([][]byte, strin
 		n          = cur.N
 		first      = true
 		badKey     error
+		size       int // bytes of out
 	)
 	if cur.ID != "" {
 		from = h.t.key(cur.ID)
 	}
 	docs := func(yield func([]byte) bool) error {
-		return h.t.scanFrom(h.ctx, from, func(key, v []byte) bool {
+		return h.t.scanFrom(ctx, from, func(key, v []byte) bool {
 			k, err := decodeItemKey(key)
 			if err != nil {
 				badKey = err
@@ -560,7 +558,7 @@ func (h *scriptHost) page(prog *exec.Program, page script.Page) ([][]byte, strin
 			return yield(v)
 		})
 	}
-	err := prog.Stream(h.ctx, docs, func(row []byte) bool {
+	err := prog.Stream(ctx, docs, func(row []byte) bool {
 		inItem++
 		if resumeSkip > 0 {
 			resumeSkip--
@@ -570,7 +568,7 @@ func (h *scriptHost) page(prog *exec.Program, page script.Page) ([][]byte, strin
 		if take >= 0 && r >= skip+take {
 			return false // the window is full: no more pages
 		}
-		if page.Size > 0 && len(out) == page.Size {
+		if page.Size > 0 && len(out) == page.Size || size >= scriptPageBytes {
 			// A row past the page: the next one starts with it.
 			b, _ := json.Marshal(scriptCursor{ID: id, Skip: inItem - 1, N: r})
 			next = base64.RawURLEncoding.EncodeToString(b)
@@ -579,6 +577,7 @@ func (h *scriptHost) page(prog *exec.Program, page script.Page) ([][]byte, strin
 		n++
 		if r >= skip {
 			out = append(out, bytes.Clone(row))
+			size += len(row)
 		}
 		return true
 	})

@@ -2,10 +2,16 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/partitadb/partita/internal/script"
+	"github.com/partitadb/partita/internal/status"
 )
 
 // TestSprocQueryPages: a stored procedure's queryDocuments and
@@ -104,5 +110,77 @@ func TestSprocQueryPages(t *testing.T) {
 	}
 	if _, err := e.ExecuteStoredProcedure(ctx, "db", "k", "forged", pk, []byte(`[]`), false); code(err) != http.StatusBadRequest {
 		t.Errorf("a continuation the engine did not make: %v, want 400", err)
+	}
+}
+
+// TestSprocQueryBounds: a stored procedure's query or read with pageSize
+// -1 answers pages of at most 4 MiB of rows with a continuation, as a
+// query's pages through the API do (it gathered every result: a scripts
+// hunt's procedure reading 720 MB took 1.8 GB of memory before its limit
+// stopped it); and a query whose UDF calls outlast the procedure's time
+// limit stops at it (the hunt's ran 40 s, the partition locked, and
+// answered 408 only at its end).
+func TestSprocQueryBounds(t *testing.T) {
+	e := testEngineWith(t, Config{ScriptLimits: script.Limits{Timeout: 500 * time.Millisecond}})
+	ctx := t.Context()
+	pk := pkOf(0)
+	big := strings.Repeat("x", 1_100_000)
+	for i := range 10 {
+		body := fmt.Sprintf(`{"id":"d%02d","pk":"p0","s":%q}`, i, big)
+		if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Create, PK: pk, Body: []byte(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const sproc = `function (query) {
+		var c = getContext().getCollection(), sizes = [];
+		function next(cont) {
+			var cb = function (err, docs, resp) {
+				if (err) throw err;
+				sizes.push(docs.length);
+				if (resp.continuation) next(resp.continuation);
+				else getContext().getResponse().setBody(sizes);
+			};
+			var opts = {pageSize: -1, continuation: cont};
+			if (query) c.queryDocuments(c.getSelfLink(), query, opts, cb);
+			else c.readDocuments(c.getSelfLink(), opts, cb);
+		}
+		next(undefined);
+	}`
+	def, _ := json.Marshal(map[string]string{"id": "all", "body": sproc})
+	if _, err := e.CreateScript("db", "k", StoredProcedures, def); err != nil {
+		t.Fatal(err)
+	}
+	for _, query := range []string{"", "SELECT * FROM c", "SELECT VALUE c.s FROM c"} {
+		args, _ := json.Marshal([]any{query})
+		res, err := e.ExecuteStoredProcedure(ctx, "db", "k", "all", pk, args, false)
+		if err != nil {
+			t.Fatalf("%q: %v", query, err)
+		}
+		if got := string(res.Body); got != "[4,4,2]" {
+			t.Errorf("%q with pageSize -1: pages of %s, want [4,4,2] (4 MiB each at most)", query, got)
+		}
+	}
+
+	// 40 calls of a UDF that takes 300 ms each: 12 s to the end.
+	udf, _ := json.Marshal(map[string]string{"id": "slow", "body": `function (x) { var t = Date.now(); while (Date.now() - t < 300) {} return x; }`})
+	if _, err := e.CreateScript("db", "k", UDFs, udf); err != nil {
+		t.Fatal(err)
+	}
+	for i := 10; i < 40; i++ {
+		body := fmt.Sprintf(`{"id":"d%02d","pk":"p0"}`, i)
+		if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Create, PK: pk, Body: []byte(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	args, _ := json.Marshal([]any{"SELECT VALUE udf.slow(c.id) FROM c"})
+	_, err := e.ExecuteStoredProcedure(ctx, "db", "k", "all", pk, args, false)
+	took := time.Since(start)
+	var se *status.Error
+	if !errors.As(err, &se) || se.Code != http.StatusRequestTimeout {
+		t.Fatalf("a query of slow UDFs past the procedure's time limit: %v, want 408", err)
+	}
+	if took > 6*time.Second {
+		t.Errorf("the procedure answered 408 after %v: its query ran on past the limit (500 ms; to its end: 12 s)", took)
 	}
 }

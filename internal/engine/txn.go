@@ -485,7 +485,9 @@ func (t *lpTxn) scan(ctx context.Context, fn func(stored []byte) bool) error {
 }
 
 // scanFrom is scan from the item whose key is from on (nil: the first),
-// with each item's key.
+// with each item's key. It stops when ctx ends, before every item: what fn
+// does with one (a script's query: UDF calls, rows of megabytes) may be
+// far more than reading it (replica.Scan looks at ctx every 256).
 func (t *lpTxn) scanFrom(ctx context.Context, from []byte, fn func(key, stored []byte) bool) error {
 	span := logicalSpan(t.epk, t.pkEnc)
 	if bytes.Compare(from, span.Lower) > 0 {
@@ -493,11 +495,18 @@ func (t *lpTxn) scanFrom(ctx context.Context, from []byte, fn func(key, stored [
 	}
 	loaded := 0
 	hidden := t.e.goneFilter(t.c)
+	var ended error
 	err := replica.Scan(ctx, t.b, span, func(k, v []byte) bool {
+		if ended = ctx.Err(); ended != nil {
+			return false
+		}
 		loaded++
 		return (hidden != nil && hidden(k, v)) || fn(k, v)
 	})
 	t.ru += throughput.QueryCost(loaded, 0, 1)
+	if err == nil {
+		err = ended
+	}
 	return translate(err)
 }
 

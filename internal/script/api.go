@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/dop251/goja"
+	"github.com/valyala/fastjson"
 )
 
 type nativeFunc = func(goja.FunctionCall) goja.Value
@@ -416,11 +417,51 @@ func (x *execution) docValue(method string, v goja.Value) goja.Value {
 	if !isString(v) {
 		return v
 	}
-	parsed, err := x.parseJSON([]byte(v.String()))
+	parsed, err := x.parser.Parse(v.String())
 	if err != nil {
 		x.throwTypeError("%s: the document string is not valid JSON", method)
 	}
-	return parsed
+	// A JavaScript object has each name once; a string can name one twice,
+	// which a document may not wherever it enters (README): the object made
+	// from it would keep the last silently (a scripts hunt).
+	if name, dup := duplicateName(parsed); dup {
+		panic(x.newStatusError(http.StatusBadRequest, fmt.Sprintf("%s: the document names the property %q twice in one object: property names must be unique within an object", method, name)))
+	}
+	return x.fromJSON(parsed)
+}
+
+// duplicateName returns a property name that an object within v names
+// twice, if any.
+func duplicateName(v *fastjson.Value) (string, bool) {
+	switch v.Type() {
+	case fastjson.TypeObject:
+		o, _ := v.Object()
+		seen := make(map[string]bool, o.Len())
+		var (
+			name string
+			dup  bool
+		)
+		o.Visit(func(k []byte, m *fastjson.Value) {
+			if dup {
+				return
+			}
+			if seen[string(k)] {
+				name, dup = string(k), true
+				return
+			}
+			seen[string(k)] = true
+			name, dup = duplicateName(m)
+		})
+		return name, dup
+	case fastjson.TypeArray:
+		a, _ := v.Array()
+		for _, m := range a {
+			if name, dup := duplicateName(m); dup {
+				return name, true
+			}
+		}
+	}
+	return "", false
 }
 
 // docBody returns the JSON of a document argument (see docValue).
@@ -456,6 +497,9 @@ func (x *execution) perform(cb goja.Callable, do func() ([]goja.Value, error)) g
 	}
 	x.ops++
 	results, err := do()
+	// A host call the watchdog ended (hostCtx) fails with whatever the cut left: the
+	// script unwinds with the watchdog's verdict instead (408, or the memory limit).
+	x.checkFired()
 	if err != nil {
 		he, ok := errors.AsType[*HostError](err)
 		if !ok {
@@ -621,7 +665,7 @@ func (x *execution) queryDocuments(call goja.FunctionCall) goja.Value {
 	o := x.trailing("queryDocuments", args[1:])
 	page := x.page("queryDocuments", o)
 	return x.perform(o.cb, func() ([]goja.Value, error) {
-		docs, next, err := x.host.Query(query, params, page)
+		docs, next, err := x.host.Query(x.hostCtx, query, params, page)
 		if err != nil {
 			return nil, err
 		}
@@ -705,7 +749,7 @@ func (x *execution) readDocuments(call goja.FunctionCall) goja.Value {
 	o := x.trailing("readDocuments", args)
 	page := x.page("readDocuments", o)
 	return x.perform(o.cb, func() ([]goja.Value, error) {
-		docs, next, err := x.host.ReadAll(page)
+		docs, next, err := x.host.ReadAll(x.hostCtx, page)
 		if err != nil {
 			return nil, err
 		}

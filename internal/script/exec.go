@@ -254,6 +254,11 @@ type execution struct {
 	// joining are the arrays whose join or toLocaleString is in progress, innermost last.
 	joining []*goja.Object
 
+	// hostCtx is the context of the host calls of the current run: it ends with the run's
+	// context and when the watchdog fires, so that a host call that runs Go code for long (a
+	// query) stops with the script.
+	hostCtx context.Context
+
 	// fired is the watchdog's verdict once it has interrupted the VM. goja clears the interrupt
 	// when the interrupted call returns to Go, so the Go→JavaScript calls made after the
 	// script (rendering results and errors, which may run user toJSON/toString) check it
@@ -381,8 +386,12 @@ func (x *execution) run(ctx context.Context, body func() error) (err error) {
 	x.fired.Store(nil)
 	x.rt.ClearInterrupt()
 	start := time.Now()
+	hostCtx, endHost := context.WithCancel(ctx)
+	defer endHost()
+	x.hostCtx = hostCtx
 	w := startWatchdog(ctx, x.lim, func(e *Error) {
 		x.fired.Store(e)
+		endHost()
 		x.rt.Interrupt(e)
 	})
 	defer w.stop()

@@ -1,6 +1,7 @@
 package script
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -17,6 +18,9 @@ type fakeHost struct {
 	etags int
 	calls []string // operations performed, e.g. "create a"
 	fail  error    // when set, every operation fails with it
+	// blockQueries makes Query and ReadAll run until their context ends, as a query
+	// calling slow UDFs would.
+	blockQueries bool
 }
 
 func newFakeHost(docs ...string) *fakeHost {
@@ -173,7 +177,11 @@ var whereRE = regexp.MustCompile(`(?i)^SELECT \* FROM c(?: WHERE c\.(\w+) = (@\w
 
 // Query answers the queries whereRE matches, in pages of page.Size (the
 // continuation is the offset of the next page).
-func (h *fakeHost) Query(query string, params map[string][]byte, page Page) ([][]byte, string, error) {
+func (h *fakeHost) Query(ctx context.Context, query string, params map[string][]byte, page Page) ([][]byte, string, error) {
+	if h.blockQueries {
+		<-ctx.Done()
+		return nil, "", ctx.Err()
+	}
 	all, err := h.query(query, params)
 	if err != nil || page.Size <= 0 && page.Continuation == "" {
 		return all, "", err
@@ -226,8 +234,8 @@ func (h *fakeHost) query(query string, params map[string][]byte) ([][]byte, erro
 	return out, nil
 }
 
-func (h *fakeHost) ReadAll(page Page) ([][]byte, string, error) {
-	return h.Query("SELECT * FROM c", nil, page)
+func (h *fakeHost) ReadAll(ctx context.Context, page Page) ([][]byte, string, error) {
+	return h.Query(ctx, "SELECT * FROM c", nil, page)
 }
 
 func (h *fakeHost) sortedIDs() []string {

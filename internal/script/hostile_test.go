@@ -3,6 +3,7 @@ package script
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"net/http"
 	"runtime"
 	"slices"
@@ -423,4 +424,61 @@ func TestConstantFolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	jsonEqual(t, "body", res.Body, `["undefined","ab","c1",1,1]`)
+}
+
+// TestHostCallEndsAtLimit: a host call that runs Go code for long (a query calling slow UDFs,
+// gathering rows) is handed a context that ends when the script passes its limit, and the
+// script then fails with the limit's verdict. Before, the query ran to its end: a scripts hunt
+// saw a stored procedure's query of slow UDFs answer 408 after 40 s, holding the partition's
+// lock and the script slot all along. Both query forms, with and without a callback.
+func TestHostCallEndsAtLimit(t *testing.T) {
+	for _, src := range []string{
+		`function () { getContext().getCollection().queryDocuments(getContext().getCollection().getSelfLink(), "SELECT * FROM c", {pageSize: -1}, function (err, docs) { if (err) throw err; }); }`,
+		`function () { getContext().getCollection().readDocuments(getContext().getCollection().getSelfLink()); }`,
+	} {
+		p := mustSproc(t, src)
+		h := newFakeHost()
+		h.blockQueries = true
+		done := make(chan error, 1)
+		go func() {
+			_, err := p.Execute(context.Background(), h, nil, Limits{Timeout: 100 * time.Millisecond}, false)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if se := asError(t, err); se.Kind != KindTimeout {
+				t.Errorf("a query past the time limit: %v, want KindTimeout", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("a query past the script's time limit ran on: its context did not end")
+		}
+	}
+}
+
+// TestStringDocumentDuplicateNames: a document given to createDocument or upsertDocument as a
+// JSON string that names a property twice in one object, at any depth, is refused with 400
+// naming it, as a document entering any other way is (README); the object made from it kept
+// the last occurrence silently (a scripts hunt). Nothing is written.
+func TestStringDocumentDuplicateNames(t *testing.T) {
+	for _, doc := range []string{
+		`{"id":"dup","pk":"a","x":1,"x":2}`,
+		`{"id":"dup","pk":"a","o":{"arr":[{"y":1,"y":2}]}}`,
+	} {
+		p := mustSproc(t, `function (doc) { var c = getContext().getCollection(); c.createDocument(c.getSelfLink(), doc); }`)
+		h := newFakeHost()
+		args, _ := json.Marshal([]string{doc})
+		_, err := p.Execute(context.Background(), h, args, Limits{}, false)
+		se := asError(t, err)
+		if se.Status != http.StatusBadRequest || !strings.Contains(se.Msg, "twice") {
+			t.Errorf("createDocument(%s) = %v, want 400 naming the duplicate", doc, err)
+		}
+		if len(h.docs) != 0 {
+			t.Errorf("createDocument(%s) wrote %v", doc, h.docs)
+		}
+	}
+	p := mustSproc(t, `function (doc) { var c = getContext().getCollection(); c.createDocument(c.getSelfLink(), doc); }`)
+	h := newFakeHost()
+	if _, err := p.Execute(context.Background(), h, []byte(`["{\"id\":\"ok\",\"pk\":\"a\",\"x\":1,\"o\":{\"x\":2}}"]`), Limits{}, false); err != nil || len(h.docs) != 1 {
+		t.Errorf("createDocument of a string without duplicates: %v, %d docs", err, len(h.docs))
+	}
 }

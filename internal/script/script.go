@@ -1,6 +1,7 @@
 package script
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -40,9 +41,14 @@ type Host interface {
 	Delete(link string, ifMatch string) error
 	// Query runs a SQL query within the partition; params maps "@name" to the JSON of its value.
 	// It returns a page of the results and the continuation of the rest ("" when there is none).
-	Query(query string, params map[string][]byte, page Page) ([][]byte, string, error)
-	// ReadAll returns a page of the partition's documents and the continuation of the rest.
-	ReadAll(page Page) ([][]byte, string, error)
+	// ctx ends when the script's request does or the script passes a limit (its time, its
+	// memory): the query must stop then, so that its scan, its UDF calls and the rows it
+	// gathers stay within the script's limits (a scripts hunt: a stored procedure's query
+	// calling a slow UDF ran for 40 s, and one gathering large rows reached 12.9 GB).
+	Query(ctx context.Context, query string, params map[string][]byte, page Page) ([][]byte, string, error)
+	// ReadAll returns a page of the partition's documents and the continuation of the rest;
+	// ctx as for Query.
+	ReadAll(ctx context.Context, page Page) ([][]byte, string, error)
 }
 
 // Page is what a queryDocuments or readDocuments call asks for: at most Size results (0: all

@@ -175,6 +175,32 @@ describe("partita scripts, batch and bulk with @azure/cosmos", () => {
       assert.equal(decodeURIComponent(raw), "log me: a,b");
     });
 
+    it("execute: a long script log does not break the SDK after the writes commit", async () => {
+      // Node refuses a response whose headers pass 16 KiB: a log of 17,000
+      // characters (or 2,000 of "€", nine bytes each encoded) failed the
+      // call after its create had committed (a scripts hunt). The header is
+      // cut at a character within 8 KiB encoded.
+      await container.scripts.storedProcedures.create({
+        id: "logLong",
+        body: function (id, text, times) {
+          var coll = getContext().getCollection();
+          coll.createDocument(coll.getSelfLink(), { id: id, pk: "sp" }, function (err) {
+            if (err) throw err;
+            console.log(text.repeat(times));
+            getContext().getResponse().setBody("done");
+          });
+        },
+      });
+      for (const [id, text, times] of [["long-ascii", "x", 17000], ["long-euro", "€", 2000]]) {
+        const res = await container.scripts.storedProcedure("logLong").execute("sp", [id, text, times], { enableScriptLogging: true });
+        assert.equal(res.resource, "done");
+        const log = decodeURIComponent(res.headers[SCRIPT_LOG_HEADER]);
+        assert.ok(log.length > 0 && text.repeat(times).startsWith(log), `the log is not a prefix of the one written: ${log.slice(0, 40)}…`);
+        assert.ok(res.headers[SCRIPT_LOG_HEADER].length <= 8192, `the log header is ${res.headers[SCRIPT_LOG_HEADER].length} bytes`);
+        assert.equal((await readOrUndefined(container, id, "sp"))?.id, id);
+      }
+    });
+
     it("execute: console.log substitutes %s as Cosmos DB's script runtime does", async () => {
       // The sproc of the Java, Python and .NET SDKs' script-logging tests, whose
       // header decodes to "The value of x is 1."; then the runtime's other rules
