@@ -339,6 +339,14 @@ func (x *execution) trailing(method string, args []goja.Value) opArgs {
 				x.throwTypeError("%s: options must be an object", method)
 			}
 			o.options = obj
+			for _, name := range []string{"preTriggerInclude", "postTriggerInclude"} {
+				// Cosmos DB's server-side API takes them; Partita does not run
+				// triggers for a script's own operations, and says so rather
+				// than write without them (a scripts hunt found them ignored).
+				if v := prop(obj, name); !isNullish(v) && v.String() != "" {
+					panic(x.newStatusError(http.StatusBadRequest, fmt.Sprintf("%s: options.%s is not supported: Partita runs triggers for a client's requests, not for a script's own operations", method, name)))
+				}
+			}
 		}
 	}
 	if len(args) > 1 && !isNullish(args[1]) {

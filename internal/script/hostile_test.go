@@ -482,3 +482,19 @@ func TestStringDocumentDuplicateNames(t *testing.T) {
 		t.Errorf("createDocument of a string without duplicates: %v, %d docs", err, len(h.docs))
 	}
 }
+
+// TestTriggerOptionsRefused: a script's own operation naming triggers to run is refused with
+// 400 saying that it is not supported, not performed without them (a scripts hunt).
+func TestTriggerOptionsRefused(t *testing.T) {
+	p := mustSproc(t, `function () { var c = getContext().getCollection(); c.createDocument(c.getSelfLink(), {id: "a", pk: "a"}, {preTriggerInclude: "t"}); }`)
+	h := newFakeHost()
+	_, err := p.Execute(context.Background(), h, nil, Limits{}, false)
+	if se := asError(t, err); se.Status != http.StatusBadRequest || !strings.Contains(se.Msg, "not supported") || len(h.docs) != 0 {
+		t.Errorf("createDocument with preTriggerInclude: %v (%d docs), want 400 not supported and nothing written", err, len(h.docs))
+	}
+	// An empty one names no trigger.
+	p = mustSproc(t, `function () { var c = getContext().getCollection(); c.createDocument(c.getSelfLink(), {id: "a", pk: "a"}, {postTriggerInclude: []}); }`)
+	if _, err := p.Execute(context.Background(), h, nil, Limits{}, false); err != nil || len(h.docs) != 1 {
+		t.Errorf("createDocument with an empty postTriggerInclude: %v, %d docs", err, len(h.docs))
+	}
+}
