@@ -252,7 +252,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	endpoint := srv.Endpoint()
 	fmt.Fprintf(stdout, "Partita %s is serving the Cosmos DB API at %s (data in %s, ready in %s)\n",
 		Version, endpoint, cfg.Store.Dir, time.Since(start).Round(time.Millisecond))
-	fmt.Fprintf(stdout, "Connection string: AccountEndpoint=%s;AccountKey=%s;\n", endpoint, cfg.Auth.Key)
+	fmt.Fprintf(stdout, "Connection string: %s\n", connectionString(endpoint, cfg.Auth.Key))
 	if a := srv.ComputeGatewayAddr(); a != nil {
 		fmt.Fprintf(stdout, "Compute-gateway listener (ids addressed exactly) at %s\n", a)
 	}
@@ -288,4 +288,16 @@ func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
 		fs.PrintDefaults()
 	}
 	return fs
+}
+
+// connectionString is the connection string serve and floor print: with
+// the key itself only when it is the emulator's well-known one. A key of
+// one's own stays out of the output, which logs keep (a security review:
+// a key passed through PARTITA_KEY, to keep it out of the process list,
+// was printed whole).
+func connectionString(endpoint, key string) string {
+	if key != config.EmulatorKey {
+		key = "<the master key you gave: --key or PARTITA_KEY>"
+	}
+	return fmt.Sprintf("AccountEndpoint=%s;AccountKey=%s;", endpoint, key)
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,5 +145,18 @@ func TestParseServeAAD(t *testing.T) {
 		if _, err := parseServe(args, func(string) string { return "" }, &bytes.Buffer{}); err == nil {
 			t.Errorf("parseServe(%q) succeeded", args)
 		}
+	}
+}
+
+// TestConnectionStringHidesOwnKey: serve prints the emulator's well-known
+// key in its connection string, and never a key of one's own (a security
+// review: one passed through PARTITA_KEY was printed whole, into logs).
+func TestConnectionStringHidesOwnKey(t *testing.T) {
+	if got := connectionString("https://127.0.0.1:8081/", config.EmulatorKey); !strings.Contains(got, config.EmulatorKey) {
+		t.Errorf("with the emulator's key: %q, want the key", got)
+	}
+	own := "bXktcHJpdmF0ZS1tYXN0ZXIta2V5LTAxMjM0NTY3ODlhYmNkZWY="
+	if got := connectionString("https://127.0.0.1:8081/", own); strings.Contains(got, own) || !strings.Contains(got, "AccountEndpoint=https://127.0.0.1:8081/;") {
+		t.Errorf("with a key of one's own: %q, want the endpoint and not the key", got)
 	}
 }

@@ -35,7 +35,7 @@ func floorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	endpoint := srv.Endpoint()
 	fmt.Fprintf(stdout, "Partita %s floor server (no storage; benchmarks only) is serving at %s\n", Version, endpoint)
-	fmt.Fprintf(stdout, "Connection string: AccountEndpoint=%s;AccountKey=%s;\n", endpoint, cfg.Auth.Key)
+	fmt.Fprintf(stdout, "Connection string: %s\n", connectionString(endpoint, cfg.Auth.Key))
 	if err := srv.Run(ctx); err != nil {
 		log.Error("floor server stopped", "err", err)
 		return 1
