@@ -85,6 +85,11 @@ func (g feedGroup) holds(key []byte) bool {
 	return false
 }
 
+// maxTxnPageBytes bounds a change feed page that goes past its size to hold
+// a transaction whole: a transaction larger than that (a stored procedure
+// can write a thousand items of 2 MB) is delivered across pages.
+const maxTxnPageBytes = 32 << 20
+
 // ReadChanges reads one page of the latest-version change feed of db/coll:
 // the live items of the scope last written after the position, in commit
 // order, at their latest version. Deletes do not appear, and an item
@@ -95,7 +100,9 @@ func (g feedGroup) holds(key []byte) bool {
 // with their parent, so a position stays valid across splits: a child range
 // continues where its parent stopped. A page never passes an LSN a
 // transaction still holds, so a write that commits late is not skipped, and
-// reads one snapshot of each keyspace. Errors: 404; 410/1002 for a range id
+// reads one snapshot of each keyspace. A page holds the writes of a
+// transaction (a batch, a stored procedure) whole, past its item count and
+// size if need be, as Cosmos DB's change feed does (maxTxnPageBytes). Errors: 404; 410/1002 for a range id
 // that no longer exists; 400 for a bad sub-range or position.
 func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFeed) (ChangePage, error) {
 	c, release, err := e.readContainer(ctx, db, coll)
@@ -176,14 +183,24 @@ func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFee
 		var failed error
 		span := changeSpan(g.pos)
 		span.Upper = changeKey(stable + 1)
-		groupFull := false
-		err = replica.Scan(ctx, snap, span, func(k, itemKey []byte) bool {
+		groupFull, held := false, false
+		// through is the largest LSN of a transaction the page delivered
+		// part of: the page goes on to it whatever its limits, so that it
+		// holds the transaction whole (changeValue).
+		var through uint64
+		err = replica.Scan(ctx, snap, span, func(k, v []byte) bool {
 			entries++
-			if entries%256 == 0 && time.Now().After(deadline) {
+			lsn, err := entrySeq(k)
+			if err != nil {
+				failed = err
+				return false
+			}
+			within := lsn <= through
+			if !within && entries%256 == 0 && time.Now().After(deadline) {
 				groupFull = true
 				return false
 			}
-			lsn, err := entrySeq(k)
+			itemKey, txnEnd, err := splitChangeValue(v)
 			if err != nil {
 				failed = err
 				return false
@@ -192,8 +209,16 @@ func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFee
 				g.pos = lsn // nothing of this scope up to here
 				return true
 			}
-			if len(p.Items) >= limit {
+			if !within && len(p.Items) >= limit {
 				groupFull = true
+				return false
+			}
+			if txnEnd > stable {
+				// A transaction whose later LSNs lie past the stable mark
+				// (another transaction holds one between): it waits, whole,
+				// for a page that can read to its end. The other keyspaces
+				// are read meanwhile.
+				held = true
 				return false
 			}
 			doc, err := snap.Get(itemKey)
@@ -216,13 +241,14 @@ func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFee
 				g.pos = lsn
 				return true
 			}
-			if len(p.Items) > 0 && size+len(doc) > e.cfg.MaxPageBytes {
+			if len(p.Items) > 0 && size+len(doc) > e.cfg.MaxPageBytes && (!within || size+len(doc) > maxTxnPageBytes) {
 				groupFull = true
 				return false
 			}
 			p.Items = append(p.Items, withLSN(doc, lsn))
 			size += len(doc)
 			g.pos = lsn
+			through = max(through, txnEnd)
 			return true
 		})
 		if err == nil {
@@ -234,6 +260,9 @@ func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFee
 		}
 		if groupFull {
 			full = true
+			continue
+		}
+		if held {
 			continue
 		}
 		// Read to the stable mark: nothing of the scope lies between.

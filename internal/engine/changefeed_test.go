@@ -307,3 +307,112 @@ func TestChangeFeedKeyOfAnotherRange(t *testing.T) {
 		t.Errorf("%d ranges delivered the item, %d nothing; want 1 and 3", owners, others)
 	}
 }
+
+// TestChangeFeedHoldsTransactions: a page of the change feed holds the
+// writes of a transaction whole, past its item count if need be, as Cosmos
+// DB's does ("the number of items received could be higher than the
+// specified value so that the items changed by the same transaction are
+// returned as part of one atomic batch"); a change-feed hunt read a batch of
+// ten in pages of [3,3,3,3]. A transaction whose LSNs straddle another's
+// that is still open is held back whole until that one ends, rather than
+// delivered in part.
+func TestChangeFeedHoldsTransactions(t *testing.T) {
+	e := testEngine(t)
+	ctx := context.Background()
+	c, err := e.container("db", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l1, _ := locate(c, pkN(1), "")
+	create := func(id string) {
+		t.Helper()
+		if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Create, PK: pkN(1), Body: fmt.Appendf(nil, `{"id":%q,"pk":"p1"}`, id)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := func(p ChangePage) []string {
+		var out []string
+		for _, it := range p.Items {
+			var x struct{ ID string }
+			_ = json.Unmarshal(it, &x)
+			out = append(out, x.ID)
+		}
+		return out
+	}
+	create("pre")
+	var ops []BatchOp
+	var batch []string
+	for i := range 10 {
+		id := fmt.Sprintf("b%d", i)
+		batch = append(batch, id)
+		ops = append(ops, BatchOp{Type: "Create", Body: fmt.Appendf(nil, `{"id":%q,"pk":"p1"}`, id)})
+	}
+	if _, err := e.ExecuteBatch(ctx, "db", "k", pkN(1), ops); err != nil {
+		t.Fatal(err)
+	}
+	create("post")
+	var pages [][]string
+	req := ChangeFeed{Scope: Scope{RangeID: l1.rng.ID}, MaxItems: 3}
+	for {
+		p, err := e.ReadChanges(ctx, "db", "k", req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Items) == 0 {
+			break
+		}
+		pages = append(pages, ids(p))
+		req.After, req.HasAfter = p.Position, true
+	}
+	want := [][]string{append([]string{"pre"}, batch...), {"post"}}
+	if fmt.Sprint(pages) != fmt.Sprint(want) {
+		t.Errorf("pages of 3: %v, want %v (the batch whole in one page)", pages, want)
+	}
+
+	// T takes an LSN, U (another logical partition of the range) the next
+	// and stays open, T the one after and commits.
+	near := 2
+	for ; ; near++ {
+		if l, _ := locate(c, pkN(near), ""); l.rng.ID == l1.rng.ID {
+			break
+		}
+	}
+	tx, err := e.begin(t.Context(), c, pkN(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.write(Create, "", []byte(`{"id":"t1","pk":"p1"}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	u, err := e.begin(t.Context(), c, pkN(near))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := u.write(Create, "", fmt.Appendf(nil, `{"id":"u","pk":"p%d"}`, near), ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.write(Create, "", []byte(`{"id":"t2","pk":"p1"}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.commit(); err != nil {
+		t.Fatal(err)
+	}
+	req.MaxItems = 1
+	p, err := e.ReadChanges(ctx, "db", "k", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(p); len(got) != 0 {
+		t.Fatalf("with U open between T's writes: %v, want nothing yet (not t1 alone)", got)
+	}
+	if err := u.commit(); err != nil {
+		t.Fatal(err)
+	}
+	req.After, req.HasAfter = p.Position, true
+	if p, err = e.ReadChanges(ctx, "db", "k", req); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(p); !slices.Equal(got, []string{"t1", "u", "t2"}) {
+		t.Errorf("once U committed, a page of 1: %v, want [t1 u t2] (T whole)", got)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"github.com/partitadb/partita/internal/catalog"
@@ -81,9 +82,11 @@ func (t *lpTxn) moveChange(key []byte, etag string, lsn uint64) error {
 			return translate(fmt.Errorf("stored item: %w", err))
 		}
 		t.b.Delete(changeKey(old))
+		t.changes = slices.DeleteFunc(t.changes, func(ch txnChange) bool { return ch.lsn == old })
 	}
 	if lsn != 0 {
 		t.b.Set(changeKey(lsn), key)
+		t.changes = append(t.changes, txnChange{lsn, key})
 	}
 	return nil
 }

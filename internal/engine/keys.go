@@ -56,6 +56,25 @@ func appendEscaped(dst, b []byte) []byte {
 	return append(dst, 0x00, 0x01)
 }
 
+// skipEscaped returns what follows the escaped byte string at the front of
+// b (readEscaped without the decoding).
+func skipEscaped(b []byte) (rest []byte, err error) {
+	for i := 0; i+1 < len(b); i++ {
+		if b[i] != 0 {
+			continue
+		}
+		switch b[i+1] {
+		case 0x01:
+			return b[i+2:], nil
+		case 0xFF:
+			i++
+		default:
+			return nil, errBadKey
+		}
+	}
+	return nil, errBadKey
+}
+
 // readEscaped decodes one escaped byte string from the front of b.
 func readEscaped(b []byte) (val, rest []byte, err error) {
 	for i := 0; i < len(b); i++ {
@@ -220,9 +239,9 @@ func decodeStatsKey(key []byte) (epk, pk []byte, err error) {
 }
 
 // changeKey is the key of the change entry of the item last written at
-// lsn. Change entries hold the item's key; in key order they list the
-// keyspace's live items in the order of their last writes: the change
-// feed's order.
+// lsn. Change entries hold the item's key (changeValue); in key order they
+// list the keyspace's live items in the order of their last writes: the
+// change feed's order.
 func changeKey(lsn uint64) []byte {
 	return binary.BigEndian.AppendUint64(append(make([]byte, 0, 9), kindChange), lsn)
 }
@@ -276,4 +295,39 @@ func uniqueEPKSpan(key uint16, min, max []byte) replica.Span {
 		s.Upper = appendEscaped(bytes.Clone(prefix), max)
 	}
 	return s
+}
+
+// changeValue is a change entry's value: the item's key, followed, when
+// the write was one of a transaction's several (a batch, a stored
+// procedure), by the largest LSN that transaction's change entries took,
+// 8 bytes big-endian. The change feed reads up to it before it ends a
+// page, so that a page holds a transaction whole (docs/change-feed.md). An
+// item key ends where its three escaped parts do, so the suffix needs no
+// marker.
+func changeValue(itemKey []byte, txnEnd uint64) []byte {
+	if txnEnd == 0 {
+		return itemKey
+	}
+	return binary.BigEndian.AppendUint64(append(make([]byte, 0, len(itemKey)+8), itemKey...), txnEnd)
+}
+
+// splitChangeValue parses a change entry's value: the item's key, and the
+// transaction's largest LSN (0 for a write made alone).
+func splitChangeValue(v []byte) (itemKey []byte, txnEnd uint64, err error) {
+	if len(v) < 1 || v[0] != kindItem {
+		return nil, 0, errBadKey
+	}
+	rest := v[1:]
+	for range 3 {
+		if rest, err = skipEscaped(rest); err != nil {
+			return nil, 0, err
+		}
+	}
+	switch len(rest) {
+	case 0:
+		return v, 0, nil
+	case 8:
+		return v[:len(v)-8], binary.BigEndian.Uint64(rest), nil
+	}
+	return nil, 0, errBadKey
 }

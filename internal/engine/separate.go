@@ -369,13 +369,18 @@ func (cp *copier) round(ctx context.Context, src replica.Replica, after uint64) 
 		return 0, 0, err
 	}
 	var failed error
-	err = replica.Scan(ctx, snap, changeSpan(after), func(_, itemKey []byte) bool {
+	err = replica.Scan(ctx, snap, changeSpan(after), func(_, v []byte) bool {
+		itemKey, txnEnd, err := splitChangeValue(v)
+		if err != nil {
+			failed = err
+			return false
+		}
 		if !cp.span.Contains(itemKey) {
 			return true
 		}
 		doc, err := snap.Get(itemKey)
 		if err == nil {
-			err = cp.place(itemKey, doc)
+			err = cp.place(itemKey, doc, txnEnd)
 		}
 		if err != nil {
 			failed = err
@@ -470,12 +475,12 @@ func (cp *copier) txn(itemKey, doc []byte) (*lpTxn, string, error) {
 }
 
 // place copies doc, src's latest version of the item at itemKey.
-func (cp *copier) place(itemKey, doc []byte) error {
+func (cp *copier) place(itemKey, doc []byte, txnEnd uint64) error {
 	t, id, err := cp.txn(itemKey, doc)
 	if err != nil {
 		return err
 	}
-	if err := t.place(id, doc); err != nil {
+	if err := t.place(id, doc, txnEnd); err != nil {
 		return err
 	}
 	return cp.count()
@@ -530,8 +535,9 @@ func (cp *copier) discard() {
 
 // place stores doc, a stored version of item id copied from another
 // keyspace, over the version the transaction sees (if any), with its
-// derived entries and its share of the statistics.
-func (t *lpTxn) place(id string, doc []byte) error {
+// derived entries and its share of the statistics; its change entry keeps
+// txnEnd, the mark of the transaction that wrote it (changeValue).
+func (t *lpTxn) place(id string, doc []byte, txnEnd uint64) error {
 	props, err := document.Props(doc)
 	if err != nil {
 		return err
@@ -591,6 +597,9 @@ func (t *lpTxn) place(id string, doc []byte) error {
 	if err := t.moveChange(key, oldETag, lsn); err != nil {
 		return err
 	}
+	if txnEnd != 0 {
+		t.b.Set(changeKey(lsn), changeValue(key, txnEnd))
+	}
 	t.b.Set(key, doc)
 	return nil
 }
@@ -636,6 +645,11 @@ func (e *Engine) collect(ctx context.Context, c *catalog.Container, rangeID stri
 	for _, kind := range []byte{kindOrder, kindIndex, kindChange} {
 		var failed error
 		err := replica.Scan(ctx, snap, kindSpan(kind), func(k, v []byte) bool {
+			if kind == kindChange {
+				if ik, _, err := splitChangeValue(v); err == nil {
+					v = ik
+				}
+			}
 			if !items.Contains(v) {
 				return true
 			}

@@ -381,3 +381,56 @@ func TestCollectionBackoff(t *testing.T) {
 		t.Error("the collection is still pending once compactions work")
 	}
 }
+
+// TestSeparationKeepsTransactions: a batch's change entries keep their
+// transaction's mark through a separation, so the moved range's change
+// feed still delivers the batch in one page.
+func TestSeparationKeepsTransactions(t *testing.T) {
+	e := testEngine(t)
+	ctx := context.Background()
+	if _, err := e.CreateContainer("db", []byte(`{"id":"s","partitionKey":{"paths":["/pk"]}}`), Throughput{Manual: 400}); err != nil {
+		t.Fatal(err)
+	}
+	for pk := range 40 {
+		var ops []BatchOp
+		for i := range 5 {
+			ops = append(ops, BatchOp{Type: "Create", Body: fmt.Appendf(nil, `{"id":"b%d","pk":"p%d"}`, i, pk)})
+		}
+		if _, err := e.ExecuteBatch(ctx, "db", "s", pkN(pk), ops); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kids, err := e.SplitRange(ctx, "db", "s", "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := kids[len(kids)-1]
+	if err := e.SeparateRange(ctx, "db", "s", moved.ID); err != nil {
+		t.Fatal(err)
+	}
+	req := ChangeFeed{Scope: Scope{RangeID: moved.ID}, MaxItems: 1}
+	pages := 0
+	for {
+		p, err := e.ReadChanges(ctx, "db", "s", req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Items) == 0 {
+			break
+		}
+		pages++
+		pks := map[string]int{}
+		for _, it := range p.Items {
+			var x struct{ PK string }
+			_ = json.Unmarshal(it, &x)
+			pks[x.PK]++
+		}
+		if len(p.Items) != 5 || len(pks) != 1 {
+			t.Fatalf("a page of the moved range: %d items of partitions %v, want one batch of 5", len(p.Items), pks)
+		}
+		req.After, req.HasAfter = p.Position, true
+	}
+	if pages == 0 {
+		t.Fatal("the moved range's feed delivered nothing")
+	}
+}

@@ -55,6 +55,16 @@ type lpTxn struct {
 	wrote bool
 	// mem is what it reserved to index documents (reserve).
 	mem int64
+	// changes are the change entries the transaction set and left set:
+	// their LSNs and item keys (moveChange). When there are several, commit
+	// marks each with the largest of their LSNs (changeValue).
+	changes []txnChange
+}
+
+// txnChange is a change entry a transaction set (lpTxn.changes).
+type txnChange struct {
+	lsn uint64
+	key []byte
 }
 
 // begin locks logical partition pk of container c and starts a transaction
@@ -154,6 +164,7 @@ func (t *lpTxn) commit() error {
 		return fmt.Errorf("engine: commit of a finished transaction")
 	}
 	t.writeStats()
+	t.markChanges()
 	var err error
 	if !t.b.Empty() {
 		err = t.rep.Commit(t.b)
@@ -175,6 +186,22 @@ func (t *lpTxn) commit() error {
 		t.e.chargeLP(t.c, t.rng, t.pk.String(), ru)
 	}
 	return translate(err)
+}
+
+// markChanges marks the change entries of a transaction that left several
+// with the largest of their LSNs, so that the change feed delivers them in
+// one page (changeValue).
+func (t *lpTxn) markChanges() {
+	if len(t.changes) < 2 {
+		return
+	}
+	var end uint64
+	for _, ch := range t.changes {
+		end = max(end, ch.lsn)
+	}
+	for _, ch := range t.changes {
+		t.b.Set(changeKey(ch.lsn), changeValue(ch.key, end))
+	}
 }
 
 // writeStats puts the logical partition's statistics in the batch, if the

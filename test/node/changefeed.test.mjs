@@ -94,6 +94,29 @@ describe("change feed with @azure/cosmos", () => {
     assert.deepEqual(k3.items.map((d) => d.id).sort(), ["a10", "a17", "a24", "a3"]);
   });
 
+  it("delivers a transactional batch in one page, past maxItemCount", async () => {
+    // Cosmos DB: "the number of items received could be higher than the
+    // specified value so that the items changed by the same transaction are
+    // returned as part of one atomic batch" (a change-feed hunt read a batch
+    // of ten in pages of [3,3,3,3]).
+    const { container } = await database.containers.createIfNotExists({ id: "txn", partitionKey: { paths: ["/pk"] } });
+    await container.items.create({ id: "pre", pk: "t" });
+    const ops = [];
+    for (let i = 0; i < 10; i++) ops.push({ operationType: "Create", resourceBody: { id: `b${i}`, pk: "t" } });
+    const res = await container.items.batch(ops, "t");
+    assert.equal(res.code, 200);
+    await container.items.create({ id: "post", pk: "t" });
+    const iterator = container.items.getChangeFeedIterator({ changeFeedStartFrom: ChangeFeedStartFrom.Beginning("t"), maxItemCount: 3 });
+    const pages = [];
+    for (let i = 0; i < 20; i++) {
+      const page = await iterator.readNext();
+      if (page.statusCode === 304) break;
+      pages.push(page.result.map((d) => d.id));
+    }
+    const batch = Array.from({ length: 10 }, (_, i) => `b${i}`);
+    assert.deepEqual(pages, [["pre", ...batch], ["post"]]);
+  });
+
   it("follows the feed across splits", async () => {
     const { container } = await database.containers.createIfNotExists({ id: "splits", partitionKey: { paths: ["/pk"] } });
     const pad = "z".repeat(700);
