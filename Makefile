@@ -133,7 +133,7 @@ DISKFULL_DIR ?= /tmp/partita-diskfull
 diskfull:
 	mkdir -p $(DISKFULL_DIR)
 	mount -t tmpfs -o size=256m partita-diskfull $(DISKFULL_DIR)
-	PARTITA_DISKFULL_DIR=$(DISKFULL_DIR) $(GO) test -run '^TestDiskFullRealFilesystem$$' -count=1 -v ./cmd/partita; \
+	PARTITA_DISKFULL_DIR=$(DISKFULL_DIR) $(GO) test -run '^TestDiskFull(RealFilesystem|ClusterMember)$$' -count=1 -v ./cmd/partita; \
 		rc=$$?; umount $(DISKFULL_DIR); exit $$rc
 
 bench:

@@ -285,3 +285,75 @@ func diskFullRealFilesystem(t *testing.T, bin, dir string, flags []string, balla
 	}
 	t.Logf("writes resumed %s after the filler was deleted", time.Since(resumeStart).Round(time.Millisecond))
 }
+
+// TestDiskFullClusterMember: a member of a three-node cluster whose disk
+// (PARTITA_DISKFULL_DIR, a tmpfs of its own: make diskfull) falls under
+// the floor while it leads a partition. Writes through it keep succeeding:
+// a full leader leads none of the engine's writes of a group with other
+// voters, and forwards them to those (replication.Replica.Lead,
+// cluster.Node.Forward); it answered 507 before, for as long as its stalled
+// driver kept it believing it led (a bug hunt: 20,463 writes over two
+// minutes while the others served them). Its SIGTERM then stops it.
+func TestDiskFullClusterMember(t *testing.T) {
+	dir := os.Getenv("PARTITA_DISKFULL_DIR")
+	if dir == "" {
+		t.Skip("set PARTITA_DISKFULL_DIR to a small filesystem of its own (make diskfull mounts one)")
+	}
+	bin := build(t)
+	nodes := newCluster(t, 3)
+	nodes[0].data = filepath.Join(dir, "m1")
+	filler := filepath.Join(dir, "filler")
+	_ = os.RemoveAll(nodes[0].data)
+	_ = os.Remove(filler)
+	defer os.RemoveAll(nodes[0].data)
+	defer os.Remove(filler)
+	startAll(t, bin, nodes, "--min-free-bytes=67108864", "--ballast-bytes=0")
+	createContainer(t, nodes[1], 18000) // three partitions: the balancer gives each node one to lead
+	if err := eventually(60*time.Second, func() error {
+		for _, v := range clusterViews(t, bin, nodes, false) {
+			if v.Addr != nodes[0].clusterAddr {
+				continue
+			}
+			for _, k := range v.Keyspaces {
+				if k.Leading {
+					return nil
+				}
+			}
+		}
+		return errors.New("node 1 leads no partition")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	c := nodes[0].container(t, "db", "c")
+	upsert := func(i int) error {
+		body := fmt.Appendf(nil, `{"id":"i%d","pk":"p%d"}`, i, i%12)
+		_, err := c.UpsertItem(ctx, azcosmos.NewPartitionKeyString(fmt.Sprintf("p%d", i%12)), body, nil)
+		return err
+	}
+	for i := range 24 {
+		if err := upsert(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fill(t, filler, 32<<20)     // under the 64 MiB floor
+	time.Sleep(2 * time.Second) // the store reads the free space again every second
+	for i := range 48 {
+		var last error
+		ok := eventually(15*time.Second, func() error {
+			last = upsert(i)
+			var re *azcore.ResponseError
+			if errors.As(last, &re) && re.StatusCode == http.StatusInsufficientStorage {
+				return nil // a failure, not to be retried: reported below
+			}
+			return last
+		}) == nil
+		if !ok || last != nil {
+			t.Fatalf("upsert %d through the full member: %v", i, last)
+		}
+	}
+	if !strings.Contains(nodes[0].logs.String(), "disk is full") {
+		t.Fatal("node 1 never saw its disk full: the writes proved nothing")
+	}
+	nodes[0].stop(t)
+}

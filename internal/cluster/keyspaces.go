@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/partitadb/partita/internal/replica"
 	"github.com/partitadb/partita/internal/replication"
+	"github.com/partitadb/partita/internal/store"
 )
 
 // Keyspaces is a node's replica.Host in a cluster: every keyspace is a Raft
@@ -53,14 +55,18 @@ func (k *Keyspaces) Replica(id uint64) (replica.Replica, error) {
 	}
 	voters := k.placement.Voters(id)
 	if !slices.Contains(voters, k.self) {
-		r, ok := k.remotes[id]
-		if !ok {
-			r = &Remote{id: id, voters: voters, net: k.net}
-			k.remotes[id] = r
-		}
-		return r, nil
+		return k.remote(id, voters), nil
 	}
 	if err := k.host.Create(id, voters); err != nil {
+		if _, full := errors.AsType[*store.DiskFullError](err); full {
+			// No room to make its replica (a container created while this
+			// node's disk is full): served as a keyspace this node holds no
+			// replica of, its requests forwarded to the voters that do,
+			// until there is room. Before, every request answered 503 —
+			// "the store is recovering from a failed disk write" — and
+			// logged an error (a bug hunt: 12,947 lines in 3 s).
+			return k.remote(id, voters), nil
+		}
 		return nil, fmt.Errorf("cluster: keyspace %d: create its group: %w: %w", id, replica.ErrUnavailable, err)
 	}
 	l, err := k.local.Replica(id)
@@ -70,6 +76,17 @@ func (k *Keyspaces) Replica(id uint64) (replica.Replica, error) {
 	r := replication.NewReplica(k.host, id, l, k.wait)
 	k.reps[id] = r
 	return r, nil
+}
+
+// remote returns the Remote through which this node reaches keyspace id's
+// voters. k.mu is held.
+func (k *Keyspaces) remote(id uint64, voters []uint64) *Remote {
+	r, ok := k.remotes[id]
+	if !ok {
+		r = &Remote{id: id, voters: voters, net: k.net}
+		k.remotes[id] = r
+	}
+	return r
 }
 
 // held returns this node's replica of keyspace id if it has created one:

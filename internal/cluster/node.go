@@ -393,6 +393,9 @@ func (n *Node) Members() []Member { return n.members }
 // Keyspaces is the node's replica.Host.
 func (n *Node) Keyspaces() *Keyspaces { return n.ks }
 
+// nodeStopWait bounds how long Close waits for the node's goroutines.
+const nodeStopWait = 5 * time.Second
+
 // Stopping ends the node's catalog writes in progress and fails those that
 // follow (SharedCatalog.Stopping): the server calls it once it serves no
 // more requests and has asked its background work to stop, which then
@@ -499,11 +502,25 @@ func (n *Node) Forward(w http.ResponseWriter, r *http.Request, listener string, 
 	var passed uint64 // a leader that could not take the request
 	var passedAt time.Time
 	pass := func(l uint64) { passed, passedAt = l, time.Now() }
+	tried := 0 // other voters tried while this node's disk is full
 	for {
 		for leader == 0 || leader == n.self.ID || passing(leader, passed, time.Since(passedAt)) {
 			if leader == n.self.ID {
 				if rep, err := n.ks.Replica(keyspace); err == nil && rep.Lead() == nil {
 					return false, true, false
+				}
+				if v := n.otherVoter(keyspace, tried); v != 0 {
+					// This node's disk is full: whatever it believes it
+					// leads (its driver may be stalled, its view stale),
+					// another voter leads or knows who does.
+					if tried > 0 {
+						if time.Now().After(deadline) || r.Context().Err() != nil {
+							return false, false, false
+						}
+						time.Sleep(20 * time.Millisecond)
+					}
+					leader, tried = v, tried+1
+					continue
 				}
 			}
 			if time.Now().After(deadline) || r.Context().Err() != nil {
@@ -554,6 +571,25 @@ func (n *Node) Forward(w http.ResponseWriter, r *http.Request, listener string, 
 		copyResponse(w, resp)
 		return true, false, false
 	}
+}
+
+// otherVoter returns, while this node's disk is full, the voter of
+// keyspace after the tried other ones (in turn); 0 otherwise, or when the
+// keyspace has no other voter.
+func (n *Node) otherVoter(keyspace uint64, tried int) uint64 {
+	if n.cfg.Store == nil || !n.cfg.Store.Full() {
+		return 0
+	}
+	var others []uint64
+	for _, v := range n.placement.Voters(keyspace) {
+		if v != n.self.ID {
+			others = append(others, v)
+		}
+	}
+	if len(others) == 0 {
+		return 0
+	}
+	return others[tried%len(others)]
 }
 
 // passAgain is how long a forward passes over a leader that could not take
@@ -772,7 +808,18 @@ func (n *Node) Close() error {
 	if n.stop != nil {
 		n.stop()
 	}
-	n.wg.Wait()
+	// Bounded: the Raft driver can be stuck in the store (Pebble stalls
+	// writes while a flush fails on a full disk, --min-free-bytes 0), and a
+	// node that waited for it never stopped, SIGTERM or not (a bug hunt:
+	// still up 45 s after it). The store's own close then gives up on the
+	// database too, and the process exits with the error.
+	stopped := make(chan struct{})
+	go func() { n.wg.Wait(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(nodeStopWait):
+		errs = append(errs, fmt.Errorf("cluster: the node's background work did not stop within %v (its store is stuck?); stopping without it", nodeStopWait))
+	}
 	if n.kv != nil {
 		n.kv.snaps.expire(true)
 	}

@@ -277,3 +277,24 @@ func TestAfterNotLeader(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseBounded: a node whose background work is stuck (its Raft driver
+// inside a store that stalls writes: Pebble, its flushes failing on a full
+// disk) still closes, within nodeStopWait, with an error saying so. It
+// waited for ever before, and the process ignored SIGTERM (a bug hunt).
+func TestCloseBounded(t *testing.T) {
+	n := &Node{}
+	stuck := make(chan struct{})
+	defer close(stuck)
+	n.wg.Go(func() { <-stuck })
+	done := make(chan error, 1)
+	go func() { done <- n.Close() }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "did not stop") {
+			t.Errorf("Close with stuck background work: %v, want an error saying it did not stop", err)
+		}
+	case <-time.After(nodeStopWait + 20*time.Second):
+		t.Fatal("Close waited for the stuck background work")
+	}
+}

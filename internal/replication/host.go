@@ -393,6 +393,7 @@ type Leader struct {
 	LSN     uint64 // the largest LSN applied here
 	Stable  uint64 // the stable LSN applied here
 	Applied uint64 // the last log index applied here
+	Voters  int    // how many voters the group has
 }
 
 // LSNApplied reports whether the proposal that took LSN lsn has applied
@@ -428,7 +429,8 @@ func (h *Host) Leader(group uint64) (Leader, error) {
 	if !ok {
 		return Leader{}, ErrNoGroup
 	}
-	return Leader{ID: g.soft.Lead, Term: g.term, Settled: g.settled && !g.transferring(), LSN: g.applied.LSN, Stable: g.applied.Stable, Applied: g.applied.Index}, nil
+	return Leader{ID: g.soft.Lead, Term: g.term, Settled: g.settled && !g.transferring(), LSN: g.applied.LSN, Stable: g.applied.Stable, Applied: g.applied.Index,
+		Voters: len(g.ls.trunc.conf.GetVoters())}, nil
 }
 
 // Advanced returns a channel closed the next time a group applies here (an

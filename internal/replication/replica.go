@@ -93,9 +93,20 @@ func (r *Replica) NewBatch(indexed bool) replica.Batch {
 }
 
 // Lead is nil when this node is the group's settled leader, else
-// *replica.NotLeaderError naming the leader it knows.
+// *replica.NotLeaderError naming the leader it knows. A leader whose disk
+// is full leads no write of a group that has other voters: it names no
+// leader, and the write goes to the others (cluster.Node.Forward), one of
+// which leads, or soon will (a full node hands its leaderships over, and a
+// driver stalled on its full disk is superseded as a paused one is).
+// Before, it answered 507 for writes the others could serve, and went on
+// doing so after they had elected a leader it could not hear of (a bug
+// hunt: 20,463 writes over two minutes). A sole voter refuses them as a
+// single node does (Commit: 507).
 func (r *Replica) Lead() error {
 	if l, err := r.h.Leader(r.id); err == nil && l.Settled {
+		if l.Voters > 1 && r.h.st.Full() {
+			return &replica.NotLeaderError{Keyspace: r.id}
+		}
 		return nil
 	}
 	return r.notLeader()
@@ -181,10 +192,14 @@ func (r *Replica) Commit(b replica.Batch) error {
 	if tb, ok := b.(*batch); ok {
 		first = tb.first
 	}
-	// A leader whose disk is full could not persist the entry: refuse the
-	// write as a single node does (507, nothing written), rather than
-	// propose what would stall (commitWithRoom) and answer 408.
+	// A leader whose disk is full could not persist the entry: nothing is
+	// proposed, which would stall (commitWithRoom) and answer 408. A group
+	// with other voters has the write served by them (Lead); a sole voter
+	// refuses it as a single node does (507, nothing written).
 	if err := r.h.st.Room(0); err != nil {
+		if l, lerr := r.h.Leader(r.id); lerr == nil && l.Voters > 1 {
+			return &replica.NotLeaderError{Keyspace: r.id}
+		}
 		df, _ := errors.AsType[*store.DiskFullError](err)
 		return &replica.NoSpaceError{Free: df.Free, ResumeAt: df.ResumeAt, Err: err}
 	}

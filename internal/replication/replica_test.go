@@ -729,7 +729,8 @@ func TestStableNotPastAbandoned(t *testing.T) {
 // TestDiskFullStalls: a replica whose store refuses writes for want of
 // space (under its floor) stalls rather than stopping: its driver keeps
 // running, the other two commit without it, a Commit through it as leader
-// answers *replica.NoSpaceError (nothing proposed), and once space returns
+// answers *replica.NotLeaderError naming no leader (nothing proposed: the
+// others serve it; a sole voter answers *replica.NoSpaceError), and once space returns
 // it catches up with the others. Stopping made a cluster member exit at its
 // disk's floor, and again at every restart (a bug hunt).
 func TestDiskFullStalls(t *testing.T) {
@@ -778,8 +779,13 @@ func TestDiskFullStalls(t *testing.T) {
 	}
 	full.SetFree(floor / 2)
 	time.Sleep(50 * time.Millisecond) // the store reads free space again every 10 ms
-	if err := write(nodes[2], "\x02refused"); !errors.As(err, new(*replica.NoSpaceError)) {
-		t.Fatalf("write through the full leader: %v, want *replica.NoSpaceError", err)
+	if err := write(nodes[2], "\x02refused"); !errors.As(err, new(*replica.NotLeaderError)) {
+		t.Fatalf("write through the full leader: %v, want *replica.NotLeaderError (the others serve it)", err)
+	}
+	// Nor does it lead the engine's writes any more: they go to the
+	// others (cluster.Node.Forward), which it names none of.
+	if nl, ok := errors.AsType[*replica.NotLeaderError](nodes[2].r.Lead()); !ok || nl.Leader != 0 {
+		t.Fatalf("Lead of the full leader: %v, want a NotLeaderError naming no leader", nodes[2].r.Lead())
 	}
 	// It hands its leadership on (the cluster node drains a full one:
 	// cluster.Node.draining), and the others commit 50 writes without it,

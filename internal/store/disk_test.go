@@ -171,6 +171,46 @@ func TestBallastSavesAWrite(t *testing.T) {
 	}
 }
 
+// TestBallastRemovedByHand: an operator deletes the ballast file to free
+// space on a full disk, and the disk fills again. The writes that meet
+// ENOSPC then are refused as on a disk with no ballast, each without an
+// error about the missing file, and writes resume once the floor and the
+// ballast fit again, which is made again. Before, every attempt to release
+// it failed on the missing file and logged it (a bug hunt: 175,553 errors
+// in 90 s).
+func TestBallastRemovedByHand(t *testing.T) {
+	fs := storetest.NewFullFS(vfs.NewMem(), 64<<20)
+	log := &logBuf{}
+	s := openFull(t, fs, testBallast, log)
+	defer s.Close()
+	if !s.ballast.present() {
+		t.Fatal("no ballast after a tick with room for it")
+	}
+	if err := fs.Remove(s.ballast.path); err != nil {
+		t.Fatal(err)
+	}
+	fs.SetFree(0)
+	for i := range 20 {
+		err := put(s, fmt.Sprintf("k%d", i), 1000)
+		if _, ok := diskFull(err); !ok {
+			t.Fatalf("write %d on a full disk whose ballast was removed: %v, want a *DiskFullError", i, err)
+		}
+	}
+	for _, l := range log.loud() {
+		if strings.Contains(l, "cannot be released") || strings.Contains(l, "cannot release") {
+			t.Errorf("logged: %s", l)
+		}
+	}
+	fs.SetFree(40 << 20)
+	s.tick()
+	if err := put(s, "next", 1000); err != nil {
+		t.Errorf("write after space returned: %v", err)
+	}
+	if !s.ballast.present() {
+		t.Error("the ballast was not made again")
+	}
+}
+
 // TestFailedLogWriteIsNeverVisible: with no ballast left, a log write meets
 // ENOSPC (partly written) or a log sync fails. The commit is refused, every
 // request is refused until the database is reopened, and the write never
