@@ -46,7 +46,8 @@ type PatchRequest struct {
 // Op is lower-cased, and a JSON null value is kept as the literal null (only
 // an absent value is nil).
 //
-// Errors are *InvalidError: the body is not valid JSON or has the wrong shape,
+// Errors are *InvalidError: the body is not valid JSON or has the wrong shape
+// or names a member twice in one object,
 // it has no operations or more than MaxPatchOperations, or an operation is
 // malformed (unknown op, path missing or not starting with '/', value missing
 // for add, set, replace or incr, from missing for move). Whether the
@@ -54,6 +55,15 @@ type PatchRequest struct {
 func ParsePatchRequest(body []byte) (PatchRequest, error) {
 	var req PatchRequest
 	i := skipWS(body, 0)
+	// An operation naming a member twice ({"op":"set","path":"/a","path":"/b"})
+	// is as ambiguous as a document doing so: encoding/json keeps the last,
+	// another reader the first (a bug hunt). Values are checked again where
+	// they are placed (newValue), with their depth.
+	if _, err := scanValue(body, i, 0, true); err != nil {
+		if de, ok := errors.AsType[*DuplicateNameError](err); ok {
+			return PatchRequest{}, &InvalidError{Msg: "patch request is not valid: " + de.Error()}
+		}
+	}
 	var err error
 	if i < len(body) && body[i] == '[' {
 		err = json.Unmarshal(body, &req.Operations)

@@ -321,6 +321,9 @@ func TestParsePatchRequestErrors(t *testing.T) {
 		{`[{"op":"move","path":"/a"}]`, `from is required`},
 		{`[{"op":"move","path":"/a","from":"x"}]`, `from must start with '/'`},
 		{`[{"op":"remove","path":"/a"},{"op":"set","path":"/id","value":"x"}]`, `patch operation 1 (set "/id"): cannot patch id`},
+		// A member named twice: encoding/json kept the last (a bug hunt).
+		{`[{"op":"set","path":"/a","path":"/b","value":1}]`, `duplicate property name "path"`},
+		{`{"operations":[{"op":"remove","path":"/a"}],"operations":[{"op":"remove","path":"/b"}]}`, `duplicate property name "operations"`},
 	}
 	for _, tt := range tests {
 		got, err := ParsePatchRequest([]byte(tt.body))

@@ -989,3 +989,49 @@ func TestReadManyQueryOf1000(t *testing.T) {
 		t.Errorf("read-many of 1,000 ids, 500 present: %d items", len(got))
 	}
 }
+
+// TestOrderByIDAndTSAlwaysServed: ORDER BY c.id or c._ts is served under a
+// policy that leaves them out of the index, as Cosmos DB always indexes
+// them (a bug hunt found 400 "Order-by item requires a range index"), by
+// sorting; other paths the policy leaves out are still refused.
+func TestOrderByIDAndTSAlwaysServed(t *testing.T) {
+	e := testEngine(t)
+	ctx := t.Context()
+	if _, err := e.CreateContainer("db", []byte(`{"id":"x","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"includedPaths":[{"path":"/w/?"}],"excludedPaths":[{"path":"/*"}]}}`), Throughput{Manual: 12000}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		body := fmt.Appendf(nil, `{"id":"d%02d","pk":"p%d","w":%d,"n":%d}`, 19-i, i%3, i, i)
+		if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "x", Kind: Create, PK: pkN(i % 3), Body: body}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rs, _, _, err := e.PKRanges("db", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"SELECT VALUE c.id FROM c ORDER BY c.id", "SELECT VALUE c.id FROM c ORDER BY c._ts DESC"} {
+		for _, sc := range []Scope{{PK: pkN(1)}, {RangeID: rs[0].ID}} {
+			var ids []string
+			query := Query{Text: q, MaxItems: 3}
+			for {
+				p, err := e.QueryItems(ctx, "db", "x", sc, query)
+				if err != nil {
+					t.Fatalf("%q in %+v: %v", q, sc, err)
+				}
+				for _, it := range p.Items {
+					ids = append(ids, string(it))
+				}
+				if query.Continuation = p.Continuation; query.Continuation == "" {
+					break
+				}
+			}
+			if strings.HasSuffix(q, "ORDER BY c.id") && !slices.IsSorted(ids) {
+				t.Errorf("%q in %+v: %v, not in id order", q, sc, ids)
+			}
+		}
+	}
+	if _, err := e.QueryItems(ctx, "db", "x", Scope{PK: pkN(1)}, Query{Text: "SELECT VALUE c.id FROM c ORDER BY c.n"}); err == nil || !strings.Contains(err.Error(), "range index") {
+		t.Errorf("ORDER BY a path the policy leaves out: %v, want 400 requiring a range index", err)
+	}
+}
