@@ -186,8 +186,19 @@ func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFee
 		groupFull, held := false, false
 		// through is the largest LSN of a transaction the page delivered
 		// part of: the page goes on to it whatever its limits, so that it
-		// holds the transaction whole (changeValue).
+		// holds the transaction whole (changeValue). The writes between
+		// come along, and the transactions they belong to extend it in
+		// turn: a group of overlapping transactions. back is where the
+		// page stood before the group began: a group that meets a
+		// transaction it cannot finish (its mark past the stable mark) is
+		// taken back whole, as it would split one of them otherwise (a
+		// review: T1's first write delivered, T2's within it held, T1's
+		// second in a later page).
 		var through uint64
+		var back struct {
+			items, size int
+			pos         uint64
+		}
 		err = replica.Scan(ctx, snap, span, func(k, v []byte) bool {
 			entries++
 			lsn, err := entrySeq(k)
@@ -213,11 +224,17 @@ func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFee
 				groupFull = true
 				return false
 			}
+			if !within {
+				back.items, back.size, back.pos = len(p.Items), size, g.pos
+			}
 			if txnEnd > stable {
 				// A transaction whose later LSNs lie past the stable mark
-				// (another transaction holds one between): it waits, whole,
-				// for a page that can read to its end. The other keyspaces
-				// are read meanwhile.
+				// (another transaction holds one between): it waits, with
+				// its group, whole, for a page that can read to its end.
+				// The other keyspaces are read meanwhile.
+				if within {
+					p.Items, size, g.pos = p.Items[:back.items], back.size, back.pos
+				}
 				held = true
 				return false
 			}

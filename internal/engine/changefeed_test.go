@@ -415,4 +415,61 @@ func TestChangeFeedHoldsTransactions(t *testing.T) {
 	if got := ids(p); !slices.Equal(got, []string{"t1", "u", "t2"}) {
 		t.Errorf("once U committed, a page of 1: %v, want [t1 u t2] (T whole)", got)
 	}
+
+	// Overlapping transactions (a review): A takes an LSN, B the next, A
+	// another and commits; C takes one and stays open, B another and
+	// commits. A can be read to its end, B cannot: neither is delivered
+	// until C ends (A's first write alone split A from its second), and
+	// then all three come whole.
+	req.After = p.Position
+	third := near + 1
+	for ; ; third++ {
+		if l, _ := locate(c, pkN(third), ""); l.rng.ID == l1.rng.ID {
+			break
+		}
+	}
+	open := func(pk int) *lpTxn {
+		t.Helper()
+		x, err := e.begin(t.Context(), c, pkN(pk))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	put := func(x *lpTxn, pk int, id string) {
+		t.Helper()
+		if _, err := x.write(Create, "", fmt.Appendf(nil, `{"id":%q,"pk":"p%d"}`, id, pk), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ta, tb := open(1), open(near)
+	put(ta, 1, "a1")
+	put(tb, near, "b1")
+	put(ta, 1, "a2")
+	if err := ta.commit(); err != nil {
+		t.Fatal(err)
+	}
+	tc := open(third)
+	put(tc, third, "c1")
+	put(tb, near, "b2")
+	if err := tb.commit(); err != nil {
+		t.Fatal(err)
+	}
+	if p, err = e.ReadChanges(ctx, "db", "k", req); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(p); len(got) != 0 {
+		t.Fatalf("with C open inside B: %v, want nothing yet (not A's first write alone)", got)
+	}
+	put(tc, third, "c2")
+	if err := tc.commit(); err != nil {
+		t.Fatal(err)
+	}
+	req.After = p.Position
+	if p, err = e.ReadChanges(ctx, "db", "k", req); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(p); !slices.Equal(got, []string{"a1", "b1", "a2", "c1", "b2", "c2"}) {
+		t.Errorf("once C committed, a page of 1: %v, want [a1 b1 a2 c1 b2 c2]", got)
+	}
 }

@@ -682,7 +682,7 @@ func (x *execution) queryDocuments(call goja.FunctionCall) goja.Value {
 }
 
 // page reads the paging options of queryDocuments and readDocuments: pageSize (a positive
-// number; -1 for every result; none or 0 for defaultPageSize, as Cosmos DB's wrapper reads
+// number; -1 for a page as large as the host gives; none or 0 for defaultPageSize, as Cosmos DB's wrapper reads
 // options.pageSize || 100) and continuation (a string a page returned).
 func (x *execution) page(method string, o opArgs) Page {
 	p := Page{Size: defaultPageSize}
@@ -692,7 +692,7 @@ func (x *execution) page(method string, o opArgs) Page {
 	if v := prop(o.options, "pageSize"); !isNullish(v) {
 		n := v.ToFloat()
 		if n != math.Trunc(n) || n < -1 || n > math.MaxInt32 {
-			x.throwTypeError("%s: pageSize must be a whole number, -1 for every result", method)
+			x.throwTypeError("%s: pageSize must be a whole number, -1 for a page as large as the server gives", method)
 		}
 		switch {
 		case n == -1:
