@@ -293,7 +293,8 @@ func diskFullRealFilesystem(t *testing.T, bin, dir string, flags []string, balla
 // voters, and forwards them to those (replication.Replica.Lead,
 // cluster.Node.Forward); it answered 507 before, for as long as its stalled
 // driver kept it believing it led (a bug hunt: 20,463 writes over two
-// minutes while the others served them). Its SIGTERM then stops it.
+// minutes while the others served them). Reads through it find them. Its
+// SIGTERM then stops it.
 func TestDiskFullClusterMember(t *testing.T) {
 	dir := os.Getenv("PARTITA_DISKFULL_DIR")
 	if dir == "" {
@@ -354,6 +355,16 @@ func TestDiskFullClusterMember(t *testing.T) {
 	}
 	if !strings.Contains(nodes[0].logs.String(), "disk is full") {
 		t.Fatal("node 1 never saw its disk full: the writes proved nothing")
+	}
+	// Reads through it find every one of them: its own replicas stall
+	// behind the others (it cannot persist what they append), so it reads
+	// through the leaders (replica.Host.ReadsHere). They answered 404 (and
+	// 404/1002 with a session token) before.
+	for i := range 48 {
+		id := fmt.Sprintf("i%d", i)
+		if _, err := c.ReadItem(ctx, azcosmos.NewPartitionKeyString(fmt.Sprintf("p%d", i%12)), id, nil); err != nil {
+			t.Fatalf("read %s through the full member: %v", id, err)
+		}
 	}
 	nodes[0].stop(t)
 }

@@ -59,11 +59,12 @@ const (
 	localPause = 20 * time.Millisecond
 )
 
-// ReadForwarder sends a read to node, a voter of the keyspace it reads
-// (which this node holds no replica of), to be served there, and writes
-// that node's response to w. It reports whether it did; if not, nothing
-// was written and the read is served here, reading the keyspace remotely.
-type ReadForwarder func(w http.ResponseWriter, r *http.Request, body []byte, node uint64) bool
+// ReadForwarder sends a read of keyspace to node, a voter of it (one this
+// node holds no replica of, or cannot keep current), to be served there,
+// and writes that node's response to w; node 0 when its leader is not
+// known (the forwarder may know another voter to ask). It reports whether
+// it did; if not, nothing was written and the read is served here.
+type ReadForwarder func(w http.ResponseWriter, r *http.Request, body []byte, keyspace, node uint64) bool
 
 // forwardKey holds a request's forwarding state in its context.
 type forwardKey struct{}
@@ -225,8 +226,8 @@ func (h *Handler) forwardRead(w http.ResponseWriter, r *http.Request, sc engine.
 	if st == nil || st.forwarded {
 		return false
 	}
-	_, leader, ok := h.eng.ReadElsewhere(r.PathValue("db"), r.PathValue("coll"), sc)
-	if !ok || leader == 0 {
+	keyspace, leader, ok := h.eng.ReadElsewhere(r.PathValue("db"), r.PathValue("coll"), sc)
+	if !ok {
 		return false
 	}
 	fr := st.orig
@@ -245,7 +246,7 @@ func (h *Handler) forwardRead(w http.ResponseWriter, r *http.Request, sc engine.
 		fr = fr.Clone(fr.Context())
 		fr.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	return h.cfg.ForwardRead(cosmosCaseWriter{w}, fr, body, leader)
+	return h.cfg.ForwardRead(cosmosCaseWriter{w}, fr, body, keyspace, leader)
 }
 
 // withTokens appends toks to the session token list v.

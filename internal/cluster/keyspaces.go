@@ -150,6 +150,13 @@ func (k *Keyspaces) PublishStable(ctx context.Context) {
 // (replica.Host.Holds).
 func (k *Keyspaces) Holds(id uint64) bool { return k.placement.Holds(k.self, id) }
 
+// ReadsHere reports whether this node is one of keyspace id's voters and
+// its disk has room (replica.Host.ReadsHere): a node whose store refuses
+// writes stalls behind the others as soon as they append, and its session
+// reads waited 2 s for writes it could not apply, then answered 404/1002
+// (a bug hunt of a member's full disk). Its reads go to the leader.
+func (k *Keyspaces) ReadsHere(id uint64) bool { return k.Holds(id) && !k.host.Full() }
+
 // Leader returns the node this node believes leads keyspace id's group
 // (0: none known); for a keyspace this node holds no replica of, as its
 // voters last named it.

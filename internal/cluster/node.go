@@ -704,13 +704,20 @@ const readForwardWait = 3 * time.Second
 
 // ForwardRead sends r (body: its body), a read that arrived on the
 // listener named listener, to member to, to be served there as that
-// listener serves it, and copies the answer to w. It reports whether it
-// did: not when to is this node or no member, could not be reached, or
+// listener serves it, and copies the answer to w; when to is 0 or this
+// node while this node's disk is full, to another voter of keyspace
+// (otherVoter). It reports whether it did: not when to is this node or no
+// member, could not be reached, or
 // did not begin to answer within readForwardWait, and then nothing was
 // written (a read may be served again elsewhere: it changes nothing). A
 // member that failed to answer is not forwarded reads for a while, and
 // this node's remote reads ask it last (slowMembers).
-func (n *Node) ForwardRead(w http.ResponseWriter, r *http.Request, listener string, body []byte, to uint64) bool {
+func (n *Node) ForwardRead(w http.ResponseWriter, r *http.Request, listener string, body []byte, keyspace, to uint64) bool {
+	if to == 0 || to == n.self.ID {
+		// A leader not known, or this node, whose disk is full (its
+		// replica stalls): another voter serves it (otherVoter).
+		to = n.otherVoter(keyspace, 0)
+	}
 	m, ok := n.member(to)
 	slow := &n.ks.net.slow
 	if !ok || to == n.self.ID || slow.is(to) {

@@ -260,7 +260,8 @@ func (e *Engine) sessionFor(c *catalog.Container, rs []partition.Range) string {
 
 // ReadElsewhere reports whether a read of container db/coll in scope sc (a
 // point read's partition key, a query's or feed's partition key or range)
-// reads a single keyspace that this node holds no replica of, and if so
+// reads a single keyspace that this node holds no replica of, or one it
+// cannot keep current (replica.Host.ReadsHere: its disk is full), and if so
 // that keyspace and the node its voters last named leader (0: none known).
 // The API forwards such a read whole to that node, where it costs one hop
 // instead of a round trip for each of its reads (docs/cluster.md,
@@ -283,7 +284,7 @@ func (e *Engine) ReadElsewhere(db, coll string, sc Scope) (keyspace, leader uint
 		}
 		keyspace = ks
 	}
-	if e.host.Holds(keyspace) {
+	if e.host.ReadsHere(keyspace) {
 		return 0, 0, false
 	}
 	rep, err := e.host.Replica(keyspace)

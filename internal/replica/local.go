@@ -198,6 +198,9 @@ func (l *Local) newReplica(id uint64) (*localReplica, error) {
 // Holds is true: one node holds every keyspace.
 func (l *Local) Holds(uint64) bool { return true }
 
+// ReadsHere is true: one node reads every keyspace from its own store.
+func (l *Local) ReadsHere(uint64) bool { return true }
+
 func (l *Local) Compact(ctx context.Context, id uint64) error {
 	if err := l.st.Compact(ctx, keyspaceSpan(id)); err != nil {
 		return fmt.Errorf("replica: compact keyspace %d: %w", id, mapErr(err))

@@ -236,6 +236,11 @@ type Host interface {
 	// separating node holds). Always on a single node; in a cluster, for
 	// the keyspaces the placement gives this node.
 	Holds(id uint64) bool
+	// ReadsHere reports whether reads of keyspace id are served from this
+	// node's own replica: it holds one and can keep it current. Always on
+	// a single node; in a cluster not while this node's disk is full (its
+	// replica may stall behind the others: reads go to the leader).
+	ReadsHere(id uint64) bool
 }
 
 // Scan calls fn with every key and value of span in r, in key order, until

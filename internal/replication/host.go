@@ -421,6 +421,10 @@ func (h *Host) Groups() []uint64 {
 	return slices.Clone(h.ids)
 }
 
+// Full reports whether this node's store refuses writes for want of space
+// (store.Store.Full).
+func (h *Host) Full() bool { return h.st.Full() }
+
 // Leader returns this node's view of group's leadership and applied state.
 func (h *Host) Leader(group uint64) (Leader, error) {
 	h.mu.Lock()

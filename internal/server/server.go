@@ -604,8 +604,8 @@ func gatherer(node *cluster.Node, listener string) func(*http.Request) []api.Pee
 
 // readForwarder is the api.ReadForwarder of listener through node.
 func readForwarder(node *cluster.Node, listener string) api.ReadForwarder {
-	return func(w http.ResponseWriter, r *http.Request, body []byte, to uint64) bool {
-		return node.ForwardRead(w, r, listener, body, to)
+	return func(w http.ResponseWriter, r *http.Request, body []byte, keyspace, to uint64) bool {
+		return node.ForwardRead(w, r, listener, body, keyspace, to)
 	}
 }
 
