@@ -86,6 +86,9 @@ func (t *lpTxn) moveChange(key []byte, etag string, lsn uint64) error {
 	}
 	if lsn != 0 {
 		t.b.Set(changeKey(lsn), key)
+		if t.changes == nil {
+			t.changes = t.changeBuf[:0]
+		}
 		t.changes = append(t.changes, txnChange{lsn, key})
 	}
 	return nil

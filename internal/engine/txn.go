@@ -59,6 +59,9 @@ type lpTxn struct {
 	// their LSNs and item keys (moveChange). When there are several, commit
 	// marks each with the largest of their LSNs (changeValue).
 	changes []txnChange
+	// changeBuf holds the first of changes: most transactions write one
+	// item, and a write's path allocates no slice for it.
+	changeBuf [1]txnChange
 }
 
 // txnChange is a change entry a transaction set (lpTxn.changes).
