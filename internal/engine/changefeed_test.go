@@ -156,20 +156,11 @@ func TestChangeFeedWaitsForOpenTransactions(t *testing.T) {
 	if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Create, PK: pkN(near), Body: fmt.Appendf(nil, `{"id":"fast","pk":"p%d"}`, near)}); err != nil {
 		t.Fatal(err)
 	}
-	ids := func(p ChangePage) []string {
-		var out []string
-		for _, it := range p.Items {
-			var x struct{ ID string }
-			_ = json.Unmarshal(it, &x)
-			out = append(out, x.ID)
-		}
-		return out
-	}
 	p, err := e.ReadChanges(ctx, "db", "k", ChangeFeed{MaxItems: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ids(p); len(got) != 0 {
+	if got := feedIDs(p); len(got) != 0 {
 		t.Fatalf("with a transaction open: items %v (position %s); want none", got, p.Position)
 	}
 	if err := slow.commit(); err != nil {
@@ -179,7 +170,7 @@ func TestChangeFeedWaitsForOpenTransactions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ids(p); !slices.Equal(got, []string{"slow", "fast"}) {
+	if got := feedIDs(p); !slices.Equal(got, []string{"slow", "fast"}) {
 		t.Errorf("after the commit: %v, want [slow fast]", got)
 	}
 	// A rolled-back transaction releases its hold too.
@@ -330,15 +321,6 @@ func TestChangeFeedHoldsTransactions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ids := func(p ChangePage) []string {
-		var out []string
-		for _, it := range p.Items {
-			var x struct{ ID string }
-			_ = json.Unmarshal(it, &x)
-			out = append(out, x.ID)
-		}
-		return out
-	}
 	create("pre")
 	var ops []BatchOp
 	var batch []string
@@ -361,7 +343,7 @@ func TestChangeFeedHoldsTransactions(t *testing.T) {
 		if len(p.Items) == 0 {
 			break
 		}
-		pages = append(pages, ids(p))
+		pages = append(pages, feedIDs(p))
 		req.After, req.HasAfter = p.Position, true
 	}
 	want := [][]string{append([]string{"pre"}, batch...), {"post"}}
@@ -402,7 +384,7 @@ func TestChangeFeedHoldsTransactions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ids(p); len(got) != 0 {
+	if got := feedIDs(p); len(got) != 0 {
 		t.Fatalf("with U open between T's writes: %v, want nothing yet (not t1 alone)", got)
 	}
 	if err := u.commit(); err != nil {
@@ -412,7 +394,7 @@ func TestChangeFeedHoldsTransactions(t *testing.T) {
 	if p, err = e.ReadChanges(ctx, "db", "k", req); err != nil {
 		t.Fatal(err)
 	}
-	if got := ids(p); !slices.Equal(got, []string{"t1", "u", "t2"}) {
+	if got := feedIDs(p); !slices.Equal(got, []string{"t1", "u", "t2"}) {
 		t.Errorf("once U committed, a page of 1: %v, want [t1 u t2] (T whole)", got)
 	}
 
@@ -458,7 +440,7 @@ func TestChangeFeedHoldsTransactions(t *testing.T) {
 	if p, err = e.ReadChanges(ctx, "db", "k", req); err != nil {
 		t.Fatal(err)
 	}
-	if got := ids(p); len(got) != 0 {
+	if got := feedIDs(p); len(got) != 0 {
 		t.Fatalf("with C open inside B: %v, want nothing yet (not A's first write alone)", got)
 	}
 	put(tc, third, "c2")
@@ -469,7 +451,18 @@ func TestChangeFeedHoldsTransactions(t *testing.T) {
 	if p, err = e.ReadChanges(ctx, "db", "k", req); err != nil {
 		t.Fatal(err)
 	}
-	if got := ids(p); !slices.Equal(got, []string{"a1", "b1", "a2", "c1", "b2", "c2"}) {
+	if got := feedIDs(p); !slices.Equal(got, []string{"a1", "b1", "a2", "c1", "b2", "c2"}) {
 		t.Errorf("once C committed, a page of 1: %v, want [a1 b1 a2 c1 b2 c2]", got)
 	}
+}
+
+// feedIDs returns the ids of a change feed page's items, in order.
+func feedIDs(p ChangePage) []string {
+	var out []string
+	for _, it := range p.Items {
+		var x struct{ ID string }
+		_ = json.Unmarshal(it, &x)
+		out = append(out, x.ID)
+	}
+	return out
 }
