@@ -17,13 +17,13 @@ import (
 )
 
 // CatalogLockKey is the etcd prefix of the catalog's cluster-wide write
-// lock (a concurrency.Mutex).
+// lock (queueLock: a concurrency.Mutex's queue).
 const CatalogLockKey = "/partita/locks/catalog"
 
 // SharedCatalog makes etcd the catalog of several nodes (docs/cluster.md,
 // "The catalog in a cluster"). It is a catalog.Shared:
 //
-//   - Lock takes the cluster-wide write lock (a concurrency.Mutex on this
+//   - Lock takes the cluster-wide write lock (queueLock, keyed by this
 //     node's session), then waits until this node has passed to its catalog
 //     every change made before the lock was granted;
 //   - Apply writes only under the lock, fenced by the lock's key (ErrFenced
@@ -54,15 +54,17 @@ type SharedCatalog struct {
 		// it succeeded (Current answers at once while it stands).
 		failed error
 	}
-	// lock lets one holder of mx at a time on this node (a semaphore of
-	// one, so that a request waiting for it gives up when its context
-	// ends); it guards mx.
-	lock chan struct{}
-	// sess is the node's session: its lease keeps mx's key. A session whose
-	// lease expired (the process paused, or etcd without a quorum, longer
-	// than its TTL) is replaced by the next Lock (renewLocked), under lock.
+	// lock lets one holder of the cluster-wide lock at a time on this node
+	// (a semaphore of one, so that a request waiting for it gives up when
+	// its context ends): while it is held, no key of this node's session in
+	// queue is a lock in use by another request.
+	lock  chan struct{}
+	queue queueLock
+	// sess is the node's session: its lease keeps its key in queue. A
+	// session whose lease expired (the process paused, or etcd without a
+	// quorum, longer than its TTL) is replaced by the next Lock
+	// (renewLocked), under lock.
 	sess atomic.Pointer[concurrency.Session]
-	mx   *concurrency.Mutex
 
 	mu struct {
 		sync.Mutex
@@ -132,7 +134,7 @@ func NewSharedCatalog(ctx context.Context, cli *clientv3.Client, cfg SharedConfi
 	if err != nil {
 		return nil, fmt.Errorf("cluster: catalog session: %w", err)
 	}
-	s := &SharedCatalog{base: base, cli: cli, ttl: ttl, log: log, mx: concurrency.NewMutex(sess, CatalogLockKey), done: make(chan struct{}),
+	s := &SharedCatalog{base: base, cli: cli, ttl: ttl, log: log, queue: queueLock{cli: cli, pfx: CatalogLockKey + "/"}, done: make(chan struct{}),
 		self: cfg.Self, members: cfg.Members, lease: cfg.Lease, epoch: time.Now(), kick: make(chan struct{}, 1),
 		lock: make(chan struct{}, 1)}
 	s.sess.Store(sess)
@@ -388,6 +390,9 @@ func (s *SharedCatalog) Lock(ctx context.Context) (_ func(), err error) {
 	if err := s.Err(); err != nil {
 		return nil, err
 	}
+	if s.writes.Err() != nil {
+		return nil, errStopping
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer context.AfterFunc(s.writes, cancel)()
 	defer cancel()
@@ -401,23 +406,46 @@ func (s *SharedCatalog) Lock(ctx context.Context) (_ func(), err error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("cluster: catalog lock: another request of this node holds it: %w: %w", catalog.ErrLockTimeout, ctx.Err())
 	}
-	// Lock is idempotent for the session (its key is the session's lease).
+	// Lock is idempotent for the session (its key is the session's lease):
+	// a retry keeps the key's place in the queue.
+	var h held
+	var queued struct {
+		key string
+		rev int64 // 0: the put's outcome is not known
+	}
 	err = retryEtcd(ctx, func() error {
 		if err := s.renewLocked(ctx, false); err != nil {
 			return err
 		}
-		err := s.mx.Lock(ctx)
-		if errors.Is(err, rpctypes.ErrLeaseNotFound) || errors.Is(err, concurrency.ErrSessionExpired) {
+		take := func() (err error) {
+			lease := s.sess.Load().Lease()
+			queued.key, queued.rev = s.queue.key(lease), 0
+			qctx, cancel := context.WithTimeout(context.Background(), s.base.timeout)
+			stop := context.AfterFunc(s.writes, cancel)
+			queued.rev, err = s.queue.enqueue(qctx, lease)
+			stop()
+			cancel()
+			if err != nil {
+				return err
+			}
+			h, err = s.queue.wait(ctx, lease, queued.rev)
+			return err
+		}
+		err := take()
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) || errors.Is(err, errQueueKeyGone) {
 			// Expired (before the session noticed, or the session found
-			// out between renewLocked and Lock): a new one, at once.
+			// out between renewLocked and the put): a new one, at once.
 			if err := s.renewLocked(ctx, true); err != nil {
 				return err
 			}
-			err = s.mx.Lock(ctx)
+			err = take()
 		}
 		return err
 	})
 	if err != nil {
+		if queued.key != "" {
+			s.dropQueued(queued.key, queued.rev)
+		}
 		<-s.lock
 		return nil, lockErr(ctx, err)
 	}
@@ -429,22 +457,11 @@ func (s *SharedCatalog) Lock(ctx context.Context) (_ func(), err error) {
 		}
 		s.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), s.base.timeout)
-		_ = s.mx.Unlock(ctx) // if it fails, the session's expiry releases it
+		_ = s.queue.drop(ctx, h.key, h.rev) // if it fails, the session's expiry releases it
 		cancel()
 		<-s.lock
 	}
-	granted := s.mx.Header().Revision
-	var key *clientv3.GetResponse
-	err = retryEtcd(ctx, func() (err error) { key, err = s.cli.Get(ctx, s.mx.Key()); return err })
-	switch {
-	case err != nil:
-		release()
-		return nil, lockErr(ctx, err)
-	case len(key.Kvs) == 0:
-		release()
-		return nil, fmt.Errorf("cluster: catalog lock lost at once (session expired?)")
-	}
-	if err := s.caughtUp(ctx, granted); err != nil {
+	if err := s.caughtUp(ctx, h.granted); err != nil {
 		release()
 		if ctx.Err() != nil {
 			return nil, lockErr(ctx, err)
@@ -452,9 +469,26 @@ func (s *SharedCatalog) Lock(ctx context.Context) (_ func(), err error) {
 		return nil, err
 	}
 	s.mu.Lock()
-	s.mu.fenced = s.base.Fenced(Fence{Key: s.mx.Key(), Rev: key.Kvs[0].CreateRevision})
+	s.mu.fenced = s.base.Fenced(Fence{Key: h.key, Rev: h.rev})
 	s.mu.Unlock()
 	return release, nil
+}
+
+// dropQueued deletes this node's key in the lock's queue after a Lock that
+// failed: the key of create revision rev, or whatever is under that name
+// when rev is 0 (the put's outcome is unknown: only the node stopping, or
+// etcd's timeout, cut it short). No request of this node holds the lock
+// (the caller holds s.lock), so the key is never a lock in use. Best
+// effort: if etcd cannot be reached, the session's lease ends the key
+// (Close revokes it).
+func (s *SharedCatalog) dropQueued(key string, rev int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.base.timeout)
+	defer cancel()
+	if rev != 0 {
+		_ = s.queue.drop(ctx, key, rev)
+		return
+	}
+	_, _ = s.cli.Delete(ctx, key)
 }
 
 // lockErr is Lock's error for err: catalog.ErrLockTimeout when ctx ended
@@ -494,7 +528,6 @@ func (s *SharedCatalog) renewLocked(ctx context.Context, expired bool) error {
 	}
 	old := s.sess.Swap(sess)
 	old.Orphan()
-	s.mx = concurrency.NewMutex(sess, CatalogLockKey)
 	s.log.Warn("the catalog's etcd session had expired (this process paused, or etcd had no quorum, for longer than its TTL): took a new one",
 		"ttl_seconds", s.ttl, "old_lease", fmt.Sprintf("%x", int64(old.Lease())), "new_lease", fmt.Sprintf("%x", int64(lease.ID)))
 	return nil

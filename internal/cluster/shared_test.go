@@ -252,6 +252,41 @@ func TestLockTimeout(t *testing.T) {
 	release()
 }
 
+// TestLockCutShortLeavesNoKey: a Lock whose context ends at any point,
+// even while its first request (a put into the lock's queue) is in flight,
+// leaves no key of its session in the queue. One left behind, kept alive by
+// the session, held every other node's Lock until that node stopped (a
+// clean-clone CI run: TestStoppingEndsWrites waited out its 10 s for the
+// lock behind a node told to stop just as it asked for it).
+func TestLockCutShortLeavesNoKey(t *testing.T) {
+	e := startSingle(t, t.TempDir())
+	_, a := currentNode(t, e, 1, []uint64{1, 2}, time.Second, nil)
+	_, b := currentNode(t, e, 2, []uint64{1, 2}, time.Second, nil)
+	release, err := b.Lock(opCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	key := fmt.Sprintf("%s/%x", CatalogLockKey, a.sess.Load().Lease())
+	// Deadlines from 0 to 4 ms in steps of 50 µs: some end before the put
+	// is sent, some while it is in flight, some in the wait behind b.
+	for i := range 80 {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Duration(i)*50*time.Microsecond)
+		_, err := a.Lock(ctx)
+		cancel()
+		if err == nil {
+			t.Fatalf("deadline %d: Lock granted while b holds it", i)
+		}
+		resp, err := e.Client().Get(opCtx(t), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Kvs) != 0 {
+			t.Fatalf("deadline %d: the cut-short Lock left its key %q in the queue", i, key)
+		}
+	}
+}
+
 // TestStoppingEndsWrites: once the node is stopping, a catalog write
 // waiting on an etcd without a quorum, or for the lock, ends within a
 // moment (catalog.ErrUnavailable), and later writes fail at once. Before
