@@ -100,7 +100,7 @@ func (h *Handler) batch(w http.ResponseWriter, r *http.Request) error {
 	minimal := preferMinimal(r)
 	out := make([]batchResultJSON, len(resp.Results))
 	for i, res := range resp.Results {
-		out[i] = batchResultJSON{StatusCode: res.Status, SubStatusCode: res.Sub, RequestCharge: res.RU, ETag: res.ETag, Message: res.Message}
+		out[i] = batchResultJSON{StatusCode: res.Status, SubStatusCode: res.Sub, RequestCharge: roundCharge(res.RU), ETag: res.ETag, Message: res.Message}
 		if res.Body != nil && !(minimal && res.Write) {
 			out[i].ResourceBody = res.Body
 		}

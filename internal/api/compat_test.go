@@ -259,3 +259,23 @@ func TestCrossPartitionFeatures(t *testing.T) {
 		}
 	}
 }
+
+// TestChargeRounded: charges are reported in hundredths of a request unit,
+// as Cosmos DB's are, never with a sum's float noise (a stored procedure's
+// 5201 RU read 5200.999999999903).
+func TestChargeRounded(t *testing.T) {
+	var sum float64
+	for range 5201 * 10 {
+		sum += 0.1
+	}
+	for _, tc := range []struct {
+		ru   float64
+		want string
+	}{{sum, "5201"}, {1, "1"}, {2.8571428, "2.86"}, {0.1 + 0.2, "0.3"}, {0, "0"}} {
+		rec := httptest.NewRecorder()
+		setCharge(rec, tc.ru)
+		if got := responseHeader(rec, "x-ms-request-charge"); got != tc.want {
+			t.Errorf("setCharge(%v) = %q, want %q", tc.ru, got, tc.want)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -726,8 +727,13 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 }
 
 func setCharge(w http.ResponseWriter, ru float64) {
-	setHeader(w, "x-ms-request-charge", strconv.FormatFloat(ru, 'f', -1, 64))
+	setHeader(w, "x-ms-request-charge", strconv.FormatFloat(roundCharge(ru), 'f', -1, 64))
 }
+
+// roundCharge rounds a charge to hundredths of a request unit, as Cosmos
+// DB reports them: a sum of fractional charges carries float noise
+// (5200.999999999903 RU for a stored procedure's 5201).
+func roundCharge(ru float64) float64 { return math.Round(ru*100) / 100 }
 
 // writeJSON writes a JSON body (or none when body is nil) with status code.
 func writeJSON(w http.ResponseWriter, code int, body []byte) error {

@@ -123,7 +123,12 @@ func parseDefinition(body []byte, current *partition.Definition) (definition, er
 	setDefault("indexingPolicy", defaultIndexingPolicy)
 	setDefault("conflictResolutionPolicy", defaultConflictPolicy)
 	setDefault("geospatialConfig", defaultGeospatial)
-	if _, err := index.ParsePolicy(document.AppendJSON(nil, obj.Get("indexingPolicy"))); err != nil {
+	rawPolicy := document.AppendJSON(nil, obj.Get("indexingPolicy"))
+	_, err = index.ParsePolicy(rawPolicy)
+	if err == nil {
+		err = index.CheckNew(rawPolicy)
+	}
+	if err != nil {
 		if pe, ok := errors.AsType[*index.PolicyError](err); ok {
 			return definition{}, invalid(pe.Error())
 		}

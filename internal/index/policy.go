@@ -103,9 +103,11 @@ func (p *Policy) Automatic() bool { return p.automatic }
 //     provided"). When neither list is given, "/*" is included.
 //   - compositeIndexes: an array of arrays of {"path": "/a/b", "order":
 //     "ascending"|"descending"} (order case-insensitive, default ascending),
-//     each with at least two paths without wildcards.
+//     each with at least two paths without wildcards (CheckNew: none
+//     named twice).
 //   - spatialIndexes, vectorIndexes, fullTextIndexes and unknown members are
-//     accepted and ignored. A member whose value is null counts as absent.
+//     accepted and ignored (spatial functions are evaluated on each item);
+//     CheckNew checks spatialIndexes further. A member whose value is null counts as absent.
 func ParsePolicy(raw []byte) (*Policy, error) {
 	if len(strings.TrimSpace(string(raw))) == 0 {
 		raw = []byte(defaultPolicyJSON)
@@ -244,6 +246,86 @@ func ParsePolicy(raw []byte) (*Policy, error) {
 		}
 	}
 	return p, nil
+}
+
+// CheckNew checks what ParsePolicy does not need to use a policy but
+// Cosmos DB refuses: a composite index naming a path twice, a spatial index
+// of an unknown type or without a path pattern. It is for a policy a
+// request brings (a container created or replaced), not for one already
+// stored, which an earlier version accepted and must still load. raw must
+// have passed ParsePolicy.
+func CheckNew(raw []byte) error {
+	var jp fastjson.Parser
+	root, err := jp.ParseBytes(raw)
+	if err != nil || root.Type() != fastjson.TypeObject {
+		return nil // ParsePolicy's to refuse, or the default
+	}
+	composites, _ := arrayMember(root, "compositeIndexes")
+	for i, c := range composites {
+		paths, _ := c.Array()
+		var seen [][]string
+		for j, cp := range paths {
+			cpath, err := parseCompositePath(cp, i, j)
+			if err != nil {
+				return err
+			}
+			for _, prev := range seen {
+				if slices.Equal(prev, cpath.path) {
+					return policyErrorf("compositeIndexes[%d] names the path %q twice", i, member(cp, "path").GetStringBytes())
+				}
+			}
+			seen = append(seen, cpath.path)
+		}
+	}
+	spatial, err := arrayMember(root, "spatialIndexes")
+	if err != nil {
+		return err
+	}
+	for i, sp := range spatial {
+		if err := checkSpatialIndex(sp, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// spatialTypes are the data types a spatial index names (lower-cased).
+var spatialTypes = map[string]bool{"point": true, "polygon": true, "linestring": true, "multipolygon": true}
+
+// checkSpatialIndex checks spatialIndexes[i]: a path pattern and the
+// spatial types it indexes. Partita evaluates spatial functions on each
+// item, so the index is otherwise not used; but one Cosmos DB would refuse
+// (an unknown type such as Circle, a path that is not a pattern) is
+// refused here too rather than kept.
+func checkSpatialIndex(v *fastjson.Value, i int) error {
+	if v.Type() != fastjson.TypeObject {
+		return policyErrorf("spatialIndexes[%d] must be an object", i)
+	}
+	pv := member(v, "path")
+	if pv == nil {
+		return policyErrorf("spatialIndexes[%d] has no path", i)
+	}
+	path, err := pv.StringBytes()
+	if err != nil {
+		return policyErrorf("spatialIndexes[%d].path must be a string", i)
+	}
+	if _, err := parsePattern(string(path)); err != nil {
+		return err
+	}
+	types, err := arrayMember(v, "types")
+	if err != nil {
+		return policyErrorf("spatialIndexes[%d].types must be an array", i)
+	}
+	for j, tv := range types {
+		t, err := tv.StringBytes()
+		if err != nil {
+			return policyErrorf("spatialIndexes[%d].types[%d] must be a string", i, j)
+		}
+		if !spatialTypes[strings.ToLower(string(t))] {
+			return policyErrorf("spatialIndexes[%d]: unknown spatial type %q (want Point, Polygon, LineString or MultiPolygon)", i, t)
+		}
+	}
+	return nil
 }
 
 // legacyKinds maps the index kinds of the legacy "indexes" array

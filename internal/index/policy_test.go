@@ -147,6 +147,36 @@ func TestParsePolicyInvalid(t *testing.T) {
 	}
 }
 
+// TestCheckNew: what a new policy may not say though a stored one may
+// (an earlier version accepted it, and it must still load).
+func TestCheckNew(t *testing.T) {
+	for _, in := range []string{
+		`{"compositeIndexes":[[{"path":"/a"},{"path":"/a","order":"descending"}]]}`,
+		`{"compositeIndexes":[[{"path":"/a"},{"path":"/b"},{"path":"/\"a\""}]]}`,
+		`{"spatialIndexes":[{"path":"/loc/*","types":["Point","Circle"]}]}`,
+		`{"spatialIndexes":[{"types":["Point"]}]}`,
+		`{"spatialIndexes":[{"path":"loc","types":["Point"]}]}`,
+		`{"spatialIndexes":[{"path":"/loc/*","types":"Point"}]}`,
+		`{"spatialIndexes":["/loc/*"]}`,
+	} {
+		if _, err := ParsePolicy([]byte(in)); err != nil {
+			t.Errorf("ParsePolicy(%s) = %v, want it to load", in, err)
+		}
+		if _, ok := errors.AsType[*PolicyError](CheckNew([]byte(in))); !ok {
+			t.Errorf("CheckNew(%s) = nil, want a *PolicyError", in)
+		}
+	}
+	for _, in := range []string{
+		"", "null", `{}`, defaultPolicyJSON,
+		`{"compositeIndexes":[[{"path":"/a"},{"path":"/b"}],[{"path":"/a"},{"path":"/b","order":"descending"}]]}`,
+		`{"spatialIndexes":[{"path":"/location/*","types":["Point","LineString","Polygon","MultiPolygon"]},{"path":"/p/?","types":[]}]}`,
+	} {
+		if err := CheckNew([]byte(in)); err != nil {
+			t.Errorf("CheckNew(%s) = %v, want nil", in, err)
+		}
+	}
+}
+
 // TestDefaultPolicy checks the default policy's flags.
 func TestDefaultPolicy(t *testing.T) {
 	for name, p := range map[string]*Policy{"DefaultPolicy": DefaultPolicy(), "ParsePolicy(nil)": mustParse(t, "")} {
