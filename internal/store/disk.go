@@ -117,6 +117,10 @@ const ballastName = "EMERGENCY-BALLAST"
 
 // ballast is a file of zeros that reserves space for the store (see the
 // top of this file). Creation writes a temporary file, then renames it.
+// Release truncates the file rather than removing it: the empty file says,
+// after a restart, that the ballast is owed (writes wait until it is made
+// again). Forgotten at every restart before, a node whose disk had filled
+// took writes down to the floor again with no reserve for the next time.
 type ballast struct {
 	fs   vfs.FS // the store's own filesystem, not Pebble's: its writes are not Pebble's
 	path string
@@ -125,7 +129,7 @@ type ballast struct {
 	mu struct {
 		sync.Mutex
 		present  bool
-		owed     bool // released in this process and not made again yet
+		owed     bool // released and not made again yet (an empty file marks it across restarts)
 		creating bool // a temporary file is being written
 		abort    bool // release asked the creation to stop
 	}
@@ -139,12 +143,13 @@ func (b *ballast) load() error {
 	if err := b.fs.Remove(b.tmp()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	_, err := b.fs.Stat(b.path)
+	st, err := b.fs.Stat(b.path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	b.mu.Lock()
-	b.mu.present = err == nil
+	b.mu.present = err == nil && st.Size() > 0
+	b.mu.owed = err == nil && st.Size() == 0 && b.size > 0
 	b.mu.Unlock()
 	return nil
 }
@@ -167,8 +172,16 @@ func (b *ballast) release() (bool, error) {
 	if !b.mu.present {
 		return false, nil
 	}
-	if err := b.fs.Remove(b.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return false, err
+	// Truncated to the empty file that marks the debt (Create truncates,
+	// freeing the blocks without a new allocation); removed if that fails.
+	f, err := b.fs.Create(b.path, vfs.WriteCategoryUnspecified)
+	if err == nil {
+		err = f.Close()
+	}
+	if err != nil {
+		if err := b.fs.Remove(b.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return false, err
+		}
 	}
 	// Gone already (an operator removed it to free space): released all
 	// the same. Before, every later attempt failed on it, and each logged

@@ -171,6 +171,61 @@ func TestBallastSavesAWrite(t *testing.T) {
 	}
 }
 
+// TestBallastOwedAcrossRestart: a ballast released before a restart is
+// still owed after it: writes wait for the floor plus the ballast, and it
+// is made again once both fit. A store that never had room to make one
+// owes none. Before, the restarted store forgot the debt and took writes
+// down to the floor, with no reserve left for the next time.
+func TestBallastOwedAcrossRestart(t *testing.T) {
+	fs := storetest.NewFullFS(vfs.NewMem(), 64<<20)
+	s := openFull(t, fs, testBallast, nil)
+	if !s.ballast.present() {
+		t.Fatal("no ballast after a tick with room for it")
+	}
+	fs.SetFree(0)
+	if err := put(s, "saved", 1000); err != nil {
+		t.Fatalf("write that met ENOSPC with a ballast: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Room for the floor and more, not for the ballast too.
+	fs.SetFree(testFloor + testBallast/2)
+	s = openFull(t, fs, testBallast, nil)
+	if err := put(s, "next", 1000); err == nil {
+		t.Fatal("after a restart, a write was accepted while the released ballast is not made again")
+	} else if e, ok := diskFull(err); !ok || e.ResumeAt != testFloor+testBallast {
+		t.Fatalf("after a restart: %v, want a *DiskFullError resuming at the floor plus the ballast", err)
+	}
+	fs.SetFree(40 << 20)
+	s.tick()
+	if !s.ballast.present() {
+		t.Fatal("the ballast was not made again after the restart")
+	}
+	if err := put(s, "next", 1000); err != nil {
+		t.Fatalf("write once the ballast is back: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Never made (no room for it): nothing owed at the next open.
+	fs2 := storetest.NewFullFS(vfs.NewMem(), 64<<20)
+	fs2.SetFree(testFloor + testBallast/2)
+	s = openFull(t, fs2, testBallast, nil)
+	if s.ballast.present() {
+		t.Fatal("a ballast was made without room for it")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openFull(t, fs2, testBallast, nil)
+	defer s.Close()
+	if err := put(s, "k", 1000); err != nil {
+		t.Fatalf("a store that never made its ballast refused a write above the floor: %v", err)
+	}
+}
+
 // TestBallastRemovedByHand: an operator deletes the ballast file to free
 // space on a full disk, and the disk fills again. The writes that meet
 // ENOSPC then are refused as on a disk with no ballast, each without an
