@@ -279,3 +279,18 @@ func TestChargeRounded(t *testing.T) {
 		}
 	}
 }
+
+// TestAltContentPath: the container link header carries ASCII names as
+// they are and percent-encodes what a header should not carry.
+func TestAltContentPath(t *testing.T) {
+	for _, tc := range []struct{ db, coll, want string }{
+		{"db", "c", "dbs/db/colls/c"},
+		{"sp ace", "a%b+c", "dbs/sp ace/colls/a%b+c"},
+		{"db", "c é", "dbs/db/colls/c %C3%A9"},
+		{"db", "tab\tx", "dbs/db/colls/tab%09x"},
+	} {
+		if got := altContentPath(tc.db, tc.coll); got != tc.want {
+			t.Errorf("altContentPath(%q, %q) = %q, want %q", tc.db, tc.coll, got, tc.want)
+		}
+	}
+}

@@ -22,6 +22,40 @@ func itemRef(r *http.Request) engine.ItemRef {
 	return engine.ItemRef{DB: r.PathValue("db"), Container: r.PathValue("coll"), ID: r.PathValue("id")}
 }
 
+// altContentPath is the x-ms-alt-content-path header of a container's
+// item and query responses: its link by names, with the bytes a header
+// should not carry (controls, and every byte of a non-ASCII character)
+// percent-encoded, as .NET's SDK un-escapes the header before it keys
+// session tokens by it. Raw UTF-8 is read as Latin-1 by the JavaScript
+// and Python SDKs and by .NET's HTTP stack alike, so a non-ASCII name
+// never matched the link an SDK keeps tokens by (a bug hunt with the
+// Python SDK: no session token sent back); encoded, .NET's matches, and
+// the others' matched no better before. ASCII names are left as they are:
+// the JavaScript and Python SDKs compare the header unescaped.
+func altContentPath(db, coll string) string {
+	link := "dbs/" + db + "/colls/" + coll
+	clean := true
+	for i := 0; i < len(link); i++ {
+		if c := link[i]; c < 0x20 || c >= 0x7f {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return link
+	}
+	const hex = "0123456789ABCDEF"
+	b := make([]byte, 0, len(link)+16)
+	for i := 0; i < len(link); i++ {
+		if c := link[i]; c < 0x20 || c >= 0x7f {
+			b = append(b, '%', hex[c>>4], hex[c&15])
+		} else {
+			b = append(b, c)
+		}
+	}
+	return string(b)
+}
+
 // writeItem writes an item operation's result.
 func (h *Handler) writeItem(w http.ResponseWriter, r *http.Request, code int, res engine.Result) error {
 	if res.ETag != "" {
@@ -30,7 +64,7 @@ func (h *Handler) writeItem(w http.ResponseWriter, r *http.Request, code int, re
 	setHeader(w, "x-ms-session-token", res.Session)
 	if rid, err := h.eng.ContainerRID(r.PathValue("db"), r.PathValue("coll")); err == nil {
 		setHeader(w, "x-ms-content-path", rid)
-		setHeader(w, "x-ms-alt-content-path", "dbs/"+r.PathValue("db")+"/colls/"+r.PathValue("coll"))
+		setHeader(w, "x-ms-alt-content-path", altContentPath(r.PathValue("db"), r.PathValue("coll")))
 	}
 	setCharge(w, res.RU)
 	body := res.Body
@@ -53,10 +87,15 @@ func (h *Handler) writeItem(w http.ResponseWriter, r *http.Request, code int, re
 func indexingDirective(r *http.Request) error {
 	v := strings.TrimSpace(headerValue(r.Header, hdrIndexingDirective))
 	switch {
-	case v == "", strings.EqualFold(v, "Default"), strings.EqualFold(v, "Include"):
+	case v == "", v == "0", strings.EqualFold(v, "Default"), strings.EqualFold(v, "Include"):
+		// "0": Default as Python's 3.x SDK sends it, by number.
 		return nil
 	case strings.EqualFold(v, "Exclude"):
 		return status.BadRequest("%s: Exclude is not supported: every item is indexed as the container's indexing policy says (Default or Include)", hdrIndexingDirective)
+	case v == "1", v == "2":
+		// Python's 3.x SDK numbers Exclude 1 and Include 2, .NET's enum the
+		// other way round: a number other than Default's is not guessed at.
+		return status.BadRequest("%s %q: a numbered directive other than 0 (Default) is ambiguous (SDKs number Include and Exclude differently); send Default, Include or Exclude", hdrIndexingDirective, v)
 	}
 	return status.BadRequest("%s %q is invalid: it must be Default, Include or Exclude", hdrIndexingDirective, v)
 }

@@ -22,7 +22,7 @@ func (h *Handler) queryPlan(w http.ResponseWriter, r *http.Request) error {
 	}
 	if rid, err := h.eng.ContainerRID(db, coll); err == nil {
 		setHeader(w, "x-ms-content-path", rid)
-		setHeader(w, "x-ms-alt-content-path", "dbs/"+db+"/colls/"+coll)
+		setHeader(w, "x-ms-alt-content-path", altContentPath(db, coll))
 	}
 	setCharge(w, throughput.MinimumCost())
 	return writeJSON(w, http.StatusOK, body)

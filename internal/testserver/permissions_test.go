@@ -248,6 +248,50 @@ func TestResourceTokenScope(t *testing.T) {
 	e.must("GET", "/dbs/db/colls/b/docs/x", pkHeader("p2"), "", 200)
 }
 
+// TestResourceTokenItemLinks: an item permission may name its item by id
+// or by _self, and a request may address the item either way: each mix
+// reaches the item granted, and only it (the _self names one item; an id,
+// without a partition key, every item of that id). Both mixes answered 403
+// before (a bug hunt with the Python SDK, whose samples grant an item's
+// _self and then read it by id).
+func TestResourceTokenItemLinks(t *testing.T) {
+	e := newTokenEnv(t, testserver.Options{})
+	var x, other struct {
+		Self string `json:"_self"`
+	}
+	if err := json.Unmarshal(e.must("GET", "/dbs/db/colls/a/docs/x", pkHeader("p1"), "", 200), &x); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(e.must("GET", "/dbs/db/colls/a/docs/x", pkHeader("p2"), "", 200), &other); err != nil {
+		t.Fatal(err)
+	}
+	e.must("POST", "/dbs/db/users", nil, `{"id":"bob"}`, 201)
+	_, bySelf := e.permission("POST", "bob", "self", map[string]any{"permissionMode": "All", "resource": x.Self}, nil)
+	_, byName := e.permission("POST", "alice", "name", map[string]any{"permissionMode": "Read", "resource": "dbs/db/colls/a/docs/x", "resourcePartitionKey": []string{"p1"}}, nil)
+	xSelf, otherSelf := "/"+strings.TrimSuffix(x.Self, "/"), "/"+strings.TrimSuffix(other.Self, "/")
+	for _, tt := range []struct {
+		name, tok, method, path string
+		hdr                     map[string]string
+		body                    string
+		want                    int
+	}{
+		{"granted by _self, read by id", bySelf, "GET", "/dbs/db/colls/a/docs/x", pkHeader("p1"), "", 200},
+		{"granted by _self, replaced by id", bySelf, "PUT", "/dbs/db/colls/a/docs/x", pkHeader("p1"), `{"id":"x","pk":"p1","v":1}`, 200},
+		{"granted by _self, read by _self", bySelf, "GET", xSelf, pkHeader("p1"), "", 200},
+		{"granted by _self, the same id in another partition", bySelf, "GET", "/dbs/db/colls/a/docs/x", pkHeader("p2"), "", 403},
+		{"granted by _self, another item by _self", bySelf, "GET", otherSelf, pkHeader("p2"), "", 403},
+		{"granted by _self, another id", bySelf, "GET", "/dbs/db/colls/a/docs/y", pkHeader("p1"), "", 403},
+		{"granted by id, read by _self", byName, "GET", xSelf, pkHeader("p1"), "", 200},
+		{"granted by id, read by id", byName, "GET", "/dbs/db/colls/a/docs/x", pkHeader("p1"), "", 200},
+		{"granted by id in p1, another partition's item by _self", byName, "GET", otherSelf, pkHeader("p2"), "", 403},
+	} {
+		code, body := e.with(tt.tok, tt.method, tt.path, tt.hdr, tt.body)
+		if code != tt.want {
+			t.Errorf("%s: %s %s: %d %s, want %d", tt.name, tt.method, tt.path, code, body, tt.want)
+		}
+	}
+}
+
 // TestResourceTokenRevocation: a token stops working when its permission
 // is replaced or deleted, its user deleted or renamed away with the
 // permission deleted, its database deleted, or its container recreated; a

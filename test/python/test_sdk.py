@@ -339,6 +339,23 @@ class PythonSDKTest(unittest.TestCase):
         self.assertEqual(status_of(lambda: self.client.ReadItem(coll + "/docs/a", {"partitionKey": "p"})), 404)
         self.assertEqual(status_of(lambda: self.client.ReadItem(coll + "/docs/b", {"partitionKey": "wrong"})), 404)
 
+    def test_item_permission_by_self(self):
+        """An item permission given the item's _self, as the SDK's samples
+        do, covers reads of the item by id (403 before) and by _self, and
+        no other item."""
+        coll = self.container("perm")
+        item = self.client.CreateItem(coll, {"id": "r03", "pk": "k3"})
+        self.client.CreateItem(coll, {"id": "r04", "pk": "k3"})
+        user = self.client.CreateUser(self.db_link, {"id": "bob"})
+        perm = self.client.CreatePermission(user["_self"], {"id": "ip3", "permissionMode": "read", "resource": item["_self"]})
+        policy = documents.ConnectionPolicy()
+        policy.SSLConfiguration = documents.SSLConfiguration()
+        policy.SSLConfiguration.SSLCaCerts = os.path.join(self.server.data, "tls", "cert.pem")
+        reader = cosmos_client.CosmosClient(self.server.endpoint, {"resourceTokens": {"r03": perm["_token"], "r04": perm["_token"], item["_rid"].lower(): perm["_token"]}}, policy)
+        self.assertEqual(reader.ReadItem(coll + "/docs/r03", {"partitionKey": "k3"})["id"], "r03")
+        self.assertEqual(reader.ReadItem(item["_self"], {"partitionKey": "k3"})["id"], "r03")
+        self.assertEqual(status_of(lambda: reader.ReadItem(coll + "/docs/r04", {"partitionKey": "k3"})), 403)
+
     def test_self_links(self):
         """Resources addressed by the _self links of their reads, as the v3
         SDK's samples do (client.CreateContainer(db['_self'], ...)): the SDK
