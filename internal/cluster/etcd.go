@@ -159,7 +159,26 @@ func StartEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 		return fmt.Errorf("%w (the cluster already has the member %s, whose data is not in this directory: a member "+
 			"cannot join again with a new data directory yet; start it on its own)", err, cfg.Self.Addr)
 	}
-	e, endCalls, err := launch(ctx, cfg.StartTimeout)
+	timeout := cfg.StartTimeout
+	if _, err := os.Stat(filepath.Join(data, etcdDir, "member")); errors.Is(err, fs.ErrNotExist) {
+		began := time.Now()
+		actx, cancel := context.WithTimeout(ctx, timeout)
+		err := awaitNewMember(actx, cfg, log)
+		cancel()
+		switch {
+		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+			return nil, fmt.Errorf("cluster: etcd: member %s holds no cluster data and could not confirm within %v that it may "+
+				"start as a new member: a majority of the %d members must start with empty data directories, or one that "+
+				"holds data must be up to confirm this member never started", cfg.Self.Addr, timeout, len(cfg.Members))
+		case err != nil:
+			if fresh {
+				_ = os.RemoveAll(filepath.Join(data, etcdDir))
+			}
+			return nil, err
+		}
+		timeout = max(timeout-time.Since(began), time.Second)
+	}
+	e, endCalls, err := launch(ctx, timeout)
 	if err != nil {
 		return nil, failed(err)
 	}

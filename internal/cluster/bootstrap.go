@@ -1,0 +1,176 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"time"
+)
+
+// A member whose data directory holds no etcd member starts etcd as a new
+// member of the cluster named by the join list (embedConfig). etcd lets it
+// only if no reachable peer says the member started before: when none is
+// reachable, it goes ahead. A member whose disk was replaced (its directory
+// empty) and that was restarted while the others were down thus came back
+// as the same member with no memory of its log or its votes, and with one
+// other member behind the rest formed a majority that had lost writes it
+// acknowledged: etcd's catalog and every partition's Raft group alike (a
+// bug hunt: 48 of 48 acknowledged items 404, an acknowledged container
+// gone, and the member that held them refused when it came back).
+//
+// So a member with no etcd data first makes sure the cluster has no state
+// it could have forgotten (awaitNewMember): either a peer's etcd answers
+// and its list of members shows this one never started (it never published
+// its client URLs: it never voted, never acknowledged a write, never ran a
+// replica), or a majority of the members, this one included, are as empty
+// as this one (the cluster's first start: anything committed would be on a
+// majority, and a majority of empty members leaves none). Meanwhile it
+// answers its peers' same question on its etcd peer address ("empty"),
+// which etcd takes over once the member starts. A member that started
+// before is refused, saying so; one that can confirm neither waits, up to
+// the start's bound.
+//
+// Not covered: a member whose only start was while the one peer that now
+// answers was down, and whose publication that peer never learned of
+// (replacing a member safely, as a learner that catches up before it
+// votes, is a membership change: not supported yet).
+
+// emptyMemberHeader marks the answer of a member waiting in
+// awaitNewMember: it holds no etcd data.
+const emptyMemberHeader = "X-Partita-Empty-Member"
+
+// errStartedBefore is awaitNewMember's error for a member the cluster
+// knows started before, whose directory no longer holds its data.
+var errStartedBefore = errors.New("this member started before, but its data directory holds none of its data")
+
+// peerState is what a peer answered about the cluster.
+type peerState int
+
+const (
+	peerUnreachable peerState = iota
+	peerEmpty                 // waiting in awaitNewMember, no etcd data
+	peerKnowsSelf             // its etcd lists this member as started
+	peerSelfNew               // its etcd lists this member as never started
+)
+
+// awaitNewMember returns once member cfg.Self, whose directory holds no etcd
+// data, may start as a new member (see above), errStartedBefore (wrapped)
+// if the cluster knows it started before, or an error when it cannot tell
+// before ctx ends.
+func awaitNewMember(ctx context.Context, cfg EtcdConfig, lg *slog.Logger) error {
+	peer, err := url.Parse(cfg.Self.PeerURL)
+	if err != nil {
+		return fmt.Errorf("cluster: etcd: peer URL: %w", err)
+	}
+	ln, err := net.Listen("tcp", peer.Host)
+	if err != nil {
+		return fmt.Errorf("cluster: etcd: listen on %s: %w", peer.Host, err)
+	}
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set(emptyMemberHeader, "1")
+			http.Error(w, "this member holds no etcd data and has not started its etcd member yet", http.StatusServiceUnavailable)
+		}),
+		TLSConfig:         cfg.Cert.ServerTLS(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ErrorLog:          log.New(io.Discard, "", 0), // refused handshakes are expected
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.ServeTLS(ln, "", "")
+	}()
+	defer func() {
+		_ = srv.Close()
+		<-served
+	}()
+	logged := false
+	for {
+		empty := 1 // this member
+		for _, m := range cfg.Members {
+			if m.ID == cfg.Self.ID {
+				continue
+			}
+			switch askPeer(ctx, cfg, m) {
+			case peerKnowsSelf:
+				return fmt.Errorf("cluster: etcd: %w: member %s of the cluster lists %s as a member that has started, "+
+					"so the cluster may hold writes that only this member's lost data had; it is refused rather than "+
+					"let it vote with no memory (replacing a member is not supported yet: restore its data directory, "+
+					"or recreate the cluster)", errStartedBefore, m.Addr, cfg.Self.Addr)
+			case peerSelfNew:
+				return nil
+			case peerEmpty:
+				empty++
+			}
+		}
+		if empty > len(cfg.Members)/2 {
+			return nil
+		}
+		if !logged {
+			lg.Info("this member holds no cluster data: waiting for a majority of the members to start empty too, "+
+				"or for one that holds data to confirm this member never started", "members", len(cfg.Members), "empty", empty)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+// askPeer asks member m's etcd peer address about the cluster.
+func askPeer(ctx context.Context, cfg EtcdConfig, m Member) peerState {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	tc := cfg.Cert.ClientTLS(m.Host())
+	tc.NextProtos = nil // HTTP/1.1, which etcd's peer listener and ours both speak
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tc, DisableKeepAlives: true}}
+	defer client.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.PeerURL+"/members", nil)
+	if err != nil {
+		return peerUnreachable
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return peerUnreachable
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	switch {
+	case err != nil:
+		return peerUnreachable
+	case resp.Header.Get(emptyMemberHeader) != "":
+		return peerEmpty
+	case resp.StatusCode != http.StatusOK:
+		return peerUnreachable
+	}
+	// etcd's membership.Member as its peer handler encodes it.
+	var members []struct {
+		Name       string   `json:"name"`
+		PeerURLs   []string `json:"peerURLs"`
+		ClientURLs []string `json:"clientURLs"`
+	}
+	if err := json.Unmarshal(body, &members); err != nil {
+		return peerUnreachable
+	}
+	for _, pm := range members {
+		if pm.Name == cfg.Self.Addr || slices.Contains(pm.PeerURLs, cfg.Self.PeerURL) {
+			if len(pm.ClientURLs) > 0 {
+				return peerKnowsSelf
+			}
+			return peerSelfNew
+		}
+	}
+	// Not listed at all: another cluster's member (clusterToken differs),
+	// which etcd refuses on its own; say nothing of it here.
+	return peerUnreachable
+}
