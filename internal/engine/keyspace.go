@@ -114,6 +114,7 @@ func (e *Engine) dropData(c *catalog.Container) {
 			e.log.Warn("drop the data of a deleted container", "container", c.Link(), "keyspace", ks, "err", err)
 		}
 	}
+	e.forgetGone()
 }
 
 // referenced returns every keyspace some container's range maps to, is

@@ -42,8 +42,21 @@ func (t *lockTable) lock(key string) (unlock func()) {
 // transactions hold it shared, and work that must see no writes at all (an
 // index rebuild after an indexing policy change) holds it exclusively.
 type containerLocks struct {
-	locks sync.Map // uint64 → *sync.RWMutex; entries are never removed
+	locks sync.Map // uint64 → *sync.RWMutex; removed once the container is gone (forgetGone)
 }
+
+// ids lists the containers with a lock.
+func (t *containerLocks) ids() []uint64 {
+	var out []uint64
+	t.locks.Range(func(k, _ any) bool {
+		out = append(out, k.(uint64))
+		return true
+	})
+	return out
+}
+
+// forget drops the lock of container c, which no longer exists.
+func (t *containerLocks) forget(c uint64) { t.locks.Delete(c) }
 
 func (t *containerLocks) get(c uint64) *sync.RWMutex {
 	if l, ok := t.locks.Load(c); ok {

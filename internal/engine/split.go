@@ -184,7 +184,19 @@ func (s *rangeSizes) set(key string, total int64, now time.Time) {
 	s.m[key] = &rangeSize{bytes: total, scanned: now}
 }
 
-// forget drops the estimate of a range that split.
+// keys lists the ranges (rangeKeys) with an estimate.
+func (s *rangeSizes) keys() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.m))
+	for k := range s.m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// forget drops the estimate of a range that split, or whose container is
+// gone.
 func (s *rangeSizes) forget(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -261,10 +273,14 @@ func (e *Engine) Run(ctx context.Context) {
 	}
 	t := time.NewTicker(e.cfg.SplitCheckInterval)
 	defer t.Stop()
+	forget := time.NewTicker(forgetInterval)
+	defer forget.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-forget.C:
+			e.forgetGone()
 		case <-t.C:
 			e.checkSplits(ctx)
 			e.checkAlignment(ctx)

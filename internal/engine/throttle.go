@@ -136,6 +136,36 @@ type hotKeys struct {
 	refused429 map[string]int64
 }
 
+// keys lists the partitions (rangeKeys) hot keys are kept of.
+func (h *hotKeys) keys() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	seen := map[string]bool{}
+	for k := range h.charges {
+		seen[k] = true
+	}
+	for k := range h.streak {
+		seen[k] = true
+	}
+	for k := range h.refused {
+		seen[k] = true
+	}
+	for k := range h.warned {
+		seen[k] = true
+	}
+	for k := range h.throttled {
+		seen[k] = true
+	}
+	for k := range h.refused429 {
+		seen[k] = true
+	}
+	out := make([]string, 0, len(seen))
+	for k := range seen {
+		out = append(out, k)
+	}
+	return out
+}
+
 // forget drops what is known about a partition that no longer exists.
 func (h *hotKeys) forget(key string) {
 	h.mu.Lock()

@@ -232,6 +232,17 @@ func (l *Limiter) Usage(key string) Usage {
 	return Usage{}
 }
 
+// Keys lists the partitions with a bucket.
+func (l *Limiter) Keys() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]string, 0, len(l.b))
+	for k := range l.b {
+		out = append(out, k)
+	}
+	return out
+}
+
 // Forget drops partition key's bucket (a partition that no longer exists).
 func (l *Limiter) Forget(key string) {
 	l.mu.Lock()
