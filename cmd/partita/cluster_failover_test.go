@@ -117,3 +117,81 @@ func soleLeader(t *testing.T, bin string, nodes []*clusterNode) *clusterNode {
 		}
 	}
 }
+
+// TestClusterLeaderStop: the leader of a container's only partition is
+// stopped as an operator stops it (SIGTERM) while a client writes through
+// another node without pause: the stopping node hands its leadership over
+// first (cluster.Node.HandOff), so no write fails, none is left in doubt.
+// Before, SIGTERM cost writers what kill -9 does (a bug hunt: 2 to 8 writes
+// answered 408 at every stop, 1 to 2 s each).
+func TestClusterLeaderStop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three servers")
+	}
+	bin := build(t)
+	nodes := newCluster(t, 3)
+	startAll(t, bin, nodes, "--consistency", "Strong")
+	ctx := t.Context()
+	createContainer(t, nodes[0], 0)
+	pk := azcosmos.NewPartitionKeyString("p")
+	upsert := func(ctx context.Context, cc *azcosmos.ContainerClient, id string) error {
+		_, err := cc.UpsertItem(ctx, pk, fmt.Appendf(nil, `{"id":%q,"pk":"p"}`, id), nil)
+		return err
+	}
+	if err := retry(ctx, 30*time.Second, func(ctx context.Context) error { return upsert(ctx, nodes[0].container(t, "db", "c"), "first") }); err != nil {
+		t.Fatal(err)
+	}
+	lead := soleLeader(t, bin, nodes)
+	var via *clusterNode
+	for _, n := range nodes {
+		if n != lead {
+			via = n
+		}
+	}
+	cc := via.container(t, "db", "c")
+	stopped := make(chan struct{})
+	type failure struct {
+		i   int
+		at  time.Duration
+		err error
+	}
+	var failures []failure
+	writes := 0
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(done)
+		var after time.Time
+		for i := 0; ; i++ {
+			select {
+			case <-stopped:
+				if after.IsZero() {
+					after = time.Now()
+				}
+			default:
+			}
+			if !after.IsZero() && time.Since(after) > 2*time.Second {
+				return
+			}
+			wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			err := upsert(wctx, cc, fmt.Sprint("w", i))
+			cancel()
+			writes++
+			if err != nil {
+				failures = append(failures, failure{i, time.Since(start), err})
+			}
+		}
+	}()
+	time.Sleep(500 * time.Millisecond)
+	lead.stop(t)
+	close(stopped)
+	<-done
+	for _, f := range failures {
+		t.Errorf("write %d through a survivor, %v after the writes began, with its partition's leader stopped (SIGTERM): %v",
+			f.i, f.at.Round(time.Millisecond), f.err)
+	}
+	if len(failures) > 0 {
+		t.Logf("the stopped leader's log:\n%s", lastLines(lead.logs.String(), 30))
+	}
+	t.Logf("%d writes through a survivor while its partition's leader stopped, %d failed", writes, len(failures))
+}

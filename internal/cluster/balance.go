@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -168,7 +169,46 @@ func drainMoves(self uint64, voters []uint64, leaders map[uint64]uint64, skip fu
 // want of space (it cannot persist what it would lead: it answers 507,
 // and stalls once its peers' writes reach it).
 func (n *Node) draining() bool {
-	return n.shared != nil && n.shared.Lapsed() >= drainAfter || n.cfg.Store != nil && n.cfg.Store.Full()
+	return n.handingOff.Load() || n.shared != nil && n.shared.Lapsed() >= drainAfter || n.cfg.Store != nil && n.cfg.Store.Full()
+}
+
+// HandOff hands the leadership of every group this node leads that has
+// another voter to the other voters, and refuses leaderships from now on,
+// returning once it leads none of them or when ctx ends: a node asked to
+// stop does so first, so that a rolling restart costs its writers nothing.
+// Without it a stopping leader's writes in flight answered 408, outcome
+// unknown, and the next writes waited out an election, as for a node
+// killed (a bug hunt: 2 to 8 such 408s of 1 to 2 s each at every SIGTERM,
+// and leader balance even moved a leadership to the stopping node).
+func (n *Node) HandOff(ctx context.Context) {
+	n.handingOff.Store(true)
+	for {
+		n.balanceLeaders()
+		if n.ledWithOthers() == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			n.log.Warn("stopping while still leading partitions: their writes in flight may answer 408", "groups", n.ledWithOthers())
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// ledWithOthers counts the groups this node leads that have another voter.
+func (n *Node) ledWithOthers() int {
+	led := 0
+	for _, g := range n.host.Groups() {
+		l, err := n.host.Leader(g)
+		if err != nil || l.ID != n.self.ID {
+			continue
+		}
+		if slices.ContainsFunc(n.placement.Voters(g), func(v uint64) bool { return v != n.self.ID }) {
+			led++
+		}
+	}
+	return led
 }
 
 // Unfit reports why this node should not take a leadership, nor expect
@@ -176,6 +216,8 @@ func (n *Node) draining() bool {
 // (for refuseAfter), or its disk is full. "" when it is fit.
 func (n *Node) Unfit() string {
 	switch {
+	case n.handingOff.Load():
+		return "this node is stopping"
 	case n.shared != nil && n.shared.Lapsed() >= refuseAfter:
 		return "this node cannot confirm its catalog"
 	case n.cfg.Store != nil && n.cfg.Store.Full():
@@ -267,10 +309,13 @@ func (n *Node) balanceLeaders() (leaderMove, bool) {
 		}
 		err := n.host.TransferLeader(mv.group, mv.to)
 		if err == nil {
-			if drain {
+			switch {
+			case n.handingOff.Load():
+				n.log.Info("leadership transfer: this node is stopping", "keyspace", mv.group, "to", nodeHex(mv.to))
+			case drain:
 				n.log.Warn("leadership transfer: "+n.Unfit()+", so it cannot serve the partitions it leads",
 					"keyspace", mv.group, "to", nodeHex(mv.to))
-			} else {
+			default:
 				n.log.Info("leadership transfer for leader balance", "keyspace", mv.group, "to", nodeHex(mv.to))
 			}
 			n.bal.started = append(n.bal.started, mv)

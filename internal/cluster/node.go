@@ -86,8 +86,11 @@ type Node struct {
 	placement Placement
 	kv        *kvServer
 	ln        net.Listener
-	srv       *http.Server
-	client    *http.Client
+	// handingOff: the node is stopping (HandOff): it drains its
+	// leaderships and refuses new ones.
+	handingOff atomic.Bool
+	srv        *http.Server
+	client     *http.Client
 
 	// forwarded serves requests other nodes forward, by the name of the
 	// listener they arrived on (SetForwarded).

@@ -443,7 +443,24 @@ func (s *Server) Run(ctx context.Context) error {
 		s.eng.Run(bg) // splits, TTL purges
 	}()
 	total := s.cfg.Server.ShutdownTimeout
-	drain := total * 3 / 4
+	// A cluster node asked to stop first hands its leaderships to the
+	// other members (cluster.Node.HandOff), serving meanwhile: writes then
+	// go to the new leaders rather than meet a dead one. At most a fifth of
+	// the shutdown's time, 2 s at most.
+	handOff := min(total/5, 2*time.Second)
+	serving, stopServing := context.WithCancel(context.Background())
+	defer stopServing()
+	node := s.node
+	go func() {
+		<-runCtx.Done()
+		if node != nil && ctx.Err() != nil { // asked to stop, not failed
+			hctx, done := context.WithTimeout(context.Background(), handOff)
+			node.HandOff(hctx)
+			done()
+		}
+		stopServing()
+	}()
+	drain := (total - handOff) * 3 / 4
 	// Any listener failing stops them all; they shut down together, each
 	// draining within three quarters of ShutdownTimeout (the rest is for
 	// background work and the store).
@@ -458,7 +475,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.metricsHTTP != nil {
 		lns = append(lns, listener{s.metricsHTTP, s.metricsLn})
 	}
-	sctx, stop := context.WithCancel(runCtx)
+	sctx, stop := context.WithCancel(serving)
 	errs := make([]error, len(lns)) // one slot per listener: no lock needed
 	var wg sync.WaitGroup
 	for i, l := range lns {
