@@ -183,6 +183,9 @@ func (n *Node) draining() bool {
 func (n *Node) HandOff(ctx context.Context) {
 	n.handingOff.Store(true)
 	for {
+		if n.tr != nil && n.tr.HeardSince(time.Now().Add(-time.Second)) == 0 {
+			return // no other member to take them (the last one stopping)
+		}
 		n.balanceLeaders()
 		if n.ledWithOthers() == 0 {
 			return
