@@ -27,7 +27,14 @@ import (
 type nodeSessions struct {
 	mu sync.Mutex
 	m  map[string]*containerSession // "db/coll"
+	// pruneAt is the size of m at which the entries of containers that no
+	// longer exist are dropped (prune): each container ever written
+	// through the node stayed for good before (a soak hunt).
+	pruneAt int
 }
+
+// minPruneAt is nodeSessions' smallest pruneAt.
+const minPruneAt = 64
 
 type containerSession struct {
 	rid  string
@@ -67,10 +74,28 @@ func (h *Handler) noteSession(w http.ResponseWriter, r *http.Request) {
 	if cs == nil || cs.rid != rid {
 		cs = &containerSession{rid: rid, lsns: map[string]uint64{}}
 		s.m[key] = cs
+		if len(s.m) >= max(s.pruneAt, minPruneAt) {
+			h.pruneSessionsLocked()
+		}
 	}
 	for _, t := range toks {
 		cs.lsns[t.RangeID] = max(cs.lsns[t.RangeID], t.LSN)
 	}
+}
+
+// pruneSessionsLocked drops the entries of containers that no longer
+// exist (or exist again under the name with another _rid), and sets the
+// size at which to look again to twice what is left: amortised, a write
+// pays nothing for it. The caller holds h.sessions.mu.
+func (h *Handler) pruneSessionsLocked() {
+	s := &h.sessions
+	for key, cs := range s.m {
+		db, coll, _ := strings.Cut(key, "/")
+		if rid, err := h.eng.ContainerRID(db, coll); err != nil || rid != cs.rid {
+			delete(s.m, key)
+		}
+	}
+	s.pruneAt = 2 * len(s.m)
 }
 
 // nodeSession returns the session tokens of the writes this node answered

@@ -93,3 +93,30 @@ func signedRequest(t *testing.T, ctx context.Context, method, path string) *http
 	r.Header.Set("Authorization", auth.MasterToken(key, method, typ, link, date))
 	return r
 }
+
+// TestNodeSessionsPruned: the node's session keeps no entry of a container
+// that no longer exists for long: 200 containers, each written through the
+// node and deleted, leave fewer than minPruneAt entries. Each stayed for
+// good before (a soak hunt of container churn).
+func TestNodeSessionsPruned(t *testing.T) {
+	srv := newTestHandler(t, Config{Replicated: true})
+	h := srv.Config.Handler.(*Handler)
+	do(t, srv, http.MethodPost, "/dbs", nil, `{"id":"db"}`)
+	pk := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`}
+	for i := range 200 {
+		c := "c" + strconv.Itoa(i)
+		do(t, srv, http.MethodPost, "/dbs/db/colls", nil, `{"id":"`+c+`","partitionKey":{"paths":["/pk"]}}`)
+		if resp, body := do(t, srv, http.MethodPost, "/dbs/db/colls/"+c+"/docs", pk, `{"id":"a","pk":"p"}`); resp.StatusCode != http.StatusCreated {
+			t.Fatalf("create in %s: %d %s", c, resp.StatusCode, body)
+		}
+		if resp, body := do(t, srv, http.MethodDelete, "/dbs/db/colls/"+c, nil, ""); resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("delete %s: %d %s", c, resp.StatusCode, body)
+		}
+	}
+	h.sessions.mu.Lock()
+	n := len(h.sessions.m)
+	h.sessions.mu.Unlock()
+	if n >= 64 {
+		t.Errorf("the node's session holds %d containers' entries after 200 were written and deleted, want fewer than %d", n, 64)
+	}
+}
