@@ -43,9 +43,22 @@ type Budgets struct {
 	// low: until when it said it is at or below the low-priority reserve.
 	spent, low map[string]time.Time
 	// leaders: partition key → the leader its charges were last reported
-	// to, to ask again about a budget below the low-priority reserve.
-	leaders map[string]uint64
+	// to, to ask again about a budget below the low-priority reserve, and
+	// when; kept for leaderKeep after the last charge (every partition
+	// ever charged through the node stayed for good before).
+	leaders map[string]chargedTo
 }
+
+// chargedTo is the leader a partition's charges last went to, and when.
+type chargedTo struct {
+	id uint64
+	at time.Time
+}
+
+// leaderKeep is how long a partition's leader is remembered after its
+// last charge here (or after its budget was last low): far longer than a
+// report and its answer take.
+const leaderKeep = time.Minute
 
 // NewBudgets returns empty budgets reading the time from now (nil:
 // time.Now).
@@ -54,7 +67,7 @@ func NewBudgets(now func() time.Time) *Budgets {
 		now = time.Now
 	}
 	return &Budgets{now: now, pending: map[uint64]map[string]float64{}, spent: map[string]time.Time{}, low: map[string]time.Time{},
-		leaders: map[string]uint64{}}
+		leaders: map[string]chargedTo{}}
 }
 
 // Charged records ru request units charged here to partition key, whose
@@ -68,7 +81,7 @@ func (b *Budgets) Charged(leader uint64, key string, ru float64) {
 		b.pending[leader] = m
 	}
 	m[key] += ru
-	b.leaders[key] = leader
+	b.leaders[key] = chargedTo{leader, b.now()}
 }
 
 // Spent reports how long partition key's leader last said its budget
@@ -128,12 +141,18 @@ func (b *Budgets) take() map[uint64]map[string]float64 {
 		if !ok {
 			continue
 		}
-		m := b.pending[leader]
+		b.leaders[key] = chargedTo{leader.id, now}
+		m := b.pending[leader.id]
 		if m == nil {
 			m = map[string]float64{}
-			b.pending[leader] = m
+			b.pending[leader.id] = m
 		}
 		m[key] += 0
+	}
+	for key, l := range b.leaders {
+		if now.Sub(l.at) > leaderKeep {
+			delete(b.leaders, key)
+		}
 	}
 	if len(b.pending) == 0 {
 		return nil

@@ -81,3 +81,28 @@ func TestBudgetsReport(t *testing.T) {
 		t.Errorf("still spent %v after the wait the leader gave", w)
 	}
 }
+
+// TestBudgetsForgetLeaders: a partition's leader is kept for leaderKeep
+// after its last charge, or while its budget is low: every partition ever
+// charged through a node stayed in memory before.
+func TestBudgetsForgetLeaders(t *testing.T) {
+	now := time.Unix(1000, 0)
+	b := NewBudgets(func() time.Time { return now })
+	for i := range 100 {
+		b.Charged(7, "c/"+string(rune('a'+i%26))+string(rune('a'+i/26)), 1)
+	}
+	out := b.take()
+	if len(out[7]) != 100 {
+		t.Fatalf("took %d charges, want 100", len(out[7]))
+	}
+	b.answered(out[7], budgetAnswer{Low: map[string]int64{"c/aa": 500}})
+	for end := now.Add(2 * leaderKeep); now.Before(end); now = now.Add(500 * time.Millisecond) {
+		b.answered(b.take()[7], budgetAnswer{Low: map[string]int64{"c/aa": 500}}) // still low: asked again
+	}
+	b.mu.Lock()
+	n, kept := len(b.leaders), b.leaders["c/aa"].id
+	b.mu.Unlock()
+	if n != 1 || kept != 7 {
+		t.Errorf("after the reports, %d partitions' leaders kept (c/aa's: %d), want only the low one's, 7", n, kept)
+	}
+}
