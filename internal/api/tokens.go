@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"net/http"
 
 	"github.com/partitadb/partita/internal/auth"
@@ -122,46 +121,29 @@ func (h *Handler) checkGrant(g *auth.Grant, pattern string, r *http.Request) err
 // grantedItem reports whether the item request r addresses is the one
 // grant g names. Either may name it by its id or by its _rid: the SDKs'
 // samples give a permission the item's _self and then read it by id, and
-// Python's SDK reads an item by its _self. When the two forms differ, the
-// _rid is resolved to its item's id in the request's logical partition
-// (read as the request's own read would be), and an item not found is not
-// the one granted. It compared the two strings before, and refused both
-// mixes (403, a bug hunt with the Python SDK).
+// Python's SDK reads an item by its _self. Like is compared with like: when
+// the two forms differ, the _rid is resolved to its item's id in the
+// request's logical partition (read as the request's own read would be),
+// and an item not found is not the one granted. It compared the two
+// strings before, and refused both mixes (403, a bug hunt with the Python
+// SDK); an id that looks like a _rid is an id (a review: an item whose id
+// was another item's _rid reached that item).
 func (h *Handler) grantedItem(g *auth.Grant, r *http.Request) bool {
 	id := r.PathValue("id")
-	if id == g.Item {
-		return true
-	}
 	byRID, _ := r.Context().Value(ridItemKey{}).(bool)
-	want := g.Item
-	switch {
-	case byRID: // the request names the item by _rid, the grant by id
-	case h.isItemRID(r, g.Item): // the grant by _rid, the request by id
-		id, want = g.Item, r.PathValue("id")
-	default:
-		return false
+	if byRID == g.ItemRID {
+		return id == g.Item
+	}
+	rid, want := id, g.Item // the request by _rid, the grant by id
+	if g.ItemRID {
+		rid, want = g.Item, id
 	}
 	pk, err := partitionKey(r)
 	if err != nil {
 		return false
 	}
-	got, err := h.eng.ItemIDByRID(r.Context(), r.PathValue("db"), r.PathValue("coll"), pk, id, false)
+	got, err := h.eng.ItemIDByRID(r.Context(), r.PathValue("db"), r.PathValue("coll"), pk, rid, false)
 	return err == nil && got == want
-}
-
-// isItemRID reports whether s has the shape of the _rid of an item of r's
-// container: its container's _rid and eight bytes more.
-func (h *Handler) isItemRID(r *http.Request, s string) bool {
-	b, err := document.DecodeRID(s)
-	if err != nil {
-		return false
-	}
-	rid, err := h.eng.ContainerRID(r.PathValue("db"), r.PathValue("coll"))
-	if err != nil {
-		return false
-	}
-	c, err := document.DecodeRID(rid)
-	return err == nil && len(b) == len(c)+8 && bytes.HasPrefix(b, c)
 }
 
 // planRequest reports whether r, of the route with pattern pattern, asks

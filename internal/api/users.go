@@ -249,7 +249,7 @@ func (h *Handler) withToken(p engine.Permission, ttl time.Duration) []byte {
 	now := h.now()
 	tok := h.verify.ResourceToken(auth.Grant{
 		DB: p.DB, User: p.UserRID, Permission: p.ID, RID: p.RID, ETag: p.ETag, Mode: mode,
-		Container: p.Container, ContainerRID: p.ContainerRID, Item: p.Item, PK: p.PK,
+		Container: p.Container, ContainerRID: p.ContainerRID, Item: p.Item, ItemRID: p.ItemRID, PK: p.PK,
 		Issued: now, Expires: now.Add(ttl),
 	})
 	// NB: a token is ASCII letters, digits and "=&._-" only, so it needs no JSON

@@ -66,7 +66,9 @@ type Grant struct {
 	// token does not cover a later container of the same name.
 	Container, ContainerRID string
 	// Item is the id of the one item in scope; "" when the scope is the whole container.
-	Item string
+	// ItemRID: Item is the item's _rid instead (the permission named it by its _self).
+	Item    string
+	ItemRID bool
 	// PK is the logical partition in scope (the permission's resourcePartitionKey) as a
 	// canonical JSON array; "" when every partition key is.
 	PK string
@@ -86,6 +88,7 @@ type claims struct {
 	Container    string `json:"c"`
 	ContainerRID string `json:"cr"`
 	Item         string `json:"i,omitempty"`
+	ItemRID      bool   `json:"ir,omitempty"`
 	PK           string `json:"k,omitempty"`
 	Issued       int64  `json:"iat"`
 	Expires      int64  `json:"exp"`
@@ -110,7 +113,7 @@ func (v *Verifier) ResourceToken(g Grant) string {
 	}
 	c := claims{
 		DB: g.DB, User: g.User, Permission: g.Permission, RID: g.RID, ETag: g.ETag, Mode: g.Mode,
-		Container: g.Container, ContainerRID: g.ContainerRID, Item: g.Item, PK: g.PK,
+		Container: g.Container, ContainerRID: g.ContainerRID, Item: g.Item, ItemRID: g.ItemRID, PK: g.PK,
 		Issued: g.Issued.Unix(), Expires: expires,
 	}
 	raw, err := json.Marshal(c)
@@ -157,7 +160,7 @@ func (v *Verifier) verifyResource(sig []byte, now time.Time) (*Grant, error) {
 	}
 	g := &Grant{
 		DB: c.DB, User: c.User, Permission: c.Permission, RID: c.RID, ETag: c.ETag, Mode: c.Mode,
-		Container: c.Container, ContainerRID: c.ContainerRID, Item: c.Item, PK: c.PK,
+		Container: c.Container, ContainerRID: c.ContainerRID, Item: c.Item, ItemRID: c.ItemRID, PK: c.PK,
 		Issued: time.Unix(c.Issued, 0), Expires: time.Unix(c.Expires, 0),
 	}
 	if now.Before(g.Issued.Add(-v.maxSkew)) || !now.Before(g.Expires) {

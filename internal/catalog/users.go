@@ -89,6 +89,23 @@ type Permission struct {
 	ETag string `json:"etag"`
 }
 
+// ItemByRID reports whether the permission's resource link names its item
+// by _rid (a _self link: its database is named by _rid too) rather than by
+// id. It is read from the definition as sent, so permissions written
+// before it was asked answer too.
+func (p *Permission) ItemByRID() bool {
+	if p.Item == "" {
+		return false
+	}
+	var jp fastjson.Parser
+	v, err := jp.ParseBytes(p.Def)
+	if err != nil {
+		return false
+	}
+	segs := strings.Split(strings.Trim(string(v.GetStringBytes("resource")), "/"), "/")
+	return len(segs) == 6 && segs[1] != p.DB
+}
+
 // JSON returns the permission resource as the wire protocol returns it,
 // without _token (which the API layer issues per response).
 func (p *Permission) JSON() []byte {

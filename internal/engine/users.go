@@ -86,13 +86,16 @@ type Permission struct {
 	// item ("" for the whole container), PK the logical partition (canonical
 	// JSON array; "" for all).
 	Container, ContainerRID, Item, PK string
+	// ItemRID: Item is the item's _rid (the permission named it by its
+	// _self), not its id.
+	ItemRID bool
 }
 
 func permissionOf(p *catalog.Permission) Permission {
 	return Permission{
 		Resource: Resource{Body: p.JSON(), ETag: p.ETag},
 		DB:       p.DB, UserRID: p.UserRID, ID: p.ID, RID: p.RID, All: p.Mode == catalog.ModeAll,
-		Container: p.Container, ContainerRID: p.ContainerRID, Item: p.Item, PK: p.PK,
+		Container: p.Container, ContainerRID: p.ContainerRID, Item: p.Item, PK: p.PK, ItemRID: p.ItemByRID(),
 	}
 }
 

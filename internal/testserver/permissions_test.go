@@ -258,6 +258,7 @@ func TestResourceTokenItemLinks(t *testing.T) {
 	e := newTokenEnv(t, testserver.Options{})
 	var x, other struct {
 		Self string `json:"_self"`
+		RID  string `json:"_rid"`
 	}
 	if err := json.Unmarshal(e.must("GET", "/dbs/db/colls/a/docs/x", pkHeader("p1"), "", 200), &x); err != nil {
 		t.Fatal(err)
@@ -269,6 +270,11 @@ func TestResourceTokenItemLinks(t *testing.T) {
 	_, bySelf := e.permission("POST", "bob", "self", map[string]any{"permissionMode": "All", "resource": x.Self}, nil)
 	_, byName := e.permission("POST", "alice", "name", map[string]any{"permissionMode": "Read", "resource": "dbs/db/colls/a/docs/x", "resourcePartitionKey": []string{"p1"}}, nil)
 	xSelf, otherSelf := "/"+strings.TrimSuffix(x.Self, "/"), "/"+strings.TrimSuffix(other.Self, "/")
+	// An item whose id is x's _rid, granted by id: an id that looks like a
+	// _rid is an id (a review reached x with such a token).
+	e.must("POST", "/dbs/db/colls/a/docs", pkHeader("p1"), `{"id":"`+x.RID+`","pk":"p1"}`, 201)
+	e.must("POST", "/dbs/db/users", nil, `{"id":"carol"}`, 201)
+	_, lookalike := e.permission("POST", "carol", "lookalike", map[string]any{"permissionMode": "All", "resource": "dbs/db/colls/a/docs/" + x.RID, "resourcePartitionKey": []string{"p1"}}, nil)
 	for _, tt := range []struct {
 		name, tok, method, path string
 		hdr                     map[string]string
@@ -284,6 +290,10 @@ func TestResourceTokenItemLinks(t *testing.T) {
 		{"granted by id, read by _self", byName, "GET", xSelf, pkHeader("p1"), "", 200},
 		{"granted by id, read by id", byName, "GET", "/dbs/db/colls/a/docs/x", pkHeader("p1"), "", 200},
 		{"granted by id in p1, another partition's item by _self", byName, "GET", otherSelf, pkHeader("p2"), "", 403},
+		{"granted an id like x's _rid, that item", lookalike, "GET", "/dbs/db/colls/a/docs/" + url.PathEscape(x.RID), pkHeader("p1"), "", 200},
+		{"granted an id like x's _rid, x by id", lookalike, "GET", "/dbs/db/colls/a/docs/x", pkHeader("p1"), "", 403},
+		{"granted an id like x's _rid, x by _self", lookalike, "GET", xSelf, pkHeader("p1"), "", 403},
+		{"granted an id like x's _rid, x replaced by _self", lookalike, "PUT", xSelf, pkHeader("p1"), `{"id":"x","pk":"p1","v":9}`, 403},
 	} {
 		code, body := e.with(tt.tok, tt.method, tt.path, tt.hdr, tt.body)
 		if code != tt.want {
