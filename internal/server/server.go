@@ -532,11 +532,17 @@ func (s *Server) Run(ctx context.Context) error {
 // load). So once no request has been served for quietBeforeClose, the
 // connections left are closed.
 func serve(ctx context.Context, srv *http.Server, ln net.Listener, timeout time.Duration) error {
-	var active atomic.Int64 // requests in their handlers
+	var active atomic.Int64  // requests in their handlers
+	var last atomic.Int64    // when the last request began (unix nanoseconds)
+	var stopping atomic.Bool // closeFirst: answers say Connection: close
 	if h := srv.Handler; h != nil {
 		srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			active.Add(1)
+			last.Store(time.Now().UnixNano())
 			defer active.Add(-1)
+			if stopping.Load() && r.ProtoMajor == 1 {
+				w.Header().Set("Connection", "close") // HTTP/2 has Shutdown's GOAWAY
+			}
 			h.ServeHTTP(w, r)
 		})
 	}
@@ -553,24 +559,58 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener, timeout time.
 	select {
 	case err = <-errc:
 	case <-ctx.Done():
+		// Before Shutdown, which drops unanswered any request it reads
+		// from then on (net/http: "if c.server.shuttingDown() return"):
+		// no new connection, and the open ones answered and told to close.
+		stopping.Store(true)
+		_ = ln.Close()
+		if serr := <-errc; !errors.Is(serr, net.ErrClosed) && !errors.Is(serr, http.ErrServerClosed) {
+			err = serr
+		}
+		closeFirst(&active, &last, min(timeout/4, closeGrace))
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 		done := make(chan error, 1) // one send: Shutdown's result
 		go func() { done <- srv.Shutdown(sctx) }()
-		err = awaitShutdown(srv, done, &active)
+		if serr := awaitShutdown(srv, done, &active); err == nil {
+			err = serr
+		}
 		cancel()
 		if errors.Is(err, context.DeadlineExceeded) {
 			// Requests still running (stuck on a disk that does not
 			// answer) must not hold the process: drop their connections.
 			_ = srv.Close()
 		}
-		if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
-			err = serr
-		}
 	}
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
 	return err
+}
+
+// closeGrace bounds how long a stopping listener goes on serving with
+// keep-alives off (closeFirst).
+const closeGrace = time.Second
+
+// closeFirst, once the listener is closed and every HTTP/1.1 answer says
+// Connection: close (serve), goes on serving the connections open until no
+// request has begun for quietBeforeClose/5, or for grace, before the
+// shutdown: a request that reached the server after Shutdown began, on a
+// kept-alive connection or a new one, was dropped unanswered ("socket hang
+// up"), which @azure/cosmos takes for a write of unknown outcome and does
+// not retry (a bug hunt: 6 of 6 writers at a SIGTERM, none applied). Told
+// to close, a client opens a new connection, which the closed listener
+// refuses: the request never sent, which it may retry.
+// (http.Server.SetKeepAlivesEnabled would close idle connections at once:
+// the same cut.)
+func closeFirst(active, last *atomic.Int64, grace time.Duration) {
+	quiet := int64(quietBeforeClose / 5)
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) {
+		if active.Load() == 0 && time.Now().UnixNano()-last.Load() >= quiet {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // quietBeforeClose is how long a shutting-down listener serves no request
