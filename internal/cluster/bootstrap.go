@@ -30,13 +30,16 @@ import (
 // it could have forgotten (awaitNewMember): either a peer's etcd answers
 // and its list of members shows this one never started (it never published
 // its client URLs: it never voted, never acknowledged a write, never ran a
-// replica), or a majority of the members, this one included, are as empty
-// as this one (the cluster's first start: anything committed would be on a
-// majority, and a majority of empty members leaves none). Meanwhile it
-// answers its peers' same question on its etcd peer address ("empty"),
-// which etcd takes over once the member starts. A member that started
-// before is refused, saying so; one that can confirm neither waits, up to
-// the start's bound.
+// replica), or every member answers that it is as empty as this one (the
+// cluster's first start). A majority of empty members is not enough: an
+// empty member may be one whose data was lost, and with a member that
+// never started it made a majority while the data was on the others (a
+// review: a cluster run on two of its three members, one disk replaced,
+// formed a second, empty cluster, and the member holding the data later
+// joined it). Meanwhile it answers its peers' same question on its etcd
+// peer address ("empty"), which etcd takes over once the member starts. A
+// member that started before is refused, saying so; one that can confirm
+// neither waits, up to the start's bound.
 //
 // Not covered: a member whose only start was while the one peer that now
 // answers was down, and whose publication that peer never learned of
@@ -111,11 +114,11 @@ func awaitNewMember(ctx context.Context, cfg EtcdConfig, lg *slog.Logger) error 
 				empty++
 			}
 		}
-		if empty > len(cfg.Members)/2 {
+		if empty == len(cfg.Members) {
 			return nil
 		}
 		if !logged {
-			lg.Info("this member holds no cluster data: waiting for a majority of the members to start empty too, "+
+			lg.Info("this member holds no cluster data: waiting for every member to start empty too (a new cluster), "+
 				"or for one that holds data to confirm this member never started", "members", len(cfg.Members), "empty", empty)
 			logged = true
 		}

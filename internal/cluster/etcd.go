@@ -168,8 +168,8 @@ func StartEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 		switch {
 		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 			return nil, fmt.Errorf("cluster: etcd: member %s holds no cluster data and could not confirm within %v that it may "+
-				"start as a new member: a majority of the %d members must start with empty data directories, or one that "+
-				"holds data must be up to confirm this member never started", cfg.Self.Addr, timeout, len(cfg.Members))
+				"start as a new member: a new cluster forms once all %d members are up with empty data directories, and a "+
+				"member that holds data must be up to confirm that an empty one never started", cfg.Self.Addr, timeout, len(cfg.Members))
 		case err != nil:
 			if fresh {
 				_ = os.RemoveAll(filepath.Join(data, etcdDir))

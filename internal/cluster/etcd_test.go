@@ -272,29 +272,27 @@ func ExampleMembers() {
 }
 
 // TestEtcdForeignMember: a member whose certificate comes from another
-// secret cannot join: the other two form the cluster without it.
+// secret cannot join: started on its own data, it never reaches the others,
+// who go on without it.
 func TestEtcdForeignMember(t *testing.T) {
 	ms := testMembers(t, 3)
-	es := startMembers(t, ms[:2], ms) // a majority
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	es := startMembersIn(t, dirs, ms, ms)
+	if err := es[2].Close(); err != nil {
+		t.Fatal(err)
+	}
 	cert, err := mustCA(t, secretB).NodeCert(ms[2].Addr, []string{ms[2].Host()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := EtcdConfig{DataDir: t.TempDir(), Self: ms[2], Members: ms, Cert: cert, StartTimeout: 3 * time.Second}
+	cfg := EtcdConfig{DataDir: dirs[2], Self: ms[2], Members: ms, Cert: cert, StartTimeout: 3 * time.Second}
 	if e, err := StartEtcd(t.Context(), cfg); err == nil {
 		e.Close()
 		t.Fatalf("a member with a certificate of another CA joined")
 	}
-	resp, err := es[0].Client().MemberList(opCtx(t))
-	if err != nil {
-		t.Fatalf("member list: %v", err)
-	}
-	for _, m := range resp.Members {
-		// An initial member is listed from the start; a started one has
-		// published its client URLs.
-		if m.Name == ms[2].Addr && len(m.ClientURLs) > 0 {
-			t.Errorf("the foreign member %s published itself: %v", ms[2].Addr, m)
-		}
+	putUntil(t, es[0].Client(), "k", "v")
+	if got := mustGet(t, es[1].Client(), "k"); got != "v" {
+		t.Errorf("k = %q on the other member, want v", got)
 	}
 }
 
@@ -508,17 +506,29 @@ func TestEtcdMemberWithLostData(t *testing.T) {
 	}
 }
 
-// TestEtcdLateFirstStart: a member of the join list that starts for the
-// first time after the others formed the cluster joins it (its peers list
-// it as never started).
-func TestEtcdLateFirstStart(t *testing.T) {
+// TestEtcdNewClusterNeedsEveryMember: members with empty directories form
+// a new cluster only with every member of the join list up and empty: two
+// of three do not (the third may be one that holds the cluster's data, or
+// the two may include one whose data was lost), and they say so.
+func TestEtcdNewClusterNeedsEveryMember(t *testing.T) {
 	ms := testMembers(t, 3)
-	es := startMembers(t, ms[:2], ms)
-	if _, err := es[0].Client().Put(opCtx(t), "k", "v"); err != nil {
-		t.Fatal(err)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		cfg := etcdConfig(t, t.TempDir(), ms[i], ms)
+		cfg.StartTimeout = 3 * time.Second
+		wg.Go(func() {
+			e, err := StartEtcd(t.Context(), cfg)
+			if e != nil {
+				e.Close()
+			}
+			errs[i] = err
+		})
 	}
-	late := startMembers(t, ms[2:], ms)
-	if got := mustGet(t, late[0].Client(), "k"); got != "v" {
-		t.Errorf("k = %q through the late member, want v", got)
+	wg.Wait()
+	for i, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "all 3 members are up with empty data directories") {
+			t.Errorf("member %s of two empty ones started: %v, want it to wait for the third", ms[i].Addr, err)
+		}
 	}
 }
