@@ -456,9 +456,7 @@ func (s *SharedCatalog) Lock(ctx context.Context) (_ func(), err error) {
 			s.mu.err = err
 		}
 		s.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), s.base.timeout)
-		_ = s.queue.drop(ctx, h.key, h.rev) // if it fails, the session's expiry releases it
-		cancel()
+		s.dropQueued(h.key, h.rev)
 		<-s.lock
 	}
 	if err := s.caughtUp(ctx, h.granted); err != nil {
@@ -474,21 +472,30 @@ func (s *SharedCatalog) Lock(ctx context.Context) (_ func(), err error) {
 	return release, nil
 }
 
-// dropQueued deletes this node's key in the lock's queue after a Lock that
-// failed: the key of create revision rev, or whatever is under that name
-// when rev is 0 (the put's outcome is unknown: only the node stopping, or
-// etcd's timeout, cut it short). No request of this node holds the lock
-// (the caller holds s.lock), so the key is never a lock in use. Best
-// effort: if etcd cannot be reached, the session's lease ends the key
-// (Close revokes it).
+// dropQueued deletes this node's key in the lock's queue, of create
+// revision rev, when a Lock failed or its holder released it. No request of
+// this node holds the lock (the caller holds s.lock), so the key is never a
+// lock in use. When the delete cannot be confirmed (etcd failing past the
+// retries), or rev is 0 (a put whose outcome is unknown: only the node
+// stopping, or etcd's timeout, cut it short; a delete sent now could land
+// before it), the session is abandoned instead: its keep-alive ends, so
+// etcd deletes its keys within its TTL, and the next Lock takes a new one
+// (renewLocked). Kept alive, a key left behind held every other node's
+// Lock until this node stopped (a review by attack: the release's delete
+// was one attempt, and its comment said the session's expiry would end the
+// key, which the keep-alive prevented).
 func (s *SharedCatalog) dropQueued(key string, rev int64) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.base.timeout)
-	defer cancel()
 	if rev != 0 {
-		_ = s.queue.drop(ctx, key, rev)
-		return
+		ctx, cancel := context.WithTimeout(context.Background(), s.base.timeout)
+		err := retryEtcd(ctx, func() error { return s.queue.drop(ctx, key, rev) })
+		cancel()
+		if err == nil {
+			return
+		}
+		s.log.Warn("could not delete this node's key in the catalog lock's queue: abandoning its etcd session so that the key expires with it",
+			"key", key, "err", err)
 	}
-	_, _ = s.cli.Delete(ctx, key)
+	s.sess.Load().Orphan()
 }
 
 // lockErr is Lock's error for err: catalog.ErrLockTimeout when ctx ended

@@ -372,3 +372,43 @@ func TestStoppingEndsWrites(t *testing.T) {
 		t.Fatal("an Apply without a quorum did not end when the node stopped")
 	}
 }
+
+// TestLockKeyOfUnknownFateExpires: a key in the lock's queue whose removal
+// cannot be confirmed (a put of unknown outcome, or a delete that kept
+// failing) is left to the session's lease, which stops being kept alive:
+// the key goes within the TTL, and the node's next Lock takes a new
+// session. Kept alive, such a key held every other node's Lock until the
+// node stopped (a review by attack).
+func TestLockKeyOfUnknownFateExpires(t *testing.T) {
+	e := startSingle(t, t.TempDir())
+	_, a := currentNode(t, e, 1, []uint64{1, 2}, time.Second, nil)
+	_, b := currentNode(t, e, 2, []uint64{1, 2}, time.Second, nil)
+	old := a.sess.Load()
+	key := a.queue.key(old.Lease())
+	// The put that a Lock cut short may have landed: as if it had.
+	if _, err := a.queue.enqueue(opCtx(t), old.Lease()); err != nil {
+		t.Fatal(err)
+	}
+	a.dropQueued(key, 0)
+	select {
+	case <-old.Done():
+	default:
+		t.Fatal("the session still kept alive after a key of unknown fate was left to it")
+	}
+	// b gets the lock once the lease has expired (TTL 5 s here).
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	release, err := b.Lock(ctx)
+	if err != nil {
+		t.Fatalf("another node's Lock behind the abandoned key: %v", err)
+	}
+	release()
+	release, err = a.Lock(opCtx(t))
+	if err != nil {
+		t.Fatalf("the node's next Lock: %v", err)
+	}
+	release()
+	if a.sess.Load() == old {
+		t.Error("the next Lock kept the abandoned session")
+	}
+}
