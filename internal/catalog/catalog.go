@@ -823,6 +823,21 @@ func (c *Catalog) Container(db, id string) (*Container, error) {
 	return k, nil
 }
 
+// Internals returns the internal id of every container, read at once (a
+// container applied before its database, as a cluster's catalog may apply
+// them, is among them).
+func (c *Catalog) Internals() map[uint64]bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := map[uint64]bool{}
+	for _, m := range c.mu.colls {
+		for _, k := range m {
+			out[k.Internal] = true
+		}
+	}
+	return out
+}
+
 // Containers returns database db's containers in creation order, or ErrNotFound.
 func (c *Catalog) Containers(db string) ([]*Container, error) {
 	c.mu.RLock()

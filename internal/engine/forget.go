@@ -18,10 +18,13 @@ const forgetInterval = time.Minute
 // for every partition it had (a soak hunt: 20,000 containers created and
 // deleted, +90 MB of heap that never came back).
 //
-// The keys are listed before the catalog is read: an entry is only made
-// for a container the catalog already had, so one listed and then missing
-// from the catalog was deleted, never created since (a container's lock
-// must not be dropped while a transaction of a live container holds it).
+// The keys are listed before the catalog is read, its containers at once
+// (catalog.Internals: a cluster's catalog may apply a container before its
+// database): an entry is only made for a container the catalog already
+// had, so one listed and then missing from the catalog was deleted, never
+// created since (a container's lock must not be dropped while a
+// transaction of a live container holds it). A shared database's budget
+// goes with its database.
 func (e *Engine) forgetGone() {
 	hotKeys := e.hot.keys()
 	sizeKeys := e.sizes.keys()
@@ -30,14 +33,15 @@ func (e *Engine) forgetGone() {
 		bucketKeys = e.limit.Keys()
 	}
 	lockIDs := e.colls.ids()
-	live := map[uint64]bool{}
+	live := e.cat.Internals()
+	dbs := map[string]bool{}
 	for _, d := range e.cat.Databases() {
-		colls, _ := e.cat.Containers(d.ID)
-		for _, c := range colls {
-			live[c.Internal] = true
-		}
+		dbs[d.RID] = true
 	}
 	gone := func(key string) bool {
+		if rid, _, ok := parseSharedBudgetKey(key); ok {
+			return !dbs[rid] // a shared database's budget
+		}
 		id, ok := rangeKeyContainer(key)
 		return ok && !live[id]
 	}
@@ -64,7 +68,7 @@ func (e *Engine) forgetGone() {
 }
 
 // rangeKeyContainer returns the internal id of the container a rangeKey
-// names; false for a key of another form (a shared database's budget).
+// names; false for a key of another form.
 func rangeKeyContainer(key string) (uint64, bool) {
 	hex, _, ok := strings.Cut(key, "/")
 	if !ok {

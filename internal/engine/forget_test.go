@@ -61,3 +61,37 @@ func TestForgetGone(t *testing.T) {
 		t.Errorf("the other container after the delete: %s, want %s", got, want)
 	}
 }
+
+// TestForgetGoneSharedBudget: a shared database's budget goes with the
+// database.
+func TestForgetGoneSharedBudget(t *testing.T) {
+	e := testEngineWith(t, Config{RateLimit: true})
+	ctx := context.Background()
+	if _, err := e.CreateDatabase("shared", Throughput{Manual: 400}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateContainer("shared", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), Throughput{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.WriteItem(ctx, Write{DB: "shared", Container: "c", Kind: Upsert, PK: pkN(1), Body: []byte(`{"id":"x","pk":"p1"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	shared := func() int {
+		n := 0
+		for _, k := range e.limit.Keys() {
+			if _, _, ok := parseSharedBudgetKey(k); ok {
+				n++
+			}
+		}
+		return n
+	}
+	if shared() == 0 {
+		t.Fatal("no shared budget bucket after a write to a shared database's container")
+	}
+	if err := e.DeleteDatabase("shared", ""); err != nil {
+		t.Fatal(err)
+	}
+	if n := shared(); n != 0 {
+		t.Errorf("%d shared budget buckets kept after the database was deleted", n)
+	}
+}
