@@ -89,8 +89,13 @@ type Node struct {
 	// handingOff: the node is stopping (HandOff): it drains its
 	// leaderships and refuses new ones.
 	handingOff atomic.Bool
-	srv        *http.Server
-	client     *http.Client
+	// closing: Close has begun; the cluster listener's answers say
+	// Connection: close. active and lastReq count its requests (counted).
+	closing atomic.Bool
+	active  atomic.Int64
+	lastReq atomic.Int64
+	srv     *http.Server
+	client  *http.Client
 
 	// forwarded serves requests other nodes forward, by the name of the
 	// listener they arrived on (SetForwarded).
@@ -218,13 +223,13 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	n.kv.register(mux)
 	mux.HandleFunc("POST "+BudgetPath, n.serveBudget)
 	mux.HandleFunc("GET "+StatusPath, n.serveStatus)
-	n.srv = &http.Server{Handler: mux, TLSConfig: cert.ServerTLS(), ReadHeaderTimeout: 10 * time.Second,
+	n.srv = &http.Server{Handler: n.counted(mux), TLSConfig: cert.ServerTLS(), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: log.New(io.Discard, "", 0)} // refused handshakes are expected
 	n.tr.Register(n.srv) // Raft's own protocol on the same listener
 	runCtx, stop := context.WithCancel(context.Background())
 	n.stop = stop
 	n.wg.Go(func() {
-		if err := n.srv.ServeTLS(n.ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := n.srv.ServeTLS(n.ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) && !n.closing.Load() {
 			lg.Error("cluster listener", "err", err)
 		}
 	})
@@ -803,12 +808,46 @@ func notSent(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
+// counted wraps the cluster listener's handler: it counts the requests in
+// it, and once Close has begun its HTTP/1.1 answers say Connection: close.
+func (n *Node) counted(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.active.Add(1)
+		n.lastReq.Store(time.Now().UnixNano())
+		defer n.active.Add(-1)
+		if n.closing.Load() && r.ProtoMajor == 1 {
+			w.Header().Set("Connection", "close")
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// quietBeforeShutdown closes the cluster listener, then lets the requests
+// other nodes forwarded here on open connections finish, each answer
+// saying Connection: close, until none has begun for 100 ms (1 s at most):
+// http.Server.Shutdown drops unanswered any request it reads from then on,
+// and a peer whose forwarded write met that could only answer 408, its
+// outcome unknown (as a stopping node's API listener did to its clients:
+// server.closeFirst).
+func (n *Node) quietBeforeShutdown() {
+	n.closing.Store(true)
+	_ = n.ln.Close()
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		if n.active.Load() == 0 && time.Now().UnixNano()-n.lastReq.Load() >= int64(100*time.Millisecond) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // Close stops the node: the listener, the Raft host's driver, the
 // transport, the shared catalog and the etcd member. The store stays
 // open.
 func (n *Node) Close() error {
 	var errs []error
 	if n.srv != nil {
+		n.quietBeforeShutdown()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = n.srv.Shutdown(ctx)
 		cancel()
