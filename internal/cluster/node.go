@@ -90,10 +90,9 @@ type Node struct {
 	// leaderships and refuses new ones.
 	handingOff atomic.Bool
 	// closing: Close has begun; the cluster listener's answers say
-	// Connection: close. active and lastReq count its requests (counted).
+	// Connection: close. conns are its open connections (trackConns).
 	closing atomic.Bool
-	active  atomic.Int64
-	lastReq atomic.Int64
+	conns   *h1Conns
 	srv     *http.Server
 	client  *http.Client
 
@@ -226,6 +225,7 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	n.srv = &http.Server{Handler: n.counted(mux), TLSConfig: cert.ServerTLS(), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: log.New(io.Discard, "", 0)} // refused handshakes are expected
 	n.tr.Register(n.srv) // Raft's own protocol on the same listener
+	n.conns = trackConns(n.srv)
 	runCtx, stop := context.WithCancel(context.Background())
 	n.stop = stop
 	n.wg.Go(func() {
@@ -808,13 +808,10 @@ func notSent(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
-// counted wraps the cluster listener's handler: it counts the requests in
-// it, and once Close has begun its HTTP/1.1 answers say Connection: close.
+// counted wraps the cluster listener's handler: once Close has begun, its
+// HTTP/1.1 answers say Connection: close.
 func (n *Node) counted(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n.active.Add(1)
-		n.lastReq.Store(time.Now().UnixNano())
-		defer n.active.Add(-1)
 		if n.closing.Load() && r.ProtoMajor == 1 {
 			w.Header().Set("Connection", "close")
 		}
@@ -823,21 +820,65 @@ func (n *Node) counted(h http.Handler) http.Handler {
 }
 
 // quietBeforeShutdown closes the cluster listener, then lets the requests
-// other nodes forwarded here on open connections finish, each answer
-// saying Connection: close, until none has begun for 100 ms (1 s at most):
-// http.Server.Shutdown drops unanswered any request it reads from then on,
-// and a peer whose forwarded write met that could only answer 408, its
-// outcome unknown (as a stopping node's API listener did to its clients:
-// server.closeFirst).
+// other nodes forward here on open connections finish, each answer saying
+// Connection: close, until every HTTP/1.1 connection has closed (1 s at
+// most): http.Server.Shutdown drops unanswered any request it reads from
+// then on, and a peer whose forwarded write met that could only answer
+// 408, its outcome unknown (as a stopping node's API listener did to its
+// clients: server.h1Conns).
 func (n *Node) quietBeforeShutdown() {
 	n.closing.Store(true)
 	_ = n.ln.Close()
-	deadline := time.Now().Add(time.Second)
-	for time.Now().Before(deadline) {
-		if n.active.Load() == 0 && time.Now().UnixNano()-n.lastReq.Load() >= int64(100*time.Millisecond) {
+	if n.conns != nil {
+		n.conns.awaitClosed(time.Second)
+	}
+}
+
+// h1Conns counts a server's open connections that speak HTTP/1.1 (or whose
+// protocol is not known yet), by http.Server's ConnState hook: Raft's
+// streams and snapshots, on the same listener, are not waited for.
+type h1Conns struct {
+	mu   sync.Mutex
+	open map[net.Conn]bool
+}
+
+// trackConns installs the hook on srv (before it serves).
+func trackConns(srv *http.Server) *h1Conns {
+	t := &h1Conns{open: map[net.Conn]bool{}}
+	srv.ConnState = func(c net.Conn, st http.ConnState) {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		switch st {
+		case http.StateClosed, http.StateHijacked:
+			delete(t.open, c)
+		default:
+			t.open[c] = true
+		}
+	}
+	return t
+}
+
+// awaitClosed returns once no HTTP/1.1 connection is open, or after grace.
+func (t *h1Conns) awaitClosed(grace time.Duration) {
+	for deadline := time.Now().Add(grace); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		t.mu.Lock()
+		conns := make([]net.Conn, 0, len(t.open))
+		for c := range t.open {
+			conns = append(conns, c)
+		}
+		t.mu.Unlock()
+		n := 0
+		for _, c := range conns {
+			if tc, ok := c.(*tls.Conn); ok {
+				if p := tc.ConnectionState().NegotiatedProtocol; p != "" && p != "http/1.1" {
+					continue
+				}
+			}
+			n++
+		}
+		if n == 0 {
 			return
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

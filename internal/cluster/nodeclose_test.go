@@ -19,6 +19,12 @@ import (
 // unanswered, which a peer could only answer 408 for (its outcome unknown).
 // http.Server.Shutdown drops any request it reads once it has begun.
 func TestCloseAnswersForwards(t *testing.T) {
+	for _, pace := range []time.Duration{0, 120 * time.Millisecond} {
+		t.Run(fmt.Sprint("pace=", pace), func(t *testing.T) { closeUnderForwards(t, pace) })
+	}
+}
+
+func closeUnderForwards(t *testing.T, pace time.Duration) {
 	ca := mustCA(t, secretA)
 	cert, err := ca.NodeCert("127.0.0.1:0", []string{"127.0.0.1"})
 	if err != nil {
@@ -34,6 +40,7 @@ func TestCloseAnswersForwards(t *testing.T) {
 		time.Sleep(time.Millisecond)
 		w.WriteHeader(http.StatusCreated)
 	}))}
+	n.conns = trackConns(n.srv)
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
@@ -76,10 +83,11 @@ func TestCloseAnswersForwards(t *testing.T) {
 					c.Close()
 					c = nil
 				}
+				time.Sleep(pace)
 			}
 		})
 	}
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(200*time.Millisecond + pace/2)
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
 	}

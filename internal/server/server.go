@@ -451,8 +451,12 @@ func (s *Server) Run(ctx context.Context) error {
 	serving, stopServing := context.WithCancel(context.Background())
 	defer stopServing()
 	node := s.node
+	var stopBegan time.Time          // when the stop began: its deadline is total after it
+	handedOff := make(chan struct{}) // closed once stopBegan is set and serving ends
 	go func() {
+		defer close(handedOff)
 		<-runCtx.Done()
+		stopBegan = time.Now()
 		if node != nil && ctx.Err() != nil { // asked to stop, not failed
 			hctx, done := context.WithTimeout(context.Background(), handOff)
 			node.HandOff(hctx)
@@ -487,8 +491,11 @@ func (s *Server) Run(ctx context.Context) error {
 	wg.Wait()
 	stop()
 	serveErr := errors.Join(errs...)
-	deadline := time.Now().Add(total - drain)
 	cancel()
+	<-handedOff
+	// The whole stop within total, the hand-off and the listeners' drain
+	// included (a review: each took its time on top of it).
+	deadline := stopBegan.Add(total)
 	<-watchDone
 	stopBG()
 	if s.node != nil {
@@ -533,12 +540,10 @@ func (s *Server) Run(ctx context.Context) error {
 // connections left are closed.
 func serve(ctx context.Context, srv *http.Server, ln net.Listener, timeout time.Duration) error {
 	var active atomic.Int64  // requests in their handlers
-	var last atomic.Int64    // when the last request began (unix nanoseconds)
 	var stopping atomic.Bool // closeFirst: answers say Connection: close
 	if h := srv.Handler; h != nil {
 		srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			active.Add(1)
-			last.Store(time.Now().UnixNano())
 			defer active.Add(-1)
 			if stopping.Load() && r.ProtoMajor == 1 {
 				w.Header().Set("Connection", "close") // HTTP/2 has Shutdown's GOAWAY
@@ -546,6 +551,7 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener, timeout time.
 			h.ServeHTTP(w, r)
 		})
 	}
+	conns := trackConns(srv)
 	errc := make(chan error, 1) // one send: Serve's result
 	go func() {
 		if srv.TLSConfig != nil {
@@ -559,6 +565,10 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener, timeout time.
 	select {
 	case err = <-errc:
 	case <-ctx.Done():
+		// The whole stop, the wait for connections to close included,
+		// within timeout.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		defer cancel()
 		// Before Shutdown, which drops unanswered any request it reads
 		// from then on (net/http: "if c.server.shuttingDown() return"):
 		// no new connection, and the open ones answered and told to close.
@@ -567,14 +577,12 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener, timeout time.
 		if serr := <-errc; !errors.Is(serr, net.ErrClosed) && !errors.Is(serr, http.ErrServerClosed) {
 			err = serr
 		}
-		closeFirst(&active, &last, min(timeout/4, closeGrace))
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		conns.awaitClosed(min(timeout/4, closeGrace))
 		done := make(chan error, 1) // one send: Shutdown's result
 		go func() { done <- srv.Shutdown(sctx) }()
 		if serr := awaitShutdown(srv, done, &active); err == nil {
 			err = serr
 		}
-		cancel()
 		if errors.Is(err, context.DeadlineExceeded) {
 			// Requests still running (stuck on a disk that does not
 			// answer) must not hold the process: drop their connections.
@@ -587,30 +595,75 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener, timeout time.
 	return err
 }
 
-// closeGrace bounds how long a stopping listener goes on serving with
-// keep-alives off (closeFirst).
+// closeGrace bounds how long a stopping listener waits for its HTTP/1.1
+// connections to close (h1Conns.awaitClosed).
 const closeGrace = time.Second
 
-// closeFirst, once the listener is closed and every HTTP/1.1 answer says
-// Connection: close (serve), goes on serving the connections open until no
-// request has begun for quietBeforeClose/5, or for grace, before the
-// shutdown: a request that reached the server after Shutdown began, on a
-// kept-alive connection or a new one, was dropped unanswered ("socket hang
-// up"), which @azure/cosmos takes for a write of unknown outcome and does
-// not retry (a bug hunt: 6 of 6 writers at a SIGTERM, none applied). Told
-// to close, a client opens a new connection, which the closed listener
-// refuses: the request never sent, which it may retry.
-// (http.Server.SetKeepAlivesEnabled would close idle connections at once:
-// the same cut.)
-func closeFirst(active, last *atomic.Int64, grace time.Duration) {
-	quiet := int64(quietBeforeClose / 5)
-	deadline := time.Now().Add(grace)
-	for time.Now().Before(deadline) {
-		if active.Load() == 0 && time.Now().UnixNano()-last.Load() >= quiet {
+// h1Conns counts a server's open HTTP/1.1 connections (http.Server's
+// ConnState hook), so that a stop can let them close first. Once the
+// listener is closed and every HTTP/1.1 answer says Connection: close
+// (serve), each client closes its connection after its next answer and
+// opens a new one, which the closed listener refuses: the request never
+// sent, which it may retry. A request that reached the server after
+// Shutdown began was dropped unanswered instead ("socket hang up"), which
+// @azure/cosmos takes for a write of unknown outcome and does not retry (a
+// bug hunt: 6 of 6 writers at a SIGTERM, none applied); so was one sent on
+// a connection idle when Shutdown closed it, which a wait for quiet alone
+// let through (a review: writers 120 ms apart). HTTP/2 connections are
+// not waited for: Shutdown's GOAWAY tells their clients which requests it
+// took. (http.Server.SetKeepAlivesEnabled would close idle connections at
+// once: the same cut.)
+type h1Conns struct {
+	mu   sync.Mutex
+	open map[net.Conn]bool
+}
+
+// trackConns installs the hook on srv (before it serves).
+func trackConns(srv *http.Server) *h1Conns {
+	t := &h1Conns{open: map[net.Conn]bool{}}
+	prev := srv.ConnState
+	srv.ConnState = func(c net.Conn, st http.ConnState) {
+		t.mu.Lock()
+		switch st {
+		case http.StateClosed, http.StateHijacked:
+			delete(t.open, c)
+		default:
+			t.open[c] = true
+		}
+		t.mu.Unlock()
+		if prev != nil {
+			prev(c, st)
+		}
+	}
+	return t
+}
+
+// awaitClosed returns once no HTTP/1.1 connection (or one whose protocol
+// is not known yet) is open, or after grace.
+func (t *h1Conns) awaitClosed(grace time.Duration) {
+	for deadline := time.Now().Add(grace); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if t.http1() == 0 {
 			return
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// http1 counts the open connections that are not HTTP/2.
+func (t *h1Conns) http1() int {
+	t.mu.Lock()
+	conns := make([]net.Conn, 0, len(t.open))
+	for c := range t.open {
+		conns = append(conns, c)
+	}
+	t.mu.Unlock()
+	n := 0
+	for _, c := range conns {
+		if tc, ok := c.(*tls.Conn); ok && tc.ConnectionState().NegotiatedProtocol == "h2" {
+			continue
+		}
+		n++
+	}
+	return n
 }
 
 // quietBeforeClose is how long a shutting-down listener serves no request
