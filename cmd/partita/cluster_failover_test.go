@@ -36,26 +36,8 @@ func leaderLoss(t *testing.T, pause bool) {
 	if testing.Short() {
 		t.Skip("starts three servers")
 	}
-	bin := build(t)
-	nodes := newCluster(t, 3)
-	startAll(t, bin, nodes, "--consistency", "Strong")
 	ctx := t.Context()
-	createContainer(t, nodes[0], 0)
-	pk := azcosmos.NewPartitionKeyString("p")
-	upsert := func(ctx context.Context, cc *azcosmos.ContainerClient, id string) error {
-		_, err := cc.UpsertItem(ctx, pk, fmt.Appendf(nil, `{"id":%q,"pk":"p"}`, id), nil)
-		return err
-	}
-	if err := retry(ctx, 30*time.Second, func(ctx context.Context) error { return upsert(ctx, nodes[0].container(t, "db", "c"), "first") }); err != nil {
-		t.Fatal(err)
-	}
-	lead := soleLeader(t, bin, nodes)
-	var via *clusterNode
-	for _, n := range nodes {
-		if n != lead {
-			via = n
-		}
-	}
+	lead, via, upsert := leaderAndSurvivor(t)
 	cc := via.container(t, "db", "c")
 	what := "killed"
 	if pause {
@@ -90,6 +72,32 @@ func leaderLoss(t *testing.T, pause bool) {
 		}
 	}
 	t.Logf("5 writes through a survivor in %v after the leader was %s", time.Since(start).Round(time.Millisecond), what)
+}
+
+// leaderAndSurvivor starts three servers with a container of one physical
+// partition, written once, and returns the node that leads it, another
+// node, and an upsert of item id through a container client.
+func leaderAndSurvivor(t *testing.T) (lead, via *clusterNode, upsert func(context.Context, *azcosmos.ContainerClient, string) error) {
+	t.Helper()
+	bin := build(t)
+	nodes := newCluster(t, 3)
+	startAll(t, bin, nodes, "--consistency", "Strong")
+	createContainer(t, nodes[0], 0)
+	pk := azcosmos.NewPartitionKeyString("p")
+	upsert = func(ctx context.Context, cc *azcosmos.ContainerClient, id string) error {
+		_, err := cc.UpsertItem(ctx, pk, fmt.Appendf(nil, `{"id":%q,"pk":"p"}`, id), nil)
+		return err
+	}
+	if err := retry(t.Context(), 30*time.Second, func(ctx context.Context) error { return upsert(ctx, nodes[0].container(t, "db", "c"), "first") }); err != nil {
+		t.Fatal(err)
+	}
+	lead = soleLeader(t, bin, nodes)
+	for _, n := range nodes {
+		if n != lead {
+			via = n
+		}
+	}
+	return lead, via, upsert
 }
 
 // lastLines returns the last n lines of s.
@@ -128,26 +136,8 @@ func TestClusterLeaderStop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three servers")
 	}
-	bin := build(t)
-	nodes := newCluster(t, 3)
-	startAll(t, bin, nodes, "--consistency", "Strong")
 	ctx := t.Context()
-	createContainer(t, nodes[0], 0)
-	pk := azcosmos.NewPartitionKeyString("p")
-	upsert := func(ctx context.Context, cc *azcosmos.ContainerClient, id string) error {
-		_, err := cc.UpsertItem(ctx, pk, fmt.Appendf(nil, `{"id":%q,"pk":"p"}`, id), nil)
-		return err
-	}
-	if err := retry(ctx, 30*time.Second, func(ctx context.Context) error { return upsert(ctx, nodes[0].container(t, "db", "c"), "first") }); err != nil {
-		t.Fatal(err)
-	}
-	lead := soleLeader(t, bin, nodes)
-	var via *clusterNode
-	for _, n := range nodes {
-		if n != lead {
-			via = n
-		}
-	}
+	lead, via, upsert := leaderAndSurvivor(t)
 	cc := via.container(t, "db", "c")
 	stopped := make(chan struct{})
 	type failure struct {

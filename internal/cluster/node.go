@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/partitadb/partita/internal/drain"
 	"github.com/partitadb/partita/internal/replica"
 	"github.com/partitadb/partita/internal/replication"
 	"github.com/partitadb/partita/internal/store"
@@ -89,12 +90,11 @@ type Node struct {
 	// handingOff: the node is stopping (HandOff): it drains its
 	// leaderships and refuses new ones.
 	handingOff atomic.Bool
-	// closing: Close has begun; the cluster listener's answers say
-	// Connection: close. conns are its open connections (trackConns).
-	closing atomic.Bool
-	conns   *h1Conns
-	srv     *http.Server
-	client  *http.Client
+	// conns are the cluster listener's connections, drained when it
+	// closes (quietBeforeShutdown).
+	conns  *drain.Conns
+	srv    *http.Server
+	client *http.Client
 
 	// forwarded serves requests other nodes forward, by the name of the
 	// listener they arrived on (SetForwarded).
@@ -222,14 +222,15 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	n.kv.register(mux)
 	mux.HandleFunc("POST "+BudgetPath, n.serveBudget)
 	mux.HandleFunc("GET "+StatusPath, n.serveStatus)
-	n.srv = &http.Server{Handler: n.counted(mux), TLSConfig: cert.ServerTLS(), ReadHeaderTimeout: 10 * time.Second,
+	n.srv = &http.Server{Handler: mux, TLSConfig: cert.ServerTLS(), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: log.New(io.Discard, "", 0)} // refused handshakes are expected
 	n.tr.Register(n.srv) // Raft's own protocol on the same listener
-	n.conns = trackConns(n.srv)
+	n.conns = drain.Track(n.srv)
+	n.srv.Handler = n.conns.Handler(n.srv.Handler)
 	runCtx, stop := context.WithCancel(context.Background())
 	n.stop = stop
 	n.wg.Go(func() {
-		if err := n.srv.ServeTLS(n.ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) && !n.closing.Load() {
+		if err := n.srv.ServeTLS(n.ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
 			lg.Error("cluster listener", "err", err)
 		}
 	})
@@ -808,78 +809,16 @@ func notSent(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
-// counted wraps the cluster listener's handler: once Close has begun, its
-// HTTP/1.1 answers say Connection: close.
-func (n *Node) counted(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if n.closing.Load() && r.ProtoMajor == 1 {
-			w.Header().Set("Connection", "close")
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
 // quietBeforeShutdown closes the cluster listener, then lets the requests
-// other nodes forward here on open connections finish, each answer saying
-// Connection: close, until every HTTP/1.1 connection has closed (1 s at
-// most): http.Server.Shutdown drops unanswered any request it reads from
-// then on, and a peer whose forwarded write met that could only answer
-// 408, its outcome unknown (as a stopping node's API listener did to its
-// clients: server.h1Conns).
+// other nodes forward here on open HTTP/1.1 connections finish, each answer
+// saying Connection: close, until those connections have closed (1 s at
+// most): Shutdown drops any request it reads, and a peer whose forwarded
+// write met that could only answer 408, its outcome unknown (package
+// drain).
 func (n *Node) quietBeforeShutdown() {
-	n.closing.Store(true)
+	n.conns.Begin()
 	_ = n.ln.Close()
-	if n.conns != nil {
-		n.conns.awaitClosed(time.Second)
-	}
-}
-
-// h1Conns counts a server's open connections that speak HTTP/1.1 (or whose
-// protocol is not known yet), by http.Server's ConnState hook: Raft's
-// streams and snapshots, on the same listener, are not waited for.
-type h1Conns struct {
-	mu   sync.Mutex
-	open map[net.Conn]bool
-}
-
-// trackConns installs the hook on srv (before it serves).
-func trackConns(srv *http.Server) *h1Conns {
-	t := &h1Conns{open: map[net.Conn]bool{}}
-	srv.ConnState = func(c net.Conn, st http.ConnState) {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		switch st {
-		case http.StateClosed, http.StateHijacked:
-			delete(t.open, c)
-		default:
-			t.open[c] = true
-		}
-	}
-	return t
-}
-
-// awaitClosed returns once no HTTP/1.1 connection is open, or after grace.
-func (t *h1Conns) awaitClosed(grace time.Duration) {
-	for deadline := time.Now().Add(grace); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		t.mu.Lock()
-		conns := make([]net.Conn, 0, len(t.open))
-		for c := range t.open {
-			conns = append(conns, c)
-		}
-		t.mu.Unlock()
-		n := 0
-		for _, c := range conns {
-			if tc, ok := c.(*tls.Conn); ok {
-				if p := tc.ConnectionState().NegotiatedProtocol; p != "" && p != "http/1.1" {
-					continue
-				}
-			}
-			n++
-		}
-		if n == 0 {
-			return
-		}
-	}
+	n.conns.AwaitClosed(time.Second)
 }
 
 // Close stops the node: the listener, the Raft host's driver, the

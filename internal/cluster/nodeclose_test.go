@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/partitadb/partita/internal/drain"
 )
 
 // TestCloseAnswersForwards: other nodes forwarding requests one after
@@ -35,12 +37,13 @@ func closeUnderForwards(t *testing.T, pace time.Duration) {
 		t.Fatal(err)
 	}
 	n := &Node{log: slog.New(slog.DiscardHandler), ln: ln, runErr: make(chan error, 1)}
-	n.srv = &http.Server{TLSConfig: cert.ServerTLS(), Handler: n.counted(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	n.srv = &http.Server{TLSConfig: cert.ServerTLS()}
+	n.conns = drain.Track(n.srv)
+	n.srv.Handler = n.conns.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		time.Sleep(time.Millisecond)
 		w.WriteHeader(http.StatusCreated)
-	}))}
-	n.conns = trackConns(n.srv)
+	}))
 	served := make(chan struct{})
 	go func() {
 		defer close(served)

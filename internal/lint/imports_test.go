@@ -19,10 +19,10 @@ var allowed = map[string][]string{
 	"cmd/partita":              {"internal/cli"}, // its e2e test also imports config (EmulatorKey)
 	"internal/advise":          {"synthkey"},     // partition key analysis; talks to servers only through the SDK; synthkey: the keys it proposes are synthkey's, within its limits
 	"internal/bench":           {"synthkey"},
-	"internal/cli":             {"internal/advise", "internal/auth", "internal/bench", "internal/catalog", "internal/cluster", "internal/config", "internal/document", "internal/engine", "internal/replica", "internal/server", "internal/store"}, // catalog, engine, replica, store: partita check and partita load open a data directory themselves, without server.Open's start-up repairs; document: load's partition keys
-	"internal/server":          {"internal/api", "internal/auth", "internal/catalog", "internal/cluster", "internal/config", "internal/engine", "internal/explorer", "internal/floor", "internal/metrics", "internal/replica", "internal/store"},   // floor: OpenFloor runs it on the same listener, TLS and auth; cluster and catalog: a cluster node's keyspaces and shared catalog for the engine
-	"internal/floor":           {"internal/auth", "internal/document", "internal/status"},                                                                                                                                                          // the null server of the benchmarks: the api's auth, item parsing and errors, no engine
-	"internal/explorer":        {},                                                                                                                                                                                                                 // the Data Explorer page: static assets; the page reaches data only through the signed Cosmos API
+	"internal/cli":             {"internal/advise", "internal/auth", "internal/bench", "internal/catalog", "internal/cluster", "internal/config", "internal/document", "internal/engine", "internal/replica", "internal/server", "internal/store"},                 // catalog, engine, replica, store: partita check and partita load open a data directory themselves, without server.Open's start-up repairs; document: load's partition keys
+	"internal/server":          {"internal/api", "internal/auth", "internal/catalog", "internal/cluster", "internal/config", "internal/drain", "internal/engine", "internal/explorer", "internal/floor", "internal/metrics", "internal/replica", "internal/store"}, // floor: OpenFloor runs it on the same listener, TLS and auth; cluster and catalog: a cluster node's keyspaces and shared catalog for the engine
+	"internal/floor":           {"internal/auth", "internal/document", "internal/status"},                                                                                                                                                                          // the null server of the benchmarks: the api's auth, item parsing and errors, no engine
+	"internal/explorer":        {},                                                                                                                                                                                                                                 // the Data Explorer page: static assets; the page reaches data only through the signed Cosmos API
 	"internal/metrics":         {"internal/engine"},
 	"internal/config":          {},
 	"internal/api":             {"internal/advise", "internal/auth", "internal/document", "internal/engine", "internal/status", "internal/throughput"}, // advise: the advise endpoint runs the advisor on a sample the engine reads
@@ -30,12 +30,13 @@ var allowed = map[string][]string{
 	"internal/auth/authtest":   {},                                                                                                                                                                                                                                       // test tokens and JWKS; imported by tests only
 	"internal/engine":          {"internal/catalog", "internal/document", "internal/index", "internal/partition", "internal/query/exec", "internal/query/parse", "internal/query/plan", "internal/replica", "internal/script", "internal/status", "internal/throughput"}, // never store: it reaches data through the replica seam
 	"internal/script":          {},
-	"internal/catalog":         {"internal/document", "internal/index", "internal/partition"},                      // persists through its Backend interface
-	"internal/replica":         {"internal/store"},                                                                 // the seam's types, and its implementation on the node's store
-	"internal/replication":     {"internal/replica", "internal/store"},                                             // Raft groups of keyspaces: logs and applied state in the node's store
-	"internal/cluster":         {"internal/catalog", "internal/replica", "internal/replication", "internal/store"}, // etcd, credentials, transport: implements catalog.Backend over etcd, replication.Transport between nodes, and replica.Host over Raft groups in the node's store
+	"internal/catalog":         {"internal/document", "internal/index", "internal/partition"},                                        // persists through its Backend interface
+	"internal/replica":         {"internal/store"},                                                                                   // the seam's types, and its implementation on the node's store
+	"internal/replication":     {"internal/replica", "internal/store"},                                                               // Raft groups of keyspaces: logs and applied state in the node's store
+	"internal/cluster":         {"internal/catalog", "internal/drain", "internal/replica", "internal/replication", "internal/store"}, // etcd, credentials, transport: implements catalog.Backend over etcd, replication.Transport between nodes, and replica.Host over Raft groups in the node's store
 	"internal/index":           {"internal/document"},
 	"internal/document":        {},
+	"internal/drain":           {}, // a stopping HTTP server's HTTP/1.1 connections closed before Shutdown
 	"internal/partition":       {"internal/document"},
 	"internal/query/parse":     {},
 	"internal/query/exec":      {"internal/document", "internal/geo", "internal/query/parse"}, // document: JSON's string escapes

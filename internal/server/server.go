@@ -29,6 +29,7 @@ import (
 	"github.com/partitadb/partita/internal/catalog"
 	"github.com/partitadb/partita/internal/cluster"
 	"github.com/partitadb/partita/internal/config"
+	"github.com/partitadb/partita/internal/drain"
 	"github.com/partitadb/partita/internal/engine"
 	"github.com/partitadb/partita/internal/floor"
 	"github.com/partitadb/partita/internal/metrics"
@@ -539,19 +540,15 @@ func (s *Server) Run(ctx context.Context) error {
 // load). So once no request has been served for quietBeforeClose, the
 // connections left are closed.
 func serve(ctx context.Context, srv *http.Server, ln net.Listener, timeout time.Duration) error {
-	var active atomic.Int64  // requests in their handlers
-	var stopping atomic.Bool // closeFirst: answers say Connection: close
+	var active atomic.Int64 // requests in their handlers
+	conns := drain.Track(srv)
 	if h := srv.Handler; h != nil {
-		srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		srv.Handler = conns.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			active.Add(1)
 			defer active.Add(-1)
-			if stopping.Load() && r.ProtoMajor == 1 {
-				w.Header().Set("Connection", "close") // HTTP/2 has Shutdown's GOAWAY
-			}
 			h.ServeHTTP(w, r)
-		})
+		}))
 	}
-	conns := trackConns(srv)
 	errc := make(chan error, 1) // one send: Serve's result
 	go func() {
 		if srv.TLSConfig != nil {
@@ -570,14 +567,14 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener, timeout time.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 		defer cancel()
 		// Before Shutdown, which drops unanswered any request it reads
-		// from then on (net/http: "if c.server.shuttingDown() return"):
-		// no new connection, and the open ones answered and told to close.
-		stopping.Store(true)
+		// from then on: no new connection, and the open HTTP/1.1 ones
+		// answered and told to close (package drain).
+		conns.Begin()
 		_ = ln.Close()
 		if serr := <-errc; !errors.Is(serr, net.ErrClosed) && !errors.Is(serr, http.ErrServerClosed) {
 			err = serr
 		}
-		conns.awaitClosed(min(timeout/4, closeGrace))
+		conns.AwaitClosed(min(timeout/4, closeGrace))
 		done := make(chan error, 1) // one send: Shutdown's result
 		go func() { done <- srv.Shutdown(sctx) }()
 		if serr := awaitShutdown(srv, done, &active); err == nil {
@@ -596,75 +593,8 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener, timeout time.
 }
 
 // closeGrace bounds how long a stopping listener waits for its HTTP/1.1
-// connections to close (h1Conns.awaitClosed).
+// connections to close (drain.Conns.AwaitClosed).
 const closeGrace = time.Second
-
-// h1Conns counts a server's open HTTP/1.1 connections (http.Server's
-// ConnState hook), so that a stop can let them close first. Once the
-// listener is closed and every HTTP/1.1 answer says Connection: close
-// (serve), each client closes its connection after its next answer and
-// opens a new one, which the closed listener refuses: the request never
-// sent, which it may retry. A request that reached the server after
-// Shutdown began was dropped unanswered instead ("socket hang up"), which
-// @azure/cosmos takes for a write of unknown outcome and does not retry (a
-// bug hunt: 6 of 6 writers at a SIGTERM, none applied); so was one sent on
-// a connection idle when Shutdown closed it, which a wait for quiet alone
-// let through (a review: writers 120 ms apart). HTTP/2 connections are
-// not waited for: Shutdown's GOAWAY tells their clients which requests it
-// took. (http.Server.SetKeepAlivesEnabled would close idle connections at
-// once: the same cut.)
-type h1Conns struct {
-	mu   sync.Mutex
-	open map[net.Conn]bool
-}
-
-// trackConns installs the hook on srv (before it serves).
-func trackConns(srv *http.Server) *h1Conns {
-	t := &h1Conns{open: map[net.Conn]bool{}}
-	prev := srv.ConnState
-	srv.ConnState = func(c net.Conn, st http.ConnState) {
-		t.mu.Lock()
-		switch st {
-		case http.StateClosed, http.StateHijacked:
-			delete(t.open, c)
-		default:
-			t.open[c] = true
-		}
-		t.mu.Unlock()
-		if prev != nil {
-			prev(c, st)
-		}
-	}
-	return t
-}
-
-// awaitClosed returns once no HTTP/1.1 connection (or one whose protocol
-// is not known yet) is open, or after grace.
-func (t *h1Conns) awaitClosed(grace time.Duration) {
-	for deadline := time.Now().Add(grace); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if t.http1() == 0 {
-			return
-		}
-	}
-}
-
-// http1 counts the open connections that are not HTTP/2.
-func (t *h1Conns) http1() int {
-	t.mu.Lock()
-	conns := make([]net.Conn, 0, len(t.open))
-	for c := range t.open {
-		conns = append(conns, c)
-	}
-	t.mu.Unlock()
-	n := 0
-	for _, c := range conns {
-		if tc, ok := c.(*tls.Conn); ok && tc.ConnectionState().NegotiatedProtocol == "h2" {
-			continue
-		}
-		n++
-	}
-	return n
-}
 
 // quietBeforeClose is how long a shutting-down listener serves no request
 // before it closes the connections left (serve).
