@@ -19,7 +19,7 @@ import (
 // the mutex does not know its key is there: kept alive by the session, the
 // key held every other node's Lock behind it until this node stopped (a
 // clean-clone CI run, and TestLockCutShortLeavesNoKey, which reproduced it
-// in 3 of 3 runs). Deleting the key after the error does not mend it: the
+// under -race). Deleting the key after the error does not mend it: the
 // mutex's put, conditional on the key's absence, can reach etcd after the
 // delete. Here the put is made under a context only the node's stopping and
 // etcd's timeout end, so its outcome is known before anything is cleaned
