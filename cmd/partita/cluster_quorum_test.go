@@ -194,3 +194,105 @@ func errSummary(err error) string {
 	}
 	return s
 }
+
+// TestClusterRestartAlone: after the whole cluster stopped, a member
+// restarted alone waits for a majority rather than exit, and its API
+// answers 503 saying it is starting rather than refuse connections (a
+// node kept its port closed and exited after a minute: an operator
+// restarting the members one by one, minutes apart, lost the first one);
+// with --cluster-start-timeout a member gives up after that long, saying
+// why. Once a second member is back, both serve what was written before.
+func TestClusterRestartAlone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three servers")
+	}
+	bin := build(t)
+	nodes := newCluster(t, 3)
+	startAll(t, bin, nodes)
+	ctx := t.Context()
+	createContainer(t, nodes[0], 0)
+	pk := azcosmos.NewPartitionKeyString("p")
+	c0 := nodes[0].container(t, "db", "c")
+	if err := retry(ctx, 30*time.Second, func(ctx context.Context) error {
+		_, err := c0.UpsertItem(ctx, pk, []byte(`{"id":"x","pk":"p","v":"before"}`), nil)
+		return err
+	}); err != nil {
+		t.Fatalf("write with every node up: %v", err)
+	}
+	for _, n := range nodes {
+		n.stop(t)
+	}
+
+	// A bounded start gives up, saying why.
+	if _, err := launchNode(t, bin, nodes, 1, "--cluster-start-timeout", "2s"); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- nodes[1].cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err == nil {
+			t.Error("a member alone with --cluster-start-timeout 2s exited 0, want a failure")
+		}
+		if log := nodes[1].logs.String(); !strings.Contains(log, "not ready after") {
+			t.Errorf("a member alone with --cluster-start-timeout 2s exited (%v) without saying it was not ready; log:\n%s", err, lastLines(log, 20))
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a member alone with --cluster-start-timeout 2s still runs 30 s later")
+	}
+
+	// Unbounded (the default): it waits, answering 503.
+	ready, err := launchNode(t, bin, nodes, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes[0].endpoint = "https://" + nodes[0].addr + "/"
+	c0 = nodes[0].container(t, "db", "c")
+	var answer *azcore.ResponseError
+	for deadline := time.Now().Add(30 * time.Second); answer == nil; time.Sleep(100 * time.Millisecond) {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := c0.ReadItem(rctx, pk, "x", nil)
+		cancel()
+		var re *azcore.ResponseError
+		switch {
+		case errors.As(err, &re):
+			answer = re
+		case err == nil:
+			t.Fatal("a member alone read an item: it cannot have a majority")
+		case time.Now().After(deadline):
+			t.Fatalf("a member alone gave no answer within 30 s of its start: %v", err)
+		}
+	}
+	if answer.StatusCode != http.StatusServiceUnavailable || !strings.Contains(answer.Error(), "is starting") {
+		t.Errorf("a member alone answered %v; want 503 saying it is starting", errSummary(answer))
+	}
+	// Still waiting well after its etcd member would have been ready
+	// with a majority.
+	select {
+	case <-nodes[0].outClosed:
+		t.Fatalf("a member alone exited; want it to wait for the others; log:\n%s", lastLines(nodes[0].logs.String(), 20))
+	case <-time.After(5 * time.Second):
+	}
+
+	// A second member back: a majority; both serve the write made before.
+	if err := startNode(t, bin, nodes, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := awaitReady(nodes, 0, ready, 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{0, 1} {
+		c := nodes[i].container(t, "db", "c")
+		var resp azcosmos.ItemResponse
+		if err := retry(ctx, 30*time.Second, func(ctx context.Context) error {
+			var err error
+			resp, err = c.ReadItem(ctx, pk, "x", nil)
+			return err
+		}); err != nil {
+			t.Fatalf("read through node %d with two of three back: %v", i+1, err)
+		}
+		if !strings.Contains(string(resp.Value), `"v":"before"`) {
+			t.Errorf("read through node %d: %s, want the write made before the stop", i+1, resp.Value)
+		}
+	}
+}

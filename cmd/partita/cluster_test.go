@@ -38,6 +38,9 @@ type clusterNode struct {
 	endpoint                string
 	cmd                     *exec.Cmd
 	logs                    *syncBuf
+	// outClosed is closed when the process's standard output closes: it
+	// exited (a way to tell without Wait, which the test's cleanup calls).
+	outClosed chan struct{}
 }
 
 // clusterPort returns a loopback address whose port and port+1 (etcd's
@@ -135,6 +138,16 @@ func portPlusOne(addr string) string {
 // startNode starts node i of nodes and waits for its ready line (which
 // needs a majority of the members up: start them concurrently).
 func startNode(t *testing.T, bin string, nodes []*clusterNode, i int, extra ...string) error {
+	ready, err := launchNode(t, bin, nodes, i, extra...)
+	if err != nil {
+		return err
+	}
+	return awaitReady(nodes, i, ready, 90*time.Second)
+}
+
+// launchNode starts node i of nodes and returns at once; ready yields its
+// endpoint once it prints its ready line (awaitReady).
+func launchNode(t *testing.T, bin string, nodes []*clusterNode, i int, extra ...string) (ready <-chan string, err error) {
 	join := make([]string, len(nodes))
 	for j, n := range nodes {
 		join[j] = n.clusterAddr
@@ -150,10 +163,10 @@ func startNode(t *testing.T, bin string, nodes []*clusterNode, i int, extra ...s
 	cmd.Stderr = logs
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return err
+		return nil, err
 	}
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
@@ -163,7 +176,9 @@ func startNode(t *testing.T, bin string, nodes []*clusterNode, i int, extra ...s
 		}
 	})
 	found := make(chan string, 1)
+	outClosed := make(chan struct{})
 	go func() {
+		defer close(outClosed)
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			if m := readyLine.FindStringSubmatch(sc.Text()); m != nil {
@@ -173,12 +188,20 @@ func startNode(t *testing.T, bin string, nodes []*clusterNode, i int, extra ...s
 		}
 		_, _ = io.Copy(io.Discard, stdout)
 	}()
+	n.cmd, n.logs, n.outClosed = cmd, logs, outClosed
+	return found, nil
+}
+
+// awaitReady waits at most limit for node i's ready line from ready
+// (launchNode).
+func awaitReady(nodes []*clusterNode, i int, ready <-chan string, limit time.Duration) error {
+	n := nodes[i]
 	select {
-	case ep := <-found:
-		n.endpoint, n.cmd, n.logs = ep, cmd, logs
+	case ep := <-ready:
+		n.endpoint = ep
 		return nil
-	case <-time.After(90 * time.Second):
-		return fmt.Errorf("node %d did not become ready in 90s; log:\n%s", i+1, logs)
+	case <-time.After(limit):
+		return fmt.Errorf("node %d did not become ready in %v; log:\n%s", i+1, limit, n.logs)
 	}
 }
 

@@ -94,6 +94,7 @@ func serveFlags(fs *flag.FlagSet, cfg *config.Config) {
 	fs.IntVar(&cfg.Cluster.Replicas, "replicas", cfg.Cluster.Replicas, "replicas of each physical partition in a cluster: each partition's Raft group has this many of the members (all of them, in a cluster of fewer)")
 	fs.IntVar(&cfg.Cluster.SnapshotRateMB, "raft-snapshot-rate", cfg.Cluster.SnapshotRateMB, "MiB per second of the snapshots a node sends to replicas catching up, all together (0: unbound)")
 	fs.IntVar(&cfg.Cluster.RaftLogKeep, "raft-log-keep", cfg.Cluster.RaftLogKeep, "applied entries each partition's Raft log keeps before truncating it; a replica further behind (down longer) catches up from a snapshot, streamed")
+	fs.DurationVar(&cfg.Cluster.StartTimeout, "cluster-start-timeout", cfg.Cluster.StartTimeout, "how long a member waits at start for the members it needs (a majority; every member for a new cluster) before it exits; its API answers 503 meanwhile (0: until stopped)")
 	fs.StringVar(&cfg.Cluster.Secret, "cluster-secret", cfg.Cluster.Secret, "the secret every member shares, at least 16 bytes (prefer PARTITA_CLUSTER_SECRET: a flag shows in the process list)")
 	fs.StringVar(&cfg.Auth.Key, "key", cfg.Auth.Key, "master key, base64 (default: the Cosmos DB emulator's well-known key)")
 	fs.StringVar(&cfg.Auth.ReadOnlyKey, "read-only-key", cfg.Auth.ReadOnlyKey, "read-only key, base64 (default: none)")

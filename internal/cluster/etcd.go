@@ -58,7 +58,10 @@ type EtcdConfig struct {
 	Cert *Cert
 	// StartTimeout bounds how long StartEtcd waits for the member to be
 	// ready, which needs a majority of Members up (at a restart too: the
-	// member publishes itself through the cluster); default 1 minute.
+	// member publishes itself through the cluster), or, for a new cluster,
+	// all of them; 0 waits until ctx ends, as a member whose peers are
+	// being restarted one by one must (an operator's supervisor may start
+	// them minutes apart).
 	StartTimeout time.Duration
 	// Logger receives etcd's messages at warn and above; nil discards
 	// them.
@@ -90,7 +93,8 @@ type Etcd struct {
 
 // StartEtcd starts the node's etcd member and waits until it is ready (it
 // has joined the cluster and serves), until ctx ends, or StartTimeout
-// passes, whichever comes first; on failure it stops the member.
+// passes (when set), whichever comes first; on failure it stops the
+// member. While it waits it logs, every waitLogEvery, that it does.
 //
 // A data directory without an etcd member directory starts a new cluster
 // with Members as its initial members; one with a member directory
@@ -107,8 +111,8 @@ func StartEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 	if m, ok := Find(cfg.Members, cfg.Self.Addr); !ok || m != cfg.Self {
 		return nil, fmt.Errorf("cluster: etcd: %s is not in the join list", cfg.Self.Addr)
 	}
-	if cfg.StartTimeout == 0 {
-		cfg.StartTimeout = time.Minute
+	if cfg.StartTimeout < 0 {
+		return nil, fmt.Errorf("cluster: etcd: start timeout %v: want 0 (none) or more", cfg.StartTimeout)
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -162,7 +166,10 @@ func StartEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 	timeout := cfg.StartTimeout
 	if _, err := os.Stat(filepath.Join(data, etcdDir, "member")); errors.Is(err, fs.ErrNotExist) {
 		began := time.Now()
-		actx, cancel := context.WithTimeout(ctx, timeout)
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if timeout > 0 {
+			actx, cancel = context.WithTimeout(ctx, timeout)
+		}
 		err := awaitNewMember(actx, cfg, log)
 		cancel()
 		switch {
@@ -176,7 +183,9 @@ func StartEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 			}
 			return nil, err
 		}
-		timeout = max(timeout-time.Since(began), time.Second)
+		if timeout > 0 {
+			timeout = max(timeout-time.Since(began), time.Second)
+		}
 	}
 	e, endCalls, err := launch(ctx, timeout)
 	if err != nil {
@@ -221,21 +230,35 @@ func launchEtcd(ctx context.Context, ec *embed.Config, cfg EtcdConfig, timeout t
 		defer timer.Stop()
 		expired = timer.C
 	}
-	select {
-	case <-e.Server.ReadyNotify():
-		return e, nil
-	case err := <-e.Err():
-		abort()
-		return nil, fmt.Errorf("cluster: etcd: start: %w", err)
-	case <-ctx.Done():
-		abort()
-		return nil, fmt.Errorf("cluster: etcd: start: %w", ctx.Err())
-	case <-expired:
-		abort()
-		return nil, fmt.Errorf("cluster: etcd: member %s not ready after %v (it needs a majority of the %d members up)",
-			cfg.Self.Addr, timeout, len(cfg.Members))
+	began := time.Now()
+	waiting := time.NewTicker(waitLogEvery)
+	defer waiting.Stop()
+	for {
+		select {
+		case <-e.Server.ReadyNotify():
+			return e, nil
+		case err := <-e.Err():
+			abort()
+			return nil, fmt.Errorf("cluster: etcd: start: %w", err)
+		case <-ctx.Done():
+			abort()
+			return nil, fmt.Errorf("cluster: etcd: start: %w", ctx.Err())
+		case <-expired:
+			abort()
+			return nil, fmt.Errorf("cluster: etcd: member %s not ready after %v (it needs a majority of the %d members up)",
+				cfg.Self.Addr, timeout, len(cfg.Members))
+		case <-waiting.C:
+			if cfg.Logger != nil {
+				cfg.Logger.Warn("waiting for a majority of the cluster's members to be up: this node serves once they are "+
+					"(its API answers 503 meanwhile)", "members", len(cfg.Members), "majority", len(cfg.Members)/2+1,
+					"waited", time.Since(began).Round(time.Second))
+			}
+		}
 	}
 }
+
+// waitLogEvery is how often a member waiting to start says so (StartEtcd).
+const waitLogEvery = 10 * time.Second
 
 // forward passes m's fatal errors on to Err until m stops.
 func (e *Etcd) forward(m *embed.Etcd) {

@@ -61,6 +61,9 @@ type NodeConfig struct {
 	// Replicas is how many members hold each keyspace's replicas
 	// (Placement); 0, or as many as the members or more: every member.
 	Replicas int
+	// StartTimeout bounds how long the node waits for its etcd member to
+	// join the cluster (EtcdConfig.StartTimeout); 0 waits until ctx ends.
+	StartTimeout time.Duration
 	// KeysFingerprint identifies the account keys this node runs with
 	// (KeysFingerprint); members whose keys differ are logged at start.
 	// Empty: not checked.
@@ -168,7 +171,7 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	}
 	probeCtx, stopProbe := context.WithCancel(ctx)
 	go checkPeerCerts(probeCtx, lg, cert, self, members)
-	n.etcd, err = StartEtcd(ctx, EtcdConfig{DataDir: cfg.DataDir, Self: self, Members: members, Cert: cert, Logger: lg})
+	n.etcd, err = StartEtcd(ctx, EtcdConfig{DataDir: cfg.DataDir, Self: self, Members: members, Cert: cert, Logger: lg, StartTimeout: cfg.StartTimeout})
 	stopProbe()
 	if err != nil {
 		return nil, err

@@ -55,6 +55,11 @@ type Cluster struct {
 	// to replicas catching up, all together; 0 leaves them unbound.
 	// Default 32 (CockroachDB's default for its snapshots).
 	SnapshotRateMB int
+	// StartTimeout bounds how long a member waits at start for the others
+	// it needs (a majority; all of them for a new cluster) before it gives
+	// up and exits; 0, the default, waits until it is stopped. Its API
+	// listener answers 503 meanwhile.
+	StartTimeout time.Duration
 }
 
 // Server configures the listener.
@@ -251,6 +256,8 @@ func (c Config) Validate() error {
 			bad("raft-log-keep %d: want 1 or more", cl.RaftLogKeep)
 		case cl.SnapshotRateMB < 0:
 			bad("raft-snapshot-rate %d: want 0 (unbound) or more MiB/s", cl.SnapshotRateMB)
+		case cl.StartTimeout < 0:
+			bad("cluster-start-timeout %v: want 0 (wait until stopped) or more", cl.StartTimeout)
 		}
 	}
 	if c.Store.CacheMB < 8 {

@@ -2,7 +2,9 @@
 // their lifecycle: it opens the store and engine, binds the listeners (the
 // API, TLS with a generated self-signed certificate by default; optionally
 // the compute gateway; optionally plain-HTTP Prometheus metrics), serves
-// them, and on shutdown drains requests and closes the store. In a cluster
+// them, and on shutdown drains requests and closes the store. The API's
+// port is bound first and answers 503 "starting" until the rest is open
+// (starting.go). In a cluster
 // (--cluster-addr, --join) it starts the node (package cluster) and gives
 // the engine its shared catalog and Raft-replicated keyspaces. (The
 // --pprof-addr listener is the command's: package cli.) OpenFloor
@@ -55,6 +57,9 @@ type Server struct {
 	eng         *engine.Engine
 	// node is this server's part of a cluster; nil on a single node.
 	node *cluster.Node
+	// starting answers on ln while Open runs (nil when the listener
+	// cannot be duplicated); Run and Close wait for it to stop.
+	starting *starting
 }
 
 // Hooks adjust how Open builds the server's components beyond what
@@ -68,6 +73,9 @@ type Hooks struct {
 	// fake one to make time-based behaviour (throughput budgets, TTL)
 	// deterministic.
 	Now func() time.Time
+	// Listening, if set, is told the API listener's address as soon as it
+	// is bound, before anything else opens.
+	Listening func(net.Addr)
 }
 
 // Open validates cfg, opens the store and engine and binds the listener.
@@ -77,7 +85,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, er
 }
 
 // OpenWith is Open with hooks.
-func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) (*Server, error) {
+func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Hooks) (_ *Server, err error) {
 	now := hooks.Now
 	if now == nil {
 		now = time.Now
@@ -87,6 +95,29 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 		return nil, err
 	}
 	log = s.log
+	// The API's address is bound first: a port in use is refused before
+	// anything opens, and the port answers 503 while the rest does (a
+	// cluster member may wait long for its peers: starting).
+	ln, err := net.Listen("tcp", cfg.Server.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", cfg.Server.Addr, err)
+	}
+	s.ln = ln
+	msg := "This node is starting: it opens its data directory; retry shortly."
+	if cfg.Cluster.Addr != "" {
+		msg = "This node is starting: it waits for a majority of its cluster's members to be up (for a new cluster, every member), " +
+			"and serves once they are; retry, or send the request to another member."
+	}
+	s.starting = serveStarting(ln, tlsConf, msg, log)
+	if hooks.Listening != nil {
+		hooks.Listening(ln.Addr())
+	}
+	defer func() {
+		if err != nil {
+			s.starting.wait()
+			_ = ln.Close()
+		}
+	}()
 	so := store.Options{Dir: cfg.Store.Dir, Sync: cfg.Store.Durability == "sync", Logger: log, CacheBytes: int64(cfg.Store.CacheMB) << 20,
 		MinFreeBytes: cfg.Store.MinFreeBytes, BallastBytes: cfg.Store.BallastBytes, CloseTimeout: cfg.Server.ShutdownTimeout}
 	if hooks.Store != nil {
@@ -112,7 +143,7 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 	if cfg.Cluster.Addr != "" {
 		s.node, err = cluster.StartNode(ctx, cluster.NodeConfig{DataDir: cfg.Store.Dir, Addr: cfg.Cluster.Addr, Join: cfg.Cluster.Join,
 			Secret: []byte(cfg.Cluster.Secret), Store: st, Local: local, LogKeep: uint64(cfg.Cluster.RaftLogKeep),
-			SnapshotRate: int64(cfg.Cluster.SnapshotRateMB) << 20, Replicas: cfg.Cluster.Replicas, Logger: log,
+			SnapshotRate: int64(cfg.Cluster.SnapshotRateMB) << 20, Replicas: cfg.Cluster.Replicas, Logger: log, StartTimeout: cfg.Cluster.StartTimeout,
 			KeysFingerprint: cluster.KeysFingerprint([]byte(cfg.Cluster.Secret), cfg.Auth.Key, cfg.Auth.ReadOnlyKey)})
 		if err != nil {
 			_ = st.Close()
@@ -174,13 +205,6 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 			return nil, err
 		}
 	}
-	ln, err := net.Listen("tcp", cfg.Server.Addr)
-	if err != nil {
-		s.closeNode()
-		_ = st.Close()
-		return nil, fmt.Errorf("listen on %s: %w", cfg.Server.Addr, err)
-	}
-	s.ln = ln
 	s.http = newHTTPServer(withExplorer(handler, s.certPEM), tlsConf, log)
 	// The compute gateway's handler addresses ids exactly. In a cluster every
 	// node has one, for the requests other nodes' compute listeners forward.
@@ -212,6 +236,8 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 		}
 		s.metricsHTTP = newMetricsServer(eng, s.node, log)
 	}
+	// The real server takes the port over from here (Run).
+	s.starting.end()
 	return s, nil
 }
 
@@ -519,6 +545,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	sctx, cancelClose := context.WithDeadline(context.Background(), deadline)
 	defer cancelClose()
+	s.starting.wait() // long since stopped: it took the first moments only
 	err := errors.Join(serveErr, s.st.Shutdown(sctx))
 	if serr := s.st.Err(); serr != nil {
 		err = errors.Join(fmt.Errorf("the store failed and needs a restart: %w", serr), err)
@@ -677,6 +704,7 @@ func (s *Server) closeNode() {
 // Close releases a server that was opened but never run.
 func (s *Server) Close() error {
 	s.closeNode()
+	s.starting.wait()
 	err := s.ln.Close()
 	if s.extraLn != nil {
 		err = errors.Join(err, s.extraLn.Close())
