@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -119,84 +121,80 @@ func (e *Engine) admitLP(ctx context.Context, c *catalog.Container, r partition.
 // the most request units and those refused most often (a bounded sketch
 // each), and when a hot one was last reported.
 type hotKeys struct {
-	mu      sync.Mutex
-	now     func() time.Time              // the recent sketches' clock
-	refused map[string]*throughput.Sketch // by 429s
-	// charges holds, per partition, every request unit charged to it and
-	// what its logical partitions took: since it was made, and lately.
-	charges map[string]*partitionCharges
-	warned  map[string]time.Time
-	// streak counts, per partition, the consecutive split checks in which
-	// it throttled; throttled marks the partitions (by container) that
-	// throttled since the last check.
-	streak    map[string]int
-	throttled map[string]uint64
-	// refused counts, per partition, the requests refused with 429 since
-	// the partition was made (its budget may be its database's, shared).
-	refused429 map[string]int64
+	mu    sync.Mutex
+	now   func() time.Time    // the recent sketches' clock
+	parts map[string]*hotPart // by rangeKey
+}
+
+// hotPart is what hotKeys knows of one physical partition. Its fields are
+// guarded by hotKeys.mu; the sketches have locks of their own.
+type hotPart struct {
+	// charged is every request unit charged to the partition; total and
+	// recent what its logical partitions took, since it was made and
+	// lately (a decaying sketch, hotHalfLife). Made with the part.
+	charged       float64
+	total, recent *throughput.Sketch
+	// refused counts 429s by logical partition (made when first needed);
+	// refused429 counts every request refused with 429 since the
+	// partition was made (its budget may be its database's, shared).
+	refused    *throughput.Sketch
+	refused429 int64
+	warned     time.Time // when a hot key was last reported (warnHot)
+	// throttled: the partition refused a request since the last split
+	// check, of container throttledIn; streak counts the consecutive
+	// checks in which it did.
+	throttled   bool
+	throttledIn uint64
+	streak      int
+}
+
+// part returns partition k's record (k: a rangeKey's bytes), making it;
+// the key's string is made only then: this runs on every charge. The
+// caller holds h.mu.
+func (h *hotKeys) part(k []byte) *hotPart {
+	if p := h.parts[string(k)]; p != nil {
+		return p
+	}
+	if h.parts == nil {
+		h.parts = map[string]*hotPart{}
+	}
+	p := &hotPart{total: throughput.NewSketch(hotKeysTracked),
+		recent: throughput.NewDecayingSketch(hotKeysTracked, hotHalfLife, h.now)}
+	h.parts[string(k)] = p
+	return p
 }
 
 // keys lists the partitions (rangeKeys) hot keys are kept of.
 func (h *hotKeys) keys() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	seen := map[string]bool{}
-	for k := range h.charges {
-		seen[k] = true
-	}
-	for k := range h.streak {
-		seen[k] = true
-	}
-	for k := range h.refused {
-		seen[k] = true
-	}
-	for k := range h.warned {
-		seen[k] = true
-	}
-	for k := range h.throttled {
-		seen[k] = true
-	}
-	for k := range h.refused429 {
-		seen[k] = true
-	}
-	out := make([]string, 0, len(seen))
-	for k := range seen {
-		out = append(out, k)
-	}
-	return out
+	return slices.Collect(maps.Keys(h.parts))
 }
 
 // forget drops what is known about a partition that no longer exists.
 func (h *hotKeys) forget(key string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	delete(h.charges, key)
-	delete(h.refused, key)
-	delete(h.warned, key)
-	delete(h.streak, key)
-	delete(h.throttled, key)
-	delete(h.refused429, key)
+	delete(h.parts, key)
 }
 
 // noteThrottled records that partition key of container c refused a request.
 func (h *hotKeys) noteThrottled(c uint64, key string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.throttled == nil {
-		h.throttled = map[string]uint64{}
-	}
-	if h.refused429 == nil {
-		h.refused429 = map[string]int64{}
-	}
-	h.throttled[key] = c
-	h.refused429[key]++
+	p := h.part([]byte(key))
+	p.throttled, p.throttledIn = true, c
+	p.refused429++
 }
 
 // refusals is how many requests partition key refused with 429.
 func (h *hotKeys) refusals(key string) int64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.refused429[key]
+	if p := h.parts[key]; p != nil {
+		return p.refused429
+	}
+	return 0
 }
 
 // throttledSince ends a check period: it returns the containers that
@@ -204,20 +202,16 @@ func (h *hotKeys) refusals(key string) int64 {
 func (h *hotKeys) throttledSince() map[uint64]bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.streak == nil {
-		h.streak = map[string]int{}
-	}
 	out := map[uint64]bool{}
-	for k := range h.streak {
-		if _, ok := h.throttled[k]; !ok {
-			delete(h.streak, k)
+	for _, p := range h.parts {
+		if !p.throttled {
+			p.streak = 0
+			continue
 		}
+		p.streak++
+		p.throttled = false
+		out[p.throttledIn] = true
 	}
-	for k, c := range h.throttled {
-		h.streak[k]++
-		out[c] = true
-	}
-	h.throttled = nil
 	return out
 }
 
@@ -225,7 +219,8 @@ func (h *hotKeys) throttledSince() map[uint64]bool {
 func (h *hotKeys) sustained(key string, n int) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.streak[key] >= n
+	p := h.parts[key]
+	return p != nil && p.streak >= n
 }
 
 // hotKeysTracked is how many logical partitions each sketch tracks.
@@ -235,38 +230,13 @@ const hotKeysTracked = 32
 // hotHalfLife ago weighs half.
 const hotHalfLife = 5 * time.Second
 
-// partitionCharges are a partition's charges: all of them (point
-// operations, queries, feeds), and the request units its logical
-// partitions took, since the partition was made and lately (a decaying
-// sketch, hotHalfLife).
-type partitionCharges struct {
-	charged       float64 // guarded by hotKeys.mu
-	total, recent *throughput.Sketch
-}
-
-// chargesOf returns partition k's charges (k: a rangeKey's bytes), making
-// them; the key's string is made only then: this runs on every charge.
-// The caller holds h.mu.
-func (h *hotKeys) chargesOf(k []byte) *partitionCharges {
-	if p := h.charges[string(k)]; p != nil {
-		return p
-	}
-	if h.charges == nil {
-		h.charges = map[string]*partitionCharges{}
-	}
-	p := &partitionCharges{total: throughput.NewSketch(hotKeysTracked),
-		recent: throughput.NewDecayingSketch(hotKeysTracked, hotHalfLife, h.now)}
-	h.charges[string(k)] = p
-	return p
-}
-
 // addCharged counts ru charged to range r of c, and, when pk is not "", to
 // its logical partition pk, since the partition was made and lately.
 func (h *hotKeys) addCharged(c *catalog.Container, r partition.Range, pk string, ru float64) {
 	var buf [64]byte
 	k := appendRangeKey(buf[:0], c, r)
 	h.mu.Lock()
-	p := h.chargesOf(k)
+	p := h.part(k)
 	p.charged += ru
 	h.mu.Unlock()
 	if pk != "" {
@@ -281,7 +251,7 @@ func (h *hotKeys) addCharged(c *catalog.Container, r partition.Range, pk string,
 func (h *hotKeys) chargedTo(key string) float64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.chargesOf([]byte(key)).charged
+	return h.part([]byte(key)).charged
 }
 
 // sketch is partition key's sketch of request units by logical partition
@@ -289,7 +259,7 @@ func (h *hotKeys) chargedTo(key string) float64 {
 func (h *hotKeys) sketch(key string) *throughput.Sketch {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.chargesOf([]byte(key)).total
+	return h.part([]byte(key)).total
 }
 
 // recentSketch is partition key's decaying sketch of request units by
@@ -297,26 +267,18 @@ func (h *hotKeys) sketch(key string) *throughput.Sketch {
 func (h *hotKeys) recentSketch(key string) *throughput.Sketch {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.chargesOf([]byte(key)).recent
+	return h.part([]byte(key)).recent
 }
 
 // refusedSketch is partition key's sketch of 429s by logical partition.
 func (h *hotKeys) refusedSketch(key string) *throughput.Sketch {
-	return h.sketchIn(&h.refused, key)
-}
-
-func (h *hotKeys) sketchIn(m *map[string]*throughput.Sketch, key string) *throughput.Sketch {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if *m == nil {
-		*m = map[string]*throughput.Sketch{}
+	p := h.part([]byte(key))
+	if p.refused == nil {
+		p.refused = throughput.NewSketch(hotKeysTracked)
 	}
-	s := (*m)[key]
-	if s == nil {
-		s = throughput.NewSketch(hotKeysTracked)
-		(*m)[key] = s
-	}
-	return s
+	return p.refused
 }
 
 // chargeLP charges ru to physical partition r for work on logical
@@ -347,15 +309,12 @@ func (e *Engine) warnHot(c *catalog.Container, r partition.Range) {
 	}
 	now := time.Now()
 	e.hot.mu.Lock()
-	if e.hot.warned == nil {
-		e.hot.warned = map[string]time.Time{}
-	}
-	last, seen := e.hot.warned[key]
-	if seen && now.Sub(last) < time.Minute {
+	p := e.hot.part([]byte(key))
+	if !p.warned.IsZero() && now.Sub(p.warned) < time.Minute {
 		e.hot.mu.Unlock()
 		return
 	}
-	e.hot.warned[key] = now
+	p.warned = now
 	e.hot.mu.Unlock()
 	e.log.Warn("hot logical partition: one key takes most of a throttled partition's request units",
 		"db", c.DB, "container", c.ID, "range", r.ID, "partition_key", top[0].Key,
