@@ -241,30 +241,25 @@ func TestClusterRestartAlone(t *testing.T) {
 		t.Fatal("a member alone with --cluster-start-timeout 2s still runs 30 s later")
 	}
 
-	// Unbounded (the default): it waits, answering 503.
+	// Unbounded (the default): it waits, answering 503; asked to stop
+	// meanwhile, it exits 0 at once.
+	if _, err := launchNode(t, bin, nodes, 2); err != nil {
+		t.Fatal(err)
+	}
+	if re := awaitStarting(t, nodes[2], pk); re.StatusCode != http.StatusServiceUnavailable || !strings.Contains(re.Error(), "is starting") {
+		t.Errorf("a member alone answered %v; want 503 saying it is starting", errSummary(re))
+	}
+	stopAsked := time.Now()
+	nodes[2].stop(t)
+	if took := time.Since(stopAsked); took > 10*time.Second {
+		t.Errorf("a member waiting at start took %v to stop", took)
+	}
 	ready, err := launchNode(t, bin, nodes, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes[0].endpoint = "https://" + nodes[0].addr + "/"
-	c0 = nodes[0].container(t, "db", "c")
-	var answer *azcore.ResponseError
-	for deadline := time.Now().Add(30 * time.Second); answer == nil; time.Sleep(100 * time.Millisecond) {
-		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		_, err := c0.ReadItem(rctx, pk, "x", nil)
-		cancel()
-		var re *azcore.ResponseError
-		switch {
-		case errors.As(err, &re):
-			answer = re
-		case err == nil:
-			t.Fatal("a member alone read an item: it cannot have a majority")
-		case time.Now().After(deadline):
-			t.Fatalf("a member alone gave no answer within 30 s of its start: %v", err)
-		}
-	}
-	if answer.StatusCode != http.StatusServiceUnavailable || !strings.Contains(answer.Error(), "is starting") {
-		t.Errorf("a member alone answered %v; want 503 saying it is starting", errSummary(answer))
+	if re := awaitStarting(t, nodes[0], pk); re.StatusCode != http.StatusServiceUnavailable || !strings.Contains(re.Error(), "is starting") {
+		t.Errorf("a member alone answered %v; want 503 saying it is starting", errSummary(re))
 	}
 	// Still waiting well after its etcd member would have been ready
 	// with a majority.
@@ -293,6 +288,28 @@ func TestClusterRestartAlone(t *testing.T) {
 		}
 		if !strings.Contains(string(resp.Value), `"v":"before"`) {
 			t.Errorf("read through node %d: %s, want the write made before the stop", i+1, resp.Value)
+		}
+	}
+}
+
+// awaitStarting returns the first answer to a read through node n, a
+// member started alone, which must answer within 30 s of its start.
+func awaitStarting(t *testing.T, n *clusterNode, pk azcosmos.PartitionKey) *azcore.ResponseError {
+	t.Helper()
+	n.endpoint = "https://" + n.addr + "/"
+	c := n.container(t, "db", "c")
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		rctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		_, err := c.ReadItem(rctx, pk, "x", nil)
+		cancel()
+		var re *azcore.ResponseError
+		switch {
+		case errors.As(err, &re):
+			return re
+		case err == nil:
+			t.Fatal("a member alone read an item: it cannot have a majority")
+		case time.Now().After(deadline):
+			t.Fatalf("a member alone gave no answer within 30 s of its start: %v", err)
 		}
 	}
 }

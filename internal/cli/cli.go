@@ -246,6 +246,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "partita serve: the data directory %s is already in use by another process (another partita serve?): stop it, or pass another --data\n", cfg.Store.Dir)
 		return 1
 	}
+	if err != nil && ctx.Err() != nil {
+		// Asked to stop while it started (a cluster member waiting for its
+		// peers, say): a stop as asked, not a failure.
+		log.Info("stopped before it was ready", "err", err)
+		return 0
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "partita serve: %v\n", err)
 		return 1
