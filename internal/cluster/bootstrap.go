@@ -95,7 +95,7 @@ func awaitNewMember(ctx context.Context, cfg EtcdConfig, lg *slog.Logger) error 
 		_ = srv.Close()
 		<-served
 	}()
-	logged := false
+	began, logged := time.Now(), time.Time{}
 	for {
 		empty := 1 // this member
 		for _, m := range cfg.Members {
@@ -117,10 +117,13 @@ func awaitNewMember(ctx context.Context, cfg EtcdConfig, lg *slog.Logger) error 
 		if empty == len(cfg.Members) {
 			return nil
 		}
-		if !logged {
+		if logged.IsZero() || time.Since(logged) >= waitLogEvery {
+			// Every waitLogEvery, as StartEtcd's wait does: the wait has
+			// no bound by default.
 			lg.Info("this member holds no cluster data: waiting for every member to start empty too (a new cluster), "+
-				"or for one that holds data to confirm this member never started", "members", len(cfg.Members), "empty", empty)
-			logged = true
+				"or for one that holds data to confirm this member never started", "members", len(cfg.Members), "empty", empty,
+				"waited", time.Since(began).Round(time.Second))
+			logged = time.Now()
 		}
 		select {
 		case <-ctx.Done():

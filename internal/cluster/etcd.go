@@ -139,7 +139,7 @@ func StartEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 		ec, err := embedConfig(cfg, data, sock, files, zapLogger(log, zapcore.WarnLevel, stopping), calls)
 		if err == nil {
 			var m *embed.Etcd
-			if m, err = launchEtcd(ctx, ec, cfg, timeout); err == nil {
+			if m, err = launchEtcd(ctx, ec, cfg, timeout, stopping); err == nil {
 				return m, endCalls, nil
 			}
 		}
@@ -211,8 +211,10 @@ func StartEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 
 // launchEtcd starts a member with ec and waits until it is ready, until
 // ctx ends or timeout passes (0: no bound); on failure it stops the
-// member.
-func launchEtcd(ctx context.Context, ec *embed.Config, cfg EtcdConfig, timeout time.Duration) (*embed.Etcd, error) {
+// member. Stopped because ctx ended (the node asked to stop while it
+// waits), it sets stopping first: etcd's complaints about the listeners
+// closing under it are then not logged as errors.
+func launchEtcd(ctx context.Context, ec *embed.Config, cfg EtcdConfig, timeout time.Duration, stopping *atomic.Bool) (*embed.Etcd, error) {
 	e, err := embed.StartEtcd(ec)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: etcd: start: %w", err)
@@ -241,6 +243,7 @@ func launchEtcd(ctx context.Context, ec *embed.Config, cfg EtcdConfig, timeout t
 			abort()
 			return nil, fmt.Errorf("cluster: etcd: start: %w", err)
 		case <-ctx.Done():
+			stopping.Store(true)
 			abort()
 			return nil, fmt.Errorf("cluster: etcd: start: %w", ctx.Err())
 		case <-expired:

@@ -256,9 +256,10 @@ func (c Config) Validate() error {
 			bad("raft-log-keep %d: want 1 or more", cl.RaftLogKeep)
 		case cl.SnapshotRateMB < 0:
 			bad("raft-snapshot-rate %d: want 0 (unbound) or more MiB/s", cl.SnapshotRateMB)
-		case cl.StartTimeout < 0:
-			bad("cluster-start-timeout %v: want 0 (wait until stopped) or more", cl.StartTimeout)
 		}
+	}
+	if c.Cluster.StartTimeout < 0 {
+		bad("cluster-start-timeout %v: want 0 (wait until stopped) or more", c.Cluster.StartTimeout)
 	}
 	if c.Store.CacheMB < 8 {
 		bad("cache-mb %d: want at least 8", c.Store.CacheMB)

@@ -220,6 +220,9 @@ type Query struct {
 	// plan.LegacyFeatures. A cross-partition query needing more is refused
 	// without the substatus that makes a client run the plan.
 	SupportedFeatures []string
+	// sorted, for tests: an ORDER BY is sorted, never read in index order
+	// (the reference an index-ordered read is compared with).
+	sorted bool
 }
 
 func compile(q Query, opts ...exec.Option) (*parse.Query, *exec.Program, error) {

@@ -435,7 +435,7 @@ func (e *Engine) prepareQuery(ctx context.Context, c *catalog.Container, ast *pa
 	switch {
 	case tok.Ordered:
 		in.Covered, in.Dense = &covered, &covered
-	case tok.Sort != nil:
+	case tok.Sort != nil, q.sorted:
 		in.Covered, in.Dense, in.Sorted = &uncovered, &uncovered, true
 	}
 	pp := plan.Choose(in)

@@ -135,29 +135,33 @@ func TestQueryPagingNeverLosesOrRepeats(t *testing.T) {
 			}
 			kept := queryFixture(t, e, 90)
 			queries := []struct {
-				text string
-				rows func(ids []string) int // how many rows a cross-partition run has; nil: not checked
+				text   string
+				rows   func(ids []string) int // how many rows a cross-partition run has; nil: not checked
+				sorted bool                   // Query.sorted
 			}{
-				{"SELECT VALUE c.id FROM c", func(ids []string) int { return len(ids) }},
-				{"SELECT c.id, t FROM c JOIN t IN c.tags", nil},
-				{"SELECT * FROM c WHERE c.n % 3 = 0", nil},
-				{"SELECT VALUE c.id FROM c OFFSET 3 LIMIT 11", nil},
-				{"SELECT TOP 13 c.id FROM c JOIN t IN c.tags", nil},
-				{"SELECT VALUE c.id FROM c OFFSET 500 LIMIT 3", func([]string) int { return 0 }},
+				{"SELECT VALUE c.id FROM c", func(ids []string) int { return len(ids) }, false},
+				{"SELECT c.id, t FROM c JOIN t IN c.tags", nil, false},
+				{"SELECT * FROM c WHERE c.n % 3 = 0", nil, false},
+				{"SELECT VALUE c.id FROM c OFFSET 3 LIMIT 11", nil, false},
+				{"SELECT TOP 13 c.id FROM c JOIN t IN c.tags", nil, false},
+				{"SELECT VALUE c.id FROM c OFFSET 500 LIMIT 3", func([]string) int { return 0 }, false},
 				// Index lookups: a point, IN, a range, a prefix.
-				{"SELECT VALUE c.id FROM c WHERE c.n = 33", nil},
-				{"SELECT VALUE c.id FROM c WHERE c.n IN (3, 40, 41, 77, 5)", nil},
-				{"SELECT c.id, t FROM c JOIN t IN c.tags WHERE c.n > 40", nil},
-				{"SELECT VALUE c.id FROM c WHERE STARTSWITH(c.id, 'i0')", nil},
-				// Sorted pages: ties (many items share n % 4) and JOIN rows.
-				{"SELECT c.id, c.n FROM c ORDER BY c.n % 4 DESC", nil},
-				{"SELECT c.id, t FROM c JOIN t IN c.tags ORDER BY t, c.n DESC", nil},
-				{"SELECT VALUE c.id FROM c ORDER BY c.n % 3 OFFSET 7 LIMIT 9", nil},
+				{"SELECT VALUE c.id FROM c WHERE c.n = 33", nil, false},
+				{"SELECT VALUE c.id FROM c WHERE c.n IN (3, 40, 41, 77, 5)", nil, false},
+				{"SELECT c.id, t FROM c JOIN t IN c.tags WHERE c.n > 40", nil, false},
+				{"SELECT VALUE c.id FROM c WHERE STARTSWITH(c.id, 'i0')", nil, false},
+				// Sorted pages: ties (nine items share each pk) and JOIN
+				// rows; and the same ties in index order.
+				{"SELECT c.id, c.n FROM c ORDER BY c.pk DESC", nil, true},
+				{"SELECT c.id, c.n FROM c ORDER BY c.pk DESC", nil, false},
+				{"SELECT c.id, t FROM c JOIN t IN c.tags ORDER BY t, c.n DESC", nil, false},
+				{"SELECT VALUE c.id FROM c ORDER BY c.pk OFFSET 7 LIMIT 9", nil, true},
+				{"SELECT VALUE c.id FROM c ORDER BY c.pk OFFSET 7 LIMIT 9", nil, false},
 			}
 			scopes := map[string]Scope{"cross": {}, "range": {RangeID: "1"}, "pk": {PK: pkN(3)}}
 			for _, qq := range queries {
 				for name, scope := range scopes {
-					q := Query{Text: qq.text, EnableCrossPartition: true, MaxItems: -1}
+					q := Query{Text: qq.text, EnableCrossPartition: true, MaxItems: -1, sorted: qq.sorted}
 					whole := queryAll(t, e, scope, q)
 					if qq.rows != nil && name == "cross" && len(whole) != qq.rows(kept) {
 						t.Errorf("%s %q: %d rows, want %d", name, qq.text, len(whole), qq.rows(kept))
@@ -469,7 +473,7 @@ func TestIndexLookupsMatchScans(t *testing.T) {
 	// compare the index order with a sort of the same container.
 	q := Query{Text: "SELECT TOP 3 VALUE c._ts FROM c ORDER BY c._ts DESC", EnableCrossPartition: true, MaxItems: -1}
 	got, loaded := queryAllLoaded(t, e, "k", q)
-	q.Text = "SELECT TOP 3 VALUE c._ts FROM c ORDER BY c._ts + 0 DESC"
+	q.sorted = true
 	if want := queryAllIn(t, e, "k", q); !slices.Equal(got, want) || loaded > 3 {
 		t.Errorf("TOP 3 by _ts from the index = %v (loaded %d), sorted = %v", got, loaded, want)
 	}
@@ -640,10 +644,12 @@ func TestQueryBounds(t *testing.T) {
 		}
 	}
 	e.cfg.QueryMaxTime = time.Nanosecond
-	// (ORDER BY c.n is read in index order here, every item having an n.)
-	for _, slow := range []string{"SELECT VALUE COUNT(1) FROM c", "SELECT * FROM c ORDER BY c.n % 5", "SELECT DISTINCT VALUE c.n FROM c"} {
-		if err := q(slow); code(err) != 408 {
-			t.Errorf("slow whole-scope query %q: err %v, want 408", slow, err)
+	// (ORDER BY c.n is read in index order here, every item having an n:
+	// the sorted one is Query.sorted.)
+	for _, slow := range []Query{{Text: "SELECT VALUE COUNT(1) FROM c"}, {Text: "SELECT * FROM c ORDER BY c.n", sorted: true}, {Text: "SELECT DISTINCT VALUE c.n FROM c"}} {
+		slow.EnableCrossPartition, slow.MaxItems = true, -1
+		if _, err := e.QueryItems(context.Background(), "db", "k", Scope{}, slow); code(err) != 408 {
+			t.Errorf("slow whole-scope query %q (sorted %v): err %v, want 408", slow.Text, slow.sorted, err)
 		}
 	}
 }
@@ -661,9 +667,14 @@ func FuzzQueryContinuation(f *testing.F) {
 			f.Fatal(err)
 		}
 	}
-	texts := []string{"SELECT * FROM c", "SELECT c.id FROM c ORDER BY c.n % 5 DESC", "SELECT VALUE c.n FROM c WHERE c.n > 3 ORDER BY c.n", "SELECT VALUE COUNT(1) FROM c", "SELECT c.id FROM c WHERE c.n IN (1, 5, 9)"}
-	for _, text := range texts {
-		p, err := e.QueryItems(ctx, "db", "k", Scope{}, Query{Text: text, EnableCrossPartition: true, MaxItems: 2})
+	// The second is sorted (Query.sorted), with ties: its continuation is
+	// a sort position.
+	texts := []string{"SELECT * FROM c", "SELECT c.id FROM c ORDER BY c.pk DESC", "SELECT VALUE c.n FROM c WHERE c.n > 3 ORDER BY c.n", "SELECT VALUE COUNT(1) FROM c", "SELECT c.id FROM c WHERE c.n IN (1, 5, 9)"}
+	query := func(i int) Query {
+		return Query{Text: texts[i], EnableCrossPartition: true, MaxItems: 2, sorted: i == 1}
+	}
+	for i := range texts {
+		p, err := e.QueryItems(ctx, "db", "k", Scope{}, query(i))
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -675,7 +686,9 @@ func FuzzQueryContinuation(f *testing.F) {
 		if which&4 != 0 {
 			scope = Scope{RangeID: "2"}
 		}
-		p, err := e.QueryItems(ctx, "db", "k", scope, Query{Text: texts[int(which)%len(texts)], EnableCrossPartition: true, MaxItems: 2, Continuation: tok})
+		q := query(int(which) % len(texts))
+		q.Continuation = tok
+		p, err := e.QueryItems(ctx, "db", "k", scope, q)
 		if err != nil {
 			if c := code(err); c != 400 {
 				t.Fatalf("continuation %q: %v, want success or 400", tok, err)
@@ -819,12 +832,12 @@ func TestQueryFanOutLastPage(t *testing.T) {
 		{ranges: 4, wantPages: 4},
 	} {
 		for _, text := range []string{
-			"SELECT VALUE c.id FROM c",                    // streamed
-			"SELECT VALUE c.id FROM c WHERE c.n >= 0",     // streamed, filtered
-			"SELECT VALUE c.id FROM c ORDER BY c.n",       // every item has an n: index order
-			"SELECT VALUE c.id FROM c ORDER BY c.n % 50",  // a sorted page
-			"SELECT DISTINCT VALUE c.id FROM c",           // evaluated whole
-			"SELECT VALUE c.id FROM c ORDER BY c.id DESC", // ordered index scan
+			"SELECT VALUE c.id FROM c",                     // streamed
+			"SELECT VALUE c.id FROM c WHERE c.n >= 0",      // streamed, filtered
+			"SELECT VALUE c.id FROM c ORDER BY c.n",        // every item has an n: index order
+			"sorted SELECT VALUE c.id FROM c ORDER BY c.n", // a sorted page (Query.sorted)
+			"SELECT DISTINCT VALUE c.id FROM c",            // evaluated whole
+			"SELECT VALUE c.id FROM c ORDER BY c.id DESC",  // ordered index scan
 		} {
 			t.Run(fmt.Sprintf("ranges=%d/%s", tc.ranges, text), func(t *testing.T) {
 				e := testEngineWith(t, Config{GatewayQueryFull: true})
@@ -837,7 +850,8 @@ func TestQueryFanOutLastPage(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				q := Query{Text: text, EnableCrossPartition: true, MaxItems: 5}
+				text, sorted := strings.CutPrefix(text, "sorted ")
+				q := Query{Text: text, EnableCrossPartition: true, MaxItems: 5, sorted: sorted}
 				var sizes []int
 				for len(sizes) < 10 {
 					p, err := e.QueryItems(t.Context(), "db", "x", Scope{}, q)

@@ -49,6 +49,9 @@ func (e *Engine) QueryPlan(ctx context.Context, db, coll string, q Query) ([]byt
 	if _, err := exec.Compile(ast, q.Params, exec.WithUDFs(e.udfLookup(c))); err != nil {
 		return nil, translate(err)
 	}
+	if err := plan.CheckOrderByPaths(ast); err != nil {
+		return nil, status.BadRequest("%v", err)
+	}
 	p, err := queryPlan(c, ast, q.Params, q.SupportedFeatures)
 	if err != nil {
 		return nil, err

@@ -19,7 +19,7 @@ func TestRangeTokenAcrossSplit(t *testing.T) {
 		"SELECT VALUE c.id FROM c",                                  // creation order through the order entries
 		"SELECT VALUE c.id FROM c WHERE c.n >= 10",                  // an index lookup
 		"SELECT VALUE c.id FROM c WHERE c.n >= 3 ORDER BY c.n DESC", // the range index in ORDER BY order
-		"SELECT VALUE c.id FROM c ORDER BY c.n % 7",                 // sorted pages
+		"sorted SELECT VALUE c.id FROM c ORDER BY c.pk",             // sorted pages, with ties (Query.sorted)
 	} {
 		t.Run(text, func(t *testing.T) {
 			e := testEngine(t)
@@ -27,7 +27,8 @@ func TestRangeTokenAcrossSplit(t *testing.T) {
 			queryFixture(t, e, 120)
 			c, _ := e.container("db", "k")
 			parent := c.Map().Ranges()[1]
-			q := Query{Text: text, MaxItems: -1}
+			text, sorted := strings.CutPrefix(text, "sorted ")
+			q := Query{Text: text, MaxItems: -1, sorted: sorted}
 			want := queryAll(t, e, Scope{RangeID: parent.ID}, q)
 			if len(want) < 10 {
 				t.Fatalf("range %s holds %d rows: too few to test", parent.ID, len(want))

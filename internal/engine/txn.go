@@ -356,8 +356,21 @@ func (t *lpTxn) parseItem(body []byte) (*document.Item, error) {
 	if !item.PK.Equal(t.pk) {
 		return nil, pkMismatch()
 	}
+	for _, v := range item.PK {
+		if v.Kind == document.String && len(v.String) > MaxPKValueBytes {
+			return nil, status.BadRequest("the partition key value is %d bytes long, over the limit of %d bytes (Cosmos DB's \"large partition key\" limit)",
+				len(v.String), MaxPKValueBytes)
+		}
+	}
 	return item, nil
 }
+
+// MaxPKValueBytes bounds the UTF-8 bytes of a partition key's string value
+// (each value of a hierarchical key) that a write may store: Cosmos DB's
+// limit ("Large partition keys": values up to 2 KB; a container of hash
+// version 1 hashes only their first 100 bytes, which Partita keeps apart
+// nonetheless).
+const MaxPKValueBytes = 2048
 
 // write creates, upserts or replaces an item from body. urlID is the id a
 // Replace addresses (it must match the body's).

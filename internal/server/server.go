@@ -57,9 +57,10 @@ type Server struct {
 	eng         *engine.Engine
 	// node is this server's part of a cluster; nil on a single node.
 	node *cluster.Node
-	// starting answers on ln while Open runs (nil when the listener
-	// cannot be duplicated); Run and Close wait for it to stop.
-	starting *starting
+	// starting answer on the listeners while Open runs (none for a
+	// listener that cannot be duplicated); Run and Close wait for them to
+	// stop.
+	starting []*starting
 }
 
 // Hooks adjust how Open builds the server's components beyond what
@@ -95,29 +96,52 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 		return nil, err
 	}
 	log = s.log
-	// The API's address is bound first: a port in use is refused before
-	// anything opens, and the port answers 503 while the rest does (a
-	// cluster member may wait long for its peers: starting).
-	ln, err := net.Listen("tcp", cfg.Server.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", cfg.Server.Addr, err)
-	}
-	s.ln = ln
+	// The listeners are bound first: a port in use is refused before
+	// anything opens, and each answers 503 while the rest does (a cluster
+	// member may wait long for its peers: starting).
 	msg := "This node is starting: it opens its data directory; retry shortly."
 	if cfg.Cluster.Addr != "" {
 		msg = "This node is starting: it waits for a majority of its cluster's members to be up (for a new cluster, every member), " +
 			"and serves once they are; retry, or send the request to another member."
 	}
-	s.starting = serveStarting(ln, tlsConf, msg, log)
-	if hooks.Listening != nil {
-		hooks.Listening(ln.Addr())
-	}
+	var lns []net.Listener
 	defer func() {
 		if err != nil {
-			s.starting.wait()
-			_ = ln.Close()
+			for _, st := range s.starting {
+				st.wait()
+			}
+			for _, ln := range lns {
+				_ = ln.Close()
+			}
 		}
 	}()
+	listen := func(addr string, tc *tls.Config) (net.Listener, error) {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("listen on %s: %w", addr, err)
+		}
+		lns = append(lns, ln)
+		if st := serveStarting(ln, tc, msg, log); st != nil {
+			s.starting = append(s.starting, st)
+		}
+		return ln, nil
+	}
+	if s.ln, err = listen(cfg.Server.Addr, tlsConf); err != nil {
+		return nil, err
+	}
+	if addr := cfg.Server.ComputeGatewayAddr; addr != "" {
+		if s.extraLn, err = listen(addr, tlsConf); err != nil {
+			return nil, err
+		}
+	}
+	if addr := cfg.Server.MetricsAddr; addr != "" {
+		if s.metricsLn, err = listen(addr, nil); err != nil {
+			return nil, err
+		}
+	}
+	if hooks.Listening != nil {
+		hooks.Listening(s.ln.Addr())
+	}
 	so := store.Options{Dir: cfg.Store.Dir, Sync: cfg.Store.Durability == "sync", Logger: log, CacheBytes: int64(cfg.Store.CacheMB) << 20,
 		MinFreeBytes: cfg.Store.MinFreeBytes, BallastBytes: cfg.Store.BallastBytes, CloseTimeout: cfg.Server.ShutdownTimeout}
 	if hooks.Store != nil {
@@ -222,22 +246,16 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 			}))
 		}
 	}
-	if addr := cfg.Server.ComputeGatewayAddr; addr != "" {
-		if s.extraLn, err = net.Listen("tcp", addr); err != nil {
-			_ = s.Close()
-			return nil, fmt.Errorf("listen on %s: %w", addr, err)
-		}
+	if s.extraLn != nil {
 		s.extraHTTP = newHTTPServer(withExplorer(compute, s.certPEM), tlsConf, log)
 	}
-	if addr := cfg.Server.MetricsAddr; addr != "" {
-		if s.metricsLn, err = net.Listen("tcp", addr); err != nil {
-			_ = s.Close()
-			return nil, fmt.Errorf("listen on %s: %w", addr, err)
-		}
+	if s.metricsLn != nil {
 		s.metricsHTTP = newMetricsServer(eng, s.node, log)
 	}
-	// The real server takes the port over from here (Run).
-	s.starting.end()
+	// The real servers take the ports over from here (Run).
+	for _, st := range s.starting {
+		st.end()
+	}
 	return s, nil
 }
 
@@ -545,7 +563,9 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	sctx, cancelClose := context.WithDeadline(context.Background(), deadline)
 	defer cancelClose()
-	s.starting.wait() // long since stopped: it took the first moments only
+	for _, st := range s.starting {
+		st.wait() // long since stopped: they took the first moments only
+	}
 	err := errors.Join(serveErr, s.st.Shutdown(sctx))
 	if serr := s.st.Err(); serr != nil {
 		err = errors.Join(fmt.Errorf("the store failed and needs a restart: %w", serr), err)
@@ -704,7 +724,9 @@ func (s *Server) closeNode() {
 // Close releases a server that was opened but never run.
 func (s *Server) Close() error {
 	s.closeNode()
-	s.starting.wait()
+	for _, st := range s.starting {
+		st.wait()
+	}
 	err := s.ln.Close()
 	if s.extraLn != nil {
 		err = errors.Join(err, s.extraLn.Close())

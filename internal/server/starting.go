@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/partitadb/partita/internal/drain"
 )
 
 // starting answers on the API listener while the server opens: every
@@ -27,17 +29,22 @@ import (
 // that stopping it closes only the duplicate: the socket stays bound, and
 // the connections it queues meanwhile are the real server's, which serves
 // the original once Open returns. end stops accepting before it returns,
-// so a connection made after Open returned is never answered 503; the
-// connections accepted before then are closed once their request is
-// answered (Connection: close on HTTP/1.1; GOAWAY on HTTP/2, at Shutdown),
-// and their clients connect again.
+// so a connection made after Open returned is never answered 503. The
+// connections accepted before then are each answered: an HTTP/1.1 one
+// closes after its one answer (Connection: close), and Shutdown, which
+// drops unanswered any request it reads once it has begun, waits until
+// they have closed or startingDrain has passed (package drain: a client
+// that connected as the server became ready got EOF for the request it
+// sent next, a review found); an HTTP/2 one is told GOAWAY by Shutdown,
+// and its client connects again.
 type starting struct {
-	ln   net.Listener // the duplicate
-	srv  *http.Server
-	errc chan error    // Serve's result
-	done chan struct{} // closed once the server has stopped
-	once sync.Once
-	log  *slog.Logger
+	ln    net.Listener // the duplicate
+	srv   *http.Server
+	conns *drain.Conns
+	errc  chan error    // Serve's result
+	done  chan struct{} // closed once the server has stopped
+	once  sync.Once
+	log   *slog.Logger
 }
 
 // serveStarting starts answering on a duplicate of ln with msg; on a
@@ -61,6 +68,7 @@ func serveStarting(ln net.Listener, tlsConf *tls.Config, msg string, log *slog.L
 	}
 	st := &starting{ln: dup, srv: newHTTPServer(startingHandler(msg), tlsConf, log), errc: make(chan error, 1),
 		done: make(chan struct{}), log: log}
+	st.conns = drain.Track(st.srv)
 	go func() {
 		if tlsConf != nil {
 			st.errc <- st.srv.ServeTLS(plainHTTPListener{dup}, "", "")
@@ -71,17 +79,15 @@ func serveStarting(ln net.Listener, tlsConf *tls.Config, msg string, log *slog.L
 	return st
 }
 
-// startingDrain bounds how long the starting server's connections take to
-// close once it stops accepting.
+// startingDrain bounds how long the starting server waits for its HTTP/1.1
+// connections to close once it stops accepting (each closes after its one
+// answer).
 const startingDrain = 2 * time.Second
 
 // end stops the starting server from accepting connections, and returns
 // once it has; its open connections close in the background (wait waits
-// for them). Nil-safe; only the first call does anything.
+// for them). Only the first call does anything.
 func (st *starting) end() {
-	if st == nil {
-		return
-	}
 	st.once.Do(func() {
 		_ = st.ln.Close()
 		if err := <-st.errc; err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, http.ErrServerClosed) {
@@ -89,7 +95,8 @@ func (st *starting) end() {
 		}
 		go func() {
 			defer close(st.done)
-			ctx, cancel := context.WithTimeout(context.Background(), startingDrain)
+			st.conns.AwaitClosed(startingDrain)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			if err := st.srv.Shutdown(ctx); err != nil {
 				_ = st.srv.Close()
@@ -99,12 +106,10 @@ func (st *starting) end() {
 }
 
 // wait ends the starting server and waits until its connections have
-// closed; nil-safe.
+// closed.
 func (st *starting) wait() {
-	if st != nil {
-		st.end()
-		<-st.done
-	}
+	st.end()
+	<-st.done
 }
 
 // startingHandler answers every request with a Cosmos DB 503 whose

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -65,6 +66,19 @@ func TestAnswersWhileStarting(t *testing.T) {
 				}
 			}
 		}
+		// Connections made while it starts, whose requests come only
+		// after Open returned: each is answered (the starting server's
+		// 503), not dropped (a review: EOF, as Shutdown drops a request it
+		// reads once begun).
+		var early []*tls.Conn
+		for range 3 {
+			c, err := tls.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(url, "https://"), "/"), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			early = append(early, c)
+		}
 		close(release)
 		o := <-openc
 		if o.err != nil {
@@ -73,6 +87,18 @@ func TestAnswersWhileStarting(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		runc := make(chan error, 1)
 		go func() { runc <- o.s.Run(ctx) }()
+		time.Sleep(100 * time.Millisecond)
+		for i, c := range early {
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			if _, err := io.WriteString(c, "GET /dbs HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+				t.Fatalf("round %d: early connection %d: write: %v", round, i, err)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatalf("round %d: early connection %d, request sent after Open returned: %v, want an answer", round, i, err)
+			}
+			resp.Body.Close()
+		}
 		// New connections from here on: the real server (401: unsigned).
 		for i := range 20 {
 			fresh := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true}}
@@ -96,5 +122,57 @@ func TestAnswersWhileStarting(t *testing.T) {
 		}
 		h1.CloseIdleConnections()
 		h2.CloseIdleConnections()
+	}
+}
+
+// TestListenersBoundFirst: a compute-gateway or metrics address in use is
+// refused before the store opens (a review: a cluster member found it only
+// after its wait for the others, then left the peer it had just joined),
+// and the other listeners are released.
+func TestListenersBoundFirst(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	for _, which := range []string{"compute", "metrics"} {
+		cfg := config.Default()
+		cfg.Server.Addr = "127.0.0.1:0"
+		cfg.Store.Dir = t.TempDir()
+		if which == "compute" {
+			cfg.Server.ComputeGatewayAddr = held.Addr().String()
+		} else {
+			cfg.Server.MetricsAddr = held.Addr().String()
+		}
+		var api net.Addr
+		opened := false
+		_, err := OpenWith(t.Context(), cfg, nil, Hooks{Listening: func(a net.Addr) { api = a }, Store: func(*store.Options) { opened = true }})
+		if err == nil || !strings.Contains(err.Error(), held.Addr().String()) {
+			t.Fatalf("%s address in use: %v, want an error naming it", which, err)
+		}
+		if opened {
+			t.Errorf("%s address in use: the store was opened first", which)
+		}
+		if api != nil {
+			t.Errorf("%s address in use: the API listener was handed out", which)
+		}
+	}
+	// The API's own port is free again after a failure.
+	cfg := config.Default()
+	cfg.Store.Dir = t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Server.Addr = ln.Addr().String()
+	ln.Close()
+	cfg.Server.MetricsAddr = held.Addr().String()
+	if _, err := OpenWith(t.Context(), cfg, nil, Hooks{}); err == nil {
+		t.Fatal("metrics address in use: opened")
+	}
+	if again, err := net.Listen("tcp", cfg.Server.Addr); err != nil {
+		t.Errorf("the API address after a failed open: %v, want it released", err)
+	} else {
+		again.Close()
 	}
 }

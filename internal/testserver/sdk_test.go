@@ -750,3 +750,59 @@ func TestQueryRoutedByFilter(t *testing.T) {
 		t.Errorf("cross-partition ORDER BY: %d/%s, want 400/1004", code, sub)
 	}
 }
+
+// TestQueriesCosmosRefuses: what Cosmos DB refuses with 400 is refused
+// through the SDK (a bug hunt found each accepted): an ORDER BY item that
+// is not a document path (ORDER BY @p and ORDER BY 1 sorted by a constant:
+// rows in no order), a GROUP BY with no property reference or with a
+// subquery; and a partition key value past 2 KB.
+func TestQueriesCosmosRefuses(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := s.Client(t)
+	ctx := t.Context()
+	k := newContainer(t, c, "db", azcosmos.ContainerProperties{ID: "k", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil)
+	pk := azcosmos.NewPartitionKeyString("p")
+	for i := range 5 {
+		if _, err := k.CreateItem(ctx, pk, mustJSON(t, map[string]any{"id": fmt.Sprint(i), "pk": "p", "n": i}), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	param := []azcosmos.QueryParameter{{Name: "@p", Value: "c.n"}}
+	for _, q := range []struct {
+		text string
+		want string
+	}{
+		{"SELECT * FROM c ORDER BY LENGTH(c.id) DESC", "could not be mapped to a document path"},
+		{"SELECT * FROM c ORDER BY -c.n", "could not be mapped to a document path"},
+		{"SELECT * FROM c ORDER BY 1", "could not be mapped to a document path"},
+		{"SELECT * FROM c ORDER BY @p", "could not be mapped to a document path"},
+		{"SELECT VALUE COUNT(1) FROM c GROUP BY 1", "at least one property reference"},
+		{"SELECT VALUE COUNT(1) FROM c GROUP BY @p", "at least one property reference"},
+		{"SELECT VALUE COUNT(1) FROM c GROUP BY (SELECT VALUE 1)", "subquery"},
+	} {
+		pager := k.NewQueryItemsPager(q.text, pk, &azcosmos.QueryOptions{QueryParameters: param})
+		_, err := pager.NextPage(ctx)
+		if code, _ := statusOf(err); code != http.StatusBadRequest || err == nil || !strings.Contains(err.Error(), q.want) {
+			t.Errorf("%s: %v, want 400 saying %q", q.text, err, q.want)
+		}
+	}
+	// Still served: paths, of the FROM alias and of a JOIN's; a GROUP BY
+	// of an expression of a property.
+	for _, text := range []string{"SELECT * FROM c ORDER BY c.n DESC", `SELECT * FROM c ORDER BY c["n"]`,
+		"SELECT c.id, t FROM c JOIN t IN c.tags ORDER BY t", "SELECT VALUE COUNT(1) FROM c GROUP BY c.n % 2"} {
+		pager := k.NewQueryItemsPager(text, pk, nil)
+		if _, err := pager.NextPage(ctx); err != nil {
+			t.Errorf("%s: %v", text, err)
+		}
+	}
+
+	long := strings.Repeat("k", 2049)
+	_, err := k.CreateItem(ctx, azcosmos.NewPartitionKeyString(long), mustJSON(t, map[string]any{"id": "x", "pk": long}), nil)
+	if code, _ := statusOf(err); code != http.StatusBadRequest || !strings.Contains(err.Error(), "2048 bytes") {
+		t.Errorf("a partition key value of 2,049 bytes: %v, want 400 naming the limit", err)
+	}
+	ok := strings.Repeat("é", 1024) // 2,048 bytes
+	if _, err := k.CreateItem(ctx, azcosmos.NewPartitionKeyString(ok), mustJSON(t, map[string]any{"id": "x", "pk": ok}), nil); err != nil {
+		t.Errorf("a partition key value of 2,048 bytes: %v", err)
+	}
+}

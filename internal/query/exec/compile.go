@@ -406,6 +406,9 @@ func (c *compiler) query(q *parse.Query, parent *scope, top bool) (*cquery, erro
 		cq.grouped = true
 		g = &groupCtx{}
 		for _, e := range q.GroupBy {
+			if err := checkGroupKey(e); err != nil {
+				return nil, err
+			}
 			fn, err := c.expr(e, row)
 			if err != nil {
 				return nil, err
@@ -1300,4 +1303,31 @@ func (c *compiler) udfCall(e *parse.Call, x ectx) (evalFn, error) {
 		}
 		return owned(fromJSON(j))
 	}, nil
+}
+
+// checkGroupKey refuses a GROUP BY expression Cosmos DB does not allow:
+// "any scalar expression … except for scalar subqueries and scalar
+// aggregates", and one that "must contain at least one property
+// reference" (GROUP BY 1 or GROUP BY @p put every row in one group: a bug
+// hunt found them accepted). Aggregates are refused where the expression
+// is compiled.
+func checkGroupKey(e parse.Expr) error {
+	refers, sub := false, false
+	parse.Inspect(e, func(x parse.Expr) bool {
+		switch x.(type) {
+		case *parse.Ident:
+			refers = true
+		case *parse.Exists, *parse.ArrayQuery, *parse.Subquery:
+			sub = true
+			return false
+		}
+		return true
+	})
+	switch {
+	case sub:
+		return errorAt(e, "a GROUP BY expression may not be or contain a subquery")
+	case !refers:
+		return errorAt(e, "a GROUP BY expression must contain at least one property reference (a constant or a parameter alone groups nothing)")
+	}
+	return nil
 }

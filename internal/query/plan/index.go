@@ -327,6 +327,41 @@ type OrderByError struct{ Msg string }
 
 func (e *OrderByError) Error() string { return e.Msg }
 
+// CheckOrderByPaths returns an *OrderByError when an item of the query's
+// ORDER BY is not a document path (documentPath), Cosmos DB's error 2206:
+// ORDER BY LENGTH(c.s), -c.n, 1 or @p (a constant: rows in no order) were
+// accepted (a bug hunt). The query plan checks it too, before any index.
+func CheckOrderByPaths(q *parse.Query) error {
+	for _, o := range q.OrderBy {
+		if !documentPath(o.Expr) {
+			return &OrderByError{Msg: "Unsupported ORDER BY clause. ORDER BY item expression could not be mapped to a document path."}
+		}
+	}
+	return nil
+}
+
+// documentPath reports whether e names a place in the documents: an alias,
+// or properties and literal array positions of one (c.a.b, c["a b"],
+// c.a[0]). Expressions of them (functions, operators), constants and
+// parameters do not.
+func documentPath(e parse.Expr) bool {
+	for {
+		switch x := e.(type) {
+		case *parse.Ident:
+			return true
+		case *parse.Property:
+			e = x.X
+		case *parse.Index:
+			if _, ok := x.Index.(*parse.Literal); !ok {
+				return false
+			}
+			e = x.X
+		default:
+			return false
+		}
+	}
+}
+
 // alwaysIndexed reports whether path is id or _ts, which Cosmos DB always
 // indexes in consistent mode ("Indexing policies": they cannot be
 // excluded).
@@ -337,11 +372,18 @@ func alwaysIndexed(path []string) bool {
 // CheckOrderBy returns an *OrderByError when the query's ORDER BY needs an
 // index that pol lacks, as Cosmos DB refuses such queries: a single key
 // needs its path range-indexed, several keys a composite index with those
-// paths in that order and those directions (or all inverted). ORDER BY
-// items that are not property paths of the FROM alias are not checked, nor
-// are containers that index nothing.
+// paths in that order and those directions (or all inverted). An ORDER BY
+// item must name a place in the documents (documentPath); the index is not
+// checked for items that are paths of another alias than the FROM's (a
+// JOIN's, say), nor in containers that index nothing.
 func CheckOrderBy(q *parse.Query, pol *index.Policy) error {
-	if q == nil || len(q.OrderBy) == 0 || q.From == nil || pol == nil || pol.None() {
+	if q == nil {
+		return nil
+	}
+	if err := CheckOrderByPaths(q); err != nil {
+		return err
+	}
+	if len(q.OrderBy) == 0 || q.From == nil || pol == nil || pol.None() {
 		return nil
 	}
 	paths := make([][]string, len(q.OrderBy))

@@ -311,7 +311,7 @@ func Choose(in Input) Physical {
 			p.Lookup = nil // rejected: Why names it
 		}
 	}
-	if desc, ok := idOrder(in.Query); ok && byKey && in.Scope.Logical && !prog.Grouped {
+	if desc, ok := idOrder(in.Query); ok && byKey && in.Scope.Logical && !prog.Grouped && !in.Sorted {
 		p.KeyOrder, p.Desc, p.Why = true, desc, "one logical partition: its items in id order, the ORDER BY's"
 		if desc {
 			p.Why = "one logical partition: its items in id order backwards, the ORDER BY's"
