@@ -28,34 +28,48 @@ const identityHeader = "partita cluster member v1"
 // node 3 later stopped on "tocommit(14) is out of range [lastIndex(9)]".
 // A directory a member used before the file existed is claimed by the
 // first node started on it.
-func claimDataDir(dataDir string, self Member) error {
+//
+// It reports whether it wrote the file now: a start that fails before its
+// etcd member holds any data gives the claim up (unclaimDataDir), so that
+// a node stopped while it waited for the others, or started with a
+// mistyped --cluster-addr, may be started again as another member.
+func claimDataDir(dataDir string, self Member) (created bool, err error) {
 	dir := filepath.Join(dataDir, clusterDir)
 	path := filepath.Join(dir, identityName)
 	data, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return fmt.Errorf("cluster: %w", err)
+			return false, fmt.Errorf("cluster: %w", err)
 		}
 		body := fmt.Sprintf("%s\naddr %s\nid %016x\n", identityHeader, self.Addr, self.ID)
 		if err := writeFileAtomic(path, []byte(body)); err != nil {
-			return fmt.Errorf("cluster: record this member's identity: %w", err)
+			return false, fmt.Errorf("cluster: record this member's identity: %w", err)
 		}
-		return nil
+		return true, nil
 	case err != nil:
-		return fmt.Errorf("cluster: read this member's identity: %w", err)
+		return false, fmt.Errorf("cluster: read this member's identity: %w", err)
 	}
 	addr, id, err := parseIdentity(data)
 	if err != nil {
-		return fmt.Errorf("cluster: %s: %w", path, err)
+		return false, fmt.Errorf("cluster: %s: %w", path, err)
 	}
 	if id != self.ID {
-		return fmt.Errorf("cluster: the data directory %s holds the data of member %s (node %016x), not of this node "+
+		return false, fmt.Errorf("cluster: the data directory %s holds the data of member %s (node %016x), not of this node "+
 			"(--cluster-addr %s, node %016x): each member keeps its own data directory; start this node on its own, "+
 			"or start %s on this one",
 			dataDir, addr, id, self.Addr, self.ID, addr)
 	}
-	return nil
+	return false, nil
+}
+
+// unclaimDataDir removes the identity claimDataDir wrote, unless the
+// directory holds etcd data by now (IsMember): the member may then have
+// voted, and the claim must stand.
+func unclaimDataDir(dataDir string) {
+	if !IsMember(dataDir) {
+		_ = os.Remove(filepath.Join(dataDir, clusterDir, identityName))
+	}
 }
 
 // parseIdentity reads a member's identity file.

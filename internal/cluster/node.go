@@ -148,9 +148,15 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	if err := checkEmpty(ctx, cfg); err != nil {
 		return nil, err
 	}
-	if err := claimDataDir(cfg.DataDir, self); err != nil {
+	claimed, err := claimDataDir(cfg.DataDir, self)
+	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil && claimed {
+			unclaimDataDir(cfg.DataDir)
+		}
+	}()
 	ca, err := NewCA(cfg.Secret)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -33,6 +35,10 @@ func TestStartNodeFailsCleanly(t *testing.T) {
 		Secret: []byte("a-cluster-secret-of-some-length"), Store: st, Local: local})
 	if err == nil || !strings.Contains(err.Error(), "listen") {
 		t.Fatalf("StartNode on a taken port = %v, want an error naming the listen", err)
+	}
+	// Nothing of the cluster's was written: the directory is no member's.
+	if _, err := os.Stat(filepath.Join(dir, clusterDir, identityName)); !os.IsNotExist(err) {
+		t.Errorf("a failed first start left the member's identity claimed (%v)", err)
 	}
 }
 
@@ -220,15 +226,30 @@ func TestClaimDataDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := claimDataDir(dir, ms[0]); err != nil {
+	if _, err := claimDataDir(dir, ms[0]); err != nil {
 		t.Fatal(err)
 	}
-	if err := claimDataDir(dir, ms[0]); err != nil {
+	if _, err := claimDataDir(dir, ms[0]); err != nil {
 		t.Fatalf("its own member again: %v", err)
 	}
-	err = claimDataDir(dir, ms[1])
+	_, err = claimDataDir(dir, ms[1])
 	if err == nil || !strings.Contains(err.Error(), ms[0].Addr) || !strings.Contains(err.Error(), ms[1].Addr) {
 		t.Fatalf("another member on it: %v, want a refusal naming both", err)
+	}
+	// A start that failed before etcd held data gives the claim up (a
+	// review: a member stopped while it waited for the others could not
+	// be started again with a corrected --cluster-addr); once etcd holds
+	// data the claim stands.
+	unclaimDataDir(dir)
+	if created, err := claimDataDir(dir, ms[1]); err != nil || !created {
+		t.Fatalf("another member after the claim was given up: created %v, %v", created, err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, etcdDir, "member"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	unclaimDataDir(dir)
+	if _, err := claimDataDir(dir, ms[0]); err == nil {
+		t.Fatal("a claim given up with etcd data in the directory: another member took it")
 	}
 }
 
