@@ -17,8 +17,9 @@ import (
 	"github.com/partitadb/partita/internal/drain"
 )
 
-// starting answers on the API listener while the server opens: every
-// request gets a Cosmos DB 503 saying the node is starting. A cluster
+// starting answers on one of the server's listeners (the API's, the
+// compute gateway's, the metrics') while the server opens: every request
+// gets a Cosmos DB 503 saying the node is starting. A cluster
 // member restarted while most of the others are down waits for them
 // (cluster.NodeConfig.StartTimeout, by default until it is stopped), and
 // a client meeting a closed port then learns nothing ("connection
