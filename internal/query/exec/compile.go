@@ -1124,6 +1124,9 @@ func (c *compiler) call(e *parse.Call, x ectx) (evalFn, error) {
 	}
 	b, ok := lookupBuiltin(upper)
 	if !ok {
+		if why, known := unsupportedFunc[upper]; known {
+			return nil, errorAt(e, "the function %s (%s) is not supported by Partita", upper, why)
+		}
 		return nil, errorAt(e, "unknown function %q", e.Name)
 	}
 	if len(e.Args) < b.min || (b.max >= 0 && len(e.Args) > b.max) {
@@ -1330,4 +1333,14 @@ func checkGroupKey(e parse.Expr) error {
 		return errorAt(e, "a GROUP BY expression must contain at least one property reference (a constant or a parameter alone groups nothing)")
 	}
 	return nil
+}
+
+// unsupportedFunc names the system functions Cosmos DB documents that
+// Partita does not run, and what they are, so that a query calling one is
+// told so rather than that the function is unknown (a bug hunt).
+var unsupportedFunc = map[string]string{
+	"VECTORDISTANCE": "vector search",
+	"FULLTEXTSCORE":  "full-text scoring, for ORDER BY RANK",
+	"RRF":            "hybrid search's reciprocal rank fusion, for ORDER BY RANK",
+	"DATETIMEFORMAT": "its format codes are not documented",
 }

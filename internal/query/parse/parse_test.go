@@ -168,6 +168,7 @@ func TestParseErrors(t *testing.T) {
 		{"SELECT VALUE EXISTS(1)", 1, 21, `unexpected "1" at line 1, column 21`},
 		{"SELECT VALUE udf.f", 1, 19, "unexpected end of query at line 1, column 19"},
 		{"SELECT * FROM c JOIN (SELECT 1)", 1, 32, "unexpected end of query at line 1, column 32"},
+		{"SELECT * FROM c ORDER BY RANK FullTextScore(c.t, ['a'])", 1, 26, "ORDER BY RANK (full-text and hybrid search ranking) is not supported by Partita at line 1, column 26"},
 		{"SELECT * FROM c.a[c.b]", 1, 19, `unexpected "c" at line 1, column 19`},
 		{"SELECT VALUE 'é' +", 1, 19, "unexpected end of query at line 1, column 19"},
 		{"SELECT 1 2", 1, 10, `unexpected "2" at line 1, column 10`},
@@ -364,6 +365,7 @@ func FuzzParse(f *testing.F) {
 		"SELECT * FROM c WHERE EXISTS(SELECT VALUE t FROM t IN c.tags) AND ARRAY(SELECT 1)[0] = (SELECT VALUE 1)",
 		"SELECT VALUE udf.f(1 << 2 >>> 3 | 4 & ~5 ^ 6 || 'x')",
 		"SELECT * FROM (SELECT VALUE c FROM c) s -- comment",
+		"SELECT VALUE COUNT(1) FROM (SELECT DISTINCT VALUE c.v FROM c)",
 	} {
 		f.Add(s)
 	}

@@ -227,14 +227,14 @@ func (p *parser) query() (*Query, error) {
 		return nil, err
 	}
 	if p.acceptKw("FROM") {
-		f, err := p.fromSource()
+		f, err := p.fromSource(false)
 		if err != nil {
 			return nil, err
 		}
 		q.From = f
 		for p.acceptKw("JOIN") {
 			p.joins++
-			j, err := p.fromSource()
+			j, err := p.fromSource(true)
 			if err != nil {
 				return nil, err
 			}
@@ -263,6 +263,11 @@ func (p *parser) query() (*Query, error) {
 		p.i++
 		if err := p.expectKw("BY"); err != nil {
 			return nil, err
+		}
+		if t := p.peek(); t.kind == tokIdent && strings.EqualFold(t.text, "RANK") && p.peekAt(1).kind == tokIdent {
+			// ORDER BY RANK FullTextScore(…) / RRF(…): said so, rather
+			// than "unexpected" at the function's name (a bug hunt).
+			return nil, errorAt(t.pos, "ORDER BY RANK (full-text and hybrid search ranking) is not supported by Partita")
 		}
 		for {
 			item := OrderItem{Position: p.peek().pos}
@@ -349,8 +354,9 @@ func (p *parser) selection(s *Select) error {
 	}
 }
 
-// fromSource parses `alias IN collection`, `collection [[AS] alias]`, or `(query) [AS] alias`.
-func (p *parser) fromSource() (*From, error) {
+// fromSource parses `alias IN collection`, `collection [[AS] alias]`, or `(query) [[AS] alias]`
+// (a JOIN's, join, with its alias).
+func (p *parser) fromSource(join bool) (*From, error) {
 	f := &From{Position: p.peek().pos}
 	if t := p.peek(); t.kind == tokIdent && !IsReserved(t.text) && isKw(p.peekAt(1), "IN") {
 		f.Alias = t.text
@@ -373,13 +379,20 @@ func (p *parser) fromSource() (*From, error) {
 	default:
 		// Without an alias the source is named by its last path segment, as in Cosmos DB
 		// (FROM c -> c, FROM root.children -> children).
+		// The FROM's subquery needs no name (FROM (SELECT …), as Cosmos
+		// DB's grammar allows: SELECT VALUE COUNT(1) FROM (SELECT DISTINCT
+		// VALUE c.v FROM c)); its alias is empty, which no identifier
+		// names, and SELECT * returns its rows. A JOIN's must be named to
+		// be of any use.
 		switch e := f.Expr.(type) {
 		case *Ident:
 			f.Alias = e.Name
 		case *Property:
 			f.Alias = e.Name
 		default:
-			return nil, p.unexpected()
+			if f.Subquery == nil || join {
+				return nil, p.unexpected()
+			}
 		}
 	}
 	return f, nil

@@ -93,8 +93,11 @@ func writeFrom(b *strings.Builder, f *From) {
 	case f.Subquery != nil:
 		b.WriteByte('(')
 		writeQuery(b, f.Subquery)
-		b.WriteString(") AS ")
-		b.WriteString(f.Alias)
+		b.WriteByte(')')
+		if f.Alias != "" {
+			b.WriteString(" AS ")
+			b.WriteString(f.Alias)
+		}
 	case f.In:
 		b.WriteString(f.Alias)
 		b.WriteString(" IN ")
