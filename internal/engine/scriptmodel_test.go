@@ -107,6 +107,43 @@ func TestSprocDefaultPageSize(t *testing.T) {
 	}
 }
 
+// TestSprocQueryOrderByChecked: a stored procedure's queryDocuments
+// refuses the ORDER BY a query through the API refuses (a review found
+// ORDER BY 1, ORDER BY LENGTH(c.id) and an ORDER BY of two keys without a
+// composite index served here), and sorts by a parameter's property.
+func TestSprocQueryOrderByChecked(t *testing.T) {
+	e := testEngine(t)
+	ctx := t.Context()
+	pk := pkOf(0)
+	for i := range 3 {
+		body := fmt.Sprintf(`{"id":"d%d","pk":"p0","n":%d}`, i, 2-i)
+		if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Create, PK: pk, Body: []byte(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const sproc = `function (query) {
+		var c = getContext().getCollection();
+		c.queryDocuments(c.getSelfLink(), {query: query, parameters: [{name: "@p", value: "n"}]}, {}, function (err, docs) {
+			if (err) throw err;
+			getContext().getResponse().setBody(docs.map(function (d) { return d.id; }));
+		});
+	}`
+	def, _ := json.Marshal(map[string]string{"id": "q", "body": sproc})
+	if _, err := e.CreateScript("db", "k", StoredProcedures, def); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"SELECT * FROM c ORDER BY 1", "SELECT * FROM c ORDER BY LENGTH(c.id)", "SELECT * FROM c ORDER BY c.n, c.id"} {
+		_, err := e.ExecuteStoredProcedure(ctx, "db", "k", "q", pk, fmt.Appendf(nil, `[%q]`, q), false)
+		if code(err) != http.StatusBadRequest {
+			t.Errorf("%s in a stored procedure: %v, want 400", q, err)
+		}
+	}
+	res, err := e.ExecuteStoredProcedure(ctx, "db", "k", "q", pk, []byte(`["SELECT * FROM c ORDER BY c[@p]"]`), false)
+	if err != nil || string(res.Body) != `["d2","d1","d0"]` {
+		t.Errorf("ORDER BY c[@p] in a stored procedure: %s, %v; want the items by n", res.Body, err)
+	}
+}
+
 // TestPostTriggerResponseBody: a post-trigger's getResponse().setBody is
 // the body the client gets (Cosmos DB: "the response body ... will be
 // overwritten with this call"); the stored item is what the operation

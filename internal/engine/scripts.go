@@ -14,6 +14,7 @@ import (
 	"github.com/partitadb/partita/internal/document"
 	"github.com/partitadb/partita/internal/query/exec"
 	"github.com/partitadb/partita/internal/query/parse"
+	"github.com/partitadb/partita/internal/query/plan"
 	"github.com/partitadb/partita/internal/script"
 	"github.com/partitadb/partita/internal/status"
 	"github.com/partitadb/partita/internal/throughput"
@@ -451,6 +452,12 @@ func (h *scriptHost) Query(ctx context.Context, query string, params map[string]
 	ast, err := parse.Parse(query)
 	if err != nil {
 		return nil, "", hostErr(translate(err))
+	}
+	// As a query through the API is (compileQuery): a script's ORDER BY
+	// needs a document path and an index to serve it (a review found
+	// ORDER BY 1 and ORDER BY LENGTH(c.s) served here, refused there).
+	if err := plan.CheckOrderBy(ast, h.t.c.Policy()); err != nil {
+		return nil, "", hostErr(status.BadRequest("%v", err))
 	}
 	if ast, _, err = h.t.e.withComputed(h.t.c, ast, query); err != nil {
 		return nil, "", hostErr(err)

@@ -356,21 +356,28 @@ func (t *lpTxn) parseItem(body []byte) (*document.Item, error) {
 	if !item.PK.Equal(t.pk) {
 		return nil, pkMismatch()
 	}
-	for _, v := range item.PK {
-		if v.Kind == document.String && len(v.String) > MaxPKValueBytes {
-			return nil, status.BadRequest("the partition key value is %d bytes long, over the limit of %d bytes (Cosmos DB's \"large partition key\" limit)",
-				len(v.String), MaxPKValueBytes)
-		}
-	}
 	return item, nil
 }
 
 // MaxPKValueBytes bounds the UTF-8 bytes of a partition key's string value
-// (each value of a hierarchical key) that a write may store: Cosmos DB's
-// limit ("Large partition keys": values up to 2 KB; a container of hash
-// version 1 hashes only their first 100 bytes, which Partita keeps apart
-// nonetheless).
+// (each value of a hierarchical key) of a new item: Cosmos DB's limit
+// ("Large partition keys": values up to 2 KB; a container of hash version
+// 1 hashes only their first 100 bytes, which Partita keeps apart
+// nonetheless). Items stored before the limit was enforced keep their key:
+// they are read, replaced, patched and deleted as before.
 const MaxPKValueBytes = 2048
+
+// checkNewKey refuses a new item whose partition key has a string value
+// over MaxPKValueBytes.
+func checkNewKey(pk document.PartitionKey) error {
+	for _, v := range pk {
+		if v.Kind == document.String && len(v.String) > MaxPKValueBytes {
+			return status.BadRequest("the partition key value is %d bytes long, over the limit of %d bytes (Cosmos DB's \"large partition key\" limit)",
+				len(v.String), MaxPKValueBytes)
+		}
+	}
+	return nil
+}
 
 // write creates, upserts or replaces an item from body. urlID is the id a
 // Replace addresses (it must match the body's).
@@ -391,6 +398,10 @@ func (t *lpTxn) write(kind WriteKind, urlID string, body []byte, ifMatch string)
 		return Result{}, status.Conflict()
 	case kind == Replace && !exists:
 		return Result{}, status.NotFound()
+	case !exists:
+		if err := checkNewKey(item.PK); err != nil {
+			return Result{}, err
+		}
 	case exists && ifMatchFails(ifMatch, old.ETag):
 		// If-Match holds a write to an existing item only: an upsert of a
 		// missing item creates it, and a create ignores it (Cosmos DB

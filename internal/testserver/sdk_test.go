@@ -786,18 +786,27 @@ func TestQueriesCosmosRefuses(t *testing.T) {
 			t.Errorf("%s: %v, want 400 saying %q", q.text, err, q.want)
 		}
 	}
-	// Still served: paths, of the FROM alias and of a JOIN's; a GROUP BY
-	// of an expression of a property.
+	// Still served: paths, of the FROM alias and of a JOIN's (named rank,
+	// which is no ORDER BY RANK), a property named by a parameter (c[@p],
+	// as applications sort by a property the user picks); a GROUP BY of
+	// an expression of a property.
 	for _, text := range []string{"SELECT * FROM c ORDER BY c.n DESC", `SELECT * FROM c ORDER BY c["n"]`,
-		"SELECT c.id, t FROM c JOIN t IN c.tags ORDER BY t", "SELECT VALUE COUNT(1) FROM c GROUP BY c.n % 2"} {
+		"SELECT c.id, t FROM c JOIN t IN c.tags ORDER BY t", "SELECT VALUE rank FROM c JOIN rank IN c.tags ORDER BY rank DESC",
+		"SELECT VALUE COUNT(1) FROM c GROUP BY c.n % 2"} {
 		pager := k.NewQueryItemsPager(text, pk, nil)
 		if _, err := pager.NextPage(ctx); err != nil {
 			t.Errorf("%s: %v", text, err)
 		}
 	}
+	pager := k.NewQueryItemsPager("SELECT VALUE c.id FROM c ORDER BY c[@p] DESC", pk,
+		&azcosmos.QueryOptions{QueryParameters: []azcosmos.QueryParameter{{Name: "@p", Value: "n"}}})
+	page, err := pager.NextPage(ctx)
+	if err != nil || len(page.Items) != 5 || string(page.Items[0]) != `"4"` {
+		t.Errorf("ORDER BY c[@p] DESC with @p = n: %v, want the ids by n, 4 first", err)
+	}
 
 	long := strings.Repeat("k", 2049)
-	_, err := k.CreateItem(ctx, azcosmos.NewPartitionKeyString(long), mustJSON(t, map[string]any{"id": "x", "pk": long}), nil)
+	_, err = k.CreateItem(ctx, azcosmos.NewPartitionKeyString(long), mustJSON(t, map[string]any{"id": "x", "pk": long}), nil)
 	if code, _ := statusOf(err); code != http.StatusBadRequest || !strings.Contains(err.Error(), "2048 bytes") {
 		t.Errorf("a partition key value of 2,049 bytes: %v, want 400 naming the limit", err)
 	}

@@ -79,7 +79,8 @@ func ComputedShape(name string, q *Query) (ComputedProperty, error) {
 // root alias (c.name, c["name"]) replaced by that property's expression
 // over the alias, in every clause and in subqueries that do not bind the
 // alias again; an unaliased SELECT item that is such a reference keeps the
-// property's name as its alias. q is not changed: what differs is copied.
+// property's name as its alias; a FROM subquery is rewritten so, as a query
+// of its own. q is not changed: what differs is copied.
 // A query over the elements of an array in the item (FROM x IN c.a) that
 // names a computed property there (FROM x IN c.cp_tags) is read as FROM c
 // JOIN x IN <its expression>, the same rows; SELECT * over it, or a FROM
@@ -87,8 +88,22 @@ func ComputedShape(name string, q *Query) (ComputedProperty, error) {
 // not supported. A query that binds its root alias again in a JOIN is
 // returned as it is.
 func WithComputed(q *Query, props []ComputedProperty) (*Query, error) {
-	if len(props) == 0 || q.From == nil || q.From.Subquery != nil {
+	if len(props) == 0 || q.From == nil {
 		return q, nil
+	}
+	if q.From.Subquery != nil {
+		// The subquery reads the items; the outer query reads its rows,
+		// which name no computed property (a review: SELECT VALUE COUNT(1)
+		// FROM (SELECT DISTINCT VALUE c.cp FROM c) counted 0, the property
+		// undefined in the subquery).
+		sub, err := WithComputed(q.From.Subquery, props)
+		if err != nil || sub == q.From.Subquery {
+			return q, err
+		}
+		c, f := *q, *q.From
+		f.Subquery = sub
+		c.From = &f
+		return &c, nil
 	}
 	byName := make(map[string]*ComputedProperty, len(props))
 	for i := range props {

@@ -47,6 +47,14 @@ func TestWithComputed(t *testing.T) {
 		// Over a computed array: the same rows through a JOIN.
 		{"SELECT VALUE t FROM t IN c.cp_tags WHERE t = 'x'", `SELECT VALUE t FROM c JOIN t IN ARRAY_CONCAT(c.a, c.b) WHERE t = "x"`},
 		{"SELECT c.other FROM c", "SELECT c.other FROM c"},
+		// A FROM subquery reads the items: rewritten as a query of its own,
+		// with or without an alias, nested too.
+		{"SELECT VALUE COUNT(1) FROM (SELECT DISTINCT VALUE c.cp_lower FROM c)",
+			"SELECT VALUE COUNT(1) FROM (SELECT DISTINCT VALUE LOWER(c.name) FROM c)"},
+		{"SELECT VALUE x.cp_lower FROM (SELECT c.cp_lower FROM c) x ORDER BY x.cp_lower",
+			"SELECT VALUE x.cp_lower FROM (SELECT LOWER(c.name) AS cp_lower FROM c) AS x ORDER BY x.cp_lower ASC"},
+		{"SELECT * FROM (SELECT * FROM (SELECT VALUE d.cp_lower FROM d) y) z",
+			"SELECT * FROM (SELECT * FROM (SELECT VALUE LOWER(d.name) FROM d) AS y) AS z"},
 	}
 	for _, tc := range tests {
 		q, err := Parse(tc.in)

@@ -366,6 +366,7 @@ func FuzzParse(f *testing.F) {
 		"SELECT VALUE udf.f(1 << 2 >>> 3 | 4 & ~5 ^ 6 || 'x')",
 		"SELECT * FROM (SELECT VALUE c FROM c) s -- comment",
 		"SELECT VALUE COUNT(1) FROM (SELECT DISTINCT VALUE c.v FROM c)",
+		"SELECT VALUE rank FROM c JOIN rank IN c.arr ORDER BY rank DESC",
 	} {
 		f.Add(s)
 	}

@@ -153,6 +153,12 @@ func (p *parser) isOp(op string) bool {
 	return t.kind == tokOp && t.text == op
 }
 
+// isOpAt reports whether the token k ahead is the operator op.
+func (p *parser) isOpAt(k int, op string) bool {
+	t := p.peekAt(k)
+	return t.kind == tokOp && t.text == op
+}
+
 func (p *parser) acceptOp(op string) bool {
 	if p.isOp(op) {
 		p.i++
@@ -264,7 +270,7 @@ func (p *parser) query() (*Query, error) {
 		if err := p.expectKw("BY"); err != nil {
 			return nil, err
 		}
-		if t := p.peek(); t.kind == tokIdent && strings.EqualFold(t.text, "RANK") && p.peekAt(1).kind == tokIdent {
+		if t := p.peek(); t.kind == tokIdent && strings.EqualFold(t.text, "RANK") && p.peekAt(1).kind == tokIdent && p.isOpAt(2, "(") {
 			// ORDER BY RANK FullTextScore(…) / RRF(…): said so, rather
 			// than "unexpected" at the function's name (a bug hunt).
 			return nil, errorAt(t.pos, "ORDER BY RANK (full-text and hybrid search ranking) is not supported by Partita")

@@ -341,9 +341,11 @@ func CheckOrderByPaths(q *parse.Query) error {
 }
 
 // documentPath reports whether e names a place in the documents: an alias,
-// or properties and literal array positions of one (c.a.b, c["a b"],
-// c.a[0]). Expressions of them (functions, operators), constants and
-// parameters do not.
+// or properties and array positions of one (c.a.b, c["a b"], c.a[0]), a
+// property's name or a position given by a parameter too (c[@p]: a review
+// found it refused, which Cosmos DB serves; applications sort by a
+// parameter's property so). Expressions of them (functions, operators),
+// constants and parameters alone do not.
 func documentPath(e parse.Expr) bool {
 	for {
 		switch x := e.(type) {
@@ -352,7 +354,13 @@ func documentPath(e parse.Expr) bool {
 		case *parse.Property:
 			e = x.X
 		case *parse.Index:
-			if _, ok := x.Index.(*parse.Literal); !ok {
+			switch i := x.Index.(type) {
+			case *parse.Param:
+			case *parse.Literal:
+				if i.Kind != parse.LitString && (i.Kind != parse.LitNumber || i.Num < 0 || i.Num != math.Trunc(i.Num)) {
+					return false // c[true], c.a[1.5]: no property name or position
+				}
+			default:
 				return false
 			}
 			e = x.X
