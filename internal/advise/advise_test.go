@@ -596,3 +596,49 @@ func TestArrayInputSizes(t *testing.T) {
 		t.Errorf("/deviceId's largest partition: %d bytes from JSON lines, %d from an indented array", got[0].LargestBytes, got[1].LargestBytes)
 	}
 }
+
+// TestUnsafeNumbersNotSynthesized: a path holding integers past 2^53−1 is
+// in no concatenated or hashed key (synthkey refuses them: a bug hunt
+// found such a key recommended, failing on every item), and the report
+// says why.
+func TestUnsafeNumbersNotSynthesized(t *testing.T) {
+	var data bytes.Buffer
+	for i := range 300 {
+		fmt.Fprintf(&data, `{"id":"%d","accountId":%d,"date":"2024-06-%02d","n":%d}`+"\n", i, int64(1<<53)+int64(i%60)*4096, 1+i%28, i%40)
+	}
+	w := `{"queries":[{"name":"by account and day","filters":["/accountId","/date"]}],"writes":{"perSecond":100}}`
+	r := analyze(t, data.Bytes(), w, Options{})
+	for _, c := range r.Candidates {
+		if c.Strategy != Single && c.Strategy != Hierarchical && (slices.Contains(c.Paths, "/accountId") || slices.Contains(c.HashPaths, "/accountId")) {
+			t.Errorf("candidate %s (%s) of /accountId, whose numbers synthkey refuses", c.Key, c.Strategy)
+		}
+	}
+	if !strings.Contains(strings.Join(r.Warnings, "\n"), "/accountId holds numbers past") {
+		t.Errorf("warnings %q: want one naming /accountId", r.Warnings)
+	}
+	// The item itself: synthkey does refuse it.
+	item := map[string]any{"accountId": json.Number("9007199254740992"), "date": "2024-06-01"}
+	k, err := synthkey.Concat("/pk", "/accountId", "/date")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Base(item); !errors.Is(err, synthkey.ErrNumberRange) {
+		t.Errorf("synthkey on an unsafe number: %v, want ErrNumberRange", err)
+	}
+}
+
+// TestDigitStringsAreNoTimes: a string of digits is no time, even at the
+// workload's time path (synthkey's buckets read none: a bug hunt found
+// "1717200000" bucketed by the advisor and every item refused by synthkey).
+func TestDigitStringsAreNoTimes(t *testing.T) {
+	var data bytes.Buffer
+	for i := range 200 {
+		fmt.Fprintf(&data, `{"id":"%d","device":"d%d","ts":"%d"}`+"\n", i, i%10, 1717200000+i*60)
+	}
+	r := analyze(t, data.Bytes(), `{"writes":{"perSecond":100,"timePath":"/ts"}}`, Options{})
+	for _, c := range r.Candidates {
+		if c.TimeBucket != "" {
+			t.Errorf("candidate %s buckets /ts, a string of digits synthkey reads as no time", c.Key)
+		}
+	}
+}

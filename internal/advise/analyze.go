@@ -305,6 +305,30 @@ func (a *Analyzer) Analyze(ctx context.Context, opts Options) (*Report, error) {
 			opts.Progress(Progress{Phase: "analyze", Done: int64(len(cands)), Total: int64(len(cands)), Items: int64(n)})
 		}
 	}
+	// A synthetic key (concatenated or hash-suffixed) of a path holding
+	// numbers past ±(2^53−1) fails on those items (synthkey refuses them:
+	// a bug hunt found one recommended, failing on every item), so none is
+	// proposed; the path is named once.
+	unsafeWarned := map[int32]bool{}
+	synthesizable := func(s spec) bool {
+		if s.strategy != Concat && s.strategy != HashSuffix && s.strategy != RandomSuffix {
+			return true
+		}
+		ok := true
+		for _, id := range append(slices.Clone(s.parts), s.hash) {
+			if id < 0 || a.nodes[id].unsafe == 0 {
+				continue
+			}
+			ok = false
+			if !unsafeWarned[id] {
+				unsafeWarned[id] = true
+				rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s holds numbers past ±(2^53−1), which a synthetic key cannot take "+
+					"(synthkey: number out of range) and Cosmos DB keys as the nearest double: no concatenated or hashed key of it is proposed; "+
+					"store such ids as strings", a.nodes[id].path))
+			}
+		}
+		return ok
+	}
 	eval := func(s spec) *Candidate {
 		c := an.evaluate(s)
 		add(c)
@@ -368,7 +392,9 @@ func (a *Analyzer) Analyze(ctx context.Context, opts Options) (*Report, error) {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			eval(spec{strategy: Concat, parts: []int32{x, y}, hash: -1})
+			if s := (spec{strategy: Concat, parts: []int32{x, y}, hash: -1}); synthesizable(s) {
+				eval(s)
+			}
 		}
 	}
 
@@ -388,6 +414,9 @@ func (a *Analyzer) Analyze(ctx context.Context, opts Options) (*Report, error) {
 		for _, e := range entities {
 			if err := ctx.Err(); err != nil {
 				return nil, err
+			}
+			if !synthesizable(spec{strategy: Concat, parts: []int32{e}, hash: -1}) {
+				continue
 			}
 			var chosen *Candidate
 			for _, u := range bucketUnits {
@@ -511,9 +540,13 @@ func (a *Analyzer) Analyze(ctx context.Context, opts Options) (*Report, error) {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			eval(spec{strategy: HashSuffix, parts: []int32{base}, hash: h, buckets: opts.Buckets})
+			if s := (spec{strategy: HashSuffix, parts: []int32{base}, hash: h, buckets: opts.Buckets}); synthesizable(s) {
+				eval(s)
+			}
 		}
-		eval(spec{strategy: RandomSuffix, parts: []int32{base}, hash: -1, buckets: opts.Buckets})
+		if s := (spec{strategy: RandomSuffix, parts: []int32{base}, hash: -1, buckets: opts.Buckets}); synthesizable(s) {
+			eval(s)
+		}
 	}
 
 	slices.SortStableFunc(cands, func(x, y *Candidate) int {

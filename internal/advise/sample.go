@@ -116,6 +116,10 @@ type pathNode struct {
 	// number is not an integer; strBytes sums the lengths of string values.
 	numbers, fractional int
 	strBytes            int64
+	// unsafe counts items whose number is past ±(2^53−1): Cosmos DB keys
+	// it as the nearest double, and a synthetic key refuses it
+	// (synthkey.ErrNumberRange), so it is no part of one.
+	unsafe int
 	// unit, for a time bucket derived from the time path (not a property),
 	// is "hour", "day" or "month"; src is the time path's node.
 	unit string
@@ -235,6 +239,9 @@ func (a *Analyzer) walk(parent int32, o *fastjson.Object, i int) {
 				if f != math.Trunc(f) {
 					n.fractional++
 				}
+				if math.Abs(f) > maxSafeInteger {
+					n.unsafe++
+				}
 			}
 		case fastjson.TypeTrue:
 			a.set(n, i, 'b', []byte("true"))
@@ -248,6 +255,10 @@ func (a *Analyzer) walk(parent int32, o *fastjson.Object, i int) {
 
 // canonicalFloat appends f as synthkey's canonical number string: the
 // shortest decimal in plain notation, -0 as "0".
+// maxSafeInteger is the largest integer a double holds exactly, and the
+// largest number a synthetic key takes (synthkey's own bound).
+const maxSafeInteger = 1<<53 - 1
+
 func canonicalFloat(dst []byte, f float64) []byte {
 	if f == 0 {
 		return append(dst, '0')

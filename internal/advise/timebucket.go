@@ -67,7 +67,10 @@ func (an *analysis) setTime(rep *Report) {
 	times := make([]int64, len(nd.strs)+1) // value id → Unix ms
 	valid := make([]bool, len(nd.strs)+1)
 	for v, s := range nd.strs {
-		times[v+1], valid[v+1] = parseTimeMS(s, numeric)
+		// Epoch seconds or milliseconds only as JSON numbers: synthkey's
+		// time buckets read no string of digits (a bug hunt found
+		// "1717200000" bucketed here and every item refused there).
+		times[v+1], valid[v+1] = parseTimeMS(s, numeric && nd.kinds[v] == 'n')
 	}
 	winMS := an.window.Milliseconds()
 	if winMS <= 0 {

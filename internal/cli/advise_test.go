@@ -287,6 +287,50 @@ func TestAdviseLive(t *testing.T) {
 	}
 }
 
+// TestAdviseLiveIdle: on a container nothing else touches, advise --live
+// measures no load and names no key hot: its own sample's reads are not
+// in the window (a bug hunt: 1,098 RU/s "measured" and an idle key named
+// hot now, from the sample's queries of the largest logical partitions).
+func TestAdviseLiveIdle(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{Configure: func(c *config.Config) { c.Engine.RateLimit = "on" }})
+	c := s.Client(t)
+	ctx := t.Context()
+	if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := c.NewDatabase("db")
+	tp := azcosmos.NewManualThroughputProperties(400)
+	if _, err := d.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "events",
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}},
+		&azcosmos.CreateContainerOptions{ThroughputProperties: &tp}); err != nil {
+		t.Fatal(err)
+	}
+	k, _ := d.NewContainer("events")
+	for i := range 60 {
+		pk := fmt.Sprint("k", i%3) // three large logical partitions for the sample to query
+		doc := fmt.Appendf(nil, `{"id":"e%d","pk":%q,"pad":%q}`, i, pk, strings.Repeat("x", 2000))
+		if _, err := k.UpsertItem(ctx, azcosmos.NewPartitionKeyString(pk), doc, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ca := writeFile(t, "ca.pem", string(s.CertPEM))
+	code, out, errs := runAdvise(t, "--live", "--endpoint", s.Endpoint, "--key", s.Key, "--ca-cert", ca, "--database", "db",
+		"--container", "events", "--sample", "1000", "--hot-window", "1s", "--json")
+	if code != 0 {
+		t.Fatalf("advise --live = %d\n%s\n%s", code, out, errs)
+	}
+	var rep struct {
+		MeasuredRU float64           `json:"measuredRU"`
+		HotKeys    []json.RawMessage `json:"hotKeys"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if rep.MeasuredRU > 1 || len(rep.HotKeys) != 0 {
+		t.Errorf("advise --live on an idle container: %.1f RU/s measured, hot keys %s; want none", rep.MeasuredRU, rep.HotKeys)
+	}
+}
+
 // TestHotNowLive: a key turning hot is named within 10 s and is no longer
 // hot now within a minute after its load stops. The reports are the real
 // server's; their times are a fake clock's, so nothing sleeps.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,8 +60,33 @@ func loadCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "partita load: %v\n", err)
 		return 2
 	}
-	if fs.NArg() > 0 || workers < 1 {
-		fmt.Fprintf(stderr, "partita load: unexpected arguments %q, or --workers %d below 1\n", fs.Args(), workers)
+	var bad []string
+	if fs.NArg() > 0 {
+		bad = append(bad, fmt.Sprintf("unexpected arguments %q", fs.Args()))
+	}
+	if workers < 1 {
+		bad = append(bad, fmt.Sprintf("--workers %d: want 1 or more", workers))
+	}
+	// 0 is each flag's default ("as bench"): given outright, it is refused
+	// rather than read as the default (--records 0 wrote 1,000 records).
+	fs.Visit(func(f *flag.Flag) {
+		var v int
+		switch f.Name {
+		case "records":
+			v = bc.Records
+		case "item-bytes":
+			v = bc.ItemBytes
+		case "throughput":
+			v = bc.Throughput
+		default:
+			return
+		}
+		if v < 1 {
+			bad = append(bad, fmt.Sprintf("--%s %d: want 1 or more", f.Name, v))
+		}
+	})
+	if len(bad) > 0 {
+		fmt.Fprintf(stderr, "partita load: %s\n", strings.Join(bad, "; "))
 		return 2
 	}
 	recs, err := bench.NewRecords(bc)
