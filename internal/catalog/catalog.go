@@ -696,8 +696,28 @@ func (c *Catalog) Databases() []*Database {
 	for _, d := range c.mu.dbs {
 		out = append(out, d)
 	}
-	slices.SortFunc(out, func(a, b *Database) int { return cmp.Compare(a.TS, b.TS) })
+	// By _rid, which a database takes from the catalog's sequence: its
+	// creation order, one per database. By _ts (seconds) the databases
+	// created in one second came in a different order each time, and a
+	// client paging the feed got some twice and others never (a bug hunt).
+	slices.SortFunc(out, func(a, b *Database) int {
+		return cmp.Or(cmp.Compare(ridOrder(a.RID), ridOrder(b.RID)), cmp.Compare(a.ID, b.ID))
+	})
 	return out
+}
+
+// ridOrder is a database's _rid as the number it encodes (its creation
+// sequence); 0 for one that is not (none is).
+func ridOrder(rid string) uint64 {
+	b, err := document.DecodeRID(rid)
+	if err != nil || len(b) > 8 {
+		return 0
+	}
+	var n uint64
+	for _, x := range b {
+		n = n<<8 | uint64(x)
+	}
+	return n
 }
 
 // CreateDatabase creates database id, with shared throughput when tp is not

@@ -425,6 +425,21 @@ class PythonSDKTest(unittest.TestCase):
         # Iterating follows the continuations too.
         self.assertEqual(len(list(self.client.ReadItems(coll, {"maxItemCount": 2}))), 6)
 
+    def test_databases_paged(self):
+        """Databases created within a second, read in pages of one: each once,
+        in creation order (ordered by _ts alone they came in another order
+        each call, and the pages repeated some and skipped others)."""
+        ids = ["pg%d" % i for i in range(5)]
+        for i in ids:
+            self.client.CreateDatabase({"id": i})
+        try:
+            for _ in range(3):
+                got = [d["id"] for d in self.client.ReadDatabases({"maxItemCount": 1}) if d["id"] in ids]
+                self.assertEqual(got, ids)
+        finally:
+            for i in ids:
+                self.client.DeleteDatabase("dbs/" + i)
+
     def test_cross_partition_queries(self):
         coll = self.container("cross", throughput=24000)  # four physical partitions
         ranges = list(self.client._ReadPartitionKeyRanges(coll))
@@ -444,6 +459,9 @@ class PythonSDKTest(unittest.TestCase):
         self.assertEqual(query("SELECT VALUE COUNT(1) FROM c"), [n])
         self.assertEqual(query("SELECT VALUE COUNT(1) FROM c WHERE c.s = 'v1'"), [n // 5])
         self.assertEqual(query("SELECT VALUE MAX(c.n) FROM c"), [n - 1])
+        # TOP over an aggregate's one row: the SDK applied the plan's TOP to
+        # each range's partial count and answered one range's (9 of 40).
+        self.assertEqual(query("SELECT TOP 1 VALUE COUNT(1) FROM c"), [n])
         # MIN and MAX where some ranges have no value: the SDK merges the
         # legacy partials ({"item": MIN(x)}, {} for none); the newer form's
         # {"item2": ...} broke it (KeyError: 'item').

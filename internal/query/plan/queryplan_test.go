@@ -379,3 +379,34 @@ func TestBuildLegacy(t *testing.T) {
 		t.Errorf("rewrite of MIN for a client declaring features: %s, want item2", newer.RewrittenQuery)
 	}
 }
+
+// TestBuildTopOfAggregate: TOP n (n ≥ 1) over aggregates without GROUP BY,
+// one row, is no step of the plan (the Python SDK v3 applied it to each
+// range's partial rows: TOP 1 VALUE COUNT(1) counted one range); TOP 0
+// stays, and so does TOP over groups.
+func TestBuildTopOfAggregate(t *testing.T) {
+	for _, tc := range []struct {
+		query string
+		top   bool
+	}{
+		{"SELECT TOP 1 VALUE COUNT(1) FROM c", false},
+		{"SELECT TOP 5 COUNT(1) AS n, MAX(c.x) AS m FROM c", false},
+		{"SELECT TOP 0 VALUE COUNT(1) FROM c", true},
+		{"SELECT TOP 2 c.g, COUNT(1) AS n FROM c GROUP BY c.g", true},
+		{"SELECT TOP 2 * FROM c", true},
+	} {
+		q, err := parse.Parse(tc.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, build := range []func(*parse.Query, map[string][]byte) (*QueryInfo, error){Build, BuildLegacy} {
+			info, err := build(q, nil)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.query, err)
+			}
+			if (info.Top != nil) != tc.top {
+				t.Errorf("%s: top %v, want a TOP step %v", tc.query, info.Top, tc.top)
+			}
+		}
+	}
+}
