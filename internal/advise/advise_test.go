@@ -642,3 +642,20 @@ func TestDigitStringsAreNoTimes(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowAndTotalBounds: a window shorter than the times' millisecond is
+// one of a millisecond, and the report says so (it said "1ns"); a total
+// smaller than the sample projects onto it with a warning saying so.
+func TestWindowAndTotalBounds(t *testing.T) {
+	var data bytes.Buffer
+	for i := range 50 {
+		fmt.Fprintf(&data, `{"id":"%d","d":"d%d","ts":"2024-06-01T10:%02d:00Z"}`+"\n", i, i%5, i%60)
+	}
+	r := analyze(t, data.Bytes(), "", Options{Window: time.Nanosecond, TimePath: "/ts", TotalItems: 10})
+	if r.Window != "1ms" {
+		t.Errorf("window %q, want 1ms", r.Window)
+	}
+	if !strings.Contains(strings.Join(r.Warnings, "\n"), "fewer than the 50 read") {
+		t.Errorf("warnings %q: want one saying the total is below the sample", r.Warnings)
+	}
+}

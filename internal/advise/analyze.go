@@ -270,6 +270,9 @@ func (a *Analyzer) Analyze(ctx context.Context, opts Options) (*Report, error) {
 	case opts.TotalItems > 0:
 		an.totalB = int64(float64(opts.TotalItems) * an.meanSize)
 		rep.ProjectedBytes = an.totalB
+		if opts.TotalItems < a.seen {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("the total of %d items is fewer than the %d read: the projection is of %d items", opts.TotalItems, a.seen, opts.TotalItems))
+		}
 	case a.seen > int64(n):
 		an.totalB = a.seenBytes
 		rep.ProjectedBytes = an.totalB

@@ -47,6 +47,9 @@ func (an *analysis) setTime(rep *Report) {
 	if an.window <= 0 {
 		an.window = an.opts.Workload.window()
 	}
+	// Times are read to the millisecond: a shorter window is one of a
+	// millisecond, and the report says so (it said "1ns").
+	an.window = max(an.window, time.Millisecond)
 	p := an.opts.TimePath
 	if p == "" && an.opts.Workload != nil {
 		p = an.opts.Workload.Writes.TimePath
