@@ -613,6 +613,9 @@ func TestUnsafeNumbersNotSynthesized(t *testing.T) {
 			t.Errorf("candidate %s (%s) of /accountId, whose numbers synthkey refuses", c.Key, c.Strategy)
 		}
 	}
+	if c := find(t, r, "/accountId"); strings.Contains(c.Build, "synthkey") {
+		t.Errorf("/accountId alone is built with %q: synthkey refuses its numbers", c.Build)
+	}
 	if !strings.Contains(strings.Join(r.Warnings, "\n"), "/accountId holds numbers past") {
 		t.Errorf("warnings %q: want one naming /accountId", r.Warnings)
 	}

@@ -877,6 +877,11 @@ func (an *analysis) describeSpec(c *Candidate) {
 	case Single:
 		c.Key = c.Paths[0]
 		c.Build = fmt.Sprintf("synthkey.Concat(%q, %q) or the path itself", target, c.Paths[0])
+		if an.nodes[s.parts[0]].unsafe > 0 {
+			// synthkey refuses its numbers past 2^53−1 (a review: the
+			// advice named a build that fails on every such item).
+			c.Build = "the path itself (its numbers past 2^53−1 are no part of a synthetic key)"
+		}
 	case Concat:
 		c.Key = strings.Join(c.Paths, "-")
 		if bucket != "" {

@@ -253,12 +253,12 @@ func (a *Analyzer) walk(parent int32, o *fastjson.Object, i int) {
 	})
 }
 
-// canonicalFloat appends f as synthkey's canonical number string: the
-// shortest decimal in plain notation, -0 as "0".
 // maxSafeInteger is the largest integer a double holds exactly, and the
 // largest number a synthetic key takes (synthkey's own bound).
 const maxSafeInteger = 1<<53 - 1
 
+// canonicalFloat appends f as synthkey's canonical number string: the
+// shortest decimal in plain notation, -0 as "0".
 func canonicalFloat(dst []byte, f float64) []byte {
 	if f == 0 {
 		return append(dst, '0')

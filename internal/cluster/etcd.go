@@ -212,8 +212,8 @@ func StartEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
 // launchEtcd starts a member with ec and waits until it is ready, until
 // ctx ends or timeout passes (0: no bound); on failure it stops the
 // member. Stopped because ctx ended (the node asked to stop while it
-// waits), it sets stopping first: etcd's complaints about the listeners
-// closing under it are then not logged as errors.
+// waits) or timeout passed, it sets stopping first: etcd's complaints
+// about the listeners closing under it are then not logged as errors.
 func launchEtcd(ctx context.Context, ec *embed.Config, cfg EtcdConfig, timeout time.Duration, stopping *atomic.Bool) (*embed.Etcd, error) {
 	e, err := embed.StartEtcd(ec)
 	if err != nil {
@@ -247,6 +247,7 @@ func launchEtcd(ctx context.Context, ec *embed.Config, cfg EtcdConfig, timeout t
 			abort()
 			return nil, fmt.Errorf("cluster: etcd: start: %w", ctx.Err())
 		case <-expired:
+			stopping.Store(true)
 			abort()
 			return nil, fmt.Errorf("cluster: etcd: member %s not ready after %v (it needs a majority of the %d members up)",
 				cfg.Self.Addr, timeout, len(cfg.Members))
