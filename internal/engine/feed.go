@@ -327,19 +327,37 @@ func (e *Engine) QueryResources(ctx context.Context, resources [][]byte, q Query
 }
 
 // ListResources pages a list of metadata resources (GET /dbs and the like).
+// The continuation names the last resource returned (its _rid) and its
+// position: the next page starts after that resource wherever it stands
+// now, so that a resource deleted or created before it between two pages
+// shifts nothing (a review: a database deleted from a page already read
+// made the next page skip one); when it is gone, after its position.
 func (e *Engine) ListResources(resources [][]byte, maxItems int, continuation string) (Page, error) {
 	start := 0
 	if continuation != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(continuation)
-		if err != nil || len(raw) != 8 {
+		if err != nil || len(raw) < 8 {
 			return Page{}, status.BadRequest("invalid continuation token")
 		}
-		start = int(min(binary.BigEndian.Uint64(raw), uint64(len(resources))))
+		pos, rid := binary.BigEndian.Uint64(raw), string(raw[8:])
+		start = int(min(pos, uint64(len(resources))))
+		if rid != "" {
+			for i, r := range resources {
+				if sp, err := document.Props(r); err == nil && sp.RID == rid {
+					start = i + 1
+					break
+				}
+			}
+		}
 	}
 	end := min(len(resources), start+e.pageLimit(maxItems))
 	p := Page{Items: resources[start:end], Loaded: end - start, RU: throughput.QueryCost(end-start, 0, 1)}
 	if end < len(resources) {
-		p.Continuation = base64.RawURLEncoding.EncodeToString(binary.BigEndian.AppendUint64(nil, uint64(end)))
+		tok := binary.BigEndian.AppendUint64(nil, uint64(end))
+		if sp, err := document.Props(resources[end-1]); err == nil {
+			tok = append(tok, sp.RID...)
+		}
+		p.Continuation = base64.RawURLEncoding.EncodeToString(tok)
 	}
 	return p, nil
 }
