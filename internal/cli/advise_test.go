@@ -190,20 +190,8 @@ func hammer(ctx context.Context, k *azcosmos.ContainerClient, pk string, stop <-
 // key hammered into 429s during the hot window from the server's partition
 // reports.
 func TestAdviseLive(t *testing.T) {
-	s := testserver.Start(t, testserver.Options{Configure: func(c *config.Config) { c.Engine.RateLimit = "on" }})
-	c := s.Client(t)
+	s, k := eventsContainer(t)
 	ctx := t.Context()
-	if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	d, _ := c.NewDatabase("db")
-	tp := azcosmos.NewManualThroughputProperties(400)
-	if _, err := d.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "events",
-		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}},
-		&azcosmos.CreateContainerOptions{ThroughputProperties: &tp}); err != nil {
-		t.Fatal(err)
-	}
-	k, _ := d.NewContainer("events")
 	for i := range 40 {
 		doc := fmt.Appendf(nil, `{"id":"e%d","pk":"k%d","user":"u%d","kind":"click"}`, i, i, i)
 		if _, err := k.UpsertItem(ctx, azcosmos.NewPartitionKeyString(fmt.Sprint("k", i)), doc, nil); err != nil {
@@ -292,20 +280,8 @@ func TestAdviseLive(t *testing.T) {
 // in the window (a bug hunt: 1,098 RU/s "measured" and an idle key named
 // hot now, from the sample's queries of the largest logical partitions).
 func TestAdviseLiveIdle(t *testing.T) {
-	s := testserver.Start(t, testserver.Options{Configure: func(c *config.Config) { c.Engine.RateLimit = "on" }})
-	c := s.Client(t)
+	s, k := eventsContainer(t)
 	ctx := t.Context()
-	if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	d, _ := c.NewDatabase("db")
-	tp := azcosmos.NewManualThroughputProperties(400)
-	if _, err := d.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "events",
-		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}},
-		&azcosmos.CreateContainerOptions{ThroughputProperties: &tp}); err != nil {
-		t.Fatal(err)
-	}
-	k, _ := d.NewContainer("events")
 	for i := range 60 {
 		pk := fmt.Sprint("k", i%3) // three large logical partitions for the sample to query
 		doc := fmt.Appendf(nil, `{"id":"e%d","pk":%q,"pad":%q}`, i, pk, strings.Repeat("x", 2000))
@@ -331,10 +307,10 @@ func TestAdviseLiveIdle(t *testing.T) {
 	}
 }
 
-// TestHotNowLive: a key turning hot is named within 10 s and is no longer
-// hot now within a minute after its load stops. The reports are the real
-// server's; their times are a fake clock's, so nothing sleeps.
-func TestHotNowLive(t *testing.T) {
+// eventsContainer starts a rate-limited server with container db/events
+// (partitioned on /pk, 400 RU/s), for the live advice tests.
+func eventsContainer(t *testing.T) (*testserver.Server, *azcosmos.ContainerClient) {
+	t.Helper()
 	s := testserver.Start(t, testserver.Options{Configure: func(c *config.Config) { c.Engine.RateLimit = "on" }})
 	c := s.Client(t)
 	ctx := t.Context()
@@ -349,6 +325,15 @@ func TestHotNowLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	k, _ := d.NewContainer("events")
+	return s, k
+}
+
+// TestHotNowLive: a key turning hot is named within 10 s and is no longer
+// hot now within a minute after its load stops. The reports are the real
+// server's; their times are a fake clock's, so nothing sleeps.
+func TestHotNowLive(t *testing.T) {
+	s, k := eventsContainer(t)
+	ctx := t.Context()
 	hc := &http.Client{Transport: c2Transport(t, s.CertPEM)}
 	live := &advise.Live{Endpoint: s.Endpoint, Key: s.Key, Database: "db", Container: "events", HTTPClient: hc}
 	write := func(pk string, n int) {
