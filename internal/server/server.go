@@ -2,9 +2,9 @@
 // their lifecycle: it opens the store and engine, binds the listeners (the
 // API, TLS with a generated self-signed certificate by default; optionally
 // the compute gateway; optionally plain-HTTP Prometheus metrics), serves
-// them, and on shutdown drains requests and closes the store. The API's
-// port is bound first and answers 503 "starting" until the rest is open
-// (starting.go). In a cluster
+// them, and on shutdown drains requests and closes the store. The
+// listeners are bound first and answer 503 "starting" until the rest is
+// open (starting.go). In a cluster
 // (--cluster-addr, --join) it starts the node (package cluster) and gives
 // the engine its shared catalog and Raft-replicated keyspaces. (The
 // --pprof-addr listener is the command's: package cli.) OpenFloor
