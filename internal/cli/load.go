@@ -129,11 +129,18 @@ func loadDir(ctx context.Context, dir string, recs *bench.Records, workers int) 
 		return 0, err
 	}
 	cfg := recs.Config()
-	if _, err := e.CreateDatabase(cfg.Database, engine.Throughput{}); err != nil && !errors.Is(err, catalog.ErrExists) {
+	_, err = e.CreateDatabase(cfg.Database, engine.Throughput{})
+	createdDB := err == nil
+	if err != nil && !errors.Is(err, catalog.ErrExists) {
 		return 0, fmt.Errorf("create database %s: %w", cfg.Database, err)
 	}
 	body := fmt.Appendf(nil, `{"id":%q,"partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`, cfg.Container)
 	if _, err := e.CreateContainer(cfg.Database, body, engine.Throughput{Manual: cfg.Throughput}); err != nil && !errors.Is(err, catalog.ErrExists) {
+		if createdDB {
+			// Nothing of a failed load stays (a review: --throughput past
+			// the maximum left an empty database behind).
+			_ = e.DeleteDatabase(cfg.Database, "")
+		}
 		return 0, fmt.Errorf("create container %s: %w", cfg.Container, err)
 	}
 	var (

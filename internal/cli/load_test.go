@@ -4,6 +4,11 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/replica"
+	"github.com/partitadb/partita/internal/store"
 )
 
 // TestLoad: partita load writes bench's records into a data directory that
@@ -31,5 +36,29 @@ func TestLoad(t *testing.T) {
 	var out, errs bytes.Buffer
 	if code := Main(t.Context(), []string{"load", "--data", t.TempDir(), "--workload", "vehicles-date"}, &out, &errs); code != 2 {
 		t.Fatalf("partita load of a workload without records = %d, want 2: %s", code, errs.String())
+	}
+	// A container it cannot create (throughput past the maximum) leaves
+	// no database behind (a review: an empty one stayed).
+	empty := t.TempDir()
+	out.Reset()
+	errs.Reset()
+	if code := Main(t.Context(), []string{"load", "--data", empty, "--records", "10", "--throughput", "2000000"}, &out, &errs); code != 1 {
+		t.Fatalf("partita load with 2,000,000 RU/s = %d, want 1: %s", code, errs.String())
+	}
+	st, err := store.Open(store.Options{Dir: empty, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	host, err := replica.OpenLocal(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Open(t.Context(), host.Meta(), time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dbs := cat.Databases(); len(dbs) != 0 {
+		t.Errorf("a failed load left %d databases behind", len(dbs))
 	}
 }
