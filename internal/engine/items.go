@@ -149,6 +149,7 @@ func (t SessionToken) AppendTo(b []byte) []byte {
 // key (substatus 1001); 413 when the body exceeds the item size limit; 409
 // when Create finds the item; 412 when IfMatch does not match.
 func (e *Engine) WriteItem(ctx context.Context, w Write) (Result, error) {
+	w.Body = document.UnescapeNonASCII(w.Body) // measured as stored (lpTxn.parseItem)
 	if len(w.Body) > e.cfg.MaxItemBytes {
 		return Result{}, tooLarge(len(w.Body), e.cfg.MaxItemBytes)
 	}

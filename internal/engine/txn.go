@@ -346,6 +346,9 @@ func tooLarge(n, limit int) *status.Error {
 // parseItem parses an item body for this partition: valid, and with this
 // transaction's partition key (400/1001 otherwise).
 func (t *lpTxn) parseItem(body []byte) (*document.Item, error) {
+	// Stored and measured as UTF-8, as Cosmos DB measures an item,
+	// whatever escapes the client wrote (document.UnescapeNonASCII).
+	body = document.UnescapeNonASCII(body)
 	if len(body) > t.e.cfg.MaxItemBytes {
 		return nil, tooLarge(len(body), t.e.cfg.MaxItemBytes)
 	}
@@ -522,7 +525,7 @@ func (t *lpTxn) patch(ctx context.Context, id string, req document.PatchRequest,
 	if err != nil {
 		return Result{}, translate(err)
 	}
-	item, err := document.ParseItemWith(patched, t.c.PK.Paths, document.LenientIDs)
+	item, err := document.ParseItemWith(document.UnescapeNonASCII(patched), t.c.PK.Paths, document.LenientIDs)
 	if err != nil {
 		return Result{}, translate(err)
 	}

@@ -425,6 +425,16 @@ class PythonSDKTest(unittest.TestCase):
         # Iterating follows the continuations too.
         self.assertEqual(len(list(self.client.ReadItems(coll, {"maxItemCount": 2}))), 6)
 
+    def test_non_ascii_measured_as_utf8(self):
+        """The SDK escapes every non-ASCII character (json.dumps): 400,000 CJK
+        characters, 1.2 MB as UTF-8 and 2.4 MB escaped, are stored and
+        measured as UTF-8, within the 2 MB limit (refused as 2.4 MB before)."""
+        coll = self.container("cjk")
+        text = "\u65e5" * 400000
+        self.client.CreateItem(coll, {"id": "cjk", "pk": "p", "t": text})
+        got = self.client.ReadItem(coll + "/docs/cjk", {"partitionKey": "p"})
+        self.assertEqual(got["t"], text)
+
     def test_databases_paged(self):
         """Databases created within a second, read in pages of one: each once,
         in creation order (ordered by _ts alone they came in another order
