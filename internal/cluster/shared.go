@@ -423,8 +423,18 @@ func (s *SharedCatalog) Lock(ctx context.Context) (_ func(), err error) {
 			qctx, cancel := context.WithTimeout(context.Background(), s.base.timeout)
 			stop := context.AfterFunc(s.writes, cancel)
 			queued.rev, err = s.queue.enqueue(qctx, lease)
+			expired := errors.Is(qctx.Err(), context.DeadlineExceeded)
 			stop()
 			cancel()
+			if err != nil && expired && ctx.Err() == nil {
+				// etcd did not answer within the attempt's bound: its
+				// leader died with a node (a new one is elected within
+				// seconds), so the attempt is etcd's timeout, retried
+				// with the key's place kept. It was a 500 "internal
+				// error" (a CI run: a container deleted through a
+				// survivor while the killed node led etcd).
+				return fmt.Errorf("%w: %w", rpctypes.ErrTimeout, err)
+			}
 			if err != nil {
 				return err
 			}
