@@ -2,13 +2,13 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/partitadb/partita/internal/catalog"
 	"github.com/partitadb/partita/internal/replica"
-	"github.com/partitadb/partita/internal/store"
 )
 
 // TestLoad: partita load writes bench's records into a data directory that
@@ -45,20 +45,13 @@ func TestLoad(t *testing.T) {
 	if code := Main(t.Context(), []string{"load", "--data", empty, "--records", "10", "--throughput", "2000000"}, &out, &errs); code != 1 {
 		t.Fatalf("partita load with 2,000,000 RU/s = %d, want 1: %s", code, errs.String())
 	}
-	st, err := store.Open(store.Options{Dir: empty, ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	host, err := replica.OpenLocal(t.Context(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := catalog.Open(t.Context(), host.Meta(), time.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if dbs := cat.Databases(); len(dbs) != 0 {
-		t.Errorf("a failed load left %d databases behind", len(dbs))
-	}
+	withStore(t, empty, func(ctx context.Context, host *replica.Local) {
+		cat, err := catalog.Open(ctx, host.Meta(), time.Now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dbs := cat.Databases(); len(dbs) != 0 {
+			t.Errorf("a failed load left %d databases behind", len(dbs))
+		}
+	})
 }
