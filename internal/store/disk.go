@@ -531,13 +531,16 @@ func (s *Store) reopen(g *generation) {
 		s.log.Debug("closed the database to reopen it", "err", err)
 	}
 	readOnly, note := s.planOpen()
+	s.reopening.Store(s.failure.Load()) // openDB clears the failure
 	ng, err := s.openDB(readOnly)
 	if err != nil {
+		s.reopening.Store(nil) // the store gives up: no longer a full disk's refusal
 		s.die(fmt.Errorf("reopen: %w", err))
 		return
 	}
 	s.mu.Lock()
 	s.mu.gen = ng
+	s.reopening.Store(nil)
 	s.mu.Unlock()
 	s.log.Info("reopened the database", "after_failure", failed, "read_only", readOnly)
 	if note != nil {

@@ -266,6 +266,83 @@ func TestBallastRemovedByHand(t *testing.T) {
 	}
 }
 
+// gateFS holds Pebble's open of a MANIFEST, once armed, until let go:
+// a reopen waits there, inside its open of the next database.
+type gateFS struct {
+	vfs.FS
+	armed   chan struct{} // closed to arm
+	entered chan struct{} // closed when an open waits at the gate
+	open    chan struct{} // closed to let it go
+	once    sync.Once
+}
+
+func newGateFS(fs vfs.FS) *gateFS {
+	return &gateFS{FS: fs, armed: make(chan struct{}), entered: make(chan struct{}), open: make(chan struct{})}
+}
+
+func (g *gateFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
+	select {
+	case <-g.armed:
+		if strings.HasPrefix(g.PathBase(name), "MANIFEST-") {
+			g.once.Do(func() { close(g.entered) })
+			<-g.open
+		}
+	default:
+	}
+	return g.FS.Open(name, opts...)
+}
+
+// TestDiskFullWhileReopening: a write that meets ENOSPC in the log fails
+// the database, and the monitor reopens it. Writes that come while the
+// reopen is under way are refused as the full disk's (*DiskFullError), as
+// before and after it. Before, they got a bare ErrUnavailable while the
+// next database opened (CI, TestBallastRemovedByHand on a loaded machine).
+func TestDiskFullWhileReopening(t *testing.T) {
+	full := storetest.NewFullFS(vfs.NewMem(), 64<<20)
+	fs := newGateFS(full)
+	s := openFull(t, fs, 0, nil)
+	defer s.Close()
+	letGo := sync.OnceFunc(func() { close(fs.open) })
+	defer letGo()   // before Close, which waits for the reopen
+	full.SetFree(0) // the store's estimate is not read again: the next write meets ENOSPC
+	close(fs.armed)
+	err := put(s, "a", 1000)
+	if e, ok := diskFull(err); !ok || !errors.Is(err, ErrUnavailable) || !isENOSPC(e.Err) {
+		t.Fatalf("write meeting ENOSPC: %v, want a *DiskFullError with the failed log write", err)
+	}
+	select {
+	case <-fs.entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the monitor did not reopen the database after the failed write")
+	}
+	for i := range 3 {
+		if err := put(s, fmt.Sprint("b", i), 1000); err == nil {
+			t.Fatal("a write was accepted while the database reopens")
+		} else if _, ok := diskFull(err); !ok {
+			t.Fatalf("write %d while the database reopens: %v, want a *DiskFullError", i, err)
+		}
+	}
+	letGo()
+	full.SetFree(40 << 20)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := put(s, "c", 1000)
+		if err == nil {
+			break
+		}
+		if _, ok := diskFull(err); !ok || time.Now().After(deadline) {
+			t.Fatalf("write after the reopen, with room: %v", err)
+		}
+		s.tick()
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, k := range []string{"a", "b0"} {
+		if _, err := s.Get([]byte(k)); !errors.Is(err, ErrNotFound) {
+			t.Errorf("refused write %s: Get = %v, want ErrNotFound", k, err)
+		}
+	}
+}
+
 // TestFailedLogWriteIsNeverVisible: with no ballast left, a log write meets
 // ENOSPC (partly written) or a log sync fails. The commit is refused, every
 // request is refused until the database is reopened, and the write never

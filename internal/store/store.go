@@ -114,7 +114,12 @@ type Store struct {
 
 	epoch   atomic.Uint64         // incremented by every open of the database
 	failure atomic.Pointer[error] // why the open generation failed, if it did
-	closing atomic.Bool           // Close has begun
+	// reopening is the failure a reopen is replacing the database after,
+	// while it opens the next: refusals meanwhile say why (a write refused
+	// for a full disk is a *DiskFullError until the reopen is done, not a
+	// bare ErrUnavailable).
+	reopening atomic.Pointer[error]
+	closing   atomic.Bool // Close has begun
 	// unsynced is set by a commit without a sync in a store without
 	// Sync, cleared by syncLog.
 	unsynced atomic.Bool
@@ -453,7 +458,11 @@ func (g *generation) retireLocked() chan struct{} {
 // space is a *DiskFullError as well.
 func (s *Store) unavailable(write bool) error {
 	err := ErrUnavailable
-	if p := s.failure.Load(); p != nil {
+	p := s.failure.Load()
+	if p == nil {
+		p = s.reopening.Load()
+	}
+	if p != nil {
 		err = fmt.Errorf("%w: %w", ErrUnavailable, *p)
 		if write && isENOSPC(*p) {
 			return &DiskFullError{Free: s.disk.free(), ResumeAt: s.opts.MinFreeBytes, Err: err}
