@@ -121,7 +121,9 @@ func TestSprocQueryPages(t *testing.T) {
 // limit stops at it (the hunt's ran 40 s, the partition locked, and
 // answered 408 only at its end).
 func TestSprocQueryBounds(t *testing.T) {
-	e := testEngineWith(t, Config{ScriptLimits: script.Limits{Timeout: 500 * time.Millisecond}})
+	// Time enough for the pages: 11 MB through the script under the race
+	// detector took more than 500 ms on a loaded machine (CI).
+	e := testEngineWith(t, Config{ScriptLimits: script.Limits{Timeout: 30 * time.Second}})
 	ctx := t.Context()
 	pk := pkOf(0)
 	big := strings.Repeat("x", 1_100_000)
@@ -161,12 +163,17 @@ func TestSprocQueryBounds(t *testing.T) {
 		}
 	}
 
-	// 40 calls of a UDF that takes 300 ms each: 12 s to the end.
+	// 40 calls of a UDF that takes 300 ms each: 12 s to the end, in an
+	// engine with a 500 ms limit.
+	e = testEngineWith(t, Config{ScriptLimits: script.Limits{Timeout: 500 * time.Millisecond}})
+	if _, err := e.CreateScript("db", "k", StoredProcedures, def); err != nil {
+		t.Fatal(err)
+	}
 	udf, _ := json.Marshal(map[string]string{"id": "slow", "body": `function (x) { var t = Date.now(); while (Date.now() - t < 300) {} return x; }`})
 	if _, err := e.CreateScript("db", "k", UDFs, udf); err != nil {
 		t.Fatal(err)
 	}
-	for i := 10; i < 40; i++ {
+	for i := range 40 {
 		body := fmt.Sprintf(`{"id":"d%02d","pk":"p0"}`, i)
 		if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Create, PK: pk, Body: []byte(body)}); err != nil {
 			t.Fatal(err)
