@@ -1181,7 +1181,9 @@ func (c *Catalog) Offers() []*Offer {
 	for _, o := range c.mu.offers {
 		out = append(out, o)
 	}
-	slices.SortFunc(out, func(a, b *Offer) int { return cmp.Compare(a.ETag, b.ETag) })
+	// By id, "o" and the sequence number at creation in hexadecimal: by
+	// length, then text. (By _etag they moved to the end when replaced.)
+	slices.SortFunc(out, func(a, b *Offer) int { return cmp.Or(cmp.Compare(len(a.ID), len(b.ID)), cmp.Compare(a.ID, b.ID)) })
 	return out
 }
 

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -304,6 +305,7 @@ func (e *Engine) QueryResources(ctx context.Context, resources [][]byte, q Query
 	if err != nil {
 		return Page{}, err
 	}
+	resources, _ = feedOrder(resources) // as ListResources lists them
 	docs := func(yield func([]byte) bool) error {
 		for _, r := range resources {
 			if !yield(r) {
@@ -326,38 +328,77 @@ func (e *Engine) QueryResources(ctx context.Context, resources [][]byte, q Query
 	return p, nil
 }
 
-// ListResources pages a list of metadata resources (GET /dbs and the like).
-// The continuation names the last resource returned (its _rid) and its
-// position: the next page starts after that resource wherever it stands
-// now, so that a resource deleted or created before it between two pages
-// shifts nothing (a review: a database deleted from a page already read
-// made the next page skip one); when it is gone, after its position.
+// ListResources pages a list of metadata resources (GET /dbs and the like)
+// in creation order (feedOrder). The continuation is the order key of the
+// last resource returned, and the next page starts at the first resource
+// after it, whatever was created or deleted in between: a resource deleted
+// from a page already read — the last returned included — skips nothing,
+// and none is returned twice (a review: a database deleted after the first
+// page made the next one skip a database).
 func (e *Engine) ListResources(resources [][]byte, maxItems int, continuation string) (Page, error) {
+	resources, keys := feedOrder(resources)
 	start := 0
 	if continuation != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(continuation)
-		if err != nil || len(raw) < 8 {
+		if err != nil || len(raw) < 2 || raw[0] != feedTokenTag {
 			return Page{}, status.BadRequest("invalid continuation token")
 		}
-		pos, rid := binary.BigEndian.Uint64(raw), string(raw[8:])
-		start = int(min(pos, uint64(len(resources))))
-		if rid != "" {
-			for i, r := range resources {
-				if sp, err := document.Props(r); err == nil && sp.RID == rid {
-					start = i + 1
-					break
-				}
-			}
-		}
+		after := raw[1:]
+		start, _ = slices.BinarySearchFunc(keys, after, func(k, after []byte) int {
+			return cmp.Or(bytes.Compare(k, after), -1) // the first key past after
+		})
 	}
 	end := min(len(resources), start+e.pageLimit(maxItems))
 	p := Page{Items: resources[start:end], Loaded: end - start, RU: throughput.QueryCost(end-start, 0, 1)}
-	if end < len(resources) {
-		tok := binary.BigEndian.AppendUint64(nil, uint64(end))
-		if sp, err := document.Props(resources[end-1]); err == nil {
-			tok = append(tok, sp.RID...)
-		}
-		p.Continuation = base64.RawURLEncoding.EncodeToString(tok)
+	if end < len(resources) && end > start {
+		p.Continuation = base64.RawURLEncoding.EncodeToString(append([]byte{feedTokenTag}, keys[end-1]...))
 	}
 	return p, nil
+}
+
+// feedTokenTag opens a metadata feed's continuation (ListResources).
+const feedTokenTag = 'k'
+
+// feedOrder returns resources in creation order, with their order keys
+// (ascending): a resource's _rid decoded, which ends with the catalog's
+// sequence number at its creation (a database's, a container's under its
+// database's, a script's, user's or permission's under its parent's). An
+// offer's _rid is "o" and that number in hexadecimal, which orders by
+// length, then text. Every list a feed serves comes from one parent, so
+// its keys are unique; a resource whose _rid is none of these (none is)
+// comes after them.
+func feedOrder(resources [][]byte) ([][]byte, [][]byte) {
+	keys := make([][]byte, len(resources))
+	for i, r := range resources {
+		keys[i] = feedKey(r)
+	}
+	if slices.IsSortedFunc(keys, bytes.Compare) {
+		return resources, keys
+	}
+	idx := make([]int, len(resources))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return bytes.Compare(keys[a], keys[b]) })
+	rs, ks := make([][]byte, len(idx)), make([][]byte, len(idx))
+	for i, j := range idx {
+		rs[i], ks[i] = resources[j], keys[j]
+	}
+	return rs, ks
+}
+
+// feedKey is a resource's order key in its feed (feedOrder).
+func feedKey(r []byte) []byte {
+	sp, err := document.Props(r)
+	if err != nil || sp.RID == "" {
+		return []byte{0xff}
+	}
+	if strings.HasPrefix(sp.Self, "offers/") {
+		return append(binary.BigEndian.AppendUint32([]byte{1}, uint32(len(sp.RID))), sp.RID...)
+	}
+	b, err := document.DecodeRID(sp.RID)
+	if err != nil {
+		return append([]byte{2}, sp.RID...)
+	}
+	return append([]byte{1}, b...)
 }
