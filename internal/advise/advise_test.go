@@ -182,7 +182,7 @@ func TestPaths(t *testing.T) {
 		{"/a/b", []string{"17", "17", "0.5"}},
 		{"/a/c", []string{"", "", ""}},
 		{"/t", []string{"true", "false", "true"}},
-		{"/n", []string{"", "v", ""}},
+		{"/n", []string{"null", "v", ""}}, // null is a value, apart from missing
 	}
 	for _, tt := range tests {
 		id := a.node(tt.path)
@@ -213,8 +213,8 @@ func TestPaths(t *testing.T) {
 	if b := find(t, r, "/a/b"); b.Distinct != 2 {
 		t.Errorf("/a/b distinct = %d, want 2 (17.0 and 1.7e1 are one value)", b.Distinct)
 	}
-	if n := find(t, r, "/n"); n.Missing < 0.66 || n.Missing > 0.67 {
-		t.Errorf("/n missing = %v, want 2/3 (null counts as missing)", n.Missing)
+	if n := find(t, r, "/n"); n.Missing < 0.33 || n.Missing > 0.34 || n.Distinct != 2 {
+		t.Errorf("/n: missing %v, %d distinct; want 1/3 (null is a value of its own), 2 (null and v)", n.Missing, n.Distinct)
 	}
 }
 

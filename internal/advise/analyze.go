@@ -121,8 +121,15 @@ type Candidate struct {
 	Current bool   `json:"current,omitempty"` // the container's key now
 	// Distinct is the number of distinct key values in the sample.
 	Distinct int `json:"distinct"`
-	// Missing is the share of items without a value (missing, null, an
-	// array or an object on a path): they would share one logical partition.
+	// Missing is the share of items without a key value: they would share
+	// one logical partition (Cosmos DB's undefined one). An item is without
+	// a value on a path that it lacks or that holds an array or an object;
+	// for a synthetic key (concat, hash or random suffix) also on a path
+	// holding null, which synthkey refuses. For a single or hierarchical
+	// key null is a value (Cosmos DB keys the logical partition of null
+	// apart from the undefined one), counted in Distinct and LargestShare,
+	// not here; a hierarchical key is without a value only when it lacks
+	// every level.
 	Missing float64 `json:"missing"`
 	// LargestShare is the largest logical partition's share of the sample's
 	// items and LargestShareBytes of its bytes; LargestKey its key value.
@@ -466,7 +473,7 @@ func (a *Analyzer) Analyze(ctx context.Context, opts Options) (*Report, error) {
 		if s := single[id]; s != nil {
 			return s.Distinct
 		}
-		return len(an.nodes[id].strs)
+		return an.nodes[id].scalars()
 	}
 	for _, x := range entities {
 		for _, y := range finer {
@@ -497,10 +504,13 @@ func (a *Analyzer) Analyze(ctx context.Context, opts Options) (*Report, error) {
 	}
 
 	// Suffix variants of hot paths: those putting a large share of the
-	// items or of a window's writes on one value.
+	// items or of a window's writes on one value. lacks is the share of
+	// items whose path id holds no value a synthetic key takes: a single
+	// key's Missing, and its nulls.
+	lacks := func(id int32) float64 { return 1 - float64(a.nodes[id].present)/float64(n) }
 	var hashIDs []int32
 	for _, s := range slices.SortedStableFunc(slices.Values(singles), func(x, y *Candidate) int { return cmp.Compare(y.Distinct, x.Distinct) }) {
-		if len(hashIDs) < 2 && s.Missing < 0.05 && s.Distinct >= min(opts.Buckets, n/2) {
+		if len(hashIDs) < 2 && lacks(s.spec.parts[0]) < 0.05 && s.Distinct >= min(opts.Buckets, n/2) {
 			hashIDs = append(hashIDs, s.spec.parts[0])
 		}
 	}
@@ -517,7 +527,7 @@ func (a *Analyzer) Analyze(ctx context.Context, opts Options) (*Report, error) {
 	for _, s := range byScore {
 		base := s.spec.parts[0]
 		hot := s.LargestShare >= 0.05 || (s.WriteSkew != nil && *s.WriteSkew >= 0.2) || base == curID
-		if !hot || s.Distinct < 2 || s.Missing >= 0.5 || bases >= 4 {
+		if !hot || s.Distinct < 2 || lacks(base) >= 0.5 || bases >= 4 {
 			continue
 		}
 		bases++
@@ -609,7 +619,7 @@ func (an *analysis) notKey(id int32) string {
 		return ""
 	}
 	switch {
-	case nd.numbers > 0 && nd.fractional*10 >= nd.numbers && len(nd.strs) >= 20:
+	case nd.numbers > 0 && nd.fractional*10 >= nd.numbers && nd.scalars() >= 20:
 		return "a measurement: fractional numbers no query filters on"
 	case nd.strings > 0 && nd.strBytes/int64(nd.strings) > 128:
 		return "a payload: long strings no query filters on"
@@ -668,7 +678,8 @@ func systemPath(p string) bool {
 
 // canonIDs maps node id's value ids to the first value id with the same
 // canonical string: a synthetic key is a string, so in it the number 17
-// and the string "17" are one value.
+// and the string "17" are one value. Null maps to 0 (missing): synthkey
+// refuses it (ErrNull), so no synthetic key has it.
 func (an *analysis) canonIDs(id int32) []uint32 {
 	if c, ok := an.canon[id]; ok {
 		return c
@@ -677,6 +688,9 @@ func (an *analysis) canonIDs(id int32) []uint32 {
 	c := make([]uint32, len(nd.strs)+1)
 	first := map[string]uint32{}
 	for v, s := range nd.strs {
+		if nd.isNull(uint32(v + 1)) {
+			continue
+		}
 		f, ok := first[s]
 		if !ok {
 			f = uint32(v + 1)
@@ -689,23 +703,43 @@ func (an *analysis) canonIDs(id int32) []uint32 {
 }
 
 // column returns the function giving item i's value id on node id (0:
-// missing). canonical merges values of the same canonical string (for
-// synthetic keys). moment gives the value at one moment: the time path's
+// missing). canonical merges values of the same canonical string and makes
+// null missing (for synthetic keys, see canonIDs); otherwise null is a
+// value of its own. moment gives the value at one moment: the time path's
 // value within its second (constant unless finer than a second) and a
-// time bucket's constant.
+// time bucket's constant, null staying apart (momentNull).
 func (an *analysis) column(id int32, canonical, moment bool) func(i int) uint32 {
 	nd := an.nodes[id]
+	col := nd.value
+	if canonical {
+		c := an.canonIDs(id)
+		col = func(i int) uint32 { return c[nd.value(i)] }
+	}
 	switch {
 	case moment && id == an.timeID && an.slot != nil:
+		// An item whose time is null (or no time) is in no write window,
+		// so no moment key is asked of it.
 		return an.slot.value
 	case moment && (nd.unit != "" || id == an.timeID || an.timeLike[id] >= time.Second):
-		return func(i int) uint32 { return min(nd.value(i), 1) }
-	case canonical:
-		c := an.canonIDs(id)
-		return func(i int) uint32 { return c[nd.value(i)] }
+		return func(i int) uint32 {
+			switch v := col(i); {
+			case v == 0:
+				return 0
+			case nd.isNull(v):
+				return momentNull
+			}
+			return momentValue
+		}
 	}
-	return nd.value
+	return col
 }
+
+// The value ids of a column at one moment (column) of a path whose every
+// value is the same then: that value, and null.
+const (
+	momentValue = 1
+	momentNull  = 2
+)
 
 // keyFunc returns the function computing item i's key under s (at one
 // moment if moment; see column), and one rendering a key as its value.
@@ -739,10 +773,11 @@ func (an *analysis) keyFunc(s spec, moment bool) (func(i int) uint64, func(uint6
 				return str(0, uint32(k>>32)) + "." + strconv.FormatUint(uint64(uint32(k)), 10)
 			}
 	case s.strategy == HashSuffix:
-		nh := an.nodes[s.hash]
+		// The hashed path's canonical column: synthkey hashes no null.
+		hc := an.column(s.hash, true, false)
 		bk := an.hashBuckets(s.hash, s.buckets)
 		return func(i int) uint64 {
-				v, h := x(i), nh.value(i)
+				v, h := x(i), hc(i)
 				if v == 0 || h == 0 {
 					return missingKey
 				}
@@ -773,8 +808,10 @@ func (an *analysis) keyFunc(s spec, moment bool) (func(i int) uint64, func(uint6
 	// A hierarchical key's missing level is its Undefined component (id 0,
 	// rendered {} as Cosmos DB shows it), so items without a lower level
 	// share their upper levels' partition, not one of all such items; the
-	// key is missing only when every level is. A concatenation cannot be
-	// built without all of its parts (synthkey refuses it).
+	// key is missing only when every level is. A null level is a value
+	// (rendered null), apart from {}. A concatenation cannot be built
+	// without all of its parts (synthkey refuses it; its columns are
+	// canonical, null missing).
 	hier := s.strategy == Hierarchical
 	missing := func(vs ...uint32) bool {
 		n := 0
@@ -877,10 +914,14 @@ func (an *analysis) describeSpec(c *Candidate) {
 	case Single:
 		c.Key = c.Paths[0]
 		c.Build = fmt.Sprintf("synthkey.Concat(%q, %q) or the path itself", target, c.Paths[0])
-		if an.nodes[s.parts[0]].unsafe > 0 {
+		switch nd := an.nodes[s.parts[0]]; {
+		case nd.unsafe > 0:
 			// synthkey refuses its numbers past 2^53−1 (a review: the
 			// advice named a build that fails on every such item).
 			c.Build = "the path itself (its numbers past 2^53−1 are no part of a synthetic key)"
+		case nd.null != 0:
+			// and null (ErrNull), which the path keys as a value.
+			c.Build = "the path itself (its nulls are no part of a synthetic key)"
 		}
 	case Concat:
 		c.Key = strings.Join(c.Paths, "-")

@@ -41,10 +41,15 @@
 //
 // Values keep their JSON type as Cosmos DB keys them: the number 17 and the
 // string "17" are two logical partitions of a single or hierarchical key,
-// but one value of a synthetic (string) key. A missing, null, array or
-// object value leaves the item without a key: such items are counted as
-// one logical partition (Cosmos DB's "none" partition key) and in
-// Candidate.Missing.
+// but one value of a synthetic (string) key. A missing, array or object
+// value leaves the item without a key: such items are counted as one
+// logical partition (Cosmos DB's "none" partition key, the undefined
+// value) and in Candidate.Missing. Null is a value of a single or
+// hierarchical key, as in Cosmos DB: its items share the logical partition
+// of null (rendered null), apart from those without the property (a
+// hierarchical key's missing level is its Undefined component, rendered
+// {}). A synthetic key cannot take null (synthkey.ErrNull), so there null
+// counts as missing.
 //
 // # Measures
 //

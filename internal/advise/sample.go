@@ -101,15 +101,22 @@ const maxDepth = 8
 // Values are interned with their JSON type, as Cosmos DB keys them: the
 // number 17 and the string "17" are two values (two logical partitions),
 // though both have the canonical string "17" that a synthetic key (a
-// string) is made of.
+// string) is made of. JSON null is a value of its own kind (kindNull,
+// canonical string "null"): Cosmos DB keys an item whose property is null
+// in the logical partition of null, apart from the items without the
+// property (the undefined partition, value id 0 here). A synthetic key
+// cannot take null (synthkey.ErrNull), so the canonical column maps it to
+// missing (analysis.canonIDs). Null is no part of present, strings or
+// numbers, nor of scalars().
 type pathNode struct {
 	path     string // "/a/b" (segments escaped as in JSON Pointer); "" for the root
 	depth    int
 	children map[string]int32  // property name (unescaped) → node
 	values   map[string]uint32 // type tag + canonical string → value id (1-based)
 	strs     []string          // value id-1 → canonical string
-	kinds    []byte            // value id-1 → type tag: 's', 'n' or 'b'
+	kinds    []byte            // value id-1 → type tag: 's', 'n', 'b' or kindNull
 	col      []uint32          // item index → value id; shorter means missing
+	null     uint32            // the value id of null; 0 if no item has null here
 	strings  int               // items whose value is a string
 	present  int               // items with a scalar, non-null value
 	// numbers counts items whose value is a number, fractional those whose
@@ -247,10 +254,26 @@ func (a *Analyzer) walk(parent int32, o *fastjson.Object, i int) {
 			a.set(n, i, 'b', []byte("true"))
 		case fastjson.TypeFalse:
 			a.set(n, i, 'b', []byte("false"))
+		case fastjson.TypeNull:
+			a.set(n, i, kindNull, []byte("null"))
 		}
-		// null and arrays leave the item missing on this path: synthetic
-		// keys cannot use them, and Cosmos DB partition keys cannot be arrays.
+		// Arrays leave the item missing on this path: Cosmos DB partition
+		// keys cannot be arrays (nor objects, walked above).
 	})
+}
+
+// kindNull is the type tag of JSON null (see pathNode).
+const kindNull = 'z'
+
+// isNull reports whether value id v of n is null.
+func (n *pathNode) isNull(v uint32) bool { return v != 0 && v == n.null }
+
+// scalars returns how many distinct values other than null n holds.
+func (n *pathNode) scalars() int {
+	if n.null != 0 {
+		return len(n.strs) - 1
+	}
+	return len(n.strs)
 }
 
 // maxSafeInteger is the largest integer a double holds exactly, and the
@@ -285,7 +308,8 @@ func unescapeSegment(s string) string {
 }
 
 // set records value s of type tag for item i on path n and reports whether
-// it did: the first value wins if an object repeats a property.
+// it did: the first value wins if an object repeats a property. A null
+// (tag kindNull) is not counted as present.
 func (a *Analyzer) set(n *pathNode, i int, tag byte, s []byte) bool {
 	if len(n.col) > i {
 		return false
@@ -298,12 +322,17 @@ func (a *Analyzer) set(n *pathNode, i int, tag byte, s []byte) bool {
 		n.kinds = append(n.kinds, tag)
 		id = uint32(len(n.strs))
 		n.values[string(key)] = id
+		if tag == kindNull {
+			n.null = id
+		}
 	}
 	for len(n.col) < i {
 		n.col = append(n.col, 0)
 	}
 	n.col = append(n.col, id)
-	n.present++
+	if tag != kindNull {
+		n.present++
+	}
 	return true
 }
 

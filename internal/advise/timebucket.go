@@ -72,7 +72,9 @@ func (an *analysis) setTime(rep *Report) {
 	for v, s := range nd.strs {
 		// Epoch seconds or milliseconds only as JSON numbers: synthkey's
 		// time buckets read no string of digits (a bug hunt found
-		// "1717200000" bucketed here and every item refused there).
+		// "1717200000" bucketed here and every item refused there). Null
+		// is no time: its items are in no window and no time bucket
+		// (synthkey refuses it).
 		times[v+1], valid[v+1] = parseTimeMS(s, numeric && nd.kinds[v] == 'n')
 	}
 	winMS := an.window.Milliseconds()
@@ -135,7 +137,7 @@ func (an *analysis) setTime(rep *Report) {
 	// Other paths holding times.
 	for oid := int32(1); int(oid) < len(a.nodes); oid++ {
 		o := a.nodes[oid]
-		if oid == id || o.strings*10 < o.present*9 || len(o.strs) < 2 {
+		if oid == id || o.strings*10 < o.present*9 || o.scalars() < 2 {
 			continue
 		}
 		ts := make([]int64, len(o.strs)+1)
@@ -146,7 +148,7 @@ func (an *analysis) setTime(rep *Report) {
 				good++
 			}
 		}
-		if good*10 >= len(o.strs)*9 {
+		if good*10 >= o.scalars()*9 { // null is no time, nor counted against one
 			an.timeLike[oid] = resolution(ts, ok)
 		}
 	}
@@ -225,7 +227,7 @@ func (an *analysis) detectTime() int32 {
 	best, bestDistinct := int32(-1), 0
 	for id := int32(1); int(id) < len(a.nodes); id++ {
 		nd := a.nodes[id]
-		if nd.present*2 < an.n || nd.strings*10 < nd.present*9 || len(nd.strs) < 2 {
+		if nd.present*2 < an.n || nd.strings*10 < nd.present*9 || nd.scalars() < 2 {
 			continue
 		}
 		ok := 0
@@ -234,8 +236,8 @@ func (an *analysis) detectTime() int32 {
 				ok++
 			}
 		}
-		if ok*10 >= len(nd.strs)*9 && len(nd.strs) > bestDistinct {
-			best, bestDistinct = id, len(nd.strs)
+		if ok*10 >= nd.scalars()*9 && nd.scalars() > bestDistinct {
+			best, bestDistinct = id, nd.scalars()
 		}
 	}
 	if best < 0 {
