@@ -168,6 +168,10 @@ func TestErrorResponses(t *testing.T) {
 		{"patch with a trigger", http.MethodPatch, "/dbs/db/colls/k/docs/x", map[string]string{"x-ms-documentdb-partitionkey": `["a"]`, "x-ms-documentdb-post-trigger-include": "t"}, `{"operations":[]}`, 400, "", "not supported on a patch"},
 		{"empty batch", http.MethodPost, "/dbs/db/colls/k/docs", map[string]string{"x-ms-cosmos-is-batch-request": "True", "x-ms-cosmos-batch-atomic": "True", "x-ms-documentdb-partitionkey": `["a"]`}, `[]`, 400, "", "no operations"},
 		{"batch not an array", http.MethodPost, "/dbs/db/colls/k/docs", map[string]string{"x-ms-cosmos-is-batch-request": "True", "x-ms-cosmos-batch-atomic": "True", "x-ms-documentdb-partitionkey": `["a"]`}, `{}`, 400, "", "JSON array"},
+		// A member given twice, which encoding/json read as the last: the
+		// operation deleted (a bug hunt); in its resource body too.
+		{"batch operation naming a member twice", http.MethodPost, "/dbs/db/colls/k/docs", map[string]string{"x-ms-cosmos-is-batch-request": "True", "x-ms-cosmos-batch-atomic": "True", "x-ms-documentdb-partitionkey": `["a"]`}, `[{"operationType":"Read","operationType":"Delete","id":"a"}]`, 400, "", `duplicate property name "operationType"`},
+		{"batch body naming a member twice", http.MethodPost, "/dbs/db/colls/k/docs", map[string]string{"x-ms-cosmos-is-batch-request": "True", "x-ms-cosmos-batch-atomic": "True", "x-ms-documentdb-partitionkey": `["a"]`}, `[{"operationType":"Create","resourceBody":{"id":"b","pk":"a","n":1,"n":2}}]`, 400, "", `duplicate property name "n"`},
 		{"unplannable query", http.MethodPost, "/dbs/db/colls/k/docs", map[string]string{"x-ms-cosmos-is-query-plan-request": "True", "Content-Type": "application/query+json"}, `{"query":"SELECT c.a, ABS(AVG(c.x)) AS y FROM c GROUP BY c.a"}`, 400, "", "not supported"},
 		{"all versions and deletes change feed", http.MethodGet, "/dbs/db/colls/k/docs", map[string]string{"A-IM": "Full-Fidelity Feed"}, "", 400, "", "change feed mode"},
 		{"change feed bad continuation", http.MethodGet, "/dbs/db/colls/k/docs", map[string]string{"A-IM": "Incremental Feed", "If-None-Match": "nope"}, "", 400, "", "continuation"},

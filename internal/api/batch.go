@@ -51,13 +51,17 @@ func (h *Handler) batch(w http.ResponseWriter, r *http.Request) error {
 	if len(body) > maxBatchBytes {
 		return status.Newf(http.StatusRequestEntityTooLarge, "Request size is too large: the batch is %d bytes, the limit is %d", len(body), maxBatchBytes)
 	}
+	// Names exactly, none twice (document.UnmarshalEnvelope): an operation
+	// of "operationType":"Read" then "operationType":"Delete" deleted (a
+	// bug hunt).
 	var raw []batchOpJSON
-	if err := json.Unmarshal(body, &raw); err != nil {
-		return status.BadRequest("batch body must be a JSON array of operations: %v", err)
+	if err := document.UnmarshalEnvelope(body, &raw); err != nil {
+		return status.BadRequest("batch body must be a JSON array of operations: %s", invalidMsg(err))
 	}
+	minimal := preferMinimal(r)
 	ops := make([]engine.BatchOp, len(raw))
 	for i, o := range raw {
-		op := engine.BatchOp{Type: o.OperationType, ID: o.ID, Body: o.ResourceBody, IfMatch: o.IfMatch, IfNoneMatch: o.IfNoneMatch}
+		op := engine.BatchOp{Type: o.OperationType, ID: o.ID, Body: o.ResourceBody, IfMatch: o.IfMatch, IfNoneMatch: o.IfNoneMatch, Minimal: minimal}
 		if o.PartitionKey != nil {
 			pk, err := document.ParsePKHeader(*o.PartitionKey)
 			if err != nil {
@@ -69,7 +73,7 @@ func (h *Handler) batch(w http.ResponseWriter, r *http.Request) error {
 			var idOnly struct {
 				ID string `json:"id"`
 			}
-			_ = json.Unmarshal(o.ResourceBody, &idOnly)
+			_ = document.UnmarshalEnvelope(o.ResourceBody, &idOnly) // "id" exactly, not "ID"
 			op.ID = idOnly.ID
 		}
 		ops[i] = op
@@ -97,13 +101,9 @@ func (h *Handler) batch(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	minimal := preferMinimal(r)
 	out := make([]batchResultJSON, len(resp.Results))
 	for i, res := range resp.Results {
-		out[i] = batchResultJSON{StatusCode: res.Status, SubStatusCode: res.Sub, RequestCharge: roundCharge(res.RU), ETag: res.ETag, Message: res.Message}
-		if res.Body != nil && !(minimal && res.Write) {
-			out[i].ResourceBody = res.Body
-		}
+		out[i] = batchResultJSON{StatusCode: res.Status, SubStatusCode: res.Sub, RequestCharge: roundCharge(res.RU), ETag: res.ETag, Message: res.Message, ResourceBody: res.Body}
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

@@ -55,31 +55,30 @@ type PatchRequest struct {
 func ParsePatchRequest(body []byte) (PatchRequest, error) {
 	var req PatchRequest
 	i := skipWS(body, 0)
+	// Read as an envelope (UnmarshalEnvelope): names exactly, none twice.
 	// An operation naming a member twice ({"op":"set","path":"/a","path":"/b"})
-	// is as ambiguous as a document doing so: encoding/json keeps the last,
-	// another reader the first (a bug hunt). Values are checked again where
-	// they are placed (newValue), with their depth.
-	if _, err := scanValue(body, i, 0, true); err != nil {
-		if de, ok := errors.AsType[*DuplicateNameError](err); ok {
-			return PatchRequest{}, &InvalidError{Msg: "patch request is not valid: " + de.Error()}
-		}
-	}
+	// is as ambiguous as a document doing so, and so is "condition" beside
+	// "Condition" (a bug hunt: the second was applied). Values are checked
+	// again where they are placed (newValue), with their depth.
 	var err error
-	if i < len(body) && body[i] == '[' {
-		err = json.Unmarshal(body, &req.Operations)
-	} else {
+	switch {
+	case i < len(body) && !strings.ContainsRune("[{n", rune(body[i])) && Validate(body) == nil: // null: no operations
+		return PatchRequest{}, &InvalidError{Msg: "patch request is not valid: body must be an object or an array of operations"}
+	case i < len(body) && body[i] == '[':
+		err = UnmarshalEnvelope(body, &req.Operations)
+	default:
 		var wire struct {
 			Condition  *string   `json:"condition"`
 			Operations []PatchOp `json:"operations"`
 		}
-		err = json.Unmarshal(body, &wire)
+		err = UnmarshalEnvelope(body, &wire)
 		if wire.Condition != nil {
 			req.Condition = *wire.Condition
 		}
 		req.Operations = wire.Operations
 	}
 	if err != nil {
-		return PatchRequest{}, &InvalidError{Msg: "patch request is not valid: " + jsonErrText(err)}
+		return PatchRequest{}, &InvalidError{Msg: "patch request is not valid: " + err.(*InvalidError).Msg}
 	}
 	if len(req.Operations) == 0 {
 		return PatchRequest{}, &InvalidError{Msg: "a patch request must contain at least one operation"}
@@ -100,20 +99,6 @@ func ParsePatchRequest(body []byte) (PatchRequest, error) {
 		}
 	}
 	return req, nil
-}
-
-// jsonErrText describes an encoding/json error without Go type names.
-func jsonErrText(err error) string {
-	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
-		return fmt.Sprintf("%s at offset %d", se.Error(), se.Offset)
-	}
-	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
-		if te.Field != "" {
-			return fmt.Sprintf("field %s has the wrong type (%s)", te.Field, te.Value)
-		}
-		return fmt.Sprintf("body must be an object or an array of operations, not %s", te.Value)
-	}
-	return "malformed JSON"
 }
 
 // checkOp validates operation k on its own and returns its decoded path and

@@ -433,3 +433,28 @@ func TestParsePatchRequestAbsentValueIsNull(t *testing.T) {
 		t.Errorf("incr without a value was accepted")
 	}
 }
+
+// TestPatchEnvelopeNamesExact: a patch request's members are read by their
+// exact names, as the wire spells them: encoding/json matched "Condition"
+// for "condition", and a request with both ran under the second (a bug
+// hunt: a false condition beside a true one patched). Names other than the
+// wire's are ignored.
+func TestPatchEnvelopeNamesExact(t *testing.T) {
+	for _, tc := range []struct {
+		body, cond, path string
+	}{
+		{`{"condition":"from c where false","Condition":"from c where true","operations":[{"op":"set","path":"/a","value":1}]}`, "from c where false", "/a"},
+		{`{"Condition":"from c where true","operations":[{"op":"set","path":"/a","Path":"/b","value":1}]}`, "", "/a"},
+	} {
+		req, err := ParsePatchRequest([]byte(tc.body))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.body, err)
+		}
+		if req.Condition != tc.cond || len(req.Operations) != 1 || req.Operations[0].Path != tc.path {
+			t.Errorf("%s: condition %q, operations %+v; want %q and one at %s", tc.body, req.Condition, req.Operations, tc.cond, tc.path)
+		}
+	}
+	if _, err := ParsePatchRequest([]byte(`{"operations":[{"op":"set","path":"/a","value":{"x":1,"x":2}}]}`)); err == nil || !strings.Contains(err.Error(), `duplicate property name "x"`) {
+		t.Errorf("a value naming a member twice: %v, want the duplicate named", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/partitadb/partita/internal/catalog"
 	"github.com/partitadb/partita/internal/document"
@@ -41,6 +42,11 @@ type BatchOp struct {
 	// Body is the item (Create, Upsert, Replace) or patch request (Patch).
 	Body                 []byte
 	IfMatch, IfNoneMatch string
+	// Minimal leaves a write's item out of its result (Prefer:
+	// return=minimal, the Go SDK's default), and so out of the response's
+	// size: a batch of patches of large items answered 413 for bodies it
+	// would not send (a bug hunt).
+	Minimal bool
 }
 
 // BatchResult is the outcome of one operation.
@@ -51,7 +57,7 @@ type BatchResult struct {
 	ETag    string
 	Body    []byte // the item, for reads and writes; nil for deletes and failures
 	Message string // for failures
-	Write   bool   // the operation writes (its body may be omitted under Prefer: return=minimal)
+	Write   bool   // the operation writes (its body is left out under BatchOp.Minimal)
 }
 
 // BatchResponse is the outcome of a batch or bulk request.
@@ -98,6 +104,9 @@ func (e *Engine) ExecuteBatch(ctx context.Context, db, coll string, pk document.
 			err = status.BadRequest("operation %d names partition key %s; a transactional batch is scoped to %s", i, op.PK, pk)
 		} else {
 			r, err = t.apply(ctx, op)
+		}
+		if op.Minimal && r.Write {
+			r.Body = nil
 		}
 		if size += len(r.Body); err == nil && size > MaxBatchResponseBytes {
 			err = responseFull()
@@ -151,6 +160,7 @@ func (e *Engine) ExecuteBulk(ctx context.Context, db, coll string, ops []BatchOp
 	var sessions []string
 	var away error // while every operation failed with one leader's NotLeaderError: the last
 	size := 0
+	var until time.Time // the end of the operations' patch conditions' time (lpTxn.condUntil)
 	for i, op := range ops {
 		if err := ctx.Err(); err != nil {
 			return BatchResponse{}, err
@@ -160,7 +170,10 @@ func (e *Engine) ExecuteBulk(ctx context.Context, db, coll string, ops []BatchOp
 			away = nil // this node ran operations
 			continue
 		}
-		r, session, err := e.bulkOne(ctx, c, op)
+		r, session, err := e.bulkOne(ctx, c, op, &until)
+		if op.Minimal && r.Write {
+			r.Body = nil
+		}
 		size += len(r.Body)
 		if i == 0 || away != nil {
 			away = sameLeader(away, err)
@@ -202,8 +215,10 @@ func sameLeader(prev, err error) error {
 	return nil
 }
 
-// bulkOne runs one bulk operation in a transaction of its own.
-func (e *Engine) bulkOne(ctx context.Context, c *catalog.Container, op BatchOp) (BatchResult, string, error) {
+// bulkOne runs one bulk operation in a transaction of its own. The
+// operations of a request share one time for their patch conditions: until
+// is its end, once the first condition set it.
+func (e *Engine) bulkOne(ctx context.Context, c *catalog.Container, op BatchOp, until *time.Time) (BatchResult, string, error) {
 	if op.PK = pointKey(c, op.PK); op.PK == nil {
 		return BatchResult{}, "", status.BadRequest("a bulk operation needs its partitionKey")
 	}
@@ -212,7 +227,9 @@ func (e *Engine) bulkOne(ctx context.Context, c *catalog.Container, op BatchOp) 
 		return BatchResult{}, "", err
 	}
 	defer t.close()
+	t.condUntil = *until
 	r, err := t.apply(ctx, op)
+	*until = t.condUntil
 	if err != nil {
 		return BatchResult{}, "", err
 	}

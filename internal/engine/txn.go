@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/partitadb/partita/internal/catalog"
@@ -41,8 +43,13 @@ type lpTxn struct {
 	lsn    uint64  // the last LSN this transaction took from rep
 	first  uint64  // the first one (it holds rep's stable mark)
 	ru     float64 // work done so far
-	done   bool
-	system bool // the engine's own work: not admitted, not charged
+	// condUntil ends the time its patch conditions may take together
+	// (QueryMaxTime from the first): a batch of 100 patches, each with a
+	// condition just short of the bound, held the logical partition for
+	// 100 times it (a bug hunt). Zero until a condition runs.
+	condUntil time.Time
+	done      bool
+	system    bool // the engine's own work: not admitted, not charged
 	// stats are the logical partition's statistics as this transaction
 	// leaves them; loaded on first use, written at commit when dirty.
 	stats                   lpStats
@@ -489,10 +496,16 @@ func (t *lpTxn) drop(id string, old []byte, props document.SystemProps) (terms i
 }
 
 // patch applies a parsed patch request to item id. Its condition is
-// evaluated under ctx and at most QueryMaxTime, as a query page is: the
-// transaction holds its logical partition meanwhile.
+// evaluated under ctx and within the transaction's time for conditions
+// (condUntil: QueryMaxTime, as a query page's, for all of them together):
+// the transaction holds its logical partition meanwhile. The condition's
+// rows past the item itself (its subqueries' and their JOINs') are charged
+// as a query's are.
 func (t *lpTxn) patch(ctx context.Context, id string, req document.PatchRequest, ifMatch string) (Result, error) {
-	var cond *exec.Program
+	var (
+		cond   *exec.Program
+		condRU float64 // what evaluating the condition cost
+	)
 	if req.Condition != "" {
 		var err error
 		if cond, err = t.e.compileCondition(t.c, req.Condition); err != nil {
@@ -507,12 +520,20 @@ func (t *lpTxn) patch(ctx context.Context, id string, req document.PatchRequest,
 		return Result{}, status.PreconditionFailed()
 	}
 	if cond != nil {
-		mctx, cancel := context.WithTimeout(ctx, t.e.cfg.QueryMaxTime)
+		if t.condUntil.IsZero() {
+			t.condUntil = time.Now().Add(t.e.cfg.QueryMaxTime)
+		}
+		var rows atomic.Int64
+		mctx, cancel := context.WithDeadline(exec.WithRowCount(ctx, &rows), t.condUntil)
 		ok, err := cond.Match(mctx, old)
 		timedOut := errors.Is(mctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 		cancel()
+		condRU = throughput.RowsCost(int(rows.Load()))
+		if !t.system {
+			t.ru += condRU // charged even when the condition fails (close)
+		}
 		if timedOut {
-			return Result{}, status.Newf(http.StatusRequestTimeout, "the patch condition %s ran for longer than %v on the item (the rows of its JOINs or subqueries are more than it can evaluate in that time): nothing was patched", quoteCondition(req.Condition), t.e.cfg.QueryMaxTime)
+			return Result{}, status.Newf(http.StatusRequestTimeout, "the patch condition %s ran past %v, the time the patch conditions of one request may take together (the rows of its JOINs or subqueries are more than it can evaluate in that time): nothing was patched", quoteCondition(req.Condition), t.e.cfg.QueryMaxTime)
 		}
 		if err != nil {
 			return Result{}, translate(err)
@@ -532,7 +553,9 @@ func (t *lpTxn) patch(ctx context.Context, id string, req document.PatchRequest,
 	if !item.PK.Equal(t.pk) {
 		return Result{}, status.BadRequest("a patch cannot change the partition key %s of an item", t.pk)
 	}
-	return t.put(item, old, props)
+	res, err := t.put(item, old, props)
+	res.RU += condRU
+	return res, err
 }
 
 // scan calls fn with every item of the logical partition as the transaction
@@ -588,6 +611,16 @@ func (e *Engine) compileCondition(c *catalog.Container, cond string) (*exec.Prog
 	ast, err := parse.Parse("SELECT * " + cond)
 	if err != nil {
 		return nil, status.BadRequest("invalid patch condition %s: %v", quoteCondition(cond), err)
+	}
+	// A condition filters one item: other clauses would be ignored (an
+	// OFFSET that selects nothing still patched: a bug hunt).
+	switch {
+	case ast.From == nil:
+		return nil, status.BadRequest("invalid patch condition %s: it must start with FROM", quoteCondition(cond))
+	case len(ast.Joins) > 0 || ast.From.In || ast.From.Subquery != nil:
+		return nil, status.BadRequest("invalid patch condition %s: it filters the item alone (FROM c WHERE …), without JOIN, IN or a subquery as its source", quoteCondition(cond))
+	case len(ast.GroupBy) > 0 || len(ast.OrderBy) > 0 || ast.Offset != nil || ast.Limit != nil:
+		return nil, status.BadRequest("invalid patch condition %s: it may only have a WHERE clause after FROM, not GROUP BY, ORDER BY or OFFSET LIMIT", quoteCondition(cond))
 	}
 	if ast, _, err = e.withComputed(c, ast, ""); err != nil {
 		return nil, err

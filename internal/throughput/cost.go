@@ -69,6 +69,11 @@ func QueryWorkCost(w QueryWork) float64 {
 	return round2(ru)
 }
 
+// RowsCost is the charge for n rows bound beyond the items' own (a
+// filter's subqueries and their JOINs, evaluated on items already loaded),
+// as QueryWorkCost charges them.
+func RowsCost(n int) float64 { return round2(float64(max(0, n)) * queryPerRow) }
+
 // MinimumCost is the charge for a request that did no data work (a metadata
 // read, or a request refused early).
 func MinimumCost() float64 { return minimumCharge }
