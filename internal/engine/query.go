@@ -181,9 +181,9 @@ func invalidContinuation(why string) *status.Error {
 }
 
 // bind narrows r to the scope of a continuation token, and stamps a fresh
-// token with r's. A token whose scope does not meet r's is refused; so is a
-// token of a query evaluated whole (exact) unless the scopes are equal, as
-// its Skip counts rows of its own scope.
+// token with r's. A token whose scope does not cover r's is refused; so is
+// a token of a query evaluated whole (exact) unless the scopes are equal,
+// as its Skip counts rows of its own scope.
 func (t *queryToken) bind(r *resolved, exact bool) error {
 	layout := uint64(0)
 	if exact && r.cross {
@@ -198,7 +198,11 @@ func (t *queryToken) bind(r *resolved, exact bool) error {
 			"one after another, so its rows now come in another order; restart the query")
 	}
 	sc := intersect(replica.Span{Lower: t.ScopeLo, Upper: t.ScopeHi}, r.span)
-	if sc.Empty() {
+	// The request may be narrower than the token (a child range resumes its
+	// parent's token after a split), never wider: the rest of its scope
+	// would be skipped (a bug hunt: a hierarchical prefix's token resumed a
+	// whole-container query with that prefix's rows alone).
+	if sc.Empty() || !bytes.Equal(sc.Lower, r.span.Lower) || !bytes.Equal(sc.Upper, r.span.Upper) {
 		return invalidContinuation("it was made for another partition key range or partition key")
 	}
 	if exact && (!bytes.Equal(sc.Lower, t.ScopeLo) || !bytes.Equal(sc.Upper, t.ScopeHi) || !bytes.Equal(sc.Lower, r.span.Lower) || !bytes.Equal(sc.Upper, r.span.Upper)) {
@@ -483,7 +487,7 @@ func (e *Engine) prepareQuery(ctx context.Context, c *catalog.Container, ast *pa
 	src.access, src.byID, src.desc = pp.Access, pp.Access == plan.KeyRange, pp.KeyOrder && pp.Desc
 	if (tok.Key != nil || tok.Sort != nil) && tok.ByKey != src.byID {
 		src.v.close()
-		return nil, queryToken{}, invalidContinuation("the container's indexing policy changed since the previous page; restart the query")
+		return nil, queryToken{}, invalidContinuation("its position is in another order than this query's: it was made for another partition key or partition key range, or the container's indexing policy changed since; restart the query")
 	}
 	switch pp.Access {
 	case plan.IndexPoint, plan.IndexMerge, plan.IndexGather:

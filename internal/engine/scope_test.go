@@ -13,7 +13,7 @@ import (
 // on each child after the range split (as the SDKs do), returns every row
 // of the parent exactly once between the first page and the children; and
 // a token is refused with "Invalid Continuation Token" on another range,
-// partition key or query.
+// partition key or query, and on the whole container.
 func TestRangeTokenAcrossSplit(t *testing.T) {
 	for _, text := range []string{
 		"SELECT VALUE c.id FROM c",                                  // creation order through the order entries
@@ -87,6 +87,15 @@ func TestRangeTokenAcrossSplit(t *testing.T) {
 				},
 				"another partition key": func() error {
 					_, err := e.QueryItems(t.Context(), "db", "k", Scope{PK: pkN(outside)}, q)
+					return err
+				},
+				// Wider than the token: the rest of the container would be
+				// skipped (a bug hunt: a hierarchical prefix's token
+				// resumed a whole-container query with its rows alone).
+				"the whole container": func() error {
+					q2 := q
+					q2.EnableCrossPartition = true
+					_, err := e.QueryItems(t.Context(), "db", "k", Scope{}, q2)
 					return err
 				},
 				"another query": func() error {
