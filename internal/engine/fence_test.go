@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/partitadb/partita/internal/partition"
 )
@@ -161,5 +163,47 @@ func TestSettleMove(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSplitRangeWaitsForMove: an asked split of a range a separation is
+// copying waits for the copy to end, as a split for throughput does, then
+// splits (it answered 503 at once: a test splitting right after an
+// earlier split met the separation that split started, under load).
+func TestSplitRangeWaitsForMove(t *testing.T) {
+	e := testEngine(t)
+	ctx := t.Context()
+	for i := range 20 {
+		if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Create, PK: pkOf(i), Body: fmt.Appendf(nil, `{"id":"x","pk":"p%d"}`, i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, _ := e.container("db", "k")
+	r := c.Map().Ranges()[0]
+	from, _ := c.Keyspace(r.ID)
+	_, to, err := e.cat.BeginMove("db", "k", c.Internal, r.ID, from, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		ranges []PKRange
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rs, err := e.SplitRange(ctx, "db", "k", r.ID)
+		done <- result{rs, err}
+	}()
+	select {
+	case res := <-done:
+		t.Fatalf("split of a moving range: %d ranges, %v; want it to wait for the move", len(res.ranges), res.err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if _, err := e.cat.AbandonMove("db", "k", c.Internal, r.ID, to); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	if res.err != nil || len(res.ranges) != c.Map().Len()+1 {
+		t.Fatalf("split after the move ended: %d ranges, %v; want %d", len(res.ranges), res.err, c.Map().Len()+1)
 	}
 }

@@ -82,36 +82,37 @@ func (rs rangeStorage) midpoint() (partition.EPK, bool) {
 }
 
 // SplitRange splits physical partition rangeID of db/coll in two at its
-// storage midpoint, on a boundary between logical partitions. Errors: 404
-// for an unknown container or range, 400 when the range holds fewer than
-// two logical partitions.
+// storage midpoint, on a boundary between logical partitions. A range
+// being moved to replicas of its own (a separation's copy) is waited for,
+// up to moveWait, as a split for throughput is (it answered 503 at once: a
+// test splitting right after a split met it under load). Errors: 404 for
+// an unknown container or range, 400 when the range holds fewer than two
+// logical partitions.
 func (e *Engine) SplitRange(ctx context.Context, db, coll, rangeID string) ([]PKRange, error) {
-	c, err := e.container(db, coll)
+	tried := false
+	err := e.splitUntil(ctx, db, coll, func(c *catalog.Container) (partition.Range, partition.EPK, bool, error) {
+		r, ok := c.Map().ByID(rangeID)
+		switch {
+		case !ok && tried:
+			return partition.Range{}, nil, false, nil // split: its id is gone
+		case !ok:
+			return partition.Range{}, nil, false, status.NotFound()
+		}
+		rs, err := e.rangeStorage(ctx, c, r)
+		if err != nil {
+			return partition.Range{}, nil, false, translate(err)
+		}
+		at, ok := rs.midpoint()
+		if !ok {
+			return partition.Range{}, nil, false, status.New(http.StatusBadRequest, "partition key range "+rangeID+" holds fewer than two logical partitions and cannot be split")
+		}
+		tried = true // asked again after the split, or after a wait for a move
+		return r, at, true, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	r, ok := c.Map().ByID(rangeID)
-	if !ok {
-		return nil, status.NotFound()
-	}
-	rs, err := e.rangeStorage(ctx, c, r)
-	if err != nil {
-		return nil, translate(err)
-	}
-	at, ok := rs.midpoint()
-	if !ok {
-		return nil, status.New(http.StatusBadRequest, "partition key range "+rangeID+" holds fewer than two logical partitions and cannot be split")
-	}
-	return e.split(c, r, at)
-}
-
-// split replaces range r of c by its two halves at at, and returns c's
-// ranges after it.
-func (e *Engine) split(c *catalog.Container, r partition.Range, at partition.EPK) ([]PKRange, error) {
-	if err := e.splitRange(c, r, at); err != nil {
-		return nil, err
-	}
-	ranges, _, _, err := e.PKRanges(c.DB, c.ID)
+	ranges, _, _, err := e.PKRanges(db, coll)
 	return ranges, err
 }
 
@@ -346,7 +347,7 @@ func (e *Engine) checkSplits(ctx context.Context) {
 						"db", c.DB, "container", c.ID, "range", r.ID, "bytes", rs.total)
 					continue
 				}
-				if _, err := e.split(c, r, at); err != nil {
+				if err := e.splitRange(c, r, at); err != nil {
 					if !storeRefused(err) {
 						e.log.Warn("split", "db", c.DB, "container", c.ID, "range", r.ID, "err", err)
 					}
@@ -498,7 +499,7 @@ func (e *Engine) splitHot(ctx context.Context, c *catalog.Container, r partition
 			return false
 		}
 	}
-	if _, err := e.split(c, r, at); err != nil {
+	if err := e.splitRange(c, r, at); err != nil {
 		if !storeRefused(err) {
 			e.log.Warn("load split", "db", c.DB, "container", c.ID, "range", r.ID, "err", err)
 		}
