@@ -165,7 +165,7 @@ func TestCallbackFailures(t *testing.T) {
 		}`, Limits{Timeout: 200 * time.Millisecond}, KindTimeout, http.StatusRequestTimeout},
 		{"memory limit", `function () {
 			var keep = [];
-			(function next() { __.readDocuments(function () { keep.push(new Array(1e5).fill(keep.length)); next(); }); })();
+			(function next() { __.readDocuments(function () { keep.push(new Array(1e6).fill(keep.length)); next(); }); })();
 		}`, Limits{MaxHeapGrowth: 16 << 20, MaxOperations: 1e6}, KindMemory, http.StatusBadRequest},
 	}
 	for _, tt := range tests {
