@@ -586,6 +586,58 @@ func TestRIDPaths(t *testing.T) {
 	}
 }
 
+// TestPartitionKeyDeleteByRID: a partition key delete addressed by _rids
+// is signed over its container's _rid: a signature over the path's last
+// segment, "partitionkeydelete", which every container's path shares,
+// deleted in any container of the account (a security hunt), and one over
+// another container's _rid does not serve.
+func TestPartitionKeyDeleteByRID(t *testing.T) {
+	srv := newTestHandler(t, Config{})
+	do(t, srv, http.MethodPost, "/dbs", nil, `{"id":"db"}`)
+	self := map[string]string{}
+	rid := map[string]string{}
+	for _, id := range []string{"k1", "k2"} {
+		_, b := do(t, srv, http.MethodPost, "/dbs/db/colls", nil, fmt.Sprintf(`{"id":%q,"partitionKey":{"paths":["/pk"],"kind":"Hash"}}`, id))
+		var coll struct {
+			RID  string `json:"_rid"`
+			Self string `json:"_self"`
+		}
+		if err := json.Unmarshal(b, &coll); err != nil || coll.Self == "" {
+			t.Fatalf("container: %s (%v)", b, err)
+		}
+		self[id], rid[id] = "/"+strings.TrimSuffix(coll.Self, "/"), strings.ToLower(coll.RID)
+	}
+	pk := map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}
+	send := func(path, typ, link string) int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+path, nil)
+		date := time.Now().UTC().Format(http.TimeFormat)
+		key, _ := auth.DecodeKey(testKey)
+		req.Header.Set("x-ms-date", date)
+		req.Header.Set("Authorization", auth.MasterToken(key, http.MethodPost, typ, link, date))
+		for k, v := range pk {
+			req.Header.Set(k, v)
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	path := self["k2"] + "/operations/partitionkeydelete"
+	for _, s := range []struct{ typ, link string }{{"operations", "partitionkeydelete"}, {"partitionkey", rid["k1"]}, {"colls", rid["k1"]}} {
+		if code := send(path, s.typ, s.link); code != http.StatusUnauthorized {
+			t.Errorf("POST %s signed over (%s, %s): %d, want 401", path, s.typ, s.link, code)
+		}
+	}
+	for _, typ := range []string{"partitionkey", "colls"} {
+		if code := send(path, typ, rid["k2"]); code != http.StatusOK {
+			t.Errorf("POST %s signed over (%s, its container's _rid): %d, want 200", path, typ, code)
+		}
+	}
+}
+
 // TestBodyGateCountsKeptCopies: on a node that keeps what a handler reads
 // for a forward (a Forwarder set), each byte is held twice, kept and the
 // handler's copy, and counts twice against MaxBodyBuffer: a body of 40 KiB

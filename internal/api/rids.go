@@ -45,7 +45,14 @@ func ridLink(r *http.Request) string {
 	}
 	segs := strings.Split(strings.Trim(raw, "/"), "/")
 	last := segs[len(segs)-1]
-	if len(segs)%2 == 1 {
+	switch {
+	case len(segs) == 6 && segs[4] == "operations":
+		// …/colls/{rid}/operations/partitionkeydelete is signed as its
+		// container (auth's alternates): its last segment names no
+		// resource, and signed as it, one signature served every
+		// container (a security hunt).
+		last = segs[3]
+	case len(segs)%2 == 1:
 		last = segs[len(segs)-2]
 	}
 	id, err := url.PathUnescape(last)

@@ -187,6 +187,25 @@ func TestPartitionKeyDeleteSignatures(t *testing.T) {
 			t.Errorf("Verify(%+v) = %v, want BadSignature", r, err)
 		}
 	}
+	// A path of resource ids is signed as its container's lower-cased _rid
+	// (Request.Link), never as its last segment: signed so, one signature
+	// deleted in every container of the account (a security hunt).
+	const ridPath = "/dbs/AAAAAQ==/colls/AAAAAQAAAAI=/operations/partitionkeydelete"
+	for _, s := range []struct{ typ, link string }{{"partitionkey", "aaaaaqaaaai="}, {"colls", "aaaaaqaaaai="}} {
+		r := Request{Method: "POST", RawPath: ridPath, Link: "aaaaaqaaaai=", Authorization: MasterToken(key, "POST", s.typ, s.link, emuDate), Date: emuDate}
+		if a, err := v.Verify(r, now); a != ReadWrite || err != nil {
+			t.Errorf("by _rid, signed as (%s, %s): %v, %v, want ReadWrite", s.typ, s.link, a, err)
+		}
+	}
+	for _, s := range []struct{ typ, link, ridLink string }{
+		{"operations", "partitionkeydelete", "aaaaaqaaaai="},
+		{"partitionkey", "aaaaaqaaaai=", "aaaaaqaaaau="}, // another container's
+	} {
+		r := Request{Method: "POST", RawPath: ridPath, Link: s.ridLink, Authorization: MasterToken(key, "POST", s.typ, s.link, emuDate), Date: emuDate}
+		if _, err := v.Verify(r, now); reasonOf(err) != BadSignature {
+			t.Errorf("by _rid %s, signed as (%s, %s): %v, want BadSignature", s.ridLink, s.typ, s.link, err)
+		}
+	}
 	// A failure quotes the form @azure/cosmos signs.
 	_, err := v.Verify(Request{Method: "POST", RawPath: path, Authorization: MasterToken(key, "GET", "colls", "x", emuDate), Date: emuDate}, now)
 	if e, ok := err.(*Error); !ok || !strings.Contains(e.Msg, `'post\ncolls\ndbs/db/colls/c 1\n`) {

@@ -226,6 +226,7 @@ func (v *Verifier) verifyMaster(st *state, r Request, sig []byte, now time.Time)
 	if err != nil {
 		return 0, &Error{Reason: BadPath, Msg: "The request path is not a valid percent-encoded resource path.", cause: err}
 	}
+	pkDelete := typ == "operations" && strings.HasSuffix(link, pkDeleteSuffix) && isContainerLink(strings.TrimSuffix(link, pkDeleteSuffix))
 	if r.Link != "" {
 		link = r.Link
 	}
@@ -239,7 +240,7 @@ func (v *Verifier) verifyMaster(st *state, r Request, sig []byte, now time.Time)
 	}
 	// The SDKs disagree on what they sign for a few operations (alternates); the first
 	// form is the one an error message quotes.
-	forms, n := alternates(typ, link)
+	forms, n := alternates(typ, link, pkDelete)
 	for _, f := range forms[:n] {
 		if got == nil {
 			break
@@ -267,23 +268,25 @@ type signed struct{ typ, link string }
 const pkDeleteSuffix = "/operations/partitionkeydelete"
 
 // alternates returns the (type, link) pairs a request for (typ, link), as Resource derives
-// them, may be signed with: that pair, and for the partition key delete operation, whose
-// path names no resource of the usual kind, the container's link with type "colls" (what
-// @azure/cosmos 4.9.3's Container.deleteAllItemsForPartitionKey signs) or "partitionkey"
-// (what azure-cosmos for Python signs). No other request signs either extra form (no route
-// takes a POST on a container's own path), so accepting them lets no signature serve another
-// request.
+// them (or Request.Link gives them), may be signed with: that pair, and for the partition
+// key delete operation (pkDelete), whose path names no resource of the usual kind, the
+// container's link with type "colls" (what @azure/cosmos 4.9.3's
+// Container.deleteAllItemsForPartitionKey signs) or "partitionkey" (what azure-cosmos for
+// Python signs). The container's link is its name link, or, for a path of resource ids, its
+// lower-cased _rid (Request.Link): a security hunt found that path signed as its last
+// segment, "partitionkeydelete", the same for every container, so one signature deleted a
+// partition key in any container of the account. No other request signs either extra form
+// (no route takes a POST on a container's own path), so accepting them lets no signature
+// serve another request.
 //
 // It returns the forms in an array and how many of it are used, so the common case costs
 // no allocation.
-func alternates(typ, link string) (forms [3]signed, n int) {
+func alternates(typ, link string, pkDelete bool) (forms [3]signed, n int) {
 	forms[0] = signed{typ, link}
-	if typ == "operations" && strings.HasSuffix(link, pkDeleteSuffix) {
+	if pkDelete {
 		coll := strings.TrimSuffix(link, pkDeleteSuffix)
-		if isContainerLink(coll) {
-			forms[0], forms[1], forms[2] = signed{"colls", coll}, signed{"partitionkey", coll}, signed{typ, link}
-			return forms, 3
-		}
+		forms[0], forms[1], forms[2] = signed{"colls", coll}, signed{"partitionkey", coll}, signed{typ, link}
+		return forms, 3
 	}
 	return forms, 1
 }
