@@ -254,6 +254,13 @@ func (h *Handler) readContainer(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// A resource token of one item or partition key reads the container's
+	// definition, which holds no items; its quota and partition statistics
+	// count every partition's items and name the largest partition keys (a
+	// security hunt: a token of one tenant's item listed the others').
+	if g := grantFrom(r.Context()); g != nil && (g.Item != "" || g.PK != "") && (isTrue(r, hdrPopulateQuota) || isTrue(r, hdrPartitionStats)) {
+		return insufficient("A resource token of " + grantScope(g) + " may read the container's definition but not its quota or partition statistics, which describe every partition.")
+	}
 	if isTrue(r, hdrPopulateQuota) {
 		u, err := h.eng.ContainerUsage(r.Context(), db, coll)
 		if err != nil {

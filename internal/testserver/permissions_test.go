@@ -206,6 +206,14 @@ func TestResourceTokenScope(t *testing.T) {
 		{"all p1: query dressed as bulk", allP1, "POST", "/dbs/db/colls/b/docs", merge(query, batch(false)), `{"query":"SELECT * FROM c"}`, 403},
 		{"all p1: query plan", allP1, "POST", "/dbs/db/colls/b/docs", map[string]string{"Content-Type": "application/query+json", "x-ms-cosmos-is-query-plan-request": "True", "x-ms-cosmos-is-batch-request": "True"}, `{"query":"SELECT * FROM c"}`, 200},
 		{"all p1: partition key delete p2", allP1, "POST", "/dbs/db/colls/b/operations/partitionkeydelete", pkHeader("p2"), "", 403},
+		// The container's quota and partition statistics count and name every
+		// partition (a security hunt: an item's token listed the other
+		// tenants' keys); a token of the whole container reads them.
+		{"all p1: container with statistics", allP1, "GET", "/dbs/db/colls/b", map[string]string{"x-ms-documentdb-populatepartitionstatistics": "True"}, "", 403},
+		{"all p1: container with quota", allP1, "GET", "/dbs/db/colls/b", map[string]string{"x-ms-documentdb-populatequotainfo": "True"}, "", 403},
+		{"all p1: container", allP1, "GET", "/dbs/db/colls/b", nil, "", 200},
+		{"item: container with statistics", item, "GET", "/dbs/db/colls/a", map[string]string{"x-ms-documentdb-populatepartitionstatistics": "True"}, "", 403},
+		{"read: container with statistics", read, "GET", "/dbs/db/colls/a", map[string]string{"x-ms-documentdb-populatepartitionstatistics": "True", "x-ms-documentdb-populatequotainfo": "True"}, "", 200},
 		// The query plan header lifts no scope outside the query plan route
 		// (found by a bug hunt: it did, on every route of a container's items).
 		{"all p1: feed with the plan header", allP1, "GET", "/dbs/db/colls/b/docs", plan, "", 403},
