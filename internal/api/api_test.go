@@ -425,6 +425,53 @@ func TestMaxInFlight(t *testing.T) {
 	}
 }
 
+// TestSharedBudgets: handlers given one Budgets (a node's API and compute
+// gateway listeners) count their requests together against MaxInFlight:
+// with two requests held through one, a request through the other is
+// refused (each had budgets of its own, so a node took twice its limit: a
+// security hunt).
+func TestSharedBudgets(t *testing.T) {
+	shared := new(Budgets)
+	a := newTestHandler(t, Config{MaxInFlight: 2, Shared: shared})
+	b := newTestHandler(t, Config{MaxInFlight: 2, Shared: shared})
+	var writers []*io.PipeWriter
+	done := make(chan struct{}, 2)
+	for i := range 2 {
+		pr, pw := io.Pipe()
+		writers = append(writers, pw)
+		t.Cleanup(func() { pw.Close() })
+		go func() {
+			if resp, err := a.Client().Do(postDBs(t, a.URL, testKey, pr)); err == nil {
+				resp.Body.Close()
+			}
+			done <- struct{}{}
+		}()
+		_, _ = pw.Write([]byte(fmt.Sprintf(`{"id":"db%d"`, i))) // the rest never comes, for now
+	}
+	code := 0
+	for deadline := time.Now().Add(10 * time.Second); code != http.StatusTooManyRequests && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		req, _ := http.NewRequest(http.MethodPost, b.URL+"/dbs", strings.NewReader(`{"id":"x"}`))
+		req.Header.Set("x-ms-date", time.Now().UTC().Format(http.TimeFormat))
+		req.Header.Set("Authorization", "type%3Dresource%26ver%3D1.0%26sig%3Dnot-checked")
+		resp, err := b.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		code = resp.StatusCode
+	}
+	if code != http.StatusTooManyRequests {
+		t.Errorf("through the other handler with 2 requests held: %d, want 429", code)
+	}
+	for _, pw := range writers {
+		_, _ = pw.Write([]byte(`}`))
+		pw.Close()
+	}
+	for range 2 {
+		<-done
+	}
+}
+
 // TestBodyGate: a request body that stops arriving is answered 408 after
 // BodyIdle, and bodies held past MaxBodyBuffer are answered 429, while
 // requests whose bodies arrive are served (a security review held every
@@ -468,9 +515,9 @@ func TestBodyGate(t *testing.T) {
 	if _, err := pw2.Write([]byte(`{"id":"held"` + pad)); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); h.(*Handler).held.Load() < 40<<10; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); h.(*Handler).budgets.held.Load() < 40<<10; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the held request's body was not read: %d bytes held", h.(*Handler).held.Load())
+			t.Fatalf("the held request's body was not read: %d bytes held", h.(*Handler).budgets.held.Load())
 		}
 	}
 	if code, msg := post(strings.NewReader(`{"id":"big"` + pad + `}`)); code != http.StatusTooManyRequests || !strings.Contains(msg, "request bodies") {

@@ -61,7 +61,7 @@ func (g *gatedBody) Read(p []byte) (int, error) {
 	}
 	n, err := g.body.Read(p)
 	g.began.Store(0)
-	if n > 0 && !g.h.held.take(int64(n)*g.copies, g.h.cfg.MaxBodyBuffer) {
+	if n > 0 && !g.h.budgets.held.take(int64(n)*g.copies, g.h.cfg.MaxBodyBuffer) {
 		g.err = &status.Error{Code: http.StatusTooManyRequests, RetryAfter: bodyBufferRetry,
 			Message: fmt.Sprintf("Request rate is large: this node holds %d MiB of request bodies, its limit; no changes were made. Retry shortly.", g.h.cfg.MaxBodyBuffer>>20)}
 		return 0, g.err
@@ -103,7 +103,7 @@ func (g *gatedBody) release() {
 	if g.timer != nil {
 		g.timer.Stop()
 	}
-	g.h.held.Add(-g.held)
+	g.h.budgets.held.Add(-g.held)
 	g.held = 0
 }
 

@@ -62,6 +62,11 @@ type Config struct {
 	// once (read, and not yet released by their requests' end); a read past
 	// it answers 429 with a short retry-after. Default 256 MiB.
 	MaxBodyBuffer int64
+	// Shared are the budgets of MaxInFlight and MaxBodyBuffer this handler
+	// shares with the node's others (the API's and the compute gateway's
+	// listeners): nil for budgets of its own. Each listener's own budgets
+	// made the node's limits twice what they say (a security hunt).
+	Shared *Budgets
 	// BodyIdle bounds the wait for each read of a request body: a body
 	// that stops arriving for longer answers 408. Default 10 s.
 	BodyIdle time.Duration
@@ -115,8 +120,15 @@ type Handler struct {
 	// waitSession bounds a session read's wait on a replicated node
 	// (sessionWait; tests shorten it).
 	waitSession time.Duration
-	inFlight    atomic.Int64 // requests being served (MaxInFlight)
-	held        bodyBudget   // bytes of request bodies held (MaxBodyBuffer)
+	budgets     *Budgets // cfg.Shared, or the handler's own
+}
+
+// Budgets count what a node's requests hold at once, against the limits of
+// Config.MaxInFlight and Config.MaxBodyBuffer: one value is shared by the
+// handlers of a node's listeners (Config.Shared). The zero value is ready.
+type Budgets struct {
+	inFlight atomic.Int64 // requests being served (MaxInFlight)
+	held     bodyBudget   // bytes of request bodies held (MaxBodyBuffer)
 }
 
 // New returns the API handler over eng, authenticating with v.
@@ -145,7 +157,10 @@ func New(cfg Config, eng *engine.Engine, v *auth.Verifier, now func() time.Time,
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{cfg: cfg, eng: eng, verify: v, log: log, now: now, mux: http.NewServeMux(), waitSession: sessionWait}
+	h := &Handler{cfg: cfg, eng: eng, verify: v, log: log, now: now, mux: http.NewServeMux(), waitSession: sessionWait, budgets: cfg.Shared}
+	if h.budgets == nil {
+		h.budgets = new(Budgets)
+	}
 	h.routes()
 	return h
 }
@@ -340,13 +355,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// A small frame of its own, so that the goroutine's stack grows once,
 	// in growStack, rather than here too.
 	growStack(true)
-	if n := h.inFlight.Add(1); n > h.cfg.MaxInFlight && (n > h.cfg.MaxInFlight+keyReserve || !signedWithKey(r)) {
-		h.inFlight.Add(-1)
+	if n := h.budgets.inFlight.Add(1); n > h.cfg.MaxInFlight && (n > h.cfg.MaxInFlight+keyReserve || !signedWithKey(r)) {
+		h.budgets.inFlight.Add(-1)
 		h.writeError(w, r, &status.Error{Code: http.StatusTooManyRequests, RetryAfter: inFlightRetry,
 			Message: fmt.Sprintf("Request rate is large: this node is serving %d requests already, its limit; no changes were made. Retry shortly.", h.cfg.MaxInFlight)})
 		return
 	}
-	defer h.inFlight.Add(-1)
+	defer h.budgets.inFlight.Add(-1)
 	if r.Body != nil && r.Body != http.NoBody {
 		g := h.gateBody(w, r)
 		defer g.release()

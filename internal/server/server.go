@@ -200,9 +200,10 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 		}
 		accountID = "localhost" // the emulator's account id
 	}
+	limits := new(api.Budgets) // the API's and the compute gateway's requests share the node's limits
 	acfg := api.Config{
 		AccountID: accountID, AdvertiseEndpoint: cfg.API.AdvertiseEndpoint, Consistency: consistency,
-		EmulatorIDQuirks: compat, TLS: cfg.Server.TLS,
+		EmulatorIDQuirks: compat, TLS: cfg.Server.TLS, Shared: limits,
 	}
 	if s.node != nil {
 		acfg.Forward, acfg.ForwardRead, acfg.Replicated = forwarder(s.node, "api"), readForwarder(s.node, "api"), true
@@ -234,7 +235,7 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 	// node has one, for the requests other nodes' compute listeners forward.
 	var compute *api.Handler
 	if cfg.Server.ComputeGatewayAddr != "" || s.node != nil {
-		ccfg := api.Config{AccountID: accountID, Consistency: consistency, TLS: cfg.Server.TLS}
+		ccfg := api.Config{AccountID: accountID, Consistency: consistency, TLS: cfg.Server.TLS, Shared: limits}
 		if s.node != nil {
 			ccfg.Forward, ccfg.ForwardRead, ccfg.Replicated = forwarder(s.node, "compute"), readForwarder(s.node, "compute"), true
 			ccfg.Unfit = s.node.Unfit
