@@ -441,7 +441,9 @@ async function itemsView(panel, db, def) {
             const r = isNew
               ? await state.client.request("POST", collPath(db, def, "docs"), { body: v, headers: { "x-ms-documentdb-partitionkey": pk } })
               : await state.client.request("PUT", collPath(db, def, "docs", doc.id), { body: v, headers: { "x-ms-documentdb-partitionkey": partitionKeyOf(doc, def.partitionKey) } });
-            result.textContent = `${isNew ? "Created" : "Saved"} ${v.id}: ${fmtNum(r.charge)} RU`;
+            // Said once the editor holds the saved item: said before, an edit
+            // made at once went into the editor being replaced, and was lost
+            // (a flake hunt of the browser test).
             await load(false);
             edit(r.body);
             $("item-result").textContent = `${isNew ? "Created" : "Saved"} ${v.id}: ${fmtNum(r.charge)} RU`;
