@@ -160,7 +160,7 @@ func (e *Engine) ExecuteBulk(ctx context.Context, db, coll string, ops []BatchOp
 	var sessions []string
 	var away error // while every operation failed with one leader's NotLeaderError: the last
 	size := 0
-	var until time.Time // the end of the operations' patch conditions' time (lpTxn.condUntil)
+	var spent time.Duration // the time the operations' patch conditions took (lpTxn.condSpent)
 	for i, op := range ops {
 		if err := ctx.Err(); err != nil {
 			return BatchResponse{}, err
@@ -170,7 +170,7 @@ func (e *Engine) ExecuteBulk(ctx context.Context, db, coll string, ops []BatchOp
 			away = nil // this node ran operations
 			continue
 		}
-		r, session, err := e.bulkOne(ctx, c, op, &until)
+		r, session, err := e.bulkOne(ctx, c, op, &spent)
 		if op.Minimal && r.Write {
 			r.Body = nil
 		}
@@ -216,9 +216,9 @@ func sameLeader(prev, err error) error {
 }
 
 // bulkOne runs one bulk operation in a transaction of its own. The
-// operations of a request share one time for their patch conditions: until
-// is its end, once the first condition set it.
-func (e *Engine) bulkOne(ctx context.Context, c *catalog.Container, op BatchOp, until *time.Time) (BatchResult, string, error) {
+// operations of a request share one time for their patch conditions: spent
+// is what they took so far.
+func (e *Engine) bulkOne(ctx context.Context, c *catalog.Container, op BatchOp, spent *time.Duration) (BatchResult, string, error) {
 	if op.PK = pointKey(c, op.PK); op.PK == nil {
 		return BatchResult{}, "", status.BadRequest("a bulk operation needs its partitionKey")
 	}
@@ -227,9 +227,9 @@ func (e *Engine) bulkOne(ctx context.Context, c *catalog.Container, op BatchOp, 
 		return BatchResult{}, "", err
 	}
 	defer t.close()
-	t.condUntil = *until
+	t.condSpent = *spent
 	r, err := t.apply(ctx, op)
-	*until = t.condUntil
+	*spent = t.condSpent
 	if err != nil {
 		return BatchResult{}, "", err
 	}
@@ -249,7 +249,7 @@ func checkBatchSize(ops []BatchOp) error {
 // failed turns an operation's error into its result.
 func failed(err error) BatchResult {
 	se := status.From(err)
-	return BatchResult{Status: se.Code, Sub: se.Sub, RU: throughput.MinimumCost(), Message: se.Message}
+	return BatchResult{Status: se.Code, Sub: se.Sub, RU: Charge(err), Message: se.Message}
 }
 
 // apply runs one batch operation in the transaction.

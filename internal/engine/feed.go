@@ -152,9 +152,9 @@ func (e *Engine) ReadFeed(ctx context.Context, db, coll string, scope Scope, max
 		if err != nil || json.Unmarshal(raw, &tok) != nil || tok.ScopeHi == nil {
 			return Page{}, invalidContinuation("it is not a continuation of a read feed")
 		}
-		sc := intersect(replica.Span{Lower: tok.ScopeLo, Upper: tok.ScopeHi}, r.span)
-		if sc.Empty() {
-			return Page{}, invalidContinuation("it was made for another partition key range or partition key")
+		sc, err := resumeScope(replica.Span{Lower: tok.ScopeLo, Upper: tok.ScopeHi}, r.span)
+		if err != nil {
+			return Page{}, err
 		}
 		r.span = sc
 	}

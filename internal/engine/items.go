@@ -54,12 +54,35 @@ type Result struct {
 }
 
 // Charge returns the request charge of a failed operation: Cosmos DB charges
-// failed requests too.
+// failed requests too, and one that did work before it failed (a patch
+// whose condition ran and was not met) is charged for that work.
 func Charge(err error) float64 {
 	if err == nil {
 		return 0
 	}
-	return throughput.MinimumCost()
+	ru := throughput.MinimumCost()
+	if c, ok := errors.AsType[*chargedError](err); ok {
+		ru = max(ru, c.ru) // as the transaction charged its budget (lpTxn.close)
+	}
+	return ru
+}
+
+// chargedError is an operation's error with what its work before the
+// failure costs (Charge).
+type chargedError struct {
+	err error
+	ru  float64
+}
+
+func (c *chargedError) Error() string { return c.err.Error() }
+func (c *chargedError) Unwrap() error { return c.err }
+
+// withCharge returns err carrying ru of work (nil stays nil).
+func withCharge(err error, ru float64) error {
+	if err == nil || ru <= 0 {
+		return err
+	}
+	return &chargedError{err: err, ru: ru}
 }
 
 // located is an item's place: container, partition key, EPK, owning range

@@ -188,6 +188,17 @@ func TestPatchConditionCharged(t *testing.T) {
 	if want := plain + 0.9*throughput.RowsCost(27000); heavy < want {
 		t.Errorf("a condition binding 27,000 rows cost %.2f RU, a plain one %.2f: want at least %.2f", heavy, plain, want)
 	}
+	// Not met, it is charged as much, and says so (a review: a 412 said
+	// 1 RU while the partition's budget lost the rows).
+	failing := []byte(`{"condition":"FROM c WHERE (SELECT VALUE COUNT(1) FROM x IN c.a JOIN y IN c.a JOIN z IN c.a) < 0","operations":[{"op":"incr","path":"/v","value":1}]}`)
+	_, err := e.PatchItem(ctx, ItemRef{DB: "db", Container: "k", ID: "x"}, pk, failing, "")
+	if code(err) != http.StatusPreconditionFailed || Charge(err) < 0.9*throughput.RowsCost(27000) {
+		t.Errorf("a condition of 27,000 rows not met: %v charged %.2f RU, want 412 charged at least %.2f", err, Charge(err), 0.9*throughput.RowsCost(27000))
+	}
+	resp, err := e.ExecuteBatch(ctx, "db", "k", pk, []BatchOp{{Type: "Patch", ID: "x", Body: failing}})
+	if err != nil || resp.OK || resp.Results[0].RU < 0.9*throughput.RowsCost(27000) {
+		t.Errorf("in a batch: %v, result %+v, want a 412 charged for the rows", err, resp.Results)
+	}
 }
 
 // TestPatchConditionOnlyFilters: a patch condition may only filter the

@@ -197,13 +197,9 @@ func (t *queryToken) bind(r *resolved, exact bool) error {
 		return invalidContinuation("the container's partitions split since the previous page, and a query evaluated whole reads them " +
 			"one after another, so its rows now come in another order; restart the query")
 	}
-	sc := intersect(replica.Span{Lower: t.ScopeLo, Upper: t.ScopeHi}, r.span)
-	// The request may be narrower than the token (a child range resumes its
-	// parent's token after a split), never wider: the rest of its scope
-	// would be skipped (a bug hunt: a hierarchical prefix's token resumed a
-	// whole-container query with that prefix's rows alone).
-	if sc.Empty() || !bytes.Equal(sc.Lower, r.span.Lower) || !bytes.Equal(sc.Upper, r.span.Upper) {
-		return invalidContinuation("it was made for another partition key range or partition key")
+	sc, err := resumeScope(replica.Span{Lower: t.ScopeLo, Upper: t.ScopeHi}, r.span)
+	if err != nil {
+		return err
 	}
 	if exact && (!bytes.Equal(sc.Lower, t.ScopeLo) || !bytes.Equal(sc.Upper, t.ScopeHi) || !bytes.Equal(sc.Lower, r.span.Lower) || !bytes.Equal(sc.Upper, r.span.Upper)) {
 		return invalidContinuation("the query's partition key range changed (a split) since the previous page, and a query evaluated whole cannot resume in part of it; restart the query")
@@ -211,6 +207,21 @@ func (t *queryToken) bind(r *resolved, exact bool) error {
 	r.span = sc
 	t.ScopeLo, t.ScopeHi = sc.Lower, sc.Upper
 	return nil
+}
+
+// resumeScope returns the scope in which a continuation made for scope
+// token resumes a request for scope req: req, which must lie within token
+// (a child range resumes its parent's token after a split). A request
+// wider than the token is refused, as the rest of it would be skipped (a
+// bug hunt: a hierarchical prefix's token resumed a whole-container query,
+// and a read feed, with that prefix's rows alone), and so is one apart
+// from it. Queries and read feeds resume alike.
+func resumeScope(token, req replica.Span) (replica.Span, error) {
+	sc := intersect(token, req)
+	if sc.Empty() || !bytes.Equal(sc.Lower, req.Lower) || !bytes.Equal(sc.Upper, req.Upper) {
+		return replica.Span{}, invalidContinuation("it was made for another partition key range or partition key")
+	}
+	return sc, nil
 }
 
 func (t queryToken) encode() string {

@@ -43,11 +43,12 @@ type lpTxn struct {
 	lsn    uint64  // the last LSN this transaction took from rep
 	first  uint64  // the first one (it holds rep's stable mark)
 	ru     float64 // work done so far
-	// condUntil ends the time its patch conditions may take together
-	// (QueryMaxTime from the first): a batch of 100 patches, each with a
+	// condSpent is the time its patch conditions took so far: together
+	// they may take QueryMaxTime (a batch of 100 patches, each with a
 	// condition just short of the bound, held the logical partition for
-	// 100 times it (a bug hunt). Zero until a condition runs.
-	condUntil time.Time
+	// 100 times it: a bug hunt). Only their own evaluation counts, not the
+	// time between them.
+	condSpent time.Duration
 	done      bool
 	system    bool // the engine's own work: not admitted, not charged
 	// stats are the logical partition's statistics as this transaction
@@ -497,7 +498,7 @@ func (t *lpTxn) drop(id string, old []byte, props document.SystemProps) (terms i
 
 // patch applies a parsed patch request to item id. Its condition is
 // evaluated under ctx and within the transaction's time for conditions
-// (condUntil: QueryMaxTime, as a query page's, for all of them together):
+// (condSpent: QueryMaxTime, as a query page's, for all of them together):
 // the transaction holds its logical partition meanwhile. The condition's
 // rows past the item itself (its subqueries' and their JOINs') are charged
 // as a query's are.
@@ -520,26 +521,28 @@ func (t *lpTxn) patch(ctx context.Context, id string, req document.PatchRequest,
 		return Result{}, status.PreconditionFailed()
 	}
 	if cond != nil {
-		if t.condUntil.IsZero() {
-			t.condUntil = time.Now().Add(t.e.cfg.QueryMaxTime)
-		}
 		var rows atomic.Int64
-		mctx, cancel := context.WithDeadline(exec.WithRowCount(ctx, &rows), t.condUntil)
+		start := time.Now()
+		mctx, cancel := context.WithTimeout(exec.WithRowCount(ctx, &rows), t.e.cfg.QueryMaxTime-t.condSpent)
 		ok, err := cond.Match(mctx, old)
 		timedOut := errors.Is(mctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 		cancel()
+		t.condSpent += time.Since(start)
 		condRU = throughput.RowsCost(int(rows.Load()))
 		if !t.system {
 			t.ru += condRU // charged even when the condition fails (close)
 		}
+		// A failure is charged for the rows evaluated (the transaction's
+		// budget took them already: the client must see why its next
+		// requests get 429s).
 		if timedOut {
-			return Result{}, status.Newf(http.StatusRequestTimeout, "the patch condition %s ran past %v, the time the patch conditions of one request may take together (the rows of its JOINs or subqueries are more than it can evaluate in that time): nothing was patched", quoteCondition(req.Condition), t.e.cfg.QueryMaxTime)
+			return Result{}, withCharge(status.Newf(http.StatusRequestTimeout, "the patch condition %s ran past what remained of %v, the time the patch conditions of one request may take together (the rows of their JOINs or subqueries are more than can be evaluated in that time): nothing was patched", quoteCondition(req.Condition), t.e.cfg.QueryMaxTime), condRU)
 		}
 		if err != nil {
-			return Result{}, translate(err)
+			return Result{}, withCharge(translate(err), condRU)
 		}
 		if !ok {
-			return Result{}, status.New(http.StatusPreconditionFailed, "the patch condition "+quoteCondition(req.Condition)+" is not met")
+			return Result{}, withCharge(status.New(http.StatusPreconditionFailed, "the patch condition "+quoteCondition(req.Condition)+" is not met"), condRU)
 		}
 	}
 	patched, err := document.ApplyPatch(old, req.Operations)
