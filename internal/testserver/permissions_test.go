@@ -206,6 +206,10 @@ func TestResourceTokenScope(t *testing.T) {
 		{"all p1: query dressed as bulk", allP1, "POST", "/dbs/db/colls/b/docs", merge(query, batch(false)), `{"query":"SELECT * FROM c"}`, 403},
 		{"all p1: query plan", allP1, "POST", "/dbs/db/colls/b/docs", map[string]string{"Content-Type": "application/query+json", "x-ms-cosmos-is-query-plan-request": "True", "x-ms-cosmos-is-batch-request": "True"}, `{"query":"SELECT * FROM c"}`, 200},
 		{"all p1: partition key delete p2", allP1, "POST", "/dbs/db/colls/b/operations/partitionkeydelete", pkHeader("p2"), "", 403},
+		// The bulk header lifts no check outside the route bulk requests are
+		// served on (a bug hunt: it did, and p2's items were deleted).
+		{"all p1: partition key delete p2 with the bulk header", allP1, "POST", "/dbs/db/colls/b/operations/partitionkeydelete", merge(pkHeader("p2"), batch(false)), "", 403},
+		{"all p1: sproc in p2 with the bulk header", allP1, "POST", "/dbs/db/colls/b/sprocs/s", merge(pkHeader("p2"), batch(false)), "[]", 403},
 		// The container's quota and partition statistics count and name every
 		// partition (a security hunt: an item's token listed the other
 		// tenants' keys); a token of the whole container reads them.
