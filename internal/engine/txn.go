@@ -679,11 +679,88 @@ func (t *lpTxn) grow(bytes, items int64) error {
 	}
 	next := t.stats.bytes + bytes
 	if limit := t.e.cfg.LogicalPartitionMaxBytes; bytes > 0 && next > limit {
+		// Items no read sees any more (past their time to live, or hidden
+		// by a pending partition key delete) count until they are erased:
+		// erase them first, as many as the write needs room for (a bug
+		// hunt: a partition emptied by a delete refused a write for the
+		// bytes its background deletion had not erased yet).
+		if err := t.makeRoom(next - limit); err != nil {
+			return err
+		}
+		next = t.stats.bytes + bytes
+	}
+	if limit := t.e.cfg.LogicalPartitionMaxBytes; bytes > 0 && next > limit {
 		return status.Newf(http.StatusForbidden, "Partition key reached maximum size of %s: the logical partition %s holds %d bytes and this write would take it to %d",
 			formatBytes(limit), t.pk, t.stats.bytes, next).WithSub(status.SubForbiddenPKQuotaOverLimit)
 	}
 	t.stats.bytes, t.stats.items, t.statsDirty = next, t.stats.items+items, true
 	t.grew += bytes
+	return nil
+}
+
+// Bounds of the erasures a write makes room with (makeRoom): the items it
+// looks at, and those it erases.
+const (
+	roomScanItems  = 10000
+	roomEraseItems = 1000
+)
+
+// makeRoom erases items of the transaction's logical partition that no read
+// sees any more (invisible: expired, or hidden by a pending partition key
+// delete) until need bytes are freed or none is left, looking at up to
+// roomScanItems items and erasing up to roomEraseItems; each erasure is
+// charged as a delete of its item, as the background work would be.
+func (t *lpTxn) makeRoom(need int64) error {
+	if t.e.goneFilter(t.c) == nil {
+		return nil // nothing of the container can be invisible
+	}
+	type victim struct {
+		id    string
+		old   []byte
+		props document.SystemProps
+	}
+	var (
+		victims []victim
+		freed   int64
+		seen    int
+		failed  error
+	)
+	err := replica.Scan(context.Background(), t.b, logicalSpan(t.epk, t.pkEnc), func(k, v []byte) bool {
+		if seen++; seen > roomScanItems || len(victims) == roomEraseItems || freed >= need {
+			return false
+		}
+		props, err := document.Props(v)
+		if err != nil {
+			failed = err
+			return false
+		}
+		if !t.e.invisible(t.c, k, props) {
+			return true
+		}
+		ik, err := decodeItemKey(k)
+		if err != nil {
+			failed = err
+			return false
+		}
+		victims = append(victims, victim{ik.ID, bytes.Clone(v), props})
+		freed += int64(len(v))
+		return true
+	})
+	if err == nil {
+		err = failed
+	}
+	if err != nil {
+		return translate(err)
+	}
+	for _, v := range victims {
+		terms, err := t.erase(v.id, v.old, v.props)
+		if err != nil {
+			return err
+		}
+		if !t.system {
+			t.ru += throughput.WriteCost(len(v.old), terms)
+		}
+	}
 	return nil
 }
 
