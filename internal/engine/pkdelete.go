@@ -31,7 +31,7 @@ import (
 //     resumes it) and in memory, where every read path consults it
 //     (invisible, goneFilter), so the items are hidden from then on.
 //   - It deletes the items in transactions of at most pkDeleteBatchItems
-//     items (pkDeleteBatchBytes bytes), each an ordinary lpTxn under the
+//     items (pkDeleteBatchBytes bytes and one item), each an ordinary lpTxn under the
 //     logical partition's lock that erases the items with their derived
 //     entries, so the store stays consistent (Check) after every one. The
 //     request itself goes on up to Config.PKDeleteSyncItems items; a larger
@@ -355,6 +355,21 @@ func (e *Engine) deleteBatch(ctx context.Context, c *catalog.Container, d *lpDel
 // written before LSN cut, and reports how many it erased and whether such
 // items are left. Each costs what a delete of it costs.
 func (t *lpTxn) deleteBefore(ctx context.Context, cut uint64) (n int, more bool, err error) {
+	before := func(_ []byte, props document.SystemProps) (bool, error) {
+		lsn, err := document.ETagSeq(props.ETag)
+		return lsn < cut, err // written after the delete: it stays
+	}
+	return t.eraseWhere(ctx, before, pkDeleteBatchItems, pkDeleteBatchBytes, 0)
+}
+
+// eraseWhere erases, in key order, the items of the transaction's logical
+// partition that gone reports (from their key and system properties): up
+// to maxItems of them, until they reach maxBytes (the last may pass it),
+// looking at up to maxScan items (0: all). It reports how many it erased and
+// whether it stopped at a bound. Each erasure is charged as a delete of its
+// item.
+func (t *lpTxn) eraseWhere(ctx context.Context, gone func(key []byte, props document.SystemProps) (bool, error),
+	maxItems int, maxBytes int64, maxScan int) (n int, more bool, err error) {
 	type victim struct {
 		id    string
 		old   []byte
@@ -362,24 +377,29 @@ func (t *lpTxn) deleteBefore(ctx context.Context, cut uint64) (n int, more bool,
 	}
 	var (
 		victims []victim
-		size    int
+		size    int64
+		seen    int
 		failed  error
 	)
 	err = replica.Scan(ctx, t.b, logicalSpan(t.epk, t.pkEnc), func(k, v []byte) bool {
+		if seen++; maxScan > 0 && seen > maxScan {
+			more = true
+			return false
+		}
 		props, err := document.Props(v)
 		if err != nil {
 			failed = err
 			return false
 		}
-		lsn, err := document.ETagSeq(props.ETag)
+		ok, err := gone(k, props)
 		if err != nil {
 			failed = err
 			return false
 		}
-		if lsn >= cut {
-			return true // written after the delete: it stays
+		if !ok {
+			return true
 		}
-		if len(victims) == pkDeleteBatchItems || (len(victims) > 0 && size+len(v) > pkDeleteBatchBytes) {
+		if len(victims) == maxItems || size >= maxBytes {
 			more = true
 			return false
 		}
@@ -389,7 +409,7 @@ func (t *lpTxn) deleteBefore(ctx context.Context, cut uint64) (n int, more bool,
 			return false
 		}
 		victims = append(victims, victim{ik.ID, bytes.Clone(v), props})
-		size += len(v)
+		size += int64(len(v))
 		return true
 	})
 	if err == nil {
@@ -403,7 +423,9 @@ func (t *lpTxn) deleteBefore(ctx context.Context, cut uint64) (n int, more bool,
 		if err != nil {
 			return 0, false, err
 		}
-		t.ru += throughput.WriteCost(len(v.old), terms)
+		if !t.system {
+			t.ru += throughput.WriteCost(len(v.old), terms)
+		}
 	}
 	return len(victims), more, nil
 }

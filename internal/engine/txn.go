@@ -708,60 +708,17 @@ const (
 // makeRoom erases items of the transaction's logical partition that no read
 // sees any more (invisible: expired, or hidden by a pending partition key
 // delete) until need bytes are freed or none is left, looking at up to
-// roomScanItems items and erasing up to roomEraseItems; each erasure is
-// charged as a delete of its item, as the background work would be.
+// roomScanItems items and erasing up to roomEraseItems, each charged as a
+// delete of its item, as the background work would be.
 func (t *lpTxn) makeRoom(need int64) error {
 	if t.e.goneFilter(t.c) == nil {
 		return nil // nothing of the container can be invisible
 	}
-	type victim struct {
-		id    string
-		old   []byte
-		props document.SystemProps
+	invisible := func(key []byte, props document.SystemProps) (bool, error) {
+		return t.e.invisible(t.c, key, props), nil
 	}
-	var (
-		victims []victim
-		freed   int64
-		seen    int
-		failed  error
-	)
-	err := replica.Scan(context.Background(), t.b, logicalSpan(t.epk, t.pkEnc), func(k, v []byte) bool {
-		if seen++; seen > roomScanItems || len(victims) == roomEraseItems || freed >= need {
-			return false
-		}
-		props, err := document.Props(v)
-		if err != nil {
-			failed = err
-			return false
-		}
-		if !t.e.invisible(t.c, k, props) {
-			return true
-		}
-		ik, err := decodeItemKey(k)
-		if err != nil {
-			failed = err
-			return false
-		}
-		victims = append(victims, victim{ik.ID, bytes.Clone(v), props})
-		freed += int64(len(v))
-		return true
-	})
-	if err == nil {
-		err = failed
-	}
-	if err != nil {
-		return translate(err)
-	}
-	for _, v := range victims {
-		terms, err := t.erase(v.id, v.old, v.props)
-		if err != nil {
-			return err
-		}
-		if !t.system {
-			t.ru += throughput.WriteCost(len(v.old), terms)
-		}
-	}
-	return nil
+	_, _, err := t.eraseWhere(context.Background(), invisible, roomEraseItems, need, roomScanItems)
+	return err
 }
 
 // formatBytes writes n as Cosmos DB's messages do: "20 GB", or bytes.
