@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -166,6 +167,87 @@ func TestBoundedStringTerms(t *testing.T) {
 		want = slices.DeleteFunc(want, func(id string) bool { return slices.Contains(deleted, id) })
 		if len(deleted) == 0 || !slices.Equal(got, want) {
 			t.Fatalf("ORDER BY c.s%s with %v deleted between pages: %d rows\n%v\nwant %d\n%v", dir, deleted, len(got), got, len(want), want)
+		}
+		for _, id := range deleted {
+			delete(vals, id)
+		}
+	}
+}
+
+// TestBoundedTermsLongSharedPrefix: ORDER BY on strings that share more
+// than a continuation holds of its value (maxTokenValue) is paged exactly,
+// in pages of 1, 2 and 3, ascending and descending: the next page resumes
+// after the position's own entry, whose whole value it reads. Each page
+// went back to the first of the strings sharing the token's bytes, and a
+// pager of one row asked for the same page without end (a query hunt).
+// With the document a page stopped at deleted between the pages, the next
+// resumes where the token's bytes put it: nothing missed, and it ends.
+func TestBoundedTermsLongSharedPrefix(t *testing.T) {
+	e := testEngineWith(t, Config{GatewayQueryFull: true})
+	prefix := strings.Repeat("x", maxTokenValue+76)
+	vals := map[string]string{}
+	for i := range 40 {
+		id := fmt.Sprintf("i%02d", i)
+		vals[id] = prefix + fmt.Sprintf("%03d", i*17%40)
+		body := fmt.Sprintf(`{"id":%q,"pk":"p%d","s":%q}`, id, i%5, vals[id])
+		if _, err := e.WriteItem(t.Context(), Write{DB: "db", Container: "k", Kind: Create, PK: pkN(i % 5), Body: []byte(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sorted := func(desc bool) []string {
+		ids := slices.Collect(maps.Keys(vals))
+		slices.SortFunc(ids, func(a, b string) int {
+			if desc {
+				return strings.Compare(vals[b], vals[a])
+			}
+			return strings.Compare(vals[a], vals[b])
+		})
+		return ids
+	}
+	ids := func(rows []string) []string {
+		for i, r := range rows {
+			rows[i] = strings.Trim(r, `"`)
+		}
+		return rows
+	}
+	for _, desc := range []bool{false, true} {
+		dir := ""
+		if desc {
+			dir = " DESC"
+		}
+		for size := 1; size <= 3; size++ {
+			q := Query{Text: "SELECT VALUE c.id FROM c ORDER BY c.s" + dir, EnableCrossPartition: true, MaxItems: size}
+			rows, _, _ := orderPages(t, e, Scope{}, q, nil)
+			if got, want := ids(rows), sorted(desc); !slices.Equal(got, want) {
+				t.Fatalf("ORDER BY c.s%s in pages of %d: %d rows\n%v\nwant %d\n%v", dir, size, len(got), got, len(want), want)
+			}
+		}
+		// The next page's first document deleted between pages (three
+		// times): its entry is gone, and the page reads again the strings
+		// sharing the token's bytes; every other is read, and the pages end.
+		want := sorted(desc)
+		var deleted []string
+		q := Query{Text: "SELECT VALUE c.id FROM c ORDER BY c.s" + dir, EnableCrossPartition: true, MaxItems: 4}
+		rows, _, _ := orderPages(t, e, Scope{}, q, func(page int) {
+			if page%3 != 1 || len(deleted) == 3 {
+				return
+			}
+			next := want[4*(page+1)]
+			var i int
+			fmt.Sscanf(next, "i%d", &i)
+			if _, err := e.DeleteItem(t.Context(), ItemRef{DB: "db", Container: "k", ID: next}, pkN(i%5), "", TriggerSet{}); err != nil {
+				t.Fatal(err)
+			}
+			deleted = append(deleted, next)
+		})
+		seen := map[string]bool{}
+		for _, id := range ids(rows) {
+			seen[id] = true
+		}
+		for _, id := range want {
+			if !seen[id] && !slices.Contains(deleted, id) {
+				t.Fatalf("ORDER BY c.s%s with %v deleted between pages: %s missed", dir, deleted, id)
+			}
 		}
 		for _, id := range deleted {
 			delete(vals, id)

@@ -63,7 +63,8 @@ type queryToken struct {
 	ByKey bool `json:"y,omitempty"`
 	// Val is, for a position inside a bounded index term (ordered reads),
 	// the first maxTokenValue bytes of the ORDER BY value of the document
-	// at Key: where to resume if that document is gone (readBucket).
+	// at Key: where to resume if that document is gone; a longer value is
+	// read whole from the document, when it is there (readBucket).
 	Val []byte `json:"v,omitempty"`
 	// Sort is the position of a sorted query's last row (see sortedPage).
 	Sort *exec.Cursor `json:"c,omitempty"`

@@ -1093,7 +1093,20 @@ func (s docSource) readBucket(ctx context.Context, scan *plan.IndexScan, desc bo
 	sel := bucketSelect{desc: desc, limit: cmp.Or(s.e.bucketRound, maxBucketRound)}
 	if bytes.HasPrefix(at.Key, b) {
 		sel.after = &bucketEntry{key: at.Key, value: at.Val}
-		sel.inclusive, sel.cut = true, len(at.Val) == maxTokenValue
+		sel.inclusive = true
+		if len(at.Val) == maxTokenValue {
+			// The continuation holds the value's first bytes alone; the
+			// position's own entry, still there, has the rest.
+			v, err := s.positionValue(scan, at.Key, streams)
+			if err != nil {
+				return false, err
+			}
+			if v != nil && bytes.HasPrefix(v, at.Val) {
+				sel.after.value = v
+			} else {
+				sel.cut = true
+			}
+		}
 	}
 	for _, st := range streams {
 		for st.ok && bytes.HasPrefix(st.key, b) {
@@ -1141,6 +1154,40 @@ func (s docSource) readBucket(ctx context.Context, scan *plan.IndexScan, desc bo
 		}
 		es, more = sel.take()
 	}
+}
+
+// positionValue returns the whole value on scan's path of the document
+// whose index entry is key, a continuation's position inside a bounded
+// term, when that entry is still in one of the streams' keyspaces and its
+// document still has the value the entry was made for (the term holds the
+// value's hash); else nil.
+func (s docSource) positionValue(scan *plan.IndexScan, key []byte, streams []*orderedStream) ([]byte, error) {
+	for _, st := range streams {
+		item, err := st.r.Get(key)
+		switch {
+		case errors.Is(err, replica.ErrNotFound):
+			continue
+		case err != nil:
+			return nil, err
+		case !st.p.holds(item):
+			return nil, nil
+		}
+		doc, err := st.r.Get(item)
+		switch {
+		case errors.Is(err, replica.ErrNotFound):
+			return nil, nil
+		case err != nil:
+			return nil, err
+		case s.gone(item, doc):
+			return nil, nil
+		}
+		v := stringAt(doc, scan.Path)
+		if v == nil || !bytes.HasPrefix(key[1:], index.Term(scan.Path, index.StringValue(string(v)))) {
+			return nil, nil // changed since its entry was made
+		}
+		return v, nil
+	}
+	return nil, nil
 }
 
 // scanBucket offers sel every entry of the bounded term b that the scope
