@@ -401,7 +401,9 @@ func lookupBuiltin(upper string) (builtin, bool) {
 		return builtin{1, 2, func(a []value) value {
 			bin := 1.0
 			if len(a) == 2 {
-				if a[1].k != kNum || a[1].n <= 0 {
+				// A negative bin rounds to its multiples too: NUMBERBIN(37.752,
+				// -100) is 100 (Cosmos DB's own example); only 0 has none.
+				if a[1].k != kNum || a[1].n == 0 || math.IsNaN(a[1].n) {
 					return undef
 				}
 				bin = a[1].n
