@@ -152,6 +152,9 @@ func (e *Engine) ReadFeed(ctx context.Context, db, coll string, scope Scope, max
 		if err != nil || json.Unmarshal(raw, &tok) != nil || tok.ScopeHi == nil {
 			return Page{}, invalidContinuation("it is not a continuation of a read feed")
 		}
+		if tok.Container != c.Internal {
+			return Page{}, invalidContinuation("it belongs to another container")
+		}
 		sc, err := resumeScope(replica.Span{Lower: tok.ScopeLo, Upper: tok.ScopeHi}, r.span)
 		if err != nil {
 			return Page{}, err
@@ -188,7 +191,7 @@ func (e *Engine) ReadFeed(ctx context.Context, db, coll string, scope Scope, max
 		return Page{}, translate(err)
 	}
 	if more {
-		raw, _ := json.Marshal(feedToken{ScopeLo: r.span.Lower, ScopeHi: r.span.Upper, Key: last})
+		raw, _ := json.Marshal(feedToken{Container: c.Internal, ScopeLo: r.span.Lower, ScopeHi: r.span.Upper, Key: last})
 		p.Continuation = base64.RawURLEncoding.EncodeToString(raw)
 	}
 	p.Loaded = len(p.Items)
@@ -197,13 +200,17 @@ func (e *Engine) ReadFeed(ctx context.Context, db, coll string, scope Scope, max
 	return p, nil
 }
 
-// feedToken is a read feed's continuation: the last item key read, and the
-// span of item keys the feed reads (a child range continuing its parent's
-// token reads its own part of it; see queryToken).
+// feedToken is a read feed's continuation: its container, the last item
+// key read, and the span of item keys the feed reads (a child range
+// continuing its parent's token reads its own part of it; see queryToken).
+// The container is its internal id, new for a container recreated with
+// the same name: item keys mean nothing in another (a token sent to
+// another container skipped its first items).
 type feedToken struct {
-	ScopeLo []byte `json:"a"`
-	ScopeHi []byte `json:"b"`
-	Key     []byte `json:"k"`
+	Container uint64 `json:"c"`
+	ScopeLo   []byte `json:"a"`
+	ScopeHi   []byte `json:"b"`
+	Key       []byte `json:"k"`
 }
 
 // Query is a SQL query request.

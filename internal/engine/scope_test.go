@@ -200,3 +200,42 @@ func TestFeedTokenNotWider(t *testing.T) {
 		t.Errorf("the token on its own range: %v", err)
 	}
 }
+
+// TestFeedTokenOfAnotherContainer: a read feed's continuation resumes only
+// its own container's feed: sent to another container, or to its own
+// deleted and created again, it is refused (both answered 200 and skipped
+// the items whose keys sort before the token's, a container hunt).
+func TestFeedTokenOfAnotherContainer(t *testing.T) {
+	e := testEngine(t)
+	def := []byte(`{"id":"o","partitionKey":{"paths":["/pk"]}}`)
+	if _, err := e.CreateContainer("db", def, Throughput{Manual: 400}); err != nil {
+		t.Fatal(err)
+	}
+	for _, coll := range []string{"k", "o"} {
+		for i := range 6 {
+			body := fmt.Sprintf(`{"id":"i%d","pk":"p%d"}`, i, i%3)
+			if _, err := e.WriteItem(t.Context(), Write{DB: "db", Container: coll, Kind: Create, PK: pkN(i % 3), Body: []byte(body)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	first, err := e.ReadFeed(t.Context(), "db", "k", Scope{}, 2, "")
+	if err != nil || first.Continuation == "" {
+		t.Fatalf("first page: %v, continuation %q", err, first.Continuation)
+	}
+	if _, err := e.ReadFeed(t.Context(), "db", "o", Scope{}, 2, first.Continuation); code(err) != 400 || !strings.Contains(fmt.Sprint(err), "Invalid Continuation Token") {
+		t.Errorf("k's token on container o: %v, want 400 Invalid Continuation Token", err)
+	}
+	if _, err := e.ReadFeed(t.Context(), "db", "k", Scope{}, 2, first.Continuation); err != nil {
+		t.Errorf("the token on its own container: %v", err)
+	}
+	if err := e.DeleteContainer("db", "k", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateContainer("db", []byte(`{"id":"k","partitionKey":{"paths":["/pk"]}}`), Throughput{Manual: 400}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.ReadFeed(t.Context(), "db", "k", Scope{}, 2, first.Continuation); code(err) != 400 {
+		t.Errorf("the token on its container created again: %v, want 400", err)
+	}
+}
