@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -151,6 +152,39 @@ func TestDatabasesInCreationOrder(t *testing.T) {
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("Databases() = %v, want the creation order %v", got, want)
+		}
+	}
+}
+
+// TestGeospatialConfig: a container's geospatialConfig is Geography (the
+// default, also for null); Geometry is refused as not supported (it was
+// stored and evaluated as geography: a container hunt), and any other
+// type as invalid.
+func TestGeospatialConfig(t *testing.T) {
+	c, st := openCatalog(t, newMemBackend())
+	defer st.Close()
+	if _, err := c.CreateDatabase("db", Throughput{}); err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		config string
+		ok     bool
+	}{
+		{`{"type":"Geography"}`, true},
+		{`null`, true},
+		{`{"type":"Geometry"}`, false},
+		{`{"type":"Bogus"}`, false},
+		{`{}`, false},
+		{`"Geography"`, false},
+	} {
+		def := fmt.Sprintf(`{"id":"k%d","partitionKey":{"paths":["/pk"]},"geospatialConfig":%s}`, i, tc.config)
+		k, err := c.CreateContainer("db", []byte(def), Throughput{})
+		if _, invalid := errors.AsType[*InvalidError](err); tc.ok != (err == nil) || (!tc.ok && !invalid) {
+			t.Errorf("geospatialConfig %s: %v; want ok %v", tc.config, err, tc.ok)
+			continue
+		}
+		if tc.ok && !strings.Contains(string(k.JSON()), `"geospatialConfig":{"type":"Geography"}`) {
+			t.Errorf("geospatialConfig %s: stored %s", tc.config, k.JSON())
 		}
 	}
 }

@@ -122,6 +122,9 @@ func parseDefinition(body []byte, current *partition.Definition) (definition, er
 	}
 	setDefault("indexingPolicy", defaultIndexingPolicy)
 	setDefault("conflictResolutionPolicy", defaultConflictPolicy)
+	if g := obj.Get("geospatialConfig"); g != nil && g.Type() == fastjson.TypeNull {
+		obj.Del("geospatialConfig") // null is the default, as for the indexing policy
+	}
 	setDefault("geospatialConfig", defaultGeospatial)
 	rawPolicy := document.AppendJSON(nil, obj.Get("indexingPolicy"))
 	_, err = index.ParsePolicy(rawPolicy)
@@ -135,6 +138,9 @@ func parseDefinition(body []byte, current *partition.Definition) (definition, er
 		return definition{}, err
 	}
 	if err := checkVectorPolicy(obj.Get("vectorEmbeddingPolicy"), obj.Get("indexingPolicy")); err != nil {
+		return definition{}, err
+	}
+	if err := checkGeospatial(obj.Get("geospatialConfig")); err != nil {
 		return definition{}, err
 	}
 	normalizePolicy(&a, obj.Get("indexingPolicy"))
@@ -306,4 +312,28 @@ func conflictPolicyOf(body []byte) conflictPolicy {
 		p.path, p.procedure = "", d.P.Procedure
 	}
 	return p
+}
+
+// checkGeospatial checks a container's geospatialConfig. Geography (the
+// default: WGS-84 longitude and latitude, the model package geo evaluates)
+// is served; Geometry (planar coordinates, flat distances and areas) is
+// refused as not supported rather than stored and evaluated as geography:
+// ST_DISTANCE([0,0], [3,4]) answered 554,059 m where a Geometry container
+// answers 5 (a container hunt).
+func checkGeospatial(v *fastjson.Value) error {
+	if v.Type() != fastjson.TypeObject {
+		return invalid("geospatialConfig must be an object such as {\"type\":\"Geography\"}")
+	}
+	t := v.Get("type")
+	if t == nil || t.Type() != fastjson.TypeString {
+		return invalid("geospatialConfig.type must be a string: Geography or Geometry")
+	}
+	switch s := string(t.GetStringBytes()); {
+	case strings.EqualFold(s, "Geography"):
+		return nil
+	case strings.EqualFold(s, "Geometry"):
+		return invalid("geospatialConfig.type Geometry (planar coordinates) is not supported: Partita evaluates spatial functions on geography only; use Geography")
+	default:
+		return invalid(fmt.Sprintf("geospatialConfig.type %q is invalid: want Geography or Geometry", s))
+	}
 }

@@ -18,8 +18,8 @@
 // closest points, which are found on the sphere. The Cosmos DB documentation's ST_DISTANCE
 // example (3345.2698 m and 1907438.4213 m) is reproduced to within 1e-7 of each distance.
 //
-// Not modelled: the Geometry spatial type (a container's geospatialConfig "Geometry", planar
-// coordinates): every shape is geography.
+// Not modelled: the Geometry spatial type (planar coordinates): the catalog refuses a container
+// whose geospatialConfig is "Geometry", so every shape here is geography.
 package geo
 
 import (

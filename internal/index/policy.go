@@ -82,7 +82,8 @@ func (p *Policy) Automatic() bool { return p.automatic }
 // raw, or the JSON null, yields the default policy. Errors are *PolicyError.
 //
 // Accepted, following Cosmos DB:
-//   - indexingMode "consistent", "lazy" (indexed like consistent) or "none",
+//   - indexingMode "consistent", "lazy" (indexed like consistent; a policy
+//     stored by an earlier version, as CheckNew refuses it) or "none",
 //     case-insensitive; default "consistent". With "none" the paths are
 //     still syntax-checked but otherwise ignored.
 //   - automatic: a boolean, default true.
@@ -249,8 +250,9 @@ func ParsePolicy(raw []byte) (*Policy, error) {
 }
 
 // CheckNew checks what ParsePolicy does not need to use a policy but
-// Cosmos DB refuses: a composite index naming a path twice, a spatial index
-// of an unknown type or without a path pattern. It is for a policy a
+// Cosmos DB refuses: the lazy mode, the mode none with automatic true, a
+// composite index naming a path twice, a spatial index of an unknown type or
+// without a path pattern. It is for a policy a
 // request brings (a container created or replaced), not for one already
 // stored, which an earlier version accepted and must still load. raw must
 // have passed ParsePolicy.
@@ -259,6 +261,17 @@ func CheckNew(raw []byte) error {
 	root, err := jp.ParseBytes(raw)
 	if err != nil || root.Type() != fastjson.TypeObject {
 		return nil // ParsePolicy's to refuse, or the default
+	}
+	if m := member(root, "indexingMode"); m != nil {
+		switch strings.ToLower(string(m.GetStringBytes())) {
+		case "lazy":
+			// Cosmos DB has taken no new lazy policy since 2020.
+			return policyErrorf("indexingMode lazy is not supported for a new indexing policy: use consistent or none")
+		case "none":
+			if a := member(root, "automatic"); a != nil && a.Type() == fastjson.TypeTrue {
+				return policyErrorf("Indexing mode value cannot be 'none' when automatic indexing is specified as 'true'.")
+			}
+		}
 	}
 	composites, _ := arrayMember(root, "compositeIndexes")
 	for i, c := range composites {

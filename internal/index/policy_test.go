@@ -158,6 +158,8 @@ func TestCheckNew(t *testing.T) {
 		`{"spatialIndexes":[{"path":"loc","types":["Point"]}]}`,
 		`{"spatialIndexes":[{"path":"/loc/*","types":"Point"}]}`,
 		`{"spatialIndexes":["/loc/*"]}`,
+		`{"indexingMode":"lazy"}`,
+		`{"indexingMode":"None","automatic":true}`,
 	} {
 		if _, err := ParsePolicy([]byte(in)); err != nil {
 			t.Errorf("ParsePolicy(%s) = %v, want it to load", in, err)
@@ -170,6 +172,7 @@ func TestCheckNew(t *testing.T) {
 		"", "null", `{}`, defaultPolicyJSON,
 		`{"compositeIndexes":[[{"path":"/a"},{"path":"/b"}],[{"path":"/a"},{"path":"/b","order":"descending"}]]}`,
 		`{"spatialIndexes":[{"path":"/location/*","types":["Point","LineString","Polygon","MultiPolygon"]},{"path":"/p/?","types":[]}]}`,
+		`{"indexingMode":"none","automatic":false}`, `{"indexingMode":"none"}`, `{"indexingMode":"Consistent","automatic":true}`,
 	} {
 		if err := CheckNew([]byte(in)); err != nil {
 			t.Errorf("CheckNew(%s) = %v, want nil", in, err)
