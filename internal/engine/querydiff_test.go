@@ -59,11 +59,14 @@ var qdStrings = []string{`""`, `"a"`, `"A"`, `"ab"`, `"abc"`, `"b"`, `"é"`, `"�
 
 func (g *qdGen) longString() string {
 	var s string
-	switch g.r.IntN(3) {
+	switch g.r.IntN(4) {
 	case 0:
 		s = strings.Repeat("q", index.StringTermBytes-3+g.r.IntN(8))
 	case 1:
 		s = strings.Repeat("é", index.StringTermBytes/2-2+g.r.IntN(4))
+	case 2:
+		// Longer than the value a continuation carries (maxTokenValue).
+		s = strings.Repeat("q", maxTokenValue-2+g.r.IntN(4))
 	default:
 		s = strings.Repeat("q", index.StringTermBytes-1) + "é"
 	}
