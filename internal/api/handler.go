@@ -463,14 +463,19 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r = authed
-	if h.cfg.Replicated && (h.linearizable(r) || !h.readsOnly(r)) && catalogBound(r.URL.Path) {
+	if h.cfg.Replicated && (h.linearizable(r) || h.sessionBound(r) || !h.readsOnly(r)) && catalogBound(r.URL.Path) {
 		// Before anything is looked up, the permission of a resource
 		// token included: a change acknowledged through another node
 		// (a container deleted) is in this node's catalog. Every request
-		// but those that only read at a level weaker than Strong: a
-		// query at Session or Eventual through a node cut off from etcd
-		// reads its applied state, as its point reads and feeds do (a
-		// bug hunt found queries answering 503 there).
+		// but those that only read at a level weaker than Strong with no
+		// session to honour: a query at Session or Eventual through a
+		// node cut off from etcd reads its applied state, as its point
+		// reads and feeds do (a bug hunt found queries answering 503
+		// there). A session token names ranges and LSNs, which a
+		// container created again under the name has too: read through a
+		// node paused while the container was deleted and created again,
+		// the old container's keyspace passed the new one's token and
+		// served the deleted items (a cluster hunt).
 		if err := h.eng.CatalogCurrent(r.Context()); err != nil {
 			h.writeError(w, r, err)
 			return

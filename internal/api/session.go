@@ -143,6 +143,13 @@ func (h *Handler) sessionAvailable(r *http.Request, toks []engine.SessionToken) 
 	}
 }
 
+// sessionBound reports whether r is a session read carrying a session
+// token: what it must see was written through a catalog current then, so
+// it reads through a current one too.
+func (h *Handler) sessionBound(r *http.Request) bool {
+	return h.readLevel(r) == consistencyStrength["session"] && strings.TrimSpace(r.Header.Get("x-ms-session-token")) != ""
+}
+
 // linearizable reports whether r reads at a level that must see every
 // write acknowledged before it (Strong, BoundedStaleness): the level it
 // asks for, else the account's default.
