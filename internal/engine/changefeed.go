@@ -105,7 +105,7 @@ const maxTxnPageBytes = 32 << 20
 // size if need be, as Cosmos DB's change feed does (maxTxnPageBytes). Errors: 404; 410/1002 for a range id
 // that no longer exists; 400 for a bad sub-range or position.
 func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFeed) (ChangePage, error) {
-	c, release, err := e.readContainer(ctx, db, coll)
+	c, release, err := e.readContainer(ctx, db, coll, req.Scope.RangeID)
 	if err != nil {
 		return ChangePage{}, err
 	}

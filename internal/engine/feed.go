@@ -136,7 +136,7 @@ func (e *Engine) pageLimit(maxItems int) int {
 // restricted to scope, resuming after continuation. Errors: 404, 410/1002
 // for a range id that no longer exists, 400 for a bad continuation.
 func (e *Engine) ReadFeed(ctx context.Context, db, coll string, scope Scope, maxItems int, continuation string) (Page, error) {
-	c, release, err := e.readContainer(ctx, db, coll)
+	c, release, err := e.readContainer(ctx, db, coll, scope.RangeID)
 	if err != nil {
 		return Page{}, err
 	}

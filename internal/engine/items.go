@@ -232,7 +232,7 @@ func (e *Engine) PatchItem(ctx context.Context, ref ItemRef, pk document.Partiti
 // missing or malformed partition key. Reads take no lock: they see the last
 // committed version.
 func (e *Engine) ReadItem(ctx context.Context, ref ItemRef, pk document.PartitionKey, ifNoneMatch string) (Result, error) {
-	c, release, err := e.readContainer(ctx, ref.DB, ref.Container)
+	c, release, err := e.readContainer(ctx, ref.DB, ref.Container, "")
 	if err != nil {
 		return Result{}, err
 	}

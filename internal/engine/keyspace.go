@@ -65,11 +65,25 @@ func (e *Engine) readReplica(ctx context.Context, ks uint64) (replica.Replica, e
 // of ranges to keyspaces until release: a separation cannot collect data
 // the read may still look for. The read's session (WithSession) must be
 // reached in the keyspaces of the mapping held, else it fails with
-// SessionBehind.
-func (e *Engine) readContainer(ctx context.Context, db, coll string) (c *catalog.Container, release func(), err error) {
+// SessionBehind. A read addressed to a range (rangeID, "" for none) this
+// node's catalog does not know, but a split since it last heard from the
+// others may have made (unseenRange), first syncs the catalog: a node
+// resumed after a split answered 410/1002 "gone" for the split's children
+// until its catalog caught up (a cluster hunt).
+func (e *Engine) readContainer(ctx context.Context, db, coll, rangeID string) (c *catalog.Container, release func(), err error) {
 	c, err = e.owner(db, coll)
 	if err != nil {
 		return nil, nil, err
+	}
+	if rangeID != "" && e.cat.Shared() && unseenRange(c, rangeID) {
+		sctx, cancel := context.WithTimeout(ctx, catalogSyncWait)
+		err := e.cat.Sync(sctx)
+		cancel()
+		if err == nil {
+			if c, err = e.owner(db, coll); err != nil {
+				return nil, nil, err
+			}
+		}
 	}
 	release = e.maps.shared(c.Internal)
 	if cur, err := e.cat.Container(db, coll); err == nil && cur.Internal == c.Internal {

@@ -245,7 +245,7 @@ func (t queryToken) encode() string {
 // resumes where it stopped; others are evaluated whole for each page.
 func (e *Engine) QueryItems(ctx context.Context, db, coll string, scope Scope, q Query) (Page, error) {
 	start := time.Now()
-	c, release, err := e.readContainer(ctx, db, coll)
+	c, release, err := e.readContainer(ctx, db, coll, scope.RangeID)
 	if err != nil {
 		return Page{}, err
 	}

@@ -67,7 +67,7 @@ func (e *Engine) QueryPlan(ctx context.Context, db, coll string, q Query) ([]byt
 // refusal of a cross-partition query that needs merging.
 func (e *Engine) ExplainQuery(ctx context.Context, db, coll string, scope Scope, q Query) (plan.Physical, error) {
 	start := time.Now()
-	c, release, err := e.readContainer(ctx, db, coll)
+	c, release, err := e.readContainer(ctx, db, coll, scope.RangeID)
 	if err != nil {
 		return plan.Physical{}, err
 	}

@@ -42,7 +42,7 @@ func BenchmarkQueryPrepare(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				c, release, err := e.readContainer(b.Context(), "db", "q")
+				c, release, err := e.readContainer(b.Context(), "db", "q", "")
 				if err != nil {
 					b.Fatal(err)
 				}

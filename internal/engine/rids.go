@@ -115,7 +115,7 @@ func (e *Engine) RIDNames(path []RIDPair) (_ []RIDPair, ok bool, err error) {
 // write would. Errors: 404 when no live item of that partition has the
 // _rid.
 func (e *Engine) ItemIDByRID(ctx context.Context, db, coll string, pk document.PartitionKey, rid string, write bool) (string, error) {
-	c, release, err := e.readContainer(ctx, db, coll)
+	c, release, err := e.readContainer(ctx, db, coll, "")
 	if err != nil {
 		return "", err
 	}
