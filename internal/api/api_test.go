@@ -731,3 +731,57 @@ func TestReadAllDeclared(t *testing.T) {
 		t.Errorf("a body of unknown size: len %d, %v", len(b), err)
 	}
 }
+
+// TestRIDShapedDatabaseName: a database whose name is another database's
+// _rid is addressed by its name when the request is signed over the path
+// of names, as the Go and JS SDKs sign it, and the other database by its
+// _rid when signed over the _rid: DELETE /dbs/<the other's _rid> signed
+// as a path of names deleted the other database (a protocol hunt). A path
+// of a database named like a _rid that names none, signed over its last
+// segment lower-cased as if it were a _rid, is 404: that signature would
+// serve every path ending in that segment.
+func TestRIDShapedDatabaseName(t *testing.T) {
+	srv := newTestHandler(t, Config{})
+	_, b := do(t, srv, http.MethodPost, "/dbs", nil, `{"id":"victim"}`)
+	var victim struct {
+		RID string `json:"_rid"`
+	}
+	if err := json.Unmarshal(b, &victim); err != nil || victim.RID == "" {
+		t.Fatalf("create victim: %s", b)
+	}
+	if resp, b := do(t, srv, http.MethodPost, "/dbs", nil, fmt.Sprintf(`{"id":%q}`, victim.RID)); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create a database named %s: %d %s", victim.RID, resp.StatusCode, b)
+	}
+	idOf := func(body []byte) string {
+		var d struct {
+			ID string `json:"id"`
+		}
+		json.Unmarshal(body, &d)
+		return d.ID
+	}
+	path := "/dbs/" + victim.RID
+	if resp, b := do(t, srv, http.MethodGet, path, nil, ""); resp.StatusCode != http.StatusOK || idOf(b) != victim.RID {
+		t.Errorf("GET %s signed over its names: %d %s, want the database named %s", path, resp.StatusCode, b, victim.RID)
+	}
+	if resp, b := doSigned(t, srv, testKey, http.MethodGet, path, strings.ToLower(victim.RID), nil, ""); resp.StatusCode != http.StatusOK || idOf(b) != "victim" {
+		t.Errorf("GET %s signed over the _rid: %d %s, want victim", path, resp.StatusCode, b)
+	}
+	if resp, b := do(t, srv, http.MethodDelete, path, nil, ""); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE %s signed over its names: %d %s", path, resp.StatusCode, b)
+	}
+	if resp, _ := do(t, srv, http.MethodGet, "/dbs/victim", nil, ""); resp.StatusCode != http.StatusOK {
+		t.Errorf("victim after DELETE %s: %d, want it still there", path, resp.StatusCode)
+	}
+
+	// Named like a _rid no database has.
+	do(t, srv, http.MethodPost, "/dbs", nil, `{"id":"Zm9vYg=="}`)
+	do(t, srv, http.MethodPost, "/dbs/Zm9vYg==/colls", nil, `{"id":"k","partitionKey":{"paths":["/pk"]}}`)
+	pk := map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}
+	do(t, srv, http.MethodPost, "/dbs/Zm9vYg==/colls/k/docs", pk, `{"id":"x","pk":"a"}`)
+	if resp, b := do(t, srv, http.MethodGet, "/dbs/Zm9vYg==/colls/k/docs/x", pk, ""); resp.StatusCode != http.StatusOK {
+		t.Errorf("GET of an item in a database named like a _rid, signed over its names: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := doSigned(t, srv, testKey, http.MethodGet, "/dbs/Zm9vYg==/colls/k/docs/x", "x", pk, ""); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET of that item signed over its last segment lower-cased: %d %s, want 404", resp.StatusCode, b)
+	}
+}

@@ -457,7 +457,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	// forged type=master requests there, until they filled the slots kept
 	// for the account's keys).
 	link := ridLink(r)
-	p, authed, err := h.authenticate(r, link)
+	p, authed, byName, err := h.authenticate(r, link)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -481,8 +481,14 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if link != "" {
-		r, err = h.ridAddressed(r)
+	if link != "" && !byName {
+		// A path whose database segment has a _rid's shape, signed over
+		// its last _rid (or by a token, which names no link): a path of
+		// resource ids. Signed over the path of names, it is one: a
+		// database named like another's _rid is that database, not the
+		// other (a protocol hunt: DELETE /dbs/AAAAbg== signed as the Go
+		// and JS SDKs sign it deleted the database whose _rid it was).
+		r, err = h.ridAddressed(r, !p.Signed)
 	}
 	if err == nil {
 		err = h.grantCurrent(p)
@@ -540,15 +546,17 @@ func (s *statusWriter) WriteHeader(code int) {
 // database) or replaced since revokes it.
 //
 // It returns the request to serve: r, or r addressing an id that ends in
-// '?' (signedQuestionMark).
-func (h *Handler) authenticate(r *http.Request, link string) (auth.Principal, *http.Request, error) {
+// '?' (signedQuestionMark); and byName, whether a path of link's shape
+// (ridLink) was signed over its own link, as a path of names, rather than
+// over link.
+func (h *Handler) authenticate(r *http.Request, link string) (p auth.Principal, authed *http.Request, byName bool, err error) {
 	date := headerValue(r.Header, "x-ms-date")
 	if date == "" {
 		date = r.Header.Get("Date")
 	}
 	req := auth.Request{Method: r.Method, RawPath: r.URL.EscapedPath(), Authorization: r.Header.Get("Authorization"), Date: date, Link: link}
 	now := h.now()
-	p, err := h.verify.Authenticate(req, now)
+	p, err = h.verify.Authenticate(req, now)
 	if ae, ok := errors.AsType[*auth.Error](err); ok && ae.Reason == auth.BadSignature && link != "" {
 		// A path of resource ids signed as a path of names (a database
 		// named like a _rid that names none): the path's own link.
@@ -568,23 +576,23 @@ func (h *Handler) authenticate(r *http.Request, link string) (auth.Principal, *h
 		if errors.As(err, &ae) {
 			switch ae.Reason {
 			case auth.BadPath:
-				return auth.Principal{}, nil, status.New(http.StatusBadRequest, ae.Msg).Wrap(err)
+				return auth.Principal{}, nil, false, status.New(http.StatusBadRequest, ae.Msg).Wrap(err)
 			case auth.NoRole, auth.ResourceExpired:
 				// The token is authentic but grants nothing here (now): retrying with the
 				// same one cannot help, so 403, as Cosmos DB answers RBAC denials and
 				// expired resource tokens, not 401.
-				return auth.Principal{}, nil, status.New(http.StatusForbidden, ae.Msg).Wrap(err)
+				return auth.Principal{}, nil, false, status.New(http.StatusForbidden, ae.Msg).Wrap(err)
 			}
-			return auth.Principal{}, nil, status.New(http.StatusUnauthorized, ae.Msg).Wrap(err)
+			return auth.Principal{}, nil, false, status.New(http.StatusUnauthorized, ae.Msg).Wrap(err)
 		}
-		return auth.Principal{}, nil, err
+		return auth.Principal{}, nil, false, err
 	}
 	if h.cfg.EmulatorIDQuirks {
 		if err := emulatorPathCheck(r.URL.EscapedPath()); err != nil {
-			return auth.Principal{}, nil, err
+			return auth.Principal{}, nil, false, err
 		}
 	}
-	return p, r, nil
+	return p, r, link != "" && req.Link == "", nil
 }
 
 // grantCurrent refuses (401) a resource token whose permission was deleted

@@ -62,12 +62,16 @@ func ridLink(r *http.Request) string {
 	return strings.ToLower(id)
 }
 
-// ridAddressed returns r, whose path has a _rid's shape (ridLink), with a
-// path of resource ids replaced by the path of names it stands for: when
-// its database segment is the _rid of a database, or is no database's
-// name. Errors: 404 for a resource id that names nothing (asked once the
-// request is authenticated: before, it would tell anyone which ids exist).
-func (h *Handler) ridAddressed(r *http.Request) (*http.Request, error) {
+// ridAddressed returns r, whose path has a _rid's shape (ridLink) and was
+// not signed as a path of names, with the path of resource ids replaced by
+// the path of names it stands for. When its database segment is the _rid
+// of no database, r is served as it is if names allows (a token, which
+// names no link) and a database is named so. Errors: 404 for a resource id
+// that names nothing (asked once the request is authenticated: before, it
+// would tell anyone which ids exist), and for a path signed over its last
+// _rid that is not one: that signature, over one lower-cased segment,
+// would serve any path ending in it.
+func (h *Handler) ridAddressed(r *http.Request, names bool) (*http.Request, error) {
 	segs := strings.Split(strings.Trim(r.URL.EscapedPath(), "/"), "/")
 	for i, s := range segs {
 		u, err := url.PathUnescape(s)
@@ -80,18 +84,18 @@ func (h *Handler) ridAddressed(r *http.Request) (*http.Request, error) {
 	for i := 0; i+1 < len(segs); i += 2 {
 		pairs = append(pairs, engine.RIDPair{Type: segs[i], ID: segs[i+1]})
 	}
-	names, ok, err := h.eng.RIDNames(pairs)
+	resolved, ok, err := h.eng.RIDNames(pairs)
 	switch {
 	case err != nil:
 		return r, err
 	case !ok:
-		if _, err := h.eng.ReadDatabase(pairs[0].ID); err == nil {
+		if _, err := h.eng.ReadDatabase(pairs[0].ID); err == nil && names {
 			return r, nil // a database named so
 		}
 		return r, status.NotFound()
 	}
 	var path, escaped strings.Builder
-	for _, p := range names {
+	for _, p := range resolved {
 		path.WriteString("/" + p.Type + "/" + p.ID)
 		escaped.WriteString("/" + p.Type + "/" + url.PathEscape(p.ID))
 	}
@@ -104,7 +108,7 @@ func (h *Handler) ridAddressed(r *http.Request) (*http.Request, error) {
 	u.Path, u.RawPath = path.String(), escaped.String()
 	r2.URL = &u
 	r2.RequestURI = u.RequestURI()
-	if len(names) >= 3 && names[2].Type == "docs" {
+	if len(resolved) >= 3 && resolved[2].Type == "docs" {
 		r2 = r2.WithContext(context.WithValue(r2.Context(), ridItemKey{}, true))
 	}
 	return r2, nil

@@ -46,6 +46,10 @@ func (a Access) String() string {
 type Principal struct {
 	Access Access
 	Grant  *Grant // non-nil exactly when Access is Scoped
+	// Signed: a master token, whose signature covers the request's link
+	// (Request.Link, else the path's own); a token of the other types
+	// names no link.
+	Signed bool
 }
 
 // DefaultMaxSkew is the allowed |x-ms-date - now| when Config.MaxSkew is zero; the service
@@ -202,7 +206,7 @@ func (v *Verifier) Authenticate(r Request, now time.Time) (Principal, error) {
 	if err != nil {
 		return Principal{}, err
 	}
-	return Principal{Access: a}, nil
+	return Principal{Access: a, Signed: bytes.EqualFold(tok.typ, []byte("master"))}, nil
 }
 
 // put returns st to the pool unless it has grown too large to keep.
