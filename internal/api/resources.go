@@ -155,13 +155,13 @@ func (h *Handler) listOrQuery(w http.ResponseWriter, r *http.Request, rid, key s
 		if qerr != nil {
 			return qerr
 		}
-		p, err = h.eng.QueryResources(r.Context(), resources, q)
+		p, err = h.eng.QueryResources(r.Context(), key+"/"+rid, resources, q)
 	} else {
 		n, nerr := maxItemCount(r)
 		if nerr != nil {
 			return nerr
 		}
-		p, err = h.eng.ListResources(resources, n, r.Header.Get(hdrContinuation))
+		p, err = h.eng.ListResources(key+"/"+rid, resources, n, r.Header.Get(hdrContinuation))
 	}
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"hash/fnv"
 	"net/http"
 	"slices"
 	"strings"
@@ -306,8 +307,10 @@ func featuresRefused(missing []string) *status.Error {
 }
 
 // QueryResources runs a query over metadata resources (databases,
-// containers, offers), all in memory.
-func (e *Engine) QueryResources(ctx context.Context, resources [][]byte, q Query) (Page, error) {
+// containers, offers), all in memory: feed's (its resource type and
+// parent, such as "colls" and the database's _rid), whose continuations
+// resume no other feed's query.
+func (e *Engine) QueryResources(ctx context.Context, feed string, resources [][]byte, q Query) (Page, error) {
 	_, prog, err := compile(q)
 	if err != nil {
 		return Page{}, err
@@ -325,7 +328,7 @@ func (e *Engine) QueryResources(ctx context.Context, resources [][]byte, q Query
 	if err != nil {
 		return Page{}, translate(err)
 	}
-	tok, err := q.token(0, nil) // evaluated whole: only its own text resumes it
+	tok, err := q.token(feedID(feed), nil) // evaluated whole: only its own text, in its own feed, resumes it
 	if err != nil || tok.Key != nil {
 		return Page{}, invalidContinuation("it does not belong to this query")
 	}
@@ -336,21 +339,28 @@ func (e *Engine) QueryResources(ctx context.Context, resources [][]byte, q Query
 }
 
 // ListResources pages a list of metadata resources (GET /dbs and the like)
-// in creation order (feedOrder). The continuation is the order key of the
-// last resource returned, and the next page starts at the first resource
-// after it, whatever was created or deleted in between: a resource deleted
-// from a page already read — the last returned included — skips nothing,
-// and none is returned twice (a review: a database deleted after the first
-// page made the next one skip a database).
-func (e *Engine) ListResources(resources [][]byte, maxItems int, continuation string) (Page, error) {
+// in creation order (feedOrder): feed's, as for QueryResources. The
+// continuation is the feed's id and the order key of the last resource
+// returned, and the next page starts at the first resource after it,
+// whatever was created or deleted in between: a resource deleted from a
+// page already read — the last returned included — skips nothing, and none
+// is returned twice (a review: a database deleted after the first page
+// made the next one skip a database). Another feed's continuation is
+// refused: a /dbs token on a database's containers listed none of them,
+// with no continuation (a protocol hunt).
+func (e *Engine) ListResources(feed string, resources [][]byte, maxItems int, continuation string) (Page, error) {
 	resources, keys := feedOrder(resources)
+	id := binary.BigEndian.AppendUint64([]byte{feedTokenTag}, feedID(feed))
 	start := 0
 	if continuation != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(continuation)
-		if err != nil || len(raw) < 2 || raw[0] != feedTokenTag {
-			return Page{}, status.BadRequest("invalid continuation token")
+		if err != nil || len(raw) <= len(id) || raw[0] != feedTokenTag {
+			return Page{}, invalidContinuation("it is not a continuation of a resource feed")
 		}
-		after := raw[1:]
+		if !bytes.Equal(raw[:len(id)], id) {
+			return Page{}, invalidContinuation("it belongs to another feed")
+		}
+		after := raw[len(id):]
 		start, _ = slices.BinarySearchFunc(keys, after, func(k, after []byte) int {
 			return cmp.Or(bytes.Compare(k, after), -1) // the first key past after
 		})
@@ -358,9 +368,16 @@ func (e *Engine) ListResources(resources [][]byte, maxItems int, continuation st
 	end := min(len(resources), start+e.pageLimit(maxItems))
 	p := Page{Items: resources[start:end], Loaded: end - start, RU: throughput.QueryCost(end-start, 0, 1)}
 	if end < len(resources) && end > start {
-		p.Continuation = base64.RawURLEncoding.EncodeToString(append([]byte{feedTokenTag}, keys[end-1]...))
+		p.Continuation = base64.RawURLEncoding.EncodeToString(append(id, keys[end-1]...))
 	}
 	return p, nil
+}
+
+// feedID identifies a metadata feed in its continuations.
+func feedID(feed string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(feed))
+	return h.Sum64() | 1 // never 0, the container-less query's
 }
 
 // feedTokenTag opens a metadata feed's continuation (ListResources).

@@ -32,7 +32,7 @@ func TestListResourcesResumesAfterLast(t *testing.T) {
 		return out
 	}
 	all := []int{0, 1, 2, 3, 4, 5, 6, 7, 8}
-	p, err := e.ListResources(res(all...), 3, "")
+	p, err := e.ListResources("dbs/", res(all...), 3, "")
 	if err != nil || !slices.Equal(ids(p), []string{"z0", "z1", "z2"}) || p.Continuation == "" {
 		t.Fatalf("first page: %v %q %v", ids(p), p.Continuation, err)
 	}
@@ -47,7 +47,7 @@ func TestListResourcesResumesAfterLast(t *testing.T) {
 		{"the next deleted", []int{0, 1, 2, 4, 5, 6, 7, 8}, []string{"z4", "z5", "z6"}},
 		{"listed out of order", []int{8, 7, 6, 5, 4, 3, 2, 1, 0}, []string{"z3", "z4", "z5"}},
 	} {
-		next, err := e.ListResources(res(tc.now...), 3, p.Continuation)
+		next, err := e.ListResources("dbs/", res(tc.now...), 3, p.Continuation)
 		if err != nil || !slices.Equal(ids(next), tc.want) {
 			t.Errorf("%s: %v %v, want %v", tc.name, ids(next), err, tc.want)
 		}
@@ -56,7 +56,7 @@ func TestListResourcesResumesAfterLast(t *testing.T) {
 	var seen []string
 	tok := p.Continuation
 	for now := append(slices.Clone(all), 9); tok != ""; {
-		next, err := e.ListResources(res(now...), 3, tok)
+		next, err := e.ListResources("dbs/", res(now...), 3, tok)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,9 +67,26 @@ func TestListResourcesResumesAfterLast(t *testing.T) {
 		t.Errorf("the rest of the feed with z9 created: %v, want %v", seen, want)
 	}
 	for _, bad := range []string{"AAAAAAAAAAM", "!", "aw"} { // a position (the old form), not base64, a tag alone
-		if _, err := e.ListResources(res(all...), 3, bad); err == nil {
+		if _, err := e.ListResources("dbs/", res(all...), 3, bad); err == nil {
 			t.Errorf("continuation %q accepted", bad)
 		}
+	}
+	// Another feed's continuation (a database's containers) is refused: a
+	// /dbs token there listed nothing and ended the feed (a protocol hunt).
+	if _, err := e.ListResources("colls/AAAAAQ==", res(all...), 3, p.Continuation); code(err) != 400 {
+		t.Errorf("the database feed's continuation on a container feed: %v, want 400", err)
+	}
+	q := Query{Text: "SELECT * FROM r", MaxItems: 3}
+	first, err := e.QueryResources(t.Context(), "dbs/", res(all...), q)
+	if err != nil || first.Continuation == "" {
+		t.Fatalf("query, first page: %v %q", err, first.Continuation)
+	}
+	q.Continuation = first.Continuation
+	if _, err := e.QueryResources(t.Context(), "colls/AAAAAQ==", res(all...), q); code(err) != 400 {
+		t.Errorf("the database query's continuation in a container feed: %v, want 400", err)
+	}
+	if _, err := e.QueryResources(t.Context(), "dbs/", res(all...), q); err != nil {
+		t.Errorf("the query's continuation in its own feed: %v", err)
 	}
 }
 
@@ -87,7 +104,7 @@ func TestListOffersInCreationOrder(t *testing.T) {
 	var got []string
 	tok := ""
 	for {
-		p, err := e.ListResources(offers, 2, tok)
+		p, err := e.ListResources("offers/", offers, 2, tok)
 		if err != nil {
 			t.Fatal(err)
 		}
