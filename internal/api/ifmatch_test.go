@@ -161,3 +161,47 @@ func TestOfferMigration(t *testing.T) {
 		}
 	}
 }
+
+// TestOfferBodyNamesItsOffer: an offer replaced with a body naming another
+// offer (its id or its resource) is 400, as every other resource's replace
+// is; it replaced the offer of the URL (a protocol hunt).
+func TestOfferBodyNamesItsOffer(t *testing.T) {
+	srv := newTestHandler(t, Config{})
+	do(t, srv, http.MethodPost, "/dbs", nil, `{"id":"db"}`)
+	for _, c := range []string{"c1", "c2"} {
+		if resp, b := do(t, srv, http.MethodPost, "/dbs/db/colls", map[string]string{"x-ms-offer-throughput": "400"}, `{"id":"`+c+`","partitionKey":{"paths":["/pk"]}}`); resp.StatusCode != 201 {
+			t.Fatalf("create %s: %d %s", c, resp.StatusCode, b)
+		}
+	}
+	resp, b := do(t, srv, http.MethodGet, "/offers", nil, "")
+	var offers struct {
+		Offers []struct {
+			ID  string `json:"id"`
+			RID string `json:"offerResourceId"`
+			Res string `json:"resource"`
+		}
+	}
+	if resp.StatusCode != 200 || json.Unmarshal(b, &offers) != nil || len(offers.Offers) != 2 {
+		t.Fatalf("offers: %d %s", resp.StatusCode, b)
+	}
+	a, o := offers.Offers[0], offers.Offers[1]
+	body := func(id, rid string) string {
+		return `{"id":"` + id + `","offerVersion":"V2","offerResourceId":"` + rid + `","content":{"offerThroughput":500}}`
+	}
+	for _, tc := range []struct {
+		name, body string
+		code       int
+	}{
+		{"the other offer's body", body(o.ID, o.RID), 400},
+		{"the other offer's resource", body(a.ID, o.RID), 400},
+		{"its own body", body(a.ID, a.RID), 200},
+		{"no id", `{"content":{"offerThroughput":600}}`, 200},
+	} {
+		if resp, b := do(t, srv, http.MethodPut, "/offers/"+a.ID, nil, tc.body); resp.StatusCode != tc.code {
+			t.Errorf("PUT /offers/%s with %s: %d %s, want %d", a.ID, tc.name, resp.StatusCode, b, tc.code)
+		}
+	}
+	if _, b := do(t, srv, http.MethodGet, "/offers/"+o.ID, nil, ""); !strings.Contains(string(b), `"offerThroughput":400`) {
+		t.Errorf("the other offer changed: %s", b)
+	}
+}

@@ -479,7 +479,9 @@ func (h *Handler) replaceOffer(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var offer struct {
-		Content *struct {
+		ID              *string `json:"id"`
+		OfferResourceID *string `json:"offerResourceId"`
+		Content         *struct {
 			OfferThroughput *int               `json:"offerThroughput"`
 			Autopilot       *autopilotSettings `json:"offerAutopilotSettings"`
 		} `json:"content"`
@@ -496,6 +498,25 @@ func (h *Handler) replaceOffer(w http.ResponseWriter, r *http.Request) error {
 			return status.BadRequest("offer's %s must be %s, not %s", te.Field, want, te.Value)
 		}
 		return status.BadRequest("offer must be a JSON object with a content object")
+	}
+	// The body names the offer it replaces, if it names one, as every
+	// other resource's replace requires: another offer's body (its id and
+	// resource) replaced this one (a protocol hunt).
+	id := strings.ToLower(r.PathValue("id"))
+	if offer.ID != nil && !strings.EqualFold(*offer.ID, id) {
+		return status.BadRequest("the offer id %q in the body does not match the id %q in the URL", *offer.ID, id)
+	}
+	if offer.OfferResourceID != nil {
+		cur, err := h.eng.ReadOffer(id)
+		if err != nil {
+			return err
+		}
+		var stored struct {
+			OfferResourceID string `json:"offerResourceId"`
+		}
+		if json.Unmarshal(cur.Body, &stored) == nil && *offer.OfferResourceID != stored.OfferResourceID {
+			return status.BadRequest("the offerResourceId %q in the body is not offer %s's resource (%s)", *offer.OfferResourceID, id, stored.OfferResourceID)
+		}
 	}
 	var tp engine.Throughput
 	switch {
@@ -514,7 +535,7 @@ func (h *Handler) replaceOffer(w http.ResponseWriter, r *http.Request) error {
 	case isTrue(r, "x-ms-cosmos-migrate-offer-to-manual-throughput"):
 		migrate = engine.ToManual
 	}
-	res, err := h.eng.ReplaceOffer(strings.ToLower(r.PathValue("id")), tp, r.Header.Get("If-Match"), migrate)
+	res, err := h.eng.ReplaceOffer(id, tp, r.Header.Get("If-Match"), migrate)
 	if err != nil {
 		return err
 	}
