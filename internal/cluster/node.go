@@ -64,6 +64,11 @@ type NodeConfig struct {
 	// StartTimeout bounds how long the node waits for its etcd member to
 	// join the cluster (EtcdConfig.StartTimeout); 0 waits until ctx ends.
 	StartTimeout time.Duration
+	// Consistency is the account's default consistency level
+	// (--consistency), the same on every member: the first member to
+	// start records it, and a member started with another is refused.
+	// Empty: not checked.
+	Consistency string
 	// KeysFingerprint identifies the account keys this node runs with
 	// (KeysFingerprint); members whose keys differ are logged at start.
 	// Empty: not checked.
@@ -185,6 +190,11 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	n.placement = NewPlacement(memberIDs(members), cfg.Replicas)
 	if err := recordPlacement(ctx, n.etcd.Client(), n.placement); err != nil {
 		return nil, err
+	}
+	if cfg.Consistency != "" {
+		if err := recordConsistency(ctx, n.etcd.Client(), cfg.Consistency); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.KeysFingerprint != "" {
 		if err := checkKeys(ctx, n.etcd.Client(), self.ID, cfg.KeysFingerprint, lg); err != nil {

@@ -105,3 +105,25 @@ func TestCheckKeys(t *testing.T) {
 		t.Error("the read-only key does not count")
 	}
 }
+
+// TestRecordConsistency: the first member to start records the account's
+// default consistency level; a member started with the same one (case
+// aside) starts, one started with another is refused with
+// ErrConsistencyChanged naming the recorded level (a cluster hunt: a member
+// restarted without --consistency served the account at Session while the
+// others served it at Strong).
+func TestRecordConsistency(t *testing.T) {
+	e := startSingle(t, t.TempDir())
+	cli := e.Client()
+	ctx := opCtx(t)
+	if err := recordConsistency(ctx, cli, "Strong"); err != nil {
+		t.Fatalf("first record: %v", err)
+	}
+	if err := recordConsistency(ctx, cli, "strong"); err != nil {
+		t.Fatalf("the same level again: %v", err)
+	}
+	err := recordConsistency(ctx, cli, "Session")
+	if !errors.Is(err, ErrConsistencyChanged) || !strings.Contains(err.Error(), "--consistency Strong") {
+		t.Fatalf("another --consistency: %v, want ErrConsistencyChanged naming --consistency Strong", err)
+	}
+}

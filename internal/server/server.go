@@ -167,7 +167,7 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 	if cfg.Cluster.Addr != "" {
 		s.node, err = cluster.StartNode(ctx, cluster.NodeConfig{DataDir: cfg.Store.Dir, Addr: cfg.Cluster.Addr, Join: cfg.Cluster.Join,
 			Secret: []byte(cfg.Cluster.Secret), Store: st, Local: local, LogKeep: uint64(cfg.Cluster.RaftLogKeep),
-			SnapshotRate: int64(cfg.Cluster.SnapshotRateMB) << 20, Replicas: cfg.Cluster.Replicas, Logger: log, StartTimeout: cfg.Cluster.StartTimeout,
+			SnapshotRate: int64(cfg.Cluster.SnapshotRateMB) << 20, Replicas: cfg.Cluster.Replicas, Consistency: cfg.API.Consistency, Logger: log, StartTimeout: cfg.Cluster.StartTimeout,
 			KeysFingerprint: cluster.KeysFingerprint([]byte(cfg.Cluster.Secret), cfg.Auth.Key, cfg.Auth.ReadOnlyKey)})
 		if err != nil {
 			_ = st.Close()
