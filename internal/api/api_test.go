@@ -137,6 +137,7 @@ func TestErrorResponses(t *testing.T) {
 		msg          string
 	}{
 		{"unknown db", http.MethodGet, "/dbs/nope", nil, "", 404, "", "does not exist"},
+		{"empty segment", http.MethodDelete, "/dbs/db//colls/k", nil, "", 400, "", "empty segment"},
 		{"unknown container", http.MethodGet, "/dbs/db/colls/nope/docs/x", map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}, "", 404, "1003", "Owner resource does not exist"},
 		{"unknown item", http.MethodGet, "/dbs/db/colls/k/docs/nope", map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}, "", 404, "", "does not exist"},
 		{"missing pk header", http.MethodGet, "/dbs/db/colls/k/docs/x", nil, "", 400, "", "PartitionKey value must be supplied"},

@@ -625,6 +625,11 @@ func checkPathIDs(rawPath string) error {
 	if hasDotSegment(rawPath) {
 		return status.BadRequest("the request URL %q has a '.' or '..' segment: no resource has such an id, and URLs do not name resources relative to others", rawPath)
 	}
+	if strings.Contains(rawPath, "//") {
+		// Go's mux would answer a redirect to the path without it, an
+		// HTML page no SDK reads (a protocol hunt).
+		return status.BadRequest("the request URL %q has an empty segment: no resource has an empty id", rawPath)
+	}
 	if !strings.HasPrefix(rawPath, "/dbs/") {
 		return nil
 	}
