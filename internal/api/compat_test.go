@@ -288,6 +288,7 @@ func TestAltContentPath(t *testing.T) {
 		{"sp ace", "a%b+c", "dbs/sp ace/colls/a%b+c"},
 		{"db", "c é", "dbs/db/colls/c %C3%A9"},
 		{"db", "tab\tx", "dbs/db/colls/tab%09x"},
+		{"db", "é%41", "dbs/db/colls/%C3%A9%2541"},
 	} {
 		if got := altContentPath(tc.db, tc.coll); got != tc.want {
 			t.Errorf("altContentPath(%q, %q) = %q, want %q", tc.db, tc.coll, got, tc.want)

@@ -47,7 +47,9 @@ func altContentPath(db, coll string) string {
 	const hex = "0123456789ABCDEF"
 	b := make([]byte, 0, len(link)+16)
 	for i := 0; i < len(link); i++ {
-		if c := link[i]; c < 0x20 || c >= 0x7f {
+		// '%' too: the encoded link is un-escaped whole, and "é%41"
+		// left so read as "éA" (a protocol hunt).
+		if c := link[i]; c < 0x20 || c >= 0x7f || c == '%' {
 			b = append(b, '%', hex[c>>4], hex[c&15])
 		} else {
 			b = append(b, c)
