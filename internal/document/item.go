@@ -275,17 +275,15 @@ func nextSegment(path string, i int) (seg string, next int, err error) {
 		return "", 0, pathErr(path, "it must start with '/'")
 	}
 	i++
-	if i < len(path) && path[i] == '"' {
-		b := []byte(path[i:])
-		end, esc, err := scanString(b, 0, false)
-		if err != nil {
-			return "", 0, pathErr(path, "bad quoted segment: "+err.Error())
+	if i < len(path) && (path[i] == '"' || path[i] == '\'') {
+		seg, next, ok := quotedSegment(path, i)
+		if !ok {
+			return "", 0, pathErr(path, "a quoted segment has no closing quote")
 		}
-		next = i + end
 		if next < len(path) && path[next] != '/' {
 			return "", 0, pathErr(path, "a quoted segment must be followed by '/' or the end")
 		}
-		return decodeString(b[1:end-1], esc), next, nil
+		return seg, next, nil
 	}
 	j := strings.IndexByte(path[i:], '/')
 	if j < 0 {
@@ -301,13 +299,59 @@ func nextSegment(path string, i int) (seg string, next int, err error) {
 	return seg, i + j, nil
 }
 
+// PKPathSegments returns the property names of partition key path path
+// ("/a/b", "/\"a b\"", "/'c/d'"), read as ExtractPK reads them; an
+// *InvalidError when path is not one.
+func PKPathSegments(path string) ([]string, error) {
+	if path == "" {
+		return nil, pathErr(path, "it is empty")
+	}
+	var segs []string
+	for i := 0; i < len(path); {
+		seg, next, err := nextSegment(path, i)
+		if err != nil {
+			return nil, err
+		}
+		segs = append(segs, seg)
+		i = next
+	}
+	return segs, nil
+}
+
+// quotedSegment reads the quoted segment of path starting at path[i], a
+// double or single quote, as the SDKs' path parsers read it (.NET's and
+// Java's PathParser, @azure/cosmos's parsePath), which the service's
+// extraction of a partition key must agree with: it ends at the next
+// quote of the same kind that does not follow a backslash, and its name is
+// the text between the quotes as written, escapes included (/"q\"x"
+// names the property q\"x). It returns the name and the offset after the
+// closing quote, or false when there is none. Partita decoded the text as
+// a JSON string before (q"x), so @azure/cosmos, which sends the value of
+// q\"x, had every write of such a container refused (a partition key hunt).
+func quotedSegment(path string, i int) (seg string, end int, ok bool) {
+	q := path[i]
+	j := i + 1
+	for {
+		k := strings.IndexByte(path[j:], q)
+		if k < 0 {
+			return "", 0, false
+		}
+		j += k
+		if path[j-1] != '\\' || j == i+1 {
+			return path[i+1 : j], j + 1, true
+		}
+		j++
+	}
+}
+
 func pathErr(path, why string) error {
 	return &InvalidError{Msg: fmt.Sprintf("invalid partition key path %q: %s", path, why)}
 }
 
 // ValidatePKPath checks a partition key path of a container definition, as
 // Cosmos DB does: "/" followed by '/'-separated segments, each a name of
-// letters, digits and '_' or a JSON string literal (/"my-field"), with no
+// letters, digits and '_' or a quoted name (/"my-field", /'my-field':
+// quotedSegment), with no
 // trailing slash and no wildcard. Its first segment may not be a system
 // property the server overwrites (_rid, _self, _etag, _ts, _attachments).
 // It returns nil or an *InvalidError with Cosmos DB's message, which names
@@ -328,13 +372,11 @@ func ValidatePKPath(path string) error {
 		i++
 		start := i
 		var seg string
-		if i < len(path) && path[i] == '"' {
-			b := []byte(path)
-			end, esc, err := scanString(b, i, false)
-			if err != nil {
+		if i < len(path) && (path[i] == '"' || path[i] == '\'') {
+			var ok bool
+			if seg, i, ok = quotedSegment(path, i); !ok {
 				return pkPathErr(path, len(path))
 			}
-			seg, i = decodeString(b[i+1:end-1], esc), end
 		} else {
 			for i < len(path) {
 				r, n := utf8.DecodeRuneInString(path[i:])

@@ -67,7 +67,11 @@ func TestParseItem(t *testing.T) {
 		{"quoted segment", `{"id":"1","my-field":"v"}`, []string{`/"my-field"`}, "1", key(str("v"))},
 		{"quoted slash", `{"id":"1","a/b":"v","a":{"b":"w"}}`, []string{`/"a/b"`, "/a/b"}, "1", key(str("v"), str("w"))},
 		{"quoted nested", `{"id":"1","x y":{"z":1}}`, []string{`/"x y"/z`}, "1", key(num(1))},
-		{"quoted escape", `{"id":"1","q\"":2}`, []string{`/"q\""`}, "1", key(num(2))},
+		// As the SDKs' path parsers read it: the text between the quotes
+		// as written, the backslash included (the property q\").
+		{"quoted escape", `{"id":"1","q\\\"":2,"q\"":3}`, []string{`/"q\""`}, "1", key(num(2))},
+		{"single quotes", `{"id":"1","my key":4}`, []string{`/'my key'`}, "1", key(num(4))},
+		{"quoted unicode escape", `{"id":"1","a\\u0041":5,"aA":6}`, []string{`/"a\u0041"`}, "1", key(num(5))},
 		{"hierarchical", `{"id":"1","tenant":"t","user":"u","session":3}`, []string{"/tenant", "/user", "/session"}, "1",
 			key(str("t"), str("u"), num(3))},
 		{"hierarchical partial", `{"id":"1","tenant":"t"}`, []string{"/tenant", "/user"}, "1", key(str("t"), undefined())},

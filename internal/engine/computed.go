@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/document"
 	"github.com/partitadb/partita/internal/query/exec"
 	"github.com/partitadb/partita/internal/query/parse"
 	"github.com/partitadb/partita/internal/status"
@@ -82,9 +83,8 @@ func parseComputed(body []byte) ([]parse.ComputedProperty, error) {
 			// Named as the partition key's top-level property, it would
 			// make c.pk in a query the computed value while the item is
 			// routed, and queries on it, by its stored key.
-			top, _, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
-			top = strings.NewReplacer("~1", "/", "~0", "~").Replace(top)
-			if name == top {
+			segs, err := document.PKPathSegments(path)
+			if err == nil && name == segs[0] {
 				return nil, status.BadRequest("computed property %q would hide the partition key path %s: name it otherwise", name, path)
 			}
 		}

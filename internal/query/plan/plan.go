@@ -15,7 +15,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
-	"strings"
 
 	"github.com/partitadb/partita/internal/document"
 	"github.com/partitadb/partita/internal/query/parse"
@@ -216,18 +215,9 @@ func value(e parse.Expr, params map[string][]byte) (document.PKValue, bool) {
 
 // splitPath splits a partition key path, "/a/b" or `/"a b"/c`, into names.
 func splitPath(p string) []string {
-	if !strings.HasPrefix(p, "/") {
+	segs, err := document.PKPathSegments(p)
+	if err != nil {
 		return nil
 	}
-	var out []string
-	for _, s := range strings.Split(p[1:], "/") {
-		if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
-			s = s[1 : len(s)-1]
-		}
-		if s == "" {
-			return nil
-		}
-		out = append(out, s)
-	}
-	return out
+	return segs
 }
