@@ -295,3 +295,44 @@ func (e *Engine) checkAlignment(ctx context.Context) {
 		}
 	}
 }
+
+// checkThroughput finishes the splits of containers whose own throughput
+// needs more physical partitions than they have (PartitionMaxRU each):
+// ReplaceOffer records the throughput before it splits, so a crash in
+// between left a container at 500,000 RU/s with 3 partitions for good (a
+// crash hunt: nothing split it again but the same replace sent again). In
+// a cluster a container is split by the node that leads its first
+// partition's keyspace. tried remembers, per container, the partitions it
+// had when an attempt left it short (a range that cannot be halved), so
+// that the attempt is not repeated, and logged, every check.
+func (e *Engine) checkThroughput(ctx context.Context, tried map[uint64]int) {
+	for _, d := range e.cat.Databases() {
+		colls, err := e.cat.Containers(d.ID)
+		if err != nil {
+			continue
+		}
+		for _, c := range colls {
+			if c.OfferID == "" {
+				continue
+			}
+			o, err := e.cat.Offer(c.OfferID)
+			if err != nil {
+				continue
+			}
+			n := c.Map().Len()
+			if n >= (o.MaxThroughput()+e.cfg.PartitionMaxRU-1)/e.cfg.PartitionMaxRU || tried[c.Internal] == n {
+				continue
+			}
+			if e.cfg.Replicated {
+				rep, err := e.replicaOf(c, c.Map().Ranges()[0])
+				if err != nil || rep.Lead() != nil {
+					continue
+				}
+			}
+			tried[c.Internal] = n
+			if err := e.splitForThroughput(ctx, c.DB, c.ID, o.MaxThroughput()); err != nil && !storeRefused(err) {
+				e.log.Warn("splitting a container for its throughput", "db", c.DB, "container", c.ID, "err", err)
+			}
+		}
+	}
+}

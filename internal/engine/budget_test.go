@@ -254,3 +254,30 @@ func TestSharedContainerAfterLowering(t *testing.T) {
 		t.Errorf("a new container in a 20,000 RU/s database that peaked at 30,000: %+v, want 3 ranges without parents", rs)
 	}
 }
+
+// TestThroughputSplitsFinished: a container whose own throughput needs
+// more physical partitions than it has (its offer recorded, the splits
+// not made: a crash between the two in ReplaceOffer) is split by the
+// background check, once per shortfall; it stayed at 3 partitions for
+// 500,000 RU/s for good (a crash hunt).
+func TestThroughputSplitsFinished(t *testing.T) {
+	e := testEngine(t)
+	if _, err := e.CreateContainer("db", []byte(`{"id":"t","partitionKey":{"paths":["/pk"]}}`), Throughput{Manual: 400}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.cat.Container("db", "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What ReplaceOffer writes before it splits.
+	if _, err := e.cat.ReplaceOffer(c.OfferID, Throughput{Manual: 5 * e.cfg.PartitionMaxRU}, "", catalog.NoMigration); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ = e.cat.Container("db", "t"); c.Map().Len() != 1 {
+		t.Fatalf("%d partitions before the check, want 1", c.Map().Len())
+	}
+	e.checkThroughput(t.Context(), map[uint64]int{})
+	if c, _ = e.cat.Container("db", "t"); c.Map().Len() != 5 {
+		t.Errorf("%d partitions after the check, want 5 (5 x PartitionMaxRU)", c.Map().Len())
+	}
+}

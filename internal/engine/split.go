@@ -276,6 +276,7 @@ func (e *Engine) Run(ctx context.Context) {
 	defer t.Stop()
 	forget := time.NewTicker(forgetInterval)
 	defer forget.Stop()
+	tried := map[uint64]int{} // checkThroughput's
 	for {
 		select {
 		case <-ctx.Done():
@@ -285,6 +286,7 @@ func (e *Engine) Run(ctx context.Context) {
 		case <-t.C:
 			e.checkSplits(ctx)
 			e.checkAlignment(ctx)
+			e.checkThroughput(ctx, tried)
 			e.checkSeparations(ctx)
 		}
 	}
