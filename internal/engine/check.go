@@ -106,6 +106,11 @@ type CheckReport struct {
 	// format record: those of a container whose creation a crash
 	// interrupted, which the next start formats. Not a problem.
 	Unformatted int
+	// Rebuilding counts the keyspaces whose derived entries the next
+	// start rebuilds: a start's rebuild a crash interrupted
+	// (formatRebuilding), or an older release's format. Their derived
+	// entries are not compared. Not a problem.
+	Rebuilding int
 }
 
 // OK reports whether Check found no problem.
@@ -135,6 +140,9 @@ func (r *CheckReport) String() string {
 	}
 	if r.Moving > 0 {
 		fmt.Fprintf(&b, " (%d keyspaces are being filled by a separation, or were when it was interrupted: not checked; the next start settles them)", r.Moving)
+	}
+	if r.Rebuilding > 0 {
+		fmt.Fprintf(&b, " (derived entries of %d keyspaces not compared: a rebuild is pending, interrupted or from an older release, which the next start makes)", r.Rebuilding)
 	}
 	if r.Unformatted > 0 {
 		fmt.Fprintf(&b, " (%d keyspaces hold nothing and no format record yet, as a container whose creation was interrupted leaves them: the next start writes it)", r.Unformatted)
@@ -417,7 +425,14 @@ func (k *ksCheck) checkMeta(ctx context.Context) (bool, error) {
 			return true
 		}
 		found = true
-		if ok = string(v) == strconv.Itoa(indexFormat); !ok {
+		switch ok = string(v) == formatString; {
+		case ok:
+		case pendingFormat(string(v)):
+			// A start's rebuild a crash interrupted, or a keyspace of
+			// an older release not yet started with this one: the next
+			// start rebuilds its derived entries.
+			k.r.Rebuilding++
+		default:
 			k.report(problemFormat, key, "derived entries in format %q, want %d (the next start rebuilds them)", v, indexFormat)
 		}
 		return true
@@ -442,6 +457,14 @@ func (k *ksCheck) checkMeta(ctx context.Context) (bool, error) {
 		}
 	}
 	return ok, err
+}
+
+// pendingFormat reports whether format record v is one the next start
+// rebuilds from without anything having gone wrong: the mark of a rebuild
+// under way (formatRebuilding), or an older release's format.
+func pendingFormat(v string) bool {
+	n, err := strconv.Atoi(v)
+	return v == formatRebuilding || (err == nil && n > 0 && n < indexFormat)
 }
 
 // checkUnknown reports every key of a kind the engine does not write.

@@ -100,7 +100,19 @@ func (t *lpTxn) moveChange(key []byte, etag string, lsn uint64) error {
 //
 // Containers whose index entries do not reflect their current indexing
 // policy (a replace interrupted by a crash) have them rebuilt too.
+//
+// Every keyspace to rebuild is first marked as being rebuilt
+// (formatRebuilding), all of them before the first rebuild starts, so that
+// a crash during the rebuilds leaves keyspaces Check knows to be waiting
+// for the next start's, rather than keyspaces holding items and no format
+// record, which no start leaves (a crash hunt: `partita check` failed
+// after a kill during the first start on a converted format 6 store).
 func (e *Engine) ensureIndexes(ctx context.Context) error {
+	type todo struct {
+		c   *catalog.Container
+		rep replica.Replica
+	}
+	var rebuild []todo
 	for _, db := range e.cat.Databases() {
 		colls, err := e.cat.Containers(db.ID)
 		if err != nil {
@@ -122,12 +134,31 @@ func (e *Engine) ensureIndexes(ctx context.Context) error {
 				if err == nil && string(v) == formatString {
 					continue
 				}
-				e.log.Info("rebuilding derived entries", "container", c.Link(), "keyspace", ks)
-				if err := e.rebuildKeyspace(ctx, c, rep); err != nil {
-					return fmt.Errorf("engine: rebuild the entries of %s in keyspace %d: %w", c.Link(), ks, err)
+				if string(v) != formatRebuilding {
+					if err := e.markFormat(rep, formatRebuilding); err != nil {
+						return err
+					}
 				}
+				rebuild = append(rebuild, todo{c, rep})
 			}
-			if !c.IndexCurrent() && !e.cfg.Replicated {
+		}
+	}
+	for _, r := range rebuild {
+		e.log.Info("rebuilding derived entries", "container", r.c.Link(), "keyspace", r.rep.ID())
+		if err := e.rebuildKeyspace(ctx, r.c, r.rep); err != nil {
+			return fmt.Errorf("engine: rebuild the entries of %s in keyspace %d: %w", r.c.Link(), r.rep.ID(), err)
+		}
+	}
+	if e.cfg.Replicated {
+		return nil
+	}
+	for _, db := range e.cat.Databases() {
+		colls, err := e.cat.Containers(db.ID)
+		if err != nil {
+			return err
+		}
+		for _, c := range colls {
+			if !c.IndexCurrent() {
 				if err := e.rebuildTerms(ctx, c); err != nil {
 					return fmt.Errorf("engine: rebuild the index of %s: %w", c.Link(), err)
 				}

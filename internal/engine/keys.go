@@ -32,6 +32,12 @@ var formatKey = []byte{kindMeta, 'f', 'o', 'r', 'm', 'a', 't'}
 // formatString is indexFormat as formatKey holds it.
 var formatString = strconv.Itoa(indexFormat)
 
+// formatRebuilding is what formatKey holds while the start's rebuild of
+// the keyspace's derived entries is under way (ensureIndexes): a crash
+// leaves it, the next start rebuilds again, and Check tells it from a
+// record lost or damaged.
+const formatRebuilding = "rebuilding"
+
 // itemKey identifies an item in its keyspace: its effective partition key,
 // its encoded partition key value and its id.
 type itemKey struct {

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -113,9 +112,14 @@ func (e *Engine) setFormat(ks uint64) error {
 	if err != nil {
 		return err
 	}
+	return e.markFormat(rep, formatString)
+}
+
+// markFormat writes v as keyspace rep's format record.
+func (e *Engine) markFormat(rep replica.Replica, v string) error {
 	b := rep.NewBatch(false)
 	defer b.Close()
-	b.Set(formatKey, []byte(strconv.Itoa(indexFormat)))
+	b.Set(formatKey, []byte(v))
 	return rep.Commit(b)
 }
 
