@@ -177,6 +177,12 @@ type RangeRecord struct {
 	// or abandoned (AbandonMove); 0 when none. A moving range does not
 	// split (ErrMoving).
 	Moving uint64 `json:"moving,omitempty"`
+	// Cut is the LSN a separation advanced the range's keyspace to
+	// after its last copy round (MoveRange; 0 for none, or unknown): a
+	// replica of the keyspace that has not reached it may lack part of
+	// the copy, and serves no read of the range (the engine's cut check).
+	// A split's children inherit it with the keyspace.
+	Cut uint64 `json:"cut,omitempty"`
 }
 
 // Container is a container's catalog entry.
@@ -545,12 +551,12 @@ func (c *Catalog) BeginMove(db, id string, internal uint64, rangeID string, from
 // returns ErrNotFound when the container or the range is gone, and an
 // *InvalidError when the range does not live in from or is not moving to
 // to.
-func (c *Catalog) MoveRange(db, id string, internal uint64, rangeID string, from, to uint64) (*Container, error) {
+func (c *Catalog) MoveRange(db, id string, internal uint64, rangeID string, from, to, cut uint64) (*Container, error) {
 	return c.updateRange(db, id, internal, rangeID, func(r *RangeRecord) error {
 		if r.Keyspace != from || r.From != 0 || r.Moving != to {
 			return invalid(fmt.Sprintf("range %s lives in keyspace %d (from %d, moving to %d), not %d moving to %d", rangeID, r.Keyspace, r.From, r.Moving, from, to))
 		}
-		r.Keyspace, r.From, r.Moving = to, from, 0
+		r.Keyspace, r.From, r.Moving, r.Cut = to, from, 0, cut
 		return nil
 	})
 }
@@ -1125,8 +1131,8 @@ func (c *Catalog) SplitAt(db, id string, points []partition.EPK) (*Container, in
 func (k *Container) splitRecord(i int, at string) {
 	r := k.Ranges[i]
 	parents := append(slices.Clone(r.Parents), r.ID)
-	lo := RangeRecord{ID: strconv.Itoa(k.NextRangeID), Min: r.Min, Max: at, Parents: parents, Keyspace: r.Keyspace, From: r.From}
-	hi := RangeRecord{ID: strconv.Itoa(k.NextRangeID + 1), Min: at, Max: r.Max, Parents: parents, Keyspace: r.Keyspace, From: r.From}
+	lo := RangeRecord{ID: strconv.Itoa(k.NextRangeID), Min: r.Min, Max: at, Parents: parents, Keyspace: r.Keyspace, From: r.From, Cut: r.Cut}
+	hi := RangeRecord{ID: strconv.Itoa(k.NextRangeID + 1), Min: at, Max: r.Max, Parents: parents, Keyspace: r.Keyspace, From: r.From, Cut: r.Cut}
 	k.Ranges = slices.Insert(slices.Delete(k.Ranges, i, i+1), i, lo, hi)
 	k.NextRangeID += 2
 }

@@ -176,7 +176,7 @@ func TestMoveRecords(t *testing.T) {
 	if _, _, err := c.BeginMove("db", "a", k.Internal, r.ID, from, nil); err == nil {
 		t.Fatal("a second move of a moving range: want an error")
 	}
-	if _, err := c.MoveRange("db", "a", k.Internal, r.ID, from, to+1); err == nil {
+	if _, err := c.MoveRange("db", "a", k.Internal, r.ID, from, to+1, 0); err == nil {
 		t.Fatal("MoveRange to another target: want an error")
 	}
 	c, _ = openCatalog(t, be) // a restart keeps the target
@@ -197,7 +197,7 @@ func TestMoveRecords(t *testing.T) {
 	if err != nil || to2 == to || to2%4 != from%4 || to2 <= to {
 		t.Fatalf("BeginMove after an abandon, colocated: keyspace %d (the abandoned one %d, from %d), %v", to2, to, from, err)
 	}
-	m, err = c.MoveRange("db", "a", k.Internal, r.ID, from, to2)
+	m, err = c.MoveRange("db", "a", k.Internal, r.ID, from, to2, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

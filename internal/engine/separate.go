@@ -199,7 +199,8 @@ func (e *Engine) separate(ctx context.Context, c *catalog.Container, r partition
 	if _, _, err := cp.round(ctx, src, after); err != nil {
 		return err
 	}
-	if err := dst.AdvanceLSN(src.LastLSN()); err != nil {
+	cut := src.LastLSN()
+	if err := dst.AdvanceLSN(cut); err != nil {
 		return err
 	}
 	if err := e.setFormat(to); err != nil {
@@ -220,7 +221,7 @@ func (e *Engine) separate(ctx context.Context, c *catalog.Container, r partition
 			return errMoved // abandoned by an earlier leader of src
 		}
 	}
-	if _, err := e.cat.MoveRange(c.DB, c.ID, c.Internal, r.ID, from, to); err != nil {
+	if _, err := e.cat.MoveRange(c.DB, c.ID, c.Internal, r.ID, from, to, cut); err != nil {
 		return err
 	}
 	e.log.Info("separated a partition", "container", c.Link(), "range", r.ID, "keyspace", to)
@@ -303,7 +304,9 @@ func (e *Engine) abandonMove(c *catalog.Container, r partition.Range, from, to u
 			return err
 		}
 		if state == moveMoved {
-			_, err := e.cat.MoveRange(c.DB, c.ID, c.Internal, r.ID, from, to)
+			// The cut is not known here (the coordinator that advanced
+			// the target is gone): 0, no cut check for this range.
+			_, err := e.cat.MoveRange(c.DB, c.ID, c.Internal, r.ID, from, to, 0)
 			if err == nil {
 				e.log.Info("recorded a partition's separation", "container", c.Link(), "range", r.ID, "keyspace", to)
 			}

@@ -98,6 +98,25 @@ func unseenRange(c *catalog.Container, id string) bool {
 	return !known && n >= c.NextRangeID
 }
 
+// cutsReached reports whether every replica here of a keyspace a
+// separation filled for c's ranges has reached the separation's cut
+// (checkSession). Always on a single node, whose replicas are its store.
+func (e *Engine) cutsReached(c *catalog.Container) bool {
+	if !e.cfg.Replicated {
+		return true
+	}
+	for _, rec := range c.Ranges {
+		if rec.Cut == 0 {
+			continue
+		}
+		rep, err := e.host.Replica(rec.Keyspace)
+		if err == nil && !rep.Visible(rec.Cut) {
+			return false
+		}
+	}
+	return true
+}
+
 // sessionReached reports whether every position of tokens is reached here,
 // the ranges resolved to keyspaces through c (SessionAvailable).
 func (e *Engine) sessionReached(c *catalog.Container, tokens []SessionToken, sees sessionSees) bool {
@@ -175,9 +194,17 @@ func SessionBehind(err error) bool { return errors.Is(err, errSessionBehind) }
 
 // checkSession fails with SessionBehind when ctx carries a session that the
 // keyspaces c maps ranges to have not reached.
+//
+// In a cluster it fails so too, with or without a session, when a range c
+// maps to a keyspace a separation filled has a replica here that has not
+// reached the separation's cut (RangeRecord.Cut): it may lack part of the
+// copy. A node resumed after a pause read a split child, separated
+// meanwhile, from its replica of the new group before that replica had
+// applied the copy, and answered it empty, 200 (a cluster hunt: a query
+// continued through that node ended with 309 of 600 items).
 func (e *Engine) checkSession(ctx context.Context, c *catalog.Container) error {
 	s, ok := ctx.Value(sessionKey{}).(readSession)
-	if !ok || e.sessionReached(c, s.tokens, s.sees) {
+	if (!ok || e.sessionReached(c, s.tokens, s.sees)) && e.cutsReached(c) {
 		return nil
 	}
 	return status.New(http.StatusNotFound, "The read session is not available: the partition moved to replicas on this node that have not yet applied the session's writes; retry").

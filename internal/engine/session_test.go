@@ -86,7 +86,7 @@ func TestSessionAfterSplit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c, err = e.cat.MoveRange("db", "k", c.Internal, moved, from, to); err != nil {
+		if c, err = e.cat.MoveRange("db", "k", c.Internal, moved, from, to, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -150,7 +150,7 @@ func TestSessionCheckedWhereRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.cat.MoveRange("db", "k", c.Internal, moved, from, to); err != nil {
+	if _, err := e.cat.MoveRange("db", "k", c.Internal, moved, from, to, 0); err != nil {
 		t.Fatal(err)
 	}
 	host.upTo[to] = 0
@@ -387,5 +387,69 @@ func TestReadOfUnseenRange(t *testing.T) {
 		if syncs != n {
 			t.Errorf("%s of the split range 0 synced the catalog: a range known gone is 410 at once", name)
 		}
+	}
+}
+
+// TestCutChecked: in a cluster a read of a range a separation moved to a
+// keyspace of its own is served by a replica of that keyspace only once it
+// has reached the separation's cut (catalog.RangeRecord.Cut), session or
+// none; until then it fails with SessionBehind, which the API serves again.
+// A node resumed after a pause read the child from its replica of the new
+// group before that replica had applied the copy, and answered the range
+// empty with 200 (a cluster hunt).
+func TestCutChecked(t *testing.T) {
+	var host *lagHost
+	e := engineOnHost(t, func(local *replica.Local) replica.Host {
+		host = &lagHost{Local: local, upTo: map[uint64]uint64{}}
+		return host
+	}, Throughput{Manual: 400})
+	children := splitForty(t, e)
+	c, err := e.cat.Container("db", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := children[1].ID
+	from, _ := c.Keyspace(moved)
+	_, to, err := e.cat.BeginMove("db", "k", c.Internal, moved, from, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err = e.cat.MoveRange("db", "k", c.Internal, moved, from, to, 500); err != nil {
+		t.Fatal(err)
+	}
+	if rec, _ := c.Record(moved); rec.Cut != 500 {
+		t.Fatalf("the moved range's cut is %d, want 500", rec.Cut)
+	}
+	e.cfg.Replicated = true // the check is a cluster's: one node's replicas are its store
+	for _, tc := range []struct {
+		upTo   uint64
+		behind bool
+	}{{10, true}, {499, true}, {500, false}, {1000, false}} {
+		host.upTo[to] = tc.upTo
+		if err := e.checkSession(t.Context(), c); SessionBehind(err) != tc.behind {
+			t.Errorf("the moved range's keyspace visible up to %d: %v, want behind %v", tc.upTo, err, tc.behind)
+		}
+	}
+	// A split of the moved range keeps its cut for both children.
+	r, _ := c.Map().ByID(moved)
+	at, ok := partition.Midpoint(c.PK, r.Min, r.Max)
+	if !ok {
+		t.Fatal("no midpoint")
+	}
+	if err := e.splitRange(c, r, at); err != nil {
+		t.Fatal(err)
+	}
+	c, _ = e.cat.Container("db", "k")
+	n := 0
+	for _, rec := range c.Ranges {
+		if rec.Keyspace == to {
+			n++
+			if rec.Cut != 500 {
+				t.Errorf("child %s of the moved range has cut %d, want 500", rec.ID, rec.Cut)
+			}
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d ranges in the moved range's keyspace after its split, want 2", n)
 	}
 }
