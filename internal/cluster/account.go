@@ -26,23 +26,11 @@ var ErrConsistencyChanged = errors.New("cluster: --consistency differs from the 
 // none is recorded yet, else checks that the recorded one is level (case
 // aside). Changing a cluster's level is not supported yet.
 func recordConsistency(ctx context.Context, cli *clientv3.Client, level string) error {
-	var resp *clientv3.TxnResponse
-	if err := retryEtcd(ctx, func() error {
-		var err error
-		resp, err = cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(consistencyKey), "=", 0)).
-			Then(clientv3.OpPut(consistencyKey, level)).Else(clientv3.OpGet(consistencyKey)).Commit()
-		return err
-	}); err != nil {
+	got, _, err := recordFirst(ctx, cli, consistencyKey, level)
+	if err != nil {
 		return fmt.Errorf("cluster: record the default consistency level: %w", err)
 	}
-	if resp.Succeeded {
-		return nil
-	}
-	kvs := resp.Responses[0].GetResponseRange().Kvs
-	if len(kvs) == 0 {
-		return fmt.Errorf("cluster: the default consistency record vanished while it was read")
-	}
-	if got := string(kvs[0].Value); !strings.EqualFold(got, level) {
+	if !strings.EqualFold(got, level) {
 		return fmt.Errorf("%w: the cluster was created with the default consistency level %s; this node was started with --consistency %s "+
 			"(start it with --consistency %s: changing a cluster's default level is not supported yet)", ErrConsistencyChanged, got, level, got)
 	}

@@ -90,25 +90,16 @@ func recordPlacement(ctx context.Context, cli *clientv3.Client, p Placement) err
 	if err != nil {
 		return err
 	}
-	var resp *clientv3.TxnResponse
-	if err := retryEtcd(ctx, func() error {
-		var err error
-		resp, err = cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(placementKey), "=", 0)).
-			Then(clientv3.OpPut(placementKey, string(want))).Else(clientv3.OpGet(placementKey)).Commit()
-		return err
-	}); err != nil {
+	rec, created, err := recordFirst(ctx, cli, placementKey, string(want))
+	if err != nil {
 		return fmt.Errorf("cluster: record the placement: %w", err)
 	}
-	if resp.Succeeded {
+	if created {
 		return nil
 	}
-	kvs := resp.Responses[0].GetResponseRange().Kvs
-	if len(kvs) == 0 {
-		return fmt.Errorf("cluster: the placement record vanished while it was read")
-	}
 	var got placementRecord
-	if err := json.Unmarshal(kvs[0].Value, &got); err != nil {
-		return fmt.Errorf("cluster: the recorded placement %q: %w", kvs[0].Value, err)
+	if err := json.Unmarshal([]byte(rec), &got); err != nil {
+		return fmt.Errorf("cluster: the recorded placement %q: %w", rec, err)
 	}
 	if mine := p.record().Members; !slices.Equal(got.Members, mine) {
 		return fmt.Errorf("%w: the cluster was created with the members (node ids) %s; this node's --join list names %s: "+
@@ -121,4 +112,28 @@ func recordPlacement(ctx context.Context, cli *clientv3.Client, p Placement) err
 			ErrPlacementChanged, got.Replicas, p.replicas, got.Replicas)
 	}
 	return nil
+}
+
+// recordFirst puts value at key unless the key exists, in one
+// transaction: the first member to start records a setting of the cluster
+// (its placement, its default consistency), the others read it. It returns
+// the value recorded and whether this call recorded it.
+func recordFirst(ctx context.Context, cli *clientv3.Client, key, value string) (recorded string, created bool, err error) {
+	var resp *clientv3.TxnResponse
+	if err := retryEtcd(ctx, func() error {
+		var err error
+		resp, err = cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+			Then(clientv3.OpPut(key, value)).Else(clientv3.OpGet(key)).Commit()
+		return err
+	}); err != nil {
+		return "", false, err
+	}
+	if resp.Succeeded {
+		return value, true, nil
+	}
+	kvs := resp.Responses[0].GetResponseRange().Kvs
+	if len(kvs) == 0 {
+		return "", false, fmt.Errorf("the record %s vanished while it was read", key)
+	}
+	return string(kvs[0].Value), false, nil
 }
