@@ -32,12 +32,20 @@ const (
 	moveAbandoned byte = 'a' // the move was given up; the range stays
 )
 
+// movedCut marks, in an encoded record, a "moved" decision followed by its
+// cut; a record of moveMoved (written before decisions carried their cut)
+// decodes with cut 0.
+const movedCut byte = 'M'
+
 // decision is one move decision of a keyspace: the range [min, max) moved
-// (or was to move) to keyspace to.
+// (or was to move) to keyspace to. A "moved" decision carries the
+// separation's cut (catalog.RangeRecord.Cut), so that whichever node
+// records the move in the catalog records the cut with it.
 type decision struct {
 	state    byte
 	to       uint64
 	min, max partition.EPK
+	cut      uint64
 }
 
 // fences returns whether d fences epk.
@@ -50,17 +58,25 @@ func (d decision) overlaps(r partition.Range) bool {
 	return d.state == moveMoved && bytes.Compare(d.min, r.Max) < 0 && bytes.Compare(r.Min, d.max) < 0
 }
 
-// encodeDecisions encodes ds: per decision, its state, its target (8
-// bytes, big-endian), and its bounds, each as a uvarint length and bytes.
+// encodeDecisions encodes ds: per decision, its state (movedCut for a
+// "moved" one), its target (8 bytes, big-endian), and its bounds, each as
+// a uvarint length and bytes; then, for a "moved" one, its cut (uvarint).
 func encodeDecisions(ds []decision) []byte {
 	var b []byte
 	for _, d := range ds {
-		b = append(b, d.state)
+		state := d.state
+		if state == moveMoved {
+			state = movedCut
+		}
+		b = append(b, state)
 		b = binary.BigEndian.AppendUint64(b, d.to)
 		b = binary.AppendUvarint(b, uint64(len(d.min)))
 		b = append(b, d.min...)
 		b = binary.AppendUvarint(b, uint64(len(d.max)))
 		b = append(b, d.max...)
+		if d.state == moveMoved {
+			b = binary.AppendUvarint(b, d.cut)
+		}
 	}
 	return b
 }
@@ -68,10 +84,14 @@ func encodeDecisions(ds []decision) []byte {
 func decodeDecisions(b []byte) ([]decision, error) {
 	var ds []decision
 	for len(b) > 0 {
-		if len(b) < 9 || b[0] != moveMoved && b[0] != moveAbandoned {
+		if len(b) < 9 || b[0] != moveMoved && b[0] != moveAbandoned && b[0] != movedCut {
 			return nil, fmt.Errorf("%w: move decision record %x", errBadKey, b)
 		}
+		withCut := b[0] == movedCut
 		d := decision{state: b[0], to: binary.BigEndian.Uint64(b[1:9])}
+		if withCut {
+			d.state = moveMoved
+		}
 		b = b[9:]
 		for _, bound := range []*partition.EPK{&d.min, &d.max} {
 			n, w := binary.Uvarint(b)
@@ -80,6 +100,14 @@ func decodeDecisions(b []byte) ([]decision, error) {
 			}
 			*bound = bytes.Clone(b[w : w+int(n)])
 			b = b[w+int(n):]
+		}
+		if withCut {
+			cut, w := binary.Uvarint(b)
+			if w <= 0 {
+				return nil, fmt.Errorf("%w: move decision record cut", errBadKey)
+			}
+			d.cut = cut
+			b = b[w:]
 		}
 		ds = append(ds, d)
 	}
@@ -202,9 +230,10 @@ func (e *Engine) checkFences(r replica.Reader, c *catalog.Container, ks uint64) 
 
 // decideMove records, in keyspace src (which this node must lead as
 // settled leader, with the container's writers held off), the decision
-// state for the move of range r to keyspace to, unless src holds one for
-// that target already; it returns the decision that stands.
-func (e *Engine) decideMove(src replica.Replica, state byte, to uint64, r partition.Range) (byte, error) {
+// state for the move of range r to keyspace to (with the separation's cut,
+// for a "moved" one), unless src holds one for that target already; it
+// returns the decision that stands.
+func (e *Engine) decideMove(src replica.Replica, state byte, to uint64, r partition.Range, cut uint64) (decision, error) {
 	b := src.NewBatch(true)
 	defer b.Close()
 	v, err := b.Get(fencesKey)
@@ -212,21 +241,25 @@ func (e *Engine) decideMove(src replica.Replica, state byte, to uint64, r partit
 	case errors.Is(err, replica.ErrNotFound):
 		v = nil
 	case err != nil:
-		return 0, err
+		return decision{}, err
 	}
 	ds, err := decodeDecisions(v)
 	if err != nil {
-		return 0, err
+		return decision{}, err
 	}
 	for _, d := range ds {
 		if d.to == to {
-			return d.state, nil
+			return d, nil
 		}
 	}
-	ds = append(ds, decision{state: state, to: to, min: r.Min, max: r.Max})
+	d := decision{state: state, to: to, min: r.Min, max: r.Max}
+	if state == moveMoved {
+		d.cut = cut
+	}
+	ds = append(ds, d)
 	b.Set(fencesKey, encodeDecisions(ds))
 	if err := src.Commit(b); err != nil {
-		return 0, err
+		return decision{}, err
 	}
-	return state, nil
+	return d, nil
 }

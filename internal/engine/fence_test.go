@@ -9,11 +9,12 @@ import (
 	"github.com/partitadb/partita/internal/partition"
 )
 
-// TestDecisionsRoundTrip: move decisions decode as encoded, and a
-// malformed record is an error, not a panic.
+// TestDecisionsRoundTrip: move decisions decode as encoded, a "moved" one
+// with its cut, one written before decisions carried a cut with cut 0, and
+// a malformed record is an error, not a panic.
 func TestDecisionsRoundTrip(t *testing.T) {
 	ds := []decision{
-		{state: moveMoved, to: 7, min: partition.EPK{}, max: partition.EPK{0x3F, 0x01}},
+		{state: moveMoved, to: 7, min: partition.EPK{}, max: partition.EPK{0x3F, 0x01}, cut: 1 << 33},
 		{state: moveAbandoned, to: 1 << 40, min: partition.EPK{0x3F, 0x01}, max: partition.EPK{0xFF}},
 	}
 	got, err := decodeDecisions(encodeDecisions(ds))
@@ -21,9 +22,14 @@ func TestDecisionsRoundTrip(t *testing.T) {
 		t.Fatalf("decode: %v, %+v", err, got)
 	}
 	for i := range ds {
-		if got[i].state != ds[i].state || got[i].to != ds[i].to || string(got[i].min) != string(ds[i].min) || string(got[i].max) != string(ds[i].max) {
+		if got[i].state != ds[i].state || got[i].to != ds[i].to || string(got[i].min) != string(ds[i].min) || string(got[i].max) != string(ds[i].max) || got[i].cut != ds[i].cut {
 			t.Fatalf("decision %d: %+v, want %+v", i, got[i], ds[i])
 		}
+	}
+	// The record of an earlier release: 'm', target, bounds, no cut.
+	old := []byte{'m', 0, 0, 0, 0, 0, 0, 0, 9, 1, 0x3F, 0}
+	if od, err := decodeDecisions(old); err != nil || len(od) != 1 || od[0].state != moveMoved || od[0].to != 9 || od[0].cut != 0 || string(od[0].min) != "\x3f" || len(od[0].max) != 0 {
+		t.Fatalf("an earlier release's record: %+v, %v", od, err)
 	}
 	enc := encodeDecisions(ds)
 	for n := 1; n < len(enc); n++ {
@@ -58,17 +64,17 @@ func TestFence(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Another target's abandoned move fences nothing.
-		if st, err := e.decideMove(rep, moveAbandoned, 100, loc.rng); err != nil || st != moveAbandoned {
-			t.Fatalf("decide abandoned: %c, %v", st, err)
+		if d, err := e.decideMove(rep, moveAbandoned, 100, loc.rng, 0); err != nil || d.state != moveAbandoned {
+			t.Fatalf("decide abandoned: %c, %v", d.state, err)
 		}
 		if _, err := e.ReadItem(ctx, ItemRef{DB: "db", Container: "k", ID: "a"}, pkN(1), ""); err != nil {
 			t.Fatalf("read after an abandoned move: %v", err)
 		}
-		if st, err := e.decideMove(rep, moveMoved, 99, loc.rng); err != nil || st != moveMoved {
-			t.Fatalf("decide moved: %c, %v", st, err)
+		if d, err := e.decideMove(rep, moveMoved, 99, loc.rng, 42); err != nil || d.state != moveMoved || d.cut != 42 {
+			t.Fatalf("decide moved: %+v, %v", d, err)
 		}
-		if st, err := e.decideMove(rep, moveAbandoned, 99, loc.rng); err != nil || st != moveMoved {
-			t.Fatalf("a second decision for the target: %c, %v; want the first (moved) to stand", st, err)
+		if d, err := e.decideMove(rep, moveAbandoned, 99, loc.rng, 0); err != nil || d.state != moveMoved || d.cut != 42 {
+			t.Fatalf("a second decision for the target: %+v, %v; want the first (moved, cut 42) to stand", d, err)
 		}
 		_, werr := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Upsert, PK: pkN(1), Body: []byte(`{"id":"b","pk":"p1"}`)})
 		_, rerr := e.ReadItem(ctx, ItemRef{DB: "db", Container: "k", ID: "a"}, pkN(1), "")
@@ -107,8 +113,10 @@ func TestFence(t *testing.T) {
 // (its coordinator died or was deposed) is settled by the source's
 // leader: abandoned when the source holds no decision for the target (and
 // the abandonment recorded there first, so a late fence cannot follow),
-// recorded in the catalog when the source fenced it; on a single node it
-// is abandoned.
+// recorded in the catalog with the fence's cut when the source fenced it
+// (it was recorded with none, so a lagging replica of the new keyspace
+// served the range before it held the copy); on a single node it is
+// abandoned.
 func TestSettleMove(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -130,7 +138,7 @@ func TestSettleMove(t *testing.T) {
 			}
 			src, _ := e.host.Replica(from)
 			if tc.fenced {
-				if _, err := e.decideMove(src, moveMoved, to, r); err != nil {
+				if _, err := e.decideMove(src, moveMoved, to, r, 77); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -141,8 +149,8 @@ func TestSettleMove(t *testing.T) {
 				t.Fatalf("after the check: %+v, still moving", rec)
 			}
 			if tc.fenced {
-				if rec.Keyspace != to || rec.From != from {
-					t.Fatalf("fenced: %+v, want the move to %d recorded", rec, to)
+				if rec.Keyspace != to || rec.From != from || rec.Cut != 77 {
+					t.Fatalf("fenced: %+v, want the move to %d recorded with the fence's cut 77", rec, to)
 				}
 				// The test decided the move without the separation
 				// that fills the target (and writes its format
@@ -158,8 +166,8 @@ func TestSettleMove(t *testing.T) {
 				if len(ds) != 1 || ds[0].state != moveAbandoned || ds[0].to != to {
 					t.Fatalf("source's decisions %+v, want the abandonment of %d", ds, to)
 				}
-				if st, _ := e.decideMove(src, moveMoved, to, r); st != moveAbandoned {
-					t.Fatalf("a fence after the abandonment: %c stands", st)
+				if d, _ := e.decideMove(src, moveMoved, to, r, 1); d.state != moveAbandoned {
+					t.Fatalf("a fence after the abandonment: %c stands", d.state)
 				}
 			}
 		})

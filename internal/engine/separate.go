@@ -213,11 +213,11 @@ func (e *Engine) separate(ctx context.Context, c *catalog.Container, r partition
 		// The fence: from its commit on, src serves nothing of the range,
 		// and the move stands whatever happens to this node.
 		decided = true
-		state, err := e.decideMove(src, moveMoved, to, r)
+		d, err := e.decideMove(src, moveMoved, to, r, cut)
 		if err != nil {
 			return err
 		}
-		if state != moveMoved {
+		if d.state != moveMoved {
 			return errMoved // abandoned by an earlier leader of src
 		}
 	}
@@ -299,14 +299,15 @@ func (e *Engine) abandonMove(c *catalog.Container, r partition.Range, from, to u
 		if err := src.Lead(); err != nil {
 			return err // the source's next leader settles the move
 		}
-		state, err := e.decideMove(src, moveAbandoned, to, r)
+		d, err := e.decideMove(src, moveAbandoned, to, r, 0)
 		if err != nil {
 			return err
 		}
-		if state == moveMoved {
-			// The cut is not known here (the coordinator that advanced
-			// the target is gone): 0, no cut check for this range.
-			_, err := e.cat.MoveRange(c.DB, c.ID, c.Internal, r.ID, from, to, 0)
+		if d.state == moveMoved {
+			// The coordinator that advanced the target is gone; its
+			// fence carries the cut (0 in a fence written before fences
+			// did: no cut check for this range).
+			_, err := e.cat.MoveRange(c.DB, c.ID, c.Internal, r.ID, from, to, d.cut)
 			if err == nil {
 				e.log.Info("recorded a partition's separation", "container", c.Link(), "range", r.ID, "keyspace", to)
 			}
