@@ -65,7 +65,8 @@ func (e *Engine) rangeStorage(ctx context.Context, c *catalog.Container, r parti
 }
 
 // midpoint returns the EPK before which about half of the range's bytes
-// lie: the first logical partition of the upper child. It is false when the
+// lie: the shortest boundary between the last logical partition of the
+// lower child and the first of the upper (separator). It is false when the
 // range holds fewer than two logical partitions (EPKs).
 func (rs rangeStorage) midpoint() (partition.EPK, bool) {
 	if len(rs.epks) < 2 {
@@ -75,10 +76,27 @@ func (rs rangeStorage) midpoint() (partition.EPK, bool) {
 	for i := 1; i < len(rs.epks); i++ {
 		run += rs.bytes[i-1]
 		if 2*run >= rs.total {
-			return partition.EPK(rs.epks[i]), true
+			return separator(rs.epks[i-1], rs.epks[i]), true
 		}
 	}
-	return partition.EPK(rs.epks[len(rs.epks)-1]), true
+	n := len(rs.epks)
+	return separator(rs.epks[n-2], rs.epks[n-1]), true
+}
+
+// separator returns the shortest EPK s with lo < s ≤ hi (lo < hi): hi up
+// to and including its first byte that differs from lo. A boundary exactly
+// at hi would put hi's logical partition in the upper child by a margin of
+// nothing: @azure/cosmos computes the version-1 EPK of some numbers (0, 2)
+// without the trailing 00 byte the service's encoding ends with, a prefix
+// of the true EPK that sorts before such a boundary, so the SDK looked for
+// that key in the lower child (a feed range, or a range id sent with the
+// key, found nothing).
+func separator(lo, hi []byte) partition.EPK {
+	i := 0
+	for i < len(lo) && i < len(hi) && lo[i] == hi[i] {
+		i++
+	}
+	return partition.EPK(bytes.Clone(hi[:min(i+1, len(hi))]))
 }
 
 // SplitRange splits physical partition rangeID of db/coll in two at its
@@ -476,10 +494,12 @@ func (e *Engine) splitHot(ctx context.Context, c *catalog.Container, r partition
 			return false
 		}
 		switch i := slices.IndexFunc(rs.epks, func(x []byte) bool { return bytes.Equal(x, hot.epk) }); {
+		case i > 0:
+			at = separator(rs.epks[i-1], hot.epk)
 		case !bytes.Equal(hot.epk, r.Min) && bytes.Compare(hot.epk, r.Min) > 0 && i != 0:
-			at = hot.epk
+			at = hot.epk // not stored yet
 		case i >= 0 && i+1 < len(rs.epks):
-			at = partition.EPK(rs.epks[i+1])
+			at = separator(hot.epk, rs.epks[i+1])
 		default:
 			return false // alone in its range already
 		}
@@ -489,13 +509,17 @@ func (e *Engine) splitHot(ctx context.Context, c *catalog.Container, r partition
 		var run float64
 		for i, l := range loads {
 			if i > 0 && 2*run >= total {
-				at = l.epk
+				at = separator(loads[i-1].epk, l.epk)
 				break
 			}
 			run += l.ru
 		}
 		if at == nil {
-			at = loads[len(loads)-1].epk
+			if n := len(loads); n > 1 {
+				at = separator(loads[n-2].epk, loads[n-1].epk)
+			} else {
+				at = loads[0].epk
+			}
 		}
 		if bytes.Equal(at, r.Min) {
 			return false

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/document"
+	"github.com/partitadb/partita/internal/partition"
 	"github.com/partitadb/partita/internal/store"
 )
 
@@ -155,5 +157,57 @@ func TestSplitCheckScansNearLimit(t *testing.T) {
 	}
 	if n := e.mustContainer(t).Map().Len(); n != 2 {
 		t.Fatalf("%d ranges past the limit, want 2", n)
+	}
+}
+
+// TestStorageSplitBoundary: a split at a range's storage midpoint puts its
+// boundary strictly between the two logical partitions on either side, at
+// the shortest EPK that does. It was the upper one's own EPK, and
+// @azure/cosmos computes the version-1 EPK of numbers such as 0 and 2
+// without the final 00 byte of the service's encoding: a prefix of the
+// true EPK, sorting before such a boundary, so the SDK placed the key in
+// the lower child (a pk hashing hunt).
+func TestStorageSplitBoundary(t *testing.T) {
+	e := testEngine(t)
+	ctx := t.Context()
+	if _, err := e.CreateContainer("db", []byte(`{"id":"v1","partitionKey":{"paths":["/pk"],"version":1}}`), Throughput{Manual: 400}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []float64{0, 2} {
+		pk := document.PartitionKey{{Kind: document.Number, Number: n}}
+		if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "v1", Kind: Create, PK: pk, Body: fmt.Appendf(nil, `{"id":"x","pk":%g}`, n)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kids, err := e.SplitRange(ctx, "db", "v1", "0")
+	if err != nil || len(kids) != 2 {
+		t.Fatalf("split: %v, %d ranges", err, len(kids))
+	}
+	c, _ := e.cat.Container("db", "v1")
+	for _, n := range []float64{0, 2} {
+		epk, err := c.PK.Hash(document.PartitionKey{{Kind: document.Number, Number: n}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if epk[len(epk)-1] != 0 {
+			t.Fatalf("the V1 EPK of %g is %s: the test needs one ending in 00", n, epk)
+		}
+		sdk := epk[:len(epk)-1] // as @azure/cosmos 4.9.3 computes it
+		in, insdk := c.Map().Locate(epk), c.Map().Locate(sdk)
+		if in.ID != insdk.ID {
+			t.Errorf("key %g: its EPK %s is in range %s, the SDK's %s in range %s (boundary %s)", n, epk, in.ID, sdk, insdk.ID, kids[1].Min)
+		}
+	}
+	for _, tc := range []struct{ lo, hi, want string }{
+		{"05C1", "05C2", "05C2"},
+		{"05", "05C1D5", "05C1"},
+		{"05C1D5", "07", "07"},
+		{"05C1D500", "05C1D50100", "05C1D501"},
+	} {
+		lo, _ := partition.ParseEPK(tc.lo)
+		hi, _ := partition.ParseEPK(tc.hi)
+		if got := separator(lo, hi); got.String() != tc.want {
+			t.Errorf("separator(%s, %s) = %s, want %s", tc.lo, tc.hi, got, tc.want)
+		}
 	}
 }
