@@ -68,40 +68,55 @@ func TestETagSeq(t *testing.T) {
 		if got, err := ETagSeq(ETag(seq)); err != nil || got != seq {
 			t.Errorf("ETagSeq(ETag(%d)) = %d, %v", seq, got, err)
 		}
+		for _, owner := range []uint64{1, 0x1f, 1<<64 - 1} {
+			if o, got, err := ParseETag(ItemETag(owner, seq)); err != nil || got != seq || o != owner {
+				t.Errorf("ParseETag(ItemETag(%d, %d)) = %d, %d, %v", owner, seq, o, got, err)
+			}
+		}
 	}
-	for _, bad := range []string{"", `"x"`, `"00000000-0000-0000-000g-000000000001"`, `00000000-0000-0000-0000-000000000001""`, `"00000000-0000-0000-0000-0000000000011`} {
+	if got := ItemETag(0x1f, 7); got != `"00000000-0000-001f-0000-000000000007"` {
+		t.Errorf("ItemETag(0x1f, 7) = %s", got)
+	}
+	if got := ItemETag(0x0123456789abcdef, 1<<64-1); got != `"01234567-89ab-cdef-ffff-ffffffffffff"` {
+		t.Errorf("ItemETag(0x0123456789abcdef, max) = %s", got)
+	}
+	for _, bad := range []string{"", `"x"`, `"00000000-0000-0000-000g-000000000001"`, `00000000-0000-0000-0000-000000000001""`, `"00000000-0000-0000-0000-0000000000011`,
+		`"0000000G-0000-0000-0000-000000000001"`, `"00000000_0000-0000-0000-000000000001"`} {
 		if _, err := ETagSeq(bad); err == nil {
 			t.Errorf("ETagSeq(%q): no error", bad)
 		}
 	}
 }
 
-// etagSeqScanf is ETagSeq as it was written first, with fmt.Sscanf and a
-// round trip: FuzzETagSeq checks the hand-written one agrees.
-func etagSeqScanf(etag string) (uint64, bool) {
-	var hi, lo uint64
+// etagSeqScanf is ParseETag as it was written first (for owner 0), with
+// fmt.Sscanf and a round trip: FuzzETagSeq checks the hand-written one
+// agrees.
+func etagSeqScanf(etag string) (owner, seq uint64, ok bool) {
+	var o1, o2, o3, hi, lo uint64
 	if len(etag) != 38 {
-		return 0, false
+		return 0, 0, false
 	}
-	if n, err := fmt.Sscanf(etag, `"00000000-0000-0000-%04x-%012x"`, &hi, &lo); err != nil || n != 2 || fmt.Sprintf(`"00000000-0000-0000-%04x-%012x"`, hi, lo) != etag {
-		return 0, false
+	const f = `"%08x-%04x-%04x-%04x-%012x"`
+	if n, err := fmt.Sscanf(etag, f, &o1, &o2, &o3, &hi, &lo); err != nil || n != 5 || fmt.Sprintf(f, o1, o2, o3, hi, lo) != etag {
+		return 0, 0, false
 	}
-	return hi<<48 | lo, true
+	return o1<<32 | o2<<16 | o3, hi<<48 | lo, true
 }
 
 func FuzzETagSeq(f *testing.F) {
 	for _, s := range []string{ETag(0), ETag(1), ETag(1<<64 - 1), ETag(0x5ee81d9a3bc801db), `"00000000-0000-0000-ABCD-000000000001"`,
-		`"00000000-0000-0000-0x12-000000000001"`, `"00000000-0000-0000-+123-000000000001"`, `"00000000-0000-0000-0000-0000000000011`} {
+		`"00000000-0000-0000-0x12-000000000001"`, `"00000000-0000-0000-+123-000000000001"`, `"00000000-0000-0000-0000-0000000000011`,
+		ItemETag(0x1f, 7), ItemETag(1<<64-1, 1<<64-1), `"0000000g-0000-0000-0000-000000000001"`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, etag string) {
-		got, err := ETagSeq(etag)
-		want, ok := etagSeqScanf(etag)
-		if (err == nil) != ok || got != want {
-			t.Fatalf("ETagSeq(%q) = %d, %v; want %d, ok %v", etag, got, err, want, ok)
+		owner, seq, err := ParseETag(etag)
+		wo, ws, ok := etagSeqScanf(etag)
+		if (err == nil) != ok || owner != wo || seq != ws {
+			t.Fatalf("ParseETag(%q) = %d, %d, %v; want %d, %d, ok %v", etag, owner, seq, err, wo, ws, ok)
 		}
-		if err == nil && ETag(got) != etag {
-			t.Fatalf("ETag(ETagSeq(%q)) = %q", etag, ETag(got))
+		if err == nil && ItemETag(owner, seq) != etag {
+			t.Fatalf("ItemETag(ParseETag(%q)) = %q", etag, ItemETag(owner, seq))
 		}
 	})
 }

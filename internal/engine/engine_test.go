@@ -152,6 +152,45 @@ func TestIfMatchOnMissingItem(t *testing.T) {
 	}
 }
 
+// TestETagNotReusedByRecreatedContainer: an item of a container deleted
+// and created again under its name never gets an etag an item of the old
+// container had, though the new container's LSNs start again: a stale
+// If-Match fails (412). Both items had etag ...0001, and a replace holding
+// the old item's etag overwrote the new item (a conditional-request hunt).
+func TestETagNotReusedByRecreatedContainer(t *testing.T) {
+	e := testEngine(t)
+	ctx := t.Context()
+	write := func(ifMatch string) (Result, error) {
+		return e.WriteItem(ctx, Write{DB: "db", Container: "r", Kind: Upsert, PK: pkOf(0), IfMatch: ifMatch,
+			Body: []byte(`{"id":"x","pk":"p0"}`)})
+	}
+	var etags []string
+	for range 2 {
+		if _, err := e.CreateContainer("db", []byte(`{"id":"r","partitionKey":{"paths":["/pk"]}}`), Throughput{Manual: 400}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := write("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		etags = append(etags, res.ETag)
+		if len(etags) == 1 {
+			if err := e.DeleteContainer("db", "r", ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if etags[0] == etags[1] {
+		t.Fatalf("the recreated container's item has the old item's etag %s", etags[0])
+	}
+	if _, err := write(etags[0]); code(err) != http.StatusPreconditionFailed {
+		t.Fatalf("an upsert with the deleted container's item's etag: %v, want 412", err)
+	}
+	if _, err := write(etags[1]); err != nil {
+		t.Fatalf("an upsert with the item's own etag: %v", err)
+	}
+}
+
 // TestManyPartitionsInParallel: writers on distinct logical partitions do
 // not block or lose each other's writes, and every item reads back.
 func TestManyPartitionsInParallel(t *testing.T) {

@@ -304,7 +304,7 @@ func (t *lpTxn) put(item *document.Item, old []byte, props document.SystemProps)
 		return Result{}, translate(fmt.Errorf("stored item %q: %w", item.ID, err))
 	}
 	sp := document.SystemProps{
-		RID: rid, Self: document.ItemSelf(t.c.DBRID, t.c.RID, rid), ETag: document.ETag(lsn), TS: t.e.now().Unix(),
+		RID: rid, Self: document.ItemSelf(t.c.DBRID, t.c.RID, rid), ETag: document.ItemETag(t.c.Internal, lsn), TS: t.e.now().Unix(),
 	}
 	out := item.Marshal(sp)
 	if len(out) > t.e.cfg.MaxItemBytes {
