@@ -113,6 +113,7 @@ func (h *Handler) batch(w http.ResponseWriter, r *http.Request) error {
 	}
 	setCharge(w, resp.RU)
 	setHeader(w, "x-ms-session-token", resp.Session)
+	h.setContentPath(w, r.PathValue("db"), r.PathValue("coll"))
 	setHeader(w, "x-ms-cosmos-batch-operation-count", strconv.Itoa(len(out)))
 	code := http.StatusOK
 	if !resp.OK {

@@ -58,16 +58,27 @@ func altContentPath(db, coll string) string {
 	return string(b)
 }
 
+// setContentPath sets the headers that name the container a response's
+// session token belongs to: x-ms-content-path (its _rid) and
+// x-ms-alt-content-path (its link by names). @azure/cosmos files a session
+// token only under the container one of them names, and drops it without
+// them (sessionContainer.set), so every response of a container's items
+// that carries a token carries them: point operations, queries, batches,
+// bulk, stored procedures.
+func (h *Handler) setContentPath(w http.ResponseWriter, db, coll string) {
+	if rid, err := h.eng.ContainerRID(db, coll); err == nil {
+		setHeader(w, "x-ms-content-path", rid)
+		setHeader(w, "x-ms-alt-content-path", altContentPath(db, coll))
+	}
+}
+
 // writeItem writes an item operation's result.
 func (h *Handler) writeItem(w http.ResponseWriter, r *http.Request, code int, res engine.Result) error {
 	if res.ETag != "" {
 		setHeader(w, "etag", res.ETag)
 	}
 	setHeader(w, "x-ms-session-token", res.Session)
-	if rid, err := h.eng.ContainerRID(r.PathValue("db"), r.PathValue("coll")); err == nil {
-		setHeader(w, "x-ms-content-path", rid)
-		setHeader(w, "x-ms-alt-content-path", altContentPath(r.PathValue("db"), r.PathValue("coll")))
-	}
+	h.setContentPath(w, r.PathValue("db"), r.PathValue("coll"))
 	setCharge(w, res.RU)
 	body := res.Body
 	if code == http.StatusNoContent || code == http.StatusNotModified || (r.Method != http.MethodGet && preferMinimal(r)) {

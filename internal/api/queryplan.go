@@ -20,10 +20,7 @@ func (h *Handler) queryPlan(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if rid, err := h.eng.ContainerRID(db, coll); err == nil {
-		setHeader(w, "x-ms-content-path", rid)
-		setHeader(w, "x-ms-alt-content-path", altContentPath(db, coll))
-	}
+	h.setContentPath(w, db, coll)
 	setCharge(w, throughput.MinimumCost())
 	return writeJSON(w, http.StatusOK, body)
 }

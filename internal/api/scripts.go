@@ -112,6 +112,7 @@ func (h *Handler) executeSproc(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	setHeader(w, "x-ms-session-token", res.Session)
+	h.setContentPath(w, r.PathValue("db"), r.PathValue("coll"))
 	if isTrue(r, hdrScriptLog) {
 		// Percent-encoded (the SDKs decode with decodeURIComponent /
 		// Uri.UnescapeDataString), without the last line's newline.

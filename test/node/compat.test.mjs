@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 
 import { ChangeFeedStartFrom, CosmosClient } from "@azure/cosmos";
 
-import { EMULATOR_KEY, startPartita, statusOfFailure } from "./server.mjs";
+import { EMULATOR_KEY, makeClient, startPartita, statusOfFailure } from "./server.mjs";
 
 /** Parses a "name=value;name=value;" header into an object of numbers. */
 function parseQuota(v) {
@@ -125,6 +125,33 @@ describe("compatibility details with @azure/cosmos", () => {
       });
     } finally {
       plain.dispose();
+    }
+  });
+
+  it("names the container on batch and bulk responses, so the SDK keeps their session tokens", async () => {
+    // @azure/cosmos files a session token under the container that
+    // x-ms-content-path (or x-ms-alt-content-path) names and drops it
+    // without them; these responses had neither (a conditional-request
+    // hunt), so a Session client reading through another cluster node sent
+    // no token for its batch's or bulk's writes. (Stored procedure
+    // responses name it too, but 4.9.3 keeps no token from an execute.)
+    const { container } = await database.containers.createIfNotExists({ id: "sessions", partitionKey: { paths: ["/pk"] } });
+    await container.items.create({ id: "seed", pk: "a" });
+    const writes = {
+      batch: (c) => c.items.batch([{ operationType: "Upsert", resourceBody: { id: "b", pk: "a" } }], "a"),
+      bulk: (c) => c.items.bulk([{ operationType: "Upsert", resourceBody: { id: "k", pk: "a" } }]),
+    };
+    for (const [what, write] of Object.entries(writes)) {
+      const client = makeClient(env, { consistencyLevel: "Session" });
+      try {
+        const c = client.database("compatDb").container("sessions");
+        await c.read();
+        await write(c);
+        const kept = client.clientContext.sessionContainer.get({ resourceAddress: "dbs/compatDb/colls/sessions" });
+        assert.ok(kept, `${what}: the SDK kept no session token (${JSON.stringify(kept)})`);
+      } finally {
+        client.dispose();
+      }
     }
   });
 
