@@ -125,6 +125,7 @@ func serveFlags(fs *flag.FlagSet, cfg *config.Config) {
 	fs.StringVar(&cfg.Logging.Level, "log-level", cfg.Logging.Level, "debug, info, warn or error")
 	fs.StringVar(&cfg.Logging.Format, "log-format", cfg.Logging.Format, "text or json")
 	fs.DurationVar(&cfg.Server.ShutdownTimeout, "shutdown-timeout", cfg.Server.ShutdownTimeout, "how long a graceful shutdown may take")
+	fs.IntVar(&cfg.Server.MaxConnections, "max-connections", cfg.Server.MaxConnections, "most connections each listener holds open at once; past it new ones wait until one closes")
 }
 
 // listFlag is a comma-separated list flag: each Set replaces the list (so a

@@ -86,6 +86,12 @@ type Server struct {
 	TLSCert, TLSKey string
 	// ShutdownTimeout bounds a graceful shutdown. Default 10s.
 	ShutdownTimeout time.Duration
+	// MaxConnections bounds the connections each listener (API, compute
+	// gateway, metrics) holds open at once: past it, new ones wait in the
+	// kernel's queue until one closes. With MaxHeaderBytes it bounds what
+	// clients that never authenticate can make the server hold. Default
+	// 4096.
+	MaxConnections int
 }
 
 // Store configures storage.
@@ -204,7 +210,7 @@ type Logging struct {
 // Default returns the configuration with every default filled in.
 func Default() Config {
 	return Config{
-		Server:  Server{Addr: "127.0.0.1:8081", TLS: true, ShutdownTimeout: 10 * time.Second},
+		Server:  Server{Addr: "127.0.0.1:8081", TLS: true, ShutdownTimeout: 10 * time.Second, MaxConnections: 4096},
 		Store:   Store{Dir: "./partita-data", Durability: "sync", CacheMB: 256, MinFreeBytes: 128 << 20, BallastBytes: 128 << 20},
 		Auth:    Auth{Key: EmulatorKey, MaxClockSkew: 15 * time.Minute, AADReadWriteRoles: []string{"Partita.ReadWrite"}, AADReadOnlyRoles: []string{"Partita.ReadOnly"}},
 		API:     API{Consistency: "Session"},
@@ -230,6 +236,9 @@ func (c Config) Validate() error {
 		if _, _, err := net.SplitHostPort(c.Server.MetricsAddr); err != nil {
 			bad("metrics-addr %q: %v", c.Server.MetricsAddr, err)
 		}
+	}
+	if c.Server.MaxConnections < 16 {
+		bad("max-connections %d: at least 16", c.Server.MaxConnections)
 	}
 	if (c.Server.TLSCert == "") != (c.Server.TLSKey == "") {
 		bad("tls-cert and tls-key must be given together")

@@ -61,17 +61,20 @@ func (c *sniffConn) Read(p []byte) (int, error) {
 }
 
 // answerPlainHTTP reads the plain HTTP request that starts with first (its
-// headers, and some of its body, so that closing the connection does not
-// reset it before the client reads the answer; 2 MiB in all at most) and
-// answers it with 400.
+// headers, at most maxHeaderBytes held, and up to 2 MiB of its body,
+// discarded as it arrives, so that closing the connection does not reset it
+// before the client reads the answer) and answers it with 400. It held 2
+// MiB of headers (a security hunt: 4 MB of memory for each connection
+// sending one long header line, before any authentication).
 func (c *sniffConn) answerPlainHTTP(first byte) {
 	host := "<host:port>"
-	in := io.LimitReader(io.MultiReader(bytes.NewReader([]byte{first}), c.Conn), 2<<20)
+	in := &io.LimitedReader{R: io.MultiReader(bytes.NewReader([]byte{first}), c.Conn), N: maxHeaderBytes}
 	req, err := http.ReadRequest(bufio.NewReader(in))
 	if err == nil {
 		if req.Host != "" {
 			host = req.Host
 		}
+		in.N += 2 << 20
 		_, _ = io.Copy(io.Discard, req.Body)
 	}
 	body, _ := json.Marshal(map[string]string{

@@ -26,6 +26,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"github.com/partitadb/partita/internal/api"
 	"github.com/partitadb/partita/internal/auth"
 	"github.com/partitadb/partita/internal/catalog"
@@ -120,10 +122,11 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 		if err != nil {
 			return nil, fmt.Errorf("listen on %s: %w", addr, err)
 		}
-		lns = append(lns, ln)
 		if st := serveStarting(ln, tc, msg, log); st != nil {
 			s.starting = append(s.starting, st)
 		}
+		ln = netutil.LimitListener(ln, cfg.Server.MaxConnections)
+		lns = append(lns, ln)
 		return ln, nil
 	}
 	if s.ln, err = listen(cfg.Server.Addr, tlsConf); err != nil {
@@ -337,6 +340,7 @@ func OpenFloor(cfg config.Config, log *slog.Logger) (*Server, error) {
 	if s.ln, err = net.Listen("tcp", cfg.Server.Addr); err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Server.Addr, err)
 	}
+	s.ln = netutil.LimitListener(s.ln, cfg.Server.MaxConnections)
 	s.http = newHTTPServer(handler, tlsConf, log)
 	return s, nil
 }
@@ -366,6 +370,14 @@ func aadConfig(cfg config.Config) (auth.AADConfig, error) {
 	return auth.AADConfig{Mode: auth.AADOff}, nil
 }
 
+// maxHeaderBytes bounds a request's header block (431 past it): four
+// times what Cosmos DB's gateway takes (about 16 KB: its 400 "The size of
+// the request headers is too long" met a 15.8 KB session token), where
+// net/http's default, 1 MiB, let each connection that never authenticated
+// hold 2–4 MB while it sent one header line (a security hunt: 500 such
+// connections took the server to 1–2 GB).
+const maxHeaderBytes = 64 << 10
+
 // newHTTPServer returns the HTTP server of one listener serving handler
 // (for the API listeners, the API behind the Data Explorer: withExplorer).
 func newHTTPServer(handler http.Handler, tlsConf *tls.Config, log *slog.Logger) *http.Server {
@@ -375,7 +387,7 @@ func newHTTPServer(handler http.Handler, tlsConf *tls.Config, log *slog.Logger) 
 		ReadTimeout:       2 * time.Minute,
 		WriteTimeout:      2 * time.Minute,
 		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    1 << 20,
+		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 		TLSConfig:         tlsConf,
 	}
@@ -411,7 +423,7 @@ func newMetricsServer(eng *engine.Engine, node *cluster.Node, log *slog.Logger) 
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      time.Minute, // a scrape reads every partition's report
 		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 }
