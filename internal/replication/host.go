@@ -318,6 +318,10 @@ func (h *Host) load(id uint64) error {
 		return fmt.Errorf("replication: group %d: %w", id, err)
 	}
 	g.rn = rn
+	// The stored term, until a Ready moves it (noteSoft): raft emits no
+	// hard state it was started with, and Leader reported term 0 for a
+	// group reopened and idle since (a cluster hunt).
+	g.term = ls.hard.GetTerm()
 	h.groups[id] = g
 	i, _ := slices.BinarySearch(h.ids, id)
 	h.ids = slices.Insert(h.ids, i, id)

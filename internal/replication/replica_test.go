@@ -875,3 +875,34 @@ func TestOneVoterCommits(t *testing.T) {
 		commitLSN(t, n.r, fmt.Sprint(i))
 	}
 }
+
+// TestTermAfterRestart: a replica reopened reports the term its stored
+// hard state holds, before anything moves it: it reported 0 until the
+// group's next write (a cluster hunt: `partita cluster status` and the
+// partita_keyspace_raft_term metric showed term 0 for an idle partition
+// of a restarted member).
+func TestTermAfterRestart(t *testing.T) {
+	net := &chanNet{inboxes: map[uint64]chan Message{}}
+	n := &liveNode{id: 1, fs: vfs.NewCrashableMem(), tick: time.Minute}
+	n.start(t, net, []uint64{1})
+	if err := n.h.Campaign(1); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); n.r.Lead() != nil; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the one voter did not settle as leader")
+		}
+	}
+	commitLSN(t, n.r, "a")
+	before, err := n.h.Leader(1)
+	if err != nil || before.Term == 0 {
+		t.Fatalf("leader before the restart: %+v, %v", before, err)
+	}
+	n.stop(t)
+	n.start(t, net, []uint64{1})
+	defer n.stop(t)
+	after, err := n.h.Leader(1)
+	if err != nil || after.Term != before.Term || after.Settled {
+		t.Fatalf("after the restart: %+v, %v; want term %d, not settled", after, err, before.Term)
+	}
+}
