@@ -285,7 +285,7 @@ func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFee
 		// Read to the stable mark: nothing of the scope lies between.
 		g.pos = stable
 	}
-	p.Position, p.Entries = positions(groups), entries
+	p.Position, p.Entries = positions(groups, e.now().Unix()), entries
 	if len(p.Items) == 0 && entries == 0 {
 		p.RU = throughput.MinimumCost()
 	} else {
@@ -295,14 +295,20 @@ func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFee
 	return p, nil
 }
 
-// positions encodes the groups' positions: one position for one keyspace,
-// else "<range>:<position>" for every range, ";"-separated. A position is
-// an LSN, or "t<unix seconds>" for a group a feed from a start time has not
-// read yet: a page that fills before it reaches a group must not let the
-// next page read that group from its beginning (a bug hunt found a
-// container's feed from a start time, after a separation, delivering a
-// third of its items from before it).
-func positions(groups []*feedGroup) string {
+// positions encodes the groups' positions at time now (Unix seconds): one
+// position for one keyspace, else "<range>:<position>" for every range,
+// ";"-separated. A position is an LSN; or "t<unix seconds>" for a group a
+// feed from a start time has not read yet: a page that fills before it
+// reaches a group must not let the next page read that group from its
+// beginning (a bug hunt found a container's feed from a start time, after a
+// separation, delivering a third of its items from before it); or
+// "t<unix seconds>_<LSN>" for a group read to that LSN while its start time
+// is still ahead of now: a change written until then is older than the
+// start, and the next page must skip it too (a change feed hunt: a feed
+// started 5 s ahead and read at once delivered an item written before its
+// start on its next page). Once now has passed the start time, every later
+// change is newer and the LSN alone says where the feed stands.
+func positions(groups []*feedGroup, now int64) string {
 	if len(groups) == 0 {
 		// A scope that reads nothing (a logical partition asked of a range
 		// that does not own it, as the Go SDK asks every range of a feed
@@ -311,8 +317,11 @@ func positions(groups []*feedGroup) string {
 		return "0"
 	}
 	pos := func(g *feedGroup) string {
-		if g.pos == 0 && g.since != 0 {
+		switch {
+		case g.since != 0 && g.pos == 0:
 			return "t" + strconv.FormatInt(g.since, 10)
+		case g.since > now:
+			return "t" + strconv.FormatInt(g.since, 10) + "_" + strconv.FormatUint(g.pos, 10)
 		}
 		return strconv.FormatUint(g.pos, 10)
 	}
@@ -333,12 +342,21 @@ func positions(groups []*feedGroup) string {
 	return b.String()
 }
 
-// parsePosition parses one position of positions: an LSN, or a start time
-// ("t<unix seconds>", from LSN 0).
+// parsePosition parses one position of positions: an LSN, a start time
+// ("t<unix seconds>", from LSN 0), or both ("t<unix seconds>_<LSN>").
 func parsePosition(s string) (pos uint64, since int64, ok bool) {
 	if t, found := strings.CutPrefix(s, "t"); found {
+		t, l, both := strings.Cut(t, "_")
 		since, err := strconv.ParseInt(t, 10, 64)
-		return 0, since, err == nil && since > 0
+		if err != nil || since <= 0 {
+			return 0, 0, false
+		}
+		if both {
+			if pos, err = strconv.ParseUint(l, 10, 64); err != nil {
+				return 0, 0, false
+			}
+		}
+		return pos, since, true
 	}
 	pos, err := strconv.ParseUint(s, 10, 64)
 	return pos, 0, err == nil
