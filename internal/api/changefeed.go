@@ -73,7 +73,8 @@ func changeFeedRequest(r *http.Request) (engine.ChangeFeed, error) {
 
 // changeFeedETag formats a change-feed position (engine.ChangePage's
 // Position: an LSN, or "<range>:<lsn>;…", where a start time "t<unix>"
-// stands for the LSN of a range not read yet) as its etag, quoted.
+// stands for the LSN of a range not read yet, and "t<unix>_<lsn>" is an
+// LSN read while the start time is ahead) as its etag, quoted.
 func changeFeedETag(pos string) string {
 	return `"` + pos + `"`
 }
@@ -85,7 +86,7 @@ func parseChangeFeedETag(v string) (string, error) {
 	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
 		s = s[1 : len(s)-1]
 	}
-	if s == "" || strings.Trim(s, "0123456789:;t") != "" {
+	if s == "" || strings.Trim(s, "0123456789:;t_") != "" {
 		return "", status.BadRequest("invalid change feed continuation If-None-Match %q: want the etag of a previous change feed response, or *", v)
 	}
 	return s, nil

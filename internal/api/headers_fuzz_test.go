@@ -77,7 +77,7 @@ func TestChangeFeedHeaderParsing(t *testing.T) {
 		in   string
 		want string
 		ok   bool
-	}{{`"42"`, "42", true}, {"42", "42", true}, {`W/"7"`, "7", true}, {`"0:12;3:4"`, "0:12;3:4", true}, {`"abc"`, "", false}, {`""`, "", false}, {"-1", "", false}} {
+	}{{`"42"`, "42", true}, {"42", "42", true}, {`W/"7"`, "7", true}, {`"0:12;3:4"`, "0:12;3:4", true}, {`"t1800000010_7"`, "t1800000010_7", true}, {`"0:t1800000010_7;3:4"`, "0:t1800000010_7;3:4", true}, {`"abc"`, "", false}, {`""`, "", false}, {"-1", "", false}} {
 		got, err := parseChangeFeedETag(tc.in)
 		if (err == nil) != tc.ok || got != tc.want {
 			t.Errorf("parseChangeFeedETag(%q) = %s, %v; want %s, ok %v", tc.in, got, err, tc.want, tc.ok)

@@ -94,6 +94,21 @@ describe("change feed with @azure/cosmos", () => {
     assert.deepEqual(k3.items.map((d) => d.id).sort(), ["a10", "a17", "a24", "a3"]);
   });
 
+  it("skips changes written before a start time still ahead when it was read", async () => {
+    // A feed started a few seconds ahead and read at once kept no start
+    // time in its continuation, and delivered on its next page an item
+    // written before its start (a change feed hunt).
+    const { container } = await database.containers.createIfNotExists({ id: "futureStart", partitionKey: { paths: ["/pk"] } });
+    const start = new Date(Date.now() + 3000);
+    const iterator = container.items.getChangeFeedIterator({ changeFeedStartFrom: ChangeFeedStartFrom.Time(start) });
+    assert.equal((await drain(iterator)).items.length, 0);
+    await container.items.create({ id: "early", pk: "k" });
+    assert.deepEqual((await drain(iterator)).items.map((d) => d.id), []);
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, start.getTime() + 1100 - Date.now())));
+    await container.items.create({ id: "late", pk: "k" });
+    assert.deepEqual((await drain(iterator)).items.map((d) => d.id), ["late"]);
+  });
+
   it("delivers a transactional batch in one page, past maxItemCount", async () => {
     // Cosmos DB: "the number of items received could be higher than the
     // specified value so that the items changed by the same transaction are
