@@ -753,6 +753,13 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		// ends: a line per refused write would flood the log.
 		h.log.Debug("request refused: disk full", "method", r.Method, "path", r.URL.Path,
 			"activity_id", responseHeader(w, "x-ms-activity-id"))
+	case se.Code == http.StatusServiceUnavailable:
+		// Transient, and retried by the SDKs: a partition between leaders
+		// (a hand-off, an election), a catalog not yet confirmed current.
+		// At error level a member's routine hand-off logged 151 lines (a
+		// cluster hunt) among which real errors were hard to find.
+		h.log.Warn("request refused: unavailable", "method", r.Method, "path", r.URL.Path, "sub", se.Sub,
+			"activity_id", responseHeader(w, "x-ms-activity-id"), "err", errors.Unwrap(se))
 	case se.Code >= 500:
 		h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", se.Code, "sub", se.Sub,
 			"activity_id", responseHeader(w, "x-ms-activity-id"), "err", errors.Unwrap(se))
