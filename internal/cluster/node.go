@@ -180,6 +180,9 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	if n.ln, err = net.Listen("tcp", self.Addr); err != nil {
 		return nil, fmt.Errorf("cluster: listen on %s: %w", self.Addr, err)
 	}
+	if err := checkReleases(ctx, cert, self, members, 2*time.Second); err != nil {
+		return nil, err
+	}
 	probeCtx, stopProbe := context.WithCancel(ctx)
 	go checkPeerCerts(probeCtx, lg, cert, self, members)
 	n.etcd, err = StartEtcd(ctx, EtcdConfig{DataDir: cfg.DataDir, Self: self, Members: members, Cert: cert, Logger: lg, StartTimeout: cfg.StartTimeout})
@@ -241,7 +244,7 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	n.kv.register(mux)
 	mux.HandleFunc("POST "+BudgetPath, n.serveBudget)
 	mux.HandleFunc("GET "+StatusPath, n.serveStatus)
-	n.srv = &http.Server{Handler: mux, TLSConfig: cert.ServerTLS(), ReadHeaderTimeout: 10 * time.Second,
+	n.srv = &http.Server{Handler: requireRelease(mux), TLSConfig: cert.ServerTLS(), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: log.New(io.Discard, "", 0)} // refused handshakes are expected
 	n.tr.Register(n.srv) // Raft's own protocol on the same listener
 	n.conns = drain.Track(n.srv)
@@ -324,8 +327,8 @@ func newPeerClient(cert *Cert) *http.Client {
 	tc.NextProtos = []string{"http/1.1"}
 	protos := new(http.Protocols)
 	protos.SetHTTP1(true)
-	return &http.Client{Transport: &http.Transport{TLSClientConfig: tc, Protocols: protos,
-		DialContext: dialPeer, MaxIdleConnsPerHost: 64, IdleConnTimeout: time.Minute}}
+	return &http.Client{Transport: releaseTransport{&http.Transport{TLSClientConfig: tc, Protocols: protos,
+		DialContext: dialPeer, MaxIdleConnsPerHost: 64, IdleConnTimeout: time.Minute}}}
 }
 
 // dialPeer dials another member for the peer client, with SO_LINGER 0:

@@ -177,7 +177,7 @@ func TestPeerClientAbandons(t *testing.T) {
 		received <- cc.n.Load()
 	}()
 	c := newPeerClient(cert)
-	tr := c.Transport.(*http.Transport)
+	tr := c.Transport.(releaseTransport).next.(*http.Transport)
 	var sent *countConn
 	dial := tr.DialContext
 	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,7 @@ import (
 	"golang.org/x/time/rate"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/partitadb/partita/internal/replica"
 	"github.com/partitadb/partita/internal/replication"
 )
 
@@ -28,8 +30,14 @@ import (
 // one-way stream of frames from the dialling node to the listening one
 // (Transport.Register), beside HTTP/2 for forwarded requests on the same
 // port. A new frame format gets a new name, so mixed versions refuse each
-// other's handshake rather than misread.
-const RaftProto = "partita-raft/1"
+// other's handshake rather than misread; so does a new data format
+// (replica.DataFormat): members of releases that store entries
+// differently must not replicate to each other (an upgrade hunt: a member
+// restarted on a release with another entry format led some partitions,
+// rebuilt their entries in its format, and queries through every member
+// answered wrongly). The handshake then fails with TLS's "no application
+// protocol" (explainTLS).
+var RaftProto = "partita-raft/1+data" + strconv.Itoa(replica.DataFormat)
 
 // SnapProto is the TLS application protocol of a Raft snapshot: a
 // connection that negotiates it carries one snapshot stream from the
@@ -37,8 +45,8 @@ const RaftProto = "partita-raft/1"
 // answers with one byte once it has the snapshot (0) or has refused it
 // (1). A snapshot may be as large as a partition, so it travels apart
 // from the message stream, which it would hold up, and is never one
-// message.
-const SnapProto = "partita-snap/1"
+// message. Its name carries the data format, as RaftProto's does.
+var SnapProto = "partita-snap/1+data" + strconv.Itoa(replica.DataFormat)
 
 // RaftHost is the node's Raft groups as the transport serves them
 // (replication.Host): it streams their snapshots both ways and reports what
@@ -367,7 +375,7 @@ func (p *peer) dial(ctx context.Context) (net.Conn, error) {
 	// handshake without one: an HTTP-only listener, not a Raft peer.
 	if proto := c.(*tls.Conn).ConnectionState().NegotiatedProtocol; proto != RaftProto {
 		_ = c.Close()
-		return nil, fmt.Errorf("peer negotiated %q, not %s", proto, RaftProto)
+		return nil, fmt.Errorf("peer negotiated %q, not %s: it is not a member of this release", proto, RaftProto)
 	}
 	return c, nil
 }
@@ -701,6 +709,16 @@ func explainTLS(err error) error {
 	case strings.Contains(err.Error(), "remote error: tls: bad certificate"),
 		strings.Contains(err.Error(), "remote error: tls: unknown certificate authority"):
 		return fmt.Errorf("%w (the member refused this node's certificate: it was started with another --cluster-secret)", err)
+	case otherRelease(err):
+		return fmt.Errorf("%w (the member speaks another Raft protocol than %s: it runs another release of Partita, "+
+			"and members must all run one release: stop every member and start them all on the same release)", err, RaftProto)
 	}
 	return err
+}
+
+// otherRelease reports whether err, from a TLS handshake offering this
+// release's RaftProto or SnapProto, says the listener offers neither: a
+// member of another release (or a listener that is no member's).
+func otherRelease(err error) bool {
+	return strings.Contains(err.Error(), "no application protocol")
 }

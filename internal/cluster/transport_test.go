@@ -77,7 +77,7 @@ func startNodes(t *testing.T, certs ...*Cert) []*testNode {
 			w.Header().Set("X-Proto", r.Proto)
 		})
 		srv := &http.Server{
-			Handler:           mux,
+			Handler:           requireRelease(mux),
 			TLSConfig:         certs[i].ServerTLS(),
 			ReadHeaderTimeout: 5 * time.Second,
 			ErrorLog:          log.New(io.Discard, "", 0), // refused handshakes are expected
@@ -200,6 +200,7 @@ func TestTransportRegisterKeepsHTTP2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set(dataFormatHeader, dataFormat)
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)

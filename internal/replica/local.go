@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strconv"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 // Absolute key layout of the node's store (docs/storage-seams.md):
 //
+//	0x00 data-format              the data format (dataFormatKey)
 //	0x01 key                      catalog records (Meta)
 //	0x10 <keyspace id:8> <key>    keyspace id's relative key
 const (
@@ -53,6 +55,27 @@ const (
 
 // convertBatch is how many items one batch of the format 6 conversion moves.
 const convertBatch = 1024
+
+// DataFormat is the version of what this release stores in a data
+// directory, as a whole: the store's layout, the engine's derived entries
+// and records, and what the replicas of a cluster send each other. A
+// release that changes any of them in a way an earlier release would
+// misread increments it. OpenLocal refuses a directory a release with a
+// larger one has opened (ErrNewerRelease), and cluster members of
+// different data formats do not talk (docs/cluster.md). 1: the first
+// release that records it (entry format 9; items' etags name their
+// container; move decisions carry their cut).
+const DataFormat = 1
+
+// dataFormatKey, outside the catalog's records (0x01) and the keyspaces
+// (0x10), holds the largest DataFormat of the releases that opened the
+// store (decimal). Releases before it did not record one.
+var dataFormatKey = []byte("\x00data-format")
+
+// ErrNewerRelease refuses a data directory that a later release of
+// Partita, with a larger DataFormat, has opened: this release would
+// misread what that one wrote.
+var ErrNewerRelease = errors.New("replica: the data directory was written by a newer release of Partita")
 
 // errReservedKey is recorded by a Batch asked to write a relative key that
 // is empty or starts with 0x00 (the replica's own keys).
@@ -124,8 +147,27 @@ func OpenLocal(ctx context.Context, st *store.Store, log *slog.Logger) (*Local, 
 	}
 	l := &Local{st: st, log: log, meta: &Meta{st: st}}
 	l.mu.replicas = map[uint64]*localReplica{}
-	if err := l.convert(ctx); err != nil {
+	recorded, err := readDataFormat(st)
+	if err != nil {
+		return nil, err
+	}
+	if recorded > DataFormat {
+		return nil, fmt.Errorf("%w (data format %d; this release reads up to %d): start that release, or restore the copy of the directory made before the upgrade",
+			ErrNewerRelease, recorded, DataFormat)
+	}
+	if err := l.convert(ctx, recorded); err != nil {
 		return nil, fmt.Errorf("replica: convert the store from format 6: %w", err)
+	}
+	if recorded < DataFormat {
+		b := st.NewBatch()
+		b.Set(dataFormatKey, []byte(strconv.Itoa(DataFormat)))
+		err := b.Commit()
+		b.Close()
+		// partita check reads without writing; a full disk records it at
+		// a later start.
+		if _, full := errors.AsType[*store.DiskFullError](err); err != nil && !full && !errors.Is(err, store.ErrReadOnly) {
+			return nil, fmt.Errorf("replica: record the data format: %w", mapErr(err))
+		}
 	}
 	v, err := st.Get(legacySeqKey)
 	switch {
@@ -272,16 +314,45 @@ func (l *Local) Drop(id uint64) error {
 	return nil
 }
 
+// readDataFormat returns the data format recorded in st (dataFormatKey),
+// 0 for none.
+func readDataFormat(st *store.Store) (int, error) {
+	v, err := st.Get(dataFormatKey)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("replica: read the data format: %w", mapErr(err))
+	}
+	n, err := strconv.Atoi(string(v))
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("replica: malformed data format record %q", v)
+	}
+	return n, nil
+}
+
 // convert moves a format 6 store's items into keyspaces and deletes its
 // derived entries (see OpenLocal). Every batch is atomic and leaves the
-// old layout's remains recognisable, so a rerun finishes the job.
-func (l *Local) convert(ctx context.Context) error {
+// old layout's remains recognisable, so a rerun finishes the job. A store
+// that records a data format (recorded) was converted, or created, by a
+// release that records one: format 6 keys there were written since by a
+// release from before keyspaces, whose items the conversion cannot place
+// (it would move them into their container's first keyspace, where a
+// range moved elsewhere no longer reads them: an upgrade hunt's start of
+// such a release left `partita check` 7 problems and an acknowledged item
+// unreadable), so it refuses.
+func (l *Local) convert(ctx context.Context, recorded int) error {
 	_, found, err := first(l.st.NewIter(store.Span{Lower: []byte{legacyItem}, Upper: []byte{legacyEnd}}, false))
 	if err != nil {
 		return mapErr(err)
 	}
 	if !found {
 		return nil
+	}
+	if recorded > 0 {
+		return errors.New("the data directory holds keys of storage format 6 beside data converted to keyspaces: a release from " +
+			"before keyspaces has run on it since it was converted, and what it wrote cannot be placed; restore the copy of the " +
+			"directory made before the upgrade (README, Upgrading a data directory)")
 	}
 	start := time.Now()
 	l.log.Info("converting the store from storage format 6 to keyspaces")
