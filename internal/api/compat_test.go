@@ -262,6 +262,47 @@ func TestCrossPartitionFeatures(t *testing.T) {
 	}
 }
 
+// TestGatewayQueryHeader: a query sent with x-partita-gateway-query: full
+// is run whole on the server, as --gateway-query=full runs every query:
+// the Data Explorer, which merges nothing itself, ran no cross-partition
+// ORDER BY, aggregate, DISTINCT or GROUP BY on a default server (400, a
+// message written for SDKs: an explorer hunt). Another value is 400.
+func TestGatewayQueryHeader(t *testing.T) {
+	srv := newTestHandler(t, Config{})
+	do(t, srv, http.MethodPost, "/dbs", nil, `{"id":"db"}`)
+	do(t, srv, http.MethodPost, "/dbs/db/colls", nil, `{"id":"k","partitionKey":{"paths":["/pk"]}}`)
+	for i := range 5 {
+		do(t, srv, http.MethodPost, "/dbs/db/colls/k/docs", map[string]string{"x-ms-documentdb-partitionkey": fmt.Sprintf(`["p%d"]`, i)},
+			fmt.Sprintf(`{"id":"i%d","pk":"p%d","n":%d}`, i, i, i))
+	}
+	query := func(q, mode string) (*http.Response, []byte) {
+		hdr := map[string]string{"Content-Type": "application/query+json", "x-ms-documentdb-query-enablecrosspartition": "true"}
+		if mode != "" {
+			hdr["x-partita-gateway-query"] = mode
+		}
+		body, _ := json.Marshal(map[string]string{"query": q})
+		return do(t, srv, http.MethodPost, "/dbs/db/colls/k/docs", hdr, string(body))
+	}
+	for q, want := range map[string]string{
+		"SELECT VALUE COUNT(1) FROM c":                `[5]`,
+		"SELECT VALUE c.n FROM c ORDER BY c.n DESC":   `[4,3,2,1,0]`,
+		"SELECT DISTINCT VALUE c.n % 2 FROM c":        `[0,1]`,
+		"SELECT TOP 2 VALUE c.id FROM c ORDER BY c.n": `["i0","i1"]`,
+	} {
+		if resp, _ := query(q, ""); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%q without the header: %d, want 400 (the gateway's refusal)", q, resp.StatusCode)
+		}
+		resp, b := query(q, "full")
+		var page struct{ Documents json.RawMessage }
+		if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &page) != nil || string(page.Documents) != want {
+			t.Errorf("%q with x-partita-gateway-query: full: %d %s, want 200 with %s", q, resp.StatusCode, b, want)
+		}
+	}
+	if resp, _ := query("SELECT * FROM c", "everything"); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("x-partita-gateway-query: everything: %d, want 400", resp.StatusCode)
+	}
+}
+
 // TestChargeRounded: charges are reported in hundredths of a request unit,
 // as Cosmos DB's are, never with a sum's float noise (a stored procedure's
 // 5201 RU read 5200.999999999903).

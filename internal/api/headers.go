@@ -29,6 +29,7 @@ const (
 	hdrIsBatch           = "x-ms-cosmos-is-batch-request"
 	hdrIsPlan            = "x-ms-cosmos-is-query-plan-request"
 	hdrQueryFeatures     = "x-ms-cosmos-supported-query-features"
+	hdrGatewayQuery      = "x-partita-gateway-query" // "full": run this query whole, as --gateway-query=full runs every query
 	hdrOfferTP           = "x-ms-offer-throughput"
 	hdrOfferType         = "x-ms-offer-type"
 	hdrAutopilot         = "x-ms-cosmos-offer-autopilot-settings"
@@ -253,6 +254,12 @@ func parseQuery(r *http.Request) (engine.Query, error) {
 	}
 	if q.MaxItems, err = maxItemCount(r); err != nil {
 		return engine.Query{}, err
+	}
+	switch v := r.Header.Get(hdrGatewayQuery); {
+	case strings.EqualFold(v, "full"):
+		q.Whole = true
+	case v != "" && !strings.EqualFold(v, "gateway"):
+		return engine.Query{}, status.BadRequest("%s %q: want full or gateway", hdrGatewayQuery, v)
 	}
 	if vals := r.Header.Values(hdrQueryFeatures); len(vals) > 0 {
 		q.SupportedFeatures = []string{}

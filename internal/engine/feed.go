@@ -229,6 +229,11 @@ type Query struct {
 	// plan.LegacyFeatures. A cross-partition query needing more is refused
 	// without the substatus that makes a client run the plan.
 	SupportedFeatures []string
+	// Whole runs a cross-partition query that needs merging on the server,
+	// as GatewayQueryFull does for every query (x-partita-gateway-query:
+	// full, an extension: the Data Explorer, which merges nothing itself,
+	// sends it).
+	Whole bool
 	// sorted, for tests: an ORDER BY is sorted, never read in index order
 	// (the reference an index-ordered read is compared with).
 	sorted bool

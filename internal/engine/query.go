@@ -237,7 +237,7 @@ func (t queryToken) encode() string {
 // aggregates, GROUP BY, DISTINCT, TOP, OFFSET/LIMIT) it is refused with
 // 400/1004 and the query plan as Cosmos DB's gateway does (a plain 400 when
 // the plan needs merges q.SupportedFeatures lacks), unless the engine runs
-// with GatewayQueryFull.
+// with GatewayQueryFull or the query asks to be run whole (q.Whole).
 //
 // Documents are read in Cosmos DB's order: a physical partition's in
 // creation (_rid) order, partitions in EPK order; one logical partition's in
@@ -397,7 +397,7 @@ func (e *Engine) prepareQuery(ctx context.Context, c *catalog.Container, ast *pa
 		return nil, queryToken{}, status.BadRequest("Cross partition query is required but disabled. Please set x-ms-documentdb-query-enablecrosspartition to true, specify x-ms-documentdb-partitionkey, or revise your query to avoid this exception.")
 	}
 	f := prog.Features()
-	if cross && !e.cfg.GatewayQueryFull && (f.OrderBy || f.Aggregate || f.GroupBy || f.Distinct || f.Top || f.OffsetLimit) {
+	if cross && !e.cfg.GatewayQueryFull && !q.Whole && (f.OrderBy || f.Aggregate || f.GroupBy || f.Distinct || f.Top || f.OffsetLimit) {
 		// The refusal carries the query plan, which the JS and Python SDKs
 		// then run range by range (protocol doc §6.3).
 		// Planned as written, not with c's computed properties in place
