@@ -2,7 +2,7 @@
 // query, scripts, settings and the partitions view. Every call is a signed
 // Cosmos DB request through cosmos.js; this file holds no other way in.
 
-import { Client, CosmosError, NetworkError, importKey, partitionKeyOf, path } from "./cosmos.js";
+import { Client, CosmosError, NetworkError, importKey, isRawNumber, parseJSON, partitionKeyOf, path } from "./cosmos.js";
 import { clear, field, fmtBytes, fmtNum, h } from "./dom.js";
 import { analyze, colour, epkFraction, snapshot } from "./partitions.js";
 
@@ -44,7 +44,8 @@ function describe(err) {
   if (err instanceof NetworkError) return err.message;
   if (err instanceof CosmosError) {
     const sub = err.sub ? `/${err.sub}` : "";
-    return `${err.status}${sub} ${err.code ? err.code + ": " : ""}${err.message}`;
+    const hint = err.status === 412 ? " It was changed since you opened it: open it again to see the change, then make yours." : "";
+    return `${err.status}${sub} ${err.code ? err.code + ": " : ""}${err.message}${hint}`;
   }
   return String(err && err.message ? err.message : err);
 }
@@ -191,11 +192,11 @@ async function restore() {
 async function renderTree() {
   const body = $("tree-body");
   await guard(async () => {
-    const dbs = (await state.client.get("/dbs")).body.Databases || [];
+    const dbs = await state.client.getAll("/dbs", "Databases");
     dbs.sort((a, b) => a.id.localeCompare(b.id));
     const list = h("ul", { class: "dbs" });
     for (const db of dbs) {
-      const colls = (await state.client.get(path("dbs", db.id, "colls"))).body.DocumentCollections || [];
+      const colls = await state.client.getAll(path("dbs", db.id, "colls"), "DocumentCollections");
       colls.sort((a, b) => a.id.localeCompare(b.id));
       list.append(
         h(
@@ -339,7 +340,19 @@ async function openContainer(db, coll, tab) {
       );
     }
     panel.setAttribute("aria-labelledby", `tab-${state.tab}`);
-    clear(main, h("h2", { class: "coll-title" }, `${db} / ${coll}`, h("span", { class: "pk" }, ` partition key ${(def.partitionKey.paths || []).join(", ")}`)), tabs, panel);
+    const del = confirmButton(`Delete container ${coll}`, `Delete container ${coll} and every item, script and setting in it?`, async () => {
+      await state.client.request("DELETE", path("dbs", db, "colls", coll));
+      state.stop();
+      state.coll = null;
+      clear(main, h("p", { role: "status" }, `Deleted container ${coll}.`));
+      await renderTree();
+    });
+    clear(
+      main,
+      h("div", { class: "coll-head" }, h("h2", { class: "coll-title" }, `${db} / ${coll}`, h("span", { class: "pk" }, ` partition key ${(def.partitionKey.paths || []).join(", ")}`)), del),
+      tabs,
+      panel,
+    );
     const views = { items: itemsView, query: queryView, scripts: scriptsView, partitions: partitionsView, settings: settingsView };
     await views[state.tab](panel, db, def);
   }, main);
@@ -371,7 +384,7 @@ function jsonEditor(id, label, text, { rows = 16, object = true } = {}) {
   ta.value = text;
   const check = () => {
     try {
-      const v = JSON.parse(ta.value);
+      const v = parseJSON(ta.value);
       if (object && (v === null || typeof v !== "object" || Array.isArray(v))) throw new Error("the item must be a JSON object");
       if (object && typeof v.id !== "string") throw new Error('the item needs a string "id"');
       msg.textContent = "Valid JSON";
@@ -399,11 +412,17 @@ async function itemsView(panel, db, def) {
   const editor = h("div", { class: "item-editor" });
   const info = h("p", { class: "charge", "aria-live": "polite" });
   let continuation = null;
+  let loadedPK = null; // the partition key the list (and continuation) is of
 
   const load = async (append) => {
     await guard(async () => {
       const headers = { "x-ms-max-item-count": String(PAGE_SIZE) };
       const pk = parsePK(pkInput.value);
+      // "Load more" after the partition key was changed starts the new
+      // key's list: it appended the new key's items to the old list (an
+      // explorer hunt).
+      if (pk !== loadedPK) append = false;
+      loadedPK = pk;
       if (pk) headers["x-ms-documentdb-partitionkey"] = pk;
       if (append && continuation) headers["x-ms-continuation"] = continuation;
       const r = await state.client.get(collPath(db, def, "docs"), headers);
@@ -438,9 +457,15 @@ async function itemsView(panel, db, def) {
           }
           const pk = partitionKeyOf(v, def.partitionKey);
           await guard(async () => {
+            // A save replaces the version the editor opened, not whatever
+            // is stored by then (If-Match): it overwrote a change made
+            // meanwhile (an explorer hunt); a 412 says to open it again.
             const r = isNew
               ? await state.client.request("POST", collPath(db, def, "docs"), { body: v, headers: { "x-ms-documentdb-partitionkey": pk } })
-              : await state.client.request("PUT", collPath(db, def, "docs", doc.id), { body: v, headers: { "x-ms-documentdb-partitionkey": partitionKeyOf(doc, def.partitionKey) } });
+              : await state.client.request("PUT", collPath(db, def, "docs", doc.id), {
+                  body: v,
+                  headers: { "x-ms-documentdb-partitionkey": partitionKeyOf(doc, def.partitionKey), ...(doc._etag ? { "If-Match": doc._etag } : {}) },
+                });
             // Said once the editor holds the saved item: said before, an edit
             // made at once went into the editor being replaced, and was lost
             // (a flake hunt of the browser test).
@@ -563,7 +588,10 @@ async function queryView(panel, db, def) {
 
   const explain = async () => {
     await guard(async () => {
-      const headers = {};
+      // As a query is sent: without a partition key, across partitions
+      // (Explain failed with "Cross partition query is required but
+      // disabled" unless a key was typed: an explorer hunt).
+      const headers = { "x-ms-documentdb-query-enablecrosspartition": "True", "x-partita-gateway-query": "full" };
       const pk = parsePK(pkInput.value);
       if (pk) headers["x-ms-documentdb-partitionkey"] = pk;
       const r = await state.client.request("POST", path("_partita", "dbs", db, "colls", def.id, "explain"), {
@@ -612,15 +640,16 @@ function table(docs) {
   const cols = [];
   const seen = new Set();
   let scalar = false;
+  const scalarOf = (d) => d === null || typeof d !== "object" || Array.isArray(d) || isRawNumber(d);
   for (const d of docs) {
-    if (d === null || typeof d !== "object" || Array.isArray(d)) {
+    if (scalarOf(d)) {
       scalar = true;
       continue;
     }
     for (const k of Object.keys(d)) if (!seen.has(k) && cols.length < 40) (seen.add(k), cols.push(k));
   }
   if (scalar) cols.unshift("(value)");
-  const cell = (v) => (v === undefined ? "" : typeof v === "object" ? JSON.stringify(v) : String(v));
+  const cell = (v) => (v === undefined ? "" : isRawNumber(v) ? v.rawJSON : typeof v === "object" ? JSON.stringify(v) : String(v));
   return h(
     "div",
     { class: "table-wrap", tabindex: "0", role: "region", "aria-label": "Query results" },
@@ -635,7 +664,7 @@ function table(docs) {
           h(
             "tr",
             {},
-            cols.map((c) => h("td", {}, c === "(value)" ? (d !== null && typeof d === "object" && !Array.isArray(d) ? "" : cell(d)) : d && typeof d === "object" ? cell(d[c]) : "")),
+            cols.map((c) => h("td", {}, c === "(value)" ? (scalarOf(d) ? cell(d) : "") : scalarOf(d) ? "" : cell(d[c]))),
           ),
         ),
       ),
@@ -659,8 +688,7 @@ async function scriptsView(panel, db, def) {
   const loadLists = async () => {
     lists.replaceChildren();
     for (const [kind, title, feed, template] of SCRIPT_KINDS) {
-      const r = await state.client.get(collPath(db, def, kind));
-      const items = r.body[feed] || [];
+      const items = await state.client.getAll(collPath(db, def, kind), feed);
       lists.append(
         h(
           "section",
@@ -703,7 +731,7 @@ async function scriptsView(panel, db, def) {
             if (kind === "triggers") Object.assign(def2, { triggerType: ttype.value, triggerOperation: top.value });
             const r = isNew
               ? await state.client.request("POST", collPath(db, def, kind), { body: def2 })
-              : await state.client.request("PUT", collPath(db, def, kind, def2.id), { body: def2 });
+              : await state.client.request("PUT", collPath(db, def, kind, def2.id), { body: def2, headers: s._etag ? { "If-Match": s._etag } : {} });
             await loadLists();
             openScript(kind, r.body, template);
             $("script-result").replaceChildren(h("p", { role: "status" }, `Saved ${def2.id}: ${fmtNum(r.charge)} RU`));
@@ -772,6 +800,7 @@ async function scriptsView(panel, db, def) {
 // ---- settings ----
 
 async function settingsView(panel, db, def) {
+  let current = def; // the definition as last read or saved
   const ttl = h("input", { id: "set-ttl", type: "number", value: def.defaultTtl ?? "", placeholder: "off" });
   const idx = jsonEditor("set-indexing", "Indexing policy", JSON.stringify(def.indexingPolicy || {}, null, 2), { rows: 12, object: false });
   const msg = h("div", { id: "settings-msg", "aria-live": "polite" });
@@ -801,11 +830,13 @@ async function settingsView(panel, db, def) {
           guard(async () => {
             const policy = idx.value();
             if (policy === undefined) throw new Error("Fix the indexing policy's JSON first.");
-            const next = { ...def, indexingPolicy: policy };
+            const next = { ...current, indexingPolicy: policy };
             if (ttl.value === "") delete next.defaultTtl;
             else next.defaultTtl = Number(ttl.value);
-            const r = await state.client.request("PUT", collPath(db, def), { body: next });
-            state.coll = r.body;
+            // Replaces the definition the page shows, not one changed
+            // meanwhile (If-Match; a 412 says to open it again).
+            const r = await state.client.request("PUT", collPath(db, def), { body: next, headers: current._etag ? { "If-Match": current._etag } : {} });
+            state.coll = current = r.body;
             clear(msg, h("p", { role: "status" }, `Saved: ${fmtNum(r.charge)} RU`));
           }, msg),
       },
@@ -840,7 +871,7 @@ async function settingsView(panel, db, def) {
                 const next = structuredClone(offer);
                 if (auto) next.content.offerAutopilotSettings.maxThroughput = Number(ru.value);
                 else next.content.offerThroughput = Number(ru.value);
-                const r2 = await state.client.request("PUT", path("offers", offer.id), { body: next });
+                const r2 = await state.client.request("PUT", path("offers", offer.id), { body: next, headers: offer._etag ? { "If-Match": offer._etag } : {} });
                 Object.assign(offer, r2.body);
                 clear(msg, h("p", { role: "status" }, `Throughput set to ${ru.value} RU/s: ${fmtNum(r2.charge)} RU`));
               }, msg),

@@ -36,6 +36,36 @@ export function resource(rawPath) {
   return [segs[n - 2], segs.join("/")];
 }
 
+// parseJSON parses JSON text without losing what JavaScript's numbers
+// cannot hold: a number whose text a double does not give back (an
+// integer past 2^53, a decimal of more digits than a double keeps, 1.0 or
+// 1e2 as written) is kept as its text (JSON.rawJSON), which JSON.stringify
+// writes back as it came. Items are shown, edited and saved through it, so
+// that opening and saving one changes nothing the user did not change: it
+// rewrote 9007199254740993 as 9007199254740992 (an explorer hunt). On a
+// browser without JSON.rawJSON (before Chrome 114, Firefox 135) it is
+// JSON.parse.
+export function parseJSON(text) {
+  if (typeof JSON.rawJSON !== "function") return JSON.parse(text);
+  return JSON.parse(text, (key, value, context) => {
+    if (typeof value === "number" && context && typeof context.source === "string" && context.source !== String(value)) {
+      return JSON.rawJSON(context.source);
+    }
+    return value;
+  });
+}
+
+// isRawNumber reports whether v is a number parseJSON kept as its text.
+export function isRawNumber(v) {
+  return typeof JSON.isRawJSON === "function" && JSON.isRawJSON(v);
+}
+
+// plainValue returns v with a number kept as its text (parseJSON) turned
+// back into a number, for code that compares or hashes values.
+export function plainValue(v) {
+  return isRawNumber(v) ? JSON.parse(v.rawJSON) : v;
+}
+
 // path joins URL path segments, percent-encoding each one.
 export function path(...segs) {
   return "/" + segs.map((s) => encodeURIComponent(s)).join("/");
@@ -121,7 +151,7 @@ export class Client {
     let json = null;
     if (text) {
       try {
-        json = JSON.parse(text);
+        json = parseJSON(text);
       } catch {
         json = null;
       }
@@ -141,6 +171,23 @@ export class Client {
     return this.request("GET", p, { headers });
   }
 
+  // getAll reads every page of a feed (/dbs, …/colls, …/sprocs) and
+  // returns the resources listed under key: a feed answers 100 at a time,
+  // and the explorer listed only the first 100 containers, databases and
+  // scripts (an explorer hunt).
+  async getAll(p, key) {
+    const all = [];
+    let continuation = null;
+    for (let page = 0; page < 10000; page++) {
+      const headers = continuation ? { "x-ms-continuation": continuation } : {};
+      const r = await this.get(p, headers);
+      all.push(...((r.body && r.body[key]) || []));
+      continuation = r.headers.get("x-ms-continuation");
+      if (!continuation) break;
+    }
+    return all;
+  }
+
   // query runs one page of a SQL query against a feed (…/docs, /dbs, …).
   async query(feed, query, parameters = [], headers = {}) {
     return this.request("POST", feed, {
@@ -149,6 +196,10 @@ export class Client {
         "Content-Type": "application/query+json",
         "x-ms-documentdb-isquery": "True",
         "x-ms-documentdb-query-enablecrosspartition": "True",
+        // The explorer merges nothing itself: the server runs a
+        // cross-partition ORDER BY, aggregate, DISTINCT or GROUP BY whole
+        // (an extension), where Cosmos DB's gateway would refuse it.
+        "x-partita-gateway-query": "full",
         ...headers,
       },
     });
@@ -163,7 +214,7 @@ export function partitionKeyOf(item, pkDef) {
     let v = item;
     for (const part of p.split("/").slice(1)) {
       if (v === null || typeof v !== "object" || Array.isArray(v) || !(part in v)) return {};
-      v = v[part];
+      v = plainValue(v[part]);
     }
     return v === null || typeof v !== "object" ? v : {};
   });
