@@ -2,7 +2,7 @@
 GO        ?= go
 BIN       ?= bin/partita
 FUZZTIME  ?= 60s
-# The issue-by-issue subset of the Go SDK's emulator suite that must pass.
+# The tests of the Go SDK's emulator suite that must pass (-run pattern): all of them.
 CONFORMANCE ?= .
 
 # The Python SDK test needs Debian's python3-azure-cosmos, which installs for
