@@ -104,6 +104,13 @@ func (h *Handler) batch(w http.ResponseWriter, r *http.Request) error {
 	out := make([]batchResultJSON, len(resp.Results))
 	for i, res := range resp.Results {
 		out[i] = batchResultJSON{StatusCode: res.Status, SubStatusCode: res.Sub, RequestCharge: roundCharge(res.RU), ETag: res.ETag, Message: res.Message, ResourceBody: res.Body}
+		if res.RetryAfter > 0 {
+			// @azure/cosmos retries a throttled bulk operation after
+			// this (BulkResponse: retryAfterInMs); without it the SDK
+			// waited 0 ms, spent its nine retries at once and reported
+			// the writes failed (a throughput hunt: 94 of 400 lost).
+			out[i].RetryAfterMs = int(max(res.RetryAfter.Milliseconds(), 1))
+		}
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

@@ -58,6 +58,9 @@ type BatchResult struct {
 	Body    []byte // the item, for reads and writes; nil for deletes and failures
 	Message string // for failures
 	Write   bool   // the operation writes (its body is left out under BatchOp.Minimal)
+	// RetryAfter is, for an operation refused for throughput (429), how
+	// long to wait before it is sent again.
+	RetryAfter time.Duration
 }
 
 // BatchResponse is the outcome of a batch or bulk request.
@@ -249,7 +252,14 @@ func checkBatchSize(ops []BatchOp) error {
 // failed turns an operation's error into its result.
 func failed(err error) BatchResult {
 	se := status.From(err)
-	return BatchResult{Status: se.Code, Sub: se.Sub, RU: Charge(err), Message: se.Message}
+	r := BatchResult{Status: se.Code, Sub: se.Sub, RU: Charge(err), Message: se.Message, RetryAfter: se.RetryAfter}
+	if se.Code == http.StatusTooManyRequests {
+		// Refused before any work, as a 429 answered whole is: it costs
+		// nothing (docs/request-units.md); a bulk request's throttled
+		// operations were each charged 1 RU.
+		r.RU = 0
+	}
+	return r
 }
 
 // apply runs one batch operation in the transaction.
