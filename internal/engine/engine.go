@@ -241,7 +241,7 @@ func New(ctx context.Context, host replica.Host, meta catalog.Backend, cfg Confi
 	if cfg.RateLimit {
 		var burst throughput.Burst
 		if cfg.BurstCapacity {
-			burst = throughput.Burst{Window: 5 * time.Minute, MaxRate: 3000}
+			burst = throughput.Burst{Window: 5 * time.Minute, MaxRate: 3000, Below: 3000}
 		}
 		e.limit = throughput.NewLimiter(now, burst)
 	}

@@ -20,13 +20,25 @@ type Limiter struct {
 	b     map[string]*bucket
 }
 
-// Burst is Cosmos DB's burst capacity: a partition banks the budget it
-// leaves unused beyond its one-second bucket, up to Window of its rate, and
-// spends the bank when its bucket is empty at up to MaxRate RU/s. The zero
-// Burst disables it.
+// Burst is Cosmos DB's burst capacity: a partition provisioned below Below
+// RU/s banks the budget it leaves unused beyond its one-second bucket, up
+// to Window of its rate, and spends the bank when its bucket is empty at
+// up to MaxRate RU/s. The zero Burst disables it.
 type Burst struct {
 	Window  time.Duration // Cosmos DB: 5 minutes
 	MaxRate float64       // Cosmos DB: 3,000 RU/s
+	// Below is the rate from which a partition has no burst capacity
+	// (Cosmos DB: 3,000 RU/s, "resources that have greater than or equal
+	// to 3000 RU/s per physical partition can't benefit from or use burst
+	// capacity"); 0: every partition has it. A 6,000 RU/s partition served
+	// 9,000 RU/s from its bank (a throughput hunt).
+	Below float64
+}
+
+// bursts reports whether a partition provisioned at rate has burst
+// capacity.
+func (b Burst) bursts(rate float64) bool {
+	return b.Window > 0 && (b.Below <= 0 || rate < b.Below)
 }
 
 type bucket struct {
@@ -66,7 +78,7 @@ func (l *Limiter) refill(key string, rate float64) *bucket {
 	if dt := now.Sub(b.last).Seconds(); dt > 0 {
 		full := b.tokens + rate*dt
 		b.tokens = math.Min(rate, full)
-		if l.burst.Window > 0 && full > rate {
+		if l.burst.bursts(rate) && full > rate {
 			b.bank = math.Min(rate*l.burst.Window.Seconds(), b.bank+full-rate)
 		}
 		b.last = now
@@ -77,7 +89,7 @@ func (l *Limiter) refill(key string, rate float64) *bucket {
 // drawBurst moves burst capacity into an empty bucket: enough to clear its
 // debt plus a tenth of a second at rate, within MaxRate per second.
 func (l *Limiter) drawBurst(b *bucket, rate float64) {
-	if l.burst.Window <= 0 || b.bank <= 0 {
+	if !l.burst.bursts(rate) || b.bank <= 0 {
 		return
 	}
 	now := l.now()

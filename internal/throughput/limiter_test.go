@@ -179,6 +179,40 @@ func TestLimiterBurst(t *testing.T) {
 	}
 }
 
+// TestLimiterNoBurstAtHighRates: a partition provisioned at or above
+// Burst.Below has no burst capacity, as in Cosmos DB (3,000 RU/s); one
+// below it has (a throughput hunt: a 6,000 RU/s partition served 9,000
+// RU/s from its bank).
+func TestLimiterNoBurstAtHighRates(t *testing.T) {
+	for _, tc := range []struct {
+		rate     float64
+		min, max float64 // RU served in the first second of load after 10 s idle
+	}{
+		{6000, 11900, 12100}, // its bucket and a second's refill, no bank
+		{3000, 5900, 6100},   // at the threshold: none either
+		{2000, 6900, 7100},   // its bucket, a second's refill, and 3,000 from the bank
+	} {
+		clk := &fakeClock{t: time.Unix(1000, 0)}
+		l := NewLimiter(clk.now, Burst{Window: 5 * time.Minute, MaxRate: 3000, Below: 3000})
+		l.Admit("p", tc.rate)
+		clk.advance(10 * time.Second)
+		served := 0.0
+		for range 1000 {
+			clk.advance(time.Millisecond)
+			for {
+				if _, ok := l.Admit("p", tc.rate); !ok {
+					break
+				}
+				l.Charge("p", tc.rate, 10)
+				served += 10
+			}
+		}
+		if served < tc.min || served > tc.max {
+			t.Errorf("%v RU/s: %v RU served in the first second after 10 s idle, want %v..%v", tc.rate, served, tc.min, tc.max)
+		}
+	}
+}
+
 // TestLimiterDebit: charges other nodes report spend the partition's bucket
 // (its own requests are refused once they have) without counting as its
 // own charges, and the wait returned is the time the refill needs.
