@@ -144,7 +144,17 @@ func (x *execution) installContext() {
 		panic(err)
 	})
 	rt.Set("getContext", func(goja.FunctionCall) goja.Value { return ctxObj })
-	rt.Set("__", coll)
+	// __ is the collection with the request and response beside it, as
+	// Cosmos DB's wrapper makes it (an object whose prototype is the
+	// collection, with request and response): __.response.setBody(x)
+	// threw a TypeError here (a scripts hunt).
+	under := rt.NewObject()
+	if err := under.SetPrototype(coll); err != nil {
+		panic(err) // a fresh object takes any prototype
+	}
+	under.Set("request", req)
+	under.Set("response", resp)
+	rt.Set("__", under)
 
 	codes := rt.NewObject()
 	for _, c := range []struct {
@@ -167,7 +177,7 @@ func (x *execution) installContext() {
 
 func (x *execution) newRequest() *goja.Object {
 	req := x.rt.NewObject()
-	x.installBody(req, func() goja.Value { return x.reqBody }, func(v goja.Value) {
+	x.installBody(req, 0, func() goja.Value { return x.reqBody }, func(v goja.Value) {
 		x.reqBody, x.reqBodySet = v, true
 	})
 	x.set(req, "getOperationType", func(goja.FunctionCall) goja.Value {
@@ -184,7 +194,7 @@ func (x *execution) newRequest() *goja.Object {
 
 func (x *execution) newResponse() *goja.Object {
 	resp := x.rt.NewObject()
-	x.installBody(resp, func() goja.Value { return x.respBody }, func(v goja.Value) { x.respBody, x.respBodySet = v, true })
+	x.installBody(resp, x.lim.MaxResponseBytes, func() goja.Value { return x.respBody }, func(v goja.Value) { x.respBody, x.respBodySet = v, true })
 	// The response body's bound and its size so far, as JSON, in bytes (0 while no body is
 	// set), so that a script can stop before its response grows past the bound.
 	x.set(resp, "getMaxResponseBodySize", func(goja.FunctionCall) goja.Value {
@@ -210,8 +220,22 @@ const bodyName = "Body"
 // appendValue(name, value). The generic ones know only "Body" (headers are not passed to
 // scripts): getValue of another name is undefined, and setValue or appendValue of one throws
 // the wrapper's Error (number 400, "Cannot set new values: name"); an undefined name does
-// nothing. get returns nil while the script has set no body.
-func (x *execution) installBody(obj *goja.Object, get func() goja.Value, set func(goja.Value)) {
+// nothing. get returns nil while the script has set no body. With a limit
+// (the response's), a body that would pass it is refused where it is set,
+// with the wrapper's catchable Error (number 413, telling the script to
+// return what it has and continue in another call), and the body stays as
+// it was: it was only measured once the script had ended, failing it whole
+// with 413 (a scripts hunt; Cosmos DB's samples catch it and return a
+// continuation).
+func (x *execution) installBody(obj *goja.Object, limit int, get func() goja.Value, rawSet func(goja.Value)) {
+	set := func(v goja.Value) {
+		if limit > 0 && x.bodyPasses(v, limit) {
+			// A host error: uncaught, the script fails with its 413.
+			panic(x.hostErrorObject(&HostError{Status: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("Cannot set/appendBody because the resulting "+
+				"message would be too large (over %d bytes). Return from script with current message and use continuation token to call the script again.", limit)}))
+		}
+		rawSet(v)
+	}
 	getBody := func(goja.FunctionCall) goja.Value { return orUndefined(get()) }
 	setBody := func(call goja.FunctionCall) goja.Value {
 		set(call.Argument(0))
@@ -258,6 +282,24 @@ func (x *execution) installBody(obj *goja.Object, get func() goja.Value, set fun
 		}
 		return goja.Undefined()
 	})
+}
+
+// bodyPasses reports whether v, as a response body's JSON, is longer than
+// limit bytes. A string is measured by bounds first (its JSON is at least
+// its length plus quotes, at most six bytes a character of it), so that
+// appending to a growing string body does not marshal it each time.
+func (x *execution) bodyPasses(v goja.Value, limit int) bool {
+	if isString(v) {
+		n := len(v.String()) // UTF-8 bytes, as the JSON is measured
+		switch {
+		case n+2 > limit:
+			return true
+		case 6*n+2 <= limit:
+			return false
+		}
+	}
+	b, ok := x.marshalJSON(v, goja.Undefined(), goja.Undefined())
+	return ok && len(b) > limit
 }
 
 // appendTo is the wrapper's appendValueInternal: the body cur with v appended by JavaScript's

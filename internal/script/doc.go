@@ -40,8 +40,14 @@
 //	request/response.getValue("Body"), setValue("Body", x), appendValue("Body", x)
 //	                                the generic forms; appending uses JavaScript's + (to a
 //	                                response body not yet set, the empty string)
-//	__                              getContext().getCollection(), with the collection-link
-//	                                argument optional (__.createDocument(doc, options, cb))
+//	__                              an object whose prototype is getContext().getCollection(),
+//	                                with the collection-link argument optional
+//	                                (__.createDocument(doc, options, cb)), and __.request and
+//	                                __.response, the request's and response's objects
+//	response.setBody(x) and the others past the response limit
+//	                                throw Error(413, "Cannot set/appendBody because the
+//	                                resulting message would be too large …"), catchable, the
+//	                                body unchanged; uncaught, the run fails with 413
 //	console.log(s, ...)             appended to the log when logging is on: %s takes the
 //	                                next argument, %% is %, calls are concatenated
 //	ErrorCodes                      {BadRequest: 400, Forbidden: 403, NotFound: 404, ...}

@@ -233,7 +233,7 @@ func TestHostileNativeCalls(t *testing.T) {
 			var a = new Array(1e5).fill("x".repeat(100)); var b = []; for (var i = 0; i < 50; i++) b.push(a);
 			JSON.stringify(b); }`,
 			[]ErrorKind{KindException}, "RangeError: Invalid string length", 5 * time.Second, 16 << 20},
-		{"stringify with indentation", `function () { JSON.stringify({a: new Array(5e5).fill([[[1]]])}, null, 10); }`,
+		{"stringify with indentation", `function () { JSON.stringify({a: new Array(1e5).fill([[[1]]])}, null, 10); }`,
 			[]ErrorKind{KindException}, "RangeError: Invalid string length", 5 * time.Second, 16 << 20},
 		{"stringify of a deep nesting", `function () { var a = []; for (var i = 0; i < 1e5; i++) a = [a]; JSON.stringify(a); }`,
 			[]ErrorKind{KindException}, "RangeError: Maximum call stack size exceeded", 5 * time.Second, 0},

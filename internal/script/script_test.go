@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -198,7 +199,10 @@ func TestSprocShorthandAndIDGeneration(t *testing.T) {
 		});
 		__.queryDocuments("SELECT * FROM c", function (err, docs) { out.count = docs.length; });
 		__.readDocuments(function (err, docs) { out.all = docs.length; });
-		out.same = __ === getContext().getCollection();
+		// __ is the collection with request and response beside it, as
+		// Cosmos DB's wrapper makes it (Object.create(collection)).
+		out.same = Object.getPrototypeOf(__) === getContext().getCollection() && __.request === getContext().getRequest() &&
+			__.response === getContext().getResponse() && typeof __.readDocument === "function";
 		getContext().getResponse().setBody(out);
 	}`
 	res, err := run(t, h, body, ``, Limits{})
@@ -846,6 +850,42 @@ func TestResponseBodySize(t *testing.T) {
 		t.Fatal(err)
 	}
 	jsonEqual(t, "body", res.Body, `4194304`)
+}
+
+// TestResponseBodyTooLargeWhereSet: a response body past the bound is
+// refused where it is set or appended, with Cosmos DB's catchable Error
+// (number 413), and the body stays as it was, so that a script returns
+// what fits and a continuation, as Cosmos DB's samples do; it was measured
+// only once the script ended, failing it whole (a scripts hunt).
+func TestResponseBodyTooLargeWhereSet(t *testing.T) {
+	res, err := run(t, newFakeHost(), `function () {
+		var r = getContext().getResponse(), out = {kept: [], codes: []};
+		try { r.setBody("x".repeat(2000)); } catch (e) { out.codes.push(e.number); }
+		r.setBody("");
+		for (var i = 0; i < 100; i++) {
+			try { r.appendBody("0123456789"); } catch (e) { out.codes.push(e.number); break; }
+		}
+		out.size = r.getBody().length;
+		try { r.setValue("Body", {big: "y".repeat(5000)}); } catch (e) { out.codes.push(e.number); out.msg = e.message; }
+		try { __.response.setBody({items: [1, 2], continuation: "c"}); } catch (e) { out.codes.push(-1); }
+		out.kept = r.getBody();
+		r.setBody(out);
+	}`, ``, Limits{MaxResponseBytes: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Codes []int
+		Size  int
+		Msg   string
+		Kept  struct{ Continuation string }
+	}
+	if err := json.Unmarshal(res.Body, &out); err != nil {
+		t.Fatalf("body %s: %v", res.Body, err)
+	}
+	if !slices.Equal(out.Codes, []int{413, 413, 413}) || out.Size > 998 || out.Size < 900 || !strings.Contains(out.Msg, "use continuation token") || out.Kept.Continuation != "c" {
+		t.Errorf("body %s: want three 413s where set, the appended body kept under 1000 bytes, and __.response's body", res.Body)
+	}
 }
 
 // TestErrorCodeForm: new Error(code, message), the form Cosmos DB's wrapper
