@@ -483,7 +483,7 @@ func (e *Engine) prepareQuery(ctx context.Context, c *catalog.Container, ast *pa
 		pp = plan.Choose(in)
 	}
 	if pp.NeedStats {
-		st, err := src.measure(ctx, pp.Lookup, in.PageSize, &run.entries)
+		st, err := src.measure(ctx, pp.Lookup, in.PageSize, in.Scope.Logical, &run.entries)
 		if err != nil {
 			src.v.close()
 			return nil, queryToken{}, translate(err)

@@ -1049,3 +1049,34 @@ func TestOrderByIDAndTSAlwaysServed(t *testing.T) {
 		t.Errorf("ORDER BY a path the policy leaves out: %v, want 400 requiring a range index", err)
 	}
 }
+
+// TestLogicalRangeThroughIndex: a range filter over one logical partition
+// of many items reads the few documents its index entries name, not the
+// partition whole (a throughput hunt: c.n > 2990 in a partition of 3,000
+// items loaded all 3,000 and cost 219 RU a page, 20 times the same query
+// across partitions); the results are the same either way.
+func TestLogicalRangeThroughIndex(t *testing.T) {
+	e := testEngine(t)
+	ctx := t.Context()
+	for i := range 600 {
+		if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Create, PK: pkN(0), Body: fmt.Appendf(nil, `{"id":"i%03d","pk":"p0","n":%d}`, i, i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := Query{Text: "SELECT VALUE c.id FROM c WHERE c.n > 590", MaxItems: 50}
+	p, err := e.QueryItems(ctx, "db", "k", Scope{PK: pkN(0)}, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Items) != 9 || p.Continuation != "" {
+		t.Fatalf("%d rows, continuation %q; want the 9 items past 590 in one page", len(p.Items), p.Continuation)
+	}
+	if p.Loaded > 20 {
+		t.Errorf("the page loaded %d documents for 9 rows of a 600-item partition: read whole, not through the index", p.Loaded)
+	}
+	// And paged: every row once.
+	got := queryAll(t, e, Scope{PK: pkN(0)}, Query{Text: "SELECT VALUE c.id FROM c WHERE c.n >= 500", MaxItems: 7})
+	if len(got) != 100 {
+		t.Errorf("paged by 7: %d rows, want 100", len(got))
+	}
+}

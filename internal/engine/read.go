@@ -685,7 +685,12 @@ func (m *mergeStream) close() {
 // entries there, up to plan.GatherLimit+1. The entries it reads are counted
 // in *entries (they are charged). Terms and entries of sibling ranges
 // sharing a keyspace are counted too: the estimate is an upper bound.
-func (s docSource) measure(ctx context.Context, lookup *plan.IndexScan, page int, entries *int) (plan.Stats, error) {
+//
+// With counted set (a scope of one logical partition, which plan.Choose
+// reads through the index only when the lookup's entries are few beside
+// the partition's items) it counts the entries and the scope's items
+// whatever the terms.
+func (s docSource) measure(ctx context.Context, lookup *plan.IndexScan, page int, counted bool, entries *int) (plan.Stats, error) {
 	var st plan.Stats
 	parts := map[uint64][]replica.Span{}
 	var order []uint64
@@ -725,7 +730,7 @@ func (s docSource) measure(ctx context.Context, lookup *plan.IndexScan, page int
 		}
 		st.Terms = max(st.Terms, terms)
 	}
-	if st.Terms <= plan.MaxMergeTerms {
+	if st.Terms <= plan.MaxMergeTerms && !counted {
 		return st, nil
 	}
 	for i, ks := range order {

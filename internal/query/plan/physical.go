@@ -260,8 +260,10 @@ type Physical struct {
 // The rules (docs/query-plan.md):
 //   - with a current index, the best top-level conjunct on an indexed path
 //     (= > IN > STARTSWITH > range) is the lookup; one logical partition
-//     uses only = and IN lookups on paths other than the partition key's
-//     (the scope pins those), and is otherwise read by key;
+//     uses = and IN lookups on paths other than the partition key's (the
+//     scope pins those), a range or prefix when the query has no ORDER BY
+//     and its entries in the keyspace are at most GatherLimit of the
+//     partition's items (Stats, counted), and is otherwise read by key;
 //   - an ORDER BY on one indexed path that a conjunct filters (or id, _ts)
 //     is read in index order when the query is not grouped and has a TOP
 //     or LIMIT, or no other lookup, or a lookup on that path;
@@ -287,10 +289,27 @@ func Choose(in Input) Physical {
 		}
 	}
 	var scan *IndexScan
+	var pending *IndexScan // a range over one logical partition, awaiting Stats
 	if usable {
 		scan = bestLookup(narrowing(hits, in.Scope), in.Policy)
 		if scan != nil && in.Scope.Logical && scan.Kind != "equality" && scan.Kind != "in" {
-			scan = nil // a logical partition is read by key rather than by a range of the index
+			// A range or prefix over one logical partition reads the
+			// keyspace's entries of its terms, every logical partition's:
+			// cheaper than the partition's items read by key when they are
+			// few beside them (the partition's items counted in Stats.Items).
+			// It was always read by key: 219 RU a page for c.n > 2990 in a
+			// partition of 3,000 items, 11 RU across partitions (a
+			// throughput hunt).
+			// An ORDER BY is read as the probes below choose.
+			switch {
+			case len(in.Query.OrderBy) > 0:
+				scan = nil
+			case in.Stats == nil:
+				pending, scan = scan, nil
+			case in.Stats.Entries > GatherLimit(in.Stats.Items, in.PageSize):
+				p.Stats = in.Stats // every page reads by key, without counting again
+				scan = nil
+			}
 		}
 	}
 	byKey := in.Scope.Logical && scan == nil
@@ -349,6 +368,9 @@ func Choose(in Input) Physical {
 				p.Access, p.Lookup, p.Desc, p.NeedStats, p.Stats, p.Why = IndexOrdered, o, desc, false, nil, why
 			}
 		}
+	}
+	if pending != nil && p.Access == KeyRange {
+		p.NeedStats, p.Lookup = true, pending // read by key unless the counts say otherwise
 	}
 	switch {
 	case prog.Streamable || p.Access == IndexOrdered || p.KeyOrder:
