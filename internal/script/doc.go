@@ -30,6 +30,8 @@
 //	                                doc: an object, or a string of its JSON; a missing or
 //	                                falsy id gets a GUID on a copy, the caller's object unchanged
 //	collection.readDocument(docLink, [options], [cb])                  cb(err, doc, respOptions)
+//	                                options.ifNoneMatch the item's _etag: cb(undefined,
+//	                                undefined, {notModified: true})
 //	collection.deleteDocument(docLink, [options], [cb])                cb(err, respOptions)
 //	collection.queryDocuments(collLink, query, [options], [cb])        cb(err, docs, respOptions)
 //	collection.readDocuments(collLink, [options], [cb])                cb(err, docs, respOptions)

@@ -907,3 +907,27 @@ func TestErrorCodeForm(t *testing.T) {
 		}
 	}
 }
+
+// TestReadDocumentIfNoneMatch: readDocument with options.ifNoneMatch
+// naming the item's _etag calls back with no document and
+// responseOptions.notModified, as Cosmos DB's wrapper does; another etag
+// reads the item (it read the item whole every time: a scripts hunt).
+func TestReadDocumentIfNoneMatch(t *testing.T) {
+	h := newFakeHost(`{"id":"a","v":1}`)
+	res, err := run(t, h, `function () {
+		var c = getContext().getCollection(), link = c.getAltLink() + "/docs/a", out = {};
+		c.readDocument(link, function (err, first) {
+			c.readDocument(link, {ifNoneMatch: first._etag}, function (err, doc, opts) {
+				out.same = [err === undefined, doc === undefined, opts.notModified === true];
+				c.readDocument(link, {ifNoneMatch: "\"e0\""}, function (err, doc, opts) {
+					out.changed = [doc.v, !opts.notModified];
+					getContext().getResponse().setBody(out);
+				});
+			});
+		});
+	}`, ``, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonEqual(t, "body", res.Body, `{"same":[true,true,true],"changed":[1,true]}`)
+}
