@@ -34,6 +34,11 @@
 //     it leads to the voter of that group leading the fewest of the groups
 //     with the same voters, while it leads two more (Raft leadership
 //     transfer, replication.Host.TransferLeader).
+//   - Releases (release.go): members of different data formats
+//     (replica.DataFormat) never take part in one cluster: RaftProto and
+//     SnapProto carry it, every request and answer between members names it
+//     (X-Partita-Data-Format, refused when it differs), and a member starting
+//     while one of another release is up exits (checkReleases).
 //   - Members and NodeID (members.go): the --join list as sorted members,
 //     each with a node id derived from its cluster address (SHA-256, never
 //     0), its canonical address (also its etcd member name) and its etcd

@@ -8,7 +8,9 @@
 // Local implements the seam on the node's Pebble store (package store), and
 // Meta the catalog's backend on the same store; in a cluster,
 // cluster.Keyspaces implements Host over Raft groups, each keyspace's
-// Replica a replication.Replica.
+// Replica a replication.Replica. The store records its DataFormat, the
+// version of everything a release stores, and OpenLocal refuses a store a
+// later release opened.
 //
 // Invariants:
 //   - Every key of a keyspace lies in its span; dropping a keyspace removes
