@@ -338,6 +338,40 @@ func (x *execution) newJSError(msg string) *goja.Object {
 	return obj
 }
 
+// throwBadRequest throws what Cosmos DB's wrapper throws for a method's bad argument:
+// new Error(ErrorCodes.BadRequest, msg), an Error whose number is 400.
+func (x *execution) throwBadRequest(format string, args ...any) {
+	panic(x.newStatusError(http.StatusBadRequest, fmt.Sprintf(format, args...)))
+}
+
+// typeOf is JavaScript's typeof of v, for messages.
+func (x *execution) typeOf(v goja.Value) string {
+	switch {
+	case v == nil || goja.IsUndefined(v):
+		return "undefined"
+	case goja.IsNull(v):
+		return "object"
+	}
+	if _, ok := goja.AssertFunction(v); ok {
+		return "function"
+	}
+	switch v.(type) {
+	case *goja.Object:
+		return "object"
+	case *goja.Symbol:
+		return "symbol"
+	}
+	switch {
+	case goja.IsString(v):
+		return "string"
+	case goja.IsNumber(v):
+		return "number"
+	case goja.IsBigInt(v):
+		return "bigint"
+	}
+	return "boolean"
+}
+
 func (x *execution) throwTypeError(format string, args ...any) {
 	panic(x.rt.NewTypeError("%s", fmt.Sprintf(format, args...)))
 }
@@ -345,9 +379,11 @@ func (x *execution) throwTypeError(format string, args ...any) {
 // newCollection builds the collection object, which is also __.
 func (x *execution) newCollection() *goja.Object {
 	c := x.rt.NewObject()
-	link := func(goja.FunctionCall) goja.Value { return x.rt.ToValue(x.host.CollectionLink()) }
-	x.set(c, "getSelfLink", link)
-	x.set(c, "getAltLink", link)
+	// As Cosmos DB's wrapper: getSelfLink is the _self link ("dbs/{db rid}/colls/{rid}/",
+	// RID-routed), getAltLink the name-based one. (Both returned the name-based link; a
+	// script joining getSelfLink() and a _rid, as Cosmos DB's samples do, found nothing.)
+	x.set(c, "getSelfLink", func(goja.FunctionCall) goja.Value { return x.rt.ToValue(x.host.CollectionSelf()) })
+	x.set(c, "getAltLink", func(goja.FunctionCall) goja.Value { return x.rt.ToValue(x.host.CollectionLink()) })
 	x.set(c, "createDocument", x.writeMethod("createDocument", false))
 	x.set(c, "upsertDocument", x.writeMethod("upsertDocument", true))
 	x.set(c, "replaceDocument", x.replaceDocument)
@@ -378,7 +414,7 @@ func (x *execution) trailing(method string, args []goja.Value) opArgs {
 		if !isNullish(args[0]) {
 			obj, ok := args[0].(*goja.Object)
 			if !ok {
-				x.throwTypeError("%s: options must be an object", method)
+				x.throwBadRequest("%s: the \"options\" parameter must be of type \"object\". Actual type is: \"%s\".", method, x.typeOf(args[0]))
 			}
 			o.options = obj
 			for _, name := range []string{"preTriggerInclude", "postTriggerInclude"} {
@@ -394,7 +430,7 @@ func (x *execution) trailing(method string, args []goja.Value) opArgs {
 	if len(args) > 1 && !isNullish(args[1]) {
 		fn, ok := goja.AssertFunction(args[1])
 		if !ok {
-			x.throwTypeError("%s: callback must be a function", method)
+			x.throwBadRequest("%s: the \"callback\" parameter must be of type \"function\". Actual type is: \"%s\".", method, x.typeOf(args[1]))
 		}
 		o.cb = fn
 	}
@@ -431,7 +467,7 @@ func (x *execution) collectionArgs(method string, args []goja.Value, linkFirst f
 	}
 	s := strings.Trim(args[0].String(), "/")
 	if s != strings.Trim(x.host.CollectionLink(), "/") && s != strings.Trim(x.host.CollectionSelf(), "/") {
-		panic(x.newJSError(fmt.Sprintf("%s: %q is not this script's collection %q", method, args[0].String(), x.host.CollectionLink())))
+		x.throwBadRequest("%s: function is not allowed to operate on resources outside current collection. Make sure that the link provided, %q, belongs to current collection (%q or %q).", method, args[0].String(), x.host.CollectionSelf(), x.host.CollectionLink())
 	}
 	return args[1:]
 }
@@ -456,7 +492,7 @@ func looksLikeCollectionLink(v goja.Value) bool {
 // docLink returns a document-link argument.
 func (x *execution) docLink(method string, v goja.Value) string {
 	if !isString(v) || v.String() == "" {
-		x.throwTypeError("%s: the document link must be a non-empty string", method)
+		x.throwBadRequest("%s: invalid document link: %s (it must be a non-empty string).", method, x.render(v))
 	}
 	return v.String()
 }
@@ -469,7 +505,7 @@ func (x *execution) docValue(method string, v goja.Value) goja.Value {
 	}
 	parsed, err := x.parser.Parse(v.String())
 	if err != nil {
-		x.throwTypeError("%s: the document string is not valid JSON", method)
+		x.throwBadRequest("%s: the document string is not valid JSON", method)
 	}
 	// A JavaScript object has each name once; a string can name one twice,
 	// which a document may not wherever it enters (README): the object made
@@ -519,14 +555,14 @@ func (x *execution) docBody(method string, v goja.Value) []byte {
 	v = x.docValue(method, v)
 	obj, ok := v.(*goja.Object)
 	if !ok || obj.ClassName() == "Array" || obj.ClassName() == "Function" {
-		x.throwTypeError("%s: the document must be an object", method)
+		x.throwBadRequest("%s: the document must be an object", method)
 	}
 	b, ok, err := x.stringify(v)
 	if err != nil {
 		panic(err)
 	}
 	if !ok {
-		x.throwTypeError("%s: the document must be an object", method)
+		x.throwBadRequest("%s: the document must be an object", method)
 	}
 	return b
 }
@@ -632,7 +668,7 @@ func (x *execution) writeMethod(method string, upsert bool) nativeFunc {
 	return func(call goja.FunctionCall) goja.Value {
 		args := x.collectionArgs(method, call.Arguments, isString)
 		if len(args) == 0 {
-			x.throwTypeError("%s: the document is required", method)
+			x.throwBadRequest("the function %q requires at least 2 argument(s) but was called with %d argument(s): the document is required", method, len(call.Arguments))
 		}
 		docVal := x.docValue(method, args[0])
 		o := x.trailing(method, args[1:])
@@ -726,7 +762,7 @@ func (x *execution) deleteDocument(call goja.FunctionCall) goja.Value {
 func (x *execution) queryDocuments(call goja.FunctionCall) goja.Value {
 	args := x.collectionArgs("queryDocuments", call.Arguments, looksLikeCollectionLink)
 	if len(args) == 0 {
-		x.throwTypeError("queryDocuments: the query is required")
+		x.throwBadRequest("the function \"queryDocuments\" requires at least 2 argument(s) but was called with %d argument(s): the query is required", len(call.Arguments))
 	}
 	query, params := x.querySpec(args[0])
 	o := x.trailing("queryDocuments", args[1:])
@@ -751,7 +787,7 @@ func (x *execution) page(method string, o opArgs) Page {
 	if v := prop(o.options, "pageSize"); !isNullish(v) {
 		n := v.ToFloat()
 		if n != math.Trunc(n) || n < -1 || n > math.MaxInt32 {
-			x.throwTypeError("%s: pageSize must be a whole number, -1 for a page as large as the server gives", method)
+			x.throwBadRequest("%s: pageSize must be a whole number, -1 for a page as large as the server gives", method)
 		}
 		switch {
 		case n == -1:
@@ -762,7 +798,7 @@ func (x *execution) page(method string, o opArgs) Page {
 	}
 	if v := prop(o.options, "continuation"); !isNullish(v) {
 		if !isString(v) {
-			x.throwTypeError("%s: continuation must be a string", method)
+			x.throwBadRequest("%s: continuation must be a string", method)
 		}
 		p.Continuation = v.String()
 	}
@@ -781,7 +817,7 @@ func (x *execution) querySpec(v goja.Value) (string, map[string][]byte) {
 	}
 	obj, ok := v.(*goja.Object)
 	if !ok || !isString(prop(obj, "query")) {
-		x.throwTypeError("queryDocuments: the query must be a string or {query, parameters}")
+		x.throwBadRequest("queryDocuments: the \"filterQuery\" parameter must be of type \"string\" or \"object\" ({query, parameters}). Actual type is: \"%s\".", x.typeOf(v))
 	}
 	query := prop(obj, "query").String()
 	pv := prop(obj, "parameters")
@@ -790,14 +826,14 @@ func (x *execution) querySpec(v goja.Value) (string, map[string][]byte) {
 	}
 	arr, ok := pv.(*goja.Object)
 	if !ok || arr.ClassName() != "Array" {
-		x.throwTypeError("queryDocuments: parameters must be an array of {name, value}")
+		x.throwBadRequest("queryDocuments: parameters must be an array of {name, value}")
 	}
 	n := prop(arr, "length").ToInteger()
 	params := make(map[string][]byte, n)
 	for i := range n {
 		p, ok := prop(arr, fmt.Sprint(i)).(*goja.Object)
 		if !ok || !isString(prop(p, "name")) {
-			x.throwTypeError("queryDocuments: parameters must be an array of {name, value}")
+			x.throwBadRequest("queryDocuments: parameters must be an array of {name, value}")
 		}
 		b, ok, err := x.stringify(prop(p, "value"))
 		if err != nil {

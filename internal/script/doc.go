@@ -22,8 +22,12 @@
 //	getContext().abort(err)         ends the script at once, failing it with err as if thrown
 //	                                and not caught (writes rolled back), also from a promise
 //	                                callback, where a throw only rejects the promise
-//	collection.getSelfLink()        the container's name-based link (Host.CollectionLink)
-//	collection.getAltLink()         the same
+//	collection.getSelfLink()        the container's _self link, "dbs/{db rid}/colls/{rid}/"
+//	                                (Host.CollectionSelf)
+//	collection.getAltLink()         its name-based link, "dbs/{db}/colls/{coll}"
+//	                                (Host.CollectionLink); a document link is either joined
+//	                                with "docs/{_rid}" (or the document's _self) or with
+//	                                "/docs/{id}"
 //	collection.createDocument(collLink, doc, [options], [cb])          cb(err, doc, respOptions)
 //	collection.upsertDocument(collLink, doc, [options], [cb])          cb(err, doc, respOptions)
 //	collection.replaceDocument(docLink, doc, [options], [cb])          cb(err, doc, respOptions)
@@ -55,6 +59,9 @@
 //	ErrorCodes                      {BadRequest: 400, Forbidden: 403, NotFound: 404, ...}
 //	new Error(code, message)        JScript's form, as the wrapper and Cosmos DB's samples use
 //	                                it: message, and number code (errorCodeForm)
+//	a method's bad argument         throws Error(400, message), as the wrapper does: options
+//	                                not an object, a callback not a function, a missing
+//	                                document or query, a link outside the collection
 //
 // The request and response maps and console.log behave as in Cosmos DB's own wrapper script,
 // DocDbWrapperScript.js (published in Azure/azure-cosmosdb-js-server): see installBody and

@@ -146,7 +146,7 @@ func TestSprocCRUD(t *testing.T) {
 			});
 		});
 		out.accepted = ok;
-		c.deleteDocument(c.getSelfLink() + "/docs/a", {}, function (err, opts) {
+		c.deleteDocument(c.getAltLink() + "/docs/a", {}, function (err, opts) {
 			if (err) throw err;
 			out.deleted = typeof opts === "object";
 		});
@@ -217,8 +217,8 @@ func TestSprocShorthandAndIDGeneration(t *testing.T) {
 	if err := json.Unmarshal(res.Body, &out); err != nil {
 		t.Fatalf("body %s: %v", res.Body, err)
 	}
-	if out.Link != testCollLink || out.Alt != testCollLink {
-		t.Errorf("getSelfLink, getAltLink = %q, %q, want %q", out.Link, out.Alt, testCollLink)
+	if out.Link != testCollSelf || out.Alt != testCollLink {
+		t.Errorf("getSelfLink, getAltLink = %q, %q, want %q (the _self link), %q (by name)", out.Link, out.Alt, testCollSelf, testCollLink)
 	}
 	if len(out.ID) != 36 || strings.Count(out.ID, "-") != 4 {
 		t.Errorf("generated id = %q, want a GUID", out.ID)
@@ -930,4 +930,58 @@ func TestReadDocumentIfNoneMatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	jsonEqual(t, "body", res.Body, `{"same":[true,true,true],"changed":[1,true]}`)
+}
+
+// TestArgumentErrorsAreBadRequests: a collection method's bad argument throws
+// what Cosmos DB's wrapper throws, new Error(ErrorCodes.BadRequest, msg): an
+// Error with number 400 that a script can catch and test (they were
+// TypeErrors with no number), and uncaught it fails the run with 400.
+func TestArgumentErrorsAreBadRequests(t *testing.T) {
+	h := newFakeHost(`{"id":"a","n":1}`)
+	body := `function () {
+		var c = getContext().getCollection(), out = [];
+		function probe(name, f) {
+			try { f(); out.push(name + ": no error"); }
+			catch (e) { out.push(name + ": " + (e instanceof Error) + " " + e.number + " " + e.message); }
+		}
+		probe("options", function () { c.readDocument(c.getAltLink() + "/docs/a", 5); });
+		probe("callback", function () { c.readDocument(c.getAltLink() + "/docs/a", {}, "cb"); });
+		probe("link", function () { c.readDocument(""); });
+		probe("other collection", function () { c.queryDocuments("dbs/db1/colls/other", "SELECT * FROM c"); });
+		probe("no document", function () { c.createDocument(c.getSelfLink()); });
+		probe("no query", function () { c.queryDocuments(c.getSelfLink()); });
+		probe("query type", function () { c.queryDocuments(c.getSelfLink(), 7); });
+		probe("pageSize", function () { c.readDocuments(c.getSelfLink(), {pageSize: 1.5}); });
+		getContext().getResponse().setBody(out);
+	}`
+	res, err := run(t, h, body, ``, Limits{})
+	if err != nil {
+		t.Fatalf("Execute = %v", err)
+	}
+	var out []string
+	if err := json.Unmarshal(res.Body, &out); err != nil {
+		t.Fatalf("body %s: %v", res.Body, err)
+	}
+	want := []string{
+		`options: true 400 readDocument: the "options" parameter must be of type "object". Actual type is: "number".`,
+		`callback: true 400 readDocument: the "callback" parameter must be of type "function". Actual type is: "string".`,
+		`link: true 400 readDocument: invalid document link: "" (it must be a non-empty string).`,
+		`other collection: true 400 queryDocuments: function is not allowed to operate`,
+		`no document: true 400 the function "createDocument" requires at least 2 argument(s) but was called with 1 argument(s)`,
+		`no query: true 400 the function "queryDocuments" requires at least 2 argument(s) but was called with 1 argument(s)`,
+		`query type: true 400 queryDocuments: the "filterQuery" parameter must be of type "string" or "object"`,
+		`pageSize: true 400 readDocuments: pageSize must be a whole number`,
+	}
+	if len(out) != len(want) {
+		t.Fatalf("probes = %q, want %d", out, len(want))
+	}
+	for i := range want {
+		if !strings.HasPrefix(out[i], want[i]) {
+			t.Errorf("probe %d = %q, want it to begin %q", i, out[i], want[i])
+		}
+	}
+	_, err = run(t, h, `function () { getContext().getCollection().readDocument("a", 5); }`, ``, Limits{})
+	if se := asError(t, err); se.Status != http.StatusBadRequest || !strings.Contains(se.Msg, `Exception = Error: readDocument: the "options" parameter`) {
+		t.Errorf("uncaught = {%d, %q}, want 400 naming the options", se.Status, se.Msg)
+	}
 }

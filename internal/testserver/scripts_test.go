@@ -281,3 +281,48 @@ func TestTriggerCompiledWhenItRuns(t *testing.T) {
 		t.Errorf("create with the replaced trigger: %v", err)
 	}
 }
+
+// TestScriptCollectionLinks: getSelfLink is the container's _self and
+// getAltLink its name-based link, as in Cosmos DB's wrapper, and a document
+// is reached through either: getSelfLink() + "docs/" + _rid (RID-routed, as
+// Cosmos DB's samples join them) and getAltLink() + "/docs/" + id. Both
+// returned the name-based link, so the RID-routed join found nothing.
+func TestScriptCollectionLinks(t *testing.T) {
+	e := newScriptEnv(t)
+	e.create("sprocs", map[string]any{"id": "links", "body": `function links() {
+		var c = getContext().getCollection(), out = {self: c.getSelfLink(), alt: c.getAltLink()};
+		c.createDocument(c.getSelfLink(), {id: "doc1", pk: "p", n: 1}, function (err, doc) {
+			if (err) throw err;
+			c.readDocument(c.getSelfLink() + "docs/" + doc._rid, function (err, byRID) {
+				if (err) throw err;
+				out.byRID = byRID.id;
+				c.readDocument(c.getAltLink() + "/docs/doc1", function (err, byName) {
+					if (err) throw err;
+					out.byName = byName.n;
+					getContext().getResponse().setBody(out);
+				});
+			});
+		});
+	}`})
+	resp, body := e.exec("links", "p")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("links: %s %s", resp.Status, body)
+	}
+	var out struct {
+		Self, Alt, ByRID string
+		ByName           int
+	}
+	if err := json.Unmarshal(body, &out); err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	props, err := e.k.Read(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Self != props.ContainerProperties.SelfLink || out.Alt != "dbs/db/colls/k" {
+		t.Errorf("getSelfLink, getAltLink = %q, %q; want the container's _self %q and %q", out.Self, out.Alt, props.ContainerProperties.SelfLink, "dbs/db/colls/k")
+	}
+	if out.ByRID != "doc1" || out.ByName != 1 {
+		t.Errorf("read by RID-routed link %q, by name %d; want doc1, 1", out.ByRID, out.ByName)
+	}
+}

@@ -289,7 +289,7 @@ describe("partita scripts, batch and bulk with @azure/cosmos", () => {
         id: "incr",
         body: function (id) {
           var coll = getContext().getCollection();
-          var link = coll.getSelfLink() + "/docs/" + id;
+          var link = coll.getAltLink() + "/docs/" + id;
           coll.readDocument(link, {}, function (err, doc) {
             if (err && err.number === 404) {
               coll.createDocument(coll.getSelfLink(), { id: id, pk: "ctr", count: 1 }, function (e2, made) {
