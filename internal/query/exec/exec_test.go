@@ -853,3 +853,38 @@ func TestIntFunctionsExact(t *testing.T) {
 		}
 	}
 }
+
+// TestRegexExtendedMode: RegexMatch's "x" modifier drops whitespace and '#'
+// comments outside character classes, and keeps an escaped space, '#' and a
+// class's spaces, as PCRE's and .NET's extended modes do (every whitespace
+// was dropped: `^a\ d$` became `^a\d$`, matching "a5"; a query hunt).
+func TestRegexExtendedMode(t *testing.T) {
+	for _, tt := range []struct {
+		pattern, in string
+		want        bool
+	}{
+		{`^a\ d$`, "a5", false},
+		{`^a\ d$`, "a d", true},
+		{`^a\ b$`, "a b", true},
+		{`^a[ ]b$`, "a b", true},
+		{`^a[] ]b$`, "a b", true},
+		{`^a [^ x] b$`, "a-b", true},
+		{`^a [^ x] b$`, "a b", false},
+		{"^a #comment\n b$", "ab", true},
+		{`^a\#b$`, "a#b", true},
+		{`^a[#]b$`, "a#b", true},
+		{` ^ a b c $ `, "abc", true},
+		{`^\Qa b\E$`, "a b", true},
+		{`^[[:alpha:] ]+$`, "a b", true},
+		{"^a\tb\n$", "ab", true},
+	} {
+		re, ok := compileRegex(tt.pattern, "x")
+		if !ok {
+			t.Errorf("compileRegex(%q, x) refused (rewritten %q)", tt.pattern, extendedPattern(tt.pattern))
+			continue
+		}
+		if got := re.MatchString(tt.in); got != tt.want {
+			t.Errorf("REGEXMATCH(%q, %q, \"x\") = %v, want %v (rewritten %q)", tt.in, tt.pattern, got, tt.want, extendedPattern(tt.pattern))
+		}
+	}
+}

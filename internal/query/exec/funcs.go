@@ -855,8 +855,8 @@ func compileRegex(pattern, mods string) (*regexp.Regexp, bool) {
 				flags += string(m)
 			}
 		case 'x':
-			// RE2 has no extended mode; dropping unescaped whitespace is a close match.
-			pattern = strings.Join(strings.Fields(pattern), "")
+			// RE2 has no extended mode: the pattern is rewritten without it.
+			pattern = extendedPattern(pattern)
 		default:
 			return nil, false
 		}
@@ -866,6 +866,78 @@ func compileRegex(pattern, mods string) (*regexp.Regexp, bool) {
 	}
 	re, err := regexp.Compile(pattern)
 	return re, err == nil
+}
+
+// extendedPattern rewrites a pattern of the extended mode (RegexMatch's "x", PCRE's and .NET's
+// IgnorePatternWhitespace) into one without it: whitespace outside a character class is
+// dropped and '#' starts a comment to the end of the line, while an escaped character
+// (whitespace and '#' included), a character class and \Q…\E are kept as written. (Every
+// whitespace character was dropped, escaped or in a class, so `a\ d` became `a\d`, the digit
+// class, and comments were kept: a query hunt.)
+func extendedPattern(p string) string {
+	var b strings.Builder
+	for i := 0; i < len(p); {
+		c := p[i]
+		switch {
+		case c == '\\' && strings.HasPrefix(p[i:], `\Q`):
+			end := strings.Index(p[i+2:], `\E`)
+			if end < 0 {
+				b.WriteString(p[i:])
+				return b.String()
+			}
+			b.WriteString(p[i : i+2+end+2])
+			i += 2 + end + 2
+		case c == '\\':
+			_, n := utf8.DecodeRuneInString(p[i+1:])
+			b.WriteString(p[i : i+1+n])
+			i += 1 + n
+		case c == '[':
+			j := classEnd(p, i)
+			b.WriteString(p[i:j])
+			i = j
+		case c == '#':
+			for i < len(p) && p[i] != '\n' {
+				i++
+			}
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+			i++
+		default:
+			b.WriteByte(c)
+			i++
+		}
+	}
+	return b.String()
+}
+
+// classEnd returns the index just past the character class that starts at p[i] == '[': a ']'
+// right after '[' or '[^' is a member, a backslash escapes the next character, and a POSIX
+// class [:name:] is kept whole. An unterminated class runs to the end (the compiler refuses it).
+func classEnd(p string, i int) int {
+	j := i + 1
+	if j < len(p) && p[j] == '^' {
+		j++
+	}
+	if j < len(p) && p[j] == ']' {
+		j++
+	}
+	for j < len(p) {
+		switch {
+		case p[j] == '\\':
+			_, n := utf8.DecodeRuneInString(p[j+1:])
+			j += 1 + n
+		case strings.HasPrefix(p[j:], "[:"):
+			if end := strings.Index(p[j+2:], ":]"); end >= 0 {
+				j += 2 + end + 2
+			} else {
+				j++
+			}
+		case p[j] == ']':
+			return j + 1
+		default:
+			j++
+		}
+	}
+	return len(p)
 }
 
 // arrayContains reports whether arr has an element equal to v; with partial, an object

@@ -12,6 +12,10 @@
 // (`{a: 1}`); BETWEEN composes with AND/OR like IN and LIKE do; and NOT binds more loosely than
 // comparisons, as in SQL (`NOT c.a = 1` means `NOT (c.a = 1)`).
 //
+// Number literals are decimal (`12`, `1.5`, `.5`, `1e-3`) or hexadecimal (`0x1F`, Cosmos DB's
+// hexadecimal_literal, at most 64 bits); `.5` is a number wherever an operand may start, a
+// property access only after an operand (`c.a .5` is an error).
+//
 // Precedence, loosest first: ?: (right-associative), ??, OR, AND, NOT, then the predicates
 // IN / LIKE / BETWEEN, then ||, |, ^, &, = != <>, < <= > >=, << >> >>>, + -, * / %, the unary
 // operators - + ~ NOT, and finally property access .name and indexing [expr].

@@ -127,7 +127,15 @@ func (l *lexer) operandEnd() bool {
 	}
 	t := l.toks[len(l.toks)-1]
 	switch t.kind {
-	case tokIdent, tokNumber, tokString, tokParam:
+	case tokIdent:
+		// A keyword (SELECT, AND, BETWEEN, NOT, ...) is followed by an operand, so ".5" after
+		// it is a number (a query hunt: "c.n BETWEEN .5 AND 1" was refused); a keyword after
+		// '.' is a property name, and true, false, null and undefined are operands.
+		if !IsReserved(t.text) || isLiteralWord(t.text) {
+			return true
+		}
+		return len(l.toks) > 1 && l.toks[len(l.toks)-2].kind == tokOp && l.toks[len(l.toks)-2].text == "."
+	case tokNumber, tokString, tokParam:
 		return true
 	case tokOp:
 		return t.text == ")" || t.text == "]" || t.text == "}"
@@ -187,10 +195,20 @@ func (l *lexer) next() error {
 	return errorAt(pos, "invalid character %q", r)
 }
 
-// number scans DIGIT+ ['.' DIGIT*] [e [+-] DIGIT+] or '.' DIGIT+ [exponent].
+// isLiteralWord reports whether a reserved word is one of the literals true, false, null and
+// undefined.
+func isLiteralWord(w string) bool {
+	return strings.EqualFold(w, "true") || strings.EqualFold(w, "false") || strings.EqualFold(w, "null") || strings.EqualFold(w, "undefined")
+}
+
+// number scans DIGIT+ ['.' DIGIT*] [e [+-] DIGIT+], '.' DIGIT+ [exponent], or a hexadecimal
+// literal, 0x HEXDIGIT+ (Cosmos DB's hexadecimal_literal).
 func (l *lexer) number(pos Position) error {
 	s := l.src
 	i := l.off
+	if s[i] == '0' && i+1 < len(s) && (s[i+1] == 'x' || s[i+1] == 'X') {
+		return l.hexNumber(pos)
+	}
 	for i < len(s) && isDigit(s[i]) {
 		i++
 	}
@@ -223,6 +241,35 @@ func (l *lexer) number(pos Position) error {
 	l.off = i
 	l.toks = append(l.toks, token{kind: tokNumber, text: text, num: f, pos: pos})
 	return nil
+}
+
+// hexNumber scans 0x HEXDIGIT+, at most 16 digits (an unsigned 64-bit value, as a number).
+// Its token text is the value in decimal, so that an integer past 2^53 keeps its digits as a
+// decimal literal's does.
+func (l *lexer) hexNumber(pos Position) error {
+	s := l.src
+	i := l.off + 2
+	for i < len(s) && isHexDigit(s[i]) {
+		i++
+	}
+	if i == l.off+2 || (i < len(s) && isIdentChar(s[i])) {
+		end := i + 1
+		if end > len(s) {
+			end = len(s)
+		}
+		return errorAt(pos, "invalid number %q", s[l.off:end])
+	}
+	u, err := strconv.ParseUint(s[l.off+2:i], 16, 64)
+	if err != nil {
+		return errorAt(pos, "number %s out of range", s[l.off:i])
+	}
+	l.off = i
+	l.toks = append(l.toks, token{kind: tokNumber, text: strconv.FormatUint(u, 10), num: float64(u), pos: pos})
+	return nil
+}
+
+func isHexDigit(c byte) bool {
+	return isDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
 }
 
 // str scans a string literal quoted with q. Escapes are JSON's plus \' ; \u escapes may form
