@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/partitadb/partita/internal/document"
 	"github.com/partitadb/partita/internal/engine"
@@ -55,6 +56,11 @@ func (h *Handler) batch(w http.ResponseWriter, r *http.Request) error {
 	// of "operationType":"Read" then "operationType":"Delete" deleted (a
 	// bug hunt).
 	var raw []batchOpJSON
+	if !utf8.Valid(body) {
+		// The envelope's decoder reads invalid bytes of an id or a
+		// partition key as U+FFFD, naming an item no request could.
+		return status.BadRequest("batch body must be a JSON array of operations: invalid UTF-8")
+	}
 	if err := document.UnmarshalEnvelope(body, &raw); err != nil {
 		return status.BadRequest("batch body must be a JSON array of operations: %s", invalidMsg(err))
 	}

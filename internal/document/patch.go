@@ -54,6 +54,12 @@ type PatchRequest struct {
 // operations fit the item is checked by ApplyPatch.
 func ParsePatchRequest(body []byte) (PatchRequest, error) {
 	var req PatchRequest
+	if !utf8.Valid(body) {
+		// As an item's body: the envelope's decoder would read a path's
+		// invalid bytes as U+FFFD and set a member no create could (a patch
+		// hunt: "/k\xff" stored "k\uFFFD").
+		return PatchRequest{}, &InvalidError{Msg: "patch request is not valid: invalid UTF-8"}
+	}
 	i := skipWS(body, 0)
 	// Read as an envelope (UnmarshalEnvelope): names exactly, none twice.
 	// An operation naming a member twice ({"op":"set","path":"/a","path":"/b"})

@@ -305,6 +305,10 @@ func TestParsePatchRequestErrors(t *testing.T) {
 		{`{`, `not valid`},
 		{`{"operations":[{"op":"set","path":"/a","value":1}]} x`, `not valid`},
 		{`"ops"`, `must be an object or an array`},
+		// Invalid UTF-8 anywhere: a path's bytes decoded to U+FFFD and were set (a patch hunt).
+		{"[{\"op\":\"set\",\"path\":\"/k\xff\",\"value\":1}]", `invalid UTF-8`},
+		{"{\"condition\":\"from c where c.k = 'v\xff'\",\"operations\":[{\"op\":\"remove\",\"path\":\"/a\"}]}", `invalid UTF-8`},
+		{"[{\"op\":\"move\",\"from\":\"/a\xc3\",\"path\":\"/b\"}]", `invalid UTF-8`},
 		{`{"operations":{"op":"set"}}`, `wrong type`},
 		{`{"operations":[{"op":1,"path":"/a"}]}`, `wrong type`},
 		{`{"condition":5,"operations":[{"op":"remove","path":"/a"}]}`, `wrong type`},

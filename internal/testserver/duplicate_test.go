@@ -89,3 +89,36 @@ func TestDuplicatePropertyNames(t *testing.T) {
 		t.Errorf("dupA after refused replace and patch: %s %v", item.Value, err)
 	}
 }
+
+// TestInvalidUTF8InEnvelopes: a patch or batch body with invalid UTF-8 is
+// refused whole, as an item's body is; a patch path's invalid bytes were
+// read as U+FFFD and set a member "k\uFFFD" (a patch hunt).
+func TestInvalidUTF8InEnvelopes(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	ctx := t.Context()
+	k := newContainer(t, s.Client(t), "db", azcosmos.ContainerProperties{ID: "u8", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil)
+	pk := azcosmos.NewPartitionKeyString("p")
+	if _, err := k.CreateItem(ctx, pk, []byte(`{"id":"a","pk":"p","v":1}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	hdr := map[string]string{"Content-Type": "application/json", "x-ms-documentdb-partitionkey": `["p"]`}
+	for _, body := range []string{
+		"[{\"op\":\"set\",\"path\":\"/k\xff\",\"value\":1}]",
+		"{\"condition\":\"from c where c.v = 'x\xff'\",\"operations\":[{\"op\":\"set\",\"path\":\"/v\",\"value\":2}]}",
+	} {
+		resp, out, err := s.Do(ctx, http.MethodPatch, "/dbs/db/colls/u8/docs/a", hdr, []byte(body))
+		if err != nil || resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(out), "invalid UTF-8") {
+			t.Errorf("patch %q: %v %s %v, want 400 naming invalid UTF-8", body, resp.Status, out, err)
+		}
+	}
+	bhdr := map[string]string{"Content-Type": "application/json", "x-ms-documentdb-partitionkey": `["p"]`,
+		"x-ms-cosmos-is-batch-request": "True", "x-ms-cosmos-batch-atomic": "True"}
+	resp, out, err := s.Do(ctx, http.MethodPost, "/dbs/db/colls/u8/docs", bhdr, []byte("[{\"operationType\":\"Delete\",\"id\":\"a\xff\"}]"))
+	if err != nil || resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(out), "invalid UTF-8") {
+		t.Errorf("batch with an invalid id: %v %s %v, want 400 naming invalid UTF-8", resp.Status, out, err)
+	}
+	got, err := k.ReadItem(ctx, pk, "a", nil)
+	if err != nil || string(got.Value) == "" || strings.Contains(string(got.Value), "\uFFFD") || !strings.Contains(string(got.Value), `"v":1`) {
+		t.Errorf("item after the refused requests: %s %v, want it unchanged", got.Value, err)
+	}
+}
