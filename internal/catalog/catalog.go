@@ -72,6 +72,28 @@ func (t Throughput) IsZero() bool { return t.Manual == 0 && t.AutoscaleMax == 0 
 // make a single request allocate or split without end.
 const MaxThroughput = 1_000_000
 
+// MaxSystemKeyThroughput is the most a container created without a partition
+// key (the system key, partition.Definition.SystemKey) may be provisioned
+// with: Cosmos DB documents non-partitioned containers as "not elastic",
+// with "fixed storage capacity of 20 GB and throughput limit of 10K RU/s".
+// Such a container starts as one physical partition and is not split for
+// throughput: the SDKs of its API version query it without the
+// cross-partition header, which a second partition would make them need (a
+// Python SDK hunt: at 10,000 RU/s it started with two, and every plain
+// query was refused). Its items with a _partitionKey value (which newer
+// SDKs write) may still outgrow a partition and split by size, as a
+// container migrated to the system key does.
+const MaxSystemKeyThroughput = 10_000
+
+// systemKeyThroughput checks tp for a container with the system key.
+func systemKeyThroughput(tp Throughput) error {
+	if tp.Manual > MaxSystemKeyThroughput || tp.AutoscaleMax > MaxSystemKeyThroughput {
+		return invalid(fmt.Sprintf("throughput %d RU/s is above the limit of a container without a partition key, %d RU/s: "+
+			"create the container with a partition key to provision more", max(tp.Manual, tp.AutoscaleMax), MaxSystemKeyThroughput))
+	}
+	return nil
+}
+
 func (t Throughput) validate() error {
 	switch {
 	case t.Manual > MaxThroughput:
@@ -921,10 +943,21 @@ func (c *Catalog) CreateContainer(db string, body []byte, tp Throughput) (*Conta
 		Internal: binary.BigEndian.Uint64(rid), PK: def.pk, Body: def.body,
 		TS: c.now().Unix(), ETag: document.ETag(seq), RangesVersion: 1,
 	}
+	if def.pk.SystemKey {
+		if err := systemKeyThroughput(tp); err != nil {
+			return nil, err
+		}
+		if tp.IsZero() && d.OfferID != "" {
+			return nil, invalid(fmt.Sprintf("database %s has shared throughput: a container in it needs a partition key", db))
+		}
+	}
 	ch := newChanges()
 	var offer *Offer
 	n := 0
 	switch {
+	case !tp.IsZero() && def.pk.SystemKey:
+		offer = c.newOfferLocked(tp, k.Self(), k.RID, db, k.ID)
+		n = 1 // not elastic (MaxSystemKeyThroughput)
 	case !tp.IsZero():
 		offer = c.newOfferLocked(tp, k.Self(), k.RID, db, k.ID)
 		n = partition.InitialRangeCount(tp.Manual, tp.AutoscaleMax)
@@ -1274,6 +1307,11 @@ func (c *Catalog) ReplaceOffer(id string, tp Throughput, ifMatch string, migrate
 	}
 	if document.IfMatchFails(ifMatch, old.ETag) {
 		return nil, ErrPrecondition
+	}
+	if k := c.mu.colls[old.DB][old.Container]; old.Container != "" && k != nil && k.PK.SystemKey {
+		if err := systemKeyThroughput(tp); err != nil {
+			return nil, err
+		}
 	}
 	switch {
 	case old.AutoscaleMax == 0 && tp.AutoscaleMax != 0 && migrate != ToAutoscale:

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/partitadb/partita/internal/document"
@@ -48,7 +49,7 @@ func TestSystemKeyNonePartition(t *testing.T) {
 	e := testEngine(t)
 	ctx := context.Background()
 	def := `{"id":"fixed","partitionKey":{"paths":["/_partitionKey"],"kind":"Hash","systemKey":true}}`
-	if _, err := e.CreateContainer("db", []byte(def), Throughput{Manual: 24000}); err != nil {
+	if _, err := e.CreateContainer("db", []byte(def), Throughput{Manual: 10000}); err != nil {
 		t.Fatal(err)
 	}
 	undefined := document.PartitionKey{{Kind: document.Undefined}}
@@ -260,15 +261,72 @@ func TestSystemKeyQueryWithoutHeader(t *testing.T) {
 			}
 		}
 	}
-	if _, err := e.CreateContainer("db", []byte(`{"id":"wide","partitionKey":{"paths":["/_partitionKey"],"kind":"Hash","systemKey":true}}`), Throughput{Manual: 24000}); err != nil {
+	if _, err := e.CreateContainer("db", []byte(`{"id":"keyed","partitionKey":{"paths":["/pk"]}}`), Throughput{Manual: 24000}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.CreateContainer("db", []byte(`{"id":"keyed","partitionKey":{"paths":["/pk"]}}`), Throughput{}); err != nil {
+	if _, err := e.QueryItems(ctx, "db", "keyed", Scope{}, Query{Text: "SELECT * FROM c", MaxItems: -1}); code(err) != http.StatusBadRequest {
+		t.Errorf("a partitioned container queried without the header: %v, want 400", err)
+	}
+}
+
+// TestSystemKeyContainerIsOnePartition: a container without a partition key
+// is one physical partition at any throughput it may have (at most 10,000
+// RU/s, as Cosmos DB documents non-partitioned containers), so the SDKs of
+// its API version, which send no cross-partition header, can query it; it
+// started with two at 10,000 RU/s, and every plain query was refused (a
+// Python SDK hunt). More throughput and shared throughput are refused with
+// 400 naming why.
+func TestSystemKeyContainerIsOnePartition(t *testing.T) {
+	e := testEngine(t)
+	ctx := context.Background()
+	def := func(id string) []byte {
+		return []byte(`{"id":"` + id + `","partitionKey":{"paths":["/_partitionKey"],"kind":"Hash","systemKey":true}}`)
+	}
+	if _, err := e.CreateContainer("db", def("fixed"), Throughput{Manual: 10000}); err != nil {
 		t.Fatal(err)
 	}
-	for _, coll := range []string{"wide", "keyed"} {
-		if _, err := e.QueryItems(ctx, "db", coll, Scope{}, Query{Text: "SELECT * FROM c", MaxItems: -1}); code(err) != http.StatusBadRequest {
-			t.Errorf("%s queried without the header: %v, want 400", coll, err)
+	for i := range 40 {
+		body := fmt.Sprintf(`{"id":"i%d","_partitionKey":"p%d"}`, i, i)
+		if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "fixed", Kind: Create, PK: document.PartitionKey{{Kind: document.String, String: fmt.Sprintf("p%d", i)}}, Body: []byte(body)}); err != nil {
+			t.Fatal(err)
 		}
+	}
+	ranges := func() int {
+		rs, _, _, err := e.PKRanges("db", "fixed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(rs)
+	}
+	if n := ranges(); n != 1 {
+		t.Fatalf("a container without a partition key at 10,000 RU/s has %d physical partitions, want 1", n)
+	}
+	p, err := e.QueryItems(ctx, "db", "fixed", Scope{}, Query{Text: "SELECT VALUE COUNT(1) FROM c", MaxItems: -1})
+	if err != nil || len(p.Items) != 1 || string(p.Items[0]) != "40" {
+		t.Errorf("COUNT without the cross-partition header = %v, %v; want [40]", p.Items, err)
+	}
+	for _, tp := range []Throughput{{Manual: 10100}, {AutoscaleMax: 20000}} {
+		if _, err := e.CreateContainer("db", def(fmt.Sprint("wide", tp.Manual)), tp); code(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "without a partition key") {
+			t.Errorf("create at %+v: %v, want 400 naming the limit of a container without a partition key", tp, err)
+		}
+	}
+	c, err := e.cat.Container("db", "fixed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.ReplaceOffer(c.OfferID, Throughput{Manual: 20000}, "", 0); code(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "without a partition key") {
+		t.Errorf("offer raised to 20,000 RU/s: %v, want 400", err)
+	}
+	if _, err := e.ReplaceOffer(c.OfferID, Throughput{Manual: 4000}, "", 0); err != nil {
+		t.Errorf("offer lowered to 4,000 RU/s: %v", err)
+	}
+	if n := ranges(); n != 1 {
+		t.Errorf("after the offer's changes: %d physical partitions, want 1", n)
+	}
+	if _, err := e.CreateDatabase("shared", Throughput{Manual: 400}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateContainer("shared", def("inshared"), Throughput{}); code(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "needs a partition key") {
+		t.Errorf("a container without a partition key on shared throughput: %v, want 400", err)
 	}
 }

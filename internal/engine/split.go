@@ -385,6 +385,9 @@ func (e *Engine) checkSplits(ctx context.Context) {
 // do, or at its storage midpoint where the hash space cannot be halved.
 func (e *Engine) splitForThroughput(ctx context.Context, db, coll string, ru int) error {
 	want := (ru + e.cfg.PartitionMaxRU - 1) / e.cfg.PartitionMaxRU
+	if c, err := e.cat.Container(db, coll); err == nil && c.PK.SystemKey {
+		return nil // not split for throughput (catalog.MaxSystemKeyThroughput)
+	}
 	return e.splitUntil(ctx, db, coll, func(c *catalog.Container) (partition.Range, partition.EPK, bool, error) {
 		ranges := c.Map().Ranges()
 		if len(ranges) >= want {

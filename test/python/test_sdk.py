@@ -554,6 +554,18 @@ class PythonSDKTest(unittest.TestCase):
         self.assertEqual(list(self.client.QueryItems(coll, "SELECT c.v, COUNT(1) AS n FROM c GROUP BY c.v",
                                                      {"enableCrossPartitionQuery": True})), [{"v": 0, "n": 2}, {"v": 1, "n": 1}])
 
+    def test_non_partitioned_throughput(self):
+        """A container without a partition key is one physical partition up to 10,000 RU/s,
+        Cosmos DB's limit for them, so its plain queries keep working (a hunt found two
+        partitions at 10,000 RU/s and every query refused); more is refused."""
+        self.client.CreateContainer(self.db_link, {"id": "legacy10k"}, {"offerThroughput": 10000})
+        coll = self.db_link + "/colls/legacy10k"
+        self.assertEqual(len(list(self.client._ReadPartitionKeyRanges(coll))), 1)
+        for i in range(3):
+            self.client.CreateItem(coll, {"id": "d%d" % i})
+        self.assertEqual(list(self.client.QueryItems(coll, "SELECT VALUE COUNT(1) FROM c")), [3])
+        self.assertEqual(status_of(lambda: self.client.CreateContainer(self.db_link, {"id": "legacy20k"}, {"offerThroughput": 20000})), 400)
+
     def test_change_feed(self):
         coll = self.container("changes", throughput=12000)  # two physical partitions
         ranges = [r["id"] for r in self.client._ReadPartitionKeyRanges(coll)]
