@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -110,5 +112,58 @@ func TestQueriesTakeTurns(t *testing.T) {
 	}
 	if p := e.queries.peak.Load(); p != 1 {
 		t.Errorf("%d query pages evaluated at once, want at most 1", p)
+	}
+}
+
+// TestQueryYieldsInsideJoins: a query page expanding one document's JOINs
+// hands its slot on while it does (exec.WithPause), so another query's page
+// runs meanwhile: with one slot, a 400³-row JOIN over one item held it
+// until its 408, and every other query waited (a hostile-query hunt). The
+// small query must answer before the large one ends (it ends at
+// QueryMaxTime, long after).
+func TestQueryYieldsInsideJoins(t *testing.T) {
+	e := testEngineWith(t, Config{QuerySlots: 1, GatewayQueryFull: true, QueryMaxTime: 4 * time.Second})
+	ctx := t.Context()
+	arr := make([]string, 400)
+	for i := range arr {
+		arr[i] = strconv.Itoa(i)
+	}
+	for _, body := range []string{
+		`{"id":"big","pk":"big","arr":[` + strings.Join(arr, ",") + `]}`,
+		`{"id":"small","pk":"small","n":1}`,
+	} {
+		var doc struct{ PK string }
+		if err := json.Unmarshal([]byte(body), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Create, Body: []byte(body), PK: document.PartitionKey{{Kind: document.String, String: doc.PK}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bigDone := make(chan error, 1)
+	go func() {
+		q := Query{Text: "SELECT VALUE a FROM c JOIN a IN c.arr JOIN b IN c.arr JOIN x IN c.arr WHERE a + b + x = -1"}
+		_, err := e.QueryItems(context.WithoutCancel(ctx), "db", "k", Scope{PK: document.PartitionKey{{Kind: document.String, String: "big"}}}, q)
+		bigDone <- err
+	}()
+	// Wait until the large query holds the slot.
+	for e.queries.inUse.Load() == 0 {
+		select {
+		case err := <-bigDone:
+			t.Fatalf("the large query ended before it was seen running: %v", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	p, err := e.QueryItems(ctx, "db", "k", Scope{PK: document.PartitionKey{{Kind: document.String, String: "small"}}}, Query{Text: "SELECT VALUE c.n FROM c"})
+	select {
+	case bigErr := <-bigDone:
+		t.Fatalf("the small query answered (%v, %v) only after the large one ended (%v)", p.Items, err, bigErr)
+	default:
+	}
+	if err != nil || len(p.Items) != 1 || string(p.Items[0]) != "1" {
+		t.Errorf("small query = %v, %v; want [1]", p.Items, err)
+	}
+	if err := <-bigDone; code(err) != http.StatusRequestTimeout {
+		t.Errorf("large query: %v, want 408 at QueryMaxTime", err)
 	}
 }

@@ -350,6 +350,9 @@ func (e *Engine) runQuery(ctx context.Context, c *catalog.Container, ast *parse.
 	defer run.src.v.close()
 	var rows atomic.Int64
 	ctx = exec.WithRowCount(ctx, &rows)
+	if e.queries != nil {
+		ctx = exec.WithPause(ctx, e.queries.yield)
+	}
 	work := func(out int) throughput.QueryWork {
 		return throughput.QueryWork{Entries: run.entries, Items: run.loaded, InBytes: run.loadedBytes, Rows: int(rows.Load()),
 			OutBytes: out, Partitions: len(r.ranges)}

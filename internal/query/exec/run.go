@@ -29,6 +29,8 @@ type runCtx struct {
 	// in ctx at the first row; nil when there is none.
 	rows      *atomic.Int64
 	rowsKnown bool
+	// pause is the caller's WithPause function, looked up with rows.
+	pause func()
 
 	// curDoc and curRoot are the document being processed, while its bytes are valid (inside
 	// the docs callback), so that SELECT * can copy the original text.
@@ -58,18 +60,35 @@ func (rc *runCtx) tick(n *int) bool {
 	return false
 }
 
-// countRow adds a bound row to the caller's count, if it keeps one.
+// countRow adds a bound row to the caller's count, if it keeps one, and
+// calls the caller's pause every ctxCheckEvery rows.
 func (rc *runCtx) countRow() {
 	if !rc.rowsKnown {
 		rc.rows, _ = rc.ctx.Value(rowCountKey{}).(*atomic.Int64)
+		rc.pause, _ = rc.ctx.Value(pauseKey{}).(func())
 		rc.rowsKnown = true
 	}
 	if rc.rows != nil {
 		rc.rows.Add(1)
 	}
+	if rc.pause != nil && rc.nrows%ctxCheckEvery == 0 {
+		rc.pause()
+	}
 }
 
-type rowCountKey struct{}
+type (
+	rowCountKey struct{}
+	pauseKey    struct{}
+)
+
+// WithPause returns ctx carrying pause, which every run under it calls once
+// per ctxCheckEvery rows its FROM and JOIN sources bind, so that the caller
+// can let other work run while one document's JOINs expand (a cross product
+// of its arrays is evaluated without returning to the caller). pause must
+// be safe for concurrent use: RunParallel's workers call it.
+func WithPause(ctx context.Context, pause func()) context.Context {
+	return context.WithValue(ctx, pauseKey{}, pause)
+}
 
 // WithRowCount returns ctx carrying n: every run under it adds to n one per
 // row its FROM and JOIN sources bind before WHERE is evaluated — one per
