@@ -425,6 +425,22 @@ func (h *scriptHost) Replace(link string, doc []byte, ifMatch string) ([]byte, e
 	return r.Body, nil
 }
 
+func (h *scriptHost) Patch(link string, spec []byte, ifMatch string) ([]byte, error) {
+	id, err := h.resolve(link)
+	if err != nil {
+		return nil, hostErr(err)
+	}
+	req, err := document.ParsePatchRequest(spec)
+	if err != nil {
+		return nil, hostErr(translate(err))
+	}
+	r, err := h.t.patch(h.ctx, id, req, ifMatch)
+	if err != nil {
+		return nil, hostErr(err)
+	}
+	return r.Body, nil
+}
+
 func (h *scriptHost) Read(link string) ([]byte, error) {
 	id, err := h.resolve(link)
 	if err != nil {

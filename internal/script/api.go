@@ -387,6 +387,7 @@ func (x *execution) newCollection() *goja.Object {
 	x.set(c, "createDocument", x.writeMethod("createDocument", false))
 	x.set(c, "upsertDocument", x.writeMethod("upsertDocument", true))
 	x.set(c, "replaceDocument", x.replaceDocument)
+	x.set(c, "patchDocument", x.patchDocument)
 	x.set(c, "readDocument", x.readDocument)
 	x.set(c, "deleteDocument", x.deleteDocument)
 	x.set(c, "queryDocuments", x.queryDocuments)
@@ -716,6 +717,32 @@ func (x *execution) replaceDocument(call goja.FunctionCall) goja.Value {
 	ifMatch := o.str("etag")
 	return x.perform(o.cb, func() ([]goja.Value, error) {
 		return x.oneDoc(x.host.Replace(link, doc, ifMatch))
+	})
+}
+
+// patchDocument(docLink, patchSpec, [options], [cb]); cb(err, doc, respOptions). patchSpec is
+// an array of operations or {condition, operations}, as a patch request's body (Cosmos DB's
+// wrapper sends JSON.stringify(patchSpec)); options.etag is If-Match.
+func (x *execution) patchDocument(call goja.FunctionCall) goja.Value {
+	if len(call.Arguments) < 2 {
+		x.throwBadRequest("the function \"patchDocument\" requires at least 2 argument(s) but was called with %d argument(s).", len(call.Arguments))
+	}
+	link := x.docLink("patchDocument", call.Argument(0))
+	specVal := call.Argument(1)
+	if _, ok := specVal.(*goja.Object); !ok {
+		x.throwBadRequest("patchDocument: the patch specification must be an object or an array of operations")
+	}
+	spec, ok, err := x.stringify(specVal)
+	if err != nil {
+		panic(err)
+	}
+	if !ok {
+		x.throwBadRequest("patchDocument: the patch specification must be an object or an array of operations")
+	}
+	o := x.trailing("patchDocument", tail(call.Arguments, 2))
+	ifMatch := o.str("etag")
+	return x.perform(o.cb, func() ([]goja.Value, error) {
+		return x.oneDoc(x.host.Patch(link, spec, ifMatch))
 	})
 }
 

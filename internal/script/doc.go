@@ -33,6 +33,9 @@
 //	collection.replaceDocument(docLink, doc, [options], [cb])          cb(err, doc, respOptions)
 //	                                doc: an object, or a string of its JSON; a missing or
 //	                                falsy id gets a GUID on a copy, the caller's object unchanged
+//	collection.patchDocument(docLink, patchSpec, [options], [cb])     cb(err, doc, respOptions)
+//	                                patchSpec: an array of operations or {condition,
+//	                                operations}, as a PATCH request's body
 //	collection.readDocument(docLink, [options], [cb])                  cb(err, doc, respOptions)
 //	                                options.ifNoneMatch the item's _etag: cb(undefined,
 //	                                undefined, {notModified: true})

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/partitadb/partita/internal/document"
 )
 
 // fakeHost is an in-memory Host: one logical partition of documents keyed by id. It supports
@@ -120,6 +122,36 @@ func (h *fakeHost) Upsert(doc []byte, ifMatch string) ([]byte, error) {
 		}
 	}
 	return h.store(m), nil
+}
+
+// Patch applies spec with the document package's patch, as the engine does.
+func (h *fakeHost) Patch(link string, spec []byte, ifMatch string) ([]byte, error) {
+	if h.fail != nil {
+		return nil, h.fail
+	}
+	id := h.resolve(link)
+	h.calls = append(h.calls, "patch "+id)
+	m, ok := h.docs[id]
+	if !ok {
+		return nil, notFound()
+	}
+	if err := h.checkETag(id, ifMatch); err != nil {
+		return nil, err
+	}
+	req, err := document.ParsePatchRequest(spec)
+	if err != nil {
+		return nil, &HostError{Status: http.StatusBadRequest, Msg: err.Error()}
+	}
+	old, _ := json.Marshal(m)
+	patched, err := document.ApplyPatch(old, req.Operations)
+	if err != nil {
+		return nil, &HostError{Status: http.StatusBadRequest, Msg: err.Error()}
+	}
+	var n map[string]any
+	if err := json.Unmarshal(patched, &n); err != nil {
+		return nil, err
+	}
+	return h.store(n), nil
 }
 
 func (h *fakeHost) Replace(link string, doc []byte, ifMatch string) ([]byte, error) {

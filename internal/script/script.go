@@ -35,6 +35,10 @@ type Host interface {
 	Upsert(doc []byte, ifMatch string) ([]byte, error)
 	// Replace replaces the document at link; ifMatch as for Upsert.
 	Replace(link string, doc []byte, ifMatch string) ([]byte, error)
+	// Patch applies spec, a patch request's body (an array of operations,
+	// or {condition, operations}), to the document at link and returns it
+	// as stored; ifMatch as for Upsert.
+	Patch(link string, spec []byte, ifMatch string) ([]byte, error)
 	// Read returns the document at link.
 	Read(link string) ([]byte, error)
 	// Delete deletes the document at link; ifMatch as for Upsert.

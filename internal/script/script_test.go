@@ -985,3 +985,34 @@ func TestArgumentErrorsAreBadRequests(t *testing.T) {
 		t.Errorf("uncaught = {%d, %q}, want 400 naming the options", se.Status, se.Msg)
 	}
 }
+
+// TestPatchDocument: collection.patchDocument(link, patchSpec, options, cb),
+// as Cosmos DB documents it for server-side scripts (it was missing: a
+// TypeError, a patch hunt); the spec as an array or {operations}, the
+// document patched in the callback, options.etag as If-Match.
+func TestPatchDocument(t *testing.T) {
+	h := newFakeHost(`{"id":"a","n":1,"f":{"x":10,"y":20}}`)
+	body := `function () {
+		var c = getContext().getCollection(), out = {};
+		c.patchDocument(c.getAltLink() + "/docs/a", [{op: "incr", path: "/n", value: 2}, {op: "remove", path: "/f/y"}], function (err, doc) {
+			if (err) throw err;
+			out.n = doc.n; out.f = doc.f;
+			c.patchDocument(doc._self, {operations: [{op: "set", path: "/s", value: "v"}]}, {etag: doc._etag}, function (err, doc2) {
+				if (err) throw err;
+				out.s = doc2.s;
+				c.patchDocument(doc._self, [{op: "set", path: "/s", value: "w"}], {etag: doc._etag}, function (err) {
+					out.stale = err.number;
+					try { c.patchDocument(doc._self, 5); } catch (e) { out.badSpec = e.number; }
+					getContext().getResponse().setBody(out);
+				});
+			});
+		});
+	}`
+	res, err := run(t, h, body, ``, Limits{})
+	if err != nil {
+		t.Fatalf("Execute = %v", err)
+	}
+	if got, want := string(res.Body), `{"n":3,"f":{"x":10},"s":"v","stale":412,"badSpec":400}`; got != want {
+		t.Errorf("body = %s, want %s", got, want)
+	}
+}

@@ -326,3 +326,40 @@ func TestScriptCollectionLinks(t *testing.T) {
 		t.Errorf("read by RID-routed link %q, by name %d; want doc1, 1", out.ByRID, out.ByName)
 	}
 }
+
+// TestScriptPatchDocument: a stored procedure patches documents with
+// __.patchDocument, as Cosmos DB's "partial document update" page shows
+// (by _self, with a condition); a failed condition fails the run, and
+// nothing of it stays.
+func TestScriptPatchDocument(t *testing.T) {
+	e := newScriptEnv(t)
+	ctx := t.Context()
+	e.create("sprocs", map[string]any{"id": "patcher", "body": `function patcher(id, cond) {
+		var doc = {id: id, pk: "p", field1: {field2: 10, field3: 20}};
+		var ok = __.createDocument(__.getSelfLink(), doc, function (err, made) {
+			if (err) throw err;
+			var spec = {condition: cond, operations: [{op: "add", path: "/field1/field2", value: 20}, {op: "remove", path: "/field1/field3"}]};
+			ok = __.patchDocument(made._self, spec, function (err, patched) {
+				if (err) throw err;
+				getContext().getResponse().setBody(patched.field1);
+			});
+			if (!ok) throw new Error("patch was not accepted");
+		});
+		if (!ok) throw new Error("create was not accepted");
+	}`})
+	resp, body := e.exec("patcher", "p", "d1", "from c where c.field1.field2 = 10")
+	if resp.StatusCode != http.StatusOK || string(body) != `{"field2":20}` {
+		t.Fatalf("patcher: %s %s, want 200 {\"field2\":20}", resp.Status, body)
+	}
+	got, err := e.k.ReadItem(ctx, azcosmos.NewPartitionKeyString("p"), "d1", nil)
+	if err != nil || !strings.Contains(string(got.Value), `"field1":{"field2":20}`) {
+		t.Errorf("d1 after the patch: %s %v", got.Value, err)
+	}
+	resp, body = e.exec("patcher", "p", "d2", "from c where c.field1.field2 = 11")
+	if resp.StatusCode != http.StatusPreconditionFailed {
+		t.Errorf("patcher with a failing condition: %s %s, want 412", resp.Status, body)
+	}
+	if _, err := e.k.ReadItem(ctx, azcosmos.NewPartitionKeyString("p"), "d2", nil); err == nil {
+		t.Errorf("d2 exists after its run failed: the create was not rolled back")
+	}
+}
