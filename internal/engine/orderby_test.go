@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partitadb/partita/internal/document"
 	"github.com/partitadb/partita/internal/query/plan"
 )
 
@@ -372,5 +374,52 @@ func TestOrderByTsInPartition(t *testing.T) {
 			t.Errorf("p%d %s: %d documents loaded for %d rows in %d pages, want at most %d", tt.pk, tt.query, loaded, len(got), len(access), max)
 		}
 		t.Logf("p%d %s: %d rows in %d pages, %d documents loaded (sorted: %d)", tt.pk, tt.query, len(got), len(access), loaded, sortLoaded)
+	}
+}
+
+// TestSortedContinuationOfLongStrings: an ORDER BY on strings of 200 KB,
+// sorted in one logical partition, pages with continuations of a few
+// hundred bytes (the whole key made one of 267 KB, past the server's own
+// 64 KiB header limit: a hostile-query hunt), and drains every item once,
+// in order.
+func TestSortedContinuationOfLongStrings(t *testing.T) {
+	e := testEngine(t)
+	ctx := context.Background()
+	pk := document.PartitionKey{{Kind: document.String, String: "p"}}
+	var want []string
+	for i := range 6 {
+		s := strings.Repeat("s", 200<<10) + strconv.Itoa((i*5)%6)
+		body := fmt.Sprintf(`{"id":"i%d","pk":"p","s":%q}`, i, s)
+		if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Create, PK: pk, Body: []byte(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for v := range 6 {
+		for i := range 6 {
+			if (i*5)%6 == v {
+				want = append(want, fmt.Sprintf(`"i%d"`, i))
+			}
+		}
+	}
+	q := Query{Text: "SELECT VALUE c.id FROM c ORDER BY c.s", MaxItems: 1}
+	var got []string
+	for range 20 {
+		p, err := e.QueryItems(ctx, "db", "k", Scope{PK: pk}, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range p.Items {
+			got = append(got, string(it))
+		}
+		if p.Continuation == "" {
+			break
+		}
+		if len(p.Continuation) > 4096 {
+			t.Fatalf("continuation of %d bytes", len(p.Continuation))
+		}
+		q.Continuation = p.Continuation
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("drained %v, want %v", got, want)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -209,6 +210,99 @@ func TestRunSortedPageMatchesRun(t *testing.T) {
 	for _, c := range []Cursor{{Keys: []byte(`[1,2]`)}, {Keys: []byte(`{`)}, {Keys: []byte(`[1]`), Undef: 2}} {
 		if _, err := prog.RunSortedPage(context.Background(), feed, &c, 3); err == nil {
 			t.Errorf("RunSortedPage(after %v) = nil error, want one", c)
+		}
+	}
+}
+
+// TestRunSortedPageLongStrings: keys longer than maxCursorString are held by
+// their first bytes in a position (a 200 KB key made a 267 KB continuation:
+// a hostile-query hunt), and paging still gives Run's order exactly, many
+// keys sharing those first bytes, ascending and descending, with JOINs;
+// when the position's document is gone, the next page repeats rows that
+// share the position's first bytes and skips none.
+func TestRunSortedPageLongStrings(t *testing.T) {
+	long := strings.Repeat("é", maxCursorString) // two bytes a character: the cut lands inside one
+	var docs [][]byte
+	for i := range 60 {
+		s := fmt.Sprintf("%s%03d", long, (i*37)%60)
+		if i%7 == 0 {
+			s = fmt.Sprintf("z%d", i) // short keys among them
+		}
+		docs = append(docs, fmt.Appendf(nil, `{"id":"%d","s":%q,"t":[1,2]}`, i, s))
+	}
+	feed := func(docs [][]byte) func(yield func(doc, tie []byte) bool) error {
+		return func(yield func(doc, tie []byte) bool) error {
+			for i, d := range docs {
+				if d != nil && !yield(d, []byte{byte(i)}) {
+					return nil
+				}
+			}
+			return nil
+		}
+	}
+	for _, text := range []string{
+		"SELECT VALUE c.id FROM c ORDER BY c.s",
+		"SELECT VALUE c.id FROM c ORDER BY c.s DESC",
+		"SELECT c.id, t FROM c JOIN t IN c.t ORDER BY c.s DESC, t",
+	} {
+		ast, _ := parse.Parse(text)
+		prog, err := Compile(ast, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := prog.Run(context.Background(), sliceDocs(docs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{1, 7} {
+			var got [][]byte
+			var after *Cursor
+			for pages := 0; pages < 200; pages++ {
+				rows, err := prog.RunSortedPage(context.Background(), feed(docs), after, n)
+				if err != nil {
+					t.Fatalf("%q page %d: %v", text, pages, err)
+				}
+				for _, r := range rows {
+					got = append(got, r.Row)
+				}
+				if len(rows) < n {
+					break
+				}
+				raw, _ := json.Marshal(rows[len(rows)-1].At)
+				if len(raw) > 2*maxCursorString+200 {
+					t.Fatalf("%q: a position of %d bytes", text, len(raw))
+				}
+				after = new(Cursor)
+				if err := json.Unmarshal(raw, after); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if g, w := fmt.Sprintf("%s", got), fmt.Sprintf("%s", want); g != w {
+				t.Errorf("%q in pages of %d:\n got %s\nwant %s", text, n, g, w)
+			}
+		}
+	}
+	// The position's document deleted between pages: nothing skipped.
+	ast, _ := parse.Parse("SELECT VALUE c.id FROM c ORDER BY c.s")
+	prog, _ := Compile(ast, nil)
+	want, _ := prog.Run(context.Background(), sliceDocs(docs))
+	first, err := prog.RunSortedPage(context.Background(), feed(docs), nil, 10)
+	if err != nil || len(first) != 10 || first[9].At.Cut == 0 {
+		t.Fatalf("first page: %d rows, cut %v, %v", len(first), first[len(first)-1].At.Cut, err)
+	}
+	gone := slices.Clone(docs)
+	gone[first[9].At.Tie[0]] = nil
+	rest, err := prog.RunSortedPage(context.Background(), feed(gone), &first[9].At, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, r := range append(first, rest...) {
+		seen[string(r.Row)] = true
+	}
+	for _, w := range want {
+		if !seen[string(w)] && string(w) != string(first[9].Row) {
+			t.Errorf("row %s skipped after the position's document was deleted", w)
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
 )
@@ -21,9 +23,19 @@ type Cursor struct {
 	// there and have their bit set in Undef.
 	Keys  json.RawMessage `json:"k"`
 	Undef uint64          `json:"u,omitempty"`
-	Tie   []byte          `json:"t"`
-	Sub   int             `json:"s,omitempty"`
+	// Cut marks the keys that are strings longer than maxCursorString,
+	// held in Keys by their first bytes alone (see RunSortedPage).
+	Cut uint64 `json:"x,omitempty"`
+	Tie []byte `json:"t"`
+	Sub int    `json:"s,omitempty"`
 }
+
+// maxCursorString bounds the bytes of a string key a Cursor holds: a page's
+// position in ORDER BY c.s was the whole of its last row's string, so a
+// 200 KB string made a 267 KB continuation, which the server's own 64 KiB
+// header limit refused and @azure/cosmos (Node's 16 KiB) could not read (a
+// hostile-query hunt).
+const maxCursorString = 512
 
 // SortedRow is a result row with its position.
 type SortedRow struct {
@@ -66,6 +78,11 @@ func (p *Program) RunSortedPage(ctx context.Context, docs func(yield func(doc, t
 			return nil, err
 		}
 		from = &sortedRow{keys: keys, tie: after.Tie, sub: after.Sub}
+		if after.Cut != 0 {
+			if err := q.recoverCut(ctx, p, docs, after.Cut, from); err != nil {
+				return nil, err
+			}
+		}
 	}
 	var tie []byte
 	sub := 0
@@ -136,15 +153,27 @@ func (r sortedRow) cursor() Cursor {
 		if i > 0 {
 			c.Keys = append(c.Keys, ',')
 		}
-		if k.k == kUndef {
+		switch {
+		case k.k == kUndef:
 			c.Undef |= 1 << i
 			c.Keys = append(c.Keys, "null"...)
 			continue
+		case k.k == kStr && len(k.s) > maxCursorString:
+			c.Cut |= 1 << i
+			k = str(cutString(k.s, maxCursorString))
 		}
 		c.Keys = appendJSON(c.Keys, k)
 	}
 	c.Keys = append(c.Keys, ']')
 	return c
+}
+
+// cutString returns s's first bytes, at most n, ending on a character boundary.
+func cutString(s string, n int) string {
+	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 func decodeKeys(c *Cursor, n int) ([]value, error) {
@@ -155,7 +184,7 @@ func decodeKeys(c *Cursor, n int) ([]value, error) {
 		return nil, bad
 	}
 	arr, err := v.Array()
-	if err != nil || len(arr) != n || c.Undef>>n != 0 {
+	if err != nil || len(arr) != n || c.Undef>>n != 0 || c.Cut>>n != 0 || c.Cut&c.Undef != 0 {
 		return nil, bad
 	}
 	keys := make([]value, n)
@@ -163,8 +192,63 @@ func decodeKeys(c *Cursor, n int) ([]value, error) {
 		if c.Undef&(1<<i) == 0 {
 			keys[i] = owned(fromJSON(j))
 		}
+		if c.Cut&(1<<i) != 0 && keys[i].k != kStr {
+			return nil, bad
+		}
 	}
 	return keys, nil
+}
+
+// recoverCut restores the whole strings of from's cut keys (Cursor.Cut) from
+// the position's own row: the document whose tie key from holds, its row
+// from.sub, read in one pass over docs that evaluates that document alone.
+// When that row is gone, or its keys no longer begin with the cut ones (the
+// document changed since), each cut key stands for the least string that
+// begins with it (ascending) or a string past every one that does
+// (descending): the page may then repeat rows whose keys share those first
+// bytes with the position's, and skips none.
+func (q *cquery) recoverCut(ctx context.Context, p *Program, docs func(yield func(doc, tie []byte) bool) error, cut uint64, from *sortedRow) error {
+	var found []value
+	rc := &runCtx{ctx: ctx, now: p.now()}
+	rc.docs = func(yield func([]byte) bool) error {
+		return docs(func(doc, t []byte) bool {
+			if !bytes.Equal(t, from.tie) {
+				return true
+			}
+			yield(doc)
+			return false
+		})
+	}
+	e := &env{slots: make([]value, p.nslots), rc: rc}
+	sub := 0
+	q.forRows(e, func() bool {
+		if q.proj(e).k == kUndef {
+			return true
+		}
+		if sub++; sub-1 != from.sub {
+			return true
+		}
+		found = make([]value, len(q.orderBy))
+		for i, o := range q.orderBy {
+			found[i] = owned(o.fn(e))
+		}
+		return false
+	})
+	if rc.err != nil {
+		return rc.err
+	}
+	for i, o := range q.orderBy {
+		if cut&(1<<i) == 0 {
+			continue
+		}
+		prefix := from.keys[i].s
+		if found != nil && found[i].k == kStr && len(found[i].s) > len(prefix) && strings.HasPrefix(found[i].s, prefix) {
+			from.keys[i] = found[i]
+		} else if o.desc {
+			from.keys[i] = str(prefix + "\xff") // past every valid string that begins with prefix
+		}
+	}
+	return nil
 }
 
 // comparePage orders rows by their keys, tie key and index.
