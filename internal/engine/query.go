@@ -48,6 +48,12 @@ type queryToken struct {
 	Hi   []byte `json:"u,omitempty"`
 	Key  []byte `json:"k,omitempty"`
 	Rows int    `json:"r,omitempty"`
+	// At is, in place of Rows, the position among the document's rows
+	// (exec.RowPos) of the first row to evaluate, or with AtAfter of the
+	// last one evaluated: the page resumes there without evaluating the
+	// rows before it (a query with JOINs; exec.Program.StreamAt).
+	At      exec.RowPos `json:"j,omitempty"`
+	AtAfter bool        `json:"ja,omitempty"`
 	// Done counts the rows the query produced before this position, for
 	// OFFSET, LIMIT and TOP.
 	Done int `json:"n,omitempty"`
@@ -161,7 +167,7 @@ func (q Query) token(container uint64, ast *parse.Query) (queryToken, error) {
 // one row, which the other filter keeps or drops: the position after it
 // means the same.
 func (t queryToken) resumable(p plan.Physical, joins bool) bool {
-	if t.Skip != 0 || (joins && (t.Rows != 0 || (t.Sort != nil && t.Sort.Sub != 0))) {
+	if t.Skip != 0 || (joins && (t.Rows != 0 || t.At != nil || (t.Sort != nil && t.Sort.Sub != 0))) {
 		return false
 	}
 	switch p.Token {
@@ -647,41 +653,51 @@ func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error)
 	owned := run.src.ownsDocs()
 	rowIdx, skipRows, docs := 0, 0, 0
 	finished := take >= 0 && done >= skip+take
-	here := func(rows int) *queryToken {
+	// at is the position of the row being evaluated among its document's
+	// rows, when the query has positions (exec.Program.Positions): a page
+	// that stops inside a document resumes there rather than after a count
+	// of rows, which it would evaluate again.
+	var at exec.RowPos
+	positions := run.prog.Positions() > 0
+	here := func(rows int, after bool) *queryToken {
 		t := &queryToken{Hash: tok.Hash, Order: tok.Order, ScopeLo: tok.ScopeLo, ScopeHi: tok.ScopeHi, Lo: bytes.Clone(lo), Hi: bytes.Clone(hi), Key: bytes.Clone(key), Rows: rows, Done: done,
 			Ordered: run.ordered != nil, ByKey: run.src.byID, Stats: tok.Stats}
+		if positions && (rows > 0 || after) {
+			t.Rows, t.At, t.AtAfter = 0, slices.Clone(at), after
+		}
 		if run.ordered != nil && boundedTermOf(key) != nil {
 			v := stringAt(cur, run.ordered.Path)
 			t.Val = bytes.Clone(v[:min(len(v), maxTokenValue)])
 		}
 		return t
 	}
-	feed := func(yield func([]byte) bool) error {
+	feed := func(yield func([]byte, exec.RowPos, bool) bool) error {
 		return run.read(ctx, tok, func(l, h, k, doc []byte) bool {
 			if docs > 0 && time.Since(run.start) > run.e.cfg.QueryPageTime {
 				lo, hi, key, cur = l, h, k, doc
-				next = here(0)
+				next = here(0, false)
 				return false
 			}
 			docs++
 			lo, hi, key = l, h, k
 			rowIdx, skipRows = 0, 0
+			var start exec.RowPos
+			var after bool
 			if tok.Key != nil && bytes.Equal(k, tok.Key) {
-				skipRows = tok.Rows
+				skipRows, start, after = tok.Rows, tok.At, tok.AtAfter
 			}
 			cur = doc
-			return yield(doc)
+			return yield(doc, start, after)
 		})
 	}
 	var err error
 	if !finished {
-		stream := run.prog.Stream
-		if run.ordered != nil || run.plan.KeyOrder {
-			// The documents come in the ORDER BY's order: an index's, or
-			// one logical partition's keys for ORDER BY c.id.
-			stream = run.prog.StreamOrdered
-		}
-		err = stream(ctx, feed, func(row []byte) bool {
+		// With run.ordered or KeyOrder the documents come in the ORDER
+		// BY's order: an index's, or one logical partition's keys for
+		// ORDER BY c.id.
+		ordered := run.ordered != nil || run.plan.KeyOrder
+		err = run.prog.StreamAt(ctx, ordered, feed, func(row []byte, pos exec.RowPos) bool {
+			at = pos
 			if rowIdx++; rowIdx <= skipRows {
 				return true
 			}
@@ -694,7 +710,7 @@ func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error)
 				return true
 			}
 			if len(p.Items) >= limit || (len(p.Items) > 0 && size+len(row) > maxBytes) {
-				next = here(rowIdx - 1) // the look-ahead row
+				next = here(rowIdx-1, false) // the look-ahead row
 				return false
 			}
 			done++
@@ -713,7 +729,7 @@ func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error)
 			if run.passThrough && run.q.MaxItems > 0 && len(p.Items) >= limit {
 				// A partition does not look ahead on a full page: the
 				// next page may be empty (protocol doc §6.2).
-				next = here(rowIdx)
+				next = here(rowIdx, true)
 				return false
 			}
 			return true

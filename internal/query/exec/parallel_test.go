@@ -306,3 +306,57 @@ func TestRunSortedPageLongStrings(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamAtResumes: resuming a document's rows at any row's position
+// (StreamAt) gives the rows from it on, or after it with after, exactly as
+// a run of the whole document orders them, with FROM … IN, JOINs and a
+// filter; a position of another length is refused.
+func TestStreamAtResumes(t *testing.T) {
+	doc := []byte(`{"id":"d","x":[1,2,3,4],"y":["a","b","c"],"z":[{"w":[5,6]},{"w":[]},{"w":[7]}]}`)
+	for _, text := range []string{
+		"SELECT VALUE [a, b] FROM c JOIN a IN c.x JOIN b IN c.y WHERE a != 2",
+		"SELECT VALUE [z, w] FROM z IN c.z JOIN w IN z.w",
+		"SELECT VALUE c.id FROM c",
+	} {
+		ast, _ := parse.Parse(text)
+		prog, err := Compile(ast, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type row struct {
+			v  string
+			at RowPos
+		}
+		run := func(start RowPos, after bool) []row {
+			var out []row
+			err := prog.StreamAt(context.Background(), false, func(yield func([]byte, RowPos, bool) bool) error {
+				yield(doc, start, after)
+				return nil
+			}, func(r []byte, at RowPos) bool {
+				out = append(out, row{string(r), slices.Clone(at)})
+				return true
+			})
+			if err != nil {
+				t.Fatalf("%q: %v", text, err)
+			}
+			return out
+		}
+		all := run(nil, false)
+		if len(all) == 0 || len(all[0].at) != prog.Positions() {
+			t.Fatalf("%q: rows %v, positions %d", text, all, prog.Positions())
+		}
+		for i, r := range all {
+			from, after := run(r.at, false), run(r.at, true)
+			if fmt.Sprint(from) != fmt.Sprint(all[i:]) || fmt.Sprint(after) != fmt.Sprint(all[i+1:]) {
+				t.Errorf("%q at %v: from %v, after %v; want %v and %v", text, r.at, from, after, all[i:], all[i+1:])
+			}
+		}
+		err = prog.StreamAt(context.Background(), false, func(yield func([]byte, RowPos, bool) bool) error {
+			yield(doc, make(RowPos, prog.Positions()+1), false)
+			return nil
+		}, func([]byte, RowPos) bool { return true })
+		if err == nil {
+			t.Errorf("%q: a position of the wrong length was accepted", text)
+		}
+	}
+}

@@ -32,6 +32,17 @@ type runCtx struct {
 	// pause is the caller's WithPause function, looked up with rows.
 	pause func()
 
+	// pos is the current row's position among its document's rows (the
+	// index of the element each FROM … IN and JOIN source of the outermost
+	// query binds), kept when the caller asks for positions (StreamAt).
+	pos RowPos
+	// start is where the current document's rows begin (StreamAt), while
+	// startLive: every level bound so far is at its start index. With
+	// startAfter the row at start itself is passed over too.
+	start      RowPos
+	startLive  bool
+	startAfter bool
+
 	// curDoc and curRoot are the document being processed, while its bytes are valid (inside
 	// the docs callback), so that SELECT * can copy the original text.
 	curDoc  []byte
@@ -317,7 +328,7 @@ func (q *cquery) forRows(e *env, fn func() bool) bool {
 			}
 			e.slots[q.rootSlot] = fromJSON(root)
 			rc.curDoc, rc.curRoot = doc, root
-			cont := q.bind(e, q.from, joined)
+			cont := q.bindAt(e, q.from, 0, joined)
 			rc.curDoc, rc.curRoot = nil, nil
 			return cont && rc.err == nil
 		})
@@ -333,11 +344,47 @@ func (q *cquery) forRows(e *env, fn func() bool) bool {
 // bind binds src's alias to each of its values in turn and calls fn, until fn returns false.
 // It reports whether the caller should go on.
 func (q *cquery) bind(e *env, src *csource, fn func() bool) bool {
+	return q.bindAt(e, src, -1, fn)
+}
+
+// bindAt is bind for the source at level depth of the outermost query's rows
+// (0 its FROM, i+1 its JOIN i), which records the element's index in
+// rc.pos and begins at rc.start's index while rc.startLive; depth -1 (a
+// subquery's sources) does neither.
+func (q *cquery) bindAt(e *env, src *csource, depth int, fn func() bool) bool {
+	rc := e.rc
+	if depth >= len(rc.pos) {
+		depth = -1
+	}
+	idx := 0
+	// at binds the element of index idx and calls fn, or passes it over
+	// when it lies before the start.
+	at := func() bool {
+		defer func() { idx++ }()
+		if depth < 0 {
+			return fn()
+		}
+		live := rc.startLive
+		if live {
+			switch st := rc.start[depth]; {
+			case idx < st:
+				return true
+			case idx > st:
+				rc.startLive = false
+			}
+		}
+		rc.pos[depth] = idx
+		cont := fn()
+		if live {
+			rc.startLive = false // the elements after this one are past the start
+		}
+		return cont
+	}
 	if src.sub != nil {
 		cont := true
 		src.sub.exec(e, func(v value) bool {
 			e.slots[src.slot] = v
-			cont = fn()
+			cont = at()
 			return cont
 		})
 		return cont && e.rc.err == nil
@@ -348,7 +395,7 @@ func (q *cquery) bind(e *env, src *csource, fn func() bool) bool {
 			return true
 		}
 		e.slots[src.slot] = v
-		return fn()
+		return at()
 	}
 	if v.k != kArr {
 		return true
@@ -356,7 +403,7 @@ func (q *cquery) bind(e *env, src *csource, fn func() bool) bool {
 	cont := true
 	v.each(func(_ string, el value) bool {
 		e.slots[src.slot] = el
-		cont = fn()
+		cont = at()
 		return cont
 	})
 	return cont
@@ -364,6 +411,14 @@ func (q *cquery) bind(e *env, src *csource, fn func() bool) bool {
 
 func (q *cquery) joinRows(e *env, i int, fn func() bool) bool {
 	if i == len(q.joins) {
+		if q.top && e.rc.startLive {
+			// The row at the start: the first of the document's rows to
+			// evaluate, or the last one evaluated before (startAfter).
+			e.rc.startLive = false
+			if e.rc.startAfter {
+				return true
+			}
+		}
 		if e.rc.tick(&e.rc.nrows) {
 			return false
 		}
@@ -373,7 +428,11 @@ func (q *cquery) joinRows(e *env, i int, fn func() bool) bool {
 		}
 		return fn()
 	}
-	return q.bind(e, q.joins[i], func() bool { return q.joinRows(e, i+1, fn) })
+	depth := -1
+	if q.top {
+		depth = i + 1
+	}
+	return q.bindAt(e, q.joins[i], depth, func() bool { return q.joinRows(e, i+1, fn) })
 }
 
 // limiter applies DISTINCT, OFFSET, LIMIT and TOP, in that order, to a stream of rows.
