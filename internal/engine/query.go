@@ -92,6 +92,11 @@ type queryToken struct {
 	// rewritten query's filter placeholder filled with a resume filter
 	// (c.f >= v) rather than with true.
 	Order uint64 `json:"g,omitempty"`
+	// Last is, for a query evaluated whole whose rows have keys
+	// (exec.Program.Keyed: DISTINCT, GROUP BY), the key of the last row
+	// returned: the next page starts after that row wherever it now is,
+	// and after Skip rows only when it is gone.
+	Last []byte `json:"w,omitempty"`
 
 	// refiltered: the token was made for the same query with another
 	// filter (Order matched, Hash did not); resumable decides whether its
@@ -850,11 +855,12 @@ func (run *queryRun) whole(ctx context.Context, tok queryToken) (Page, error) {
 		})
 	}
 	var rows [][]byte
+	var keys []exec.RowKey
 	var err error
 	if run.plan.Executor == plan.Folded {
-		rows, err = run.parallel(ctx, run.src.units(nil))
+		rows, keys, err = run.parallel(ctx, run.src.units(nil))
 	} else {
-		rows, err = run.prog.Run(ctx, feed)
+		rows, keys, err = run.prog.RunKeyed(ctx, feed)
 	}
 	switch {
 	case tooBig:
@@ -864,13 +870,13 @@ func (run *queryRun) whole(ctx context.Context, tok queryToken) (Page, error) {
 	case err != nil:
 		return Page{}, translate(err)
 	}
-	return run.e.page(rows, tok, run.q.MaxItems, run.passThrough), nil
+	return run.e.page(rows, keys, tok, run.q.MaxItems, run.passThrough), nil
 }
 
 // parallel evaluates a grouped query (exec.Program.Parallel) over units,
 // one keyspace each, reading and folding up to QueryWorkers of
 // them at a time; the partial groups are merged into the result.
-func (run *queryRun) parallel(ctx context.Context, units []unit) ([][]byte, error) {
+func (run *queryRun) parallel(ctx context.Context, units []unit) ([][]byte, []exec.RowKey, error) {
 	type counts struct {
 		loaded, entries, bytes int
 		load                   time.Duration
@@ -902,23 +908,33 @@ func (run *queryRun) parallel(ctx context.Context, units []unit) ([][]byte, erro
 			return err
 		}
 	}
-	rows, err := run.prog.RunParallel(ctx, sources, run.e.cfg.QueryWorkers)
+	rows, keys, err := run.prog.RunParallelKeyed(ctx, sources, run.e.cfg.QueryWorkers)
 	for _, c := range cs {
 		run.loaded += c.loaded
 		run.entries += c.entries
 		run.loadedBytes += c.bytes
 		run.loadTime += c.load
 	}
-	return rows, err
+	return rows, keys, err
 }
 
 // page cuts the page after tok.Skip rows out of a query's results. A page
 // gets a continuation when results remain, and a fan-out passed through to
 // one physical partition (passThrough) also whenever a page is full, as
 // Cosmos DB does (protocol doc §6.2; see runQuery).
-func (e *Engine) page(rows [][]byte, tok queryToken, maxItems int, passThrough bool) Page {
+//
+// With keys (one per row, exec.Program.Keyed), a page starts after the row
+// whose key the token names (tok.Last), wherever it now is: rows added or
+// removed before it since the last page neither repeat nor hide rows after
+// it. Only when that row is gone does it start after tok.Skip rows.
+func (e *Engine) page(rows [][]byte, keys []exec.RowKey, tok queryToken, maxItems int, passThrough bool) Page {
 	limit := e.pageLimit(maxItems)
 	start := min(tok.Skip, len(rows))
+	if len(tok.Last) == len(exec.RowKey{}) && len(keys) == len(rows) {
+		if i := slices.Index(keys, exec.RowKey(tok.Last)); i >= 0 {
+			start = i + 1
+		}
+	}
 	end := start
 	size := 0
 	for end < len(rows) && end-start < limit && (end == start || size+len(rows[end]) <= e.cfg.MaxPageBytes) {
@@ -929,6 +945,10 @@ func (e *Engine) page(rows [][]byte, tok queryToken, maxItems int, passThrough b
 	full := end-start == limit
 	if end < len(rows) || (passThrough && full && maxItems > 0) {
 		tok.Skip = end
+		tok.Last = nil
+		if len(keys) == len(rows) && end > 0 {
+			tok.Last = keys[end-1][:]
+		}
 		p.Continuation = tok.encode()
 	}
 	return p

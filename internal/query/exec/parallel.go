@@ -23,8 +23,19 @@ func (p *Program) Parallel() bool {
 // sums may round differently. Otherwise it is Run. The first error of any
 // source stops the others and is returned.
 func (p *Program) RunParallel(ctx context.Context, sources []func(yield func(doc []byte) bool) error, workers int) ([][]byte, error) {
+	rows, _, err := p.runParallel(ctx, sources, workers, false)
+	return rows, err
+}
+
+// RunParallelKeyed is RunParallel that also returns each row's key, for a
+// Keyed program (see RunKeyed).
+func (p *Program) RunParallelKeyed(ctx context.Context, sources []func(yield func(doc []byte) bool) error, workers int) ([][]byte, []RowKey, error) {
+	return p.runParallel(ctx, sources, workers, p.Keyed())
+}
+
+func (p *Program) runParallel(ctx context.Context, sources []func(yield func(doc []byte) bool) error, workers int, keyed bool) ([][]byte, []RowKey, error) {
 	if !p.Parallel() || len(sources) < 2 || workers < 2 {
-		return p.Run(ctx, func(yield func([]byte) bool) error {
+		return p.run(ctx, func(yield func([]byte) bool) error {
 			for _, src := range sources {
 				stopped := false
 				if err := src(func(doc []byte) bool {
@@ -38,7 +49,7 @@ func (p *Program) RunParallel(ctx context.Context, sources []func(yield func(doc
 				}
 			}
 			return nil
-		})
+		}, keyed)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -63,24 +74,28 @@ func (p *Program) RunParallel(ctx context.Context, sources []func(yield func(doc
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil && !errors.Is(err, context.Canceled) {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	groups := mergeGroups(p.q.aggs, parts)
 	rc := &runCtx{ctx: ctx, now: now}
 	e := &env{slots: make([]value, p.nslots), rc: rc}
 	out := [][]byte{}
+	var keys []RowKey
 	p.q.emitGroups(e, groups, func(v value) bool {
 		out = append(out, appendJSON(nil, v))
+		if keyed {
+			keys = append(keys, rowKeyOf(rc.rowKey))
+		}
 		return true
 	})
 	if rc.err != nil {
-		return nil, rc.err
+		return nil, nil, rc.err
 	}
-	return out, nil
+	return out, keys, nil
 }
 
 // mergeGroups merges per-source groups into the groups one fold over the

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -42,6 +43,11 @@ type runCtx struct {
 	start      RowPos
 	startLive  bool
 	startAfter bool
+
+	// rowKey is the key of the outermost query's row being emitted, when
+	// its rows have keys (Program.Keyed): its group's, or its DISTINCT
+	// value's encoding.
+	rowKey []byte
 
 	// curDoc and curRoot are the document being processed, while its bytes are valid (inside
 	// the docs callback), so that SELECT * can copy the original text.
@@ -130,21 +136,56 @@ type env struct {
 // satisfied (without ORDER BY). It checks ctx every 256 documents and returns ctx.Err() if
 // it is done. A document that is not valid JSON fails the run with a non-*Error error.
 func (p *Program) Run(ctx context.Context, docs func(yield func(doc []byte) bool) error) ([][]byte, error) {
+	rows, _, err := p.run(ctx, docs, false)
+	return rows, err
+}
+
+// RowKey identifies a row of a Keyed program among its rows: a hash of its
+// group's key or of its DISTINCT value.
+type RowKey [16]byte
+
+func rowKeyOf(k []byte) RowKey {
+	s := sha256.Sum256(k)
+	return RowKey(s[:16])
+}
+
+// Keyed reports whether each result row of the program has a key no other
+// row of the same run has (RunKeyed): its rows are DISTINCT, or one per
+// group of a GROUP BY. A position after a row's key means the same however
+// many rows before it were added or removed since, where a count of rows
+// does not (a concurrency hunt: a paged DISTINCT or GROUP BY skipped a row
+// when an item before the page's end was deleted).
+func (p *Program) Keyed() bool {
+	q := p.q
+	return q.distinct || (q.grouped && len(q.groupBy) > 0 && len(q.orderBy) == 0)
+}
+
+// RunKeyed is Run that also returns each row's key, for a Keyed program
+// (else the keys are nil).
+func (p *Program) RunKeyed(ctx context.Context, docs func(yield func(doc []byte) bool) error) ([][]byte, []RowKey, error) {
+	return p.run(ctx, docs, p.Keyed())
+}
+
+func (p *Program) run(ctx context.Context, docs func(yield func(doc []byte) bool) error, keyed bool) ([][]byte, []RowKey, error) {
 	rc := &runCtx{ctx: ctx, docs: docs, now: p.now()}
 	e := &env{slots: make([]value, p.nslots), rc: rc}
 	out := [][]byte{}
+	var keys []RowKey
 	p.q.exec(e, func(v value) bool {
 		if rc.curDoc != nil && v.j != nil && v.j == rc.curRoot {
 			out = append(out, slices.Clone(rc.curDoc))
 		} else {
 			out = append(out, appendJSON(nil, v))
 		}
+		if keyed {
+			keys = append(keys, rowKeyOf(rc.rowKey))
+		}
 		return true
 	})
 	if rc.err != nil {
-		return nil, rc.err
+		return nil, nil, rc.err
 	}
-	return out, nil
+	return out, keys, nil
 }
 
 // Match reports whether doc passes the query's WHERE clause, with the FROM alias bound to
@@ -442,10 +483,13 @@ type limiter struct {
 	key  []byte
 	skip int
 	left int // rows still to emit; -1 for no limit
+	// top: the outermost query's, whose DISTINCT keys are its rows' keys
+	// (runCtx.rowKey).
+	top bool
 }
 
 func (q *cquery) newLimiter(rc *runCtx) *limiter {
-	l := &limiter{rc: rc, skip: q.offset, left: q.limit}
+	l := &limiter{rc: rc, skip: q.offset, left: q.limit, top: q.top}
 	if q.topN >= 0 && (l.left < 0 || q.topN < l.left) {
 		l.left = q.topN
 	}
@@ -469,6 +513,9 @@ func (l *limiter) push(v value, emit func(value) bool) bool {
 			return false
 		}
 		l.seen[string(l.key)] = struct{}{}
+		if l.top && l.rc != nil {
+			l.rc.rowKey = l.key
+		}
 	}
 	if l.skip > 0 {
 		l.skip--
@@ -644,6 +691,7 @@ func (q *cquery) emitGroups(e *env, groups []*group, emit func(value) bool) {
 		groups = append(groups, &group{states: make([]aggState, len(q.aggs))})
 	}
 	rows := make([]sortRow, 0, len(groups))
+	var gkeys []string // the rows' groups' keys, for the outermost query's rowKey
 	for _, g := range groups {
 		aggs := make([]value, len(q.aggs))
 		for i, a := range q.aggs {
@@ -660,13 +708,17 @@ func (q *cquery) emitGroups(e *env, groups []*group, emit func(value) bool) {
 			okeys = append(okeys, o.fn(e))
 		}
 		rows = append(rows, sortRow{keys: okeys, v: v})
+		gkeys = append(gkeys, g.key)
 	}
 	if len(q.orderBy) > 0 {
 		q.emitSorted(e, rows, emit)
 		return
 	}
 	lim := q.newLimiter(e.rc)
-	for _, r := range rows {
+	for i, r := range rows {
+		if q.top && len(q.groupBy) > 0 {
+			e.rc.rowKey = []byte(gkeys[i])
+		}
 		if lim.done() || !lim.push(r.v, emit) {
 			return
 		}
