@@ -35,6 +35,7 @@ const (
 	problemDuplicate    = "duplicate"    // two items of a logical partition with one unique key's values
 	problemFormat       = "format"       // no or another format record (indexFormat)
 	problemUndecodable  = "undecodable"  // an item whose key or system properties do not decode
+	problemCorrupt      = "corrupt"      // a keyspace whose data the store found damaged on disk
 )
 
 // maxProblems bounds the problems a report lists; it counts the rest
@@ -248,7 +249,12 @@ func (e *Engine) Check(ctx context.Context) (*CheckReport, error) {
 					continue
 				}
 				owner[ks] = c
-				if err := e.checkKeyspace(ctx, r, c, ks); err != nil {
+				if err := e.checkKeyspace(ctx, r, c, ks); errors.Is(err, replica.ErrCorrupt) {
+					// Reported, and the other keyspaces checked: the check
+					// stopped at the first damaged block (it panicked before
+					// the store reported corruption as an error).
+					r.add(Problem{Keyspace: ks, Container: c.Link(), Kind: problemCorrupt, Detail: err.Error()})
+				} else if err != nil {
 					return r, fmt.Errorf("engine: check keyspace %d of %s: %w", ks, c.Link(), err)
 				}
 			}

@@ -90,6 +90,10 @@ func translate(err error) error {
 		return status.Unavailable("the write was not applied: the leadership of the partition's replicas changed while it " +
 			"was proposed (nothing was written); retry").Wrap(err)
 	}
+	if errors.Is(err, replica.ErrCorrupt) {
+		return status.New(http.StatusInternalServerError, "the partition's data is damaged on disk (a checksum does not match) where this request read it: "+
+			"the server's log names the file; its operator must restore the data directory from a backup").Wrap(err)
+	}
 	if errors.Is(err, replica.ErrUnavailable) {
 		return status.Unavailable("the store is recovering from a failed disk write or shutting down; retry shortly").Wrap(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"log/slog"
 	"math"
 	"strconv"
@@ -98,7 +99,8 @@ func keyspaceSpan(id uint64) store.Span {
 }
 
 // mapErr translates the store's errors into the seam's: ErrNotFound,
-// ErrUnavailable (also matching the store's error) and *NoSpaceError.
+// ErrUnavailable (also matching the store's error), ErrCorrupt and
+// *NoSpaceError.
 func mapErr(err error) error {
 	if err == nil {
 		return nil
@@ -111,8 +113,17 @@ func mapErr(err error) error {
 		return ErrNotFound
 	case errors.Is(err, store.ErrUnavailable), errors.Is(err, store.ErrClosed):
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	case store.IsCorruption(err):
+		return fmt.Errorf("%w: %s", ErrCorrupt, corruptionText(err))
 	}
 	return err
+}
+
+// corruptionText is a corruption error's first line: Pebble joins a carrier
+// of its details, whose text is a placeholder.
+func corruptionText(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
 }
 
 // Local is the Host of the keyspaces of the node's Pebble store: keyspace

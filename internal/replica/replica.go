@@ -38,6 +38,11 @@ var ErrNotFound = errors.New("replica: not found")
 // failed operation carried was applied; retrying later is safe.
 var ErrUnavailable = errors.New("replica: unavailable")
 
+// ErrCorrupt is returned by a read that met data the store found damaged
+// on disk (a checksum that does not match). The rest of the replica is
+// served; the damage stays until the replica's data is replaced.
+var ErrCorrupt = errors.New("replica: on-disk corruption")
+
 // ErrNotHeld is returned by a Host that holds no replica of a keyspace
 // and cannot read it (a stopped cluster member's data, checked offline:
 // the keyspace's replicas are on other members).

@@ -244,7 +244,7 @@ func (s *Store) openDB(readOnly bool) (*generation, error) {
 	po := &pebble.Options{
 		FS: s.fs, Logger: pebbleLogger{s, epoch}, Cache: cache, MemTableSize: 32 << 20,
 		Lock: s.lock, ReadOnly: readOnly,
-		EventListener: &pebble.EventListener{BackgroundError: s.backgroundError},
+		EventListener: &pebble.EventListener{BackgroundError: s.backgroundError, DataCorruption: s.dataCorruption},
 	}
 	sched := newScheduler() // compactions wait until Open has returned
 	po.Experimental.CompactionScheduler = sched
@@ -822,6 +822,24 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 	}
 	panic("pebble: " + msg)
 }
+
+// dataCorruption is told of a file Pebble found damaged on disk (a block
+// whose checksum does not match): the read that met it fails with Pebble's
+// corruption error (ErrCorruption), which the caller reports, and the store
+// goes on serving what is intact. Without it Pebble called Logger.Fatalf,
+// which failed the whole store as if a log write had failed: every request
+// got 503 "recovering from a failed disk write", the reopen timed out, and
+// partita check panicked (an operator hunt flipped 3 bytes of an sstable).
+func (s *Store) dataCorruption(info pebble.DataCorruptionInfo) {
+	if ok, dropped := s.errLog.allow(time.Now()); ok {
+		s.log.Error("on-disk corruption: a file of the data directory is damaged (a checksum does not match); "+
+			"reads of the data in it fail: restore the directory from a backup, or in a cluster replace this member's copy",
+			"path", info.Path, "details", info.Details, "dropped", dropped)
+	}
+}
+
+// IsCorruption reports whether err is Pebble's report of on-disk corruption.
+func IsCorruption(err error) bool { return pebble.IsCorruptionError(err) }
 
 // backgroundError receives the errors of Pebble's flushes and compactions.
 // They are retried, so they are logged at most every ten seconds.
