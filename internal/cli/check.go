@@ -79,9 +79,12 @@ func checkDir(ctx context.Context, dir string) (*engine.CheckReport, error) {
 		return nil, err
 	}
 	st, err := store.Open(store.Options{Dir: dir, ReadOnly: true})
-	if err != nil {
+	if errors.Is(err, store.ErrInUse) {
 		// Pebble locks the directory: a running server holds the lock.
 		return nil, fmt.Errorf("%w (is a server running on it? stop it first: the check needs the directory to itself)", err)
+	}
+	if err != nil {
+		return nil, err
 	}
 	defer st.Close()
 	if err := refuseFormat6(st, dir); err != nil {

@@ -115,8 +115,11 @@ func loadDir(ctx context.Context, dir string, recs *bench.Records, workers int) 
 	}
 	def := config.Default()
 	st, err := store.Open(store.Options{Dir: dir, CacheBytes: int64(def.Store.CacheMB) << 20, CloseTimeout: time.Minute})
-	if err != nil {
+	if errors.Is(err, store.ErrInUse) {
 		return 0, fmt.Errorf("%w (is a server running on it? stop it first)", err)
+	}
+	if err != nil {
+		return 0, err
 	}
 	defer st.Close() // flushes the memtables
 	host, err := replica.OpenLocal(ctx, st, nil)

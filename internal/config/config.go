@@ -293,6 +293,14 @@ func (c Config) Validate() error {
 	if c.Auth.MaxClockSkew <= 0 {
 		bad("max-clock-skew must be positive")
 	}
+	if c.Server.ShutdownTimeout <= 0 {
+		// 0 or less cut every request off at the first signal and failed the
+		// stop (an operator hunt).
+		bad("shutdown-timeout must be positive")
+	}
+	if c.Auth.ReadOnlyKey != "" && c.Auth.ReadOnlyKey == c.Auth.Key {
+		bad("read-only-key is the same as key: a client holding it could write")
+	}
 	if c.Auth.AADJWKS != "" {
 		if len(c.Auth.AADIssuers) == 0 {
 			bad("aad-issuer is required with aad-jwks: a public key set such as Entra ID's signs every tenant's tokens")

@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDefaultIsValid(t *testing.T) {
@@ -21,14 +22,25 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	c.Auth.AADJWKS = "keys.json" // without issuer and audience
 	c.Store.MinFreeBytes = -1
 	c.Store.BallastBytes = -1
+	c.Server.ShutdownTimeout = -5 * time.Second
 	err := c.Validate()
 	if err == nil {
 		t.Fatal("Validate() of a bad config = nil")
 	}
-	for _, want := range []string{"addr", "durability", "key", "consistency", "metrics-addr", "aad-issuer", "aad-audience", "min-free-bytes", "ballast-bytes"} {
+	for _, want := range []string{"addr", "durability", "key", "consistency", "metrics-addr", "aad-issuer", "aad-audience", "min-free-bytes", "ballast-bytes", "shutdown-timeout"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %q, does not mention %s", err, want)
 		}
+	}
+}
+
+// TestValidateSameKeys: a read-only key equal to the master key is refused:
+// its holder could write (an operator hunt found it accepted silently).
+func TestValidateSameKeys(t *testing.T) {
+	c := Default()
+	c.Auth.ReadOnlyKey = c.Auth.Key
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "read-only-key is the same as key") {
+		t.Errorf("Validate() = %v, want the read-only key refused", err)
 	}
 }
 

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -191,12 +193,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	lock, err := pebble.LockDirectory(opts.Dir, opts.FS)
 	if err != nil {
-		// Pebble's lock is an fcntl write lock: another process holding it
-		// makes F_SETLK fail with EAGAIN or EACCES.
-		if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) {
-			return nil, fmt.Errorf("open store in %s: %w (%v)", opts.Dir, ErrInUse, err)
-		}
-		return nil, fmt.Errorf("open store in %s: %w", opts.Dir, err)
+		return nil, lockError(opts.Dir, err)
 	}
 	s.lock = lock
 	s.fs = &watchFS{FS: vfs.OnDiskFull(opts.FS, s.onDiskFull), s: s}
@@ -790,6 +787,24 @@ func (b *Batch) Close() {
 		b.b = nil
 		b.s.release(b.g)
 	}
+}
+
+// lockError describes a failure to lock the data directory dir. Pebble's
+// lock is an fcntl write lock: another process holding it makes F_SETLK
+// fail with EAGAIN or EACCES (ErrInUse). Creating the LOCK file fails with
+// EACCES too, as an *fs.PathError, when the directory is not writable: that
+// is not a lock held (an operator hunt, running as the image's user on a
+// root-owned directory, was told the directory was in use).
+func lockError(dir string, err error) error {
+	_, created := errors.AsType[*fs.PathError](err)
+	switch {
+	case !created && (errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES)),
+		strings.Contains(err.Error(), "lock held by current process"): // Pebble's, of a second Open in one process
+		return fmt.Errorf("open store in %s: %w (%v)", dir, ErrInUse, err)
+	case created && errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("open store in %s: %w (the server's user cannot write the data directory: give it the directory, or pass another --data)", dir, err)
+	}
+	return fmt.Errorf("open store in %s: %w", dir, err)
 }
 
 // pebbleLogger sends Pebble's log lines to slog.

@@ -1,8 +1,12 @@
 package store
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -182,5 +186,23 @@ func TestRelaxedSyncsInBackground(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("after a crash 10 s after the commit: Get(a) = %q, %v: the log was never synced", got, err)
 		}
+	}
+}
+
+// TestLockError: a lock another process holds (EAGAIN or EACCES from
+// fcntl) is ErrInUse; a LOCK file the server cannot create (EACCES from
+// open: the directory is not writable) is a permission error naming the
+// directory, not ErrInUse (an operator hunt was told a root-owned directory
+// was in use).
+func TestLockError(t *testing.T) {
+	for _, err := range []error{syscall.EAGAIN, syscall.EACCES} {
+		if got := lockError("/d", err); !errors.Is(got, ErrInUse) {
+			t.Errorf("lockError(%v) = %v, want ErrInUse", err, got)
+		}
+	}
+	denied := &fs.PathError{Op: "open", Path: "/d/LOCK", Err: syscall.EACCES}
+	got := lockError("/d", denied)
+	if errors.Is(got, ErrInUse) || !errors.Is(got, fs.ErrPermission) || !strings.Contains(got.Error(), "cannot write the data directory") {
+		t.Errorf("lockError(open: EACCES) = %v, want a permission error saying the directory is not writable", got)
 	}
 }
