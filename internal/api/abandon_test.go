@@ -77,3 +77,19 @@ func (f *failingWriter) WriteHeader(code int) {
 func (f *failingWriter) Write([]byte) (int, error) {
 	return 0, errors.New("write tcp 127.0.0.1:8081->127.0.0.1:50000: use of closed network connection")
 }
+
+// TestWriteErrorLogsRefusals: a 401 or 403, answered before the request log
+// sees the request, is logged at debug level with its reason (an operator
+// hunt found none, even at debug).
+func TestWriteErrorLogsRefusals(t *testing.T) {
+	var logs bytes.Buffer
+	h := New(Config{}, nil, nil, nil, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	for _, code := range []int{http.StatusUnauthorized, http.StatusForbidden} {
+		logs.Reset()
+		rec := httptest.NewRecorder()
+		h.writeError(rec, httptest.NewRequest(http.MethodGet, "/dbs/db", nil), status.New(code, "the signature does not match"))
+		if rec.Code != code || !strings.Contains(logs.String(), "level=DEBUG msg=\"request refused\"") || !strings.Contains(logs.String(), "the signature does not match") {
+			t.Errorf("%d: answered %d, logged:\n%s", code, rec.Code, logs.String())
+		}
+	}
+}

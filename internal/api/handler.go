@@ -748,6 +748,13 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	w.WriteHeader(se.Code)
 	_, _ = w.Write(body)
 	switch {
+	case se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden:
+		// Refused before the request log (which wraps the routes) sees
+		// them: at debug level an operator looking for a client's 401 found
+		// nothing (an operator hunt). The message names the reason, never
+		// the key or signature.
+		h.log.Debug("request refused", "method", r.Method, "path", r.URL.Path, "status", se.Code, "reason", se.Message,
+			"activity_id", responseHeader(w, "x-ms-activity-id"))
 	case se.Code == http.StatusInsufficientStorage:
 		// The store logs a full disk once when it starts and once when it
 		// ends: a line per refused write would flood the log.

@@ -93,6 +93,7 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 	if now == nil {
 		now = time.Now
 	}
+	warnFileLimit(log, cfg.Server.MaxConnections)
 	s, verifier, tlsConf, err := begin(cfg, log)
 	if err != nil {
 		return nil, err
@@ -388,7 +389,7 @@ func newHTTPServer(handler http.Handler, tlsConf *tls.Config, log *slog.Logger) 
 		WriteTimeout:      2 * time.Minute,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		ErrorLog:          httpErrorLog(log),
 		TLSConfig:         tlsConf,
 	}
 }
@@ -424,7 +425,7 @@ func newMetricsServer(eng *engine.Engine, node *cluster.Node, log *slog.Logger) 
 		WriteTimeout:      time.Minute, // a scrape reads every partition's report
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		ErrorLog:          httpErrorLog(log),
 	}
 }
 
