@@ -11,7 +11,9 @@ cd "$(dirname "$0")/.."
 tag=${1:-localhost/partita:dev}
 ctx=build/image
 rm -rf "$ctx" && mkdir -p "$ctx/data"
-CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$ctx/partita" ./cmd/partita
+# The version partita version prints: the commit, marked when the tree has changes.
+version=$(git describe --always --dirty 2>/dev/null || echo dev)
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/partitadb/partita/internal/cli.Version=$version" -o "$ctx/partita" ./cmd/partita
 if file "$ctx/partita" 2>/dev/null | grep -q "dynamically linked"; then
   echo "image: $ctx/partita is not static" >&2; exit 1
 fi
@@ -30,7 +32,7 @@ trap '$b rm "$ctr" >/dev/null' EXIT
 mnt=$($b mount "$ctr")
 cmp "$mnt/partita" "$ctx/partita"
 [ -d "$mnt/data" ] && [ "$(stat -c %u "$mnt/data")" = 65532 ] || { echo "image: /data missing or not owned by 65532" >&2; exit 1; }
-"$mnt/partita" version
+"$mnt/partita" version | grep -qF "$version" || { echo "image: partita version does not print $version" >&2; exit 1; }
 
 # That binary serves: the explorer, its certificate, its health check.
 data=$(mktemp -d)

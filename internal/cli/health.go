@@ -24,6 +24,14 @@ func healthCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "partita health: unexpected argument %q (the URL is --url)\n", fs.Arg(0))
+		return 2
+	}
+	if *timeout <= 0 {
+		fmt.Fprintf(stderr, "partita health: --timeout must be positive\n")
+		return 2
+	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, *url, nil)

@@ -28,6 +28,9 @@ func TestHealth(t *testing.T) {
 		{[]string{"--url", srv.URL + "/other"}, 1},
 		{[]string{"--url", deadURL}, 1},
 		{[]string{"--bogus"}, 2},
+		// An argument it would ignore, and a timeout that can never pass (an operator hunt).
+		{[]string{"--url", srv.URL + "/_explorer/emulator.pem", "extra"}, 2},
+		{[]string{"--url", srv.URL + "/_explorer/emulator.pem", "--timeout", "0"}, 2},
 	}
 	for _, tt := range tests {
 		if got := healthCmd(t.Context(), tt.args, io.Discard, io.Discard); got != tt.want {

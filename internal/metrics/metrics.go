@@ -120,7 +120,9 @@ func (c *collector) collectReplicas(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.leading, prometheus.GaugeValue, leading, k)
 		ch <- prometheus.MustNewConstMetric(c.leaderless, prometheus.GaugeValue, unknown, k)
 		ch <- prometheus.MustNewConstMetric(c.term, prometheus.GaugeValue, float64(r.Term), k)
-		ch <- prometheus.MustNewConstMetric(c.applied, prometheus.CounterValue, float64(r.Applied), k)
+		// A gauge: the replica's state, which a snapshot can move by any
+		// amount (a counter without _total, an operator hunt noted).
+		ch <- prometheus.MustNewConstMetric(c.applied, prometheus.GaugeValue, float64(r.Applied), k)
 		for _, f := range r.Followers {
 			if f.Known {
 				ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(f.Lag), k, f.Node)
