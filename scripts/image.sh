@@ -37,7 +37,7 @@ cmp "$mnt/partita" "$ctx/partita"
 # That binary serves: the explorer, its certificate, its health check.
 data=$(mktemp -d)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$mnt/partita" serve --addr "127.0.0.1:$port" --data "$data" --ballast-bytes 0 >"$data/log" 2>&1 &
+"$mnt/partita" serve --addr "127.0.0.1:$port" --data "$data/d" --ballast-bytes 0 >"$data/log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"; $b rm "$ctr" >/dev/null' EXIT
 for _ in $(seq 1 100); do

@@ -94,6 +94,9 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 		now = time.Now
 	}
 	warnFileLimit(log, cfg.Server.MaxConnections)
+	if err := store.CheckDir(cfg.Store.Dir); err != nil {
+		return nil, err // before the certificate is written there
+	}
 	s, verifier, tlsConf, err := begin(cfg, log)
 	if err != nil {
 		return nil, err

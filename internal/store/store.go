@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -187,6 +188,9 @@ func Open(opts Options) (*Store, error) {
 	}
 	if opts.Sync {
 		s.wo = pebble.Sync
+	}
+	if err := foreignDir(opts.FS, opts.Dir); err != nil {
+		return nil, err
 	}
 	if err := opts.FS.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open store in %s: %w", opts.Dir, err)
@@ -787,6 +791,44 @@ func (b *Batch) Close() {
 		b.b = nil
 		b.s.release(b.g)
 	}
+}
+
+// CheckDir returns Open's error for a directory on disk that holds no store
+// but other files, so that a caller can refuse it before it writes anything
+// there itself (the server's TLS certificate).
+func CheckDir(dir string) error { return foreignDir(vfs.Default, dir) }
+
+// foreignDir refuses a directory that holds no store (no MANIFEST) but
+// files a data directory would not: a store made there would mix its files
+// with them and write a ballast of 128 MiB among them (an operator hunt
+// pointed --data at another store's parent). Partita's own entries (the
+// TLS and cluster directories, etcd's, the ballast) and Pebble's may be
+// there, as a start that failed early leaves them.
+func foreignDir(fsys vfs.FS, dir string) error {
+	names, err := fsys.List(dir)
+	if err != nil {
+		return nil // absent (MkdirAll makes it) or unreadable (Open reports it)
+	}
+	var foreign []string
+	for _, n := range names {
+		switch {
+		case strings.HasPrefix(n, "MANIFEST-"):
+			return nil // a store
+		case n == "LOCK", n == "CURRENT", n == ballastName, n == "tls", n == "cluster", n == "etcd", n == "archive",
+			strings.HasPrefix(n, "OPTIONS-"), strings.HasPrefix(n, "marker."), strings.HasSuffix(n, ".log"),
+			strings.HasSuffix(n, ".sst"), strings.HasSuffix(n, ".blob"), strings.HasSuffix(n, ".dbtmp"):
+		default:
+			foreign = append(foreign, n)
+		}
+	}
+	if len(foreign) == 0 {
+		return nil
+	}
+	slices.Sort(foreign)
+	if len(foreign) > 3 {
+		foreign = append(foreign[:3], "…")
+	}
+	return fmt.Errorf("open store in %s: the directory holds no Partita data but other files (%s): pass an empty or new directory as --data", dir, strings.Join(foreign, ", "))
 }
 
 // lockError describes a failure to lock the data directory dir. Pebble's

@@ -206,3 +206,41 @@ func TestLockError(t *testing.T) {
 		t.Errorf("lockError(open: EACCES) = %v, want a permission error saying the directory is not writable", got)
 	}
 }
+
+// TestOpenRefusesForeignDirectory: a directory holding other files and no
+// store is refused, naming them (a store was made among them, with its
+// ballast); an empty one, one with only Partita's own entries, and an
+// existing store open.
+func TestOpenRefusesForeignDirectory(t *testing.T) {
+	fs := vfs.NewMem()
+	for _, d := range []string{"foreign", "own"} {
+		if err := fs.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []string{"foreign/notes.txt", "foreign/photos", "own/LOCK"} {
+		f, err := fs.Create(n, vfs.WriteCategoryUnspecified)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	if err := fs.MkdirAll("own/tls", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(Options{Dir: "foreign", FS: fs}); err == nil || !strings.Contains(err.Error(), "notes.txt, photos") {
+		t.Errorf("Open of a foreign directory: %v, want an error naming its files", err)
+	}
+	for _, d := range []string{"own", "new"} {
+		s, err := Open(Options{Dir: d, FS: fs})
+		if err != nil {
+			t.Fatalf("Open(%s): %v", d, err)
+		}
+		s.Close()
+	}
+	s, err := Open(Options{Dir: "own", FS: fs}) // a store now
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	s.Close()
+}
