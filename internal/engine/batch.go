@@ -106,6 +106,9 @@ func (e *Engine) ExecuteBatch(ctx context.Context, db, coll string, pk document.
 		if op.PK != nil && !pointKey(c, op.PK).Equal(pk) {
 			err = status.BadRequest("operation %d names partition key %s; a transactional batch is scoped to %s", i, op.PK, pk)
 		} else {
+			if testHookBatchOp != nil {
+				testHookBatchOp(i)
+			}
 			r, err = t.apply(ctx, op)
 		}
 		if op.Minimal && r.Write {
@@ -120,6 +123,14 @@ func (e *Engine) ExecuteBatch(ctx context.Context, db, coll string, pk document.
 			// request belongs to the new leader, which the API forwards
 			// it to, not a 207 whose 503 no SDK retries.
 			return BatchResponse{}, err
+		}
+		if err != nil && e.containerGone(c) {
+			// The container was deleted (or deleted and recreated) while
+			// the batch ran: the whole request fails as a point write
+			// does, not as a 207 whose upsert answers "Entity … does not
+			// exist" (a concurrency hunt: 95 such answers in one run).
+			return BatchResponse{}, status.Newf(http.StatusNotFound, "Owner resource does not exist: the container %s was deleted while the batch ran", c.Link()).
+				WithSub(status.SubNotFoundOwnerResource).Wrap(err)
 		}
 		if err != nil {
 			resp.OK = false
@@ -312,3 +323,14 @@ func (t *lpTxn) apply(ctx context.Context, op BatchOp) (BatchResult, error) {
 	}
 	return BatchResult{Status: code, RU: res.RU, ETag: res.ETag, Body: res.Body, Write: write}, nil
 }
+
+// containerGone reports whether c is no longer the container of its name
+// (deleted, or deleted and recreated).
+func (e *Engine) containerGone(c *catalog.Container) bool {
+	cur, err := e.cat.Container(c.DB, c.ID)
+	return err != nil || cur.Internal != c.Internal
+}
+
+// testHookBatchOp, when set (by tests), runs before a transactional
+// batch's operation i is applied.
+var testHookBatchOp func(i int)

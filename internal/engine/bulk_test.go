@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -351,5 +353,42 @@ func TestBulkThrottledRetryAfter(t *testing.T) {
 	}
 	if resp.RU != sum {
 		t.Errorf("the request's charge %v is not its operations' %v", resp.RU, sum)
+	}
+}
+
+// TestBatchContainerDeletedMeanwhile: a transactional batch whose container
+// is deleted while it runs fails whole with 404/1003, as a point write does,
+// and writes nothing; it answered 207 with its upsert's 404 "Entity … does
+// not exist" (a concurrency hunt).
+func TestBatchContainerDeletedMeanwhile(t *testing.T) {
+	e := testEngine(t)
+	ctx := context.Background()
+	if _, err := e.CreateContainer("db", []byte(`{"id":"gone","partitionKey":{"paths":["/pk"]}}`), Throughput{Manual: 400}); err != nil {
+		t.Fatal(err)
+	}
+	pk := document.PartitionKey{{Kind: document.String, String: "p"}}
+	testHookBatchOp = func(i int) {
+		if i == 1 {
+			if err := e.DeleteContainer("db", "gone", ""); err != nil {
+				t.Errorf("delete: %v", err)
+			}
+		}
+	}
+	defer func() { testHookBatchOp = nil }()
+	_, err := e.ExecuteBatch(ctx, "db", "gone", pk, []BatchOp{
+		{Type: "Upsert", Body: []byte(`{"id":"a","pk":"p"}`)},
+		{Type: "Upsert", Body: []byte(`{"id":"b","pk":"p"}`)},
+	})
+	se, ok := errors.AsType[*status.Error](err)
+	if !ok || se.Code != http.StatusNotFound || se.Sub != status.SubNotFoundOwnerResource {
+		t.Fatalf("batch: %v, want 404/1003", err)
+	}
+	testHookBatchOp = nil
+	if _, err := e.CreateContainer("db", []byte(`{"id":"gone","partitionKey":{"paths":["/pk"]}}`), Throughput{Manual: 400}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := e.QueryItems(ctx, "db", "gone", Scope{PK: pk}, Query{Text: "SELECT VALUE c.id FROM c", MaxItems: -1})
+	if err != nil || len(p.Items) != 0 {
+		t.Errorf("the recreated container holds %s, %v; want nothing", p.Items, err)
 	}
 }
