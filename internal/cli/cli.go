@@ -269,7 +269,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if cfg.Server.TLS {
 		fmt.Fprintf(stdout, "TLS certificate is self-signed unless given: trust it with SSL_CERT_FILE / NODE_EXTRA_CA_CERTS=%s, or skip verification as for the emulator.\n",
-			certPath(cfg))
+			shellQuote(certPath(cfg)))
 	}
 	if err := srv.Run(ctx); err != nil {
 		log.Error("server stopped", "err", err)
@@ -308,4 +308,17 @@ func connectionString(endpoint, key string) string {
 		key = "<the master key you gave: --key or PARTITA_KEY>"
 	}
 	return fmt.Sprintf("AccountEndpoint=%s;AccountKey=%s;", endpoint, key)
+}
+
+// shellQuote returns s as a shell word: as it is when it has only characters
+// no shell treats specially, else in single quotes (a path with spaces
+// broke the start-up hint's copy and paste: an operator hunt).
+func shellQuote(s string) string {
+	safe := s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:,=@%", r))
+	}) < 0
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

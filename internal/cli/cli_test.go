@@ -160,3 +160,16 @@ func TestConnectionStringHidesOwnKey(t *testing.T) {
 		t.Errorf("with a key of one's own: %q, want the endpoint and not the key", got)
 	}
 }
+
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"/data/tls/cert.pem":         "/data/tls/cert.pem",
+		"/tmp/dir with spaces/c.pem": "'/tmp/dir with spaces/c.pem'",
+		"/tmp/it's/c.pem":            `'/tmp/it'\''s/c.pem'`,
+		"":                           "''",
+	} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

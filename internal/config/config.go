@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/url"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -243,14 +244,26 @@ func (c Config) Validate() error {
 	if (c.Server.TLSCert == "") != (c.Server.TLSKey == "") {
 		bad("tls-cert and tls-key must be given together")
 	}
+	if !c.Server.TLS && c.Server.TLSCert != "" {
+		bad("tls-cert and tls-key are given but tls is off: drop them, or --tls") // they were ignored
+	}
 	if c.Store.Dir == "" {
 		bad("data directory must not be empty")
 	}
 	// A secret alone (PARTITA_CLUSTER_SECRET set for every process on a
 	// machine) does not make a node a member.
 	if cl := c.Cluster; cl.Addr != "" || len(cl.Join) > 0 {
-		if _, _, err := net.SplitHostPort(cl.Addr); err != nil {
+		if host, port, err := net.SplitHostPort(cl.Addr); err != nil {
 			bad("cluster-addr %q: %v", cl.Addr, err)
+		} else if p, err := strconv.Atoi(port); err == nil && p < 65535 {
+			// The etcd member listens on the next port: refused later
+			// with etcd's "address already in use", naming no clash.
+			etcd := net.JoinHostPort(host, strconv.Itoa(p+1))
+			for name, addr := range map[string]string{"addr": c.Server.Addr, "metrics-addr": c.Server.MetricsAddr, "compute-gateway-addr": c.Server.ComputeGatewayAddr} {
+				if addr == etcd {
+					bad("cluster-addr %s uses port %d for its etcd member, which is --%s's", cl.Addr, p+1, name)
+				}
+			}
 		}
 		if len(cl.Join) == 0 {
 			bad("join is required with cluster-addr: every member's cluster address, this node's among them")

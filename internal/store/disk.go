@@ -125,6 +125,9 @@ type ballast struct {
 	fs   vfs.FS // the store's own filesystem, not Pebble's: its writes are not Pebble's
 	path string
 	size int64
+	// waitLogged: the warning that the ballast waits for room was logged
+	// (tendBallast's, which the monitor alone calls).
+	waitLogged bool
 
 	mu struct {
 		sync.Mutex
@@ -485,6 +488,13 @@ func (s *Store) tendBallast(free int64) {
 		}
 		s.log.Info("made the ballast", "path", b.path, "bytes", b.size)
 		_, _ = s.disk.refresh()
+	case !present && !b.waitLogged && !b.owed():
+		// Said once: a ballast larger than the disk's free space was never
+		// made, and nothing said so (an operator hunt). One released on a
+		// full disk (owed) was logged then.
+		b.waitLogged = true
+		s.log.Warn("the ballast is not made: the disk's free space is below the floor plus the ballast; it is made once there is room",
+			"free", free, "floor", floor, "ballast", b.size)
 	}
 }
 

@@ -531,3 +531,24 @@ func TestRateLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestBallastThatDoesNotFitIsLogged: a ballast larger than the free space
+// above the floor is not made, and the store says so once, however many
+// checks follow (nothing was logged: an operator hunt).
+func TestBallastThatDoesNotFitIsLogged(t *testing.T) {
+	fs := storetest.NewFullFS(vfs.NewMem(), testFloor+testBallast/2)
+	var log logBuf
+	s := openFull(t, fs, testBallast, &log)
+	defer s.Close()
+	s.tick()
+	s.tick()
+	log.mu.Lock()
+	out := log.buf.String()
+	log.mu.Unlock()
+	if n := strings.Count(out, "the ballast is not made"); n != 1 {
+		t.Errorf("logged %d times that the ballast is not made, want 1:\n%s", n, out)
+	}
+	if s.ballast.present() {
+		t.Error("a ballast that does not fit was made")
+	}
+}
