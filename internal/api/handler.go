@@ -737,6 +737,9 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	if se.Sub != status.SubNone {
 		setHeader(w, "x-ms-substatus", strconv.Itoa(se.Sub))
 	}
+	if tok := engine.ErrorSession(err); tok != "" {
+		setHeader(w, "x-ms-session-token", tok)
+	}
 	if se.RetryAfter > 0 {
 		setHeader(w, "x-ms-retry-after-ms", strconv.FormatInt(se.RetryAfter.Milliseconds(), 10))
 	}

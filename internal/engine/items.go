@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"net/http"
 	"strconv"
 
 	"github.com/partitadb/partita/internal/catalog"
@@ -76,6 +77,42 @@ type chargedError struct {
 
 func (c *chargedError) Error() string { return c.err.Error() }
 func (c *chargedError) Unwrap() error { return c.err }
+
+// sessionError is a refusal of an item operation with the session token of
+// its partition as the operation saw it (ErrorSession).
+type sessionError struct {
+	err     error
+	session string
+}
+
+func (s *sessionError) Error() string { return s.err.Error() }
+func (s *sessionError) Unwrap() error { return s.err }
+
+// withSession returns err carrying the partition's session token when err
+// is one of the refusals whose token the SDKs keep: 404 (other than
+// 404/1002), 409 and 412. @azure/cosmos's captureSessionToken reads the
+// token of exactly those; they carried none.
+func withSession(err error, session string) error {
+	se, ok := errors.AsType[*status.Error](err)
+	if !ok || session == "" {
+		return err
+	}
+	switch {
+	case se.Code == http.StatusNotFound && se.Sub != status.SubNotFoundReadSessionNotAvailable,
+		se.Code == http.StatusConflict, se.Code == http.StatusPreconditionFailed:
+		return &sessionError{err: err, session: session}
+	}
+	return err
+}
+
+// ErrorSession returns the session token an engine error carries (see
+// withSession), or "".
+func ErrorSession(err error) string {
+	if s, ok := errors.AsType[*sessionError](err); ok {
+		return s.session
+	}
+	return ""
+}
 
 // withCharge returns err carrying ru of work (nil stays nil).
 func withCharge(err error, ru float64) error {
@@ -194,7 +231,7 @@ func (e *Engine) WriteItem(ctx context.Context, w Write) (Result, error) {
 		return t.write(w.Kind, w.ID, body, w.IfMatch)
 	})
 	if err != nil {
-		return Result{}, err
+		return Result{}, withSession(err, t.session())
 	}
 	return res, t.commit()
 }
@@ -222,7 +259,7 @@ func (e *Engine) PatchItem(ctx context.Context, ref ItemRef, pk document.Partiti
 	defer t.close()
 	res, err := t.patch(ctx, ref.ID, req, ifMatch)
 	if err != nil {
-		return Result{}, err
+		return Result{}, withSession(err, t.session())
 	}
 	return res, t.commit()
 }
@@ -265,7 +302,7 @@ func (e *Engine) ReadItem(ctx context.Context, ref ItemRef, pk document.Partitio
 		e.chargeFailed(c, 0, loc.rng)
 	}
 	if errors.Is(err, replica.ErrNotFound) {
-		return Result{}, status.NotFound()
+		return Result{}, withSession(status.NotFound(), e.session(loc.rng.ID, rep.LastLSN()))
 	}
 	if err != nil {
 		return Result{}, translate(err)
@@ -276,7 +313,7 @@ func (e *Engine) ReadItem(ctx context.Context, ref ItemRef, pk document.Partitio
 	}
 	if e.invisible(c, loc.key, props) {
 		e.chargeFailed(c, 0, loc.rng)
-		return Result{}, status.NotFound()
+		return Result{}, withSession(status.NotFound(), e.session(loc.rng.ID, rep.LastLSN()))
 	}
 	r := Result{Body: v, ETag: props.ETag, RU: throughput.ReadCost(len(v)), Session: e.session(loc.rng.ID, rep.LastLSN())}
 	e.chargeLP(c, loc.rng, pk.String(), r.RU)
@@ -300,14 +337,14 @@ func (e *Engine) DeleteItem(ctx context.Context, ref ItemRef, pk document.Partit
 	var current []byte
 	if len(trig.Pre)+len(trig.Post) > 0 {
 		if current, _, err = t.loadExisting(ref.ID); err != nil {
-			return Result{}, err
+			return Result{}, withSession(err, t.session())
 		}
 	}
 	res, err := e.withTriggers(ctx, t, trig, "Delete", current, func([]byte) (Result, error) {
 		return t.remove(ref.ID, ifMatch)
 	})
 	if err != nil {
-		return Result{}, err
+		return Result{}, withSession(err, t.session())
 	}
 	return res, t.commit()
 }

@@ -122,3 +122,45 @@ func TestInvalidUTF8InEnvelopes(t *testing.T) {
 		t.Errorf("item after the refused requests: %s %v, want it unchanged", got.Value, err)
 	}
 }
+
+// TestRefusalsCarrySessionTokens: a 404, 409 or 412 of an item operation
+// carries the partition's session token, which @azure/cosmos keeps from
+// exactly those refusals (captureSessionToken); they carried none.
+func TestRefusalsCarrySessionTokens(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	ctx := t.Context()
+	k := newContainer(t, s.Client(t), "db", azcosmos.ContainerProperties{ID: "st", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil)
+	created, err := k.CreateItem(ctx, azcosmos.NewPartitionKeyString("p"), []byte(`{"id":"a","pk":"p"}`), nil)
+	if err != nil || created.SessionToken == nil {
+		t.Fatal(err)
+	}
+	want := *created.SessionToken
+	hdr := map[string]string{"Content-Type": "application/json", "x-ms-documentdb-partitionkey": `["p"]`}
+	for _, tc := range []struct {
+		name, method, path, body string
+		extra                    map[string]string
+		want                     int
+	}{
+		{"read of a missing item", http.MethodGet, "/dbs/db/colls/st/docs/missing", "", nil, http.StatusNotFound},
+		{"create of an existing id", http.MethodPost, "/dbs/db/colls/st/docs", `{"id":"a","pk":"p"}`, nil, http.StatusConflict},
+		{"replace with a stale etag", http.MethodPut, "/dbs/db/colls/st/docs/a", `{"id":"a","pk":"p"}`, map[string]string{"If-Match": `"stale"`}, http.StatusPreconditionFailed},
+		{"delete of a missing item", http.MethodDelete, "/dbs/db/colls/st/docs/missing", "", nil, http.StatusNotFound},
+	} {
+		h := map[string]string{}
+		for k, v := range hdr {
+			h[k] = v
+		}
+		for k, v := range tc.extra {
+			h[k] = v
+		}
+		resp, body, err := s.Do(ctx, tc.method, tc.path, h, []byte(tc.body))
+		if err != nil || resp.StatusCode != tc.want {
+			t.Errorf("%s: %v %s %v, want %d", tc.name, resp.Status, body, err, tc.want)
+			continue
+		}
+		tok := resp.Header.Get("x-ms-session-token")
+		if tok == "" || !strings.Contains(want, ":") || strings.Split(tok, ":")[0] != strings.Split(want, ":")[0] {
+			t.Errorf("%s: session token %q, want one of the partition's (the create's was %q)", tc.name, tok, want)
+		}
+	}
+}
