@@ -337,7 +337,7 @@ func (e *Engine) QueryResources(ctx context.Context, feed string, resources [][]
 	if err != nil || tok.Key != nil {
 		return Page{}, invalidContinuation("it does not belong to this query")
 	}
-	p := e.page(rows, keys, tok, q.MaxItems, false)
+	p := e.page(rows, keys, prog.KeysOrderFree(), tok, q.MaxItems, false)
 	p.Loaded = len(resources)
 	p.RU = throughput.QueryCost(len(resources), 0, 1)
 	return p, nil

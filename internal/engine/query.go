@@ -94,9 +94,15 @@ type queryToken struct {
 	Order uint64 `json:"g,omitempty"`
 	// Last is, for a query evaluated whole whose rows have keys
 	// (exec.Program.Keyed: DISTINCT, GROUP BY), the key of the last row
-	// returned: the next page starts after that row wherever it now is,
-	// and after Skip rows only when it is gone.
-	Last []byte `json:"w,omitempty"`
+	// returned, and Next the key of the row after it: the next page starts
+	// after Last wherever it now is, else at Next, else after Skip rows
+	// less one (a row may repeat; none is lost). With KeyOrder the rows,
+	// which have no order of their own (exec.Program.KeysOrderFree), are
+	// paged in the order of their keys, so the next page starts at the
+	// first key after Last whatever was added or removed since.
+	Last     []byte `json:"w,omitempty"`
+	Next     []byte `json:"wn,omitempty"`
+	KeyOrder bool   `json:"wk,omitempty"`
 
 	// refiltered: the token was made for the same query with another
 	// filter (Order matched, Hash did not); resumable decides whether its
@@ -870,7 +876,7 @@ func (run *queryRun) whole(ctx context.Context, tok queryToken) (Page, error) {
 	case err != nil:
 		return Page{}, translate(err)
 	}
-	return run.e.page(rows, keys, tok, run.q.MaxItems, run.passThrough), nil
+	return run.e.page(rows, keys, run.prog.KeysOrderFree(), tok, run.q.MaxItems, run.passThrough), nil
 }
 
 // parallel evaluates a grouped query (exec.Program.Parallel) over units,
@@ -927,27 +933,60 @@ func (run *queryRun) parallel(ctx context.Context, units []unit) ([][]byte, []ex
 // whose key the token names (tok.Last), wherever it now is: rows added or
 // removed before it since the last page neither repeat nor hide rows after
 // it. Only when that row is gone does it start after tok.Skip rows.
-func (e *Engine) page(rows [][]byte, keys []exec.RowKey, tok queryToken, maxItems int, passThrough bool) Page {
+func (e *Engine) page(rows [][]byte, keys []exec.RowKey, orderFree bool, tok queryToken, maxItems int, passThrough bool) Page {
 	limit := e.pageLimit(maxItems)
+	keyed := len(keys) == len(rows) && len(keys) > 0
+	span := func(start int) int {
+		end, size := start, 0
+		for end < len(rows) && end-start < limit && (end == start || size+len(rows[end]) <= e.cfg.MaxPageBytes) {
+			size += len(rows[end])
+			end++
+		}
+		return end
+	}
+	if keyed && orderFree && (tok.KeyOrder || (tok.Skip == 0 && tok.Last == nil && span(0) < len(rows))) {
+		// Results on more than one page: in key order (see KeyOrder).
+		tok.KeyOrder = true
+		idx := make([]int, len(rows))
+		for i := range idx {
+			idx[i] = i
+		}
+		slices.SortFunc(idx, func(a, b int) int { return bytes.Compare(keys[a][:], keys[b][:]) })
+		r2, k2 := make([][]byte, len(rows)), make([]exec.RowKey, len(keys))
+		for i, j := range idx {
+			r2[i], k2[i] = rows[j], keys[j]
+		}
+		rows, keys = r2, k2
+	}
 	start := min(tok.Skip, len(rows))
-	if len(tok.Last) == len(exec.RowKey{}) && len(keys) == len(rows) {
+	switch {
+	case keyed && tok.KeyOrder && tok.Last != nil:
+		start, _ = slices.BinarySearchFunc(keys, tok.Last, func(k exec.RowKey, last []byte) int {
+			if c := bytes.Compare(k[:], last); c != 0 {
+				return c
+			}
+			return -1 // equal keys sort before the position: start after them
+		})
+	case keyed && tok.Last != nil:
 		if i := slices.Index(keys, exec.RowKey(tok.Last)); i >= 0 {
 			start = i + 1
+		} else if i := slices.Index(keys, exec.RowKey(tok.Next)); tok.Next != nil && i >= 0 {
+			start = i
+		} else {
+			start = max(0, min(tok.Skip, len(rows))-1) // repeat a row rather than lose one
 		}
 	}
-	end := start
-	size := 0
-	for end < len(rows) && end-start < limit && (end == start || size+len(rows[end]) <= e.cfg.MaxPageBytes) {
-		size += len(rows[end])
-		end++
-	}
+	end := span(start)
 	p := Page{Items: rows[start:end]}
 	full := end-start == limit
 	if end < len(rows) || (passThrough && full && maxItems > 0) {
 		tok.Skip = end
-		tok.Last = nil
-		if len(keys) == len(rows) && end > 0 {
+		tok.Last, tok.Next = nil, nil
+		if keyed && end > 0 {
 			tok.Last = keys[end-1][:]
+		}
+		if keyed && end < len(rows) {
+			tok.Next = keys[end][:]
 		}
 		p.Continuation = tok.encode()
 	}

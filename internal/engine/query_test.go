@@ -1189,14 +1189,19 @@ func TestKeyedPagesSurviveWrites(t *testing.T) {
 		"SELECT VALUE c.cat FROM c GROUP BY c.cat",
 		"SELECT c.cat, COUNT(1) AS n FROM c GROUP BY c.cat",
 		"SELECT DISTINCT VALUE c.cat FROM c ORDER BY c.cat",
+		// A paging hunt: GROUP BY with ORDER BY paged by offset, and
+		// DISTINCT ties of the ORDER BY (c.r: the same for all) in the
+		// documents' order, both lost and repeated rows.
+		"SELECT c.cat, COUNT(1) AS n FROM c GROUP BY c.cat ORDER BY c.cat",
+		"SELECT DISTINCT c.cat, c.r FROM c ORDER BY c.r",
 	} {
-		for _, change := range []string{"delete", "insert"} {
+		for _, change := range []string{"delete", "insert", "deleteLast"} {
 			coll := fmt.Sprintf("kp%d", ti) + change
 			if _, err := e.CreateContainer("db", []byte(`{"id":"`+coll+`","partitionKey":{"paths":["/pk"]}}`), Throughput{Manual: 400}); err != nil {
 				t.Fatal(err)
 			}
 			for i := range 9 {
-				body := fmt.Sprintf(`{"id":"a%d","pk":"p","cat":"c%d"}`, i, i)
+				body := fmt.Sprintf(`{"id":"a%d","pk":"p","cat":"c%d","r":1}`, i, i)
 				if _, err := e.WriteItem(ctx, Write{DB: "db", Container: coll, Kind: Create, PK: pk, Body: []byte(body)}); err != nil {
 					t.Fatal(err)
 				}
@@ -1213,10 +1218,18 @@ func TestKeyedPagesSurviveWrites(t *testing.T) {
 				}
 				if pages == 0 {
 					var err error
-					if change == "delete" {
+					switch change {
+					case "delete":
 						_, err = e.DeleteItem(ctx, ItemRef{DB: "db", Container: coll, ID: "a0"}, pk, "", TriggerSet{})
-					} else {
-						_, err = e.WriteItem(ctx, Write{DB: "db", Container: coll, Kind: Create, PK: pk, Body: []byte(`{"id":"new","pk":"p","cat":"b"}`)})
+					case "insert":
+						_, err = e.WriteItem(ctx, Write{DB: "db", Container: coll, Kind: Create, PK: pk, Body: []byte(`{"id":"0new","pk":"p","cat":"c8","r":1}`)}) // its id first: read first in the partition, in a group not yet returned
+					default: // the last row's group (a cluster hunt: the row after it was lost)
+						last := string(p.Items[len(p.Items)-1])
+						for i := range 9 {
+							if strings.Contains(last, fmt.Sprintf(`"c%d"`, i)) {
+								_, err = e.DeleteItem(ctx, ItemRef{DB: "db", Container: coll, ID: fmt.Sprintf("a%d", i)}, pk, "", TriggerSet{})
+							}
+						}
 					}
 					if err != nil {
 						t.Fatal(err)

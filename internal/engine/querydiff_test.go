@@ -347,7 +347,7 @@ type qdQuery struct {
 	ordered bool // ORDER BY: rows carry their keys as k0, k1
 	nkeys   int
 	window  bool // TOP or OFFSET/LIMIT
-	grouped bool // GROUP BY: order undefined
+	grouped bool // GROUP BY, or DISTINCT without ORDER BY: order undefined
 	where   string
 	build   func(extra string) string // the text with " AND extra" added to WHERE
 }
@@ -372,6 +372,9 @@ func (g *qdGen) query() qdQuery {
 	case kind < 4: // plain projections
 		if g.r.IntN(5) == 0 {
 			distinct = "DISTINCT "
+			// Order undefined: pages of a DISTINCT without ORDER BY come
+			// in the order of their rows' keys (engine.queryToken.KeyOrder).
+			q.grouped = true
 		}
 		switch g.r.IntN(8) {
 		case 5:

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -157,8 +158,13 @@ func rowKeyOf(k []byte) RowKey {
 // when an item before the page's end was deleted).
 func (p *Program) Keyed() bool {
 	q := p.q
-	return q.distinct || (q.grouped && len(q.groupBy) > 0 && len(q.orderBy) == 0)
+	return q.distinct || (q.grouped && len(q.groupBy) > 0)
 }
+
+// KeysOrderFree reports whether a Keyed program's rows have no order of
+// their own (no ORDER BY): a caller may return them in the order of their
+// keys, which rows added or removed elsewhere in the result never change.
+func (p *Program) KeysOrderFree() bool { return p.Keyed() && len(p.q.orderBy) == 0 }
 
 // RunKeyed is Run that also returns each row's key, for a Keyed program
 // (else the keys are nil).
@@ -303,7 +309,7 @@ func (q *cquery) sortRows(rows []sortRow) {
 				return c
 			}
 		}
-		return 0
+		return bytes.Compare(a.rk, b.rk) // 0 unless the rows are keyed
 	})
 }
 
@@ -311,6 +317,11 @@ type sortRow struct {
 	keys []value
 	v    value
 	size int // what it retains (rowSize)
+	// rk is the row's key for the outermost query of a Keyed program (its
+	// group's, or its DISTINCT value's encoding): ties of the ORDER BY are
+	// ordered by it, so that a row's place does not depend on the order the
+	// documents came in, and a page resumes after a row's key exactly.
+	rk []byte
 }
 
 // rowSize is what a buffered row retains beyond the documents it refers to
@@ -336,9 +347,19 @@ func (q *cquery) emitSorted(e *env, rows []sortRow, emit func(value) bool) {
 	if e.rc.err != nil {
 		return
 	}
+	if q.top && q.distinct {
+		for i := range rows {
+			if rows[i].rk == nil {
+				rows[i].rk = appendKey(nil, rows[i].v)
+			}
+		}
+	}
 	q.sortRows(rows)
 	lim := q.newLimiter(e.rc)
 	for _, r := range rows {
+		if q.top && r.rk != nil {
+			e.rc.rowKey = r.rk
+		}
 		if lim.done() || !lim.push(r.v, emit) {
 			return
 		}
@@ -707,7 +728,7 @@ func (q *cquery) emitGroups(e *env, groups []*group, emit func(value) bool) {
 			e.groups, e.aggs = g.keys, aggs
 			okeys = append(okeys, o.fn(e))
 		}
-		rows = append(rows, sortRow{keys: okeys, v: v})
+		rows = append(rows, sortRow{keys: okeys, v: v, rk: []byte(g.key)})
 		gkeys = append(gkeys, g.key)
 	}
 	if len(q.orderBy) > 0 {

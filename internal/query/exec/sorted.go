@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -26,8 +27,13 @@ type Cursor struct {
 	// Cut marks the keys that are strings longer than maxCursorString,
 	// held in Keys by their first bytes alone (see RunSortedPage).
 	Cut uint64 `json:"x,omitempty"`
-	Tie []byte `json:"t"`
-	Sub int    `json:"s,omitempty"`
+	// CutSum is a hash of the whole strings of the cut keys: the
+	// position's row, found again, restores them only if they are still
+	// those (a row whose key changed but kept its first bytes moved the
+	// position past rows never returned: a cluster hunt).
+	CutSum []byte `json:"xs,omitempty"`
+	Tie    []byte `json:"t"`
+	Sub    int    `json:"s,omitempty"`
 }
 
 // maxCursorString bounds the bytes of a string key a Cursor holds: a page's
@@ -79,7 +85,7 @@ func (p *Program) RunSortedPage(ctx context.Context, docs func(yield func(doc, t
 		}
 		from = &sortedRow{keys: keys, tie: after.Tie, sub: after.Sub}
 		if after.Cut != 0 {
-			if err := q.recoverCut(ctx, p, docs, after.Cut, from); err != nil {
+			if err := q.recoverCut(ctx, p, docs, after.Cut, after.CutSum, from); err != nil {
 				return nil, err
 			}
 		}
@@ -165,7 +171,21 @@ func (r sortedRow) cursor() Cursor {
 		c.Keys = appendJSON(c.Keys, k)
 	}
 	c.Keys = append(c.Keys, ']')
+	if c.Cut != 0 {
+		c.CutSum = cutSum(r.keys, c.Cut)
+	}
 	return c
+}
+
+// cutSum hashes the strings of keys that cut marks.
+func cutSum(keys []value, cut uint64) []byte {
+	h := sha256.New()
+	for i, k := range keys {
+		if cut&(1<<i) != 0 {
+			fmt.Fprintf(h, "%d:%s;", len(k.s), k.s)
+		}
+	}
+	return h.Sum(nil)[:16]
 }
 
 // cutString returns s's first bytes, at most n, ending on a character boundary.
@@ -207,7 +227,7 @@ func decodeKeys(c *Cursor, n int) ([]value, error) {
 // begins with it (ascending) or a string past every one that does
 // (descending): the page may then repeat rows whose keys share those first
 // bytes with the position's, and skips none.
-func (q *cquery) recoverCut(ctx context.Context, p *Program, docs func(yield func(doc, tie []byte) bool) error, cut uint64, from *sortedRow) error {
+func (q *cquery) recoverCut(ctx context.Context, p *Program, docs func(yield func(doc, tie []byte) bool) error, cut uint64, sum []byte, from *sortedRow) error {
 	var found []value
 	rc := &runCtx{ctx: ctx, now: p.now()}
 	rc.docs = func(yield func([]byte) bool) error {
@@ -237,15 +257,23 @@ func (q *cquery) recoverCut(ctx context.Context, p *Program, docs func(yield fun
 	if rc.err != nil {
 		return rc.err
 	}
-	for i, o := range q.orderBy {
-		if cut&(1<<i) == 0 {
-			continue
+	same := found != nil
+	for i := range q.orderBy {
+		if cut&(1<<i) != 0 && (!same || found[i].k != kStr || !strings.HasPrefix(found[i].s, from.keys[i].s)) {
+			same = false
 		}
-		prefix := from.keys[i].s
-		if found != nil && found[i].k == kStr && len(found[i].s) > len(prefix) && strings.HasPrefix(found[i].s, prefix) {
-			from.keys[i] = found[i]
-		} else if o.desc {
-			from.keys[i] = str(prefix + "\xff") // past every valid string that begins with prefix
+	}
+	if same && bytes.Equal(cutSum(found, cut), sum) {
+		for i := range q.orderBy {
+			if cut&(1<<i) != 0 {
+				from.keys[i] = found[i]
+			}
+		}
+		return nil
+	}
+	for i, o := range q.orderBy {
+		if cut&(1<<i) != 0 && o.desc {
+			from.keys[i] = str(from.keys[i].s + "\xff") // past every valid string that begins with the cut one
 		}
 	}
 	return nil
