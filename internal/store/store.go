@@ -814,7 +814,7 @@ func foreignDir(fsys vfs.FS, dir string) error {
 		switch {
 		case strings.HasPrefix(n, "MANIFEST-"):
 			return nil // a store
-		case n == "LOCK", n == "CURRENT", n == ballastName, n == "tls", n == "cluster", n == "etcd", n == "archive",
+		case n == "LOCK", n == "CURRENT", n == ballastName, n == tablesDir, n == "tls", n == "cluster", n == "etcd", n == "archive",
 			strings.HasPrefix(n, "OPTIONS-"), strings.HasPrefix(n, "marker."), strings.HasSuffix(n, ".log"),
 			strings.HasSuffix(n, ".sst"), strings.HasSuffix(n, ".blob"), strings.HasSuffix(n, ".dbtmp"):
 		default:
