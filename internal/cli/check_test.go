@@ -23,16 +23,7 @@ func checkStore(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "data")
 	withStore(t, dir, func(ctx context.Context, host *replica.Local) {
-		e, err := engine.New(ctx, host, host.Meta(), engine.Config{}, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.CreateDatabase("db", engine.Throughput{}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.CreateContainer("db", []byte(`{"id":"k","partitionKey":{"paths":["/pk"]}}`), engine.Throughput{Manual: 24000}); err != nil {
-			t.Fatal(err)
-		}
+		e := checkEngine(t, ctx, host, engine.Throughput{Manual: 24000})
 		for i := range 50 {
 			pk := document.PartitionKey{{Kind: document.String, String: fmt.Sprintf("p%d", i%7)}}
 			body := fmt.Appendf(nil, `{"id":"%d","pk":"p%d","n":%d}`, i, i%7, i)
@@ -42,6 +33,23 @@ func checkStore(t *testing.T) string {
 		}
 	})
 	return dir
+}
+
+// checkEngine opens an engine on host with database db and container k
+// (partition key /pk) of throughput tp.
+func checkEngine(t *testing.T, ctx context.Context, host *replica.Local, tp engine.Throughput) *engine.Engine {
+	t.Helper()
+	e, err := engine.New(ctx, host, host.Meta(), engine.Config{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateDatabase("db", engine.Throughput{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateContainer("db", []byte(`{"id":"k","partitionKey":{"paths":["/pk"]}}`), tp); err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
 
 // withStore opens the store in dir, calls fn with its replica host and
@@ -234,16 +242,7 @@ func corruptSSTable(t *testing.T, dir string) string {
 func TestCheckReportsCorruption(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	withStore(t, dir, func(ctx context.Context, host *replica.Local) {
-		e, err := engine.New(ctx, host, host.Meta(), engine.Config{}, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.CreateDatabase("db", engine.Throughput{}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.CreateContainer("db", []byte(`{"id":"k","partitionKey":{"paths":["/pk"]}}`), engine.Throughput{}); err != nil {
-			t.Fatal(err)
-		}
+		e := checkEngine(t, ctx, host, engine.Throughput{})
 		pad := strings.Repeat("x", 900)
 		for i := range 600 {
 			pk := document.PartitionKey{{Kind: document.String, String: fmt.Sprintf("p%d", i%7)}}
