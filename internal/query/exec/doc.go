@@ -12,6 +12,13 @@
 // undefined results and SELECT a, b omits undefined properties. ORDER BY sorts across types in
 // the order undefined < null < false < true < numbers < strings < arrays < objects.
 //
+// Paging is the caller's, with what the Program tells it: Stream and StreamAt give rows as
+// each document is read, with their positions among a document's rows (RowPos) so that a
+// page resumes inside one item's JOINs; RunSortedPage gives one page of a sort after a
+// position (Cursor, which holds a long string key by its first bytes); RunKeyed gives each
+// row of a DISTINCT or GROUP BY its key (RowKey), which a page resumes after. WithRowCount
+// and WithPause let the caller count the rows JOINs bind and let other work run while they do.
+//
 // Errors a client caused (unknown function, missing parameter, bad TOP value, ...) are
 // *Error; anything else Run returns (a cancelled context, an unparsable document) is not.
 //
