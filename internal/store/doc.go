@@ -15,7 +15,13 @@
 // log fails anyway, the store refuses everything (ErrUnavailable), cuts the
 // unsynced tail off the log, and reopens the database, so that a batch
 // whose commit failed is never read. Store.Done reports a store that could
-// not recover in-process.
+// not recover in-process. A file found damaged on disk (a checksum that does
+// not match) fails only the reads that meet it, with Pebble's corruption
+// error (IsCorruption), and is logged; the store goes on.
+//
+// Open refuses a directory that is not a data directory (no store, but other
+// files: CheckDir) and tells a lock another process holds (ErrInUse) from a
+// directory it may not write.
 //
 // Pebble shows a synced commit to readers before its log sync ends;
 // Store.AwaitDurable (durable.go) waits out the synced commits under way,
