@@ -42,8 +42,8 @@ type byteSize int64
 
 func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
 
-func (b *byteSize) Set(s string) error {
-	s = strings.TrimSpace(strings.ToUpper(s))
+func (b *byteSize) Set(given string) error {
+	s := strings.TrimSpace(strings.ToUpper(given))
 	mult := int64(1)
 	for i, u := range []string{"KB", "MB", "GB", "TB"} {
 		if strings.HasSuffix(s, u) {
@@ -55,7 +55,7 @@ func (b *byteSize) Set(s string) error {
 	s = strings.TrimSuffix(s, "B")
 	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 	if err != nil || !(f >= 0) || f*float64(mult) > 1<<62 { // !(f >= 0): NaN too
-		return fmt.Errorf("%q is not a size like 500GB", s)
+		return fmt.Errorf("%q is not a size like 500GB", given) // as given: "2XB", not the "2X" left after its unit
 	}
 	*b = byteSize(f * float64(mult))
 	return nil

@@ -163,6 +163,11 @@ func TestByteSize(t *testing.T) {
 			t.Errorf("byteSize.Set(%q) = %d, %v; want %d, ok %v", tt.in, b, err, tt.want, tt.ok)
 		}
 	}
+	// The error quotes the value as given (it quoted "2X" for "2XB": an operator hunt).
+	var b byteSize
+	if err := b.Set("2XB"); err == nil || !strings.Contains(err.Error(), `"2XB"`) {
+		t.Errorf("byteSize.Set(2XB) = %v, want an error quoting \"2XB\"", err)
+	}
 }
 
 // hammer upserts items under pk into k until stop closes, returning how
