@@ -47,6 +47,16 @@
 // that two versions of a document do not share, which is what an update
 // changes in the index.
 //
+// # Composite terms
+//
+// Policy.CompositeTerms gives a document's one term per composite index of
+// the policy: the index's number, then each path's value in ORDER BY order
+// (undefined, arrays and objects included; a descending path's bytes
+// complemented), so that byte order is the order of an ORDER BY on the
+// composite's paths. Arrays, objects and long strings keep only part of
+// their value: CompositeRun says where the terms stop telling values apart
+// (composite.go, docs/composite-indexes.md).
+//
 // # Paths
 //
 // A path is a list of unescaped property names from the document root. An
