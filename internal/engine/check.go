@@ -398,9 +398,10 @@ func (e *Engine) checkKeyspace(ctx context.Context, r *CheckReport, c *catalog.C
 		{kindChange, changeEntries, problemLSN},
 		{kindUnique, e.uniqueEntries(c), problemDuplicate},
 		{kindIndex, termEntries(c), ""}, // two items with one _rid: reported with the order entries
+		{kindComposite, compositeEntries(c), ""},
 	}
 	for _, st := range steps {
-		if st.kind == kindIndex && !indexOK {
+		if (st.kind == kindIndex || st.kind == kindComposite) && !indexOK {
 			continue
 		}
 		if err := k.checkDerived(ctx, st.kind, st.set, st.dups); err != nil {
@@ -475,7 +476,7 @@ func pendingFormat(v string) bool {
 
 // checkUnknown reports every key of a kind the engine does not write.
 func (k *ksCheck) checkUnknown(ctx context.Context) error {
-	return replica.Scan(ctx, k.snap, replica.Span{Lower: []byte{kindUnique + 1}}, func(key, _ []byte) bool {
+	return replica.Scan(ctx, k.snap, replica.Span{Lower: []byte{kindComposite + 1}}, func(key, _ []byte) bool {
 		k.r.Entries++
 		k.report(problemOrphan, key, "a key of unknown kind 0x%02x", key[0])
 		return true

@@ -96,9 +96,9 @@ func checkFixture(t *testing.T, dir string) (*Engine, *store.Store) {
 	}
 	must(e.CreateDatabase("db", Throughput{}))
 	for _, def := range []string{
-		`{"id":"k","partitionKey":{"paths":["/pk"]}}`,
+		`{"id":"k","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"compositeIndexes":[[{"path":"/n"},{"path":"/s","order":"descending"}]]}}`,
 		`{"id":"u","partitionKey":{"paths":["/pk"]},"defaultTtl":-1,"uniqueKeyPolicy":{"uniqueKeys":[{"paths":["/email"]},{"paths":["/first","/last"]}]}}`,
-		`{"id":"h","partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2}}`,
+		`{"id":"h","partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2},"indexingPolicy":{"compositeIndexes":[[{"path":"/u","order":"descending"},{"path":"/v"}],[{"path":"/t"},{"path":"/v"}]]}}`,
 		`{"id":"gone","partitionKey":{"paths":["/pk"]}}`,
 	} {
 		must(e.CreateContainer("db", []byte(def), Throughput{Manual: 24000}))
@@ -138,7 +138,7 @@ func checkFixture(t *testing.T, dir string) (*Engine, *store.Store) {
 	for i := 200; i < 260; i++ {
 		write("k", Upsert, pkOf(i), fmt.Sprintf(`{"id":"%d","pk":"p%d","n":%d}`, i, i%100, i))
 	}
-	must(e.ReplaceContainer("db", "k", []byte(`{"id":"k","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/s/?"}]}}`), ""))
+	must(e.ReplaceContainer("db", "k", []byte(`{"id":"k","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/s/?"}],"compositeIndexes":[[{"path":"/s"},{"path":"/n"}],[{"path":"/deep/x"},{"path":"/pk","order":"descending"}]]}}`), ""))
 	write("k", Upsert, pkOf(7), `{"id":"7","pk":"p7","s":"after the new policy","n":7}`)
 
 	for i := range 40 {
@@ -279,6 +279,20 @@ func TestCheckFindsDamage(t *testing.T) {
 			key, _ := firstEntry(t, e, ks, kindSpan(kindIndex))
 			damage(t, e, ks, func(b replica.Batch) { b.Delete(key) })
 			return want{problemMissing, ks, key}
+		}},
+		{"composite entry deleted", func(t *testing.T, e *Engine) want {
+			_, ks := keyspaceOf(t, e, "k", "1")
+			key, _ := firstEntry(t, e, ks, kindSpan(kindComposite))
+			damage(t, e, ks, func(b replica.Batch) { b.Delete(key) })
+			return want{problemMissing, ks, key}
+		}},
+		{"composite entry of another value", func(t *testing.T, e *Engine) want {
+			_, ks := keyspaceOf(t, e, "h", "0")
+			key, item := firstEntry(t, e, ks, kindSpan(kindComposite))
+			bad := bytes.Clone(key)
+			bad[3] ^= 0x01 // the first component's tag: another kind of value
+			damage(t, e, ks, func(b replica.Batch) { b.Set(bad, item) })
+			return want{problemOrphan, ks, bad}
 		}},
 		{"orphaned order entry", func(t *testing.T, e *Engine) want {
 			_, ks := keyspaceOf(t, e, "k", "1")
@@ -456,7 +470,7 @@ func TestCheckAfterRebuild(t *testing.T) {
 	for _, coll := range []string{"k", "u", "h"} {
 		c, _ := e.container("db", coll)
 		rewrite(t, e, c, func(b replica.Batch) {
-			for _, kind := range []byte{kindOrder, kindIndex, kindStats, kindChange, kindUnique} {
+			for _, kind := range []byte{kindOrder, kindIndex, kindComposite, kindStats, kindChange, kindUnique} {
 				b.DeleteSpan(kindSpan(kind))
 			}
 			b.Delete(formatKey)

@@ -280,7 +280,7 @@ func (e *Engine) reconcileKeyspace(ctx context.Context, c *catalog.Container, re
 		return err
 	}
 	e.log.Info("rebuilding a keyspace's index for a new indexing policy", "container", c.Link(), "keyspace", rep.ID())
-	if err := e.rebuild(ctx, rep, kindSpan(kindIndex), termEntries(cur)); err != nil {
+	if err := e.rebuild(ctx, rep, indexEntries(cur), indexSpans()...); err != nil {
 		return err
 	}
 	return e.setPolicy(rep, cur)

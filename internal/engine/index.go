@@ -30,7 +30,7 @@ import (
 // each keyspace (formatKey). A keyspace holding another version, or none
 // (converted from an older release), has them rebuilt when the engine
 // opens.
-const indexFormat = 9 // 7: keyspaces (docs/storage-seams.md); 8: bounded string terms (index.StringTermBytes), in 2ecc6cd only; 9: with their hash
+const indexFormat = 10 // 7: keyspaces (docs/storage-seams.md); 8: bounded string terms (index.StringTermBytes), in 2ecc6cd only; 9: with their hash; 10: composite index entries
 
 // ridSeq returns the sequence number in an item's _rid: its last 8 bytes.
 func ridSeq(rid string) (uint64, error) {
@@ -68,6 +68,49 @@ func (t *lpTxn) indexItem(key []byte, seq uint64, old, new []byte) (int, error) 
 	})
 	if err != nil {
 		return 0, translate(fmt.Errorf("index the item: %w", err))
+	}
+	nc, err := t.compositeItem(key, seq, old, new)
+	if err != nil {
+		return 0, translate(fmt.Errorf("index the item: %w", err))
+	}
+	return n + nc, nil
+}
+
+// compositeItem writes the composite index entries of an item changing
+// from old to new (nil for none): one per composite index of the policy
+// for each version, set or deleted where the two differ. It returns how
+// many it wrote or removed.
+func (t *lpTxn) compositeItem(key []byte, seq uint64, old, new []byte) (int, error) {
+	pol := t.c.Policy()
+	if pol.None() || pol.Composites() == 0 {
+		return 0, nil
+	}
+	var olds [][]byte
+	if old != nil {
+		if err := pol.CompositeTerms(old, func(term []byte) { olds = append(olds, bytes.Clone(term)) }); err != nil {
+			return 0, err
+		}
+	}
+	n, i := 0, 0
+	if new != nil {
+		err := pol.CompositeTerms(new, func(term []byte) {
+			if i < len(olds) && bytes.Equal(olds[i], term) {
+				olds[i] = nil // unchanged
+			} else {
+				t.b.Set(compositeKey(term, seq), key)
+				n++
+			}
+			i++
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	for _, o := range olds {
+		if o != nil {
+			t.b.Delete(compositeKey(o, seq))
+			n++
+		}
 	}
 	return n, nil
 }
@@ -180,9 +223,10 @@ func (e *Engine) rebuildKeyspace(ctx context.Context, c *catalog.Container, rep 
 		{kindSpan(kindChange), changeEntries},
 		{kindSpan(kindUnique), e.uniqueEntries(c)},
 		{kindSpan(kindIndex), termEntries(c)},
+		{kindSpan(kindComposite), compositeEntries(c)},
 	}
 	for _, st := range steps {
-		if err := e.rebuild(ctx, rep, st.span, st.set); err != nil {
+		if err := e.rebuild(ctx, rep, st.set, st.span); err != nil {
 			return err
 		}
 	}
@@ -207,7 +251,7 @@ func (e *Engine) rebuildTerms(ctx context.Context, c *catalog.Container) error {
 	}
 	e.reindex.Store(c.Internal, p)
 	defer e.reindex.Delete(c.Internal)
-	terms := termEntries(c)
+	terms := indexEntries(c)
 	counted := func(b replica.Batch, key []byte, seq uint64, item []byte) error {
 		p.done.Add(1)
 		return terms(b, key, seq, item)
@@ -217,7 +261,7 @@ func (e *Engine) rebuildTerms(ctx context.Context, c *catalog.Container) error {
 		if err != nil {
 			return err
 		}
-		if err := e.rebuild(ctx, rep, kindSpan(kindIndex), counted); err != nil {
+		if err := e.rebuild(ctx, rep, counted, indexSpans()...); err != nil {
 			return err
 		}
 	}
@@ -288,6 +332,29 @@ func termEntries(c *catalog.Container) entryFunc {
 	}
 }
 
+// compositeEntries sets an item's composite index entries.
+func compositeEntries(c *catalog.Container) entryFunc {
+	pol := c.Policy()
+	return func(b replica.Batch, key []byte, seq uint64, item []byte) error {
+		if pol.None() {
+			return nil
+		}
+		return pol.CompositeTerms(item, func(term []byte) { b.Set(compositeKey(term, seq), key) })
+	}
+}
+
+// indexEntries sets every entry an item's indexing policy derives: its
+// range index and composite index entries (indexSpans).
+func indexEntries(c *catalog.Container) entryFunc {
+	terms, composites := termEntries(c), compositeEntries(c)
+	return func(b replica.Batch, key []byte, seq uint64, item []byte) error {
+		if err := terms(b, key, seq, item); err != nil {
+			return err
+		}
+		return composites(b, key, seq, item)
+	}
+}
+
 // batcher writes to a keyspace in batches of batchSize writes, so that
 // work over a whole keyspace (rebuilds, collections) commits as it goes.
 type batcher struct {
@@ -321,12 +388,14 @@ func (w *batcher) flush() error {
 // close discards what was not flushed.
 func (w *batcher) close() { w.b.Close() }
 
-// rebuild replaces the entries in span of keyspace rep with the ones set
+// rebuild replaces the entries in spans of keyspace rep with the ones set
 // derives from each of its items.
-func (e *Engine) rebuild(ctx context.Context, rep replica.Replica, span replica.Span, set entryFunc) error {
+func (e *Engine) rebuild(ctx context.Context, rep replica.Replica, set entryFunc, spans ...replica.Span) error {
 	w := newBatcher(rep)
 	defer w.close()
-	w.b.DeleteSpan(span)
+	for _, span := range spans {
+		w.b.DeleteSpan(span)
+	}
 	var failed error
 	err := replica.Scan(ctx, rep, itemsSpan(), func(k, v []byte) bool {
 		props, err := document.Props(v)

@@ -20,6 +20,8 @@ const (
 	kindStats  byte = 0x05 // esc(epk) esc(pk) → logical partition statistics
 	kindChange byte = 0x06 // lsn → item key: live items in last-write order
 	kindUnique byte = 0x07 // uint16 key, esc(epk) esc(pk) tuple → item id
+	// kindComposite: composite index entries, composite term (index.CompositeTerms) seq → item key.
+	kindComposite byte = 0x08
 )
 
 // errBadKey is returned when a stored key cannot be decoded.
@@ -191,6 +193,22 @@ func indexKey(term []byte, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(b, seq)
 }
 
+// compositeKey is the key of the composite index entry of term (a
+// composite term: the index's number and its components) for the item
+// with _rid sequence number seq; it holds the item's key. Composite terms
+// are self-delimiting, so entries sort by term, then by seq.
+func compositeKey(term []byte, seq uint64) []byte {
+	b := append(make([]byte, 0, 9+len(term)), kindComposite)
+	b = append(b, term...)
+	return binary.BigEndian.AppendUint64(b, seq)
+}
+
+// indexSpans are the spans of the entries an indexing policy derives: the
+// range index's and the composite indexes'.
+func indexSpans() []replica.Span {
+	return []replica.Span{kindSpan(kindIndex), kindSpan(kindComposite)}
+}
+
 // indexSpan is the span of the index entries whose term lies in [lo, hi);
 // a nil hi means to the end of the index.
 func indexSpan(lo, hi []byte) replica.Span {
@@ -201,10 +219,10 @@ func indexSpan(lo, hi []byte) replica.Span {
 	return s
 }
 
-// entrySeq returns the sequence number at the end of an order, index or
-// change key.
+// entrySeq returns the sequence number at the end of an order, index,
+// composite or change key.
 func entrySeq(key []byte) (uint64, error) {
-	if len(key) < 9 || (key[0] != kindOrder && key[0] != kindIndex && key[0] != kindChange) {
+	if len(key) < 9 || (key[0] != kindOrder && key[0] != kindIndex && key[0] != kindComposite && key[0] != kindChange) {
 		return 0, errBadKey
 	}
 	return binary.BigEndian.Uint64(key[len(key)-8:]), nil

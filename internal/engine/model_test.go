@@ -705,9 +705,9 @@ func (m *mRun) step(o mop) error {
 	case "reindex":
 		policies := []string{
 			``,
-			`,"indexingPolicy":{"includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/n/?"}]}`,
+			`,"indexingPolicy":{"includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/n/?"}],"compositeIndexes":[[{"path":"/n"},{"path":"/email","order":"descending"}]]}`,
 			`,"indexingPolicy":{"includedPaths":[{"path":"/email/?"},{"path":"/o/*"}],"excludedPaths":[{"path":"/*"}]}`,
-			`,"indexingPolicy":{"includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/arr/*"},{"path":"/email/?"}]}`,
+			`,"indexingPolicy":{"includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/arr/*"},{"path":"/email/?"}],"compositeIndexes":[[{"path":"/o/x"},{"path":"/n"}],[{"path":"/email"},{"path":"/arr","order":"descending"}]]}`,
 		}
 		defs := []string{
 			`{"id":"a","partitionKey":{"paths":["/pk"]}%s}`,

@@ -646,7 +646,7 @@ func (e *Engine) collect(ctx context.Context, c *catalog.Container, rangeID stri
 	defer snap.Close()
 	w := newBatcher(rep)
 	defer w.close()
-	for _, kind := range []byte{kindOrder, kindIndex, kindChange} {
+	for _, kind := range []byte{kindOrder, kindIndex, kindComposite, kindChange} {
 		var failed error
 		err := replica.Scan(ctx, snap, kindSpan(kind), func(k, v []byte) bool {
 			if kind == kindChange {

@@ -65,8 +65,10 @@ const convertBatch = 1024
 // larger one has opened (ErrNewerRelease), and cluster members of
 // different data formats do not talk (docs/cluster.md). 1: the first
 // release that records it (entry format 9; items' etags name their
-// container; move decisions carry their cut).
-const DataFormat = 1
+// container; move decisions carry their cut). 2: composite index entries
+// (entry format 10: a release of 1 would leave them stale and report their
+// kind as unknown).
+const DataFormat = 2
 
 // dataFormatKey, outside the catalog's records (0x01) and the keyspaces
 // (0x10), holds the largest DataFormat of the releases that opened the
