@@ -156,7 +156,9 @@ func (e *Engine) ReadChanges(ctx context.Context, db, coll string, req ChangeFee
 		for i, g := range groups {
 			g.pos = stables[i]
 		}
-	case !req.Start.Since.IsZero():
+	case req.Start.Since.Unix() > 0:
+		// A start at or before 1970 is the beginning: every item's _ts is
+		// later (a position of a negative time could not be read back).
 		for _, g := range groups {
 			g.since = req.Start.Since.Unix()
 		}
