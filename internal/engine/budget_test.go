@@ -281,3 +281,43 @@ func TestThroughputSplitsFinished(t *testing.T) {
 		t.Errorf("%d partitions after the check, want 5 (5 x PartitionMaxRU)", c.Map().Len())
 	}
 }
+
+// TestRaiseRacesSplit: a throughput raise whose split finds its range
+// already split by another caller (the background split check, another
+// raise) goes on from the new ranges and succeeds. It answered 404, the
+// range's, after the raise was saved (a throughput hunt: 4 raises of 4 to
+// 1,000,000 RU/s on a server with --partition-max-ru 2000).
+func TestRaiseRacesSplit(t *testing.T) {
+	e := testEngine(t)
+	c, err := e.cat.Container("db", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raced := 0
+	testHookSplitUntil = func(c *catalog.Container, r partition.Range) {
+		if raced >= 3 {
+			return
+		}
+		raced++
+		at, ok := partition.Midpoint(c.PK, r.Min, r.Max)
+		if !ok {
+			t.Errorf("range %s has no midpoint", r.ID)
+			return
+		}
+		if err := e.splitRange(c, r, at); err != nil {
+			t.Errorf("the racing split of %s: %v", r.ID, err)
+		}
+	}
+	t.Cleanup(func() { testHookSplitUntil = nil })
+	want := 8
+	if _, err := e.ReplaceOffer(c.OfferID, Throughput{Manual: want * e.cfg.PartitionMaxRU}, "", catalog.NoMigration); err != nil {
+		t.Fatalf("raise: %v", err)
+	}
+	if raced != 3 {
+		t.Fatalf("%d racing splits, want 3", raced)
+	}
+	c, _ = e.cat.Container("db", "k")
+	if n := len(c.Map().Ranges()); n < want {
+		t.Errorf("%d ranges after the raise, want at least %d", n, want)
+	}
+}

@@ -429,7 +429,17 @@ func (e *Engine) splitUntil(ctx context.Context, db, coll string,
 		if err != nil || !ok {
 			return err
 		}
+		if testHookSplitUntil != nil {
+			testHookSplitUntil(c, r)
+		}
 		if err := e.splitRange(c, r, at); err != nil {
+			if cur, cerr := e.container(db, coll); cerr == nil && cur.Internal == c.Internal {
+				if _, ok := cur.Map().ByID(r.ID); !ok {
+					// Split meanwhile by another caller (the background
+					// split check, or another raise): go on from there.
+					continue
+				}
+			}
 			if errors.Is(err, catalog.ErrMoving) && time.Since(start) < moveWait {
 				// A separation holds the range for a moment (its copy).
 				select {
@@ -443,6 +453,10 @@ func (e *Engine) splitUntil(ctx context.Context, db, coll string,
 		}
 	}
 }
+
+// testHookSplitUntil, when set (by tests), runs before splitUntil splits
+// range r of c.
+var testHookSplitUntil func(c *catalog.Container, r partition.Range)
 
 // moveWait bounds how long a split for throughput waits for a range's
 // separation to end.
