@@ -155,6 +155,15 @@ func TestOfferMigration(t *testing.T) {
 		{manual, nil, 400, "x-ms-cosmos-migrate-offer-to-manual-throughput must be supplied"},
 		{manual, map[string]string{"x-ms-cosmos-migrate-offer-to-manual-throughput": "true"}, 200, `"offerThroughput":1000`},
 		{`{"offerThroughput":1100}`, nil, 200, `"offerThroughput":1100`},
+		// Data Explorer's and the .NET SDK's shapes (a throughput hunt:
+		// each answered 200 and changed nothing): to autoscale, the manual
+		// offer as it is, the maximum chosen (1,100 RU/s up to 2,000); to
+		// manual, the throughput wanted beside the autoscale settings read,
+		// or those settings alone (the manual throughput their maximum).
+		{`{"offerThroughput":1100}`, map[string]string{"x-ms-cosmos-migrate-offer-to-autopilot": "true"}, 200, `"maxThroughput":2000`},
+		{`{"offerThroughput":600,"offerAutopilotSettings":{"maxThroughput":2000}}`, map[string]string{"x-ms-cosmos-migrate-offer-to-manual-throughput": "true"}, 200, `"offerThroughput":600`},
+		{`{"offerThroughput":600}`, map[string]string{"x-ms-cosmos-migrate-offer-to-autopilot": "true"}, 200, `"maxThroughput":1000`},
+		{`{"offerAutopilotSettings":{"maxThroughput":1000}}`, map[string]string{"x-ms-cosmos-migrate-offer-to-manual-throughput": "true"}, 200, `"offerThroughput":1000`},
 	} {
 		if code, b := put(step.content, step.hdr); code != step.code || !strings.Contains(b, step.want) {
 			t.Errorf("replace with %s %v: %d %s, want %d with %s", step.content, step.hdr, code, b, step.code, step.want)

@@ -518,22 +518,24 @@ func (h *Handler) replaceOffer(w http.ResponseWriter, r *http.Request) error {
 			return status.BadRequest("the offerResourceId %q in the body is not offer %s's resource (%s)", *offer.OfferResourceID, id, stored.OfferResourceID)
 		}
 	}
-	var tp engine.Throughput
-	switch {
-	case offer.Content.Autopilot != nil:
-		if err := offer.Content.Autopilot.supported(); err != nil {
-			return err
-		}
-		tp.AutoscaleMax = offer.Content.Autopilot.MaxThroughput
-	case offer.Content.OfferThroughput != nil:
-		tp.Manual = *offer.Content.OfferThroughput
-	}
 	migrate := engine.NoMigration
 	switch {
 	case isTrue(r, "x-ms-cosmos-migrate-offer-to-autopilot"):
 		migrate = engine.ToAutoscale
 	case isTrue(r, "x-ms-cosmos-migrate-offer-to-manual-throughput"):
 		migrate = engine.ToManual
+	}
+	var tp engine.Throughput
+	switch {
+	case offer.Content.Autopilot != nil && (migrate != engine.ToManual || offer.Content.OfferThroughput == nil):
+		if err := offer.Content.Autopilot.supported(); err != nil {
+			return err
+		}
+		tp.AutoscaleMax = offer.Content.Autopilot.MaxThroughput
+	case offer.Content.OfferThroughput != nil:
+		// To manual, Data Explorer sends the throughput wanted beside
+		// the autoscale settings it had read (catalog.ReplaceOffer).
+		tp.Manual = *offer.Content.OfferThroughput
 	}
 	res, err := h.eng.ReplaceOffer(id, tp, r.Header.Get("If-Match"), migrate)
 	if err != nil {

@@ -1313,11 +1313,23 @@ func (c *Catalog) ReplaceOffer(id string, tp Throughput, ifMatch string, migrate
 			return nil, err
 		}
 	}
+	// A migration as Cosmos DB's Data Explorer and the .NET SDK make it
+	// (a throughput hunt): to autoscale, the manual offer sent as it is,
+	// the service choosing the maximum (the current RU/s as a multiple of
+	// 1,000, at least autoscale's least); to manual, the throughput wanted
+	// (the API drops the autopilot settings sent beside it), or, with none,
+	// the autoscale maximum.
+	switch {
+	case migrate == ToAutoscale && old.AutoscaleMax == 0 && tp.AutoscaleMax == 0:
+		tp = Throughput{AutoscaleMax: max(roundUp(old.Manual, 1000), c.minThroughputLocked(old).AutoscaleMax)}
+	case migrate == ToManual && old.AutoscaleMax != 0 && tp.Manual == 0:
+		tp = Throughput{Manual: old.AutoscaleMax}
+	}
 	switch {
 	case old.AutoscaleMax == 0 && tp.AutoscaleMax != 0 && migrate != ToAutoscale:
 		return nil, invalid("x-ms-cosmos-migrate-offer-to-autopilot must be supplied and offercontent must contain autopilotSettings for migration from manual throughput to autopilot.")
 	case old.AutoscaleMax != 0 && tp.AutoscaleMax == 0 && migrate != ToManual:
-		return nil, invalid("x-ms-cosmos-migrate-offer-to-manual-throughput must be supplied and offercontent must not contain autopilotSettings for migration from autopilot to manual throughput.")
+		return nil, invalid("x-ms-cosmos-migrate-offer-to-manual-throughput must be supplied and offercontent must contain autopilotSettings for migration from autopilot to manual throughput.")
 	}
 	if least := c.minThroughputLocked(old); tp.Manual != 0 && tp.Manual < least.Manual {
 		return nil, invalid(fmt.Sprintf("throughput %d RU/s is below this offer's minimum, %d RU/s (%s)", tp.Manual, least.Manual, least.why))
