@@ -3,9 +3,12 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/document"
 	"github.com/partitadb/partita/internal/query/exec"
 	"github.com/partitadb/partita/internal/query/parse"
 	"github.com/partitadb/partita/internal/query/plan"
@@ -92,7 +95,7 @@ func (e *Engine) ExplainQuery(ctx context.Context, db, coll string, scope Scope,
 // (nil: none declared, a legacy client: plan.BuildLegacy).
 func queryPlan(c *catalog.Container, ast *parse.Query, params exec.Params, features []string) (plan.Plan, error) {
 	p := plan.Plan{Version: 2}
-	if pk, ok := plan.PartitionKey(ast, c.PK.Paths, params); ok {
+	if pk, keys := plan.Routing(ast, c.PK.Paths, params); pk != nil {
 		epk, err := c.PK.Hash(pk)
 		if err != nil {
 			return plan.Plan{}, translate(err)
@@ -110,9 +113,44 @@ func queryPlan(c *catalog.Container, ast *parse.Query, params exec.Params, featu
 			return plan.Plan{}, planError(err)
 		}
 		p.QueryInfo = info
-		p.QueryRanges = []plan.EPKRange{plan.FullRange()}
+		if p.QueryRanges, err = keyRanges(c, keys); err != nil {
+			return plan.Plan{}, err
+		}
 	}
 	return p, nil
+}
+
+// keyRanges returns the EPK ranges of the partition keys a query is
+// confined to (plan.Routing: a hierarchical key's prefix, or a key's IN
+// values), sorted and without repeats, or the whole EPK space for none: the
+// SDK queries only the physical partitions they touch (a hierarchical-key
+// hunt: a prefix's ORDER BY was sent to all 8 partitions of a container).
+func keyRanges(c *catalog.Container, keys []document.PartitionKey) ([]plan.EPKRange, error) {
+	if len(keys) == 0 {
+		return []plan.EPKRange{plan.FullRange()}, nil
+	}
+	var out []plan.EPKRange
+	for _, k := range keys {
+		var r plan.EPKRange
+		if len(k) == len(c.PK.Paths) {
+			epk, err := c.PK.Hash(k)
+			if err != nil {
+				return nil, translate(err)
+			}
+			r = plan.PointRange(epk.String())
+		} else {
+			lo, hi, err := c.PK.Span(k)
+			if err != nil {
+				return nil, translate(err)
+			}
+			r = plan.EPKRange{Min: lo.String(), Max: hi.String(), IsMinInclusive: true}
+		}
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b plan.EPKRange) int { return strings.Compare(a.Min, b.Min) })
+	return out, nil
 }
 
 // marshalPlan is p as JSON; its errors are *status.Error.

@@ -165,6 +165,58 @@ func TestQueryPlan(t *testing.T) {
 	}
 }
 
+// TestQueryPlanKeyRanges: a query confined to a hierarchical key's prefix,
+// or to a key's IN values, is planned over those keys' EPK ranges, so the
+// SDK queries only the partitions that own them (a hierarchical-key hunt:
+// every such plan had the whole EPK space, and @azure/cosmos sent a
+// prefix's ORDER BY to all 8 partitions of a split container).
+func TestQueryPlanKeyRanges(t *testing.T) {
+	e := planEngine(t)
+	if _, err := e.CreateContainer("db", []byte(`{"id":"h","partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2}}`), Throughput{Manual: 24000}); err != nil {
+		t.Fatal(err)
+	}
+	str := func(s string) document.PKValue { return document.PKValue{Kind: document.String, String: s} }
+	plans := func(coll, text string) []plan.EPKRange {
+		t.Helper()
+		raw, err := e.QueryPlan(t.Context(), "db", coll, Query{Text: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got planJSON
+		if err := json.Unmarshal(raw, &got); err != nil {
+			t.Fatal(err)
+		}
+		if coll == "h" && got.QueryInfo.RewrittenQuery == "" && len(got.QueryInfo.OrderBy) == 0 {
+			t.Errorf("%s: no merge steps: %s", text, raw)
+		}
+		return got.QueryRanges
+	}
+	h, _ := e.container("db", "h")
+	lo, hi, err := h.PK.Span(document.PartitionKey{str("t7")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []plan.EPKRange{{Min: lo.String(), Max: hi.String(), IsMinInclusive: true}}
+	if got := plans("h", "SELECT * FROM c WHERE c.t = 't7' ORDER BY c.n"); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("prefix: ranges %v, want %v", got, want)
+	}
+	k, _ := e.container("db", "k")
+	var points []plan.EPKRange
+	for _, v := range []string{"p1", "p2"} {
+		epk, _ := k.PK.Hash(document.PartitionKey{str(v)})
+		points = append(points, plan.PointRange(epk.String()))
+	}
+	if points[1].Min < points[0].Min {
+		points[0], points[1] = points[1], points[0]
+	}
+	if got := plans("k", "SELECT * FROM c WHERE c.pk IN ('p2', 'p1', 'p2') ORDER BY c.n"); fmt.Sprint(got) != fmt.Sprint(points) {
+		t.Errorf("IN: ranges %v, want %v", got, points)
+	}
+	if got := plans("h", "SELECT * FROM c WHERE c.u = 'x' ORDER BY c.n"); fmt.Sprint(got) != fmt.Sprint([]plan.EPKRange{plan.FullRange()}) {
+		t.Errorf("a lower level alone: ranges %v, want the whole space", got)
+	}
+}
+
 func TestQueryPlanErrors(t *testing.T) {
 	e := planEngine(t)
 	tests := []struct {
