@@ -859,9 +859,49 @@ func TestClusterRefusesForeignDataDir(t *testing.T) {
 	// A one-member cluster's data directory, started as a single node.
 	nodes := newCluster(t, 1)
 	startAll(t, bin, nodes)
+	createContainer(t, nodes[0], 0)
 	nodes[0].kill()
 	out, err = exec.Command(bin, "serve", "--addr", freePort(t), "--data", nodes[0].data).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "belongs to a member of a cluster") {
 		t.Fatalf("a member's data directory as a single node: %v\n%s", err, out)
+	}
+
+	// The member's directory with its store's files gone (etcd data and
+	// identity left), and with its etcd data gone (the store left): each
+	// refused, naming what is gone (a cluster operations hunt: the first
+	// said it served, then every partition's Raft group panicked; the
+	// second blamed a single node's data).
+	for _, tc := range []struct {
+		name string
+		keep func(name string) bool
+		want string
+	}{
+		{"store gone", func(name string) bool { return name == "etcd" || name == "cluster" || name == "tls" }, "the store's files were lost or removed"},
+		{"etcd data gone", func(name string) bool { return name != "etcd" }, "its etcd data (etcd) is gone"},
+	} {
+		dir := filepath.Join(t.TempDir(), "member")
+		if b, err := exec.Command("cp", "-a", nodes[0].data, dir).CombinedOutput(); err != nil {
+			t.Fatalf("copy: %v %s", err, b)
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if !tc.keep(e.Name()) {
+				if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		cmd := exec.CommandContext(ctx, bin, "serve", "--addr", freePort(t), "--data", dir, "--cluster-addr", nodes[0].clusterAddr,
+			"--join", nodes[0].clusterAddr)
+		cmd.Env = append(os.Environ(), "PARTITA_CLUSTER_SECRET=test-cluster-secret-0123456789")
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if err == nil || !strings.Contains(string(out), tc.want) {
+			t.Errorf("%s: %v\n%s\nwant an error saying %q", tc.name, err, lastLines(string(out), 20), tc.want)
+		}
 	}
 }

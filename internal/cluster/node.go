@@ -397,13 +397,34 @@ var ErrNotEmpty = errors.New("cluster: the data directory holds a single node's 
 // checkEmpty refuses to make a member of a data directory that already
 // holds a single node's catalog or keyspaces: the cluster's catalog would
 // not know them, and the engine would drop them as orphans.
+//
+// It also refuses a member's directory that lost part of what it held: its
+// store (etcd data and identity left, the store new: each partition's Raft
+// group would find its log gone and panic on the first append, after the
+// node said it served), or its etcd data (the identity left). A member's
+// data cannot be rebuilt from the others yet (a membership change), so
+// both name what is gone (a cluster operations hunt).
 func checkEmpty(ctx context.Context, cfg NodeConfig) error {
-	if IsMember(cfg.DataDir) {
-		return nil
-	}
 	ks, err := cfg.Local.Keyspaces(ctx)
 	if err != nil {
 		return err
+	}
+	_, idErr := os.Stat(filepath.Join(cfg.DataDir, clusterDir, identityName))
+	claimed := idErr == nil
+	if IsMember(cfg.DataDir) {
+		if claimed && cfg.Local.Fresh() && len(ks) == 0 {
+			return fmt.Errorf("cluster: the data directory %s holds this member's etcd data (%s) and identity (%s/%s) but a new, empty store: "+
+				"the store's files were lost or removed, and with them every partition's replica and Raft log here. A member's data cannot be "+
+				"rebuilt from the others yet (replacing a member is not supported): put back the directory as it was when the member stopped, "+
+				"or recreate the cluster", cfg.DataDir, etcdDir, clusterDir, identityName)
+		}
+		return nil
+	}
+	if claimed && len(ks) > 0 {
+		return fmt.Errorf("cluster: the data directory %s holds a member's identity (%s/%s) and data, but its etcd data (%s) is gone: "+
+			"the member's votes and its view of the catalog were lost with it, and a member's data cannot be rebuilt from the others yet "+
+			"(replacing a member is not supported): put back the directory as it was when the member stopped, or recreate the cluster",
+			cfg.DataDir, clusterDir, identityName, etcdDir)
 	}
 	records := 0
 	if err := cfg.Local.Meta().Load(ctx, "", func(string, []byte) error { records++; return nil }); err != nil {

@@ -138,6 +138,7 @@ type Local struct {
 	log   *slog.Logger
 	floor uint64 // the first LSN of a keyspace without a reservation
 	meta  *Meta
+	fresh bool // no data format recorded at open (Fresh)
 	mu    struct {
 		sync.Mutex
 		replicas map[uint64]*localReplica
@@ -164,6 +165,7 @@ func OpenLocal(ctx context.Context, st *store.Store, log *slog.Logger) (*Local, 
 	if err != nil {
 		return nil, err
 	}
+	l.fresh = recorded == 0
 	if recorded > DataFormat {
 		return nil, fmt.Errorf("%w (data format %d; this release reads up to %d): start that release, or restore the copy of the directory made before the upgrade",
 			ErrNewerRelease, recorded, DataFormat)
@@ -200,6 +202,11 @@ func OpenLocal(ctx context.Context, st *store.Store, log *slog.Logger) (*Local, 
 
 // Meta returns the catalog's backend on the same store.
 func (l *Local) Meta() *Meta { return l.meta }
+
+// Fresh reports whether the store recorded no data format when it was
+// opened: a new store (or one of a release from before the record), not
+// one any release of this kind has opened before.
+func (l *Local) Fresh() bool { return l.fresh }
 
 // Replica returns keyspace id's replica; every call for one id returns
 // the same one. Errors: ErrUnavailable, or a malformed LSN reservation.
