@@ -122,6 +122,7 @@ type Host struct {
 	failed  atomic.Bool
 	groups  map[uint64]*group
 	ids     []uint64 // the groups' ids, sorted: Process visits them in order
+	ticks   uint64   // Ticks so far (group.heard)
 	nextID  uint64   // proposal and read ids
 	// stageSeq names the tables of snapshots uniquely.
 	stageSeq atomic.Uint64
@@ -149,6 +150,9 @@ type group struct {
 	// staged are the tables of snapshots received (ReadSnapshot) and not
 	// yet installed.
 	staged []string
+	// heard is, for each peer, the Host's tick count when a message of
+	// this group last came from it (Progress.Active).
+	heard map[uint64]uint64
 	// above are the LSNs of proposals applied here above the stable mark
 	// applied (applied.Stable), in order, at most maxAbove of the
 	// largest (LSNApplied). Not kept across restarts or snapshots: an LSN
@@ -335,6 +339,7 @@ func (h *Host) Tick() {
 	if h.stopped {
 		return
 	}
+	h.ticks++
 	for _, id := range h.ids {
 		if !h.underRaft(h.groups[id].rn.Tick) {
 			return
@@ -365,6 +370,12 @@ func (h *Host) Step(m Message) {
 		// carries nothing to install.
 		h.cfg.Logger.Warn("raft snapshot message without its stream dropped", "group", m.Group, "from", m.Raft.GetFrom())
 		return
+	}
+	if from := m.Raft.GetFrom(); from != 0 && from != h.id {
+		if g.heard == nil {
+			g.heard = map[uint64]uint64{}
+		}
+		g.heard[from] = h.ticks
 	}
 	h.underRaft(func() { _ = g.rn.Step(m.Raft) }) // a message of an old term or from a removed node: dropped
 }

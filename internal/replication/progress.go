@@ -49,7 +49,14 @@ func (h *Host) Progress(group uint64) (commit uint64, ps []Progress, ok bool, er
 		if typ != raft.ProgressTypePeer {
 			return // a learner: not a voter
 		}
-		p := Progress{Node: id, Match: pr.Match, State: progressState(pr.State), Active: pr.RecentActive || id == h.id,
+		// Raft's RecentActive is cleared at every election timeout
+		// (CheckQuorum) until the peer's next answer, so it read "no"
+		// for a moment now and then of live followers (a cluster
+		// operations hunt: 1 sample of 40): a message of the group
+		// from the peer within an election timeout counts too.
+		heard, ok := g.heard[id]
+		recent := ok && h.ticks-heard <= uint64(h.cfg.ElectionTicks)
+		p := Progress{Node: id, Match: pr.Match, State: progressState(pr.State), Active: pr.RecentActive || recent || id == h.id,
 			Known: pr.Match > 0 || pr.State != tracker.StateProbe}
 		if p.Known && commit > pr.Match {
 			p.Lag = commit - pr.Match

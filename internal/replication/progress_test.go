@@ -62,6 +62,19 @@ func TestProgress(t *testing.T) {
 		}
 		return len(ps) == 3
 	})
+	// Active stays set for live followers at every moment: Raft clears
+	// RecentActive at each election timeout until the next answer.
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		_, ps, ok, err := leader.h.Progress(1)
+		if err != nil || !ok {
+			t.Fatalf("the leader's Progress: ok %v, err %v", ok, err)
+		}
+		for _, p := range ps {
+			if !p.Active {
+				t.Fatalf("node %d, live, reported not active: %+v", p.Node, ps)
+			}
+		}
+	}
 	for i, p := range ps {
 		if p.Node != uint64(i+1) {
 			t.Errorf("progress %d is node %d's; want the voters in node order", i, p.Node)
