@@ -184,10 +184,18 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 		return nil, err
 	}
 	probeCtx, stopProbe := context.WithCancel(ctx)
-	go checkPeerCerts(probeCtx, lg, cert, self, members)
+	refusals := &peerRefusals{}
+	go checkPeerCerts(probeCtx, lg, cert, self, members, refusals)
 	n.etcd, err = StartEtcd(ctx, EtcdConfig{DataDir: cfg.DataDir, Self: self, Members: members, Cert: cert, Logger: lg, StartTimeout: cfg.StartTimeout})
 	stopProbe()
 	if err != nil {
+		// The cause a probe found, rather than only the wait that ended
+		// (a cluster operations hunt: a wrong --cluster-secret exited
+		// with "not ready after 15s (it needs a majority…)" while two of
+		// three members were up; the cause was in the log only).
+		if why := refusals.String(); why != "" {
+			err = fmt.Errorf("%w; %s", err, why)
+		}
 		return nil, err
 	}
 	n.placement = NewPlacement(memberIDs(members), cfg.Replicas)
@@ -279,7 +287,7 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 // another --cluster-secret a node waited for a minute while etcd logged
 // hundreds of TLS errors that named no cause (a bug hunt). Members not up
 // yet, or not serving yet, are not reported.
-func checkPeerCerts(ctx context.Context, lg *slog.Logger, cert *Cert, self Member, members []Member) {
+func checkPeerCerts(ctx context.Context, lg *slog.Logger, cert *Cert, self Member, members []Member, refusals *peerRefusals) {
 	reported := map[uint64]bool{}
 	for {
 		for _, m := range members {
@@ -295,6 +303,7 @@ func checkPeerCerts(ctx context.Context, lg *slog.Logger, cert *Cert, self Membe
 			if e := explainTLS(err); e != err {
 				lg.Error("cannot join a member: its credentials and this node's disagree", "member", m.Addr, "err", e)
 				reported[m.ID] = true
+				refusals.add(m.Addr, e)
 			}
 		}
 		select {
@@ -303,6 +312,29 @@ func checkPeerCerts(ctx context.Context, lg *slog.Logger, cert *Cert, self Membe
 		case <-time.After(10 * time.Second):
 		}
 	}
+}
+
+// peerRefusals are the members whose TLS handshake with this node failed
+// on credentials (checkPeerCerts), for the error of a start that fails.
+type peerRefusals struct {
+	mu   sync.Mutex
+	errs []string
+}
+
+func (r *peerRefusals) add(addr string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errs = append(r.errs, fmt.Sprintf("member %s: %v", addr, err))
+}
+
+// String says which members refused, or "" for none.
+func (r *peerRefusals) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.errs) == 0 {
+		return ""
+	}
+	return "credentials disagree with " + strings.Join(r.errs, "; ")
 }
 
 // newPeerClient returns the client that sends requests to other members
