@@ -206,7 +206,7 @@ func plSetup(t *testing.T, e *Engine) {
 		t.Fatal(err)
 	}
 	// 24,000 RU/s: four physical partitions.
-	if _, err := e.CreateContainer("db", []byte(`{"id":"k","partitionKey":{"paths":["/pk"]}}`), Throughput{Manual: 24000}); err != nil {
+	if _, err := e.CreateContainer("db", []byte(`{"id":"k","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"compositeIndexes":[[{"path":"/n"},{"path":"/txn","order":"descending"}],[{"path":"/pk"},{"path":"/v"}]]}}`), Throughput{Manual: 24000}); err != nil {
 		t.Fatal(err)
 	}
 	def, _ := json.Marshal(map[string]string{"id": "writeN", "body": plWriteN})
