@@ -19,7 +19,8 @@ import (
 // order entry (orderKey by the sequence number in its _rid: creation order,
 // the order Cosmos DB returns a partition's documents in), an index entry
 // (indexKey) for every term (path and scalar value) its container's
-// indexing policy indexes, and a unique key entry (uniqueKey, unique.go)
+// indexing policy indexes, a composite index entry (compositeKey) per
+// composite index of the policy, and a unique key entry (uniqueKey, unique.go)
 // per unique key; its logical partition has statistics (statsKey). They
 // live in the item's keyspace and are written in the same batch as the
 // item, so they are exactly as durable as it is (docs/query-engine.md).
