@@ -211,10 +211,15 @@ func indexSpans() []replica.Span {
 
 // indexSpan is the span of the index entries whose term lies in [lo, hi);
 // a nil hi means to the end of the index.
-func indexSpan(lo, hi []byte) replica.Span {
-	s := replica.Span{Lower: append([]byte{kindIndex}, lo...), Upper: []byte{kindIndex + 1}}
+func indexSpan(lo, hi []byte) replica.Span { return termSpan(kindIndex, lo, hi) }
+
+// termSpan is the span of the entries of key kind kind (kindIndex,
+// kindComposite) whose term lies in [lo, hi); a nil hi means to the end of
+// the kind.
+func termSpan(kind byte, lo, hi []byte) replica.Span {
+	s := replica.Span{Lower: append([]byte{kind}, lo...), Upper: []byte{kind + 1}}
 	if hi != nil {
-		s.Upper = append([]byte{kindIndex}, hi...)
+		s.Upper = append([]byte{kind}, hi...)
 	}
 	return s
 }

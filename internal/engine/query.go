@@ -72,6 +72,11 @@ type queryToken struct {
 	// at Key: where to resume if that document is gone; a longer value is
 	// read whole from the document, when it is there (readBucket).
 	Val []byte `json:"v,omitempty"`
+	// Index fingerprints the composite index of a position in an ordered
+	// read of one (indexPrint): a policy that replaces it with another of
+	// the same number and other directions would read the position's key
+	// in another order.
+	Index uint64 `json:"i,omitempty"`
 	// Sort is the position of a sorted query's last row (see sortedPage).
 	Sort *exec.Cursor `json:"c,omitempty"`
 	// Stats are the measurements the first page chose its plan from
@@ -108,6 +113,18 @@ type queryToken struct {
 	// filter (Order matched, Hash did not); resumable decides whether its
 	// position can be resumed.
 	refiltered bool
+}
+
+// indexPrint fingerprints the composite index an ordered read reads (its
+// number, paths and directions: plan.IndexScan.Target); 0 for a single
+// path's index.
+func indexPrint(scan *plan.IndexScan) uint64 {
+	if scan.Composite == nil {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write([]byte(scan.Target()))
+	return h.Sum64() | 1 // never 0, "none"
 }
 
 // layoutOf fingerprints ranges, by id: a split gives its children new ids.
@@ -494,7 +511,7 @@ func (e *Engine) prepareQuery(ctx context.Context, c *catalog.Container, ast *pa
 		if take >= 0 {
 			want = min(want, take)
 		}
-		ok, err := src.dense(ctx, pp.Probe, len(ast.OrderBy) == 1 && ast.OrderBy[0].Desc, want, &run.entries)
+		ok, err := src.dense(ctx, pp.Probe, pp.ProbeDesc, want, &run.entries)
 		if err != nil {
 			src.v.close()
 			return nil, queryToken{}, translate(err)
@@ -639,7 +656,7 @@ func indexPathSpec(path []string) string {
 // the page's time is up. A page holds at least one document's rows, so a
 // query always progresses.
 func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error) {
-	if (tok.Key != nil && tok.Ordered != (run.ordered != nil)) || tok.Sort != nil || tok.Skip != 0 {
+	if (tok.Key != nil && (tok.Ordered != (run.ordered != nil) || (run.ordered != nil && tok.Index != indexPrint(run.ordered)))) || tok.Sort != nil || tok.Skip != 0 {
 		// The plan changed under the continuation (the indexing policy did).
 		return Page{}, invalidContinuation("the container's indexing policy changed since the previous page; restart the query")
 	}
@@ -676,9 +693,12 @@ func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error)
 		if positions && (rows > 0 || after) {
 			t.Rows, t.At, t.AtAfter = 0, slices.Clone(at), after
 		}
-		if run.ordered != nil && boundedTermOf(key) != nil {
-			v := stringAt(cur, run.ordered.Path)
-			t.Val = bytes.Clone(v[:min(len(v), maxTokenValue)])
+		if run.ordered != nil {
+			t.Index = indexPrint(run.ordered)
+			if runOf(run.ordered, key) != nil {
+				v := run.src.orderValue(run.ordered, cur)
+				t.Val = bytes.Clone(v[:min(len(v), maxTokenValue)])
+			}
 		}
 		return t
 	}

@@ -865,8 +865,8 @@ func (s docSource) dense(ctx context.Context, scan *plan.IndexScan, desc bool, w
 			if need <= 0 {
 				return false, nil
 			}
-			found, err := probeEntries(ctx, r, p, scan, desc, need, plan.ProbeBudget(items), entries)
-			if err != nil || found < need {
+			found, all, err := probeEntries(ctx, r, p, scan, desc, need, plan.ProbeBudget(items), entries)
+			if err != nil || (found < need && !all) {
 				return false, err
 			}
 		}
@@ -876,17 +876,22 @@ func (s docSource) dense(ctx context.Context, scan *plan.IndexScan, desc bool, w
 
 // probeEntries reads scan's entries through r in order (backwards when
 // desc), counting those whose items p holds, until it has found need of
-// them or read budget entries; it returns how many it found.
-func probeEntries(ctx context.Context, r replica.Reader, p part, scan *plan.IndexScan, desc bool, need int64, budget int, entries *int) (int64, error) {
+// them or read budget entries; it returns how many it found, and whether
+// it read all of them (an ordered read then reads no more than it did).
+func probeEntries(ctx context.Context, r replica.Reader, p part, scan *plan.IndexScan, desc bool, need int64, budget int, entries *int) (found int64, all bool, err error) {
 	spans := slices.Clone(scan.Spans)
 	if desc {
 		slices.Reverse(spans)
 	}
-	var found int64
 	read := 0
 	for _, ts := range spans {
-		it := r.NewIter(indexSpan(ts.Lower, ts.Upper), desc)
-		for found < need && read < budget && it.Next() {
+		it := r.NewIter(scanSpan(scan, ts), desc)
+		more := false
+		for found < need && it.Next() {
+			if read >= budget {
+				more = true
+				break
+			}
 			read++
 			*entries++
 			if p.holds(it.Value()) {
@@ -896,16 +901,19 @@ func probeEntries(ctx context.Context, r replica.Reader, p part, scan *plan.Inde
 		err := it.Err()
 		_ = it.Close()
 		if err != nil {
-			return found, err
+			return found, false, err
 		}
-		if found >= need || read >= budget {
-			break
+		if more {
+			return found, false, nil
+		}
+		if found >= need {
+			return found, false, nil
 		}
 		if err := ctx.Err(); err != nil {
-			return found, err
+			return found, false, err
 		}
 	}
-	return found, nil
+	return found, true, nil
 }
 
 // scopeItems returns the items in spans (item-key spans of one keyspace,
@@ -948,20 +956,31 @@ func statsSpanOf(sp replica.Span) replica.Span {
 	return replica.Span{Lower: lo, Upper: hi}
 }
 
+// scanSpan is the store span of the entries of scan's term span ts: the
+// range index's, or a composite index's (plan.IndexScan.Composite).
+func scanSpan(scan *plan.IndexScan, ts index.Span) replica.Span {
+	if scan.Composite != nil {
+		return termSpan(kindComposite, ts.Lower, ts.Upper)
+	}
+	return indexSpan(ts.Lower, ts.Upper)
+}
+
 // readOrdered calls fn with the scope's documents that index scan finds,
 // in the order of its terms (then of sequence numbers), backwards when desc,
 // from position at: a document's key is its index entry's key. The
-// keyspaces of the scope are read at once and merged by index key.
+// keyspaces of the scope are read at once and merged by index key. A run
+// of entries whose order their keys do not give (runOf) is read whole and
+// sorted by the documents' values (readBucket).
 func (s docSource) readOrdered(ctx context.Context, scan *plan.IndexScan, desc bool, at queryToken, loaded, entries *int, fn docFunc) error {
-	// A position inside a bounded term resumes that term's entries from
-	// their start: they are sorted by value before they are read (bucket).
+	// A position inside a run resumes that run's entries from their start:
+	// they are sorted by value before they are read (bucket).
 	resume := at.Key
-	if b := boundedTermOf(at.Key); b != nil {
+	if b := runOf(scan, at.Key); b != nil {
 		resume = b
 	}
 	var spans []replica.Span
 	for _, ts := range scan.Spans {
-		sp := indexSpan(ts.Lower, ts.Upper)
+		sp := scanSpan(scan, ts)
 		switch {
 		case at.Key == nil:
 		case desc:
@@ -1020,7 +1039,7 @@ func (s docSource) readOrdered(ctx context.Context, scan *plan.IndexScan, desc b
 			break
 		}
 		st := streams[i]
-		if b := boundedTermOf(st.key); b != nil {
+		if b := runOf(scan, st.key); b != nil {
 			// A copy: st.key is the iterator's, which reading moves.
 			stopped, err := s.readBucket(ctx, scan, desc, bytes.Clone(b), at, streams, loaded, entries, fn)
 			if err != nil || stopped {
@@ -1070,6 +1089,25 @@ func loadDoc(r replica.Reader, item, doc []byte, fetched bool) ([]byte, error) {
 	return doc, nil
 }
 
+// runOf returns, when the entry key of scan's index lies in a run of
+// entries whose order their keys do not give, the store-key prefix the
+// run's entries share: a bounded string's bucket (boundedTermOf), or a
+// composite term's up to its first inexact component (index.CompositeRun).
+// Else nil.
+func runOf(scan *plan.IndexScan, key []byte) []byte {
+	if scan.Composite == nil {
+		return boundedTermOf(key)
+	}
+	if len(key) < 1+2+8 || key[0] != kindComposite {
+		return nil
+	}
+	n, exact, err := index.CompositeRun(key[1:len(key)-8], len(scan.Composite.Paths))
+	if err != nil || exact {
+		return nil
+	}
+	return key[:1+n]
+}
+
 // boundedTermOf returns, when index entry key's term is bounded
 // (index.StringTermBytes), the store-key prefix of its bucket: kindIndex and
 // the term without its hash, which the entries of every string with the
@@ -1088,14 +1126,12 @@ func boundedTermOf(key []byte) []byte {
 	return key[:1+n]
 }
 
-// afterEntries returns the smallest key above every index entry whose key
-// starts with p (an index entry's key, or a term's prefix of one).
-func afterEntries(p []byte) []byte {
-	return append(bytes.Clone(p), 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF)
-}
+// afterEntries returns the smallest key above every key that starts with p
+// (an index entry's key, or a run's prefix of one).
+func afterEntries(p []byte) []byte { return replica.PrefixSpan(p).Upper }
 
-// bucketEntry is an entry of a bounded term read in ORDER BY order: its
-// key, its document, and the document's value on the ORDER BY's path.
+// bucketEntry is an entry of a run read in ORDER BY order: its key, its
+// document, and the document's value in the run's order (orderValue).
 type bucketEntry struct {
 	key, doc, value []byte
 }
@@ -1155,7 +1191,7 @@ func (s docSource) readBucket(ctx context.Context, scan *plan.IndexScan, desc bo
 			default:
 				*loaded++
 				if !s.gone(st.item, doc) {
-					sel.offer(bucketEntry{key: bytes.Clone(st.key), doc: doc, value: stringAt(doc, scan.Path)})
+					sel.offer(bucketEntry{key: bytes.Clone(st.key), doc: doc, value: s.orderValue(scan, doc)})
 				}
 			}
 			st.advance()
@@ -1215,6 +1251,13 @@ func (s docSource) positionValue(scan *plan.IndexScan, key []byte, streams []*or
 		case s.gone(item, doc):
 			return nil, nil
 		}
+		if scan.Composite != nil {
+			term, exact, err := s.c.Policy().CompositeOrder(doc, scan.Composite.Number)
+			if err != nil || len(key) < 9 || !bytes.Equal(key[1:len(key)-8], term) {
+				return nil, nil // changed since its entry was made
+			}
+			return exact, nil
+		}
 		v := stringAt(doc, scan.Path)
 		if v == nil || !bytes.HasPrefix(key[1:], index.Term(scan.Path, index.StringValue(string(v)))) {
 			return nil, nil // changed since its entry was made
@@ -1265,7 +1308,7 @@ func (s docSource) scanBucket(ctx context.Context, scan *plan.IndexScan, b []byt
 				}
 				*loaded++
 				if !s.gone(item, doc) {
-					sel.offer(bucketEntry{key: bytes.Clone(key), doc: doc, value: stringAt(doc, scan.Path)})
+					sel.offer(bucketEntry{key: bytes.Clone(key), doc: doc, value: s.orderValue(scan, doc)})
 				}
 				return true
 			})
@@ -1361,6 +1404,21 @@ func (sel *bucketSelect) take() ([]bucketEntry, bool) {
 
 // maxTokenValue bounds the value a continuation carries (queryToken.Val).
 const maxTokenValue = 1024
+
+// orderValue returns doc's value in the order of a run of scan's entries
+// (runOf): the string at its path (a bounded string's bucket), or its exact
+// key in a composite index (index.Policy.CompositeOrder); nil when there is
+// none.
+func (s docSource) orderValue(scan *plan.IndexScan, doc []byte) []byte {
+	if scan.Composite == nil {
+		return stringAt(doc, scan.Path)
+	}
+	_, exact, err := s.c.Policy().CompositeOrder(doc, scan.Composite.Number)
+	if err != nil {
+		return nil
+	}
+	return exact
+}
 
 // stringAt returns the string at path in doc (a JSON object), unescaped; nil
 // when there is none (the item changed since its index entry was read).

@@ -119,7 +119,9 @@ func randomValue(r *rand.Rand, depth int) any {
 			return 7
 		}
 		m := map[string]any{}
-		for _, k := range []string{"x", "y"}[:r.IntN(3)%2+1] {
+		keys := []string{"", "x", "x\u0000", "y"}
+		for range r.IntN(3) {
+			k := keys[r.IntN(len(keys))]
 			if v := randomValue(r, depth+1); v != nil {
 				m[k] = v
 			}
@@ -154,9 +156,10 @@ func TestCompositeOrder(t *testing.T) {
 		}
 		r := rand.New(rand.NewPCG(uint64(dirs), 7))
 		type doc struct {
-			raw  []byte
-			vals []*fastjson.Value
-			term []byte
+			raw   []byte
+			vals  []*fastjson.Value
+			term  []byte
+			exact []byte
 		}
 		var docs []doc
 		for range 300 {
@@ -197,7 +200,11 @@ func TestCompositeOrder(t *testing.T) {
 			for _, p := range paths {
 				vals = append(vals, valueAt(root, p))
 			}
-			docs = append(docs, doc{raw, vals, terms[1]})
+			term, exact, err := pol.CompositeOrder(raw, 1)
+			if err != nil || !bytes.Equal(term, terms[1]) {
+				t.Fatalf("%s: CompositeOrder term %x, %v; CompositeTerms %x", raw, term, err, terms[1])
+			}
+			docs = append(docs, doc{raw, vals, terms[1], exact})
 		}
 		for i := range docs {
 			for j := range docs {
@@ -214,6 +221,9 @@ func TestCompositeOrder(t *testing.T) {
 					}
 				}
 				got := bytes.Compare(a.term, b.term)
+				if c := bytes.Compare(a.exact, b.exact); c != ref {
+					t.Fatalf("directions %v: values order %d, exact keys %d:\n%s %x\n%s %x", desc, ref, c, a.raw, a.exact, b.raw, b.exact)
+				}
 				ra, exactA, errA := CompositeRun(a.term, len(paths))
 				rb, exactB, errB := CompositeRun(b.term, len(paths))
 				if errA != nil || errB != nil {
@@ -272,4 +282,104 @@ func TestCompositeComponent(t *testing.T) {
 	if _, _, err := CompositeRun([]byte{0, 0, tagString, 'a'}, 1); err == nil {
 		t.Error("CompositeRun of a cut string: no error")
 	}
+	if _, _, err := pol.CompositeOrder([]byte(`{}`), 1); err == nil {
+		t.Error("CompositeOrder of an undeclared composite: no error")
+	}
 }
+
+// TestCompositeSpans checks CompositeEq, CompositePrefix and CompositeRange
+// against the predicates they narrow to, in both directions, behind a
+// pinned first component: every document whose value satisfies the
+// predicate has its entry in the span, and every entry in the span
+// satisfies it, but for long strings sharing a bounded literal's first
+// bytes (candidates the filter tells apart); a document with another first
+// component is in none.
+func TestCompositeSpans(t *testing.T) {
+	long := strings.Repeat("p", StringTermBytes)
+	literals := []Value{NullValue(), BoolValue(false), BoolValue(true), NumberValue(-2), NumberValue(0), NumberValue(0.5), NumberValue(3),
+		StringValue(""), StringValue("a"), StringValue("ab"), StringValue("b"), StringValue("a\x00"),
+		StringValue(long), StringValue(long + "a"), StringValue(long[:StringTermBytes-1] + "a")}
+	for _, desc := range []bool{false, true} {
+		order := "ascending"
+		if desc {
+			order = "descending"
+		}
+		pol, err := ParsePolicy([]byte(`{"compositeIndexes":[[{"path":"/p"},{"path":"/x","order":"` + order + `"}]]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		prefix := CompositeComponent([]byte{0, 0}, NumberValue(1), false)
+		r := rand.New(rand.NewPCG(3, uint64(len(order))))
+		type doc struct {
+			raw  []byte
+			x    *fastjson.Value
+			p1   bool
+			term []byte
+		}
+		var docs []doc
+		for i := range 400 {
+			m := map[string]any{"p": 1 + i%7/6}
+			if v := randomValue(r, 0); v != nil {
+				m["x"] = v
+			}
+			raw, _ := json.Marshal(m)
+			var term []byte
+			if err := pol.CompositeTerms(raw, func(b []byte) { term = bytes.Clone(b) }); err != nil {
+				t.Fatal(err)
+			}
+			root, _ := fastjson.ParseBytes(raw)
+			docs = append(docs, doc{raw, root.Get("x"), m["p"] == 1, term})
+		}
+		scalarOf := func(v *fastjson.Value) (Value, bool) {
+			if v == nil {
+				return Value{}, false
+			}
+			return valueOf(v)
+		}
+		// candidate: a long string sharing its bounded term's first bytes
+		// with a long literal of the predicate.
+		candidate := func(x Value, lits ...Value) bool {
+			for _, l := range lits {
+				if x.Kind == String && l.Kind == String && len(x.Str) > StringTermBytes && len(l.Str) >= StringTermBytes && x.Str[:StringTermBytes] == l.Str[:StringTermBytes] {
+					return true
+				}
+			}
+			return false
+		}
+		check := func(name string, spans []Span, pred func(Value) bool, lits ...Value) {
+			t.Helper()
+			for _, d := range docs {
+				in := slices.ContainsFunc(spans, func(s Span) bool { return s.Contains(d.term) })
+				x, ok := scalarOf(d.x)
+				sat := d.p1 && ok && pred(x)
+				switch {
+				case sat && !in:
+					t.Fatalf("%s %s: %s satisfies it, its entry %x is in no span %x", order, name, d.raw, d.term, spans)
+				case in && !sat && !(d.p1 && ok && candidate(x, lits...)):
+					t.Fatalf("%s %s: %s does not satisfy it, its entry %x is in a span %x", order, name, d.raw, d.term, spans)
+				}
+			}
+		}
+		for _, v := range literals {
+			check(fmt.Sprintf("= %q", valueText(v)), []Span{CompositeEq(prefix, v, desc)}, func(x Value) bool { return x.Kind == v.Kind && Compare(x, v) == 0 }, v)
+			if v.Kind == String {
+				check(fmt.Sprintf("STARTSWITH %q", v.Str), []Span{CompositePrefix(prefix, v.Str, desc)}, func(x Value) bool { return x.Kind == String && strings.HasPrefix(x.Str, v.Str) }, v)
+			}
+			for _, w := range literals {
+				for incl := range 4 {
+					lo, hi := &Bound{V: v, Inclusive: incl&1 != 0}, &Bound{V: w, Inclusive: incl&2 != 0}
+					in := func(x Value, b *Bound, sign int) bool {
+						c := Compare(x, b.V) * sign
+						return x.Kind == b.V.Kind && (c > 0 || c == 0 && b.Inclusive)
+					}
+					check(fmt.Sprintf("range %v..%v", lo, hi), []Span{CompositeRange(prefix, lo, hi, desc)}, func(x Value) bool { return in(x, lo, 1) && in(x, hi, -1) }, v, w)
+					check(fmt.Sprintf("range %v..", lo), []Span{CompositeRange(prefix, lo, nil, desc)}, func(x Value) bool { return in(x, lo, 1) }, v)
+					check(fmt.Sprintf("range ..%v", hi), []Span{CompositeRange(prefix, nil, hi, desc)}, func(x Value) bool { return in(x, hi, -1) }, w)
+				}
+			}
+		}
+	}
+}
+
+// valueText prints a literal for test names.
+func valueText(v Value) string { return fmt.Sprintf("%v:%v%v%q", v.Kind, v.Bool, v.Num, v.Str) }

@@ -628,28 +628,38 @@ func match[S ~string | ~[]byte](pats []pattern, segs []S) bool {
 // this order, with every direction either as declared or every one
 // inverted. A composite index with more or fewer paths does not serve it.
 func (p *Policy) HasComposite(paths [][]string, desc []bool) bool {
+	_, _, ok := p.CompositeIndex(paths, desc)
+	return ok
+}
+
+// CompositeIndex returns the number (its position in compositeIndexes) of
+// the first composite index that serves ORDER BY on paths with the
+// directions desc (HasComposite), and whether it serves it inverted: its
+// every direction is the opposite of desc's, so that its entries are read
+// backwards. ok is false when none does.
+func (p *Policy) CompositeIndex(paths [][]string, desc []bool) (number int, inverted, ok bool) {
 	if len(paths) != len(desc) || len(paths) == 0 {
-		return false
+		return 0, false, false
 	}
-	for _, comp := range p.composites {
+	for n, comp := range p.composites {
 		if len(comp) != len(paths) {
 			continue
 		}
-		same, inverted := true, true
+		same, inv := true, true
 		for i, cp := range comp {
 			if !slices.Equal(cp.path, paths[i]) {
-				same, inverted = false, false
+				same, inv = false, false
 				break
 			}
 			if cp.desc != desc[i] {
 				same = false
 			} else {
-				inverted = false
+				inv = false
 			}
 		}
-		if same || inverted {
-			return true
+		if same || inv {
+			return n, !same, true
 		}
 	}
-	return false
+	return 0, false, false
 }

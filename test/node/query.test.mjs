@@ -200,6 +200,32 @@ describe("cross-partition queries through the query plan", () => {
     );
   });
 
+  it("ORDER BY several keys in pages, narrowed by a filter on the first (composite index read in order)", async () => {
+    const want = [...items].sort(by(asc((x) => x.cat), desc((x) => x.n))).map((x) => x.id);
+    for (const mode of modes) {
+      const { results, pages } = await paged("SELECT VALUE c.id FROM c ORDER BY c.cat ASC, c.n DESC", 3, mode);
+      assert.deepEqual(results, want, `mode ${JSON.stringify(mode)}`);
+      assert.ok(pages >= want.length / 3, `${pages} pages`);
+      const inverted = await paged("SELECT VALUE c.id FROM c ORDER BY c.cat DESC, c.n ASC", 4, mode);
+      assert.deepEqual(inverted.results, [...want].reverse(), `inverted, mode ${JSON.stringify(mode)}`);
+      const b = await paged("SELECT VALUE c.id FROM c WHERE c.cat = 'b' ORDER BY c.cat DESC, c.n ASC", 2, mode);
+      assert.deepEqual(
+        b.results,
+        items
+          .filter((x) => x.cat === "b")
+          .sort(asc((x) => x.n))
+          .map((x) => x.id),
+        `narrowed, mode ${JSON.stringify(mode)}`,
+      );
+      const range = await paged("SELECT VALUE c.id FROM c WHERE c.cat >= 'c' ORDER BY c.cat, c.n DESC", 3, mode);
+      assert.deepEqual(
+        range.results,
+        want.filter((id) => items.find((x) => x.id === id).cat >= "c"),
+        `range, mode ${JSON.stringify(mode)}`,
+      );
+    }
+  });
+
   it("TOP, with and without ORDER BY", async () => {
     await expectExact(
       "SELECT TOP 5 VALUE c.id FROM c ORDER BY c.n",

@@ -29,6 +29,45 @@ type IndexScan struct {
 	// document of the scope has a scalar on the path, which the engine
 	// counts (Physical.Cover).
 	Counted bool
+	// Values are the literals of an "equality", "in" or "prefix" lookup
+	// (the prefix's string), and Lo and Hi the bounds of a "range" (either
+	// nil for none): a composite index led by the path narrows by them too.
+	Values []index.Value
+	Lo, Hi *index.Bound
+	// Composite, when not nil, makes this a "composite" scan: of the
+	// entries of a composite index (index.CompositeSpan), which serves an
+	// ORDER BY on several paths. Path is then nil.
+	Composite *CompositeScan
+}
+
+// CompositeScan names the composite index a "composite" IndexScan reads.
+type CompositeScan struct {
+	// Number is the index's position in the policy's compositeIndexes.
+	Number int
+	// Paths are its paths, and Desc their directions as declared.
+	Paths [][]string
+	Desc  []bool
+}
+
+// Target names what the scan reads: "/n", or "composite index 0 (/a, /b
+// DESC)".
+func (s *IndexScan) Target() string {
+	if c := s.Composite; c != nil {
+		var b strings.Builder
+		fmt.Fprintf(&b, "composite index %d (", c.Number)
+		for i, p := range c.Paths {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("/" + strings.Join(p, "/"))
+			if c.Desc[i] {
+				b.WriteString(" DESC")
+			}
+		}
+		b.WriteString(")")
+		return b.String()
+	}
+	return "/" + strings.Join(s.Path, "/")
 }
 
 // Point reports whether the scan reads a single term: its entries then come
@@ -58,7 +97,7 @@ func lookup(e parse.Expr, alias string, params map[string][]byte) *IndexScan {
 		pred := predPath(path) + " " + opText[op] + " " + valueText(v)
 		switch op {
 		case parse.OpEq:
-			return &IndexScan{Path: path, Spans: []index.Span{index.Eq(path, v)}, Kind: "equality", Pred: pred}
+			return &IndexScan{Path: path, Spans: []index.Span{index.Eq(path, v)}, Kind: "equality", Pred: pred, Values: []index.Value{v}}
 		case parse.OpLt:
 			return rangeScan(path, nil, &index.Bound{V: v}, pred)
 		case parse.OpLe:
@@ -90,7 +129,7 @@ func lookup(e parse.Expr, alias string, params map[string][]byte) *IndexScan {
 			}
 			vs = append(vs, v)
 		}
-		return &IndexScan{Path: path, Spans: index.In(path, vs), Kind: "in", Pred: inText(path, vs)}
+		return &IndexScan{Path: path, Spans: index.In(path, vs), Kind: "in", Pred: inText(path, vs), Values: vs}
 	case *parse.Call:
 		if x.UDF || !strings.EqualFold(x.Name, "STARTSWITH") || len(x.Args) < 2 || len(x.Args) > 3 {
 			return nil
@@ -106,7 +145,7 @@ func lookup(e parse.Expr, alias string, params map[string][]byte) *IndexScan {
 				return nil // case-insensitive: the index cannot narrow it
 			}
 		}
-		return &IndexScan{Path: path, Spans: []index.Span{index.Prefix(path, v.Str)}, Kind: "prefix", Pred: "STARTSWITH(" + predPath(path) + ", " + valueText(v) + ")"}
+		return &IndexScan{Path: path, Spans: []index.Span{index.Prefix(path, v.Str)}, Kind: "prefix", Pred: "STARTSWITH(" + predPath(path) + ", " + valueText(v) + ")", Values: []index.Value{v}}
 	}
 	return nil
 }
@@ -175,7 +214,7 @@ func unionLookup(e *parse.Binary, alias string, params map[string][]byte) *Index
 		switch {
 		case best != nil && bestKey == "id":
 		case best == nil, k == "id", len(spans) > len(best.Spans), len(spans) == len(best.Spans) && k < bestKey:
-			best, bestKey = &IndexScan{Path: paths[k], Spans: spans, Kind: "in", Pred: inText(paths[k], vs)}, k
+			best, bestKey = &IndexScan{Path: paths[k], Spans: spans, Kind: "in", Pred: inText(paths[k], vs), Values: vs}, k
 		}
 	}
 	return best
@@ -190,7 +229,7 @@ func disjuncts(e parse.Expr, out []parse.Expr) []parse.Expr {
 }
 
 func rangeScan(path []string, lo, hi *index.Bound, pred string) *IndexScan {
-	return &IndexScan{Path: path, Spans: []index.Span{index.Range(path, lo, hi)}, Kind: "range", Pred: pred}
+	return &IndexScan{Path: path, Spans: []index.Span{index.Range(path, lo, hi)}, Kind: "range", Pred: pred, Lo: lo, Hi: hi}
 }
 
 var opText = map[parse.Op]string{parse.OpEq: "=", parse.OpLt: "<", parse.OpLe: "<=", parse.OpGt: ">", parse.OpGe: ">="}

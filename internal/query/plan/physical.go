@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"slices"
@@ -244,6 +245,9 @@ type Physical struct {
 	// entries are dense enough there (ProbeBudget); the engine probes,
 	// then chooses again with Input.Dense.
 	Probe *IndexScan
+	// ProbeDesc: the probe reads Probe's spans backwards, as the ordered
+	// read it decides on would.
+	ProbeDesc bool
 	// Implied are the WHERE clause's conjuncts that the scope makes true
 	// on every document (Implied), as the query wrote them: the engine
 	// evaluates the filter without them.
@@ -337,17 +341,33 @@ func Choose(in Input) Physical {
 		}
 	}
 	if usable && byKey && in.Scope.Logical && !p.KeyOrder && !prog.Grouped && !in.Sorted {
-		if o, desc, ok := orderedScan(in.Query, hits, in.Policy, true); ok {
-			order := "ORDER BY " + strings.Join(o.Path, ".")
+		o, desc, ok := orderedScan(in.Query, hits, in.Policy, true)
+		if !ok {
+			o, desc, _, ok = compositeScan(in.Query, in.Policy, hits, in.Scope)
+		}
+		if ok {
+			order, read, where := "ORDER BY "+strings.Join(o.Path, "."), " read in index order", "index"
+			if o.Composite != nil {
+				order, read, where = "ORDER BY "+orderText(in.Query), " read in the order of "+o.Target(), o.Target()
+			}
 			switch {
 			case in.Dense == nil:
-				p.Probe = o
+				p.Probe, p.ProbeDesc = o, desc
 			case *in.Dense:
 				p.Access, p.Lookup, p.Desc, byKey = IndexOrdered, o, desc, false
-				p.Why = "one logical partition: " + order + " read in index order: its entries are dense enough in the keyspace's (probed)"
+				p.Why = "one logical partition: " + order + read + ": its entries are dense enough in the keyspace's (probed)"
 			default:
-				p.Why += "; " + order + " sorted: the partition's entries are sparse in the keyspace's index (probed)"
+				p.Why += "; " + order + " sorted: the partition's entries are sparse in the keyspace's " + where + " (probed)"
 			}
+		}
+	}
+	if usable && !byKey && p.Access != IndexOrdered && !prog.Grouped && !in.Sorted {
+		o, desc, narrowed, ok := compositeScan(in.Query, in.Policy, hits, in.Scope)
+		if ok && (prog.Take >= 0 || scan == nil || slices.ContainsFunc(narrowed, func(p []string) bool { return slices.Equal(p, scan.Path) })) {
+			// Every document of the scope has an entry in a composite
+			// index, whatever its values: no count is needed.
+			p.Access, p.Lookup, p.Desc, p.NeedStats, p.Stats = IndexOrdered, o, desc, false, nil
+			p.Why = "ORDER BY " + orderText(in.Query) + " read in the order of " + o.Target()
 		}
 	}
 	if usable && !byKey && p.Access != IndexOrdered && !prog.Grouped && !in.Sorted {
@@ -554,6 +574,180 @@ func orderedScan(q *parse.Query, hits []*IndexScan, pol *index.Policy, logical b
 	return scan, q.OrderBy[0].Desc, scan != nil
 }
 
+// compositeScan returns the scan of the composite index that serves the
+// query's ORDER BY on several paths of the FROM alias
+// (index.Policy.CompositeIndex), and desc, to read it backwards, when the
+// index serves it inverted. Every document has an entry in each composite
+// index, whatever its values (undefined, arrays and objects included), so
+// the scan needs no filter on the paths and no count. A path with an array
+// position is not read in index order (positional).
+//
+// The scan is narrowed (docs/composite-indexes.md, stage 4) by the
+// top-level conjuncts' lookups (hits) on its leading paths: each path
+// pinned by an equality (or, in one logical partition, a partition key
+// path, pinned by the scope's key) extends the entries' common prefix,
+// and the first path not pinned may be narrowed by an IN, a prefix or a
+// range. narrowed lists the paths of the conjuncts that narrowed it: a
+// lookup on one of them finds no fewer documents than the scan.
+func compositeScan(q *parse.Query, pol *index.Policy, hits []*IndexScan, sc Scope) (scan *IndexScan, desc bool, narrowed [][]string, ok bool) {
+	if len(q.OrderBy) < 2 {
+		return nil, false, nil, false
+	}
+	paths := make([][]string, len(q.OrderBy))
+	dirs := make([]bool, len(q.OrderBy))
+	for i, o := range q.OrderBy {
+		path, ok := indexPath(o.Expr, q.From.Alias)
+		if !ok || positional(path) {
+			return nil, false, nil, false
+		}
+		paths[i], dirs[i] = path, o.Desc
+	}
+	n, inverted, ok := pol.CompositeIndex(paths, dirs)
+	if !ok {
+		return nil, false, nil, false
+	}
+	declared := make([]bool, len(dirs))
+	for i, d := range dirs {
+		declared[i] = d != inverted
+	}
+	scan = &IndexScan{Kind: "composite", Composite: &CompositeScan{Number: n, Paths: paths, Desc: declared}}
+	span := index.CompositeSpan(n)
+	prefix := span.Lower
+	var preds []string
+	for i, path := range paths {
+		if v, pred, ok := pinned(path, hits, sc); ok {
+			preds, narrowed = append(preds, pred), append(narrowed, path)
+			if v.Kind == index.Undefined {
+				scan.Spans = []index.Span{index.CompositeEq(prefix, v, declared[i])} // empty
+				break
+			}
+			prefix = index.CompositeComponent(prefix, v, declared[i])
+			continue
+		}
+		var h *IndexScan
+		for _, c := range hits {
+			if c != nil && slices.Equal(c.Path, path) && (c.Kind == "in" || c.Kind == "prefix" || c.Kind == "range") && (h == nil || lookupRank(c.Kind) > lookupRank(h.Kind)) {
+				h = c
+			}
+		}
+		if h == nil {
+			break
+		}
+		preds, narrowed = append(preds, h.Pred), append(narrowed, path)
+		switch h.Kind {
+		case "in":
+			for _, v := range h.Values {
+				scan.Spans = append(scan.Spans, index.CompositeEq(prefix, v, declared[i]))
+			}
+			scan.Spans = slices.DeleteFunc(scan.Spans, index.Span.Empty)
+			slices.SortFunc(scan.Spans, func(a, b index.Span) int { return bytes.Compare(a.Lower, b.Lower) })
+			scan.Spans = slices.CompactFunc(scan.Spans, func(a, b index.Span) bool { return bytes.Equal(a.Lower, b.Lower) })
+			if len(scan.Spans) == 0 {
+				scan.Spans = []index.Span{index.CompositeEq(prefix, index.Value{}, false)} // empty
+			}
+		case "prefix":
+			scan.Spans = []index.Span{index.CompositePrefix(prefix, h.Values[0].Str, declared[i])}
+		case "range":
+			lo, hi, pred := mergedRange(hits, path)
+			preds[len(preds)-1] = pred
+			scan.Spans = []index.Span{index.CompositeRange(prefix, lo, hi, declared[i])}
+		}
+		break
+	}
+	if scan.Spans == nil {
+		scan.Spans = []index.Span{index.CompositeUnder(prefix)}
+	}
+	scan.Pred = "every document"
+	if len(preds) > 0 {
+		scan.Kind, scan.Pred = "composite prefix", strings.Join(preds, " AND ")
+	}
+	return scan, inverted, narrowed, true
+}
+
+// mergedRange returns the bounds of the range lookups of hits on path
+// taken together (c.s >= "a" AND c.s < "b"), the tightest of each end of
+// the first one's kind, and their predicates printed.
+func mergedRange(hits []*IndexScan, path []string) (lo, hi *index.Bound, pred string) {
+	var preds []string
+	var kind index.Kind
+	for _, h := range hits {
+		if h == nil || h.Kind != "range" || !slices.Equal(h.Path, path) {
+			continue
+		}
+		b := h.Lo
+		if b == nil {
+			b = h.Hi
+		}
+		if len(preds) == 0 {
+			kind = b.V.Kind
+		} else if b.V.Kind != kind {
+			continue // matches nothing with the others: the filter says so
+		}
+		preds = append(preds, h.Pred)
+		if h.Lo != nil && (lo == nil || tighter(h.Lo, lo, 1)) {
+			lo = h.Lo
+		}
+		if h.Hi != nil && (hi == nil || tighter(h.Hi, hi, -1)) {
+			hi = h.Hi
+		}
+	}
+	return lo, hi, strings.Join(preds, " AND ")
+}
+
+// tighter reports whether bound a keeps fewer values than b of the same
+// kind, at the lower end (sign 1) or the upper (-1).
+func tighter(a, b *index.Bound, sign int) bool {
+	c := index.Compare(a.V, b.V) * sign
+	return c > 0 || c == 0 && !a.Inclusive && b.Inclusive
+}
+
+// pinned returns the value a top-level equality pins path to, or, over one
+// logical partition, the scope's key component for a partition key path
+// (a defined scalar: every document there has it), with the predicate
+// printed.
+func pinned(path []string, hits []*IndexScan, sc Scope) (index.Value, string, bool) {
+	for _, h := range hits {
+		if h != nil && h.Kind == "equality" && slices.Equal(h.Path, path) {
+			return h.Values[0], h.Pred, true
+		}
+	}
+	if !sc.Logical || len(sc.Key) != len(sc.KeyPaths) {
+		return index.Value{}, "", false
+	}
+	for i, kp := range sc.KeyPaths {
+		if !slices.Equal(splitPath(kp), path) {
+			continue
+		}
+		var v index.Value
+		switch k := sc.Key[i]; k.Kind {
+		case document.Null:
+			v = index.NullValue()
+		case document.Bool:
+			v = index.BoolValue(k.Bool)
+		case document.Number:
+			v = index.NumberValue(k.Number)
+		case document.String:
+			v = index.StringValue(k.String)
+		default:
+			return index.Value{}, "", false
+		}
+		return v, predPath(path) + " = " + valueText(v) + " (the partition's key)", true
+	}
+	return index.Value{}, "", false
+}
+
+// orderText prints the query's ORDER BY items, as written.
+func orderText(q *parse.Query) string {
+	items := make([]string, len(q.OrderBy))
+	for i, o := range q.OrderBy {
+		items[i] = parse.ExprString(o.Expr)
+		if o.Desc {
+			items[i] += " DESC"
+		}
+	}
+	return strings.Join(items, ", ")
+}
+
 // positional reports whether a segment of path below the root is a decimal
 // number: an array position and a property of that name share their terms
 // (index/doc.go), so the path's entries in index order would place a
@@ -574,7 +768,7 @@ func (p Physical) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "access: %s", p.Access)
 	if p.Lookup != nil {
-		fmt.Fprintf(&b, " on /%s", strings.Join(p.Lookup.Path, "/"))
+		fmt.Fprintf(&b, " on %s", p.Lookup.Target())
 		if p.Desc {
 			b.WriteString(" backwards")
 		}
@@ -597,7 +791,10 @@ func (p Physical) String() string {
 		fmt.Fprintf(&b, "\nneeds a count of /%s", strings.Join(p.Cover.Path, "/"))
 	}
 	if p.Probe != nil {
-		fmt.Fprintf(&b, "\nneeds a probe of /%s", strings.Join(p.Probe.Path, "/"))
+		fmt.Fprintf(&b, "\nneeds a probe of %s", p.Probe.Target())
+		if p.ProbeDesc {
+			b.WriteString(" backwards")
+		}
 	}
 	for _, c := range p.Implied {
 		fmt.Fprintf(&b, "\nimplied by the scope, not evaluated: %s", c)
@@ -628,7 +825,7 @@ func (p Physical) MarshalJSON() ([]byte, error) {
 	b = appendJSONString(b, p.Access.String())
 	if p.Lookup != nil {
 		b = append(b, `,"path":`...)
-		b = appendJSONString(b, "/"+strings.Join(p.Lookup.Path, "/"))
+		b = appendJSONString(b, p.Lookup.Target())
 	}
 	if p.Desc {
 		b = append(b, `,"descending":true`...)
