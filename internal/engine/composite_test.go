@@ -83,6 +83,11 @@ func TestCompositeOrderBy(t *testing.T) {
 		// pins the first path, so only the partition's entries are read.
 		{"SELECT c.id, c.n FROM c ORDER BY c.pk, c.n DESC", Scope{PK: pkN(3)}, true},
 		{"SELECT c.id, c.n FROM c WHERE c.n < 5 ORDER BY c.pk DESC, c.n", Scope{PK: pkN(4)}, true},
+		// One path, under a composite whose leading paths the query pins.
+		{"SELECT c.id, c.n FROM c ORDER BY c.n DESC", Scope{PK: pkN(3)}, true},
+		{"SELECT c.id, c.n FROM c WHERE c.n >= 4 ORDER BY c.n", Scope{PK: pkN(6)}, true},
+		{"SELECT c.id, c.s FROM c WHERE c.n = 3 ORDER BY c.s DESC", Scope{}, true},
+		{"SELECT c.id, c.b FROM c WHERE c.a = 2.5 ORDER BY c.b", Scope{}, false},
 	} {
 		ref := Query{Text: tc.text, EnableCrossPartition: true, MaxItems: 1000}
 		ref.sorted = true // ties in creation order; backwards, the index gives them reversed
@@ -195,4 +200,59 @@ func tiesSorted(t *testing.T, rows []string) []string {
 		i = j
 	}
 	return out
+}
+
+// TestCompositeLongValueChangedAtPosition: a page's last row whose value
+// at a composite's path is an array or an object longer than a
+// continuation holds (maxTokenValue), changed between pages to a value
+// with the same first bytes that sorts further on, still has the
+// position's entry (the component holds only its tag), so the next page
+// took its new value for the position's and passed over every row
+// between (a bug hunt: six of ten rows lost). The continuation carries
+// the value's sum: the page resumes where the old value put it.
+func TestCompositeLongValueChangedAtPosition(t *testing.T) {
+	e := testEngineWith(t, Config{GatewayQueryFull: true})
+	for _, kind := range []string{"array", "object"} {
+		coll := "long" + kind
+		if _, err := e.CreateContainer("db", []byte(`{"id":"`+coll+`","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"compositeIndexes":[[{"path":"/a"},{"path":"/b"}]]}}`), Throughput{Manual: 400}); err != nil {
+			t.Fatal(err)
+		}
+		long := strings.Repeat("k", maxTokenValue+76)
+		put := func(i int, tail string) {
+			v := fmt.Sprintf(`[%q]`, long+tail)
+			if kind == "object" {
+				v = fmt.Sprintf(`{"x":%q}`, long+tail)
+			}
+			body := fmt.Sprintf(`{"id":"d%d","pk":"p1","a":%s,"b":1}`, i, v)
+			if _, err := e.WriteItem(t.Context(), Write{DB: "db", Container: coll, Kind: Upsert, PK: pkN(1), Body: []byte(body)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 10 {
+			put(i, string(rune('a'+i)))
+		}
+		q := Query{Text: "SELECT VALUE c.id FROM c ORDER BY c.a, c.b", EnableCrossPartition: true, MaxItems: 2}
+		var got []string
+		for page := 0; ; page++ {
+			p, err := e.QueryItems(t.Context(), "db", coll, Scope{}, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range p.Items {
+				got = append(got, strings.Trim(string(it), `"`))
+			}
+			if p.Continuation == "" || page > 20 {
+				break
+			}
+			if page == 0 {
+				put(1, "h~") // d1, the position, now sorts between d7 and d8
+			}
+			q.Continuation = p.Continuation
+		}
+		for i := 2; i < 10; i++ {
+			if !slices.Contains(got, fmt.Sprintf("d%d", i)) {
+				t.Errorf("%s values: d%d, unchanged, missing after the position's value changed: %v", kind, i, got)
+			}
+		}
+	}
 }

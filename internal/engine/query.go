@@ -72,6 +72,10 @@ type queryToken struct {
 	// at Key: where to resume if that document is gone; a longer value is
 	// read whole from the document, when it is there (readBucket).
 	Val []byte `json:"v,omitempty"`
+	// ValSum is, when Val holds only the value's first bytes, the whole
+	// value's sum (valueSum): the position's document is taken to hold
+	// the value the continuation was made from only if its value has it.
+	ValSum []byte `json:"vs,omitempty"`
 	// Index fingerprints the composite index of a position in an ordered
 	// read of one (indexPrint): a policy that replaces it with another of
 	// the same number and other directions would read the position's key
@@ -697,7 +701,7 @@ func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error)
 			t.Index = indexPrint(run.ordered)
 			if runOf(run.ordered, key) != nil {
 				v := run.src.orderValue(run.ordered, cur)
-				t.Val = bytes.Clone(v[:min(len(v), maxTokenValue)])
+				t.Val, t.ValSum = bytes.Clone(v[:min(len(v), maxTokenValue)]), valueSum(v)
 			}
 		}
 		return t

@@ -383,3 +383,49 @@ func TestCompositeSpans(t *testing.T) {
 
 // valueText prints a literal for test names.
 func valueText(v Value) string { return fmt.Sprintf("%v:%v%v%q", v.Kind, v.Bool, v.Num, v.Str) }
+
+// TestCompositeLedBy checks which composite serves an ORDER BY once the
+// query pins some paths: the one of exactly its paths first, else one led
+// by pinned paths only, directions as declared or all inverted.
+func TestCompositeLedBy(t *testing.T) {
+	pol, err := ParsePolicy([]byte(`{"compositeIndexes":[[{"path":"/a"},{"path":"/b","order":"descending"}],` +
+		`[{"path":"/x"},{"path":"/y"},{"path":"/z","order":"descending"}],[{"path":"/b"},{"path":"/c"}]]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := func(s ...string) [][]string {
+		var out [][]string
+		for _, x := range s {
+			out = append(out, []string{x})
+		}
+		return out
+	}
+	pins := func(s ...string) func([]string) bool {
+		return func(path []string) bool { return slices.Contains(s, path[0]) }
+	}
+	for _, tc := range []struct {
+		paths  [][]string
+		desc   []bool
+		pinned func([]string) bool
+		ok     bool
+		number int
+		lead   int
+		inv    bool
+	}{
+		{p("a", "b"), []bool{false, true}, pins(), true, 0, 0, false},
+		{p("a", "b"), []bool{true, false}, pins("a"), true, 0, 0, true},
+		{p("b"), []bool{true}, pins("a"), true, 0, 1, false},
+		{p("b"), []bool{false}, pins("a"), true, 0, 1, true},
+		{p("b"), []bool{false}, pins(), false, 0, 0, false},
+		{p("c"), []bool{true}, pins("b"), true, 2, 1, true},
+		{p("z"), []bool{false}, pins("x"), false, 0, 0, false},
+		{p("z"), []bool{false}, pins("x", "y"), true, 1, 2, true},
+		{p("y", "z"), []bool{false, true}, pins("x"), true, 1, 1, false},
+		{p("y", "z"), []bool{false, false}, pins("x"), false, 0, 0, false},
+	} {
+		m, ok := pol.CompositeLedBy(tc.paths, tc.desc, tc.pinned)
+		if ok != tc.ok || ok && (m.Number != tc.number || m.Lead != tc.lead || m.Inverted != tc.inv || len(m.Paths) != len(m.Desc) || len(m.Paths) != tc.lead+len(tc.paths)) {
+			t.Errorf("%v %v: %+v, %v; want number %d lead %d inverted %v, %v", tc.paths, tc.desc, m, ok, tc.number, tc.lead, tc.inv, tc.ok)
+		}
+	}
+}

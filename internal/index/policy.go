@@ -632,6 +632,78 @@ func (p *Policy) HasComposite(paths [][]string, desc []bool) bool {
 	return ok
 }
 
+// CompositeMatch is a composite index that serves an ORDER BY
+// (CompositeLedBy): its number (position in compositeIndexes), its paths
+// and their declared directions, how many of its paths lead the ORDER BY's
+// (pinned to one value each by the query), and whether it serves the
+// ORDER BY inverted (read backwards).
+type CompositeMatch struct {
+	Number   int
+	Paths    [][]string
+	Desc     []bool
+	Lead     int
+	Inverted bool
+}
+
+// CompositeLedBy returns the first composite index that serves ORDER BY on
+// paths with the directions desc once the paths that lead it are each
+// pinned to one value (pinned reports which paths a query pins): its
+// paths are zero or more pinned paths, then exactly paths, with every
+// direction of those as declared or every one inverted (the pinned paths'
+// directions do not matter: each holds one value). An index with no
+// leading path (CompositeIndex's) is preferred; an ORDER BY on one path is
+// served only by an index with leading paths (a composite has two paths
+// or more).
+func (p *Policy) CompositeLedBy(paths [][]string, desc []bool, pinned func(path []string) bool) (CompositeMatch, bool) {
+	if len(paths) != len(desc) || len(paths) == 0 {
+		return CompositeMatch{}, false
+	}
+	if n, inverted, ok := p.CompositeIndex(paths, desc); ok {
+		return p.match(n, 0, inverted), true
+	}
+	for n, comp := range p.composites {
+		lead := len(comp) - len(paths)
+		if lead < 1 {
+			continue
+		}
+		ok := true
+		for _, cp := range comp[:lead] {
+			if !pinned(cp.path) {
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			continue
+		}
+		same, inv := true, true
+		for i, cp := range comp[lead:] {
+			if !slices.Equal(cp.path, paths[i]) {
+				same, inv = false, false
+				break
+			}
+			if cp.desc != desc[i] {
+				same = false
+			} else {
+				inv = false
+			}
+		}
+		if same || inv {
+			return p.match(n, lead, !same), true
+		}
+	}
+	return CompositeMatch{}, false
+}
+
+func (p *Policy) match(n, lead int, inverted bool) CompositeMatch {
+	m := CompositeMatch{Number: n, Lead: lead, Inverted: inverted}
+	for _, cp := range p.composites[n] {
+		m.Paths = append(m.Paths, slices.Clone(cp.path))
+		m.Desc = append(m.Desc, cp.desc)
+	}
+	return m
+}
+
 // CompositeIndex returns the number (its position in compositeIndexes) of
 // the first composite index that serves ORDER BY on paths with the
 // directions desc (HasComposite), and whether it serves it inverted: its

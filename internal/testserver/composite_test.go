@@ -18,7 +18,8 @@ import (
 // latest events of a device", as Cosmos DB's documentation writes it:
 // WHERE c.pk = @pk ORDER BY c.pk, c.n DESC) pages through the partition in
 // the index's order, every page read in that order (the plan each page
-// reports), and a filter narrowing the next path keeps the order.
+// reports), and a filter narrowing the next path keeps the order; so does
+// ORDER BY c.n DESC alone, the composite's first path pinned by the key.
 func TestCompositeOrderByThroughSDK(t *testing.T) {
 	s := testserver.Start(t, testserver.Options{})
 	c := s.Client(t)
@@ -76,4 +77,6 @@ func TestCompositeOrderByThroughSDK(t *testing.T) {
 	}
 	drain("SELECT c.id, c.n FROM c WHERE c.pk = @pk ORDER BY c.pk, c.n DESC", all)
 	drain("SELECT c.n FROM c WHERE c.pk = @pk AND c.n < 20 ORDER BY c.pk DESC, c.n", low)
+	// One path, the composite's leading path pinned by the partition key.
+	drain("SELECT c.n FROM c WHERE c.pk = @pk ORDER BY c.n DESC", all)
 }

@@ -341,9 +341,11 @@ func Choose(in Input) Physical {
 		}
 	}
 	if usable && byKey && in.Scope.Logical && !p.KeyOrder && !prog.Grouped && !in.Sorted {
-		o, desc, ok := orderedScan(in.Query, hits, in.Policy, true)
+		// A composite led by paths the query pins reads fewer entries than
+		// the ORDER BY path's own index: first.
+		o, desc, _, ok := compositeScan(in.Query, in.Policy, hits, in.Scope)
 		if !ok {
-			o, desc, _, ok = compositeScan(in.Query, in.Policy, hits, in.Scope)
+			o, desc, ok = orderedScan(in.Query, hits, in.Policy, true)
 		}
 		if ok {
 			order, read, where := "ORDER BY "+strings.Join(o.Path, "."), " read in index order", "index"
@@ -575,12 +577,16 @@ func orderedScan(q *parse.Query, hits []*IndexScan, pol *index.Policy, logical b
 }
 
 // compositeScan returns the scan of the composite index that serves the
-// query's ORDER BY on several paths of the FROM alias
-// (index.Policy.CompositeIndex), and desc, to read it backwards, when the
-// index serves it inverted. Every document has an entry in each composite
-// index, whatever its values (undefined, arrays and objects included), so
-// the scan needs no filter on the paths and no count. A path with an array
-// position is not read in index order (positional).
+// query's ORDER BY on paths of the FROM alias, and desc, to read it
+// backwards, when the index serves it inverted: the composite of exactly
+// those paths (index.Policy.CompositeIndex, Cosmos DB's rule for several
+// paths), or one whose leading paths the query pins to one value each
+// (below) followed by exactly those paths (index.Policy.CompositeLedBy:
+// WHERE c.a = @x ORDER BY c.b under (a, b); in one logical partition,
+// ORDER BY c.ts under (pk, ts)). Every document has an entry in each
+// composite index, whatever its values (undefined, arrays and objects
+// included), so the scan needs no filter on the paths and no count. A path
+// with an array position is not read in index order (positional).
 //
 // The scan is narrowed (docs/composite-indexes.md, stage 4) by the
 // top-level conjuncts' lookups (hits) on its leading paths: each path
@@ -590,7 +596,7 @@ func orderedScan(q *parse.Query, hits []*IndexScan, pol *index.Policy, logical b
 // range. narrowed lists the paths of the conjuncts that narrowed it: a
 // lookup on one of them finds no fewer documents than the scan.
 func compositeScan(q *parse.Query, pol *index.Policy, hits []*IndexScan, sc Scope) (scan *IndexScan, desc bool, narrowed [][]string, ok bool) {
-	if len(q.OrderBy) < 2 {
+	if len(q.OrderBy) == 0 {
 		return nil, false, nil, false
 	}
 	paths := make([][]string, len(q.OrderBy))
@@ -602,14 +608,15 @@ func compositeScan(q *parse.Query, pol *index.Policy, hits []*IndexScan, sc Scop
 		}
 		paths[i], dirs[i] = path, o.Desc
 	}
-	n, inverted, ok := pol.CompositeIndex(paths, dirs)
+	m, ok := pol.CompositeLedBy(paths, dirs, func(path []string) bool {
+		_, _, ok := pinned(path, hits, sc)
+		return ok && !positional(path)
+	})
 	if !ok {
 		return nil, false, nil, false
 	}
-	declared := make([]bool, len(dirs))
-	for i, d := range dirs {
-		declared[i] = d != inverted
-	}
+	n, inverted, declared := m.Number, m.Inverted, m.Desc
+	paths = m.Paths
 	scan = &IndexScan{Kind: "composite", Composite: &CompositeScan{Number: n, Paths: paths, Desc: declared}}
 	span := index.CompositeSpan(n)
 	prefix := span.Lower
