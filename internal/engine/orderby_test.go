@@ -423,3 +423,46 @@ func TestSortedContinuationOfLongStrings(t *testing.T) {
 		t.Errorf("drained %v, want %v", got, want)
 	}
 }
+
+// TestOrderByWeighedAgainstLookup: a filter with a lookup on another path
+// than the ORDER BY's was looked up and sorted on every page, whatever
+// the lookup found: WHERE c.n >= 500 ORDER BY c._ts loaded every match
+// for each page (a cost hunt: 2,000,000 documents loaded to drain 10,000
+// rows). The first page now counts the lookup's entries and weighs them
+// against reading the ORDER BY's order: a lookup finding many documents
+// beside a page is read in order, a page loading about its rows; a
+// selective one is still looked up and sorted. The rows are a sort's.
+func TestOrderByWeighedAgainstLookup(t *testing.T) {
+	e := testEngineWith(t, Config{GatewayQueryFull: true})
+	const n = 2000
+	for i := range n {
+		upsertRaw(t, e, i%10, fmt.Sprintf(`{"id":"i%04d","pk":"p%d","n":%d,"rare":%v}`, i, i%10, i%1000, i%250 == 0))
+	}
+	for _, tc := range []struct {
+		text   string
+		access plan.Access
+		max    func(rows, pages int) int // documents a drain may load
+	}{
+		{"SELECT c.id, c._ts FROM c WHERE c.n >= 500 ORDER BY c._ts", plan.IndexOrdered, func(rows, pages int) int { return 2*rows + pages + 100 }},
+		{"SELECT c.id, c._ts FROM c WHERE c.n >= 500 ORDER BY c._ts DESC", plan.IndexOrdered, func(rows, pages int) int { return 2*rows + pages + 100 }},
+		{"SELECT c.id, c._ts FROM c WHERE c.rare = true ORDER BY c._ts", plan.IndexPoint, func(rows, pages int) int { return rows * pages }},
+		{"SELECT TOP 5 c.id, c._ts FROM c WHERE c.rare = true ORDER BY c._ts DESC", plan.IndexPoint, func(rows, pages int) int { return 8 * pages }},
+	} {
+		ref := Query{Text: tc.text, EnableCrossPartition: true, MaxItems: 5000}
+		ref.sorted = true
+		want, _, _ := orderPages(t, e, Scope{}, ref, nil)
+		q := Query{Text: tc.text, EnableCrossPartition: true, MaxItems: 100}
+		got, loaded, access := orderPages(t, e, Scope{}, q, nil)
+		if got, want := tiesSorted(t, got), tiesSorted(t, want); !slices.Equal(got, want) {
+			t.Fatalf("%q: %d rows, want the %d of a sort", tc.text, len(got), len(want))
+		}
+		for i, a := range access {
+			if a != tc.access {
+				t.Errorf("%q: page %d read by %v, want %v", tc.text, i, a, tc.access)
+			}
+		}
+		if max := tc.max(len(got), len(access)); loaded > max {
+			t.Errorf("%q: %d documents loaded for %d rows in %d pages, want at most %d", tc.text, loaded, len(got), len(access), max)
+		}
+	}
+}

@@ -491,7 +491,7 @@ func (e *Engine) prepareQuery(ctx context.Context, c *catalog.Container, ast *pa
 	covered, uncovered := true, false
 	switch {
 	case tok.Ordered:
-		in.Covered, in.Dense = &covered, &covered
+		in.Covered, in.Dense, in.Ordered = &covered, &covered, true
 	case tok.Sort != nil, q.sorted:
 		in.Covered, in.Dense, in.Sorted = &uncovered, &uncovered, true
 	}
@@ -501,35 +501,44 @@ func (e *Engine) prepareQuery(ctx context.Context, c *catalog.Container, ast *pa
 		src.v.close()
 		return nil, queryToken{}, err
 	}
-	if pp.Cover != nil {
-		ok, err := src.covered(ctx, pp.Cover, &run.entries)
+	// The plan may need measurements before it chooses (each asked for
+	// once: the input then holds its answer): whether an ORDER BY's path
+	// covers the scope, whether a logical partition's entries are dense
+	// in an index, a lookup's terms and entries, a lookup's entries
+	// against an ordered read's. Each answer may lead to another.
+measure:
+	for range 4 {
+		var err error
+		switch {
+		case pp.Cover != nil:
+			var ok bool
+			ok, err = src.covered(ctx, pp.Cover, &run.entries)
+			in.Covered = &ok
+		case pp.Probe != nil:
+			want := in.PageSize
+			if take >= 0 {
+				want = min(want, take)
+			}
+			var ok bool
+			ok, err = src.dense(ctx, pp.Probe, pp.ProbeDesc, want, &run.entries)
+			in.Dense = &ok
+		case pp.Weigh != nil:
+			// Counted measurements serve NeedStats too.
+			var st plan.Stats
+			st, err = src.measure(ctx, pp.Weigh, in.PageSize, true, &run.entries)
+			st.Counted = true
+			in.Stats = &st
+		case pp.NeedStats:
+			var st plan.Stats
+			st, err = src.measure(ctx, pp.Lookup, in.PageSize, in.Scope.Logical, &run.entries)
+			in.Stats = &st
+		default:
+			break measure
+		}
 		if err != nil {
 			src.v.close()
 			return nil, queryToken{}, translate(err)
 		}
-		in.Covered = &ok
-		pp = plan.Choose(in)
-	}
-	if pp.Probe != nil {
-		want := in.PageSize
-		if take >= 0 {
-			want = min(want, take)
-		}
-		ok, err := src.dense(ctx, pp.Probe, pp.ProbeDesc, want, &run.entries)
-		if err != nil {
-			src.v.close()
-			return nil, queryToken{}, translate(err)
-		}
-		in.Dense = &ok
-		pp = plan.Choose(in)
-	}
-	if pp.NeedStats {
-		st, err := src.measure(ctx, pp.Lookup, in.PageSize, in.Scope.Logical, &run.entries)
-		if err != nil {
-			src.v.close()
-			return nil, queryToken{}, translate(err)
-		}
-		in.Stats = &st
 		pp = plan.Choose(in)
 	}
 	if tok.refiltered && !tok.resumable(pp, len(ast.Joins) > 0) {
@@ -545,6 +554,8 @@ func (e *Engine) prepareQuery(ctx context.Context, c *catalog.Container, ast *pa
 	switch pp.Access {
 	case plan.IndexPoint, plan.IndexMerge, plan.IndexGather:
 		src.scan = pp.Lookup
+	case plan.IndexIntersect:
+		src.scan, src.also = pp.Lookup, pp.Intersect
 	case plan.IndexOrdered:
 		run.ordered, run.desc = pp.Lookup, pp.Desc
 	}

@@ -154,8 +154,9 @@ type docSource struct {
 	desc bool            // read it backwards (byID only)
 	scan *plan.IndexScan // nil: no index lookup narrows the scope
 	// access says how scan's entries are read: plan.IndexPoint,
-	// IndexMerge or IndexGather.
+	// IndexMerge, IndexGather or IndexIntersect (with also's).
 	access plan.Access
+	also   []*plan.IndexScan
 	// hidden, unless nil, reports documents that must not be seen (past
 	// their time to live, or hidden by a partition key delete), which the
 	// source skips (Engine.goneFilter).
@@ -263,6 +264,14 @@ func (s docSource) readUnit(ctx context.Context, u unit, from uint64, after []by
 		streams = append(streams, st)
 	}
 	var key [8]byte
+	// last is each stream's last sequence number read: a lookup on an
+	// array's any-element wildcard (ARRAY_CONTAINS, a JOIN alias) with
+	// several terms (an IN, a range) finds a document once per element
+	// in it, the entries adjacent in sequence order; it is read once (a
+	// differential run: COUNT(t) … JOIN t IN c.arr WHERE t > @p counted
+	// 15 for 13).
+	last := make([]uint64, len(streams))
+	read := make([]bool, len(streams))
 	for {
 		i := -1
 		for j, st := range streams {
@@ -277,6 +286,11 @@ func (s docSource) readUnit(ctx context.Context, u unit, from uint64, after []by
 			break
 		}
 		h := streams[i].head()
+		if read[i] && h.seq == last[i] {
+			streams[i].advance()
+			continue
+		}
+		last[i], read[i] = h.seq, true
 		doc, err := loadDoc(h.r, h.itemKey, h.doc, h.fetched)
 		switch {
 		case errors.Is(err, replica.ErrNotFound):
@@ -495,7 +509,9 @@ func (st *sliceStream) close()         {}
 func (s docSource) indexStream(ctx context.Context, r replica.Reader, p part, from uint64, entries *int) (seqStream, error) {
 	switch s.access {
 	case plan.IndexPoint, plan.IndexMerge:
-		return s.mergeStream(ctx, r, p, from, entries)
+		return mergeOf(ctx, r, p, s.scan, s.access == plan.IndexPoint || s.scan.Kind == "in", from, entries)
+	case plan.IndexIntersect:
+		return newIntersectStream(ctx, r, p, append([]*plan.IndexScan{s.scan}, s.also...), from, entries)
 	}
 	var hits []seqEntry
 	for _, ts := range s.scan.Spans {
@@ -532,7 +548,7 @@ func (s docSource) indexStream(ctx context.Context, r replica.Reader, p part, fr
 	return &sliceStream{hits: hits}, nil
 }
 
-// mergeStream streams a part's entries of the lookup's terms from sequence
+// mergeOf streams a part's entries of scan's terms from sequence
 // number from on, merged by sequence number: each term's entries are in
 // sequence order already (index keys are term, seq), so a heap of one
 // iterator per term, each positioned at its first entry at or after from,
@@ -545,7 +561,7 @@ func (s docSource) indexStream(ctx context.Context, r replica.Reader, p part, fr
 // Only the streams with an entry are kept open, at most maxMergeStreams of
 // them: an IN of 16,000 values held an iterator per value, found or not, and
 // ten such queries took a server to 2.3 GB (a hostile-query hunt).
-func (s docSource) mergeStream(ctx context.Context, r replica.Reader, p part, from uint64, entries *int) (seqStream, error) {
+func mergeOf(ctx context.Context, r replica.Reader, p part, scan *plan.IndexScan, oneTerm bool, from uint64, entries *int) (seqStream, error) {
 	m := &mergeStream{}
 	at := binary.BigEndian.AppendUint64(nil, from)
 	// add opens term's stream and keeps it if it has an entry; it reports
@@ -566,9 +582,8 @@ func (s docSource) mergeStream(ctx context.Context, r replica.Reader, p part, fr
 		m.h = append(m.h, st)
 		return true, nil
 	}
-	oneTerm := s.access == plan.IndexPoint || s.scan.Kind == "in"
 	opened := 0
-	for _, ts := range s.scan.Spans {
+	for _, ts := range scan.Spans {
 		sp := indexSpan(ts.Lower, ts.Upper)
 		for lo := sp.Lower; ; {
 			term, end := sp.Lower, sp.Upper
@@ -613,6 +628,124 @@ func (s docSource) mergeStream(ctx context.Context, r replica.Reader, p part, fr
 		testHookMergeStreams(len(m.all))
 	}
 	return m, nil
+}
+
+// intersectStream streams the sequence numbers that every one of several
+// lookups (equalities and INs on different paths: plan.IndexIntersect)
+// holds in a part, in creation order: each lookup's entries are merged by
+// sequence number (mergeOf), and a lookup behind the others skips ahead to
+// the largest head, a step at a time for a few entries, then by opening
+// its merge again at that sequence number (a seek), so the work follows
+// the smallest lookup: a zig-zag join.
+type intersectStream struct {
+	ctx     context.Context
+	r       replica.Reader
+	p       part
+	scans   []*plan.IndexScan
+	entries *int
+	subs    []seqStream
+	ok      bool
+	failed  error
+}
+
+// intersectSteps is how many entries a lookup behind the others steps
+// through before it seeks instead.
+const intersectSteps = 8
+
+func newIntersectStream(ctx context.Context, r replica.Reader, p part, scans []*plan.IndexScan, from uint64, entries *int) (seqStream, error) {
+	st := &intersectStream{ctx: ctx, r: r, p: p, scans: scans, entries: entries, subs: make([]seqStream, len(scans))}
+	for i := range scans {
+		if err := st.open(i, from); err != nil {
+			st.close()
+			return nil, err
+		}
+	}
+	st.settle()
+	return st, st.failed
+}
+
+// open (re)opens lookup i's merge at sequence number from.
+func (st *intersectStream) open(i int, from uint64) error {
+	if st.subs[i] != nil {
+		st.subs[i].close()
+	}
+	sub, err := mergeOf(st.ctx, st.r, st.p, st.scans[i], true, from, st.entries)
+	if err != nil {
+		st.subs[i] = nil
+		return err
+	}
+	st.subs[i] = sub
+	return nil
+}
+
+// settle moves the lookups forward until they all stand at one sequence
+// number (ok), or one has no entry left.
+func (st *intersectStream) settle() {
+	st.ok = false
+	for n := 0; ; n++ {
+		var target uint64
+		for _, sub := range st.subs {
+			if !sub.valid() {
+				st.failed = sub.err()
+				return
+			}
+			target = max(target, sub.head().seq)
+		}
+		behind := false
+		for i, sub := range st.subs {
+			steps := 0
+			for sub.valid() && sub.head().seq < target && steps < intersectSteps {
+				sub.advance()
+				steps++
+			}
+			if sub.valid() && sub.head().seq < target {
+				if err := st.open(i, target); err != nil {
+					st.failed = err
+					return
+				}
+			}
+			if s := st.subs[i]; !s.valid() || s.head().seq != target {
+				behind = true
+			}
+		}
+		if !behind {
+			st.ok = true
+			return
+		}
+		if n%256 == 255 {
+			if err := st.ctx.Err(); err != nil {
+				st.failed = err
+				return
+			}
+		}
+	}
+}
+
+func (st *intersectStream) valid() bool    { return st.ok }
+func (st *intersectStream) head() seqEntry { return st.subs[0].head() }
+func (st *intersectStream) advance() {
+	st.subs[0].advance()
+	st.settle()
+}
+func (st *intersectStream) err() error {
+	if st.failed != nil {
+		return st.failed
+	}
+	for _, sub := range st.subs {
+		if sub != nil {
+			if err := sub.err(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+func (st *intersectStream) close() {
+	for _, sub := range st.subs {
+		if sub != nil {
+			sub.close()
+		}
+	}
 }
 
 // testHookMergeStreams, when set (by tests), is told how many streams a

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"slices"
@@ -20,8 +21,9 @@ type IndexScan struct {
 	Path []string
 	// Spans are term spans of that path (index.Eq, Range, In, Prefix).
 	Spans []index.Span
-	// Kind says what the predicate was: "equality", "in", "prefix" or
-	// "range", best first; "path" for an ordered scan of a whole path.
+	// Kind says what the predicate was: "equality" (or "contains", an
+	// ARRAY_CONTAINS, read alike), "in", "prefix" or "range", best first;
+	// "path" for an ordered scan of a whole path.
 	Kind string
 	// Pred is the predicate, printed: "n >= 500", "cat IN (\"a\", \"b\")".
 	Pred string
@@ -72,21 +74,21 @@ func (s *IndexScan) Target() string {
 
 // Point reports whether the scan reads a single term: its entries then come
 // in sequence-number order.
-func (s *IndexScan) Point() bool { return s.Kind == "equality" }
+func (s *IndexScan) Point() bool { return s.Kind == "equality" || s.Kind == "contains" }
 
 // lookup returns the index lookup for one conjunct, or nil.
-func lookup(e parse.Expr, alias string, params map[string][]byte) *IndexScan {
+func lookup(e parse.Expr, r roots, params map[string][]byte) *IndexScan {
 	switch x := e.(type) {
 	case *parse.Binary:
 		if x.Op == parse.OpOr {
-			return unionLookup(x, alias, params)
+			return unionLookup(x, r, params)
 		}
 		op := x.Op
-		path, ok := indexPath(x.X, alias)
+		path, ok := r.path(x.X)
 		v, vok := scalar(x.Y, params)
 		if !ok || !vok {
 			// v op path: mirror the comparison.
-			if path, ok = indexPath(x.Y, alias); !ok {
+			if path, ok = r.path(x.Y); !ok {
 				return nil
 			}
 			if v, vok = scalar(x.X, params); !vok {
@@ -108,7 +110,7 @@ func lookup(e parse.Expr, alias string, params map[string][]byte) *IndexScan {
 			return rangeScan(path, &index.Bound{V: v, Inclusive: true}, nil, pred)
 		}
 	case *parse.Between:
-		path, ok := indexPath(x.X, alias)
+		path, ok := r.path(x.X)
 		lo, lok := scalar(x.Lo, params)
 		hi, hok := scalar(x.Hi, params)
 		if x.Not || !ok || !lok || !hok {
@@ -117,7 +119,7 @@ func lookup(e parse.Expr, alias string, params map[string][]byte) *IndexScan {
 		return rangeScan(path, &index.Bound{V: lo, Inclusive: true}, &index.Bound{V: hi, Inclusive: true},
 			predPath(path)+" BETWEEN "+valueText(lo)+" AND "+valueText(hi))
 	case *parse.In:
-		path, ok := indexPath(x.X, alias)
+		path, ok := r.path(x.X)
 		if x.Not || !ok {
 			return nil
 		}
@@ -131,10 +133,13 @@ func lookup(e parse.Expr, alias string, params map[string][]byte) *IndexScan {
 		}
 		return &IndexScan{Path: path, Spans: index.In(path, vs), Kind: "in", Pred: inText(path, vs), Values: vs}
 	case *parse.Call:
+		if !x.UDF && strings.EqualFold(x.Name, "ARRAY_CONTAINS") {
+			return containsLookup(x, r, params)
+		}
 		if x.UDF || !strings.EqualFold(x.Name, "STARTSWITH") || len(x.Args) < 2 || len(x.Args) > 3 {
 			return nil
 		}
-		path, ok := indexPath(x.Args[0], alias)
+		path, ok := r.path(x.Args[0])
 		v, vok := scalar(x.Args[1], params)
 		if !ok || !vok || v.Kind != index.String {
 			return nil
@@ -150,12 +155,40 @@ func lookup(e parse.Expr, alias string, params map[string][]byte) *IndexScan {
 	return nil
 }
 
+// containsLookup returns the lookup of ARRAY_CONTAINS(alias.path, v) (or
+// with false, whole elements only) for a scalar v: the terms of path's
+// any-element wildcard equal to v (index/doc.go: every element of an array
+// has one), which every document whose array holds v has. A "contains"
+// lookup is read as an equality (one term, in creation order); a property
+// literally named "[]" shares the wildcard's terms, and the filter
+// re-checks what it finds. Partial matches (true) and non-scalar values
+// are not looked up.
+func containsLookup(x *parse.Call, r roots, params map[string][]byte) *IndexScan {
+	if len(x.Args) < 2 || len(x.Args) > 3 {
+		return nil
+	}
+	if len(x.Args) == 3 {
+		partial, ok := scalar(x.Args[2], params)
+		if !ok || partial.Kind != index.Bool || partial.Bool {
+			return nil
+		}
+	}
+	path, ok := r.path(x.Args[0])
+	v, vok := scalar(x.Args[1], params)
+	if !ok || !vok || v.Kind == index.Undefined {
+		return nil
+	}
+	path = append(path, index.AnyElement)
+	return &IndexScan{Path: path, Spans: []index.Span{index.Eq(path, v)}, Kind: "contains",
+		Pred: "ARRAY_CONTAINS(" + predPath(path[:len(path)-1]) + ", " + valueText(v) + ")", Values: []index.Value{v}}
+}
+
 // unionLookup returns the lookup of a disjunction whose every disjunct
 // pins one same path to values by equality or IN (in one of its AND
 // conjuncts), such as the read-many queries of the Go SDK:
 // (c.id = @id0 AND c.pk = @pk0) OR (c.id = @id1 AND c.pk = @pk1). It looks
 // up the union of those values; nil when there is no such path.
-func unionLookup(e *parse.Binary, alias string, params map[string][]byte) *IndexScan {
+func unionLookup(e *parse.Binary, r roots, params map[string][]byte) *IndexScan {
 	var values map[string][]index.Value // path key → values, over the disjuncts so far
 	var paths map[string][]string
 	for i, d := range disjuncts(e, nil) {
@@ -165,15 +198,15 @@ func unionLookup(e *parse.Binary, alias string, params map[string][]byte) *Index
 			var vs []index.Value
 			switch x := c.(type) {
 			case *parse.Binary:
-				if s = lookup(x, alias, params); s != nil && s.Kind == "equality" {
+				if s = lookup(x, r, params); s != nil && s.Kind == "equality" {
 					v, _ := scalar(x.Y, params)
-					if _, ok := indexPath(x.X, alias); !ok {
+					if _, ok := r.path(x.X); !ok {
 						v, _ = scalar(x.X, params)
 					}
 					vs = []index.Value{v}
 				}
 			case *parse.In:
-				if s = lookup(x, alias, params); s != nil {
+				if s = lookup(x, r, params); s != nil {
 					for _, item := range x.List {
 						v, _ := scalar(item, params)
 						vs = append(vs, v)
@@ -217,7 +250,76 @@ func unionLookup(e *parse.Binary, alias string, params map[string][]byte) *Index
 			best, bestKey = &IndexScan{Path: paths[k], Spans: spans, Kind: "in", Pred: inText(paths[k], vs), Values: vs}, k
 		}
 	}
+	if best == nil {
+		best = spanUnion(disjuncts(e, nil), r, params)
+	}
 	return best
+}
+
+// spanUnion returns the lookup of a disjunction whose every disjunct has a
+// lookup (a range, a prefix, an equality or IN) on one same path in one of
+// its AND conjuncts, as c.n < 3 OR c.n > 996: the union of their spans, a
+// "range" lookup (its terms unknown: Choose measures them). A disjunct
+// with two conjuncts on the path contributes the first's spans (a
+// superset of what it matches). nil when no path is in every disjunct; of
+// several, the first in the first disjunct.
+func spanUnion(ds []parse.Expr, r roots, params map[string][]byte) *IndexScan {
+	type found struct {
+		path  []string
+		spans []index.Span
+		preds []string
+	}
+	var common []*found
+	for i, d := range ds {
+		here := map[string]*IndexScan{}
+		var order []string
+		for _, c := range conjuncts(d, nil) {
+			s := lookup(c, r, params)
+			if s == nil || s.Kind == "contains" {
+				continue
+			}
+			k := strings.Join(s.Path, "\x00")
+			if _, ok := here[k]; !ok {
+				here[k] = s
+				order = append(order, k)
+			}
+		}
+		if i == 0 {
+			for _, k := range order {
+				s := here[k]
+				common = append(common, &found{path: s.Path, spans: slices.Clone(s.Spans), preds: []string{s.Pred}})
+			}
+			continue
+		}
+		common = slices.DeleteFunc(common, func(f *found) bool {
+			s, ok := here[strings.Join(f.path, "\x00")]
+			if ok {
+				f.spans = append(f.spans, s.Spans...)
+				f.preds = append(f.preds, s.Pred)
+			}
+			return !ok
+		})
+	}
+	if len(common) == 0 {
+		return nil
+	}
+	f := common[0]
+	spans := slices.DeleteFunc(f.spans, index.Span.Empty)
+	slices.SortFunc(spans, func(a, b index.Span) int { return bytes.Compare(a.Lower, b.Lower) })
+	var merged []index.Span
+	for _, sp := range spans {
+		if n := len(merged); n > 0 && bytes.Compare(sp.Lower, merged[n-1].Upper) <= 0 {
+			if bytes.Compare(sp.Upper, merged[n-1].Upper) > 0 {
+				merged[n-1].Upper = sp.Upper
+			}
+			continue
+		}
+		merged = append(merged, sp)
+	}
+	if len(merged) == 0 {
+		merged = []index.Span{{Lower: index.AppendPath(nil, f.path), Upper: index.AppendPath(nil, f.path)}} // matches nothing
+	}
+	return &IndexScan{Path: f.path, Spans: merged, Kind: "range", Pred: "(" + strings.Join(f.preds, " OR ") + ")"}
 }
 
 // disjuncts flattens a tree of ORs.
@@ -283,6 +385,68 @@ func mirror(op parse.Op) parse.Op {
 		return parse.OpLe
 	}
 	return op
+}
+
+// roots maps the aliases a query's lookups may name to the index paths
+// they stand for: the FROM alias to the documents' root (nil), and a JOIN
+// alias over an array path of one of them (JOIN t IN c.tags) to that
+// path's any-element wildcard (tags/[]): a top-level conjunct on t holds
+// for some element of the array, and every element has a term under the
+// wildcard (index/doc.go), so the lookup finds every document with a row
+// that can match. A JOIN over a path with an array position, or over a
+// subquery, names nothing (the index holds no term mixing positions and
+// wildcards).
+type roots map[string][]string
+
+// rootsOf returns q's roots.
+func rootsOf(q *parse.Query) roots {
+	r := roots{q.From.Alias: nil}
+	for _, j := range q.Joins {
+		if j == nil || !j.In || j.Subquery != nil || j.Alias == "" {
+			continue
+		}
+		if _, taken := r[j.Alias]; taken {
+			continue
+		}
+		if p, ok := r.path(j.Expr); ok && !positional(append([]string{""}, p...)) {
+			r[j.Alias] = append(slices.Clone(p), index.AnyElement)
+		}
+	}
+	return r
+}
+
+// path returns the index path of a property path rooted at one of r's
+// aliases (with array positions, not below a JOIN alias): c.a["b"][0]
+// gives [a b 0]; t.name, for JOIN t IN c.tags, [tags [] name]; t itself
+// [tags []].
+func (r roots) path(e parse.Expr) ([]string, bool) {
+	root, rest := e, []string(nil)
+	for {
+		switch x := root.(type) {
+		case *parse.Property:
+			root = x.X
+			continue
+		case *parse.Index:
+			root = x.X
+			continue
+		case *parse.Ident:
+			base, ok := r[x.Name]
+			if !ok {
+				return nil, false
+			}
+			if base == nil {
+				return walkPath(e, x.Name, true)
+			}
+			if e != root {
+				var ok bool
+				if rest, ok = walkPath(e, x.Name, false); !ok {
+					return nil, false
+				}
+			}
+			return append(slices.Clone(base), rest...), true
+		}
+		return nil, false
+	}
 }
 
 // indexPath returns the index path of a property path rooted at alias:

@@ -39,9 +39,15 @@ const (
 	// IndexOrdered reads a path's index entries in term order, serving a
 	// single-key ORDER BY (backwards for DESC).
 	IndexOrdered
+	// IndexIntersect streams the entries of several equality or IN
+	// lookups on different paths (Lookup and Intersect), each in creation
+	// order, and keeps the sequence numbers all of them hold: each stream
+	// skips ahead to the others' (a zig-zag join), so the cost follows
+	// the smallest lookup, not the first written.
+	IndexIntersect
 )
 
-var accessNames = [...]string{"key-range", "order-scan", "index-point", "index-merge", "index-gather", "index-ordered"}
+var accessNames = [...]string{"key-range", "order-scan", "index-point", "index-merge", "index-gather", "index-ordered", "index-intersect"}
 
 func (a Access) String() string { return accessNames[a] }
 
@@ -136,6 +142,24 @@ type Stats struct {
 	// Entries are counted up to GatherLimit+1.
 	Entries int   `json:"e"`
 	Items   int64 `json:"n"`
+	// Counted: Entries and Items were counted whatever the terms, as
+	// weighing a lookup against an ordered read needs (Physical.Weigh).
+	Counted bool `json:"c,omitempty"`
+}
+
+// orderedCheaper reports whether reading the scope in the ORDER BY's order,
+// the filter evaluated on each document, costs a page less than the
+// lookup st measured followed by a sort: a sorted page loads every
+// document the lookup finds (k, its entries in a keyspace of n items), an
+// ordered one about page·n/k of them, so the order wins when k² > page·n,
+// and always when the lookup's entries are past what a keyspace gathers
+// (GatherLimit: the lookup would scan the scope).
+func orderedCheaper(st *Stats, page int) bool {
+	// A page holds at most the lookup's documents: an unbounded page reads
+	// them all either way, and the order reads every other document too.
+	page = min(page, max(st.Entries, 1))
+	k := float64(st.Entries)
+	return st.Entries > GatherLimit(st.Items, page) || k*k > float64(page)*float64(st.Items)
 }
 
 // MaxMergeTerms is the most terms per keyspace a lookup merges: each is an
@@ -164,7 +188,10 @@ func GatherLimit(items int64, page int) int {
 		return 0
 	}
 	rp := float64(loadCost) * float64(page)
-	e := (math.Sqrt(rp*rp+4*rp*float64(items)) - rp) / 2
+	// The root of E² + rp·E − rp·items, written without the difference
+	// of two near numbers that (√(rp²+4·rp·items) − rp)/2 takes: for an
+	// unbounded page (rp near 10²⁰) that was 0.
+	e := 2 * rp * float64(items) / (math.Sqrt(rp*rp+4*rp*float64(items)) + rp)
 	return int(min(e, maxGather))
 }
 
@@ -196,6 +223,11 @@ type Input struct {
 	// ORDER BY adds one on the ORDER BY's path) may otherwise find a
 	// lookup on that path and the index order.
 	Sorted bool
+	// Ordered: the continuation is a position in an index order (an
+	// index-ordered read's entry key), which the query's first page
+	// chose: its later pages read so too, without weighing it again
+	// against a lookup (Physical.Weigh).
+	Ordered bool
 	// PageSize is the most rows a page holds (x-ms-max-item-count, or
 	// the default; a large number when unbounded).
 	PageSize int
@@ -239,6 +271,14 @@ type Physical struct {
 	// spans); the engine counts them and chooses again with
 	// Input.Covered.
 	Cover *IndexScan
+	// Intersect are the lookups an index-intersect access intersects
+	// with Lookup: equalities and INs on other paths.
+	Intersect []*IndexScan
+	// Weigh, when not nil, is a lookup on another path than the ORDER BY's
+	// that the query could read instead of the ORDER BY's index order
+	// (then sorting what it finds): the engine counts its entries and the
+	// scope's items (Stats, Counted) and chooses again (orderedCheaper).
+	Weigh *IndexScan
 	// Probe, when not nil, is the index scan of a single-path ORDER BY in
 	// one logical partition: the path's entries hold the whole keyspace's
 	// documents, so the partition is read in that order only if its
@@ -268,9 +308,14 @@ type Physical struct {
 //     scope pins those), a range or prefix when the query has no ORDER BY
 //     and its entries in the keyspace are at most GatherLimit of the
 //     partition's items (Stats, counted), and is otherwise read by key;
-//   - an ORDER BY on one indexed path that a conjunct filters (or id, _ts)
-//     is read in index order when the query is not grouped and has a TOP
-//     or LIMIT, or no other lookup, or a lookup on that path;
+//   - an ORDER BY on one indexed path that a conjunct filters (or id, _ts,
+//     or a path every document has a scalar on, counted), or on the paths
+//     of a composite index (led, perhaps, by paths the query pins), is
+//     read in that index's order when the query is not grouped and has no
+//     other lookup, or a lookup on that path (narrowing the composite), or
+//     a lookup on another path that finds many documents beside a page
+//     (counted: Weigh, orderedCheaper);
+//   - equalities and INs on several paths are intersected (index-intersect);
 //   - one term is streamed; several are merged when a keyspace holds at
 //     most MaxMergeTerms of them; else gathered when their entries are at
 //     most GatherLimit of the scope's items; else the scope is scanned in
@@ -288,15 +333,16 @@ func Choose(in Input) Physical {
 	var hits []*IndexScan // the lookup of each top-level conjunct, nil where none
 	usable := in.Scope.IndexCurrent && in.Policy != nil && !in.Policy.None() && plainFrom(in.Query)
 	if usable && in.Query.Where != nil {
+		r := rootsOf(in.Query)
 		for _, c := range conjuncts(in.Query.Where, nil) {
-			hits = append(hits, lookup(c, in.Query.From.Alias, in.Params))
+			hits = append(hits, lookup(c, r, in.Params))
 		}
 	}
 	var scan *IndexScan
 	var pending *IndexScan // a range over one logical partition, awaiting Stats
 	if usable {
 		scan = bestLookup(narrowing(hits, in.Scope), in.Policy)
-		if scan != nil && in.Scope.Logical && scan.Kind != "equality" && scan.Kind != "in" {
+		if scan != nil && in.Scope.Logical && !scan.Point() && scan.Kind != "in" {
 			// A range or prefix over one logical partition reads the
 			// keyspace's entries of its terms, every logical partition's:
 			// cheaper than the partition's items read by key when they are
@@ -333,6 +379,14 @@ func Choose(in Input) Physical {
 		if p.Access == OrderScan {
 			p.Lookup = nil // rejected: Why names it
 		}
+		if others := intersecting(scan, narrowing(hits, in.Scope), in.Policy); len(others) > 0 && (p.Access == IndexPoint || p.Access == IndexMerge) {
+			preds := make([]string, len(others))
+			for i, o := range others {
+				preds[i] = o.Pred
+			}
+			p.Access, p.Intersect = IndexIntersect, others
+			p.Why = "lookups on " + strconv.Itoa(1+len(others)) + " paths, intersected by sequence number: " + scan.Pred + " AND " + strings.Join(preds, " AND ")
+		}
 	}
 	if desc, ok := idOrder(in.Query); ok && byKey && in.Scope.Logical && !prog.Grouped && !in.Sorted {
 		p.KeyOrder, p.Desc, p.Why = true, desc, "one logical partition: its items in id order, the ORDER BY's"
@@ -363,19 +417,48 @@ func Choose(in Input) Physical {
 			}
 		}
 	}
-	if usable && !byKey && p.Access != IndexOrdered && !prog.Grouped && !in.Sorted {
-		o, desc, narrowed, ok := compositeScan(in.Query, in.Policy, hits, in.Scope)
-		if ok && (prog.Take >= 0 || scan == nil || slices.ContainsFunc(narrowed, func(p []string) bool { return slices.Equal(p, scan.Path) })) {
-			// Every document of the scope has an entry in a composite
-			// index, whatever its values: no count is needed.
-			p.Access, p.Lookup, p.Desc, p.NeedStats, p.Stats = IndexOrdered, o, desc, false, nil
-			p.Why = "ORDER BY " + orderText(in.Query) + " read in the order of " + o.Target()
+	// weighed reports whether an ordered read that is not narrowed by the
+	// lookup scan (a lookup on another path) is chosen over it: when the
+	// lookup finds many documents beside the page (counted first: Weigh).
+	page := in.PageSize
+	if prog.Take >= 0 {
+		page = min(page, max(prog.Take, 1))
+	}
+	weighed := func(order string) (ok bool, why string) {
+		st := in.Stats
+		switch {
+		case in.Ordered:
+			return true, ""
+		case st == nil || !st.Counted:
+			p.Weigh = scan
+			return false, ""
+		case orderedCheaper(st, page):
+			return true, fmt.Sprintf(": the lookup %s finds %d documents of %d in a keyspace, many beside a page of %d (counted)", scan.Pred, st.Entries, st.Items, page)
 		}
+		p.Why += fmt.Sprintf("; %s sorted: the lookup finds %d documents of %d in a keyspace, few beside a page of %d (counted)", order, st.Entries, st.Items, page)
+		return false, ""
 	}
 	if usable && !byKey && p.Access != IndexOrdered && !prog.Grouped && !in.Sorted {
+		o, desc, narrowed, ok := compositeScan(in.Query, in.Policy, hits, in.Scope)
+		why := ""
+		if ok && scan != nil && !slices.ContainsFunc(narrowed, func(p []string) bool { return slices.Equal(p, scan.Path) }) {
+			ok, why = weighed("ORDER BY " + orderText(in.Query))
+		}
+		if ok {
+			// Every document of the scope has an entry in a composite
+			// index, whatever its values: no count is needed.
+			p.Access, p.Lookup, p.Desc, p.NeedStats, p.Stats, p.Weigh = IndexOrdered, o, desc, false, in.Stats, nil
+			p.Why = "ORDER BY " + orderText(in.Query) + " read in the order of " + o.Target() + why
+		}
+	}
+	if usable && !byKey && p.Access != IndexOrdered && !prog.Grouped && !in.Sorted && p.Weigh == nil {
 		o, desc, ok := orderedScan(in.Query, hits, in.Policy, in.Scope.Logical)
-		if ok && (prog.Take >= 0 || scan == nil || scan.Kind == o.Kind) {
-			why := "ORDER BY " + strings.Join(o.Path, ".") + " read in index order"
+		weigh := ""
+		if ok && scan != nil && !slices.Equal(scan.Path, o.Path) {
+			ok, weigh = weighed("ORDER BY " + strings.Join(o.Path, "."))
+		}
+		if ok {
+			why := "ORDER BY " + strings.Join(o.Path, ".") + " read in index order" + weigh
 			switch {
 			case !o.Counted:
 			case in.Covered == nil:
@@ -387,7 +470,7 @@ func Choose(in Input) Physical {
 				p.Why += "; ORDER BY " + strings.Join(o.Path, ".") + " not in index order: a document of the scope has no scalar there (counted)"
 			}
 			if ok {
-				p.Access, p.Lookup, p.Desc, p.NeedStats, p.Stats, p.Why = IndexOrdered, o, desc, false, nil, why
+				p.Access, p.Lookup, p.Desc, p.NeedStats, p.Stats, p.Why = IndexOrdered, o, desc, false, in.Stats, why
 			}
 		}
 	}
@@ -499,6 +582,34 @@ func lookupAccess(scan *IndexScan, st *Stats, page int, needStats *bool) (Access
 	return OrderScan, fmt.Sprintf("%s: over %d terms, over %d entries of %d items in a keyspace for pages of %d: creation order, filter on every document", scan.Pred, MaxMergeTerms, limit, st.Items, page)
 }
 
+// maxIntersect is the most lookups an index-intersect access intersects
+// besides its first.
+const maxIntersect = 3
+
+// intersecting returns the lookups of hits that an index-intersect access
+// can intersect with scan (an equality or IN read by merging its terms):
+// equalities and INs of at most MaxMergeTerms values on other indexed
+// paths, one per path, equalities first, at most maxIntersect. Any
+// document the filter matches has an entry in each.
+func intersecting(scan *IndexScan, hits []*IndexScan, pol *index.Policy) []*IndexScan {
+	if scan.Kind != "equality" && scan.Kind != "contains" && scan.Kind != "in" || needsStats(scan) {
+		return nil
+	}
+	var out []*IndexScan
+	for _, kind := range []string{"equality", "contains", "in"} {
+		for _, h := range hits {
+			if h == nil || h == scan || h.Kind != kind || len(h.Spans) > MaxMergeTerms || !pol.Indexed(h.Path) ||
+				slices.Equal(h.Path, scan.Path) || slices.ContainsFunc(out, func(o *IndexScan) bool { return slices.Equal(o.Path, h.Path) }) {
+				continue
+			}
+			if len(out) < maxIntersect {
+				out = append(out, h)
+			}
+		}
+	}
+	return out
+}
+
 // needsStats reports whether choosing how to read scan's entries needs
 // Stats: a range or a prefix (its terms are unknown), or more terms than
 // MaxMergeTerms.
@@ -524,7 +635,7 @@ func bestLookup(hits []*IndexScan, pol *index.Policy) *IndexScan {
 
 func lookupRank(kind string) int {
 	switch kind {
-	case "equality":
+	case "equality", "contains":
 		return 4
 	case "in":
 		return 3
@@ -615,6 +726,11 @@ func compositeScan(q *parse.Query, pol *index.Policy, hits []*IndexScan, sc Scop
 	if !ok {
 		return nil, false, nil, false
 	}
+	for _, p := range m.Paths {
+		if slices.Contains(p, index.AnyElement) {
+			return nil, false, nil, false // a lookup's wildcard path is no composite's property
+		}
+	}
 	n, inverted, declared := m.Number, m.Inverted, m.Desc
 	paths = m.Paths
 	scan = &IndexScan{Kind: "composite", Composite: &CompositeScan{Number: n, Paths: paths, Desc: declared}}
@@ -633,7 +749,7 @@ func compositeScan(q *parse.Query, pol *index.Policy, hits []*IndexScan, sc Scop
 		}
 		var h *IndexScan
 		for _, c := range hits {
-			if c != nil && slices.Equal(c.Path, path) && (c.Kind == "in" || c.Kind == "prefix" || c.Kind == "range") && (h == nil || lookupRank(c.Kind) > lookupRank(h.Kind)) {
+			if c != nil && slices.Equal(c.Path, path) && (c.Kind == "in" || c.Kind == "prefix" || c.Kind == "range" && (c.Lo != nil || c.Hi != nil)) && (h == nil || lookupRank(c.Kind) > lookupRank(h.Kind)) {
 				h = c
 			}
 		}
@@ -678,8 +794,8 @@ func mergedRange(hits []*IndexScan, path []string) (lo, hi *index.Bound, pred st
 	var preds []string
 	var kind index.Kind
 	for _, h := range hits {
-		if h == nil || h.Kind != "range" || !slices.Equal(h.Path, path) {
-			continue
+		if h == nil || h.Kind != "range" || !slices.Equal(h.Path, path) || h.Lo == nil && h.Hi == nil {
+			continue // not a range, or a union of ranges (spanUnion)
 		}
 		b := h.Lo
 		if b == nil {
@@ -788,14 +904,23 @@ func (p Physical) String() string {
 		}
 		b.WriteString(")")
 	}
+	for _, o := range p.Intersect {
+		fmt.Fprintf(&b, "\nintersected with: %s %s on %s", o.Kind, o.Pred, o.Target())
+	}
 	if p.Stats != nil {
 		fmt.Fprintf(&b, "\nstats: terms=%d entries=%d items=%d", p.Stats.Terms, p.Stats.Entries, p.Stats.Items)
+		if p.Stats.Counted {
+			b.WriteString(" (counted)")
+		}
 	}
 	if p.NeedStats {
 		b.WriteString("\nneeds stats")
 	}
 	if p.Cover != nil {
 		fmt.Fprintf(&b, "\nneeds a count of /%s", strings.Join(p.Cover.Path, "/"))
+	}
+	if p.Weigh != nil {
+		fmt.Fprintf(&b, "\nneeds counts of the lookup %s, to weigh it against the ORDER BY's order", p.Weigh.Pred)
 	}
 	if p.Probe != nil {
 		fmt.Fprintf(&b, "\nneeds a probe of %s", p.Probe.Target())
@@ -845,6 +970,22 @@ func (p Physical) MarshalJSON() ([]byte, error) {
 		b = append(b, `,"spans":`...)
 		b = strconv.AppendInt(b, int64(len(p.Lookup.Spans)), 10)
 		b = append(b, '}')
+	}
+	if len(p.Intersect) > 0 {
+		b = append(b, `,"intersect":[`...)
+		for i, o := range p.Intersect {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"path":`...)
+			b = appendJSONString(b, o.Target())
+			b = append(b, `,"kind":`...)
+			b = appendJSONString(b, o.Kind)
+			b = append(b, `,"predicate":`...)
+			b = appendJSONString(b, o.Pred)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
 	}
 	b = append(b, `,"why":`...)
 	b = appendJSONString(b, p.Why)

@@ -23,7 +23,7 @@ import (
 //	<indexing policy JSON; empty: the default, index everything>
 //	----
 //
-//	explain [logical] [key=<partition key header JSON>] [paths=(/a,/b)] [ranges=N] [units=N] [page=N] [stale] [params=<JSON object>] [stats=(terms,entries,items)] [covered=<bool>] [dense=<bool>] [json]
+//	explain [logical] [key=<partition key header JSON>] [paths=(/a,/b)] [ranges=N] [units=N] [page=N] [stale] [params=<JSON object>] [stats=(terms,entries,items)] [counts=(entries,items)] [covered=<bool>] [dense=<bool>] [ordered] [json]
 //	<query>
 //	----
 //	<the plan, as Physical.String prints it, or its JSON with json>
@@ -33,7 +33,9 @@ import (
 // unless logical (one logical partition, whose key is key when given), of
 // a container whose partition key path is /pk (or paths). stale marks the index as being
 // rebuilt. page is the page size (100 by default). stats are the
-// measurements of the lookup (Plan.NeedStats); covered says whether every
+// measurements of the lookup (Plan.NeedStats), counts those that weigh it
+// against an ordered read (Plan.Weigh; ordered: the continuation is an
+// index-ordered position); covered says whether every
 // document has a scalar on the ORDER BY's path (Plan.Cover); dense whether
 // a logical partition's entries are dense in the path's index (Plan.Probe).
 func TestPhysical(t *testing.T) {
@@ -117,6 +119,13 @@ func explain(t *testing.T, d *datadriven.TestData, pol *index.Policy) string {
 				d.Fatalf(t, "stats=(terms,entries,items)")
 			}
 			in.Stats = &plan.Stats{Terms: atoi(t, d, arg.Vals[0]), Entries: atoi(t, d, arg.Vals[1]), Items: int64(atoi(t, d, arg.Vals[2]))}
+		case "counts":
+			if len(arg.Vals) != 2 {
+				d.Fatalf(t, "counts=(entries,items)")
+			}
+			in.Stats = &plan.Stats{Entries: atoi(t, d, arg.Vals[0]), Items: int64(atoi(t, d, arg.Vals[1])), Counted: true}
+		case "ordered":
+			in.Ordered, in.Covered, in.Dense = true, ptrTrue(), ptrTrue()
 		default:
 			d.Fatalf(t, "unknown argument %q", arg.Key)
 		}
@@ -180,3 +189,5 @@ func TestChooseIsPure(t *testing.T) {
 		t.Errorf("Choose changed its input: %s, params %s", after, params)
 	}
 }
+
+func ptrTrue() *bool { b := true; return &b }
