@@ -436,7 +436,7 @@ func TestOrderByWeighedAgainstLookup(t *testing.T) {
 	e := testEngineWith(t, Config{GatewayQueryFull: true})
 	const n = 2000
 	for i := range n {
-		upsertRaw(t, e, i%10, fmt.Sprintf(`{"id":"i%04d","pk":"p%d","n":%d,"rare":%v}`, i, i%10, i%1000, i%250 == 0))
+		upsertRaw(t, e, i%10, fmt.Sprintf(`{"id":"i%04d","pk":"p%d","n":%d,"rare":%v,"cat":%d}`, i, i%10, i%1000, i%250 == 0, i%4))
 	}
 	for _, tc := range []struct {
 		text   string
@@ -447,6 +447,9 @@ func TestOrderByWeighedAgainstLookup(t *testing.T) {
 		{"SELECT c.id, c._ts FROM c WHERE c.n >= 500 ORDER BY c._ts DESC", plan.IndexOrdered, func(rows, pages int) int { return 2*rows + pages + 100 }},
 		{"SELECT c.id, c._ts FROM c WHERE c.rare = true ORDER BY c._ts", plan.IndexPoint, func(rows, pages int) int { return rows * pages }},
 		{"SELECT TOP 5 c.id, c._ts FROM c WHERE c.rare = true ORDER BY c._ts DESC", plan.IndexPoint, func(rows, pages int) int { return 8 * pages }},
+		// The first lookup finds a quarter of the items, the intersection
+		// two: weighed by what the intersection finds.
+		{"SELECT TOP 10 c.id, c._ts FROM c WHERE c.cat = 1 AND c.n = 5 ORDER BY c._ts", plan.IndexIntersect, func(rows, pages int) int { return 2 * pages }},
 	} {
 		ref := Query{Text: tc.text, EnableCrossPartition: true, MaxItems: 5000}
 		ref.sorted = true

@@ -522,6 +522,11 @@ measure:
 			var ok bool
 			ok, err = src.dense(ctx, pp.Probe, pp.ProbeDesc, want, &run.entries)
 			in.Dense = &ok
+		case pp.Weigh != nil && len(pp.Intersect) > 0:
+			// What the intersection finds, not its first lookup.
+			var st plan.Stats
+			st, err = src.measureIntersect(ctx, pp.Weigh, pp.Intersect, in.PageSize, &run.entries)
+			in.Stats = &st
 		case pp.Weigh != nil:
 			// Counted measurements serve NeedStats too.
 			var st plan.Stats

@@ -927,6 +927,57 @@ func (s docSource) measure(ctx context.Context, lookup *plan.IndexScan, page int
 	return st, nil
 }
 
+// measureIntersect is measure, counted, for the intersection of lookup and
+// others (plan.IndexIntersect): per keyspace, its items and the sequence
+// numbers all the lookups hold there (read by the intersection itself), up
+// to plan.GatherLimit+1; Entries and Items are those of the keyspace with
+// the most, or the first past the limit, as measure's.
+func (s docSource) measureIntersect(ctx context.Context, lookup *plan.IndexScan, others []*plan.IndexScan, page int, entries *int) (plan.Stats, error) {
+	parts := map[uint64][]replica.Span{}
+	var order []uint64
+	for _, u := range s.units(nil) {
+		for _, p := range u.parts {
+			if _, ok := parts[p.ks]; !ok {
+				order = append(order, p.ks)
+			}
+			parts[p.ks] = append(parts[p.ks], p.spans...)
+		}
+	}
+	st := plan.Stats{Terms: 1, Counted: true}
+	scans := append([]*plan.IndexScan{lookup}, others...)
+	for i, ks := range order {
+		r, err := s.v.reader(ks)
+		if err != nil {
+			return plan.Stats{}, err
+		}
+		items, err := scopeItems(ctx, r, parts[ks])
+		if err != nil {
+			return plan.Stats{}, err
+		}
+		limit, n := plan.GatherLimit(items, page), 0
+		is, err := newIntersectStream(ctx, r, part{ks: ks, spans: parts[ks]}, scans, 0, entries)
+		if err != nil {
+			return plan.Stats{}, err
+		}
+		for ; is.valid() && n <= limit; is.advance() {
+			n++
+		}
+		err = is.err()
+		is.close()
+		if err != nil {
+			return plan.Stats{}, err
+		}
+		if n > limit {
+			st.Entries, st.Items = n, items
+			return st, nil
+		}
+		if i == 0 || n > st.Entries {
+			st.Entries, st.Items = n, items
+		}
+	}
+	return st, nil
+}
+
 // covered reports whether every document of the scope has a term in scan's
 // spans (those of an ORDER BY's path: a document has at most one there,
 // its scalar), so that reading them in order finds every document. Per

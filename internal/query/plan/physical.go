@@ -276,8 +276,9 @@ type Physical struct {
 	Intersect []*IndexScan
 	// Weigh, when not nil, is a lookup on another path than the ORDER BY's
 	// that the query could read instead of the ORDER BY's index order
-	// (then sorting what it finds): the engine counts its entries and the
-	// scope's items (Stats, Counted) and chooses again (orderedCheaper).
+	// (then sorting what it finds): the engine counts its entries (with
+	// Intersect, the documents the intersection finds) and the scope's
+	// items (Stats, Counted) and chooses again (orderedCheaper).
 	Weigh *IndexScan
 	// Probe, when not nil, is the index scan of a single-path ORDER BY in
 	// one logical partition: the path's entries hold the whole keyspace's
@@ -447,7 +448,7 @@ func Choose(in Input) Physical {
 		if ok {
 			// Every document of the scope has an entry in a composite
 			// index, whatever its values: no count is needed.
-			p.Access, p.Lookup, p.Desc, p.NeedStats, p.Stats, p.Weigh = IndexOrdered, o, desc, false, in.Stats, nil
+			p.Access, p.Lookup, p.Desc, p.NeedStats, p.Stats, p.Weigh, p.Intersect = IndexOrdered, o, desc, false, in.Stats, nil, nil
 			p.Why = "ORDER BY " + orderText(in.Query) + " read in the order of " + o.Target() + why
 		}
 	}
@@ -470,7 +471,7 @@ func Choose(in Input) Physical {
 				p.Why += "; ORDER BY " + strings.Join(o.Path, ".") + " not in index order: a document of the scope has no scalar there (counted)"
 			}
 			if ok {
-				p.Access, p.Lookup, p.Desc, p.NeedStats, p.Stats, p.Why = IndexOrdered, o, desc, false, in.Stats, why
+				p.Access, p.Lookup, p.Desc, p.NeedStats, p.Stats, p.Why, p.Intersect = IndexOrdered, o, desc, false, in.Stats, why, nil
 			}
 		}
 	}
