@@ -396,8 +396,8 @@ func TestIndexLookupsMatchScans(t *testing.T) {
 			// l: strings around index.StringTermBytes long, many sharing
 			// their first bytes (bounded terms).
 			l := strings.Repeat("q", index.StringTermBytes-6+i%16) + fmt.Sprintf("%02d", i*7%17)
-			body := fmt.Sprintf(`{"id":"i%03d","pk":"p%d","n":%d,"s":"s%d","nested":{"v":%d},"arr":[%d,"x"],"mixed":%s,"l":%q}`,
-				i, i%10, i%50, i%7, i%13, i%4, []string{`1`, `"1"`, `null`, `true`, `[1]`}[i%5], l)
+			body := fmt.Sprintf(`{"id":"i%03d","pk":"p%d","n":%d,"s":"s%d","nested":{"v":%d},"arr":[%d,"x"],"mixed":%s,"l":%q,"nest":[[%d],[2]],"objs":[{},{"arr":["%s"]}]}`,
+				i, i%10, i%50, i%7, i%13, i%4, []string{`1`, `"1"`, `null`, `true`, `[1]`}[i%5], l, i%3, []string{"x", "y"}[i%2])
 			if _, err := e.WriteItem(ctx, Write{DB: "db", Container: coll, Kind: Create, PK: pkN(i % 10), Body: []byte(body)}); err != nil {
 				t.Fatal(err)
 			}
@@ -444,6 +444,9 @@ func TestIndexLookupsMatchScans(t *testing.T) {
 		{"SELECT VALUE c.id FROM c WHERE ARRAY_CONTAINS(c.arr, 2, true)", nil, -1},
 		{"SELECT VALUE c.id FROM c WHERE ARRAY_CONTAINS(c.mixed, 1)", nil, 40},
 		{"SELECT VALUE c.id FROM c WHERE ARRAY_CONTAINS(c.arr, 2) AND c.n = 2", nil, 2},
+		// An array reached through a position has no wildcard terms.
+		{"SELECT VALUE c.id FROM c WHERE ARRAY_CONTAINS(c.nest[0], 2)", nil, -1},
+		{"SELECT VALUE c.id FROM c WHERE ARRAY_CONTAINS(c.objs[1].arr, 'y')", nil, -1},
 		// A JOIN alias over an array names the elements' wildcard.
 		{"SELECT VALUE t FROM c JOIN t IN c.arr WHERE t = 2", nil, 50},
 		{"SELECT c.id, t FROM c JOIN t IN c.arr WHERE t = 'x' AND c.n = 3", nil, 4},

@@ -161,8 +161,8 @@ func lookup(e parse.Expr, r roots, params map[string][]byte) *IndexScan {
 // has one), which every document whose array holds v has. A "contains"
 // lookup is read as an equality (one term, in creation order); a property
 // literally named "[]" shares the wildcard's terms, and the filter
-// re-checks what it finds. Partial matches (true) and non-scalar values
-// are not looked up.
+// re-checks what it finds. Partial matches (true), non-scalar values and
+// arrays reached through a position are not looked up.
 func containsLookup(x *parse.Call, r roots, params map[string][]byte) *IndexScan {
 	if len(x.Args) < 2 || len(x.Args) > 3 {
 		return nil
@@ -175,7 +175,11 @@ func containsLookup(x *parse.Call, r roots, params map[string][]byte) *IndexScan
 	}
 	path, ok := r.path(x.Args[0])
 	v, vok := scalar(x.Args[1], params)
-	if !ok || !vok || v.Kind == index.Undefined {
+	if !ok || !vok || v.Kind == index.Undefined || positional(append([]string{""}, path...)) {
+		// An array reached through a position (c.m[0]) has no wildcard
+		// terms of its own: the index holds no term that mixes positions
+		// and wildcards (a bug hunt: ARRAY_CONTAINS(c.m[0], 1) found
+		// nothing).
 		return nil
 	}
 	path = append(path, index.AnyElement)
