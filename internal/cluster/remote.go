@@ -446,6 +446,10 @@ func (s *remoteSnap) NewIter(span replica.Span, reverse bool) replica.Iter {
 	return &remoteIter{r: s.r, span: span, reverse: reverse, snap: s.id, member: s.member, keep: true}
 }
 
+// Version is unknown: the state is another member's, which a later
+// snapshot may take from another member still.
+func (s *remoteSnap) Version() (replica.Version, bool) { return replica.Version{}, false }
+
 // Close releases the snapshot on its member (which also releases it after
 // kvSnapIdle unused).
 func (s *remoteSnap) Close() {

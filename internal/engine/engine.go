@@ -51,6 +51,10 @@ type Config struct {
 	// LIMIT may buffer to sort: past it the query fails with 400. Default
 	// 256 MiB.
 	QueryMaxSortBytes int
+	// QueryMemoBytes bounds the rows of queries evaluated whole that the
+	// engine keeps for their next pages (queryMemo). Default 64 MiB;
+	// negative: none kept.
+	QueryMemoBytes int
 	// QueryWorkers bounds how many physical partitions one query reads and
 	// folds at once, for GROUP BY and aggregates over several partitions.
 	// Default GOMAXPROCS.
@@ -160,6 +164,9 @@ func (c Config) withDefaults() Config {
 	if c.QueryMaxSortBytes <= 0 {
 		c.QueryMaxSortBytes = 256 << 20
 	}
+	if c.QueryMemoBytes == 0 {
+		c.QueryMemoBytes = 64 << 20
+	}
 	if c.PKDeleteSyncItems <= 0 {
 		c.PKDeleteSyncItems = 1000
 	}
@@ -196,6 +203,7 @@ type Engine struct {
 	hot        hotKeys             // request units per logical partition, per range
 	progs      programs
 	qcache     queryCache // parsed queries and compiled programs
+	memo       queryMemo  // evaluations of queries run whole, for their next pages
 	// computedProps: containers' parsed computed properties (computed.go).
 	computedProps computedCache
 	// collectRetry spaces a separated range's failed leftover collections.
@@ -235,6 +243,7 @@ func New(ctx context.Context, host replica.Host, meta catalog.Backend, cfg Confi
 	e.rids.cat = cat
 	e.scripts, e.queries = newGate(e.cfg.ScriptSlots), newGate(e.cfg.QuerySlots)
 	e.docMem = newDocMemory()
+	e.memo.budget = e.cfg.QueryMemoBytes
 	e.pkdel.wake = make(chan struct{}, 1)
 	e.reconcileWake = make(chan struct{}, 1)
 	e.prefetches = make(chan []*catalog.Container, 1)

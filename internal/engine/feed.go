@@ -67,6 +67,9 @@ type QueryMetrics struct {
 	// Plan is the physical plan the page ran (EXPLAIN: its String, or
 	// its JSON).
 	Plan plan.Physical
+	// Reused: the page was cut from the rows evaluated for an earlier
+	// page of the query, its scope unchanged since (queryMemo).
+	Reused bool
 }
 
 // resolved is a Scope turned into a key span and the ranges it touches.

@@ -412,7 +412,7 @@ func (e *Engine) runQuery(ctx context.Context, c *catalog.Container, ast *parse.
 		size += len(it)
 	}
 	p.ContainerRID, p.Session, p.Loaded, p.Elapsed = c.RID, e.sessionFor(c, r.ranges), run.loaded, time.Since(start)
-	p.Metrics = QueryMetrics{Entries: run.entries, LoadedBytes: run.loadedBytes, Compile: compiled.Sub(start), Load: run.loadTime, Plan: run.plan}
+	p.Metrics = QueryMetrics{Entries: run.entries, LoadedBytes: run.loadedBytes, Compile: compiled.Sub(start), Load: run.loadTime, Plan: run.plan, Reused: run.memoHit}
 	if l := run.plan.Lookup; l != nil {
 		p.Metrics.IndexPath = indexPathSpec(l.Path)
 	}
@@ -617,6 +617,8 @@ type queryRun struct {
 	desc    bool
 	// plan is the physical plan the page runs.
 	plan plan.Physical
+	// memoHit: the page was cut from an evaluation kept (queryMemo).
+	memoHit bool
 }
 
 // read reads the query's documents from position at. The time spent in fn
@@ -887,6 +889,13 @@ func (run *queryRun) whole(ctx context.Context, tok queryToken) (Page, error) {
 	if tok.Key != nil || tok.Sort != nil {
 		return Page{}, invalidContinuation("it was made by another kind of query")
 	}
+	mk, memo := run.memoKey()
+	if memo {
+		if rows, keys, ok := run.e.memo.get(mk); ok {
+			run.memoHit = true
+			return run.e.page(rows, keys, run.prog.KeysOrderFree(), tok, run.q.MaxItems, run.passThrough), nil
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, run.e.cfg.QueryMaxTime)
 	defer cancel()
 	buffers, limit := run.prog.BuffersInput(), run.e.cfg.QueryMaxSortBytes
@@ -916,7 +925,11 @@ func (run *queryRun) whole(ctx context.Context, tok queryToken) (Page, error) {
 	case err != nil:
 		return Page{}, translate(err)
 	}
-	return run.e.page(rows, keys, run.prog.KeysOrderFree(), tok, run.q.MaxItems, run.passThrough), nil
+	p := run.e.page(rows, keys, run.prog.KeysOrderFree(), tok, run.q.MaxItems, run.passThrough)
+	if memo && p.Continuation != "" {
+		run.e.memo.put(mk, rows, keys)
+	}
+	return p, nil
 }
 
 // parallel evaluates a grouped query (exec.Program.Parallel) over units,

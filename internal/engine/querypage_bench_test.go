@@ -75,7 +75,11 @@ func pageBenchEngine(b *testing.B, parts int) *Engine {
 //   - in: SELECT * FROM c WHERE c.n IN (5 values): about 100 items;
 //
 //   - single: SELECT * FROM c WHERE c.pk = @v, routed to one logical
-//     partition: 20 rows of the 20,000.
+//     partition: 20 rows of the 20,000;
+//
+//   - group: SELECT c.n, COUNT(1) AS k FROM c GROUP BY c.n, 1,000 groups in
+//     pages of 100, with the evaluation kept for the next pages (memo=true)
+//     and evaluated for every page (memo=false).
 //
 //     go test -run=NONE -bench=BenchmarkQueryPages -count=6 ./internal/engine
 func BenchmarkQueryPages(b *testing.B) {
@@ -91,7 +95,7 @@ func BenchmarkQueryPages(b *testing.B) {
 			for _, page := range []int{100, 1000} {
 				b.Run(fmt.Sprintf("filter/page=%d", page), func(b *testing.B) {
 					q := Query{Text: "SELECT * FROM c WHERE c.n >= 500", EnableCrossPartition: true, MaxItems: page}
-					drainPages(b, e, q, want)
+					drainPages(b, e, q, want, nil)
 				})
 			}
 			if parts != 4 {
@@ -99,8 +103,24 @@ func BenchmarkQueryPages(b *testing.B) {
 			}
 			b.Run("in/page=100", func(b *testing.B) {
 				q := Query{Text: "SELECT * FROM c WHERE c.n IN (1, 100, 200, 300, 999)", EnableCrossPartition: true, MaxItems: 100}
-				drainPages(b, e, q, -1)
+				drainPages(b, e, q, -1, nil)
 			})
+			// GROUP BY, evaluated whole: its pages after the first cut
+			// from the first page's rows (queryMemo), or each evaluated
+			// over the 20,000 items again.
+			for _, memo := range []bool{true, false} {
+				b.Run(fmt.Sprintf("group/page=100/memo=%v", memo), func(b *testing.B) {
+					budget := e.memo.budget
+					if !memo {
+						e.memo.budget = -1
+					}
+					defer func() { e.memo.budget = budget }()
+					q := Query{Text: "SELECT c.n, COUNT(1) AS k FROM c GROUP BY c.n", EnableCrossPartition: true, Whole: true, MaxItems: 100}
+					// Each drain starts with nothing kept: its first page
+					// evaluates.
+					drainPages(b, e, q, 1000, func() { e.memo = queryMemo{budget: e.memo.budget} })
+				})
+			}
 			b.Run("single", func(b *testing.B) {
 				rows := 0
 				i := 0
@@ -137,13 +157,17 @@ func cpuTime() time.Duration {
 
 // drainPages runs q to its end for every op and reports its per-row and
 // per-page metrics; want (unless negative) is the rows it must return.
-func drainPages(b *testing.B, e *Engine, q Query, want int) {
+// before, unless nil, runs before each drain.
+func drainPages(b *testing.B, e *Engine, q Query, want int, before func()) {
 	b.Helper()
 	rows, entries, loaded, ops := 0, 0, 0, 0
 	var first, last time.Duration
 	firstN, lastN := 0, 0
 	cpu0 := cpuTime()
 	for b.Loop() {
+		if before != nil {
+			before()
+		}
 		q := q
 		var pages []time.Duration
 		got := 0

@@ -41,7 +41,7 @@ func (e *Engine) newView(ctx context.Context, c *catalog.Container) *view {
 
 // reader returns the snapshot of keyspace ks. In a cluster it fails with
 // errRangeMoved when the snapshot fences a range v.c maps to ks.
-func (v *view) reader(ks uint64) (replica.Reader, error) {
+func (v *view) reader(ks uint64) (replica.Snapshot, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if s, ok := v.snaps[ks]; ok {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/partitadb/partita/internal/store"
@@ -236,7 +237,7 @@ func (l *Local) Replica(id uint64) (Replica, error) {
 // newReplica loads keyspace id's LSN reservation.
 func (l *Local) newReplica(id uint64) (*localReplica, error) {
 	prefix := keyspacePrefix(id)
-	r := &localReplica{st: l.st, id: id, prefix: prefix, span: keyspaceSpan(id)}
+	r := &localReplica{st: l.st, id: id, prefix: prefix, span: keyspaceSpan(id), epoch: epochs.Add(1)}
 	r.seq.st = l.st
 	r.seq.key = append(bytes.Clone(prefix), lsnKey...)
 	v, err := l.st.Get(r.seq.key)
@@ -447,7 +448,16 @@ type localReplica struct {
 	prefix []byte     // 0x10 <id:8>; never modified
 	span   store.Span // the keyspace's absolute span
 	seq    sequencer
+	// epoch is this replica's life (Version.Epoch), unique in the process.
+	epoch uint64
+	// started and done count the commits begun and ended: a snapshot
+	// taken while they were equal holds the first done commits exactly
+	// (Version.N).
+	started, done atomic.Uint64
 }
+
+// epochs issues localReplica.epoch: 0 is a replicated keyspace's.
+var epochs atomic.Uint64
 
 var _ Replica = (*localReplica)(nil)
 
@@ -488,13 +498,20 @@ func (r *localReplica) NewIter(span Span, reverse bool) Iter {
 }
 
 // Snapshot returns a snapshot of the keyspace. Errors: ErrUnavailable.
+//
+// Its version is known when no commit was under way from just before the
+// snapshot to just after: done read before it equals started read after
+// it, so no commit had begun without ending before, nor began since, and
+// the snapshot holds exactly the first done commits.
 func (r *localReplica) Snapshot() (Snapshot, error) {
+	done := r.done.Load()
 	sn, err := r.st.NewSnapshot()
 	if err != nil {
 		return nil, fmt.Errorf("replica: keyspace %d: snapshot: %w", r.id, mapErr(err))
 	}
+	quiet := r.started.Load() == done
 	r.st.AwaitDurable() // what the snapshot holds is durable before it is read
-	return &localSnapshot{r: r, sn: sn}, nil
+	return &localSnapshot{r: r, sn: sn, version: Version{Epoch: r.epoch, N: done}, known: quiet}, nil
 }
 
 // NewBatch returns a batch of writes to the keyspace; an indexed one reads
@@ -520,7 +537,10 @@ func (r *localReplica) Commit(b Batch) error {
 		return errBatchDone
 	}
 	lb.done = true
-	if err := lb.b.Commit(); err != nil {
+	r.started.Add(1)
+	err := lb.b.Commit()
+	r.done.Add(1) // after the commit is visible (or failed: it may be)
+	if err != nil {
 		return fmt.Errorf("replica: keyspace %d: commit: %w", r.id, mapErr(err))
 	}
 	return nil
@@ -675,9 +695,15 @@ func (s *sequencer) last() uint64 {
 
 // localSnapshot is a Snapshot of one keyspace.
 type localSnapshot struct {
-	r  *localReplica
-	sn *store.Snapshot
+	r       *localReplica
+	sn      *store.Snapshot
+	version Version
+	known   bool
 }
+
+// Version returns the state the snapshot holds, if no commit was under
+// way as it was taken (see localReplica.Snapshot).
+func (s *localSnapshot) Version() (Version, bool) { return s.version, s.known }
 
 // Get returns a copy of key's value, or ErrNotFound; ErrUnavailable.
 func (s *localSnapshot) Get(key []byte) ([]byte, error) {

@@ -308,6 +308,43 @@ func TestReplicaSnapshotIsolation(t *testing.T) {
 	sn.Close() // idempotent
 }
 
+// TestSnapshotVersion: snapshots of one state share a version; a commit,
+// and a keyspace dropped and opened again, change it.
+func TestSnapshotVersion(t *testing.T) {
+	st := openStore(t, vfs.NewMem())
+	l := openLocal(t, st)
+	r := replicaOf(t, l, 3)
+	version := func() Version {
+		t.Helper()
+		sn, err := r.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sn.Close()
+		v, ok := sn.Version()
+		if !ok {
+			t.Fatal("a snapshot taken with no commit under way has no version")
+		}
+		return v
+	}
+	v0 := version()
+	if v := version(); v != v0 {
+		t.Errorf("two snapshots of one state: versions %v and %v", v0, v)
+	}
+	commit(t, r, "\x02a", "1")
+	v1 := version()
+	if v1 == v0 {
+		t.Errorf("a commit left the version at %v", v1)
+	}
+	if err := l.Drop(3); err != nil {
+		t.Fatal(err)
+	}
+	r = replicaOf(t, l, 3)
+	if v := version(); v == v0 || v == v1 {
+		t.Errorf("a keyspace dropped and opened again: version %v, as before (%v, %v)", v, v0, v1)
+	}
+}
+
 func TestIndexedBatchReads(t *testing.T) {
 	st := openStore(t, vfs.NewMem())
 	l := openLocal(t, st)

@@ -131,7 +131,21 @@ type BatchReader interface {
 // sees the same writes. It must be closed.
 type Snapshot interface {
 	Reader
+	// Version names the state the snapshot holds, when it is known: two
+	// snapshots of one keyspace with equal versions hold the same data (a
+	// query's pages may then reuse one evaluation of it). False when the
+	// snapshot cannot tell (writes were under way as it was taken, or its
+	// reads go to another node).
+	Version() (Version, bool)
 	Close()
+}
+
+// Version is a keyspace's state: Epoch tells apart the lives of a
+// keyspace's replica (a dropped keyspace opened again starts another;
+// 0 for a replicated keyspace, whose states are its Raft applied indexes,
+// which no two lives share), N counts the writes of that life.
+type Version struct {
+	Epoch, N uint64
 }
 
 // Batch collects writes to one keyspace, applied atomically by

@@ -70,7 +70,33 @@ func (r *Replica) NewIter(span replica.Span, reverse bool) replica.Iter {
 }
 
 // Snapshot returns a snapshot of this node's applied state.
-func (r *Replica) Snapshot() (replica.Snapshot, error) { return r.local.Snapshot() }
+func (r *Replica) Snapshot() (replica.Snapshot, error) {
+	s, err := r.local.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return appliedSnapshot{s}, nil
+}
+
+// appliedSnapshot is a snapshot of a group's keyspace, whose version is
+// the applied index it holds: every change to the keyspace is an entry
+// applied (or a Raft snapshot installed) with the applied state written
+// in the same store batch (appliedKey), so the snapshot reads its own.
+type appliedSnapshot struct{ replica.Snapshot }
+
+// Version returns the snapshot's applied index (Epoch 0); false when the
+// keyspace holds no applied state (its group removed).
+func (s appliedSnapshot) Version() (replica.Version, bool) {
+	v, err := s.Get(appliedRel)
+	if err != nil {
+		return replica.Version{}, false
+	}
+	a, err := decodeApplied(v)
+	if err != nil {
+		return replica.Version{}, false
+	}
+	return replica.Version{N: a.Index}, true
+}
 
 // batch is a Batch tagged with the term it was created in (0: this node
 // was not the group's settled leader then, and Commit refuses it), and

@@ -366,6 +366,54 @@ func TestReplicaCommitWithoutLSN(t *testing.T) {
 	}
 }
 
+// TestSnapshotVersionIsApplied: a snapshot of a group's keyspace is
+// versioned by the applied index it holds, on the leader and on a
+// follower alike, and a commit moves it.
+func TestSnapshotVersionIsApplied(t *testing.T) {
+	nodes := startLiveNodes(t, &chanNet{inboxes: map[uint64]chan Message{}})
+	for _, n := range nodes {
+		defer n.stop(t)
+	}
+	lead := awaitLeader(t, nodes)
+	commitLSN(t, lead.r, "v")
+	version := func(n *liveNode, least uint64) (replica.Version, uint64) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			sn, err := n.r.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, ok := sn.Version()
+			sn.Close()
+			if !ok {
+				t.Fatalf("node %d: a snapshot without a version", n.id)
+			}
+			l, err := n.h.Leader(1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (v.N >= least && l.Applied == v.N) || time.Now().After(deadline) {
+				return v, l.Applied
+			}
+		}
+	}
+	before, _ := version(lead, 0)
+	commitLSN(t, lead.r, "w")
+	l, err := lead.h.Leader(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		v, a := version(n, l.Applied)
+		if v.Epoch != 0 || v.N != a || v.N < l.Applied {
+			t.Errorf("node %d: version %+v, applied index %d, want {0 %d}", n.id, v, a, l.Applied)
+		}
+		if v.N <= before.N {
+			t.Errorf("node %d: version %+v after a commit, %+v before", n.id, v, before)
+		}
+	}
+}
+
 // TestPublishStableStops: PublishStable returns once its ctx is done, even
 // when nothing will ever decide the mark it proposed. A stopping cluster
 // node stops its driver first (and its listener, so no answer arrives),

@@ -64,6 +64,9 @@ type Program struct {
 	pool     fastjson.ParserPool // parsers for Match
 	udfs     func(name string) (UDF, bool)
 	hasUDFs  bool // the query calls user-defined functions
+	// varies: the query reads the clock or a random source, so two runs
+	// over the same documents may differ.
+	varies bool
 	// whole: every document is a row as it is (wholeDocs), so streaming
 	// needs no parse of it.
 	whole bool
@@ -111,7 +114,7 @@ func Compile(q *parse.Query, params Params, opts ...Option) (*Program, error) {
 		Top:         q.Top != nil,
 		OffsetLimit: q.Offset != nil || q.Limit != nil,
 	}
-	p := &Program{q: cq, nslots: c.nslots, features: f, now: time.Now, hasUDFs: c.usedUDF, whole: wholeDocs(q)}
+	p := &Program{q: cq, nslots: c.nslots, features: f, now: time.Now, hasUDFs: c.usedUDF, varies: c.varies, whole: wholeDocs(q)}
 	for _, o := range opts {
 		o(p)
 	}
@@ -143,6 +146,12 @@ func (p *Program) Features() Features { return p.features }
 // when it was compiled, through WithUDFs).
 func (p *Program) CallsUDFs() bool { return p.hasUDFs }
 
+// Repeatable reports whether two runs of the program over the same
+// documents give the same rows in the same order: it calls no user-defined
+// function (JavaScript may read the clock) and nothing that reads the
+// clock (GetCurrentDateTime, NOW, …) or a random source (RAND).
+func (p *Program) Repeatable() bool { return !p.hasUDFs && !p.varies }
+
 // evalFn evaluates an expression against the bindings in e.
 type evalFn func(e *env) value
 
@@ -154,6 +163,9 @@ type compiler struct {
 	udfs   func(name string) (UDF, bool)
 	// usedUDF is set once a user-defined function call is compiled.
 	usedUDF bool
+	// varies is set once a call that reads the clock or a random source
+	// is compiled.
+	varies bool
 }
 
 // scope holds the aliases one query level binds. Lookups continue in parent, the enclosing
@@ -1113,13 +1125,18 @@ func (c *compiler) call(e *parse.Call, x ectx) (evalFn, error) {
 	if k := aggregateKind(upper); k != 0 {
 		return c.aggregate(e, k, x)
 	}
+	if upper == "RAND" {
+		c.varies = true
+	}
 	if fn, ok := currentTime(upper); ok {
+		c.varies = true
 		if len(e.Args) != 0 {
 			return nil, errorAt(e, "function %s called with %d arguments", upper, len(e.Args))
 		}
 		return fn, nil
 	}
 	if b, ok := clockFunc(upper); ok {
+		c.varies = true
 		return c.clockCall(e, upper, b, x)
 	}
 	b, ok := lookupBuiltin(upper)

@@ -888,3 +888,33 @@ func TestRegexExtendedMode(t *testing.T) {
 		}
 	}
 }
+
+// TestRepeatable: a program that reads the clock, a random source or a
+// user-defined function is not repeatable; the rest are.
+func TestRepeatable(t *testing.T) {
+	lookup := func(name string) (UDF, bool) {
+		return func(context.Context, [][]byte) ([]byte, error) { return []byte("1"), nil }, name == "f"
+	}
+	for q, want := range map[string]bool{
+		`SELECT c.cat, COUNT(1) AS n FROM c GROUP BY c.cat`:                 true,
+		`SELECT DISTINCT VALUE LOWER(c.s) FROM c WHERE c.n > 1`:             true,
+		`SELECT VALUE GetCurrentDateTime() FROM c`:                          false,
+		`SELECT VALUE c.ts FROM c WHERE c.ts > GetCurrentTimestampStatic()`: false,
+		`SELECT DISTINCT VALUE AGO("dd", 1) FROM c`:                         false,
+		`SELECT VALUE c.n FROM c WHERE c.n > (SELECT VALUE RAND())`:         false,
+		`SELECT VALUE c.n FROM c JOIN (SELECT VALUE GetCurrentTicks()) t`:   false,
+		`SELECT DISTINCT VALUE udf.f(c.n) FROM c`:                           false,
+	} {
+		ast, err := parse.Parse(q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		p, err := Compile(ast, nil, WithUDFs(lookup))
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if got := p.Repeatable(); got != want {
+			t.Errorf("%s: Repeatable %v, want %v", q, got, want)
+		}
+	}
+}

@@ -1,0 +1,149 @@
+package engine
+
+import (
+	"container/list"
+	"encoding/binary"
+	"sync"
+	"unsafe"
+
+	"github.com/partitadb/partita/internal/query/exec"
+)
+
+// queryMemo keeps the rows of queries evaluated whole (DISTINCT, GROUP BY,
+// aggregates, OFFSET/LIMIT over a subquery …: queryRun.whole), so that the
+// next page of such a query over a scope that has not changed since is cut
+// from the rows evaluated for the previous one, not evaluated again: the
+// query's cost is then its scope once, not once per page (draining 1,000
+// groups of 20,000 items in pages of 10 read the 20,000 items a hundred
+// times; docs/query-engine.md, "Pages of a query evaluated whole").
+//
+// An evaluation is kept under its program (one compiled text and
+// parameters, queryCache; the entry holds it, so its address names no
+// other while the entry lives) and the state it read: the container's
+// definition (RID, etag, the policy its index entries reflect), the
+// executor, and for each keyspace part of the scope, its spans and the
+// version of the snapshot read (replica.Snapshot.Version). A page whose
+// snapshots have those versions reads exactly the documents the kept
+// evaluation read, and its run would give the same rows in the same order
+// (exec.Program.Repeatable), so reusing them changes nothing a client can
+// see but the cost. Nothing is kept when a version is unknown (a write was
+// under way, a keyspace read from another node), when documents may be
+// hidden by time (a time to live) or by a partition key delete under way
+// (docSource.hidden), nor for a result of one page.
+//
+// The memo holds at most budget bytes of rows (and their keys), evicting
+// the least recently used evaluation; one of more than a quarter of the
+// budget is not kept. Entries whose state has since changed are never hit
+// again and age out.
+type queryMemo struct {
+	mu     sync.Mutex
+	budget int
+	used   int
+	lru    list.List // of *memoEntry, the most recently used first
+	byKey  map[memoKey]*list.Element
+}
+
+// memoKey names an evaluation: its program and the state it read
+// (queryRun.memoKey).
+type memoKey struct {
+	prog  *exec.Program
+	state string
+}
+
+type memoEntry struct {
+	key  memoKey
+	rows [][]byte
+	keys []exec.RowKey
+	size int
+}
+
+// memoRowOverhead is what a kept row costs beyond its bytes: its slice
+// header.
+const memoRowOverhead = int(unsafe.Sizeof([]byte(nil)))
+
+// get returns the rows and keys kept under k. They are shared: callers
+// must not modify them.
+func (m *queryMemo) get(k memoKey) ([][]byte, []exec.RowKey, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	el, ok := m.byKey[k]
+	if !ok {
+		return nil, nil, false
+	}
+	m.lru.MoveToFront(el)
+	e := el.Value.(*memoEntry)
+	return e.rows, e.keys, true
+}
+
+// put keeps rows and keys (which nothing may modify from now on) under k,
+// evicting the least recently used evaluations to make room; an
+// evaluation larger than a quarter of the budget is not kept.
+func (m *queryMemo) put(k memoKey, rows [][]byte, keys []exec.RowKey) {
+	size := len(keys) * int(unsafe.Sizeof(exec.RowKey{}))
+	for _, r := range rows {
+		size += len(r) + memoRowOverhead
+	}
+	if size > m.budget/4 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.byKey == nil {
+		m.byKey = map[memoKey]*list.Element{}
+	}
+	if el, ok := m.byKey[k]; ok { // a concurrent page evaluated it too
+		m.lru.MoveToFront(el)
+		return
+	}
+	for m.used+size > m.budget {
+		last := m.lru.Back()
+		e := m.lru.Remove(last).(*memoEntry)
+		delete(m.byKey, e.key)
+		m.used -= e.size
+	}
+	m.byKey[k] = m.lru.PushFront(&memoEntry{key: k, rows: rows, keys: keys, size: size})
+	m.used += size
+}
+
+// memoKey returns the key of the evaluation this page would make, and
+// false when it may not be kept or reused (see queryMemo). It takes the
+// snapshots of the scope's keyspaces, which the page then reads.
+func (run *queryRun) memoKey() (memoKey, bool) {
+	src := run.src
+	if run.e.memo.budget <= 0 || !run.prog.Repeatable() || src.hidden != nil {
+		return memoKey{}, false
+	}
+	c := src.c
+	b := make([]byte, 0, 128)
+	for _, s := range []string{c.RID, c.ETag, c.Indexed} {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	b = append(b, byte(run.plan.Executor))
+	span := func(x []byte) {
+		b = binary.AppendUvarint(b, uint64(len(x)))
+		b = append(b, x...)
+	}
+	for _, u := range src.units(nil) {
+		b = append(b, 'u')
+		for _, p := range u.parts {
+			r, err := src.v.reader(p.ks)
+			if err != nil {
+				return memoKey{}, false
+			}
+			v, ok := r.Version()
+			if !ok {
+				return memoKey{}, false
+			}
+			b = binary.BigEndian.AppendUint64(b, p.ks)
+			b = binary.BigEndian.AppendUint64(b, v.Epoch)
+			b = binary.BigEndian.AppendUint64(b, v.N)
+			b = binary.AppendUvarint(b, uint64(len(p.spans)))
+			for _, s := range p.spans {
+				span(s.Lower)
+				span(s.Upper)
+			}
+		}
+	}
+	return memoKey{prog: run.prog, state: string(b)}, true
+}
