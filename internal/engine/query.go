@@ -858,9 +858,31 @@ func (run *queryRun) sortedPage(ctx context.Context, tok queryToken) (Page, erro
 			return p, nil
 		}
 	}
-	rows, err := fetch(after, limit+1) // one more: are there more?
-	if err != nil {
-		return Page{}, err
+	// One more than the page: are there more? Where the scope's state can
+	// be named (queryMemo), rows are read ahead for the next pages, which
+	// take them while that state lasts: the same rows a read would find.
+	want, n := limit+1, limit+1
+	mk, memo := run.memoKey()
+	if memo {
+		n = max(want, min(maxSortedPage, sortedReadAhead*limit))
+		if take >= 0 {
+			n = min(n, skip+take-done+1) // no row past the query's TOP or LIMIT
+		}
+	}
+	var rows []exec.SortedRow
+	all, hit := false, false
+	if memo && run.q.Continuation != "" {
+		ahead, rest, ok := run.e.memo.takeAhead(memoKey{prog: mk.prog, state: mk.state + "\x00" + run.q.Continuation})
+		if ok && (rest || len(ahead) >= want) {
+			rows, all, hit, run.memoHit = ahead, rest, true, true
+		}
+	}
+	if !hit {
+		var err error
+		if rows, err = fetch(after, n); err != nil {
+			return Page{}, err
+		}
+		all = len(rows) < n
 	}
 	size, used := 0, 0
 	for _, r := range rows[:min(len(rows), limit)] {
@@ -875,9 +897,16 @@ func (run *queryRun) sortedPage(ctx context.Context, tok queryToken) (Page, erro
 	full := len(p.Items) == run.e.pageLimit(run.q.MaxItems)
 	if !finished && (used < len(rows) || (run.passThrough && full && run.q.MaxItems > 0)) {
 		p.Continuation = queryToken{Hash: tok.Hash, Order: tok.Order, ScopeLo: tok.ScopeLo, ScopeHi: tok.ScopeHi, Sort: after, Done: done, ByKey: run.src.byID, Stats: tok.Stats}.encode()
+		if memo && used < len(rows) {
+			run.e.memo.putAhead(memoKey{prog: mk.prog, state: mk.state + "\x00" + p.Continuation}, rows[used:], all)
+		}
 	}
 	return p, nil
 }
+
+// sortedReadAhead is how many pages a sorted page reads ahead (at most
+// maxSortedPage rows) when the next pages may take them (queryMemo).
+const sortedReadAhead = 10
 
 func (run *queryRun) timedOut() *status.Error {
 	return status.Newf(http.StatusRequestTimeout, "the query ran for longer than %v; queries that sort, group, aggregate or de-duplicate read their whole scope for every page: narrow it with a partition key or an indexed filter", run.e.cfg.QueryMaxTime)

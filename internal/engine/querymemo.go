@@ -54,7 +54,12 @@ type memoEntry struct {
 	key  memoKey
 	rows [][]byte
 	keys []exec.RowKey
-	size int
+	// ahead, for a sorted page (queryRun.sortedPage), are the rows read
+	// ahead after the page whose continuation the key names; all says
+	// they are every row left.
+	ahead []exec.SortedRow
+	all   bool
+	size  int
 }
 
 // memoRowOverhead is what a kept row costs beyond its bytes: its slice
@@ -83,6 +88,35 @@ func (m *queryMemo) put(k memoKey, rows [][]byte, keys []exec.RowKey) {
 	for _, r := range rows {
 		size += len(r) + memoRowOverhead
 	}
+	m.keep(&memoEntry{key: k, rows: rows, keys: keys, size: size})
+}
+
+// putAhead keeps the rows a sorted page read ahead (see memoEntry.ahead).
+func (m *queryMemo) putAhead(k memoKey, ahead []exec.SortedRow, all bool) {
+	size := 0
+	for _, r := range ahead {
+		size += len(r.Row) + len(r.At.Keys) + len(r.At.Tie) + len(r.At.CutSum) + int(unsafe.Sizeof(r))
+	}
+	m.keep(&memoEntry{key: k, ahead: ahead, all: all, size: size})
+}
+
+// takeAhead returns and forgets the rows read ahead under k.
+func (m *queryMemo) takeAhead(k memoKey) ([]exec.SortedRow, bool, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	el, ok := m.byKey[k]
+	if !ok {
+		return nil, false, false
+	}
+	e := m.lru.Remove(el).(*memoEntry)
+	delete(m.byKey, k)
+	m.used -= e.size
+	return e.ahead, e.all, true
+}
+
+// keep adds e (see put).
+func (m *queryMemo) keep(e *memoEntry) {
+	k, size := e.key, e.size
 	if size > m.budget/4 {
 		return
 	}
@@ -101,7 +135,7 @@ func (m *queryMemo) put(k memoKey, rows [][]byte, keys []exec.RowKey) {
 		delete(m.byKey, e.key)
 		m.used -= e.size
 	}
-	m.byKey[k] = m.lru.PushFront(&memoEntry{key: k, rows: rows, keys: keys, size: size})
+	m.byKey[k] = m.lru.PushFront(e)
 	m.used += size
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/partitadb/partita/internal/document"
+	"github.com/partitadb/partita/internal/query/plan"
 )
 
 // drainQuery reads every page of q in scope and returns the rows and, per
@@ -168,5 +169,79 @@ func TestQueryMemoBudget(t *testing.T) {
 	}
 	if m.used > m.budget {
 		t.Errorf("%d bytes kept, budget %d", m.used, m.budget)
+	}
+}
+
+// TestSortedReadAhead: a sorted page (an ORDER BY its index does not serve:
+// some documents have no n) reads
+// rows ahead for the next pages, which take them while the scope is
+// unchanged; the drained rows are those of a drain without the memo,
+// writes between pages included, and a TOP reads no row past it.
+func TestSortedReadAhead(t *testing.T) {
+	ctx := context.Background()
+	memo := testEngineWith(t, Config{GatewayQueryFull: true})
+	plain := testEngineWith(t, Config{GatewayQueryFull: true, QueryMemoBytes: -1})
+	pk := document.PartitionKey{{Kind: document.String, String: "p"}}
+	for _, e := range []*Engine{memo, plain} {
+		if _, err := e.CreateContainer("db", []byte(`{"id":"s","partitionKey":{"paths":["/pk"]}}`), Throughput{Manual: 400}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 120 {
+			body := fmt.Sprintf(`{"id":"i%03d","pk":"p","n":%d}`, i, (i*37)%50)
+			if i%10 == 0 {
+				body = fmt.Sprintf(`{"id":"i%03d","pk":"p"}`, i)
+			}
+			if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "s", Kind: Create, PK: pk, Body: []byte(body)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	q := Query{Text: "SELECT c.id, c.n FROM c ORDER BY c.n DESC", MaxItems: 5}
+	p, err := memo.QueryItems(ctx, "db", "s", Scope{PK: pk}, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Metrics.Plan.Executor != plan.Sorted {
+		t.Fatalf("plan %v, want a sorted page", p.Metrics.Plan)
+	}
+	want, _, _ := drainQuery(t, plain, "s", Scope{PK: pk}, q, nil)
+	got, reused, loaded := drainQuery(t, memo, "s", Scope{PK: pk}, q, nil)
+	if !slices.Equal(got, want) {
+		t.Errorf("with the memo\n%v\nwithout\n%v", got, want)
+	}
+	// 24 pages of 5: a read finds ten pages' rows (50), and a page takes
+	// them while they hold it and the next row (6), so pages 0, 9 and 18
+	// read, the others take what was read.
+	for i := range reused {
+		if read := i%9 == 0; reused[i] == read || (loaded[i] == 0) != reused[i] {
+			t.Errorf("page %d: reused %v, loaded %d", i, reused[i], loaded[i])
+		}
+	}
+
+	write := func(e *Engine) func(int) {
+		return func(page int) {
+			if page != 3 {
+				return
+			}
+			body := `{"id":"new","pk":"p","n":26}` // among the rows read ahead
+			if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "s", Kind: Create, PK: pk, Body: []byte(body)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want, _, _ = drainQuery(t, plain, "s", Scope{PK: pk}, q, write(plain))
+	got, reused, _ = drainQuery(t, memo, "s", Scope{PK: pk}, q, write(memo))
+	if !slices.Equal(got, want) {
+		t.Errorf("a write between pages: with the memo\n%v\nwithout\n%v", got, want)
+	}
+	if !slices.Contains(got, `{"id":"new","n":26}`) || reused[4] {
+		t.Errorf("a write after page 3: page 4 reused %v; rows %v", reused[4], got)
+	}
+
+	top := Query{Text: "SELECT TOP 7 c.id FROM c ORDER BY c.n", MaxItems: 5}
+	want, _, _ = drainQuery(t, plain, "s", Scope{PK: pk}, top, nil)
+	got, _, _ = drainQuery(t, memo, "s", Scope{PK: pk}, top, nil)
+	if !slices.Equal(got, want) || len(got) != 7 {
+		t.Errorf("TOP 7: with the memo %v, without %v", got, want)
 	}
 }
