@@ -27,10 +27,15 @@ import (
 // they were), nor is anything for a query whose text and parameters pass
 // maxQueryCacheKey bytes. Each map holds at most maxQueryCacheEntries; a
 // full map drops about half its entries, whichever they are.
+//
+// keyOf names a kept program by its key: the query memo (queryMemo) keys
+// evaluations by it rather than by the program, which it must not keep
+// alive.
 type queryCache struct {
 	mu    sync.Mutex
 	asts  map[string]*parse.Query
 	progs map[string]*exec.Program
+	keys  map[*exec.Program]string // progs' keys
 }
 
 const (
@@ -84,9 +89,33 @@ func (qc *queryCache) compile(text string, q *parse.Query, params exec.Params, r
 		return prog, err
 	}
 	qc.mu.Lock()
+	if qc.keys == nil {
+		qc.keys = map[*exec.Program]string{}
+	}
+	if old, ok := qc.progs[key]; ok {
+		delete(qc.keys, old) // a concurrent compile's, replaced
+	}
 	qc.progs = keep(qc.progs, key, prog, maxQueryCacheEntries)
+	if len(qc.keys) >= len(qc.progs) { // keep dropped some
+		for p, k := range qc.keys {
+			if qc.progs[k] != p {
+				delete(qc.keys, p)
+			}
+		}
+	}
+	qc.keys[prog] = key
 	qc.mu.Unlock()
 	return prog, nil
+}
+
+// keyOf returns the key of prog while the cache keeps it; false for a
+// program it does not keep (dropped, or never kept: one calling
+// user-defined functions, or of a query past maxQueryCacheKey).
+func (qc *queryCache) keyOf(prog *exec.Program) (string, bool) {
+	qc.mu.Lock()
+	defer qc.mu.Unlock()
+	k, ok := qc.keys[prog]
+	return k, ok
 }
 
 // programKey is the cache key of a program: the text, the positions of the

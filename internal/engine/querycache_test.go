@@ -94,6 +94,16 @@ func TestQueryCache(t *testing.T) {
 	if len(e.qcache.asts) > maxQueryCacheEntries || len(e.qcache.progs) > maxQueryCacheEntries {
 		t.Errorf("%d parsed queries, %d programs kept, want at most %d", len(e.qcache.asts), len(e.qcache.progs), maxQueryCacheEntries)
 	}
+	// keyOf names exactly the programs kept (the query memo's keys).
+	if len(e.qcache.keys) != len(e.qcache.progs) {
+		t.Errorf("%d program keys for %d programs kept", len(e.qcache.keys), len(e.qcache.progs))
+	}
+	for k, p := range e.qcache.progs {
+		if got, ok := e.qcache.keyOf(p); !ok || got != k {
+			t.Errorf("keyOf a kept program: %q, %v", got, ok)
+			break
+		}
+	}
 }
 
 // TestQueryCacheKeepsParsedQueries: running queries of every kind (paged,

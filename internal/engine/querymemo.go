@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/partitadb/partita/internal/query/exec"
+	"github.com/partitadb/partita/internal/query/plan"
 )
 
 // queryMemo keeps the rows of queries evaluated whole (DISTINCT, GROUP BY,
@@ -17,9 +18,9 @@ import (
 // groups of 20,000 items in pages of 10 read the 20,000 items a hundred
 // times; docs/query-engine.md, "Pages of a query evaluated whole").
 //
-// An evaluation is kept under its program (one compiled text and
-// parameters, queryCache; the entry holds it, so its address names no
-// other while the entry lives) and the state it read: the container's
+// An evaluation is kept under its program's key (one compiled text and
+// parameters: queryCache.keyOf; a program the cache does not keep is not
+// memoized) and the state it read: the container's
 // definition (RID, etag, the policy its index entries reflect), the
 // executor, and for each keyspace part of the scope, its spans and the
 // version of the snapshot read (replica.Snapshot.Version). A page whose
@@ -43,12 +44,18 @@ type queryMemo struct {
 	byKey  map[memoKey]*list.Element
 }
 
-// memoKey names an evaluation: its program and the state it read
+// memoKey names an evaluation: its program's key in the query cache
+// (queryCache.keyOf: a program the cache does not keep is never memoized,
+// and no entry keeps a program alive) and the state it read
 // (queryRun.memoKey).
 type memoKey struct {
-	prog  *exec.Program
+	prog  string
 	state string
 }
+
+// memoEntryOverhead is what an entry costs beyond its rows and key: the
+// entry, its list element and its map slot, roughly.
+const memoEntryOverhead = 256
 
 type memoEntry struct {
 	key  memoKey
@@ -84,7 +91,7 @@ func (m *queryMemo) get(k memoKey) ([][]byte, []exec.RowKey, bool) {
 // evicting the least recently used evaluations to make room; an
 // evaluation larger than a quarter of the budget is not kept.
 func (m *queryMemo) put(k memoKey, rows [][]byte, keys []exec.RowKey) {
-	size := len(keys) * int(unsafe.Sizeof(exec.RowKey{}))
+	size := len(keys)*int(unsafe.Sizeof(exec.RowKey{})) + k.size()
 	for _, r := range rows {
 		size += len(r) + memoRowOverhead
 	}
@@ -93,7 +100,7 @@ func (m *queryMemo) put(k memoKey, rows [][]byte, keys []exec.RowKey) {
 
 // putAhead keeps the rows a sorted page read ahead (see memoEntry.ahead).
 func (m *queryMemo) putAhead(k memoKey, ahead []exec.SortedRow, all bool) {
-	size := 0
+	size := k.size()
 	for _, r := range ahead {
 		size += len(r.Row) + len(r.At.Keys) + len(r.At.Tie) + len(r.At.CutSum) + int(unsafe.Sizeof(r))
 	}
@@ -113,6 +120,9 @@ func (m *queryMemo) takeAhead(k memoKey) ([]exec.SortedRow, bool, bool) {
 	m.used -= e.size
 	return e.ahead, e.all, true
 }
+
+// size is what k costs an entry: its strings and the entry's overhead.
+func (k memoKey) size() int { return len(k.prog) + len(k.state) + memoEntryOverhead }
 
 // keep adds e (see put).
 func (m *queryMemo) keep(e *memoEntry) {
@@ -147,6 +157,10 @@ func (run *queryRun) memoKey() (memoKey, bool) {
 	if run.e.memo.budget <= 0 || !run.prog.Repeatable() || src.hidden != nil {
 		return memoKey{}, false
 	}
+	pk, ok := run.e.qcache.keyOf(run.prog)
+	if !ok {
+		return memoKey{}, false
+	}
 	c := src.c
 	b := make([]byte, 0, 128)
 	for _, s := range []string{c.RID, c.ETag, c.Indexed} {
@@ -157,6 +171,18 @@ func (run *queryRun) memoKey() (memoKey, bool) {
 	span := func(x []byte) {
 		b = binary.AppendUvarint(b, uint64(len(x)))
 		b = append(b, x...)
+	}
+	// A blind program has no filter: the lookups' spans are it.
+	for _, l := range append([]*plan.IndexScan{run.plan.Lookup}, run.plan.Intersect...) {
+		if l == nil {
+			continue
+		}
+		b = append(b, 'l')
+		b = binary.AppendUvarint(b, uint64(len(l.Spans)))
+		for _, s := range l.Spans {
+			span(s.Lower)
+			span(s.Upper)
+		}
 	}
 	for _, u := range src.units(nil) {
 		b = append(b, 'u')
@@ -179,5 +205,5 @@ func (run *queryRun) memoKey() (memoKey, bool) {
 			}
 		}
 	}
-	return memoKey{prog: run.prog, state: string(b)}, true
+	return memoKey{prog: pk, state: string(b)}, true
 }

@@ -144,7 +144,7 @@ func TestQueryMemo(t *testing.T) {
 // not kept, and the least recently used is evicted for a new one.
 func TestQueryMemoBudget(t *testing.T) {
 	var m queryMemo
-	m.budget = 4000
+	m.budget = 5000 // four entries of seven rows (about 1,125 bytes each)
 	row := []byte(strings.Repeat("x", 100))
 	rows := func(n int) [][]byte {
 		out := make([][]byte, n)
@@ -153,12 +153,12 @@ func TestQueryMemoBudget(t *testing.T) {
 		}
 		return out
 	}
-	m.put(memoKey{state: "big"}, rows(20), nil) // ~2,500 bytes: over a quarter
+	m.put(memoKey{state: "big"}, rows(20), nil) // ~2,700 bytes: over a quarter
 	if _, _, ok := m.get(memoKey{state: "big"}); ok {
 		t.Error("an evaluation over a quarter of the budget was kept")
 	}
 	for i := range 4 {
-		m.put(memoKey{state: fmt.Sprint(i)}, rows(7), nil) // ~875 bytes each
+		m.put(memoKey{state: fmt.Sprint(i)}, rows(7), nil)
 	}
 	m.get(memoKey{state: "0"}) // used: the least recently used is now 1
 	m.put(memoKey{state: "4"}, rows(7), nil)
@@ -243,5 +243,39 @@ func TestSortedReadAhead(t *testing.T) {
 	got, _, _ = drainQuery(t, memo, "s", Scope{PK: pk}, top, nil)
 	if !slices.Equal(got, want) || len(got) != 7 {
 		t.Errorf("TOP 7: with the memo %v, without %v", got, want)
+	}
+}
+
+// TestQueryMemoKeepsNoProgram: a query whose program the query cache does
+// not keep (its text and parameters past maxQueryCacheKey) is not
+// memoized: each of its first pages compiled a program of its own, which
+// its memo entry kept alive, uncounted, and never hit again (a bug hunt:
+// 200 first pages of a 105 KB query held 227 MiB).
+func TestQueryMemoKeepsNoProgram(t *testing.T) {
+	e := testEngine(t)
+	ctx := context.Background()
+	pk := document.PartitionKey{{Kind: document.String, String: "p"}}
+	for i := range 20 {
+		body := fmt.Sprintf(`{"id":"i%d","pk":"p","v":%d}`, i, i)
+		if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Create, PK: pk, Body: []byte(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := make([]string, 4000)
+	for i := range list {
+		list[i] = fmt.Sprint(1000 + i)
+	}
+	text := "SELECT DISTINCT VALUE c.v FROM c WHERE c.v NOT IN (" + strings.Join(list, ", ") + ")"
+	if len(text) <= maxQueryCacheKey {
+		t.Fatalf("query of %d bytes: not past the cache's key bound", len(text))
+	}
+	for range 3 {
+		_, reused, _ := drainQuery(t, e, "k", Scope{PK: pk}, Query{Text: text, MaxItems: 3}, nil)
+		if slices.Contains(reused, true) {
+			t.Errorf("pages reused %v, want none", reused)
+		}
+	}
+	if e.memo.used != 0 || e.memo.lru.Len() != 0 {
+		t.Errorf("memo holds %d entries (%d bytes) for a query the cache does not keep", e.memo.lru.Len(), e.memo.used)
 	}
 }
