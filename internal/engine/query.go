@@ -341,6 +341,25 @@ func (e *Engine) compileQuery(c *catalog.Container, scope Scope, q Query) (*pars
 	return ast, prog, r, scope, nil
 }
 
+// blindProgram compiles ast without its WHERE clause, whose every
+// conjunct the plan's lookups decide (plan.Physical.Blind), for the
+// documents they find.
+func (e *Engine) blindProgram(c *catalog.Container, ast *parse.Query, q Query) (*exec.Program, error) {
+	raw, err := e.qcache.parse(q.Text)
+	if err != nil {
+		return nil, translate(err)
+	}
+	_, key, err := e.withComputed(c, raw, q.Text)
+	if err != nil {
+		return nil, err
+	}
+	prog, err := e.qcache.compile(key, ast, q.Params, nil, plan.Conjuncts(ast.Where), exec.WithUDFs(e.udfLookup(c)))
+	if err != nil {
+		return nil, translate(err)
+	}
+	return prog, nil
+}
+
 // planScope is what plan needs to know of scope alone: whether it is one
 // logical partition, and its key.
 func planScope(c *catalog.Container, scope Scope) plan.Scope {
@@ -482,8 +501,15 @@ func (e *Engine) prepareQuery(ctx context.Context, c *catalog.Container, ast *pa
 		// last result: the JavaScript SDK's async iterator must yield nothing
 		// after it (its crossPartition.spec, validateAsyncIterator, 5
 		// partitions).
-		Scope: plan.Scope{Logical: ps.Logical, KeyPaths: ps.KeyPaths, Key: ps.Key, Ranges: len(r.ranges), Units: len(src.units(nil)), Cross: cross, IndexCurrent: c.IndexCurrent()},
+		Scope: plan.Scope{Logical: ps.Logical, KeyPaths: ps.KeyPaths, Key: ps.Key, Ranges: len(r.ranges), Units: len(src.units(nil)), Cross: cross, IndexCurrent: c.IndexCurrent(),
+			Hides: src.hidden != nil},
 		Stats: tok.Stats, PageSize: e.pageLimit(q.MaxItems)}
+	if in.Program.Grouped {
+		// A grouped page reads its whole scope whatever its size: a
+		// lookup is weighed against a scan for all it finds (a count of
+		// 2,000 documents in pages of 10 scanned all 20,000).
+		in.PageSize = e.pageLimit(-1)
+	}
 	// Whether an ORDER BY's path covers the scope (plan.Physical.Cover) is
 	// counted on the first page; the others know it from their position.
 	// So is, for one logical partition, whether its entries are dense
@@ -555,6 +581,16 @@ measure:
 	if (tok.Key != nil || tok.Sort != nil) && tok.ByKey != src.byID {
 		src.v.close()
 		return nil, queryToken{}, invalidContinuation("its position is in another order than this query's: it was made for another partition key or partition key range, or the container's indexing policy changed since; restart the query")
+	}
+	if pp.Blind {
+		// The lookups decide the filter: the query runs without it, on
+		// an empty document for each one they find.
+		blind, err := e.blindProgram(c, ast, q)
+		if err != nil {
+			src.v.close()
+			return nil, queryToken{}, err
+		}
+		run.prog, src.blind = blind, true
 	}
 	switch pp.Access {
 	case plan.IndexPoint, plan.IndexMerge, plan.IndexGather:

@@ -269,6 +269,23 @@ func (g *qdGen) strLit() string {
 	return qdStrings[g.r.IntN(len(qdStrings))]
 }
 
+// simple returns a comparison, IN or BETWEEN of a path and literals: the
+// conjuncts an index lookup may decide alone (plan.Physical.Blind).
+func (g *qdGen) simple(join bool) string {
+	p := g.path(join)
+	switch g.r.IntN(3) {
+	case 0:
+		return p + " " + []string{"=", "<", "<=", ">", ">="}[g.r.IntN(5)] + " " + g.lit()
+	case 1:
+		parts := make([]string, 1+g.r.IntN(4))
+		for i := range parts {
+			parts[i] = g.lit()
+		}
+		return p + " IN (" + strings.Join(parts, ", ") + ")"
+	}
+	return p + " BETWEEN " + g.lit() + " AND " + g.lit()
+}
+
 func (g *qdGen) cond(depth int, join bool) string {
 	k := g.r.IntN(16)
 	if depth > 2 && k >= 12 {
@@ -442,7 +459,16 @@ func (g *qdGen) query() qdQuery {
 			p = "t"
 		}
 		agg := []string{"COUNT(1)", "COUNT(" + p + ")", "SUM(" + p + ")", "MIN(" + p + ")", "MAX(" + p + ")", "AVG(" + p + ")"}
-		if g.r.IntN(2) == 0 {
+		if g.r.IntN(3) == 0 {
+			// What lookups may count without loading a document: a
+			// projection that reads none, conjuncts a lookup decides.
+			sel = []string{"VALUE COUNT(1)", "COUNT(1) AS n, SUM(2) AS s", "VALUE 1"}[g.r.IntN(3)]
+			conj := make([]string, 1+g.r.IntN(3))
+			for i := range conj {
+				conj[i] = g.simple(join)
+			}
+			q.where = strings.Join(conj, " AND ")
+		} else if g.r.IntN(2) == 0 {
 			sel = "VALUE " + agg[g.r.IntN(len(agg))]
 		} else {
 			sel = "COUNT(1) AS n, " + agg[g.r.IntN(len(agg))] + " AS x, " + agg[g.r.IntN(len(agg))] + " AS y"
@@ -476,6 +502,8 @@ func (g *qdGen) query() qdQuery {
 type qdResult struct {
 	rows []string
 	err  string
+	// blind: a page ran without loading documents (plan.Physical.Blind).
+	blind bool
 }
 
 func (r qdResult) String() string {
@@ -492,6 +520,7 @@ func qdRun(e *Engine, coll string, scope Scope, q Query) qdResult {
 // qdRunSizes is qdRun whose page i asks for sizes(i) items (nil: q.MaxItems).
 func qdRunSizes(e *Engine, coll string, scope Scope, q Query, sizes func(int) int) qdResult {
 	var out []string
+	blind := false
 	for pages := 0; pages < 3000; pages++ {
 		if sizes != nil {
 			q.MaxItems = sizes(pages)
@@ -506,8 +535,9 @@ func qdRunSizes(e *Engine, coll string, scope Scope, q Query, sizes func(int) in
 		for _, it := range p.Items {
 			out = append(out, qdRow(q.Text, it))
 		}
+		blind = blind || p.Metrics.Plan.Blind
 		if p.Continuation == "" {
-			return qdResult{rows: out}
+			return qdResult{rows: out, blind: blind}
 		}
 		q.Continuation = p.Continuation
 	}
@@ -934,6 +964,9 @@ func qdRunSeed(t *testing.T, seed uint64, nq, ndocs int) {
 				stats[coll+" empty"]++
 			default:
 				stats[coll+" rows"]++
+			}
+			if res[coll].blind {
+				stats[coll+" blind"]++
 			}
 		}
 		for _, coll := range colls[1:] {

@@ -161,6 +161,10 @@ type docSource struct {
 	// their time to live, or hidden by a partition key delete), which the
 	// source skips (Engine.goneFilter).
 	hidden func(key, doc []byte) bool
+	// blind: the lookups decide the query's filter and nothing else reads
+	// a document (plan.Physical.Blind): each document found is an empty
+	// object, none loaded.
+	blind bool
 }
 
 // gone reports whether doc, stored under item key key, must not be seen.
@@ -258,7 +262,7 @@ func (s docSource) readUnit(ctx context.Context, u unit, from uint64, after []by
 		if err != nil {
 			return false, err
 		}
-		if br, ok := r.(replica.BatchReader); ok {
+		if br, ok := r.(replica.BatchReader); ok && !s.blind {
 			st = &prefetchStream{src: st, r: br}
 		}
 		streams = append(streams, st)
@@ -291,7 +295,13 @@ func (s docSource) readUnit(ctx context.Context, u unit, from uint64, after []by
 			continue
 		}
 		last[i], read[i] = h.seq, true
-		doc, err := loadDoc(h.r, h.itemKey, h.doc, h.fetched)
+		var doc []byte
+		var err error
+		if s.blind {
+			doc = []byte{'{', '}'} // a copy of its own: docs are owned (ownsDocs)
+		} else {
+			doc, err = loadDoc(h.r, h.itemKey, h.doc, h.fetched)
+		}
 		switch {
 		case errors.Is(err, replica.ErrNotFound):
 			// The entry and the item come from one snapshot, so this
@@ -299,7 +309,9 @@ func (s docSource) readUnit(ctx context.Context, u unit, from uint64, after []by
 		case err != nil:
 			return false, err
 		default:
-			*loaded++
+			if !s.blind {
+				*loaded++
+			}
 			if !s.gone(h.itemKey, doc) {
 				binary.BigEndian.PutUint64(key[:], h.seq)
 				if !fn(u.hull.Lower, u.hull.Upper, key[:], doc) {

@@ -293,6 +293,25 @@ describe("cross-partition queries through the query plan", () => {
     await expectExact("SELECT VALUE MAX(c.n) FROM c WHERE c.n > 1000", []);
   });
 
+  it("counts whose filter the index decides (read from index entries alone)", async () => {
+    const count = (f) => items.filter(f).length;
+    await expectExact("SELECT VALUE COUNT(1) FROM c WHERE c.cat = 'b'", [count((x) => x.cat === "b")]);
+    await expectExact("SELECT VALUE COUNT(1) FROM c WHERE c.cat IN ('a', 'b', 'zz')", [
+      count((x) => x.cat === "a" || x.cat === "b"),
+    ]);
+    await expectExact("SELECT VALUE COUNT(1) FROM c WHERE c.n >= 10 AND c.n < 30", [count((x) => x.n >= 10 && x.n < 30)]);
+    await expectExact("SELECT VALUE COUNT(1) FROM c WHERE c.n BETWEEN 5 AND 25 AND c.n > 7", [
+      count((x) => x.n >= 5 && x.n <= 25 && x.n > 7),
+    ]);
+    await expectExact("SELECT COUNT(1) AS k FROM c WHERE c.cat = 'a' AND c.flag = true", [
+      { k: count((x) => x.cat === "a" && x.flag === true) },
+    ]);
+    await expectExact(
+      { query: "SELECT VALUE COUNT(1) FROM c WHERE c.cat = @c", parameters: [{ name: "@c", value: "c" }] },
+      [count((x) => x.cat === "c")],
+    );
+  });
+
   it("aggregates without VALUE", async () => {
     const ns = items.map((x) => x.n);
     await expectExact(

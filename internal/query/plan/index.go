@@ -334,6 +334,53 @@ func disjuncts(e parse.Expr, out []parse.Expr) []parse.Expr {
 	return append(out, e)
 }
 
+// mergeRanges replaces the range lookups of several conjuncts on one path
+// by one lookup of their intersection, which each of those conjuncts then
+// names: c.n >= 100 AND c.n < 200 reads the terms between 100 and 200, not
+// every term above 100. Only ranges of numbers are merged (their terms
+// order as the numbers do); ranges of other kinds, and an OR's union (no
+// bounds), stay as they are.
+func mergeRanges(hits []*IndexScan) {
+	var merged []*IndexScan
+	for i, h := range hits {
+		if !numberRange(h) || slices.Contains(merged, h) {
+			continue
+		}
+		same := []int{i}
+		for j := i + 1; j < len(hits); j++ {
+			if numberRange(hits[j]) && slices.Equal(hits[j].Path, h.Path) {
+				same = append(same, j)
+			}
+		}
+		if len(same) < 2 {
+			continue
+		}
+		var lo, hi *index.Bound
+		preds := make([]string, len(same))
+		for k, j := range same {
+			if b := hits[j].Lo; b != nil && (lo == nil || b.V.Num > lo.V.Num || b.V.Num == lo.V.Num && !b.Inclusive) {
+				lo = b
+			}
+			if b := hits[j].Hi; b != nil && (hi == nil || b.V.Num < hi.V.Num || b.V.Num == hi.V.Num && !b.Inclusive) {
+				hi = b
+			}
+			preds[k] = hits[j].Pred
+		}
+		m := rangeScan(h.Path, lo, hi, strings.Join(preds, " AND "))
+		for _, j := range same {
+			hits[j] = m
+		}
+		merged = append(merged, m)
+	}
+}
+
+// numberRange reports whether h is a range lookup with bounds, each a
+// number (a comparison or BETWEEN of numbers).
+func numberRange(h *IndexScan) bool {
+	return h != nil && h.Kind == "range" && (h.Lo != nil || h.Hi != nil) &&
+		(h.Lo == nil || h.Lo.V.Kind == index.Number) && (h.Hi == nil || h.Hi.V.Kind == index.Number)
+}
+
 func rangeScan(path []string, lo, hi *index.Bound, pred string) *IndexScan {
 	return &IndexScan{Path: path, Spans: []index.Span{index.Range(path, lo, hi)}, Kind: "range", Pred: pred, Lo: lo, Hi: hi}
 }

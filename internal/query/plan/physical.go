@@ -127,6 +127,10 @@ type Scope struct {
 	// IndexCurrent: the container's index entries reflect its policy; a
 	// stale index is never used.
 	IndexCurrent bool
+	// Hides: some documents of the scope may be hidden from queries (past
+	// their time to live, or under a partition key delete), which only a
+	// loaded document tells.
+	Hides bool
 }
 
 // Stats are the measurements a multi-term lookup's choice needs, taken by
@@ -293,6 +297,12 @@ type Physical struct {
 	// on every document (Implied), as the query wrote them: the engine
 	// evaluates the filter without them.
 	Implied []string
+	// Blind: the lookups decide the whole filter and nothing else of the
+	// query reads a document (blind), so the engine runs the query
+	// without its WHERE clause on an empty document for each one the
+	// lookups find, loading none: COUNT(1) … WHERE c.cat = 'a' counts
+	// index entries.
+	Blind bool
 	// Why says why Access was chosen.
 	Why string
 }
@@ -325,10 +335,9 @@ type Physical struct {
 //     anything else in creation order.
 func Choose(in Input) Physical {
 	p := Physical{Cross: in.Scope.Cross, Ranges: in.Scope.Ranges, PassThrough: in.Scope.Cross && in.Scope.Ranges == 1, Logical: in.Scope.Logical}
-	if _, implied := Implied(in.Query, in.Params, in.Scope); implied != nil {
-		for _, c := range implied {
-			p.Implied = append(p.Implied, parse.ExprString(c))
-		}
+	_, implied := Implied(in.Query, in.Params, in.Scope)
+	for _, c := range implied {
+		p.Implied = append(p.Implied, parse.ExprString(c))
 	}
 	prog := in.Program
 	var hits []*IndexScan // the lookup of each top-level conjunct, nil where none
@@ -338,6 +347,7 @@ func Choose(in Input) Physical {
 		for _, c := range conjuncts(in.Query.Where, nil) {
 			hits = append(hits, lookup(c, r, in.Params))
 		}
+		mergeRanges(hits)
 	}
 	var scan *IndexScan
 	var pending *IndexScan // a range over one logical partition, awaiting Stats
@@ -478,6 +488,7 @@ func Choose(in Input) Physical {
 	if pending != nil && p.Access == KeyRange {
 		p.NeedStats, p.Lookup = true, pending // read by key unless the counts say otherwise
 	}
+	p.Blind = blind(in, p, hits, implied)
 	switch {
 	case prog.Streamable || p.Access == IndexOrdered || p.KeyOrder:
 		p.Executor = Streamed
@@ -932,6 +943,9 @@ func (p Physical) String() string {
 	for _, c := range p.Implied {
 		fmt.Fprintf(&b, "\nimplied by the scope, not evaluated: %s", c)
 	}
+	if p.Blind {
+		b.WriteString("\ndocuments: not loaded (the lookups decide the filter, and the projection reads none)")
+	}
 	fmt.Fprintf(&b, "\nexecutor: %s\ntoken: %s", p.Executor, p.Token)
 	switch {
 	case p.PassThrough:
@@ -998,6 +1012,9 @@ func (p Physical) MarshalJSON() ([]byte, error) {
 		b = append(b, `,"n":`...)
 		b = strconv.AppendInt(b, p.Stats.Items, 10)
 		b = append(b, '}')
+	}
+	if p.Blind {
+		b = append(b, `,"blind":true`...)
 	}
 	if len(p.Implied) > 0 {
 		b = append(b, `,"implied":[`...)

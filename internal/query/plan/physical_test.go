@@ -91,6 +91,8 @@ func explain(t *testing.T, d *datadriven.TestData, pol *index.Policy) string {
 			units = atoi(t, d, val)
 		case "stale":
 			in.Scope.IndexCurrent = false
+		case "hides":
+			in.Scope.Hides = true
 		case "json":
 			asJSON = true
 		case "params":

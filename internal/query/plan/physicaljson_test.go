@@ -23,12 +23,13 @@ func reflectJSON(p Physical) ([]byte, error) {
 		Lookup   *lookup  `json:"lookup,omitempty"`
 		Why      string   `json:"why"`
 		Stats    *Stats   `json:"stats,omitempty"`
+		Blind    bool     `json:"blind,omitempty"`
 		Implied  []string `json:"implied,omitempty"`
 		Executor string   `json:"executor"`
 		Token    string   `json:"token"`
 		Cross    bool     `json:"crossPartition"`
 		Ranges   int      `json:"physicalPartitions"`
-	}{Access: p.Access.String(), Desc: p.Desc, Why: p.Why, Stats: p.Stats, Implied: p.Implied, Executor: p.Executor.String(), Token: p.Token.String(), Cross: p.Cross, Ranges: p.Ranges}
+	}{Access: p.Access.String(), Desc: p.Desc, Why: p.Why, Stats: p.Stats, Blind: p.Blind, Implied: p.Implied, Executor: p.Executor.String(), Token: p.Token.String(), Cross: p.Cross, Ranges: p.Ranges}
 	if p.Lookup != nil {
 		out.Path = "/" + strings.Join(p.Lookup.Path, "/")
 		out.Lookup = &lookup{Kind: p.Lookup.Kind, Pred: p.Lookup.Pred, Spans: len(p.Lookup.Spans)}
@@ -48,6 +49,8 @@ func TestMarshalJSONMatchesReflection(t *testing.T) {
 			Stats:  &Stats{Terms: 65, Entries: 11595, Items: 1 << 40}, Why: "why " + odd, Desc: true, Implied: []string{"c.pk = " + odd, "c.k = 1"}},
 		{Access: IndexOrdered, Executor: Folded, Token: TokenOffset, Lookup: &IndexScan{Path: []string{"_ts"}, Kind: "path", Pred: "every _ts"},
 			Why: "ORDER BY _ts read in index order"},
+		{Access: IndexPoint, Executor: Whole, Token: TokenOffset, Lookup: &IndexScan{Path: []string{"cat"}, Spans: make([]index.Span, 1), Kind: "equality", Pred: "cat = \"a\""},
+			Why: "a lookup", Blind: true, Implied: []string{"c.pk = 1"}},
 	}
 	for _, p := range plans {
 		want, err := reflectJSON(p)
