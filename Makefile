@@ -34,9 +34,11 @@ test:
 	echo "make test: every suite passed"
 
 # -tags invariants: every engine an engine test opens is checked when the
-# test ends (make invariants runs those tests alone).
+# test ends (make invariants runs those tests alone). -timeout 25m: the
+# real-process tests of cmd/partita passed go test's default 10 minutes on
+# a machine loaded by other work.
 test-go:
-	$(GO) test -race -shuffle=on -tags invariants ./...
+	$(GO) test -race -shuffle=on -tags invariants -timeout 25m ./...
 
 test-node: build
 	cd test/node && { [ -d node_modules ] || npm ci --no-audit --no-fund; }

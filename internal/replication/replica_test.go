@@ -838,8 +838,16 @@ func TestDiskFullStalls(t *testing.T) {
 	// It hands its leadership on (the cluster node drains a full one:
 	// cluster.Node.draining), and the others commit 50 writes without it,
 	// whose store refuses what they send it.
-	if err := nodes[2].h.TransferLeader(1, 1); err != nil {
-		t.Fatal(err)
+	// Node 1 may not be caught up and active yet (a CI run on a loaded
+	// machine was refused): asked again until it is.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		err := nodes[2].h.TransferLeader(1, 1)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrTransferRefused) || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
 	}
 	others := nodes[:2]
 	for i := 0; i < 50; {
