@@ -590,7 +590,7 @@ measure:
 			src.v.close()
 			return nil, queryToken{}, err
 		}
-		run.prog, src.blind = blind, true
+		run.prog, src.blind, src.filter = blind, true, prog
 	}
 	switch pp.Access {
 	case plan.IndexPoint, plan.IndexMerge, plan.IndexGather:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/partitadb/partita/internal/catalog"
 	"github.com/partitadb/partita/internal/index"
+	"github.com/partitadb/partita/internal/query/exec"
 	"github.com/partitadb/partita/internal/query/plan"
 	"github.com/partitadb/partita/internal/replica"
 	"github.com/valyala/fastjson"
@@ -163,8 +164,12 @@ type docSource struct {
 	hidden func(key, doc []byte) bool
 	// blind: the lookups decide the query's filter and nothing else reads
 	// a document (plan.Physical.Blind): each document found is an empty
-	// object, none loaded.
-	blind bool
+	// object, none loaded. Where a part is read in order instead of
+	// through its lookup (orderStream.instead), its documents are loaded
+	// and only those filter (the query's own program, whose WHERE clause
+	// the blind program lacks) matches count.
+	blind  bool
+	filter *exec.Program
 }
 
 // gone reports whether doc, stored under item key key, must not be seen.
@@ -267,6 +272,14 @@ func (s docSource) readUnit(ctx context.Context, u unit, from uint64, after []by
 		}
 		streams = append(streams, st)
 	}
+	// instead: stream i reads its part in order, not through the lookup
+	// (orderStream.instead).
+	instead := make([]bool, len(streams))
+	for i, st := range streams {
+		if os, ok := st.(*orderStream); ok && os.instead {
+			instead[i] = true
+		}
+	}
 	var key [8]byte
 	// last is each stream's last sequence number read: a lookup on an
 	// array's any-element wildcard (ARRAY_CONTAINS, a JOIN alias) with
@@ -297,10 +310,15 @@ func (s docSource) readUnit(ctx context.Context, u unit, from uint64, after []by
 		last[i], read[i] = h.seq, true
 		var doc []byte
 		var err error
-		if s.blind {
+		blind := s.blind && !instead[i]
+		if blind {
 			doc = []byte{'{', '}'} // a copy of its own: docs are owned (ownsDocs)
 		} else {
 			doc, err = loadDoc(h.r, h.itemKey, h.doc, h.fetched)
+		}
+		match := true
+		if err == nil && s.blind && !blind {
+			match, err = s.filter.Match(ctx, doc)
 		}
 		switch {
 		case errors.Is(err, replica.ErrNotFound):
@@ -309,10 +327,10 @@ func (s docSource) readUnit(ctx context.Context, u unit, from uint64, after []by
 		case err != nil:
 			return false, err
 		default:
-			if !s.blind {
+			if !blind {
 				*loaded++
 			}
-			if !s.gone(h.itemKey, doc) {
+			if match && !s.gone(h.itemKey, doc) {
 				binary.BigEndian.PutUint64(key[:], h.seq)
 				if !fn(u.hull.Lower, u.hull.Upper, key[:], doc) {
 					return true, nil
@@ -467,6 +485,17 @@ type orderStream struct {
 	ok      bool
 	entries *int
 	failed  error
+	// instead: read in place of a lookup that would hold too many
+	// iterators or entries (mergeOf, indexStream), so every document of
+	// the part, not only the lookup's: a blind read must filter them.
+	instead bool
+}
+
+// readInstead is newOrderStream in place of a lookup (orderStream.instead).
+func readInstead(r replica.Reader, p part, from uint64, entries *int) *orderStream {
+	st := newOrderStream(r, p, from, entries)
+	st.instead = true
+	return st
 }
 
 func newOrderStream(r replica.Reader, p part, from uint64, entries *int) *orderStream {
@@ -553,7 +582,7 @@ func (s docSource) indexStream(ctx context.Context, r replica.Reader, p part, fr
 			return nil, err
 		}
 		if tooMany {
-			return newOrderStream(r, p, from, entries), nil
+			return readInstead(r, p, from, entries), nil
 		}
 	}
 	slices.SortFunc(hits, func(a, b seqEntry) int { return cmp.Compare(a.seq, b.seq) })
@@ -619,9 +648,10 @@ func mergeOf(ctx context.Context, r replica.Reader, p part, scan *plan.IndexScan
 			if !fits {
 				// The plan's statistics (from a continuation) are out of
 				// date: read the part in order instead, which yields the
-				// same documents in the same order.
+				// lookup's documents in the same order, among the others
+				// (the filter drops those).
 				m.close()
-				return newOrderStream(r, p, from, entries), nil
+				return readInstead(r, p, from, entries), nil
 			}
 			if opened++; opened%64 == 0 {
 				if err := ctx.Err(); err != nil {
