@@ -205,12 +205,19 @@ func parsePKDefinition(pkv *fastjson.Value, current *partition.Definition) (part
 		return partition.Definition{}, invalid("partitionKey.systemKey must be a boolean")
 	}
 	if !samePaths {
-		for _, p := range pk.Paths {
+		for i, p := range pk.Paths {
 			if err := document.ValidatePKPath(p); err != nil {
 				if ie, ok := errors.AsType[*document.InvalidError](err); ok {
 					return partition.Definition{}, invalid(ie.Msg)
 				}
 				return partition.Definition{}, err
+			}
+			if slices.Contains(pk.Paths[:i], p) {
+				// A hierarchical key with one path twice, whose levels
+				// would always be equal, was accepted (a hunt). Checked
+				// for new paths only: a container made so before still
+				// takes replaces.
+				return partition.Definition{}, invalid("partitionKey: path '" + p + "' is given twice")
 			}
 		}
 	}

@@ -89,6 +89,7 @@ func TestParsePKDefinition(t *testing.T) {
 		{name: "nested wildcard", pk: `{"paths":["/a/*"]}`, msg: "path '/a/*' " + pathMsg + " '3'"},
 		{name: "empty", pk: `{"paths":[""]}`, msg: "path '' " + pathMsg + " '0'"},
 		{name: "no paths", pk: `{"paths":[]}`, msg: "no paths"},
+		{name: "a path twice", pk: `{"paths":["/a","/b","/a"],"kind":"MultiHash","version":2}`, msg: "path '/a' is given twice"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

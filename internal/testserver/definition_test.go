@@ -135,6 +135,14 @@ func TestPartitionKeyPathValidation(t *testing.T) {
 			t.Errorf("create with paths %q: %v\nwant the message %q", tt.paths, err, want)
 		}
 	}
+	// A hierarchical key naming one path twice (its levels would always
+	// be equal): 400 naming the path.
+	_, err := d.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "k", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{
+		Paths: []string{"/tenant", "/user", "/tenant"}, Kind: azcosmos.PartitionKeyKindMultiHash, Version: 2}}, nil)
+	wantStatus(t, "create with a path twice", err, http.StatusBadRequest)
+	if err == nil || !strings.Contains(err.Error(), "path '/tenant' is given twice") {
+		t.Errorf("create with a path twice: %v", err)
+	}
 	// Nothing was created, and a quoted name with special characters is fine.
 	newContainer(t, c, "db", azcosmos.ContainerProperties{ID: "k", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{`/"id ds"`}}}, nil)
 }
