@@ -20,10 +20,11 @@ import (
 //
 // An evaluation is kept under its program's key (one compiled text and
 // parameters: queryCache.keyOf; a program the cache does not keep is not
-// memoized) and the state it read: the container's
-// definition (RID, etag, the policy its index entries reflect), the
-// executor, and for each keyspace part of the scope, its spans and the
-// version of the snapshot read (replica.Snapshot.Version). A page whose
+// memoized) and the state it read: the container's definition (RID, etag,
+// the policy its index entries reflect), the executor, the plan's lookups'
+// spans (a blind program holds no filter: plan.Physical.Blind), and for
+// each keyspace part of the scope, its spans and the version of the
+// snapshot read (replica.Snapshot.Version). A page whose
 // snapshots have those versions reads exactly the documents the kept
 // evaluation read, and its run would give the same rows in the same order
 // (exec.Program.Repeatable), so reusing them changes nothing a client can
@@ -31,6 +32,10 @@ import (
 // under way, a keyspace read from another node), when documents may be
 // hidden by time (a time to live) or by a partition key delete under way
 // (docSource.hidden), nor for a result of one page.
+//
+// It also keeps the rows a sorted page read ahead (queryRun.sortedPage),
+// under the same state and the continuation of the page they follow,
+// until the next page takes them.
 //
 // The memo holds at most budget bytes of rows (and their keys), evicting
 // the least recently used evaluation; one of more than a quarter of the
