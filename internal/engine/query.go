@@ -88,6 +88,11 @@ type queryToken struct {
 	// measuring again. Forged ones can only choose another plan with the
 	// same results.
 	Stats *plan.Stats `json:"x,omitempty"`
+	// Wide: a page found a part whose keyspace holds more terms of an
+	// intersected range or prefix than a merge takes (intersectStream
+	// left it out there): the next pages plan without intersecting them
+	// (plan.Input.Wide), rather than find their terms again in every part.
+	Wide bool `json:"wr,omitempty"`
 	// Layout fingerprints the physical partitions a query evaluated whole
 	// across logical partitions read (layoutOf): it reads them one after
 	// another, each in creation order, so a split changes the order of its
@@ -503,7 +508,7 @@ func (e *Engine) prepareQuery(ctx context.Context, c *catalog.Container, ast *pa
 		// partitions).
 		Scope: plan.Scope{Logical: ps.Logical, KeyPaths: ps.KeyPaths, Key: ps.Key, Ranges: len(r.ranges), Units: len(src.units(nil)), Cross: cross, IndexCurrent: c.IndexCurrent(),
 			Hides: src.hidden != nil},
-		Stats: tok.Stats, PageSize: e.pageLimit(q.MaxItems)}
+		Stats: tok.Stats, Wide: tok.Wide, PageSize: e.pageLimit(q.MaxItems)}
 	if in.Program.Grouped {
 		// A grouped page reads its whole scope whatever its size: a
 		// lookup is weighed against a scan for all it finds (a count of
@@ -597,6 +602,9 @@ measure:
 		src.scan = pp.Lookup
 	case plan.IndexIntersect:
 		src.scan, src.also = pp.Lookup, pp.Intersect
+		// A later page opens the intersection's ranges at once: its
+		// first page found enough documents to page.
+		src.wide, src.eager = new(atomic.Bool), q.Continuation != ""
 	case plan.IndexOrdered:
 		run.ordered, run.desc = pp.Lookup, pp.Desc
 	}
@@ -747,7 +755,7 @@ func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error)
 	positions := run.prog.Positions() > 0
 	here := func(rows int, after bool) *queryToken {
 		t := &queryToken{Hash: tok.Hash, Order: tok.Order, ScopeLo: tok.ScopeLo, ScopeHi: tok.ScopeHi, Lo: bytes.Clone(lo), Hi: bytes.Clone(hi), Key: bytes.Clone(key), Rows: rows, Done: done,
-			Ordered: run.ordered != nil, ByKey: run.src.byID, Stats: tok.Stats}
+			Ordered: run.ordered != nil, ByKey: run.src.byID, Stats: tok.Stats, Wide: tok.Wide || run.src.isWide()}
 		if positions && (rows > 0 || after) {
 			t.Rows, t.At, t.AtAfter = 0, slices.Clone(at), after
 		}
@@ -932,7 +940,7 @@ func (run *queryRun) sortedPage(ctx context.Context, tok queryToken) (Page, erro
 	finished := take >= 0 && done >= skip+take
 	full := len(p.Items) == run.e.pageLimit(run.q.MaxItems)
 	if !finished && (used < len(rows) || (run.passThrough && full && run.q.MaxItems > 0)) {
-		p.Continuation = queryToken{Hash: tok.Hash, Order: tok.Order, ScopeLo: tok.ScopeLo, ScopeHi: tok.ScopeHi, Sort: after, Done: done, ByKey: run.src.byID, Stats: tok.Stats}.encode()
+		p.Continuation = queryToken{Hash: tok.Hash, Order: tok.Order, ScopeLo: tok.ScopeLo, ScopeHi: tok.ScopeHi, Sort: after, Done: done, ByKey: run.src.byID, Stats: tok.Stats, Wide: tok.Wide || run.src.isWide()}.encode()
 		if memo && used < len(rows) {
 			run.e.memo.putAhead(memoKey{prog: mk.prog, state: mk.state + "\x00" + p.Continuation}, rows[used:], all)
 		}

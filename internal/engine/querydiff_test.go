@@ -504,6 +504,8 @@ type qdResult struct {
 	err  string
 	// blind: a page ran without loading documents (plan.Physical.Blind).
 	blind bool
+	// ranged: a page intersected a range or prefix with its lookup.
+	ranged bool
 }
 
 func (r qdResult) String() string {
@@ -520,7 +522,7 @@ func qdRun(e *Engine, coll string, scope Scope, q Query) qdResult {
 // qdRunSizes is qdRun whose page i asks for sizes(i) items (nil: q.MaxItems).
 func qdRunSizes(e *Engine, coll string, scope Scope, q Query, sizes func(int) int) qdResult {
 	var out []string
-	blind := false
+	blind, ranged := false, false
 	for pages := 0; pages < 3000; pages++ {
 		if sizes != nil {
 			q.MaxItems = sizes(pages)
@@ -536,8 +538,11 @@ func qdRunSizes(e *Engine, coll string, scope Scope, q Query, sizes func(int) in
 			out = append(out, qdRow(q.Text, it))
 		}
 		blind = blind || p.Metrics.Plan.Blind
+		for _, o := range p.Metrics.Plan.Intersect {
+			ranged = ranged || o.Kind == "range" || o.Kind == "prefix"
+		}
 		if p.Continuation == "" {
-			return qdResult{rows: out, blind: blind}
+			return qdResult{rows: out, blind: blind, ranged: ranged}
 		}
 		q.Continuation = p.Continuation
 	}
@@ -967,6 +972,9 @@ func qdRunSeed(t *testing.T, seed uint64, nq, ndocs int) {
 			}
 			if res[coll].blind {
 				stats[coll+" blind"]++
+			}
+			if res[coll].ranged {
+				stats[coll+" ranged"]++
 			}
 		}
 		for _, coll := range colls[1:] {

@@ -31,6 +31,14 @@ func pageBenchN(i int) int {
 // partitions of 20 items: {"id":"i<i>","pk":"k<i%1000>","n":pageBenchN(i),"pad":…}.
 // Its keyspaces are compacted.
 func pageBenchEngine(b *testing.B, parts int) *Engine {
+	return pageBenchEngineOf(b, parts, func(i int, pk, pad string) []byte {
+		return fmt.Appendf(nil, `{"id":"i%d","pk":%q,"n":%d,"pad":%q}`, i, pk, pageBenchN(i), pad)
+	})
+}
+
+// pageBenchEngineOf is pageBenchEngine whose item i in logical partition
+// pk is body(i, pk, pad).
+func pageBenchEngineOf(b *testing.B, parts int, body func(i int, pk, pad string) []byte) *Engine {
 	// The server's default block cache (--cache-mb 256). NB: the store's
 	// own default, 64 MiB, is all reserved by Pebble for its two 32 MiB
 	// memtables once a flush happened, leaving no block cache at all.
@@ -41,7 +49,7 @@ func pageBenchEngine(b *testing.B, parts int) *Engine {
 		pk := fmt.Sprintf("k%d", k)
 		var ops []BatchOp
 		for i := k; i < pageBenchItems; i += 1000 {
-			ops = append(ops, BatchOp{Type: "Create", Body: fmt.Appendf(nil, `{"id":"i%d","pk":%q,"n":%d,"pad":%q}`, i, pk, pageBenchN(i), pad)})
+			ops = append(ops, BatchOp{Type: "Create", Body: body(i, pk, pad)})
 		}
 		resp, err := e.ExecuteBatch(ctx, "db", "q", document.PartitionKey{{Kind: document.String, String: pk}}, ops)
 		if err != nil || !resp.OK {

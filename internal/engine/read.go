@@ -10,6 +10,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/partitadb/partita/internal/catalog"
 	"github.com/partitadb/partita/internal/index"
@@ -170,7 +171,17 @@ type docSource struct {
 	// the blind program lacks) matches count.
 	blind  bool
 	filter *exec.Program
+	// wide, unless nil, is set when an intersection leaves a range or
+	// prefix out of a part for its many terms (intersectStream.loose);
+	// eager: the intersection's ranges and prefixes are opened at once
+	// (intersectLater).
+	wide  *atomic.Bool
+	eager bool
 }
+
+// isWide reports whether an intersection left a range or prefix out of a
+// part for its many terms.
+func (s docSource) isWide() bool { return s.wide != nil && s.wide.Load() }
 
 // gone reports whether doc, stored under item key key, must not be seen.
 func (s docSource) gone(key, doc []byte) bool { return s.hidden != nil && s.hidden(key, doc) }
@@ -248,6 +259,7 @@ func (s docSource) readUnit(ctx context.Context, u unit, from uint64, after []by
 		return s.readByKey(ctx, u, after, loaded, fn)
 	}
 	streams := make([]seqStream, 0, len(u.parts))
+	loose := make([]interface{ inexact() bool }, 0, len(u.parts))
 	defer func() {
 		for _, st := range streams {
 			st.close()
@@ -267,18 +279,16 @@ func (s docSource) readUnit(ctx context.Context, u unit, from uint64, after []by
 		if err != nil {
 			return false, err
 		}
+		// loose: the stream may find documents its lookups do not all
+		// hold, a part read in order instead of through its lookup
+		// (orderStream.instead) or an intersection without one of its
+		// lookups (intersectStream.inexact); asked of each head.
+		x, _ := st.(interface{ inexact() bool })
+		loose = append(loose, x)
 		if br, ok := r.(replica.BatchReader); ok && !s.blind {
 			st = &prefetchStream{src: st, r: br}
 		}
 		streams = append(streams, st)
-	}
-	// instead: stream i reads its part in order, not through the lookup
-	// (orderStream.instead).
-	instead := make([]bool, len(streams))
-	for i, st := range streams {
-		if os, ok := st.(*orderStream); ok && os.instead {
-			instead[i] = true
-		}
 	}
 	var key [8]byte
 	// last is each stream's last sequence number read: a lookup on an
@@ -310,7 +320,7 @@ func (s docSource) readUnit(ctx context.Context, u unit, from uint64, after []by
 		last[i], read[i] = h.seq, true
 		var doc []byte
 		var err error
-		blind := s.blind && !instead[i]
+		blind := s.blind && (loose[i] == nil || !loose[i].inexact())
 		if blind {
 			doc = []byte{'{', '}'} // a copy of its own: docs are owned (ownsDocs)
 		} else {
@@ -491,6 +501,8 @@ type orderStream struct {
 	instead bool
 }
 
+func (st *orderStream) inexact() bool { return st.instead }
+
 // readInstead is newOrderStream in place of a lookup (orderStream.instead).
 func readInstead(r replica.Reader, p part, from uint64, entries *int) *orderStream {
 	st := newOrderStream(r, p, from, entries)
@@ -552,7 +564,7 @@ func (s docSource) indexStream(ctx context.Context, r replica.Reader, p part, fr
 	case plan.IndexPoint, plan.IndexMerge:
 		return mergeOf(ctx, r, p, s.scan, s.access == plan.IndexPoint || s.scan.Kind == "in", from, entries)
 	case plan.IndexIntersect:
-		return newIntersectStream(ctx, r, p, append([]*plan.IndexScan{s.scan}, s.also...), from, entries)
+		return newIntersectStream(ctx, r, p, append([]*plan.IndexScan{s.scan}, s.also...), from, s.eager, s.wide, entries)
 	}
 	var hits []seqEntry
 	for _, ts := range s.scan.Spans {
@@ -603,12 +615,32 @@ func (s docSource) indexStream(ctx context.Context, r replica.Reader, p part, fr
 // them: an IN of 16,000 values held an iterator per value, found or not, and
 // ten such queries took a server to 2.3 GB (a hostile-query hunt).
 func mergeOf(ctx context.Context, r replica.Reader, p part, scan *plan.IndexScan, oneTerm bool, from uint64, entries *int) (seqStream, error) {
-	m := &mergeStream{}
+	m, fits, err := mergeTerms(ctx, r, p, scan, oneTerm, from, 0, entries)
+	if err != nil {
+		return nil, err
+	}
+	if !fits {
+		// The plan's statistics (from a continuation) are out of date:
+		// read the part in order instead, which yields the lookup's
+		// documents in the same order, among the others (the filter drops
+		// those).
+		return readInstead(r, p, from, entries), nil
+	}
+	return m, nil
+}
+
+// mergeTerms is mergeOf without its fallback: it reports fits false (and
+// no stream) when the merge would keep more than maxMergeStreams streams,
+// or, with most above zero, when scan's spans hold more than most terms
+// in the part's keyspace (found by seeking from term to term, whether the
+// part holds their entries or not).
+func mergeTerms(ctx context.Context, r replica.Reader, p part, scan *plan.IndexScan, oneTerm bool, from uint64, most int, entries *int) (m *mergeStream, fits bool, err error) {
+	m = &mergeStream{}
 	at := binary.BigEndian.AppendUint64(nil, from)
 	// add opens term's stream and keeps it if it has an entry; it reports
 	// false when the merge would need more than maxMergeStreams.
 	add := func(term, end []byte) (bool, error) {
-		st := &termStream{orderStream: orderStream{p: p, r: r, entries: entries}}
+		st := &termStream{orderStream: orderStream{p: p, r: r, entries: entries}, term: term, end: end}
 		st.it = r.NewIter(replica.Span{Lower: append(bytes.Clone(term), at...), Upper: end}, false)
 		if st.advance(); !st.ok {
 			err := st.err()
@@ -623,6 +655,44 @@ func mergeOf(ctx context.Context, r replica.Reader, p part, scan *plan.IndexScan
 		m.h = append(m.h, st)
 		return true, nil
 	}
+	if most > 0 && !oneTerm {
+		// Find the terms before opening any: a lookup of more than most is
+		// given up for the price of finding most+1.
+		var terms []replica.Span
+		for _, ts := range scan.Spans {
+			sp := indexSpan(ts.Lower, ts.Upper)
+			for lo := sp.Lower; ; {
+				t, ok, err := firstTerm(r, replica.Span{Lower: lo, Upper: sp.Upper})
+				if err != nil {
+					return nil, false, err
+				}
+				if !ok {
+					break
+				}
+				*entries++
+				if len(terms) == most {
+					return nil, false, nil
+				}
+				lo = replica.PrefixSpan(t).Upper
+				terms = append(terms, replica.Span{Lower: t, Upper: lo})
+			}
+		}
+		for i, t := range terms {
+			fits, err := add(t.Lower, t.Upper)
+			if err != nil || !fits {
+				m.close()
+				return nil, false, err
+			}
+			if i%64 == 63 {
+				if err := ctx.Err(); err != nil {
+					m.close()
+					return nil, false, err
+				}
+			}
+		}
+		heap.Init(&m.h)
+		return m, true, nil
+	}
 	opened := 0
 	for _, ts := range scan.Spans {
 		sp := indexSpan(ts.Lower, ts.Upper)
@@ -632,7 +702,7 @@ func mergeOf(ctx context.Context, r replica.Reader, p part, scan *plan.IndexScan
 				t, ok, err := firstTerm(r, replica.Span{Lower: lo, Upper: sp.Upper})
 				if err != nil {
 					m.close()
-					return nil, err
+					return nil, false, err
 				}
 				if !ok {
 					break
@@ -640,23 +710,20 @@ func mergeOf(ctx context.Context, r replica.Reader, p part, scan *plan.IndexScan
 				*entries++
 				term, end = t, replica.PrefixSpan(t).Upper
 			}
+			opened++
 			fits, err := add(term, end)
 			if err != nil {
 				m.close()
-				return nil, err
+				return nil, false, err
 			}
 			if !fits {
-				// The plan's statistics (from a continuation) are out of
-				// date: read the part in order instead, which yields the
-				// lookup's documents in the same order, among the others
-				// (the filter drops those).
 				m.close()
-				return readInstead(r, p, from, entries), nil
+				return nil, false, nil
 			}
-			if opened++; opened%64 == 0 {
+			if opened%64 == 0 {
 				if err := ctx.Err(); err != nil {
 					m.close()
-					return nil, err
+					return nil, false, err
 				}
 			}
 			if oneTerm {
@@ -669,35 +736,74 @@ func mergeOf(ctx context.Context, r replica.Reader, p part, scan *plan.IndexScan
 	if testHookMergeStreams != nil {
 		testHookMergeStreams(len(m.all))
 	}
-	return m, nil
+	return m, true, nil
 }
 
 // intersectStream streams the sequence numbers that every one of several
-// lookups (equalities and INs on different paths: plan.IndexIntersect)
-// holds in a part, in creation order: each lookup's entries are merged by
-// sequence number (mergeOf), and a lookup behind the others skips ahead to
-// the largest head, a step at a time for a few entries, then by opening
-// its merge again at that sequence number (a seek), so the work follows
-// the smallest lookup: a zig-zag join.
+// lookups (on different paths: plan.IndexIntersect) holds in a part, in
+// creation order: each lookup's entries are merged by sequence number
+// (mergeTerms), and a lookup behind the others skips ahead to the largest
+// head, a step at a time for a few entries, then by seeking each of its
+// terms' streams to that sequence number, so the work follows the
+// smallest lookup: a zig-zag join.
+//
+// The first lookup is an equality or an IN, whose spans are one term
+// each, as are the other equalities' and INs'. A range or a prefix is
+// opened once the others have found a few documents (intersectLater): its
+// entries gathered and sorted where the part's keyspace holds at most
+// intersectGather of them, else its terms found by seeking from one to the
+// next and merged; where the keyspace holds more than plan.MaxMergeTerms
+// of them, the lookup is left out of the intersection (loose), and the query's next pages plan without it
+// (docSource.wide, queryToken.Wide). A later page of the query opens them
+// at once (eager). Until they are open, and without one, the stream finds
+// a superset of the documents: a filtered query drops the others, and a
+// blind one must load them (inexact).
 type intersectStream struct {
 	ctx     context.Context
 	r       replica.Reader
 	p       part
-	scans   []*plan.IndexScan
 	entries *int
 	subs    []seqStream
 	ok      bool
 	failed  error
+	// pending are the ranges and prefixes not opened yet (intersectLater),
+	// found counts the documents the stream has found.
+	pending []*plan.IndexScan
+	found   int
+	loose   bool
+	wide    *atomic.Bool // told of a range or prefix left out, unless nil
 }
 
 // intersectSteps is how many entries a lookup behind the others steps
 // through before it seeks instead.
 const intersectSteps = 8
 
-func newIntersectStream(ctx context.Context, r replica.Reader, p part, scans []*plan.IndexScan, from uint64, entries *int) (seqStream, error) {
-	st := &intersectStream{ctx: ctx, r: r, p: p, scans: scans, entries: entries, subs: make([]seqStream, len(scans))}
-	for i := range scans {
-		if err := st.open(i, from); err != nil {
+func newIntersectStream(ctx context.Context, r replica.Reader, p part, scans []*plan.IndexScan, from uint64, eager bool, wide *atomic.Bool, entries *int) (seqStream, error) {
+	st := &intersectStream{ctx: ctx, r: r, p: p, entries: entries, wide: wide}
+	for _, scan := range scans {
+		if scan.Kind == "range" || scan.Kind == "prefix" {
+			st.pending = append(st.pending, scan)
+			continue
+		}
+		sub, fits, err := mergeTerms(ctx, r, p, scan, true, from, 0, entries)
+		if err != nil {
+			st.close()
+			return nil, err
+		}
+		if !fits {
+			st.loose = true
+			continue
+		}
+		st.subs = append(st.subs, sub)
+	}
+	if len(st.subs) == 0 {
+		// Only an IN of more values than maxMergeStreams could get here
+		// (plan.intersecting takes at most MaxMergeTerms): read the part
+		// in order, as mergeOf does.
+		st.subs = []seqStream{readInstead(r, p, from, entries)}
+	}
+	if eager && len(st.pending) > 0 {
+		if err := st.openPending(from); err != nil {
 			st.close()
 			return nil, err
 		}
@@ -706,18 +812,107 @@ func newIntersectStream(ctx context.Context, r replica.Reader, p part, scans []*
 	return st, st.failed
 }
 
-// open (re)opens lookup i's merge at sequence number from.
-func (st *intersectStream) open(i int, from uint64) error {
-	if st.subs[i] != nil {
-		st.subs[i].close()
+// intersectGather is the most index entries of a range or prefix that an
+// intersection gathers and sorts in a part (one iterator) rather than
+// merging its terms (an iterator per term).
+const intersectGather = 256
+
+// gatherAtMost returns the part's entries of scan's spans from sequence
+// number from on, sorted by sequence number, when its keyspace holds at
+// most most of them (ok); it reads at most most+1.
+func gatherAtMost(ctx context.Context, r replica.Reader, p part, scan *plan.IndexScan, from uint64, most int, entries *int) (hits []seqEntry, ok bool, err error) {
+	n := 0
+	var failed error
+	for _, ts := range scan.Spans {
+		err := replica.Scan(ctx, r, indexSpan(ts.Lower, ts.Upper), func(k, itemKey []byte) bool {
+			*entries++
+			if n++; n > most {
+				return false
+			}
+			seq, err := entrySeq(k)
+			if err != nil {
+				failed = err
+				return false
+			}
+			if seq >= from && p.holds(itemKey) {
+				hits = append(hits, seqEntry{seq: seq, itemKey: bytes.Clone(itemKey), r: r})
+			}
+			return true
+		})
+		if err == nil {
+			err = failed
+		}
+		if err != nil || n > most {
+			return nil, false, err
+		}
 	}
-	sub, err := mergeOf(st.ctx, st.r, st.p, st.scans[i], true, from, st.entries)
-	if err != nil {
-		st.subs[i] = nil
-		return err
+	slices.SortFunc(hits, func(a, b seqEntry) int { return cmp.Compare(a.seq, b.seq) })
+	return hits, true, nil
+}
+
+// intersectLater is how many documents the equalities and INs of an
+// intersection find in a part before its ranges and prefixes are opened:
+// finding their terms takes a seek each, up to plan.MaxMergeTerms of them,
+// more than loading a few documents costs (WHERE c.id = @id AND c.n > 1
+// finds one).
+const intersectLater = 8
+
+// openPending opens the ranges and prefixes of the intersection at
+// sequence number from, each a merge of its terms, or none where the
+// part's keyspace holds more than plan.MaxMergeTerms of them (loose).
+func (st *intersectStream) openPending(from uint64) error {
+	for _, scan := range st.pending {
+		if hits, ok, err := gatherAtMost(st.ctx, st.r, st.p, scan, from, intersectGather, st.entries); err != nil {
+			return err
+		} else if ok {
+			st.subs = append(st.subs, &sliceStream{hits: hits})
+			continue
+		}
+		sub, fits, err := mergeTerms(st.ctx, st.r, st.p, scan, false, from, plan.MaxMergeTerms, st.entries)
+		if err != nil {
+			return err
+		}
+		if !fits {
+			st.loose = true
+			if st.wide != nil {
+				st.wide.Store(true)
+			}
+			continue
+		}
+		st.subs = append(st.subs, sub)
 	}
-	st.subs[i] = sub
+	st.pending = nil
 	return nil
+}
+
+// inexact reports whether the stream's head may be a document that its
+// lookups do not all hold: a lookup not opened yet (pending) or left out
+// (loose), or the part read in order instead.
+func (st *intersectStream) inexact() bool {
+	if st.loose || len(st.pending) > 0 {
+		return true
+	}
+	o, ok := st.subs[0].(*orderStream)
+	return ok && o.instead
+}
+
+// seek moves lookup i's merge to its first entry at or after sequence
+// number from.
+func (st *intersectStream) seek(i int, from uint64) error {
+	switch sub := st.subs[i].(type) {
+	case *mergeStream:
+		sub.seek(from)
+		return sub.err()
+	case *sliceStream:
+		n, _ := slices.BinarySearchFunc(sub.hits, from, func(e seqEntry, seq uint64) int { return cmp.Compare(e.seq, seq) })
+		sub.hits = sub.hits[n:]
+		return nil
+	}
+	// An order read in place of the lookup (mergeTerms did not fit):
+	// opened again at from.
+	st.subs[i].close()
+	st.subs[i] = readInstead(st.r, st.p, from, st.entries)
+	return st.subs[i].err()
 }
 
 // settle moves the lookups forward until they all stand at one sequence
@@ -741,7 +936,7 @@ func (st *intersectStream) settle() {
 				steps++
 			}
 			if sub.valid() && sub.head().seq < target {
-				if err := st.open(i, target); err != nil {
+				if err := st.seek(i, target); err != nil {
 					st.failed = err
 					return
 				}
@@ -766,7 +961,14 @@ func (st *intersectStream) settle() {
 func (st *intersectStream) valid() bool    { return st.ok }
 func (st *intersectStream) head() seqEntry { return st.subs[0].head() }
 func (st *intersectStream) advance() {
+	at := st.subs[0].head().seq
 	st.subs[0].advance()
+	if st.found++; len(st.pending) > 0 && st.found >= intersectLater {
+		if err := st.openPending(at + 1); err != nil {
+			st.ok, st.failed = false, err
+			return
+		}
+	}
 	st.settle()
 }
 func (st *intersectStream) err() error {
@@ -815,8 +1017,20 @@ func firstTerm(r replica.Reader, span replica.Span) (term []byte, ok bool, err e
 	return bytes.Clone(k[:len(k)-8]), true, nil
 }
 
-// termStream is one term's entries held by a part, in sequence order.
-type termStream struct{ orderStream }
+// termStream is one term's entries held by a part, in sequence order:
+// the index keys of span term … end.
+type termStream struct {
+	orderStream
+	term, end []byte
+}
+
+// seek opens the stream again at its first entry at or after sequence
+// number from.
+func (st *termStream) seek(from uint64) {
+	_ = st.it.Close()
+	st.it = st.r.NewIter(replica.Span{Lower: binary.BigEndian.AppendUint64(bytes.Clone(st.term), from), Upper: st.end}, false)
+	st.advance()
+}
 
 func (st *termStream) advance() {
 	st.ok = false
@@ -864,6 +1078,19 @@ func (m *mergeStream) advance() {
 		heap.Fix(&m.h, 0)
 	} else {
 		heap.Pop(&m.h)
+	}
+}
+
+// seek moves the merge to its first entry at or after sequence number
+// from: each term's stream behind it seeks there.
+func (m *mergeStream) seek(from uint64) {
+	for len(m.h) > 0 && m.h[0].cur.seq < from {
+		top := m.h[0]
+		if top.seek(from); top.ok {
+			heap.Fix(&m.h, 0)
+		} else {
+			heap.Pop(&m.h)
+		}
 	}
 }
 
@@ -997,7 +1224,7 @@ func (s docSource) measureIntersect(ctx context.Context, lookup *plan.IndexScan,
 			return plan.Stats{}, err
 		}
 		limit, n := plan.GatherLimit(items, page), 0
-		is, err := newIntersectStream(ctx, r, part{ks: ks, spans: parts[ks]}, scans, 0, entries)
+		is, err := newIntersectStream(ctx, r, part{ks: ks, spans: parts[ks]}, scans, 0, false, nil, entries)
 		if err != nil {
 			return plan.Stats{}, err
 		}

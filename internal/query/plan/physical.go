@@ -39,8 +39,8 @@ const (
 	// IndexOrdered reads a path's index entries in term order, serving a
 	// single-key ORDER BY (backwards for DESC).
 	IndexOrdered
-	// IndexIntersect streams the entries of several equality or IN
-	// lookups on different paths (Lookup and Intersect), each in creation
+	// IndexIntersect streams the entries of several lookups on different
+	// paths (Lookup, an equality or IN, and Intersect), each in creation
 	// order, and keeps the sequence numbers all of them hold: each stream
 	// skips ahead to the others' (a zig-zag join), so the cost follows
 	// the smallest lookup, not the first written.
@@ -232,6 +232,10 @@ type Input struct {
 	// chose: its later pages read so too, without weighing it again
 	// against a lookup (Physical.Weigh).
 	Ordered bool
+	// Wide: an earlier page found a keyspace holding more terms of an
+	// intersected range or prefix than a merge takes (the engine left it
+	// out there), so ranges and prefixes are not intersected.
+	Wide bool
 	// PageSize is the most rows a page holds (x-ms-max-item-count, or
 	// the default; a large number when unbounded).
 	PageSize int
@@ -276,7 +280,7 @@ type Physical struct {
 	// Input.Covered.
 	Cover *IndexScan
 	// Intersect are the lookups an index-intersect access intersects
-	// with Lookup: equalities and INs on other paths.
+	// with Lookup: equalities, INs, ranges and prefixes on other paths.
 	Intersect []*IndexScan
 	// Weigh, when not nil, is a lookup on another path than the ORDER BY's
 	// that the query could read instead of the ORDER BY's index order
@@ -390,7 +394,7 @@ func Choose(in Input) Physical {
 		if p.Access == OrderScan {
 			p.Lookup = nil // rejected: Why names it
 		}
-		if others := intersecting(scan, narrowing(hits, in.Scope), in.Policy); len(others) > 0 && (p.Access == IndexPoint || p.Access == IndexMerge) {
+		if others := intersecting(scan, narrowing(hits, in.Scope), in.Policy, in.Wide); len(others) > 0 && (p.Access == IndexPoint || p.Access == IndexMerge) {
 			preds := make([]string, len(others))
 			for i, o := range others {
 				preds[i] = o.Pred
@@ -600,15 +604,23 @@ const maxIntersect = 3
 
 // intersecting returns the lookups of hits that an index-intersect access
 // can intersect with scan (an equality or IN read by merging its terms):
-// equalities and INs of at most MaxMergeTerms values on other indexed
-// paths, one per path, equalities first, at most maxIntersect. Any
-// document the filter matches has an entry in each.
-func intersecting(scan *IndexScan, hits []*IndexScan, pol *index.Policy) []*IndexScan {
+// equalities and INs of at most MaxMergeTerms values, then ranges and
+// prefixes, on other indexed paths, one per path, at most maxIntersect.
+// Any document the filter matches has an entry in each. A range's or a
+// prefix's terms are unknown here: the engine merges them where a
+// keyspace holds at most MaxMergeTerms, and leaves the lookup out of the
+// intersection where it holds more (engine.intersectStream); wide (Input.
+// Wide) leaves them all out.
+func intersecting(scan *IndexScan, hits []*IndexScan, pol *index.Policy, wide bool) []*IndexScan {
 	if scan.Kind != "equality" && scan.Kind != "contains" && scan.Kind != "in" || needsStats(scan) {
 		return nil
 	}
+	kinds := []string{"equality", "contains", "in", "range", "prefix"}
+	if wide {
+		kinds = kinds[:3]
+	}
 	var out []*IndexScan
-	for _, kind := range []string{"equality", "contains", "in"} {
+	for _, kind := range kinds {
 		for _, h := range hits {
 			if h == nil || h == scan || h.Kind != kind || len(h.Spans) > MaxMergeTerms || !pol.Indexed(h.Path) ||
 				slices.Equal(h.Path, scan.Path) || slices.ContainsFunc(out, func(o *IndexScan) bool { return slices.Equal(o.Path, h.Path) }) {
