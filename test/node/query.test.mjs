@@ -310,6 +310,10 @@ describe("cross-partition queries through the query plan", () => {
       { query: "SELECT VALUE COUNT(1) FROM c WHERE c.cat = @c", parameters: [{ name: "@c", value: "c" }] },
       [count((x) => x.cat === "c")],
     );
+    // An equality intersected with a range on another path.
+    await expectExact("SELECT VALUE COUNT(1) FROM c WHERE c.cat = 'a' AND c.n BETWEEN 10 AND 40", [
+      count((x) => x.cat === "a" && x.n >= 10 && x.n <= 40),
+    ]);
   });
 
   it("aggregates without VALUE", async () => {
@@ -484,6 +488,16 @@ describe("cross-partition queries through the query plan", () => {
       assert.deepEqual(
         sortedJSON(grouped.results),
         sortedJSON(["a", "b", "c", "d"].map((cat) => ({ cat, cnt: items.filter((x) => x.cat === cat).length }))),
+      );
+
+      // An equality intersected with a range on another path, resumed.
+      const intersected = await paged("SELECT VALUE c.id FROM c WHERE c.cat = 'b' AND c.n > 20", 2, mode);
+      assert.deepEqual(
+        [...intersected.results].sort(),
+        items
+          .filter((x) => x.cat === "b" && x.n > 20)
+          .map((x) => x.id)
+          .sort(),
       );
 
       const distinct = await paged("SELECT DISTINCT VALUE c.nested.tag FROM c", 2, mode);
