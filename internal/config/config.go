@@ -198,6 +198,11 @@ type Engine struct {
 	// PartitionMaxRU is the most RU/s one physical partition serves;
 	// raising throughput past partitions × this splits. Default 10,000.
 	PartitionMaxRU int
+	// QueryMemoMB bounds, in MiB, the rows of queries evaluated whole
+	// (DISTINCT, GROUP BY, aggregates) and of sorted pages read ahead
+	// that the engine keeps for their next pages. Default 64; 0 keeps
+	// none.
+	QueryMemoMB int
 }
 
 // Logging configures logs.
@@ -215,7 +220,7 @@ func Default() Config {
 		Store:   Store{Dir: "./partita-data", Durability: "sync", CacheMB: 256, MinFreeBytes: 128 << 20, BallastBytes: 128 << 20},
 		Auth:    Auth{Key: EmulatorKey, MaxClockSkew: 15 * time.Minute, AADReadWriteRoles: []string{"Partita.ReadWrite"}, AADReadOnlyRoles: []string{"Partita.ReadOnly"}},
 		API:     API{Consistency: "Session"},
-		Engine:  Engine{GatewayQuery: "gateway", RateLimit: "auto", LogicalPartitionMaxBytes: 20 << 30, PartitionMaxBytes: 50 << 30, PartitionMaxRU: 10000},
+		Engine:  Engine{GatewayQuery: "gateway", RateLimit: "auto", LogicalPartitionMaxBytes: 20 << 30, PartitionMaxBytes: 50 << 30, PartitionMaxRU: 10000, QueryMemoMB: 64},
 		Logging: Logging{Level: "info", Format: "text"},
 		Cluster: Cluster{Replicas: 3, RaftLogKeep: 4096, SnapshotRateMB: 32},
 	}
@@ -338,6 +343,9 @@ func (c Config) Validate() error {
 		if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad("advertise-endpoint %q is not an http(s) URL", e)
 		}
+	}
+	if c.Engine.QueryMemoMB < 0 {
+		bad("query-memo-mb %d: want 0 (keep none) or more", c.Engine.QueryMemoMB)
 	}
 	if c.Engine.PartitionMaxRU < 400 {
 		bad("partition-max-ru %d: want at least 400", c.Engine.PartitionMaxRU)

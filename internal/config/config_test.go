@@ -23,11 +23,12 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	c.Store.MinFreeBytes = -1
 	c.Store.BallastBytes = -1
 	c.Server.ShutdownTimeout = -5 * time.Second
+	c.Engine.QueryMemoMB = -1
 	err := c.Validate()
 	if err == nil {
 		t.Fatal("Validate() of a bad config = nil")
 	}
-	for _, want := range []string{"addr", "durability", "key", "consistency", "metrics-addr", "aad-issuer", "aad-audience", "min-free-bytes", "ballast-bytes", "shutdown-timeout"} {
+	for _, want := range []string{"addr", "durability", "key", "consistency", "metrics-addr", "aad-issuer", "aad-audience", "min-free-bytes", "ballast-bytes", "shutdown-timeout", "query-memo-mb"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %q, does not mention %s", err, want)
 		}

@@ -189,7 +189,7 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 	eng, err := engine.New(ctx, host, meta, engine.Config{Replicated: s.node != nil, Budgets: budgets, GatewayQueryFull: cfg.Engine.GatewayQuery == "full", LenientIDs: compat, RateLimit: cfg.RateLimited(),
 		LogicalPartitionMaxBytes: cfg.Engine.LogicalPartitionMaxBytes, PartitionMaxBytes: cfg.Engine.PartitionMaxBytes,
 		PartitionMaxRU: cfg.Engine.PartitionMaxRU, AdaptiveCapacity: cfg.Engine.AdaptiveCapacity, LoadSplits: cfg.Engine.LoadSplits,
-		BurstCapacity: cfg.Engine.BurstCapacity}, now, log)
+		BurstCapacity: cfg.Engine.BurstCapacity, QueryMemoBytes: queryMemoBytes(cfg.Engine.QueryMemoMB)}, now, log)
 	if err != nil {
 		s.closeNode()
 		_ = st.Close()
@@ -755,4 +755,13 @@ func (s *Server) Close() error {
 		return err
 	}
 	return errors.Join(err, s.st.Close())
+}
+
+// queryMemoBytes is engine.Config.QueryMemoBytes for --query-memo-mb mb:
+// 0 keeps none (the engine's negative budget).
+func queryMemoBytes(mb int) int {
+	if mb == 0 {
+		return -1
+	}
+	return mb << 20
 }
