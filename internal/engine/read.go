@@ -753,11 +753,12 @@ func mergeTerms(ctx context.Context, r replica.Reader, p part, scan *plan.IndexS
 // entries gathered and sorted where the part's keyspace holds at most
 // intersectGather of them, else its terms found by seeking from one to the
 // next and merged; where the keyspace holds more than plan.MaxMergeTerms
-// of them, the lookup is left out of the intersection (loose), and the query's next pages plan without it
-// (docSource.wide, queryToken.Wide). A later page of the query opens them
-// at once (eager). Until they are open, and without one, the stream finds
-// a superset of the documents: a filtered query drops the others, and a
-// blind one must load them (inexact).
+// of them, the lookup is left out of the intersection (loose), and the
+// query's next pages plan without it (docSource.wide, queryToken.Wide). A
+// later page of the query opens them at once (eager). Until they are open,
+// and without one, the stream finds a superset of the documents: a
+// filtered query drops the others, and a blind one must load them
+// (inexact).
 type intersectStream struct {
 	ctx     context.Context
 	r       replica.Reader
@@ -858,8 +859,9 @@ func gatherAtMost(ctx context.Context, r replica.Reader, p part, scan *plan.Inde
 const intersectLater = 8
 
 // openPending opens the ranges and prefixes of the intersection at
-// sequence number from, each a merge of its terms, or none where the
-// part's keyspace holds more than plan.MaxMergeTerms of them (loose).
+// sequence number from: each one's entries gathered (at most
+// intersectGather), else a merge of its terms (at most plan.MaxMergeTerms),
+// else none (loose).
 func (st *intersectStream) openPending(from uint64) error {
 	for _, scan := range st.pending {
 		if hits, ok, err := gatherAtMost(st.ctx, st.r, st.p, scan, from, intersectGather, st.entries); err != nil {
