@@ -738,7 +738,7 @@ func (h *Host) Process() error {
 		if rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot) {
 			md := rd.Snapshot.GetMetadata()
 			g.ls.trunc = bounds{index: md.GetIndex(), term: md.GetTerm(), conf: md.GetConfState()}
-			g.ls.terms = nil // the log starts after the snapshot
+			g.ls.reset() // the log starts after the snapshot
 			a, err := snapshotApplied(rd.Snapshot.GetData())
 			if err != nil {
 				h.mu.Unlock()

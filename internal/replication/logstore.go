@@ -83,9 +83,9 @@ func decodeBounds(v []byte) (bounds, error) {
 // raft.Storage of its RawNode. Raft calls it under the host's mutex, from
 // whichever goroutine steps, proposes or processes; only the driver's
 // goroutine changes its fields, under that mutex once the store holds
-// what they describe. It keeps the log's bounds in memory, and the terms of
-// the entries it appended since it was loaded (terms); it reads entries
-// from the store.
+// what they describe. It keeps the log's bounds in memory, the terms of
+// the entries it appended since it was loaded (terms), and the most recent
+// of those entries (cache); it reads the others from the store.
 type logStore struct {
 	st    *store.Store
 	group uint64
@@ -98,6 +98,16 @@ type logStore struct {
 	// twentieth of a leader's CPU. Entries before the suffix (appended
 	// before the store was loaded) are read from the store.
 	terms []termRun
+	// cache holds the entries of a suffix of the log, consecutive, with
+	// their sizes (cacheSizes) and at most entryCacheBytes of them in all
+	// (cacheBytes): the entries it appended, durable in the store. Raft
+	// reads every committed entry back to apply it, and the leader the
+	// entries of every append it sends once they are durable; reading and
+	// decoding them from the store was up to a fourteenth of a member's
+	// CPU (docs/cluster.md).
+	cache      []*pb.Entry
+	cacheSizes []uint64
+	cacheBytes uint64
 	// snapshot returns the group's current snapshot (its applied keyspace
 	// state); set by the host.
 	snapshot func() (*pb.Snapshot, error)
@@ -139,6 +149,11 @@ func (ls *logStore) InitialState() (*pb.HardState, *pb.ConfState, error) {
 	return proto.Clone(ls.hard).(*pb.HardState), proto.Clone(ls.trunc.conf).(*pb.ConfState), nil
 }
 
+// entryCacheBytes bounds the entries a group's log keeps in memory
+// (logStore.cache): enough for the entries between their append and their
+// apply, and for a follower a little behind.
+const entryCacheBytes = 256 << 10
+
 // Entries returns the entries in [lo, hi), at most maxSize bytes of them
 // but at least one.
 func (ls *logStore) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
@@ -147,6 +162,19 @@ func (ls *logStore) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
 	}
 	if hi > ls.last+1 {
 		return nil, raft.ErrUnavailable
+	}
+	if n := len(ls.cache); n > 0 && lo >= ls.cache[0].GetIndex() && hi <= ls.cache[n-1].GetIndex()+1 {
+		// A fresh slice: Raft may append to what it is given.
+		k := lo - ls.cache[0].GetIndex()
+		out := make([]*pb.Entry, 0, hi-lo)
+		var size uint64
+		for _, e := range ls.cache[k : k+hi-lo] {
+			if size += ls.cacheSizes[e.GetIndex()-ls.cache[0].GetIndex()]; len(out) > 0 && size > maxSize {
+				break
+			}
+			out = append(out, e)
+		}
+		return out, nil
 	}
 	var (
 		out    []*pb.Entry
@@ -261,7 +289,7 @@ func (ls *logStore) appendFrom(b *store.Batch, last uint64, ents []*pb.Entry) (n
 
 // appended records the terms of ents, which the store now holds from the
 // first one's index on, replacing any later entries (appendFrom's batch,
-// committed).
+// committed), and keeps them in the cache.
 func (ls *logStore) appended(ents []*pb.Entry) {
 	if len(ents) == 0 {
 		return
@@ -274,6 +302,49 @@ func (ls *logStore) appended(ents []*pb.Entry) {
 			ls.terms = append(ls.terms, termRun{from: e.GetIndex(), term: e.GetTerm()})
 		}
 	}
+	if n := len(ls.cache); n > 0 && first >= ls.cache[0].GetIndex() && first <= ls.cache[n-1].GetIndex()+1 {
+		ls.dropCached(int(first - ls.cache[0].GetIndex())) // a conflicting suffix, replaced
+	} else {
+		ls.dropCached(0) // not adjacent to what it holds
+	}
+	for _, e := range ents {
+		size := uint64(proto.Size(e))
+		ls.cache, ls.cacheSizes, ls.cacheBytes = append(ls.cache, e), append(ls.cacheSizes, size), ls.cacheBytes+size
+	}
+	k := 0
+	for k < len(ls.cache) && ls.cacheBytes > entryCacheBytes {
+		ls.cacheBytes -= ls.cacheSizes[k]
+		k++
+	}
+	ls.forgetCached(k)
+}
+
+// dropCached forgets the cached entries from position k on.
+func (ls *logStore) dropCached(k int) {
+	for _, s := range ls.cacheSizes[k:] {
+		ls.cacheBytes -= s
+	}
+	clear(ls.cache[k:]) // the entries themselves are garbage
+	ls.cache, ls.cacheSizes = ls.cache[:k], ls.cacheSizes[:k]
+}
+
+// forgetCached forgets the first k cached entries, whose bytes the caller
+// has taken out of cacheBytes.
+func (ls *logStore) forgetCached(k int) {
+	if k == 0 {
+		return
+	}
+	clear(ls.cache[:k])
+	ls.cache, ls.cacheSizes = ls.cache[k:], ls.cacheSizes[k:]
+	if len(ls.cache) == 0 {
+		ls.cache, ls.cacheSizes = nil, nil // let the arrays go
+	}
+}
+
+// reset forgets every entry it remembers (the log starts after a snapshot).
+func (ls *logStore) reset() {
+	ls.terms = nil
+	ls.dropCached(0)
 }
 
 // truncated forgets the runs of entries at or before index, which the log
@@ -285,6 +356,12 @@ func (ls *logStore) truncated(index uint64) {
 		k++
 	}
 	ls.terms = slices.Delete(ls.terms, 0, k)
+	k = 0
+	for k < len(ls.cache) && ls.cache[k].GetIndex() <= index {
+		ls.cacheBytes -= ls.cacheSizes[k]
+		k++
+	}
+	ls.forgetCached(k)
 }
 
 // setHard adds hard state h to b.

@@ -14,10 +14,11 @@ import (
 	"github.com/partitadb/partita/internal/store"
 )
 
-// TestLogTerms checks the terms a log keeps in memory against its entries
-// in the store, through random appends (overwriting suffixes, as a
-// follower's conflicting log is), truncations and reloads: Term must answer
-// from the store's entries whatever it remembers.
+// TestLogTerms checks the terms and the entries a log keeps in memory
+// against its entries in the store, through random appends (overwriting
+// suffixes, as a follower's conflicting log is), truncations, snapshots
+// and reloads: Term and Entries must answer from the store's entries
+// whatever it remembers.
 func TestLogTerms(t *testing.T) {
 	st, err := store.Open(store.Options{Dir: "data", FS: vfs.NewMem()})
 	if err != nil {
@@ -50,6 +51,7 @@ func TestLogTerms(t *testing.T) {
 		}
 		return e.GetTerm()
 	}
+	cached := 0 // steps after which the cache held entries
 	for step := range 3000 {
 		switch op := rng.IntN(10); {
 		case op < 7: // append, maybe from an index the log holds already
@@ -65,7 +67,13 @@ func TestLogTerms(t *testing.T) {
 				if rng.IntN(6) == 0 {
 					term++
 				}
-				ents = append(ents, &pb.Entry{Index: new(first + i), Term: new(term)})
+				// Data tells entries of one index and term apart, and
+				// makes some large enough to pass the cache's bound.
+				data := make([]byte, rng.IntN(3)*rng.IntN(40<<10))
+				for k := range data {
+					data[k] = byte(rng.Uint32())
+				}
+				ents = append(ents, &pb.Entry{Index: new(first + i), Term: new(term), Data: data})
 			}
 			b := st.NewBatch()
 			last, err := ls.appendFrom(b, ls.last, ents)
@@ -77,6 +85,18 @@ func TestLogTerms(t *testing.T) {
 			}
 			ls.last = last
 			ls.appended(ents)
+		case op == 9 && rng.IntN(4) == 0: // a snapshot past the log: it starts over after it
+			tb := bounds{index: ls.last + uint64(rng.IntN(3)), term: term, conf: ls.trunc.conf}
+			b := st.NewBatch()
+			b.DeleteSpan(entrySpan(group, ls.trunc.index+1, ls.last+1))
+			if err := ls.setBounds(b, tb); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			ls.trunc, ls.last = tb, tb.index
+			ls.reset()
 		case op < 9: // truncate a prefix
 			if ls.last <= ls.trunc.index+1 {
 				continue
@@ -111,6 +131,40 @@ func TestLogTerms(t *testing.T) {
 				t.Fatalf("step %d: Term(%d) = %d, the store holds %d (runs %v)", step, i, got, want, ls.terms)
 			}
 		}
+		fresh, ok, err := loadLog(st, group) // remembers nothing: reads the store
+		if err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		for range 4 {
+			if ls.last == ls.trunc.index {
+				break
+			}
+			lo := ls.trunc.index + 1 + uint64(rng.IntN(int(ls.last-ls.trunc.index)))
+			hi := lo + 1 + uint64(rng.IntN(int(ls.last-lo+1)))
+			maxSize := []uint64{0, 1 << 10, 64 << 10, 1 << 62}[rng.IntN(4)]
+			got, err := ls.Entries(lo, hi, maxSize)
+			if err != nil {
+				t.Fatalf("step %d: Entries(%d, %d, %d): %v", step, lo, hi, maxSize, err)
+			}
+			want, err := fresh.Entries(lo, hi, maxSize)
+			if err != nil {
+				t.Fatalf("step %d: Entries(%d, %d, %d) from the store: %v", step, lo, hi, maxSize, err)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("step %d: Entries(%d, %d, %d): %d entries, the store's %d", step, lo, hi, maxSize, len(got), len(want))
+			}
+			for k := range got {
+				if !proto.Equal(got[k], want[k]) {
+					t.Fatalf("step %d: Entries(%d, %d, %d)[%d]: index %d term %d, the store's index %d term %d", step, lo, hi, maxSize, k, got[k].GetIndex(), got[k].GetTerm(), want[k].GetIndex(), want[k].GetTerm())
+				}
+			}
+		}
+		if ls.cacheBytes > entryCacheBytes {
+			t.Fatalf("step %d: %d bytes of entries cached", step, ls.cacheBytes)
+		}
+		if len(ls.cache) > 0 {
+			cached++
+		}
 		runs := 0 // the log's runs of entries of one term
 		for i := ls.trunc.index + 1; i <= ls.last; i++ {
 			if i == ls.trunc.index+1 || stored(i) != stored(i-1) {
@@ -120,6 +174,9 @@ func TestLogTerms(t *testing.T) {
 		if len(ls.terms) > runs+1 { // one run may end before the log's first entry
 			t.Fatalf("step %d: %d runs remembered for a log of %d: %v", step, len(ls.terms), runs, ls.terms)
 		}
+	}
+	if cached < 1000 {
+		t.Errorf("the cache held entries after %d steps of 3000", cached)
 	}
 }
 
