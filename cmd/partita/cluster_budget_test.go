@@ -24,6 +24,7 @@ import (
 // three keyspaces, whose leaders may be three nodes). A counted bound on
 // what was served, not a speed: a slower machine only serves less.
 func TestClusterSharedBudget(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts three servers")
 	}

@@ -19,7 +19,10 @@ import (
 // (the request was never sent), so it waits for the new leader rather
 // than answering 503, which azcosmos does not retry on a one-region
 // account.
-func TestClusterLeaderDeath(t *testing.T) { leaderLoss(t, false) }
+func TestClusterLeaderDeath(t *testing.T) {
+	t.Parallel()
+	leaderLoss(t, false)
+}
 
 // TestClusterLeaderPause: the same with the leader paused (SIGSTOP) rather
 // than killed: its connections stay open and it answers nothing, so a write
@@ -28,7 +31,10 @@ func TestClusterLeaderDeath(t *testing.T) { leaderLoss(t, false) }
 // and the writes after it succeed. Before, a write forwarded to the paused
 // leader hung for the whole pause (found by a bug hunt: 26 s, or until the
 // client gave up).
-func TestClusterLeaderPause(t *testing.T) { leaderLoss(t, true) }
+func TestClusterLeaderPause(t *testing.T) {
+	t.Parallel()
+	leaderLoss(t, true)
+}
 
 // leaderLoss stops the leader of a container's partition (SIGKILL, or
 // SIGSTOP when pause) and writes through a survivor.
@@ -133,6 +139,7 @@ func soleLeader(t *testing.T, bin string, nodes []*clusterNode) *clusterNode {
 // Before, SIGTERM cost writers what kill -9 does (a bug hunt: 2 to 8 writes
 // answered 408 at every stop, 1 to 2 s each).
 func TestClusterLeaderStop(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts three servers")
 	}

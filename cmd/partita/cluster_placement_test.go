@@ -22,6 +22,7 @@ import (
 // the killed node, restarted, serves them all; replicas are identical;
 // and partita check finds each stopped member's directory sound.
 func TestClusterPlacement(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts four servers")
 	}

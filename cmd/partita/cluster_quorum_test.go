@@ -30,6 +30,7 @@ const quorumBound = 60 * time.Second
 // 408 instead: see below). Once one node is back, a majority again, writes
 // and reads work.
 func TestClusterQuorumLoss(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts three servers")
 	}
@@ -205,6 +206,7 @@ func errSummary(err error) string {
 // with --cluster-start-timeout a member gives up after that long, saying
 // why. Once a second member is back, both serve what was written before.
 func TestClusterRestartAlone(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts three servers")
 	}
@@ -323,6 +325,7 @@ func awaitStarting(t *testing.T, n *clusterNode, pk azcosmos.PartitionKey) *azco
 // majority of the 3 members up)" while two of three were up; the cause was
 // in its log alone, among hundreds of lines).
 func TestClusterWrongSecret(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts three servers")
 	}
@@ -334,7 +337,7 @@ func TestClusterWrongSecret(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "serve", "--addr", nodes[2].addr, "--data", nodes[2].data, "--rate-limit=off",
-		"--cluster-addr", nodes[2].clusterAddr, "--join", join, "--cluster-start-timeout", "25s")
+		"--cluster-addr", nodes[2].clusterAddr, "--join", join, "--cluster-start-timeout", "10s")
 	cmd.Env = append(os.Environ(), "PARTITA_CLUSTER_SECRET=another-cluster-secret-0123456789")
 	out, err := cmd.CombinedOutput()
 	last := lastLines(string(out), 3)

@@ -31,6 +31,7 @@ import (
 // the nodes, the request units are the same total, and every keyspace has
 // exactly one leader.
 func TestClusterReports(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts three servers")
 	}

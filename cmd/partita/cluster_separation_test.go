@@ -27,6 +27,7 @@ import (
 // the items present; the change feed, read through one node from the
 // beginning, delivers each item once; and the replicas are identical.
 func TestClusterSeparation(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts three servers")
 	}

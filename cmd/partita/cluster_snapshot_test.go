@@ -15,6 +15,7 @@ import (
 // restarted, from a snapshot streamed to it by the leader (docs/cluster.md,
 // "Snapshots, streamed"), and then holds exactly what the others hold.
 func TestClusterSnapshotCatchUp(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts three servers")
 	}

@@ -383,6 +383,7 @@ func retry(ctx context.Context, limit time.Duration, op func(context.Context) er
 // a node killed (SIGKILL) the other two go on accepting writes; the
 // killed node, restarted, catches up and serves every acknowledged item.
 func TestClusterBinary(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts three servers")
 	}
@@ -581,6 +582,7 @@ func isStatus(err error, code int) bool {
 // Strong consistency it has seen every item written through that node
 // (forwarded to the ranges' leaders) before.
 func TestClusterChangeFeedDrain(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts three servers")
 	}
@@ -828,6 +830,7 @@ func checkDeadMember(t *testing.T, bin string, live []*clusterNode, clusterAddr 
 // not know its keyspaces, which the engine would drop), and a member's data
 // directory does not start as a single node (whose catalog is elsewhere).
 func TestClusterRefusesForeignDataDir(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts servers")
 	}

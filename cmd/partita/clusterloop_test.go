@@ -105,6 +105,7 @@ var registers = porcupine.Model{
 // (porcupine), and at the end every node must serve the last value of every
 // key. make test runs 2 cycles; make clusterloop CLUSTER_CYCLES=n runs n.
 func TestClusterKillLoop(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts three servers")
 	}

@@ -95,6 +95,7 @@ func crashCycles(t *testing.T) int {
 // on the data directory. PARTITA_CRASH_CYCLES cycles of about 1.5 s of
 // load each (default 2; make crashloop runs more).
 func TestCrashAtomicity(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary and kills it")
 	}

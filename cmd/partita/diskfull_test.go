@@ -136,6 +136,7 @@ func eventually(limit time.Duration, op func() error) error {
 // deleted writes resume without a restart. With a ballast the restart
 // releases it and opens read-write; without one it opens read-only.
 func TestDiskFullRealFilesystem(t *testing.T) {
+	t.Parallel()
 	dir := os.Getenv("PARTITA_DISKFULL_DIR")
 	if dir == "" {
 		t.Skip("set PARTITA_DISKFULL_DIR to a small filesystem of its own (make diskfull mounts one)")
@@ -296,6 +297,7 @@ func diskFullRealFilesystem(t *testing.T, bin, dir string, flags []string, balla
 // minutes while the others served them). Reads through it find them. Its
 // SIGTERM then stops it.
 func TestDiskFullClusterMember(t *testing.T) {
+	t.Parallel()
 	dir := os.Getenv("PARTITA_DISKFULL_DIR")
 	if dir == "" {
 		t.Skip("set PARTITA_DISKFULL_DIR to a small filesystem of its own (make diskfull mounts one)")

@@ -12,6 +12,7 @@ import (
 // `partita serve` and `partita floor` as children, runs two interleaved
 // rounds of a fixed number of reads on each, and reports both servers' CPU.
 func TestBenchFloorBinary(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}

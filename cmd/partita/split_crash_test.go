@@ -23,6 +23,7 @@ import (
 // in the union of the ranges' feeds. After each restart, and at the end,
 // partita check finds the stopped server's data directory consistent.
 func TestCrashDuringSplits(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary and kills it")
 	}
