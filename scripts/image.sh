@@ -49,7 +49,7 @@ done
 # And it passes the JavaScript SDK's suite (test/node), which starts the
 # binary it is given, when that suite's packages are installed.
 if [ -d test/node/node_modules ] && command -v node >/dev/null; then
-  (cd test/node && PARTITA_BIN="$mnt/partita" node --test)
+  (cd test/node && PARTITA_BIN="$mnt/partita" node --test --test-concurrency="${NODE_TEST_CONCURRENCY:-2}")
 else
   echo "image: test/node/node_modules missing: the SDK suite was not run against the image's binary"
 fi
