@@ -637,15 +637,22 @@ func mergeOf(ctx context.Context, r replica.Reader, p part, scan *plan.IndexScan
 func mergeTerms(ctx context.Context, r replica.Reader, p part, scan *plan.IndexScan, oneTerm bool, from uint64, most int, entries *int) (m *mergeStream, fits bool, err error) {
 	m = &mergeStream{}
 	at := binary.BigEndian.AppendUint64(nil, from)
-	// add opens term's stream and keeps it if it has an entry; it reports
-	// false when the merge would need more than maxMergeStreams.
-	add := func(term, end []byte) (bool, error) {
+	// open opens term's stream and keeps it if it has an entry; it reports
+	// whether to go on: false with no error when the merge would need more
+	// than maxMergeStreams.
+	opened := 0
+	open := func(term, end []byte) (bool, error) {
+		if opened++; opened%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return false, err
+			}
+		}
 		st := &termStream{orderStream: orderStream{p: p, r: r, entries: entries}, term: term, end: end}
 		st.it = r.NewIter(replica.Span{Lower: append(bytes.Clone(term), at...), Upper: end}, false)
 		if st.advance(); !st.ok {
 			err := st.err()
 			st.close()
-			return true, err
+			return err == nil, err
 		}
 		if len(m.all) == maxMergeStreams {
 			st.close()
@@ -677,59 +684,38 @@ func mergeTerms(ctx context.Context, r replica.Reader, p part, scan *plan.IndexS
 				terms = append(terms, replica.Span{Lower: t, Upper: lo})
 			}
 		}
-		for i, t := range terms {
-			fits, err := add(t.Lower, t.Upper)
-			if err != nil || !fits {
+		for _, t := range terms {
+			if on, err := open(t.Lower, t.Upper); !on {
 				m.close()
 				return nil, false, err
-			}
-			if i%64 == 63 {
-				if err := ctx.Err(); err != nil {
-					m.close()
-					return nil, false, err
-				}
 			}
 		}
-		heap.Init(&m.h)
-		return m, true, nil
-	}
-	opened := 0
-	for _, ts := range scan.Spans {
-		sp := indexSpan(ts.Lower, ts.Upper)
-		for lo := sp.Lower; ; {
-			term, end := sp.Lower, sp.Upper
-			if !oneTerm {
-				t, ok, err := firstTerm(r, replica.Span{Lower: lo, Upper: sp.Upper})
-				if err != nil {
+	} else {
+		for _, ts := range scan.Spans {
+			sp := indexSpan(ts.Lower, ts.Upper)
+			for lo := sp.Lower; ; {
+				term, end := sp.Lower, sp.Upper
+				if !oneTerm {
+					t, ok, err := firstTerm(r, replica.Span{Lower: lo, Upper: sp.Upper})
+					if err != nil {
+						m.close()
+						return nil, false, err
+					}
+					if !ok {
+						break
+					}
+					*entries++
+					term, end = t, replica.PrefixSpan(t).Upper
+				}
+				if on, err := open(term, end); !on {
 					m.close()
 					return nil, false, err
 				}
-				if !ok {
+				if oneTerm {
 					break
 				}
-				*entries++
-				term, end = t, replica.PrefixSpan(t).Upper
+				lo = end
 			}
-			opened++
-			fits, err := add(term, end)
-			if err != nil {
-				m.close()
-				return nil, false, err
-			}
-			if !fits {
-				m.close()
-				return nil, false, nil
-			}
-			if opened%64 == 0 {
-				if err := ctx.Err(); err != nil {
-					m.close()
-					return nil, false, err
-				}
-			}
-			if oneTerm {
-				break
-			}
-			lo = end
 		}
 	}
 	heap.Init(&m.h)
