@@ -102,7 +102,7 @@ func awaitNewMember(ctx context.Context, cfg EtcdConfig, lg *slog.Logger) error 
 			if m.ID == cfg.Self.ID {
 				continue
 			}
-			switch askPeer(ctx, cfg, m) {
+			switch askPeer(ctx, cfg, m, lg) {
 			case peerKnowsSelf:
 				return fmt.Errorf("cluster: etcd: %w: member %s of the cluster lists %s as a member that has started, "+
 					"so the cluster may hold writes that only this member's lost data had; it is refused rather than "+
@@ -133,8 +133,12 @@ func awaitNewMember(ctx context.Context, cfg EtcdConfig, lg *slog.Logger) error 
 	}
 }
 
-// askPeer asks member m's etcd peer address about the cluster.
-func askPeer(ctx context.Context, cfg EtcdConfig, m Member) peerState {
+// askPeer asks member m's etcd peer address about the cluster. A
+// handshake that fails on credentials (another --cluster-secret) is
+// recorded in cfg.refusals, and logged, for the error of a wait that ends:
+// in a new cluster with one member started with another secret, every
+// member waited for the others saying only that it waited (a review).
+func askPeer(ctx context.Context, cfg EtcdConfig, m Member, lg *slog.Logger) peerState {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	tc := cfg.Cert.ClientTLS(m.Host())
@@ -147,6 +151,9 @@ func askPeer(ctx context.Context, cfg EtcdConfig, m Member) peerState {
 	}
 	resp, err := client.Do(req)
 	if err != nil {
+		if e := explainTLS(err); e != err && cfg.refusals != nil {
+			cfg.refusals.add(lg, m.Addr, e)
+		}
 		return peerUnreachable
 	}
 	defer resp.Body.Close()

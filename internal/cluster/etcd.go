@@ -66,6 +66,11 @@ type EtcdConfig struct {
 	// Logger receives etcd's messages at warn and above; nil discards
 	// them.
 	Logger *slog.Logger
+	// refusals collects the members whose TLS handshakes with this node
+	// failed on credentials, whoever found them (awaitNewMember here,
+	// checkPeerCerts in StartNode): a start that fails names them. Nil:
+	// StartEtcd keeps its own.
+	refusals *peerRefusals
 }
 
 // Etcd is a running etcd member embedded in this process, and a client
@@ -104,7 +109,21 @@ type Etcd struct {
 // The member listens for peers on Self.PeerURL with mutual TLS (Cert,
 // TLS 1.3, peers' certificates must chain to the CA) and for clients on a
 // Unix socket in DataDir/cluster, reachable only through the file system.
-func StartEtcd(ctx context.Context, cfg EtcdConfig) (*Etcd, error) {
+func StartEtcd(ctx context.Context, cfg EtcdConfig) (_ *Etcd, err error) {
+	if cfg.refusals == nil {
+		cfg.refusals = &peerRefusals{}
+	}
+	defer func() {
+		// The cause a probe found, rather than only the wait that ended
+		// (a cluster operations hunt: a wrong --cluster-secret exited
+		// with "not ready after 15s (it needs a majority…)" while two of
+		// three members were up, and in a new cluster all three members
+		// waited for each other saying only that; the cause was in the
+		// log only, or nowhere).
+		if why := cfg.refusals.String(); err != nil && why != "" {
+			err = fmt.Errorf("%w; %s", err, why)
+		}
+	}()
 	if cfg.Cert == nil {
 		return nil, errors.New("cluster: etcd: no node certificate")
 	}

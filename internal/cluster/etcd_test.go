@@ -510,6 +510,56 @@ func TestEtcdMemberWithLostData(t *testing.T) {
 // a new cluster only with every member of the join list up and empty: two
 // of three do not (the third may be one that holds the cluster's data, or
 // the two may include one whose data was lost), and they say so.
+// TestEtcdNewClusterWrongSecret: a new cluster whose third member was
+// started with another secret cannot form (it needs every member empty and
+// answering), and each member's failed start names the credentials that
+// disagree, the member with the other secret naming both others and each
+// of those naming it (every member's error said only that it had waited
+// for the others, and the log nothing).
+func TestEtcdNewClusterWrongSecret(t *testing.T) {
+	ms := testMembers(t, 3)
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	for i := range 3 {
+		cfg := etcdConfig(t, t.TempDir(), ms[i], ms)
+		if i == 2 {
+			cert, err := mustCA(t, secretB).NodeCert(ms[i].Addr, []string{ms[i].Host()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Cert = cert
+		}
+		cfg.StartTimeout = 3 * time.Second
+		wg.Go(func() {
+			e, err := StartEtcd(t.Context(), cfg)
+			if e != nil {
+				e.Close()
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err == nil {
+			t.Errorf("member %s started", ms[i].Addr)
+			continue
+		}
+		want := []string{ms[2].Addr}
+		if i == 2 {
+			want = []string{ms[0].Addr, ms[1].Addr}
+		}
+		for _, addr := range want {
+			if !strings.Contains(err.Error(), "credentials disagree") || !strings.Contains(err.Error(), "member "+addr+":") ||
+				!strings.Contains(err.Error(), "--cluster-secret") {
+				t.Errorf("member %s: %v; want its error to say that member %s's credentials disagree (another --cluster-secret)", ms[i].Addr, err, addr)
+			}
+		}
+		if i < 2 && strings.Contains(err.Error(), "member "+ms[1-i].Addr+":") {
+			t.Errorf("member %s: %v; names member %s, whose credentials agree", ms[i].Addr, err, ms[1-i].Addr)
+		}
+	}
+}
+
 func TestEtcdNewClusterNeedsEveryMember(t *testing.T) {
 	ms := testMembers(t, 3)
 	errs := make([]error, 2)

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -186,17 +187,11 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	probeCtx, stopProbe := context.WithCancel(ctx)
 	refusals := &peerRefusals{}
 	go checkPeerCerts(probeCtx, lg, cert, self, members, refusals)
-	n.etcd, err = StartEtcd(ctx, EtcdConfig{DataDir: cfg.DataDir, Self: self, Members: members, Cert: cert, Logger: lg, StartTimeout: cfg.StartTimeout})
+	n.etcd, err = StartEtcd(ctx, EtcdConfig{DataDir: cfg.DataDir, Self: self, Members: members, Cert: cert, Logger: lg,
+		StartTimeout: cfg.StartTimeout, refusals: refusals})
 	stopProbe()
 	if err != nil {
-		// The cause a probe found, rather than only the wait that ended
-		// (a cluster operations hunt: a wrong --cluster-secret exited
-		// with "not ready after 15s (it needs a majority…)" while two of
-		// three members were up; the cause was in the log only).
-		if why := refusals.String(); why != "" {
-			err = fmt.Errorf("%w; %s", err, why)
-		}
-		return nil, err
+		return nil, err // naming the members that refused this node's credentials (refusals)
 	}
 	n.placement = NewPlacement(memberIDs(members), cfg.Replicas)
 	if err := recordPlacement(ctx, n.etcd.Client(), n.placement); err != nil {
@@ -301,9 +296,8 @@ func checkPeerCerts(ctx context.Context, lg *slog.Logger, cert *Cert, self Membe
 				continue
 			}
 			if e := explainTLS(err); e != err {
-				lg.Error("cannot join a member: its credentials and this node's disagree", "member", m.Addr, "err", e)
 				reported[m.ID] = true
-				refusals.add(m.Addr, e)
+				refusals.add(lg, m.Addr, e)
 			}
 		}
 		select {
@@ -315,15 +309,24 @@ func checkPeerCerts(ctx context.Context, lg *slog.Logger, cert *Cert, self Membe
 }
 
 // peerRefusals are the members whose TLS handshake with this node failed
-// on credentials (checkPeerCerts), for the error of a start that fails.
+// on credentials (checkPeerCerts, awaitNewMember), for the error of a
+// start that fails.
 type peerRefusals struct {
-	mu   sync.Mutex
-	errs []string
+	mu    sync.Mutex
+	addrs []string
+	errs  []string
 }
 
-func (r *peerRefusals) add(addr string, err error) {
+// add records that member addr refused (err), the first time for addr, and
+// logs it then.
+func (r *peerRefusals) add(lg *slog.Logger, addr string, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if slices.Contains(r.addrs, addr) {
+		return
+	}
+	lg.Error("cannot join a member: its credentials and this node's disagree", "member", addr, "err", err)
+	r.addrs = append(r.addrs, addr)
 	r.errs = append(r.errs, fmt.Sprintf("member %s: %v", addr, err))
 }
 
