@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -50,6 +52,32 @@ import (
 // awaitNewMember: it holds no etcd data.
 const emptyMemberHeader = "X-Partita-Empty-Member"
 
+// joinHeader carries, in the answer of a member waiting in awaitNewMember,
+// its --join list as joinList writes it.
+const joinHeader = "X-Partita-Join"
+
+// errOtherJoin is awaitNewMember's error for a peer whose --join list (or
+// whose cluster's members) differ from this node's: etcd would form
+// clusters of different members, which never agree (a review: a member
+// given one address more than the others waited for ever while etcd
+// logged "cluster ID mismatch" many times a second, naming no cause).
+var errOtherJoin = errors.New("the members were not all started with the same --join list")
+
+// otherJoinLinger is how long a member that refuses to start for another
+// member's --join list goes on answering the others (who ask every 300
+// ms) before it stops.
+const otherJoinLinger = 3 * time.Second
+
+// joinList writes members' addresses as the join header carries them:
+// sorted (Members sorts them), comma-separated.
+func joinList(members []Member) string {
+	addrs := make([]string, len(members))
+	for i, m := range members {
+		addrs[i] = m.Addr
+	}
+	return strings.Join(addrs, ",")
+}
+
 // errStartedBefore is awaitNewMember's error for a member the cluster
 // knows started before, whose directory no longer holds its data.
 var errStartedBefore = errors.New("this member started before, but its data directory holds none of its data")
@@ -62,6 +90,7 @@ const (
 	peerEmpty                 // waiting in awaitNewMember, no etcd data
 	peerKnowsSelf             // its etcd lists this member as started
 	peerSelfNew               // its etcd lists this member as never started
+	peerOtherJoin             // its --join list, or its etcd's members, differ from this node's
 )
 
 // awaitNewMember returns once member cfg.Self, whose directory holds no etcd
@@ -80,6 +109,7 @@ func awaitNewMember(ctx context.Context, cfg EtcdConfig, lg *slog.Logger) error 
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set(emptyMemberHeader, "1")
+			w.Header().Set(joinHeader, joinList(cfg.Members))
 			http.Error(w, "this member holds no etcd data and has not started its etcd member yet", http.StatusServiceUnavailable)
 		}),
 		TLSConfig:         cfg.Cert.ServerTLS(),
@@ -102,7 +132,19 @@ func awaitNewMember(ctx context.Context, cfg EtcdConfig, lg *slog.Logger) error 
 			if m.ID == cfg.Self.ID {
 				continue
 			}
-			switch askPeer(ctx, cfg, m, lg) {
+			state, other := askPeer(ctx, cfg, m, lg)
+			switch state {
+			case peerOtherJoin:
+				// Answer a little longer, so that the others hear this
+				// member's list too and refuse as well, rather than wait
+				// for a member that is gone.
+				select {
+				case <-ctx.Done():
+				case <-time.After(otherJoinLinger):
+				}
+				return fmt.Errorf("cluster: etcd: %w: this node's --join names %s; member %s's names %s. Start every member "+
+					"with the same --join list (changing a cluster's members is not supported yet)",
+					errOtherJoin, joinList(cfg.Members), m.Addr, other)
 			case peerKnowsSelf:
 				return fmt.Errorf("cluster: etcd: %w: member %s of the cluster lists %s as a member that has started, "+
 					"so the cluster may hold writes that only this member's lost data had; it is refused rather than "+
@@ -133,12 +175,26 @@ func awaitNewMember(ctx context.Context, cfg EtcdConfig, lg *slog.Logger) error 
 	}
 }
 
+// memberAddr returns the cluster address whose etcd peer address is
+// peerHost (host:port+1), or peerHost itself when it has no port.
+func memberAddr(peerHost string) string {
+	host, port, err := net.SplitHostPort(peerHost)
+	if err != nil {
+		return peerHost
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return peerHost
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p-1))
+}
+
 // askPeer asks member m's etcd peer address about the cluster. A
 // handshake that fails on credentials (another --cluster-secret) is
 // recorded in cfg.refusals, and logged, for the error of a wait that ends:
 // in a new cluster with one member started with another secret, every
 // member waited for the others saying only that it waited (a review).
-func askPeer(ctx context.Context, cfg EtcdConfig, m Member, lg *slog.Logger) peerState {
+func askPeer(ctx context.Context, cfg EtcdConfig, m Member, lg *slog.Logger) (_ peerState, other string) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	tc := cfg.Cert.ClientTLS(m.Host())
@@ -147,24 +203,28 @@ func askPeer(ctx context.Context, cfg EtcdConfig, m Member, lg *slog.Logger) pee
 	defer client.CloseIdleConnections()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.PeerURL+"/members", nil)
 	if err != nil {
-		return peerUnreachable
+		return peerUnreachable, ""
 	}
 	resp, err := client.Do(req)
 	if err != nil {
 		if e := explainTLS(err); e != err && cfg.refusals != nil {
 			cfg.refusals.add(lg, m.Addr, e)
 		}
-		return peerUnreachable
+		return peerUnreachable, ""
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	switch {
 	case err != nil:
-		return peerUnreachable
+		return peerUnreachable, ""
 	case resp.Header.Get(emptyMemberHeader) != "":
-		return peerEmpty
+		// A release before the header sends none: not compared.
+		if j := resp.Header.Get(joinHeader); j != "" && j != joinList(cfg.Members) {
+			return peerOtherJoin, j
+		}
+		return peerEmpty, ""
 	case resp.StatusCode != http.StatusOK:
-		return peerUnreachable
+		return peerUnreachable, ""
 	}
 	// etcd's membership.Member as its peer handler encodes it.
 	var members []struct {
@@ -173,17 +233,37 @@ func askPeer(ctx context.Context, cfg EtcdConfig, m Member, lg *slog.Logger) pee
 		ClientURLs []string `json:"clientURLs"`
 	}
 	if err := json.Unmarshal(body, &members); err != nil {
-		return peerUnreachable
+		return peerUnreachable, ""
+	}
+	// The cluster's members are its initial ones, the join list its
+	// members were started with (members are not added or removed yet):
+	// by peer URL, as a member that never started has no name yet.
+	var urls, want []string
+	for _, pm := range members {
+		urls = append(urls, pm.PeerURLs...)
+	}
+	for _, cm := range cfg.Members {
+		want = append(want, cm.PeerURL)
+	}
+	slices.Sort(urls)
+	slices.Sort(want)
+	if !slices.Equal(urls, want) {
+		var names []string
+		for _, u := range urls {
+			if pu, err := url.Parse(u); err == nil {
+				names = append(names, memberAddr(pu.Host))
+			}
+		}
+		slices.Sort(names)
+		return peerOtherJoin, strings.Join(names, ",") + " (the members its etcd lists)"
 	}
 	for _, pm := range members {
 		if pm.Name == cfg.Self.Addr || slices.Contains(pm.PeerURLs, cfg.Self.PeerURL) {
 			if len(pm.ClientURLs) > 0 {
-				return peerKnowsSelf
+				return peerKnowsSelf, ""
 			}
-			return peerSelfNew
+			return peerSelfNew, ""
 		}
 	}
-	// Not listed at all: another cluster's member (clusterToken differs),
-	// which etcd refuses on its own; say nothing of it here.
-	return peerUnreachable
+	return peerUnreachable, ""
 }

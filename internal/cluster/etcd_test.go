@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -557,6 +558,63 @@ func TestEtcdNewClusterWrongSecret(t *testing.T) {
 		if i < 2 && strings.Contains(err.Error(), "member "+ms[1-i].Addr+":") {
 			t.Errorf("member %s: %v; names member %s, whose credentials agree", ms[i].Addr, err, ms[1-i].Addr)
 		}
+	}
+}
+
+// TestEtcdOtherJoinList: members started with different --join lists
+// refuse to start, naming both lists, rather than form clusters of
+// different members that never agree: in a new cluster (every member
+// empty; the third given a fourth address) all three refuse; and a node
+// whose list adds itself to a formed cluster's members refuses, where it
+// waited (with another address, a member waited for ever while etcd
+// logged "cluster ID mismatch", naming no cause).
+func TestEtcdOtherJoinList(t *testing.T) {
+	all := testMembers(t, 4)
+	ms, extra := all[:3], all[3]
+	wider, err := Members([]string{ms[0].Addr, ms[1].Addr, ms[2].Addr, extra.Addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	start := func(i int, list []Member) {
+		cfg := etcdConfig(t, t.TempDir(), ms[i], list)
+		wg.Go(func() {
+			e, err := StartEtcd(t.Context(), cfg)
+			if e != nil {
+				e.Close()
+			}
+			errs[i] = err
+		})
+	}
+	// The first two waiting for the third, then the third.
+	start(0, ms)
+	start(1, ms)
+	ask := etcdConfig(t, t.TempDir(), ms[2], ms)
+	for _, m := range ms[:2] {
+		for range 100 {
+			if s, _ := askPeer(t.Context(), ask, m, slog.New(slog.DiscardHandler)); s == peerEmpty {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	start(2, wider)
+	wg.Wait()
+	for i, err := range errs {
+		if !errors.Is(err, errOtherJoin) || !strings.Contains(err.Error(), joinList(ms)) || !strings.Contains(err.Error(), joinList(wider)) {
+			t.Errorf("member %s of a new cluster, the third with a fourth address: %v; want errOtherJoin naming both lists", ms[i].Addr, err)
+		}
+	}
+
+	startMembers(t, ms, ms)
+	cfg := etcdConfig(t, t.TempDir(), extra, wider)
+	e, err := StartEtcd(t.Context(), cfg)
+	if e != nil {
+		e.Close()
+	}
+	if !errors.Is(err, errOtherJoin) || !strings.Contains(err.Error(), joinList(ms)+" (the members its etcd lists)") {
+		t.Errorf("a node whose list adds itself to a formed cluster: %v; want errOtherJoin naming the cluster's members", err)
 	}
 }
 
