@@ -41,7 +41,11 @@ import (
 // joined it). Meanwhile it answers its peers' same question on its etcd
 // peer address ("empty"), which etcd takes over once the member starts. A
 // member that started before is refused, saying so; one that can confirm
-// neither waits, up to the start's bound.
+// neither waits, up to the start's bound. Both answers also say which
+// members the peer was started with (its --join list, or its etcd's
+// members): a member told of other members than its own list refuses to
+// start, naming both, since etcd would form clusters of different members
+// that never agree (errOtherJoin).
 //
 // Not covered: a member whose only start was while the one peer that now
 // answers was down, and whose publication that peer never learned of
