@@ -60,6 +60,19 @@ const emptyMemberHeader = "X-Partita-Empty-Member"
 // its --join list as joinList writes it.
 const joinHeader = "X-Partita-Join"
 
+// settingsHeader carries, in the same answer, the settings the members of
+// a new cluster must share (EtcdConfig.settings).
+const settingsHeader = "X-Partita-Settings"
+
+// errOtherSettings is awaitNewMember's error for a peer of a new cluster
+// started with other settings (--replicas, --consistency): the first
+// member to record them would win, a minority perhaps, and the others be
+// refused once the cluster had formed, leaving it without a majority (a
+// bug hunt: with --replicas 3, 2 and 1, the member whose value was
+// recorded waited past its start timeout in a cluster that had lost its
+// quorum).
+var errOtherSettings = errors.New("the members of a new cluster were not all started with the same settings")
+
 // errOtherJoin is awaitNewMember's error for a peer whose --join list (or
 // whose cluster's members) differ from this node's: etcd would form
 // clusters of different members, which never agree (a review: a member
@@ -90,11 +103,12 @@ var errStartedBefore = errors.New("this member started before, but its data dire
 type peerState int
 
 const (
-	peerUnreachable peerState = iota
-	peerEmpty                 // waiting in awaitNewMember, no etcd data
-	peerKnowsSelf             // its etcd lists this member as started
-	peerSelfNew               // its etcd lists this member as never started
-	peerOtherJoin             // its --join list, or its etcd's members, differ from this node's
+	peerUnreachable   peerState = iota
+	peerEmpty                   // waiting in awaitNewMember, no etcd data
+	peerKnowsSelf               // its etcd lists this member as started
+	peerSelfNew                 // its etcd lists this member as never started
+	peerOtherJoin               // its --join list, or its etcd's members, differ from this node's
+	peerOtherSettings           // waiting in awaitNewMember, with other settings (EtcdConfig.settings)
 )
 
 // awaitNewMember returns once member cfg.Self, whose directory holds no etcd
@@ -114,6 +128,7 @@ func awaitNewMember(ctx context.Context, cfg EtcdConfig, lg *slog.Logger) error 
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set(emptyMemberHeader, "1")
 			w.Header().Set(joinHeader, joinList(cfg.Members))
+			w.Header().Set(settingsHeader, cfg.settings)
 			http.Error(w, "this member holds no etcd data and has not started its etcd member yet", http.StatusServiceUnavailable)
 		}),
 		TLSConfig:         cfg.Cert.ServerTLS(),
@@ -138,13 +153,17 @@ func awaitNewMember(ctx context.Context, cfg EtcdConfig, lg *slog.Logger) error 
 			}
 			state, other := askPeer(ctx, cfg, m, lg)
 			switch state {
-			case peerOtherJoin:
+			case peerOtherJoin, peerOtherSettings:
 				// Answer a little longer, so that the others hear this
 				// member's list too and refuse as well, rather than wait
 				// for a member that is gone.
 				select {
 				case <-ctx.Done():
 				case <-time.After(otherJoinLinger):
+				}
+				if state == peerOtherSettings {
+					return fmt.Errorf("cluster: etcd: %w: this node was started with %s; member %s with %s. Start every member "+
+						"with the same settings", errOtherSettings, cfg.settings, m.Addr, other)
 				}
 				return fmt.Errorf("cluster: etcd: %w: this node's --join names %s; member %s's names %s. Start every member "+
 					"with the same --join list (changing a cluster's members is not supported yet)",
@@ -225,6 +244,9 @@ func askPeer(ctx context.Context, cfg EtcdConfig, m Member, lg *slog.Logger) (_ 
 		// A release before the header sends none: not compared.
 		if j := resp.Header.Get(joinHeader); j != "" && j != joinList(cfg.Members) {
 			return peerOtherJoin, j
+		}
+		if st := resp.Header.Get(settingsHeader); st != "" && cfg.settings != "" && st != cfg.settings {
+			return peerOtherSettings, st
 		}
 		return peerEmpty, ""
 	case resp.StatusCode != http.StatusOK:

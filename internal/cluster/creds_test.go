@@ -219,4 +219,13 @@ func TestExplainTLS(t *testing.T) {
 	if plain := errors.New("connection refused"); explainTLS(plain) != plain {
 		t.Error("another error was changed")
 	}
+	// The same CA, another name (a host name and its IP address listed
+	// as two members): not another secret.
+	_, err = tls.Dial("tcp", ln.Addr().String(), mustCert(t, mustCA(t, secretA), "c").ClientTLS("localhost"))
+	if err == nil {
+		t.Fatal("a handshake for a name the certificate lacks completed")
+	}
+	if got := explainTLS(err).Error(); strings.Contains(got, "--cluster-secret") || !strings.Contains(got, "different members") {
+		t.Errorf("explained: %q, want it to say the certificate names another host, not another secret", got)
+	}
 }

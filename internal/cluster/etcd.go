@@ -71,6 +71,11 @@ type EtcdConfig struct {
 	// checkPeerCerts in StartNode): a start that fails names them. Nil:
 	// StartEtcd keeps its own.
 	refusals *peerRefusals
+	// settings are the node's settings every member of a new cluster must
+	// share besides the join list (--replicas, --consistency), as one
+	// string: a member with no etcd data compares them with the others'
+	// before the cluster forms (awaitNewMember). Empty: not compared.
+	settings string
 }
 
 // Etcd is a running etcd member embedded in this process, and a client

@@ -263,13 +263,13 @@ func putUntil(t *testing.T, cli *clientv3.Client, key, val string) {
 
 // ExampleMembers shows the members of a join list.
 func ExampleMembers() {
-	ms, _ := Members([]string{"127.0.0.1:7002", "127.0.0.1:7001"})
+	ms, _ := Members([]string{"127.0.0.1:7003", "127.0.0.1:7001"})
 	for _, m := range ms {
 		fmt.Printf("%016x %s %s\n", m.ID, m.Addr, m.PeerURL)
 	}
 	// Output:
 	// 4c45975e173488e0 127.0.0.1:7001 https://127.0.0.1:7002
-	// 6abaeb5811e296d4 127.0.0.1:7002 https://127.0.0.1:7003
+	// 8fdda623dd2e025a 127.0.0.1:7003 https://127.0.0.1:7004
 }
 
 // TestEtcdForeignMember: a member whose certificate comes from another
@@ -615,6 +615,45 @@ func TestEtcdOtherJoinList(t *testing.T) {
 	}
 	if !errors.Is(err, errOtherJoin) || !strings.Contains(err.Error(), joinList(ms)+" (the members its etcd lists)") {
 		t.Errorf("a node whose list adds itself to a formed cluster: %v; want errOtherJoin naming the cluster's members", err)
+	}
+}
+
+// TestEtcdNewClusterOtherSettings: members of a new cluster started with
+// other --replicas refuse to start, naming both settings, before the
+// cluster forms (the first to record its value won, and the others were
+// refused after it had formed, leaving it without a majority).
+func TestEtcdNewClusterOtherSettings(t *testing.T) {
+	ms := testMembers(t, 3)
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	start := func(i int, settings string) {
+		cfg := etcdConfig(t, t.TempDir(), ms[i], ms)
+		cfg.settings = settings
+		wg.Go(func() {
+			e, err := StartEtcd(t.Context(), cfg)
+			if e != nil {
+				e.Close()
+			}
+			errs[i] = err
+		})
+	}
+	start(0, "--replicas 3")
+	start(1, "--replicas 3")
+	ask := etcdConfig(t, t.TempDir(), ms[2], ms)
+	for _, m := range ms[:2] {
+		for range 100 {
+			if s, _ := askPeer(t.Context(), ask, m, slog.New(slog.DiscardHandler)); s == peerEmpty {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	start(2, "--replicas 2")
+	wg.Wait()
+	for i, err := range errs {
+		if !errors.Is(err, errOtherSettings) || !strings.Contains(err.Error(), "--replicas 3") || !strings.Contains(err.Error(), "--replicas 2") {
+			t.Errorf("member %s of a new cluster, the third with --replicas 2: %v; want errOtherSettings naming both", ms[i].Addr, err)
+		}
 	}
 }
 

@@ -124,6 +124,19 @@ func Members(join []string) ([]Member, error) {
 		}
 		ids[m.ID] = m.Addr
 	}
+	// Each member also listens on its port+1 (etcd's peers): a member
+	// listed there could not bind it (a bug hunt: the list was accepted and
+	// each member failed with another misleading error).
+	for _, m := range ms {
+		peer, err := url.Parse(m.PeerURL)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: join list: %s: %w", m.Addr, err)
+		}
+		if _, ok := Find(ms, peer.Host); ok {
+			return nil, fmt.Errorf("cluster: join list names %s, the port after %s, which that member uses for etcd's peers "+
+				"(each member listens on its cluster port and the next one): leave a port free after each member's", peer.Host, m.Addr)
+		}
+	}
 	return ms, nil
 }
 

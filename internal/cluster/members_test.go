@@ -58,7 +58,7 @@ func TestNodeID(t *testing.T) {
 }
 
 func TestMembers(t *testing.T) {
-	ms, err := Members([]string{"127.0.0.1:7003", "127.0.0.1:7001", "127.0.0.1:7002"})
+	ms, err := Members([]string{"127.0.0.1:7005", "127.0.0.1:7001", "127.0.0.1:7003"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,14 +72,14 @@ func TestMembers(t *testing.T) {
 	}
 	want := []string{
 		"127.0.0.1:7001 https://127.0.0.1:7002",
-		"127.0.0.1:7002 https://127.0.0.1:7003",
 		"127.0.0.1:7003 https://127.0.0.1:7004",
+		"127.0.0.1:7005 https://127.0.0.1:7006",
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Members (-want +got):\n%s", d)
 	}
-	if m, ok := Find(ms, "127.0.0.1:07002"); !ok || m != ms[1] {
-		t.Errorf("Find(127.0.0.1:07002) = %v, %v, want %v", m, ok, ms[1])
+	if m, ok := Find(ms, "127.0.0.1:07003"); !ok || m != ms[1] {
+		t.Errorf("Find(127.0.0.1:07003) = %v, %v, want %v", m, ok, ms[1])
 	}
 	if _, ok := Find(ms, "127.0.0.1:7009"); ok {
 		t.Errorf("Find(127.0.0.1:7009) found a member")
@@ -92,6 +92,7 @@ func TestMembers(t *testing.T) {
 		nil,
 		{"127.0.0.1:7001", "127.0.0.1:07001"},
 		{"127.0.0.1:7001", "nonsense"},
+		{"127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7004"}, // 7002 is 7001's etcd peer port
 	} {
 		if _, err := Members(bad); err == nil {
 			t.Errorf("Members(%q) succeeded, want an error", bad)

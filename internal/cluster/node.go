@@ -187,14 +187,18 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	probeCtx, stopProbe := context.WithCancel(ctx)
 	refusals := &peerRefusals{}
 	go checkPeerCerts(probeCtx, lg, cert, self, members, refusals)
+	n.placement = NewPlacement(memberIDs(members), cfg.Replicas)
+	settings := fmt.Sprintf("--replicas %d", n.placement.replicas)
+	if cfg.Consistency != "" {
+		settings += " --consistency " + strings.ToLower(cfg.Consistency)
+	}
 	n.etcd, err = StartEtcd(ctx, EtcdConfig{DataDir: cfg.DataDir, Self: self, Members: members, Cert: cert, Logger: lg,
-		StartTimeout: cfg.StartTimeout, refusals: refusals})
+		StartTimeout: cfg.StartTimeout, refusals: refusals, settings: settings})
 	stopProbe()
 	if err != nil {
 		return nil, err // naming the members that refused this node's credentials (refusals)
 	}
-	n.placement = NewPlacement(memberIDs(members), cfg.Replicas)
-	if err := recordPlacement(ctx, n.etcd.Client(), n.placement); err != nil {
+	if err := recordPlacement(ctx, n.etcd.Client(), n.placement, members); err != nil {
 		return nil, err
 	}
 	if cfg.Consistency != "" {

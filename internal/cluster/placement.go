@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -84,8 +85,9 @@ var ErrPlacementChanged = errors.New("cluster: --replicas differs from the clust
 var ErrMembersChanged = errors.New("cluster: the --join list differs from the cluster's members")
 
 // recordPlacement records p as the cluster's placement if none is
-// recorded yet, else checks that the recorded one is p.
-func recordPlacement(ctx context.Context, cli *clientv3.Client, p Placement) error {
+// recorded yet, else checks that the recorded one is p; join is this
+// node's --join list (Members), for the error.
+func recordPlacement(ctx context.Context, cli *clientv3.Client, p Placement, join []Member) error {
 	want, err := json.Marshal(p.record())
 	if err != nil {
 		return err
@@ -102,10 +104,29 @@ func recordPlacement(ctx context.Context, cli *clientv3.Client, p Placement) err
 		return fmt.Errorf("cluster: the recorded placement %q: %w", rec, err)
 	}
 	if mine := p.record().Members; !slices.Equal(got.Members, mine) {
-		return fmt.Errorf("%w: the cluster was created with the members (node ids) %s; this node's --join list names %s: "+
+		// The ids say nothing to an operator: name the addresses etcd
+		// lists (its members are the cluster's initial ones; a bug hunt).
+		var addrs []string
+		if ml, err := cli.MemberList(ctx); err == nil {
+			for _, m := range ml.Members {
+				if m.Name != "" {
+					addrs = append(addrs, m.Name)
+				} else if len(m.PeerURLs) > 0 {
+					if u, err := url.Parse(m.PeerURLs[0]); err == nil {
+						addrs = append(addrs, memberAddr(u.Host))
+					}
+				}
+			}
+			slices.Sort(addrs)
+		}
+		created := "(node ids) " + strings.Join(got.Members, ", ")
+		if len(addrs) > 0 {
+			created = strings.Join(addrs, ",") + " (node ids " + strings.Join(got.Members, ", ") + ")"
+		}
+		return fmt.Errorf("%w: the cluster was created with the members %s; this node's --join list names %s (node ids %s): "+
 			"start every member with the --join list the cluster was created with, each address written the same way "+
 			"(a host name and its IP address are different members)",
-			ErrMembersChanged, strings.Join(got.Members, ", "), strings.Join(mine, ", "))
+			ErrMembersChanged, created, joinList(join), strings.Join(mine, ", "))
 	}
 	if got.Replicas != p.replicas {
 		return fmt.Errorf("%w: the cluster was created with %d replicas of each partition; this node was started with --replicas %d (start it with --replicas %d)",

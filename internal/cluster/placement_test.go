@@ -56,13 +56,13 @@ func TestRecordPlacement(t *testing.T) {
 	cli := e.Client()
 	ctx := opCtx(t)
 	members := []uint64{1, 2, 3, 4, 5}
-	if err := recordPlacement(ctx, cli, NewPlacement(members, 3)); err != nil {
+	if err := recordPlacement(ctx, cli, NewPlacement(members, 3), nil); err != nil {
 		t.Fatalf("first record: %v", err)
 	}
-	if err := recordPlacement(ctx, cli, NewPlacement(members, 3)); err != nil {
+	if err := recordPlacement(ctx, cli, NewPlacement(members, 3), nil); err != nil {
 		t.Fatalf("the same placement again: %v", err)
 	}
-	err := recordPlacement(ctx, cli, NewPlacement(members, 5))
+	err := recordPlacement(ctx, cli, NewPlacement(members, 5), nil)
 	if !errors.Is(err, ErrPlacementChanged) || !strings.Contains(err.Error(), "--replicas 3") {
 		t.Fatalf("another --replicas: %v, want ErrPlacementChanged naming --replicas 3", err)
 	}
@@ -70,7 +70,7 @@ func TestRecordPlacement(t *testing.T) {
 	// join list of two of the three members was told to use --replicas 3,
 	// which it did already: clamped to its two members).
 	for _, ms := range [][]uint64{members[:4], members[:2]} {
-		err := recordPlacement(ctx, cli, NewPlacement(ms, 3))
+		err := recordPlacement(ctx, cli, NewPlacement(ms, 3), nil)
 		if !errors.Is(err, ErrMembersChanged) || !strings.Contains(err.Error(), "--join") || strings.Contains(err.Error(), "--replicas") {
 			t.Fatalf("members %v: %v, want ErrMembersChanged naming --join", ms, err)
 		}

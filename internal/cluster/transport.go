@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -702,7 +703,15 @@ func (t *Transport) refuse(c net.Conn, msg string, err error) {
 // showed only as a stream of TLS errors in both nodes' logs (a bug hunt).
 func explainTLS(err error) error {
 	var cve *tls.CertificateVerificationError
+	var host x509.HostnameError
 	switch {
+	case errors.As(err, &host):
+		// Signed by the CA (the name is checked after the chain), but for
+		// another name: a host name and its IP address in the join list
+		// are two members, and one node answered for both (a bug hunt: it
+		// was reported as another --cluster-secret).
+		return fmt.Errorf("%w (the member's certificate names the host it was started with, not %s: list each member once, "+
+			"under the address it was started with; a host name and its IP address are different members)", err, host.Host)
 	case errors.As(err, &cve):
 		return fmt.Errorf("%w (the member's certificate is not signed by this cluster's CA: it was started with "+
 			"another --cluster-secret, or it is not a member)", err)
