@@ -511,6 +511,36 @@ func TestEtcdMemberWithLostData(t *testing.T) {
 // a new cluster only with every member of the join list up and empty: two
 // of three do not (the third may be one that holds the cluster's data, or
 // the two may include one whose data was lost), and they say so.
+// startBg starts a member with cfg in the background; the function it
+// returns waits for the start and returns its error (a member that started
+// is closed).
+func startBg(t *testing.T, cfg EtcdConfig) func() error {
+	done := make(chan error, 1)
+	go func() {
+		e, err := StartEtcd(t.Context(), cfg)
+		if e != nil {
+			e.Close()
+		}
+		done <- err
+	}()
+	return func() error { return <-done }
+}
+
+// awaitEmpty waits, at most 5 s, until each of waiting (members of ms)
+// answers as an empty member waiting for the others (awaitNewMember).
+func awaitEmpty(t *testing.T, ms, waiting []Member) {
+	t.Helper()
+	ask := etcdConfig(t, t.TempDir(), ms[0], ms)
+	for _, m := range waiting {
+		for range 100 {
+			if s, _ := askPeer(t.Context(), ask, m, slog.New(slog.DiscardHandler)); s == peerEmpty {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
 // TestEtcdNewClusterWrongSecret: a new cluster whose third member was
 // started with another secret cannot form (it needs every member empty and
 // answering), and each member's failed start names the credentials that
@@ -519,8 +549,7 @@ func TestEtcdMemberWithLostData(t *testing.T) {
 // for the others, and the log nothing).
 func TestEtcdNewClusterWrongSecret(t *testing.T) {
 	ms := testMembers(t, 3)
-	errs := make([]error, 3)
-	var wg sync.WaitGroup
+	var waits []func() error
 	for i := range 3 {
 		cfg := etcdConfig(t, t.TempDir(), ms[i], ms)
 		if i == 2 {
@@ -531,16 +560,10 @@ func TestEtcdNewClusterWrongSecret(t *testing.T) {
 			cfg.Cert = cert
 		}
 		cfg.StartTimeout = 3 * time.Second
-		wg.Go(func() {
-			e, err := StartEtcd(t.Context(), cfg)
-			if e != nil {
-				e.Close()
-			}
-			errs[i] = err
-		})
+		waits = append(waits, startBg(t, cfg))
 	}
-	wg.Wait()
-	for i, err := range errs {
+	for i, wait := range waits {
+		err := wait()
 		if err == nil {
 			t.Errorf("member %s started", ms[i].Addr)
 			continue
@@ -575,34 +598,12 @@ func TestEtcdOtherJoinList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	errs := make([]error, 3)
-	var wg sync.WaitGroup
-	start := func(i int, list []Member) {
-		cfg := etcdConfig(t, t.TempDir(), ms[i], list)
-		wg.Go(func() {
-			e, err := StartEtcd(t.Context(), cfg)
-			if e != nil {
-				e.Close()
-			}
-			errs[i] = err
-		})
-	}
 	// The first two waiting for the third, then the third.
-	start(0, ms)
-	start(1, ms)
-	ask := etcdConfig(t, t.TempDir(), ms[2], ms)
-	for _, m := range ms[:2] {
-		for range 100 {
-			if s, _ := askPeer(t.Context(), ask, m, slog.New(slog.DiscardHandler)); s == peerEmpty {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	start(2, wider)
-	wg.Wait()
-	for i, err := range errs {
-		if !errors.Is(err, errOtherJoin) || !strings.Contains(err.Error(), joinList(ms)) || !strings.Contains(err.Error(), joinList(wider)) {
+	waits := []func() error{startBg(t, etcdConfig(t, t.TempDir(), ms[0], ms)), startBg(t, etcdConfig(t, t.TempDir(), ms[1], ms))}
+	awaitEmpty(t, ms, ms[:2])
+	waits = append(waits, startBg(t, etcdConfig(t, t.TempDir(), ms[2], wider)))
+	for i, wait := range waits {
+		if err := wait(); !errors.Is(err, errOtherJoin) || !strings.Contains(err.Error(), joinList(ms)) || !strings.Contains(err.Error(), joinList(wider)) {
 			t.Errorf("member %s of a new cluster, the third with a fourth address: %v; want errOtherJoin naming both lists", ms[i].Addr, err)
 		}
 	}
@@ -624,34 +625,16 @@ func TestEtcdOtherJoinList(t *testing.T) {
 // refused after it had formed, leaving it without a majority).
 func TestEtcdNewClusterOtherSettings(t *testing.T) {
 	ms := testMembers(t, 3)
-	errs := make([]error, 3)
-	var wg sync.WaitGroup
-	start := func(i int, settings string) {
+	start := func(i int, settings string) func() error {
 		cfg := etcdConfig(t, t.TempDir(), ms[i], ms)
 		cfg.settings = settings
-		wg.Go(func() {
-			e, err := StartEtcd(t.Context(), cfg)
-			if e != nil {
-				e.Close()
-			}
-			errs[i] = err
-		})
+		return startBg(t, cfg)
 	}
-	start(0, "--replicas 3")
-	start(1, "--replicas 3")
-	ask := etcdConfig(t, t.TempDir(), ms[2], ms)
-	for _, m := range ms[:2] {
-		for range 100 {
-			if s, _ := askPeer(t.Context(), ask, m, slog.New(slog.DiscardHandler)); s == peerEmpty {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	start(2, "--replicas 2")
-	wg.Wait()
-	for i, err := range errs {
-		if !errors.Is(err, errOtherSettings) || !strings.Contains(err.Error(), "--replicas 3") || !strings.Contains(err.Error(), "--replicas 2") {
+	waits := []func() error{start(0, "--replicas 3"), start(1, "--replicas 3")}
+	awaitEmpty(t, ms, ms[:2])
+	waits = append(waits, start(2, "--replicas 2"))
+	for i, wait := range waits {
+		if err := wait(); !errors.Is(err, errOtherSettings) || !strings.Contains(err.Error(), "--replicas 3") || !strings.Contains(err.Error(), "--replicas 2") {
 			t.Errorf("member %s of a new cluster, the third with --replicas 2: %v; want errOtherSettings naming both", ms[i].Addr, err)
 		}
 	}
