@@ -114,7 +114,7 @@ func serveFlags(fs *flag.FlagSet, cfg *config.Config) {
 	fs.StringVar(&cfg.API.AdvertiseEndpoint, "advertise-endpoint", cfg.API.AdvertiseEndpoint, "endpoint URL the account advertises to SDKs (default: the address each client used)")
 	fs.StringVar(&cfg.API.Consistency, "consistency", cfg.API.Consistency, "account default consistency level")
 	fs.BoolVar(&cfg.API.EmulatorCompat, "emulator-compat", cfg.API.EmulatorCompat, "reproduce Cosmos DB emulator quirks some SDK test suites expect (see README)")
-	fs.IntVar(&cfg.Engine.QueryMemoMB, "query-memo-mb", cfg.Engine.QueryMemoMB, "MiB of query results kept for the next pages of queries evaluated whole (DISTINCT, GROUP BY, aggregates) and of sorted queries read ahead; 0: none")
+	fs.IntVar(&cfg.Engine.QueryMemoMB, "query-memo-mb", cfg.Engine.QueryMemoMB, "MiB of query results kept for the next pages of queries evaluated whole (DISTINCT, GROUP BY, aggregates), of sorted queries read ahead and of index entries gathered; 0: none")
 	fs.StringVar(&cfg.Engine.GatewayQuery, "gateway-query", cfg.Engine.GatewayQuery, "gateway: refuse cross-partition queries that need merging, like Cosmos DB; full: run every query server-side")
 	fs.StringVar(&cfg.Engine.RateLimit, "rate-limit", cfg.Engine.RateLimit, "on: requests past a physical partition's share of the provisioned RU/s get 429; off: unthrottled; auto: on unless --emulator-compat")
 	fs.IntVar(&cfg.Engine.PartitionMaxRU, "partition-max-ru", cfg.Engine.PartitionMaxRU, "most RU/s one physical partition serves; raising throughput past partitions x this splits partitions")

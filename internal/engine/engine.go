@@ -51,9 +51,9 @@ type Config struct {
 	// LIMIT may buffer to sort: past it the query fails with 400. Default
 	// 256 MiB.
 	QueryMaxSortBytes int
-	// QueryMemoBytes bounds the rows of queries evaluated whole that the
-	// engine keeps for their next pages (queryMemo). Default 64 MiB;
-	// negative: none kept.
+	// QueryMemoBytes bounds the rows of queries evaluated whole, and the
+	// index entries gathered, that the engine keeps for their next pages
+	// (queryMemo). Default 64 MiB; negative: none kept.
 	QueryMemoBytes int
 	// QueryWorkers bounds how many physical partitions one query reads and
 	// folds at once, for GROUP BY and aggregates over several partitions.

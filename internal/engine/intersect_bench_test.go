@@ -43,3 +43,100 @@ func BenchmarkQueryIntersectRange(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkQueryRangesLead drains two ranges on different paths and no
+// equality, c.a BETWEEN lo AND hi AND c.b BETWEEN lo AND hi (a and b
+// pseudo-random in [0, 1000), independent), over 20,000 items of about
+// 500 B in four physical partitions: the range of fewest entries leads,
+// the other intersected with it (plan=intersect), against the same query
+// with b's range written so that no lookup serves it (OR false: a's range
+// alone, as before, its documents loaded and filtered), in pages of 10 and
+// 100; intersect-unkept keeps no gathered entries for the next pages
+// (queryMemo.gathered), so that each page gathers again. Ranges of 100 values (2,000 items each, ~200 both) and 300 (6,000
+// each: a's past what a page gathers, scanned either way).
+//
+//	go test -run=NONE -bench=BenchmarkQueryRangesLead -count=5 ./internal/engine
+func BenchmarkQueryRangesLead(b *testing.B) {
+	bOf := func(i int) int { return pageBenchN(i + 7*pageBenchItems) }
+	e := pageBenchEngineOf(b, 4, func(i int, pk, pad string) []byte {
+		return fmt.Appendf(nil, `{"id":"i%d","pk":%q,"a":%d,"b":%d,"pad":%q}`, i, pk, pageBenchN(i), bOf(i), pad)
+	})
+	for _, r := range []struct {
+		name   string
+		lo, hi int
+	}{{"values=100", 100, 199}, {"values=300", 100, 399}} {
+		want := 0
+		for i := range pageBenchItems {
+			if a, bv := pageBenchN(i), bOf(i); a >= r.lo && a <= r.hi && bv >= r.lo && bv <= r.hi {
+				want++
+			}
+		}
+		for _, page := range []int{10, 100} {
+			for _, plan := range []string{"intersect", "intersect-unkept", "first"} {
+				b.Run(fmt.Sprintf("%s/page=%d/plan=%s", r.name, page, plan), func(b *testing.B) {
+					rb := fmt.Sprintf("c.b BETWEEN %d AND %d", r.lo, r.hi)
+					if plan == "first" {
+						rb = "(" + rb + " OR false)"
+					}
+					q := Query{Text: fmt.Sprintf("SELECT * FROM c WHERE c.a BETWEEN %d AND %d AND %s", r.lo, r.hi, rb), EnableCrossPartition: true, MaxItems: page}
+					drainPages(b, e, q, want, coldMemo(e, plan != "intersect-unkept"))
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkQueryMatch drains CONTAINS(c.s, "needle") (a "match" lookup:
+// the path's strings read, the matching ones' documents loaded) over
+// 20,000 items of about 500 B in four physical partitions, one in 100 of
+// whose strings match (200 rows), against the same test written so that
+// no lookup serves it (OR false: every document loaded and filtered), in
+// pages of 10 and 100; match-unkept keeps no gathered entries for the next
+// pages, so that each page reads the path's strings again.
+//
+//	go test -run=NONE -bench=BenchmarkQueryMatch -count=5 ./internal/engine
+func BenchmarkQueryMatch(b *testing.B) {
+	e := pageBenchEngineOf(b, 4, func(i int, pk, pad string) []byte {
+		s := fmt.Sprintf("w%05d plain", i)
+		if pageBenchN(i)%100 == 0 {
+			s = fmt.Sprintf("w%05d needle", i)
+		}
+		return fmt.Appendf(nil, `{"id":"i%d","pk":%q,"s":%q,"pad":%q}`, i, pk, s, pad)
+	})
+	want := 0
+	for i := range pageBenchItems {
+		if pageBenchN(i)%100 == 0 {
+			want++
+		}
+	}
+	for _, page := range []int{10, 100} {
+		for _, plan := range []string{"match", "match-unkept", "scan"} {
+			b.Run(fmt.Sprintf("page=%d/plan=%s", page, plan), func(b *testing.B) {
+				where := `CONTAINS(c.s, "needle")`
+				if plan == "scan" {
+					where = "(" + where + " OR false)"
+				}
+				q := Query{Text: "SELECT * FROM c WHERE " + where, EnableCrossPartition: true, MaxItems: page}
+				drainPages(b, e, q, want, coldMemo(e, plan != "match-unkept"))
+			})
+		}
+	}
+}
+
+// coldMemo returns drainPages' before: the engine's query memo emptied,
+// so that each drain starts as a query's first would (what a drain keeps
+// serves its own next pages only), and kept at its budget, or, with keep
+// false, keeping nothing (every page gathers again).
+func coldMemo(e *Engine, keep bool) func() {
+	budget := e.memo.budget
+	return func() {
+		m := &e.memo
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.byKey, m.used = nil, 0
+		m.lru.Init()
+		if m.budget = budget; !keep {
+			m.budget = -1
+		}
+	}
+}

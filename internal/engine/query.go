@@ -553,6 +553,15 @@ measure:
 			var ok bool
 			ok, err = src.dense(ctx, pp.Probe, pp.ProbeDesc, want, &run.entries)
 			in.Dense = &ok
+		case len(pp.Leads) > 0:
+			// Ranges and prefixes on several paths: each one's entries,
+			// counted (they serve Weigh too), to lead with the fewest.
+			in.Leads = make([]plan.Stats, len(pp.Leads))
+			for i, l := range pp.Leads {
+				if in.Leads[i], err = src.measure(ctx, l, in.PageSize, true, &run.entries); err != nil {
+					break
+				}
+			}
 		case pp.Weigh != nil && len(pp.Intersect) > 0:
 			// What the intersection finds, not its first lookup.
 			var st plan.Stats
@@ -601,7 +610,7 @@ measure:
 	case plan.IndexPoint, plan.IndexMerge, plan.IndexGather:
 		src.scan = pp.Lookup
 	case plan.IndexIntersect:
-		src.scan, src.also = pp.Lookup, pp.Intersect
+		src.scan, src.also, src.gathered, src.gather = pp.Lookup, pp.Intersect, pp.LeadGathered, pp.Gather
 		// A later page opens the intersection's ranges at once: its
 		// first page found enough documents to page.
 		src.wide, src.eager = new(atomic.Bool), q.Continuation != ""

@@ -39,6 +39,7 @@ import (
 
 	"github.com/partitadb/partita/internal/document"
 	"github.com/partitadb/partita/internal/index"
+	"github.com/partitadb/partita/internal/query/plan"
 )
 
 func envInt(name string, def int) int {
@@ -313,7 +314,7 @@ func (g *qdGen) cond(depth int, join bool) string {
 	case 5:
 		return p + " BETWEEN " + g.lit() + " AND " + g.lit()
 	case 6:
-		f := []string{"STARTSWITH", "ENDSWITH", "CONTAINS"}[g.r.IntN(3)]
+		f := []string{"STARTSWITH", "ENDSWITH", "CONTAINS", "STRINGEQUALS"}[g.r.IntN(4)]
 		ci := ""
 		if g.r.IntN(4) == 0 {
 			ci = ", true"
@@ -506,6 +507,8 @@ type qdResult struct {
 	blind bool
 	// ranged: a page intersected a range or prefix with its lookup.
 	ranged bool
+	// matched: a page read a match lookup (plan.Match) rather than a scan.
+	matched bool
 }
 
 func (r qdResult) String() string {
@@ -522,7 +525,7 @@ func qdRun(e *Engine, coll string, scope Scope, q Query) qdResult {
 // qdRunSizes is qdRun whose page i asks for sizes(i) items (nil: q.MaxItems).
 func qdRunSizes(e *Engine, coll string, scope Scope, q Query, sizes func(int) int) qdResult {
 	var out []string
-	blind, ranged := false, false
+	blind, ranged, matched := false, false, false
 	for pages := 0; pages < 3000; pages++ {
 		if sizes != nil {
 			q.MaxItems = sizes(pages)
@@ -541,8 +544,11 @@ func qdRunSizes(e *Engine, coll string, scope Scope, q Query, sizes func(int) in
 		for _, o := range p.Metrics.Plan.Intersect {
 			ranged = ranged || o.Kind == "range" || o.Kind == "prefix"
 		}
+		if l := p.Metrics.Plan.Lookup; l != nil && l.Kind == "match" && p.Metrics.Plan.Access != plan.OrderScan {
+			matched = true
+		}
 		if p.Continuation == "" {
-			return qdResult{rows: out, blind: blind, ranged: ranged}
+			return qdResult{rows: out, blind: blind, ranged: ranged, matched: matched}
 		}
 		q.Continuation = p.Continuation
 	}
@@ -972,6 +978,9 @@ func qdRunSeed(t *testing.T, seed uint64, nq, ndocs int) {
 			}
 			if res[coll].blind {
 				stats[coll+" blind"]++
+			}
+			if res[coll].matched {
+				stats[coll+" matched"]++
 			}
 			if res[coll].ranged {
 				stats[coll+" ranged"]++

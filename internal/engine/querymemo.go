@@ -2,12 +2,14 @@ package engine
 
 import (
 	"container/list"
+	"context"
 	"encoding/binary"
 	"sync"
 	"unsafe"
 
 	"github.com/partitadb/partita/internal/query/exec"
 	"github.com/partitadb/partita/internal/query/plan"
+	"github.com/partitadb/partita/internal/replica"
 )
 
 // queryMemo keeps the rows of queries evaluated whole (DISTINCT, GROUP BY,
@@ -35,7 +37,8 @@ import (
 //
 // It also keeps the rows a sorted page read ahead (queryRun.sortedPage),
 // under the same state and the continuation of the page they follow,
-// until the next page takes them.
+// until the next page takes them; and the index entries a page gathers
+// (gathered), under the keyspace's version and the spans read.
 //
 // The memo holds at most budget bytes of rows (and their keys), evicting
 // the least recently used evaluation; one of more than a quarter of the
@@ -71,7 +74,11 @@ type memoEntry struct {
 	// they are every row left.
 	ahead []exec.SortedRow
 	all   bool
-	size  int
+	// hits, for a gather (queryMemo.gathered), are the entries it kept
+	// and n how many it read.
+	hits []seqEntry
+	n    int
+	size int
 }
 
 // memoRowOverhead is what a kept row costs beyond its bytes: its slice
@@ -124,6 +131,85 @@ func (m *queryMemo) takeAhead(k memoKey) ([]exec.SortedRow, bool, bool) {
 	delete(m.byKey, k)
 	m.used -= e.size
 	return e.ahead, e.all, true
+}
+
+// gathered returns the entries of scan's spans that gather keeps for part
+// p of snapshot r (every one read: none past most, when most is above
+// zero, nor maxGather of the part's), sorted by sequence number, or ok
+// false when there are more. A gather of a snapshot whose version is
+// known is kept (gatherKey), so that the next page of the query, over a
+// keyspace unchanged since, reads none of them again: a gathered lookup
+// drained in pages of 10 read its spans for every page. The entries are
+// shared: callers must not modify them. A nil memo keeps nothing.
+func (m *queryMemo) gathered(ctx context.Context, r replica.Reader, p part, scan *plan.IndexScan, most int, entries *int) (hits []seqEntry, ok bool, err error) {
+	k, keep := gatherKey(r, p, scan)
+	keep = keep && m != nil
+	if keep {
+		m.mu.Lock()
+		el, found := m.byKey[k]
+		if found {
+			m.lru.MoveToFront(el)
+			e := el.Value.(*memoEntry)
+			hits, ok = e.hits, most <= 0 || e.n <= most
+		}
+		m.mu.Unlock()
+		if found {
+			return hits, ok, nil
+		}
+	}
+	hits, n, complete, err := gather(ctx, r, p, scan, most, entries)
+	if err != nil || !complete {
+		return nil, false, err
+	}
+	if keep {
+		size := k.size()
+		for _, h := range hits {
+			size += int(unsafe.Sizeof(h)) + len(h.itemKey)
+		}
+		m.keep(&memoEntry{key: k, hits: hits, n: n, size: size})
+	}
+	return hits, true, nil
+}
+
+// gatherKey names a gather of scan's spans in part p of snapshot r: the
+// keyspace, the snapshot's version, the part's spans, the scan's spans and
+// its test (plan.Match); false when the version is unknown (a write under
+// way, a keyspace read from another node).
+func gatherKey(r replica.Reader, p part, scan *plan.IndexScan) (memoKey, bool) {
+	sn, ok := r.(replica.Snapshot)
+	if !ok {
+		return memoKey{}, false
+	}
+	v, ok := sn.Version()
+	if !ok {
+		return memoKey{}, false
+	}
+	b := make([]byte, 0, 128)
+	b = binary.BigEndian.AppendUint64(b, p.ks)
+	b = binary.BigEndian.AppendUint64(b, v.Epoch)
+	b = binary.BigEndian.AppendUint64(b, v.N)
+	bytes := func(x []byte) {
+		b = binary.AppendUvarint(b, uint64(len(x)))
+		b = append(b, x...)
+	}
+	b = binary.AppendUvarint(b, uint64(len(p.spans)))
+	for _, sp := range p.spans {
+		bytes(sp.Lower)
+		bytes(sp.Upper)
+	}
+	b = binary.AppendUvarint(b, uint64(len(scan.Spans)))
+	for _, sp := range scan.Spans {
+		bytes(sp.Lower)
+		bytes(sp.Upper)
+	}
+	if m := scan.Match; m != nil {
+		bytes([]byte(m.Func))
+		bytes([]byte(m.Arg))
+		if m.Fold {
+			b = append(b, 1)
+		}
+	}
+	return memoKey{prog: "\x00gather", state: string(b)}, true
 }
 
 // size is what k costs an entry: its strings and the entry's overhead.

@@ -159,6 +159,12 @@ type docSource struct {
 	// IndexMerge, IndexGather or IndexIntersect (with also's).
 	access plan.Access
 	also   []*plan.IndexScan
+	// gathered: an intersection's first lookup (scan, a range or prefix)
+	// has its entries gathered rather than its terms merged; gather is the
+	// most entries of a keyspace it gathers of a range or prefix of also's
+	// (plan.Physical.LeadGathered, Gather).
+	gathered bool
+	gather   int
 	// hidden, unless nil, reports documents that must not be seen (past
 	// their time to live, or hidden by a partition key delete), which the
 	// source skips (Engine.goneFilter).
@@ -544,61 +550,128 @@ func (st *orderStream) advance() {
 	}
 }
 
-// sliceStream yields gathered entries, sorted by sequence number.
+// sliceStream yields gathered entries, sorted by sequence number, read
+// through r. hits may be shared (queryMemo.gathered): it is resliced,
+// never written.
 type sliceStream struct {
 	hits []seqEntry
+	r    replica.Reader
 }
 
-func (st *sliceStream) valid() bool    { return len(st.hits) > 0 }
-func (st *sliceStream) head() seqEntry { return st.hits[0] }
-func (st *sliceStream) advance()       { st.hits = st.hits[1:] }
-func (st *sliceStream) err() error     { return nil }
-func (st *sliceStream) close()         {}
+// newSliceStream streams hits from sequence number from on.
+func newSliceStream(hits []seqEntry, r replica.Reader, from uint64) *sliceStream {
+	n, _ := slices.BinarySearchFunc(hits, from, func(e seqEntry, seq uint64) int { return cmp.Compare(e.seq, seq) })
+	return &sliceStream{hits: hits[n:], r: r}
+}
+
+func (st *sliceStream) valid() bool { return len(st.hits) > 0 }
+func (st *sliceStream) head() seqEntry {
+	e := st.hits[0]
+	e.r = st.r
+	return e
+}
+func (st *sliceStream) advance()   { st.hits = st.hits[1:] }
+func (st *sliceStream) err() error { return nil }
+func (st *sliceStream) close()     {}
 
 // indexStream reads a part's items that the query's index lookup finds,
 // from sequence number from on, as the plan says: one term streamed or
 // several merged (each term's entries read from from on), or the entries gathered and sorted (up to maxGather, beyond
 // which it reads the part in order instead).
 func (s docSource) indexStream(ctx context.Context, r replica.Reader, p part, from uint64, entries *int) (seqStream, error) {
-	switch s.access {
-	case plan.IndexPoint, plan.IndexMerge:
-		return mergeOf(ctx, r, p, s.scan, s.access == plan.IndexPoint || s.scan.Kind == "in", from, entries)
-	case plan.IndexIntersect:
-		return newIntersectStream(ctx, r, p, append([]*plan.IndexScan{s.scan}, s.also...), from, s.eager, s.wide, entries)
+	if s.access != plan.IndexIntersect {
+		return s.lookupStream(ctx, r, p, s.scan, s.access, from, entries)
 	}
-	var hits []seqEntry
-	for _, ts := range s.scan.Spans {
-		tooMany := false
-		var failed error
+	access := plan.IndexMerge
+	if s.gathered {
+		access = plan.IndexGather
+	}
+	lead, err := s.lookupStream(ctx, r, p, s.scan, access, from, entries)
+	if err != nil {
+		return nil, err
+	}
+	return newIntersectStream(ctx, r, p, lead, s.also, from, s.eager, s.gather, s.wide, s.memo(), entries)
+}
+
+// memo is the engine's query memo, which keeps gathered entries for a
+// query's next pages (queryMemo.gathered); nil when the source has no
+// engine (tests).
+func (s docSource) memo() *queryMemo {
+	if s.e == nil {
+		return nil
+	}
+	return &s.e.memo
+}
+
+// lookupStream streams a part's entries of scan from sequence number from
+// on, in creation order, as access says: IndexPoint or IndexMerge (mergeOf:
+// an equality's or IN's spans are a term each, a range's or prefix's terms
+// are found by seeking), or IndexGather (gathered and sorted, at most
+// maxGather, beyond which the part is read in order instead).
+func (s docSource) lookupStream(ctx context.Context, r replica.Reader, p part, scan *plan.IndexScan, access plan.Access, from uint64, entries *int) (seqStream, error) {
+	if access != plan.IndexGather {
+		return mergeOf(ctx, r, p, scan, access == plan.IndexPoint || scan.Kind != "range" && scan.Kind != "prefix", from, entries)
+	}
+	hits, ok, err := s.memo().gathered(ctx, r, p, scan, 0, entries)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return readInstead(r, p, from, entries), nil
+	}
+	return newSliceStream(hits, r, from), nil
+}
+
+// gather reads the entries of scan's spans in r: the part's (and, for a
+// match lookup, those whose terms its test passes) sorted by sequence
+// number, and n, how many entries it read. With most above zero it stops
+// (complete false) once it has read more than most entries; it stops too
+// once the part's exceed maxGather.
+func gather(ctx context.Context, r replica.Reader, p part, scan *plan.IndexScan, most int, entries *int) (hits []seqEntry, n int, complete bool, err error) {
+	var failed error
+	for _, ts := range scan.Spans {
+		stopped := false
 		err := replica.Scan(ctx, r, indexSpan(ts.Lower, ts.Upper), func(k, itemKey []byte) bool {
 			*entries++
+			if n++; most > 0 && n > most {
+				stopped = true
+				return false
+			}
 			seq, err := entrySeq(k)
 			if err != nil {
 				failed = err
 				return false
 			}
-			if seq < from || !p.holds(itemKey) {
+			if !p.holds(itemKey) || !matched(scan, k) {
 				return true
 			}
 			if len(hits) == maxGather {
-				tooMany = true
+				stopped = true
 				return false
 			}
-			hits = append(hits, seqEntry{seq: seq, itemKey: bytes.Clone(itemKey), r: r})
+			hits = append(hits, seqEntry{seq: seq, itemKey: bytes.Clone(itemKey)})
 			return true
 		})
 		if err == nil {
 			err = failed
 		}
-		if err != nil {
-			return nil, err
-		}
-		if tooMany {
-			return readInstead(r, p, from, entries), nil
+		if err != nil || stopped {
+			return nil, n, false, err
 		}
 	}
 	slices.SortFunc(hits, func(a, b seqEntry) int { return cmp.Compare(a.seq, b.seq) })
-	return &sliceStream{hits: hits}, nil
+	return hits, n, true, nil
+}
+
+// matched reports whether index entry key's term may satisfy scan's test
+// (plan.IndexScan.Match): always without one, and for a term it cannot
+// decode (the filter decides).
+func matched(scan *plan.IndexScan, key []byte) bool {
+	if scan.Match == nil {
+		return true
+	}
+	v, err := index.TermValue(key[1:])
+	return err != nil || scan.Match.Candidate(v)
 }
 
 // mergeOf streams a part's entries of scan's terms from sequence
@@ -734,10 +807,12 @@ func mergeTerms(ctx context.Context, r replica.Reader, p part, scan *plan.IndexS
 // smallest lookup: a zig-zag join.
 //
 // The first lookup is an equality or an IN, whose spans are one term
-// each, as are the other equalities' and INs'. A range or a prefix is
+// each, as are the other equalities' and INs', or, when the query has
+// none, the range or prefix of fewest entries, merged or gathered as the
+// plan measured (lookupStream). A range or a prefix after the first is
 // opened once the others have found a few documents (intersectLater): its
 // entries gathered and sorted where the part's keyspace holds at most
-// intersectGather of them, else its terms found by seeking from one to the
+// gather of them (plan.Physical.Gather), else its terms found by seeking from one to the
 // next and merged; where the keyspace holds more than plan.MaxMergeTerms
 // of them, the lookup is left out of the intersection (loose), and the
 // query's next pages plan without it (docSource.wide, queryToken.Wide). A
@@ -758,16 +833,22 @@ type intersectStream struct {
 	pending []*plan.IndexScan
 	found   int
 	loose   bool
+	gather  int          // the most entries of a pending lookup gathered
 	wide    *atomic.Bool // told of a range or prefix left out, unless nil
+	memo    *queryMemo   // keeps what it gathers, unless nil
 }
 
 // intersectSteps is how many entries a lookup behind the others steps
 // through before it seeks instead.
 const intersectSteps = 8
 
-func newIntersectStream(ctx context.Context, r replica.Reader, p part, scans []*plan.IndexScan, from uint64, eager bool, wide *atomic.Bool, entries *int) (seqStream, error) {
-	st := &intersectStream{ctx: ctx, r: r, p: p, entries: entries, wide: wide}
-	for _, scan := range scans {
+// newIntersectStream intersects lead, the first lookup's stream (opened
+// by lookupStream), with others from sequence number from on; gather is
+// the most entries of a keyspace it gathers of a range or prefix of
+// others (plan.Physical.Gather).
+func newIntersectStream(ctx context.Context, r replica.Reader, p part, lead seqStream, others []*plan.IndexScan, from uint64, eager bool, gather int, wide *atomic.Bool, memo *queryMemo, entries *int) (seqStream, error) {
+	st := &intersectStream{ctx: ctx, r: r, p: p, entries: entries, gather: gather, wide: wide, memo: memo, subs: []seqStream{lead}}
+	for _, scan := range others {
 		if scan.Kind == "range" || scan.Kind == "prefix" {
 			st.pending = append(st.pending, scan)
 			continue
@@ -783,12 +864,6 @@ func newIntersectStream(ctx context.Context, r replica.Reader, p part, scans []*
 		}
 		st.subs = append(st.subs, sub)
 	}
-	if len(st.subs) == 0 {
-		// Only an IN of more values than maxMergeStreams could get here
-		// (plan.intersecting takes at most MaxMergeTerms): read the part
-		// in order, as mergeOf does.
-		st.subs = []seqStream{readInstead(r, p, from, entries)}
-	}
 	if eager && len(st.pending) > 0 {
 		if err := st.openPending(from); err != nil {
 			st.close()
@@ -797,44 +872,6 @@ func newIntersectStream(ctx context.Context, r replica.Reader, p part, scans []*
 	}
 	st.settle()
 	return st, st.failed
-}
-
-// intersectGather is the most index entries of a range or prefix that an
-// intersection gathers and sorts in a part (one iterator) rather than
-// merging its terms (an iterator per term).
-const intersectGather = 256
-
-// gatherAtMost returns the part's entries of scan's spans from sequence
-// number from on, sorted by sequence number, when its keyspace holds at
-// most most of them (ok); it reads at most most+1.
-func gatherAtMost(ctx context.Context, r replica.Reader, p part, scan *plan.IndexScan, from uint64, most int, entries *int) (hits []seqEntry, ok bool, err error) {
-	n := 0
-	var failed error
-	for _, ts := range scan.Spans {
-		err := replica.Scan(ctx, r, indexSpan(ts.Lower, ts.Upper), func(k, itemKey []byte) bool {
-			*entries++
-			if n++; n > most {
-				return false
-			}
-			seq, err := entrySeq(k)
-			if err != nil {
-				failed = err
-				return false
-			}
-			if seq >= from && p.holds(itemKey) {
-				hits = append(hits, seqEntry{seq: seq, itemKey: bytes.Clone(itemKey), r: r})
-			}
-			return true
-		})
-		if err == nil {
-			err = failed
-		}
-		if err != nil || n > most {
-			return nil, false, err
-		}
-	}
-	slices.SortFunc(hits, func(a, b seqEntry) int { return cmp.Compare(a.seq, b.seq) })
-	return hits, true, nil
 }
 
 // intersectLater is how many documents the equalities and INs of an
@@ -846,14 +883,14 @@ const intersectLater = 8
 
 // openPending opens the ranges and prefixes of the intersection at
 // sequence number from: each one's entries gathered (at most
-// intersectGather), else a merge of its terms (at most plan.MaxMergeTerms),
+// st.gather), else a merge of its terms (at most plan.MaxMergeTerms),
 // else none (loose).
 func (st *intersectStream) openPending(from uint64) error {
 	for _, scan := range st.pending {
-		if hits, ok, err := gatherAtMost(st.ctx, st.r, st.p, scan, from, intersectGather, st.entries); err != nil {
+		if hits, ok, err := st.memo.gathered(st.ctx, st.r, st.p, scan, max(st.gather, 1), st.entries); err != nil {
 			return err
 		} else if ok {
-			st.subs = append(st.subs, &sliceStream{hits: hits})
+			st.subs = append(st.subs, newSliceStream(hits, st.r, from))
 			continue
 		}
 		sub, fits, err := mergeTerms(st.ctx, st.r, st.p, scan, false, from, plan.MaxMergeTerms, st.entries)
@@ -1102,9 +1139,11 @@ func (m *mergeStream) close() {
 // distinct terms in one keyspace, up to plan.MaxMergeTerms+1, found by
 // seeking from term to term (and no further once a keyspace has more); then, only if there are more, each keyspace's
 // items (its logical partitions' statistics entries) and the lookup's
-// entries there, up to plan.GatherLimit+1. The entries it reads are counted
+// entries there, up to plan.EntryLimit+1. The entries it reads are counted
 // in *entries (they are charged). Terms and entries of sibling ranges
-// sharing a keyspace are counted too: the estimate is an upper bound.
+// sharing a keyspace are counted too: the estimate is an upper bound. A
+// match lookup (plan.IndexScan.Match) counts the entries whose terms it
+// may match, reading every string entry of its path, not its terms.
 //
 // With counted set (a scope of one logical partition, which plan.Choose
 // reads through the index only when the lookup's entries are few beside
@@ -1129,6 +1168,9 @@ func (s docSource) measure(ctx context.Context, lookup *plan.IndexScan, page int
 			return plan.Stats{}, err
 		}
 		readers[i] = r
+		if lookup.Match != nil {
+			st.Terms = plan.MaxMergeTerms + 1 // a match is never merged: its terms are not counted
+		}
 		if st.Terms > plan.MaxMergeTerms {
 			continue // known already: Terms is the most of any keyspace
 		}
@@ -1158,14 +1200,16 @@ func (s docSource) measure(ctx context.Context, lookup *plan.IndexScan, page int
 		if err != nil {
 			return plan.Stats{}, err
 		}
-		limit, n := plan.GatherLimit(items, page), 0
+		limit, n := plan.EntryLimit(lookup, items, page), 0
 		for _, ts := range lookup.Spans {
 			if n > limit {
 				break
 			}
-			err := replica.Scan(ctx, readers[i], indexSpan(ts.Lower, ts.Upper), func(_, _ []byte) bool {
+			err := replica.Scan(ctx, readers[i], indexSpan(ts.Lower, ts.Upper), func(k, _ []byte) bool {
 				*entries++
-				n++
+				if matched(lookup, k) {
+					n++
+				}
 				return n <= limit
 			})
 			if err != nil {
@@ -1201,7 +1245,6 @@ func (s docSource) measureIntersect(ctx context.Context, lookup *plan.IndexScan,
 		}
 	}
 	st := plan.Stats{Terms: 1, Counted: true}
-	scans := append([]*plan.IndexScan{lookup}, others...)
 	for i, ks := range order {
 		r, err := s.v.reader(ks)
 		if err != nil {
@@ -1212,7 +1255,12 @@ func (s docSource) measureIntersect(ctx context.Context, lookup *plan.IndexScan,
 			return plan.Stats{}, err
 		}
 		limit, n := plan.GatherLimit(items, page), 0
-		is, err := newIntersectStream(ctx, r, part{ks: ks, spans: parts[ks]}, scans, 0, false, nil, entries)
+		p := part{ks: ks, spans: parts[ks]}
+		lead, err := s.lookupStream(ctx, r, p, lookup, plan.IndexMerge, 0, entries)
+		if err != nil {
+			return plan.Stats{}, err
+		}
+		is, err := newIntersectStream(ctx, r, p, lead, others, 0, false, plan.IntersectGather, nil, s.memo(), entries)
 		if err != nil {
 			return plan.Stats{}, err
 		}
@@ -1491,6 +1539,11 @@ func (s docSource) readOrdered(ctx context.Context, scan *plan.IndexScan, desc b
 		}
 		if testHookOrderedEntry != nil {
 			testHookOrderedEntry()
+		}
+		if !matched(scan, st.key) {
+			// A match lookup's term its test refuses: not loaded.
+			st.advance()
+			continue
 		}
 		doc, err := loadDoc(st.r, st.item, st.doc, st.fetched)
 		switch {

@@ -294,6 +294,15 @@ func DecodeTerm(term []byte) (path []string, v Value, err error) {
 	return path, v, nil
 }
 
+// TermValue returns the value of the term at the front of b (its path
+// skipped); bytes after the term (such as a ridSeq) are ignored. A bounded
+// term's value is its string's first StringTermBytes bytes, marked
+// Bounded. It returns ErrInvalidTerm when b does not start with a term.
+func TermValue(b []byte) (Value, error) {
+	_, v, _, err := decode(b, false)
+	return v, err
+}
+
 // TermPath returns the path of the term at the front of b; bytes after the
 // term (such as a ridSeq) are ignored. It returns ErrInvalidTerm when b does
 // not start with a term.

@@ -22,8 +22,9 @@ type IndexScan struct {
 	// Spans are term spans of that path (index.Eq, Range, In, Prefix).
 	Spans []index.Span
 	// Kind says what the predicate was: "equality" (or "contains", an
-	// ARRAY_CONTAINS, read alike), "in", "prefix" or "range", best first;
-	// "path" for an ordered scan of a whole path.
+	// ARRAY_CONTAINS, read alike), "in", "prefix", "range" or "match" (a
+	// string test no span narrows, Match), best first; "path" for an
+	// ordered scan of a whole path.
 	Kind string
 	// Pred is the predicate, printed: "n >= 500", "cat IN (\"a\", \"b\")".
 	Pred string
@@ -36,6 +37,10 @@ type IndexScan struct {
 	// nil for none): a composite index led by the path narrows by them too.
 	Values []index.Value
 	Lo, Hi *index.Bound
+	// Match is a "match" lookup's test of each term of its spans (every
+	// string of the path): the entries of the terms it refuses are not
+	// read further.
+	Match *Match
 	// Composite, when not nil, makes this a "composite" scan: of the
 	// entries of a composite index (index.CompositeSpan), which serves an
 	// ORDER BY on several paths. Path is then nil.
@@ -136,7 +141,13 @@ func lookup(e parse.Expr, r roots, params map[string][]byte) *IndexScan {
 		if !x.UDF && strings.EqualFold(x.Name, "ARRAY_CONTAINS") {
 			return containsLookup(x, r, params)
 		}
-		if x.UDF || !strings.EqualFold(x.Name, "STARTSWITH") || len(x.Args) < 2 || len(x.Args) > 3 {
+		if x.UDF || len(x.Args) < 2 || len(x.Args) > 3 {
+			return nil
+		}
+		name := strings.ToUpper(x.Name)
+		switch name {
+		case "STARTSWITH", "ENDSWITH", "CONTAINS", "STRINGEQUALS":
+		default:
 			return nil
 		}
 		path, ok := r.path(x.Args[0])
@@ -144,15 +155,72 @@ func lookup(e parse.Expr, r roots, params map[string][]byte) *IndexScan {
 		if !ok || !vok || v.Kind != index.String {
 			return nil
 		}
+		fold := false
 		if len(x.Args) == 3 {
 			ci, ok := scalar(x.Args[2], params)
-			if !ok || ci.Kind != index.Bool || ci.Bool {
-				return nil // case-insensitive: the index cannot narrow it
+			if !ok || ci.Kind != index.Bool {
+				return nil
 			}
+			fold = ci.Bool
 		}
-		return &IndexScan{Path: path, Spans: []index.Span{index.Prefix(path, v.Str)}, Kind: "prefix", Pred: "STARTSWITH(" + predPath(path) + ", " + valueText(v) + ")", Values: []index.Value{v}}
+		pred := name + "(" + predPath(path) + ", " + valueText(v)
+		if fold {
+			pred += ", true"
+		}
+		pred += ")"
+		switch {
+		case name == "STARTSWITH" && !fold:
+			return &IndexScan{Path: path, Spans: []index.Span{index.Prefix(path, v.Str)}, Kind: "prefix", Pred: pred, Values: []index.Value{v}}
+		case name == "STRINGEQUALS" && !fold:
+			return &IndexScan{Path: path, Spans: []index.Span{index.Eq(path, v)}, Kind: "equality", Pred: pred, Values: []index.Value{v}}
+		}
+		m := &Match{Func: name, Arg: v.Str, Fold: fold}
+		if fold {
+			m.Arg = strings.ToLower(v.Str)
+		}
+		return &IndexScan{Path: path, Spans: []index.Span{index.Prefix(path, "")}, Kind: "match", Pred: pred, Match: m}
 	}
 	return nil
+}
+
+// Match is the test of a "match" lookup (CONTAINS, ENDSWITH, and
+// case-insensitive STARTSWITH and STRINGEQUALS of a path and a string):
+// no span holds just the strings it is true of, so the lookup reads every
+// string term of the path and keeps the entries of those it may be true
+// of (Candidate), without loading their documents.
+type Match struct {
+	Func string // CONTAINS, ENDSWITH, STARTSWITH or STRINGEQUALS
+	Arg  string // the string, lowercased when Fold
+	Fold bool   // case-insensitive (the third argument true)
+}
+
+// Candidate reports whether the test may be true of a document whose
+// string at the path has the term value v (index.TermValue): as the
+// query's function evaluates it (lowercasing both strings when
+// case-insensitive), and always for a bounded term, which holds only the
+// string's first bytes.
+func (m *Match) Candidate(v index.Value) bool {
+	if v.Kind != index.String {
+		return false
+	}
+	if v.Bounded {
+		return true
+	}
+	s := v.Str
+	if m.Fold {
+		s = strings.ToLower(s)
+	}
+	switch m.Func {
+	case "CONTAINS":
+		return strings.Contains(s, m.Arg)
+	case "ENDSWITH":
+		return strings.HasSuffix(s, m.Arg)
+	case "STARTSWITH":
+		return strings.HasPrefix(s, m.Arg)
+	case "STRINGEQUALS":
+		return s == m.Arg
+	}
+	return true
 }
 
 // containsLookup returns the lookup of ARRAY_CONTAINS(alias.path, v) (or
@@ -279,7 +347,7 @@ func spanUnion(ds []parse.Expr, r roots, params map[string][]byte) *IndexScan {
 		var order []string
 		for _, c := range conjuncts(d, nil) {
 			s := lookup(c, r, params)
-			if s == nil || s.Kind == "contains" {
+			if s == nil || s.Kind == "contains" || s.Kind == "match" {
 				continue
 			}
 			k := strings.Join(s.Path, "\x00")

@@ -40,7 +40,8 @@ const (
 	// single-key ORDER BY (backwards for DESC).
 	IndexOrdered
 	// IndexIntersect streams the entries of several lookups on different
-	// paths (Lookup, an equality or IN, and Intersect), each in creation
+	// paths (Lookup, an equality or IN, or the range or prefix of fewest
+	// entries, and Intersect), each in creation
 	// order, and keeps the sequence numbers all of them hold: each stream
 	// skips ahead to the others' (a zig-zag join), so the cost follows
 	// the smallest lookup, not the first written.
@@ -149,6 +150,10 @@ type Stats struct {
 	// Counted: Entries and Items were counted whatever the terms, as
 	// weighing a lookup against an ordered read needs (Physical.Weigh).
 	Counted bool `json:"c,omitempty"`
+	// Lead is which of the query's ranges and prefixes on several paths
+	// (Physical.Leads, in their order) the plan leads with: the one of
+	// fewest entries, chosen from Input.Leads. These are its measurements.
+	Lead int `json:"l,omitempty"`
 }
 
 // orderedCheaper reports whether reading the scope in the ORDER BY's order,
@@ -157,13 +162,13 @@ type Stats struct {
 // document the lookup finds (k, its entries in a keyspace of n items), an
 // ordered one about page·n/k of them, so the order wins when k² > page·n,
 // and always when the lookup's entries are past what a keyspace gathers
-// (GatherLimit: the lookup would scan the scope).
-func orderedCheaper(st *Stats, page int) bool {
+// (EntryLimit: the lookup would scan the scope).
+func orderedCheaper(scan *IndexScan, st *Stats, page int) bool {
 	// A page holds at most the lookup's documents: an unbounded page reads
 	// them all either way, and the order reads every other document too.
 	page = min(page, max(st.Entries, 1))
 	k := float64(st.Entries)
-	return st.Entries > GatherLimit(st.Items, page) || k*k > float64(page)*float64(st.Items)
+	return st.Entries > EntryLimit(scan, st.Items, page) || k*k > float64(page)*float64(st.Items)
 }
 
 // MaxMergeTerms is the most terms per keyspace a lookup merges: each is an
@@ -199,6 +204,32 @@ func GatherLimit(items int64, page int) int {
 	return int(min(e, maxGather))
 }
 
+// MatchLimit is the most entries of a keyspace of items documents that a
+// "match" lookup (IndexScan.Match) may find for it to be gathered for
+// every page of page rows rather than the keyspace scanned with the
+// filter. A gather reads the path's every string entry (at most items)
+// and loads page documents; a scan loads page·items/E documents. With a
+// load costing loadCost entries, gathering is cheaper while E·(items +
+// loadCost·page) ≤ loadCost·page·items. At most 65,536.
+func MatchLimit(items int64, page int) int {
+	if items <= 0 || page <= 0 {
+		return 0
+	}
+	rp := float64(loadCost) * float64(page)
+	return int(min(rp*float64(items)/(float64(items)+rp), maxGather))
+}
+
+// EntryLimit is the most entries of a keyspace of items documents that
+// scan may find for it to be gathered for every page of page rows
+// (GatherLimit, or MatchLimit for a "match" lookup): how far the engine
+// counts them (Stats.Entries).
+func EntryLimit(scan *IndexScan, items int64, page int) int {
+	if scan.Kind == "match" {
+		return MatchLimit(items, page)
+	}
+	return GatherLimit(items, page)
+}
+
 // Input is everything Choose decides from.
 type Input struct {
 	Query   *parse.Query
@@ -209,6 +240,10 @@ type Input struct {
 	// Stats, when not nil, are the scope's measurements for the lookup
 	// that a plan made without them needed (NeedStats).
 	Stats *Stats
+	// Leads, when not nil, are the measurements (counted) of each of the
+	// ranges and prefixes a plan made without them asked for (Physical.
+	// Leads), in its order.
+	Leads []Stats
 	// Covered, when not nil, says whether every document of the scope has
 	// a term in the spans of the ORDER BY's path, as a plan made without
 	// it needed (Cover): counted by the engine on a query's first page,
@@ -282,6 +317,20 @@ type Physical struct {
 	// Intersect are the lookups an index-intersect access intersects
 	// with Lookup: equalities, INs, ranges and prefixes on other paths.
 	Intersect []*IndexScan
+	// LeadGathered: Lookup, a range or prefix leading an index-intersect
+	// access, has its entries gathered and sorted (as IndexGather's) rather
+	// than its terms merged.
+	LeadGathered bool
+	// Gather is the most index entries of a keyspace that an
+	// index-intersect access gathers of a range or prefix of Intersect
+	// before it merges its terms instead, or leaves it out
+	// (IntersectGather, or more when a measured range leads: intersectGather).
+	Gather int
+	// Leads, when not nil, are the ranges and prefixes on several paths
+	// that a query with no equality or IN could lead with: the engine
+	// counts each one's entries (Input.Leads) and Choose leads with the
+	// fewest, intersected with the others.
+	Leads []*IndexScan
 	// Weigh, when not nil, is a lookup on another path than the ORDER BY's
 	// that the query could read instead of the ORDER BY's index order
 	// (then sorting what it finds): the engine counts its entries (with
@@ -357,6 +406,29 @@ func Choose(in Input) Physical {
 	var pending *IndexScan // a range over one logical partition, awaiting Stats
 	if usable {
 		scan = bestLookup(narrowing(hits, in.Scope), in.Policy)
+		if scan != nil && scan.Kind == "match" && in.Scope.Logical {
+			// A match reads the path's strings of the whole keyspace,
+			// every logical partition's: more than the partition's items
+			// read by key.
+			scan = nil
+		}
+		if leads := rangeLeads(scan, narrowing(hits, in.Scope), in.Policy); len(leads) > 1 {
+			// Ranges and prefixes on several paths, and no equality or IN:
+			// lead with the one whose entries are fewest, counted first.
+			switch {
+			case in.Stats != nil:
+				if i := in.Stats.Lead; i > 0 && i < len(leads) {
+					scan = leads[i]
+				}
+			case len(in.Leads) == len(leads):
+				i := fewest(in.Leads)
+				st := in.Leads[i]
+				st.Lead, st.Counted = i, true
+				in.Stats, scan = &st, leads[i]
+			default:
+				p.Leads = leads
+			}
+		}
 		if scan != nil && in.Scope.Logical && !scan.Point() && scan.Kind != "in" {
 			// A range or prefix over one logical partition reads the
 			// keyspace's entries of its terms, every logical partition's:
@@ -394,13 +466,24 @@ func Choose(in Input) Physical {
 		if p.Access == OrderScan {
 			p.Lookup = nil // rejected: Why names it
 		}
-		if others := intersecting(scan, narrowing(hits, in.Scope), in.Policy, in.Wide); len(others) > 0 && (p.Access == IndexPoint || p.Access == IndexMerge) {
+		// An equality or IN leads an intersection when merged; a range or
+		// prefix when measured and merged or gathered (the others are
+		// ranges and prefixes then: bestLookup prefers the rest).
+		ranged := (scan.Kind == "range" || scan.Kind == "prefix") && in.Stats != nil && !p.NeedStats
+		led := (p.Access == IndexPoint || p.Access == IndexMerge) && !needsStats(scan) || ranged && (p.Access == IndexMerge || p.Access == IndexGather)
+		if others := intersecting(scan, narrowing(hits, in.Scope), in.Policy, in.Wide); len(others) > 0 && led {
 			preds := make([]string, len(others))
 			for i, o := range others {
 				preds[i] = o.Pred
 			}
+			why := p.Why
+			p.LeadGathered, p.Gather = p.Access == IndexGather, IntersectGather
 			p.Access, p.Intersect = IndexIntersect, others
 			p.Why = "lookups on " + strconv.Itoa(1+len(others)) + " paths, intersected by sequence number: " + scan.Pred + " AND " + strings.Join(preds, " AND ")
+			if ranged {
+				p.Gather = intersectGather(in.Stats, in.PageSize)
+				p.Why += "; led by " + scan.Pred + ", the fewest entries (" + why + ")"
+			}
 		}
 	}
 	if desc, ok := idOrder(in.Query); ok && byKey && in.Scope.Logical && !prog.Grouped && !in.Sorted {
@@ -447,7 +530,7 @@ func Choose(in Input) Physical {
 		case st == nil || !st.Counted:
 			p.Weigh = scan
 			return false, ""
-		case orderedCheaper(st, page):
+		case orderedCheaper(scan, st, page):
 			return true, fmt.Sprintf(": the lookup %s finds %d documents of %d in a keyspace, many beside a page of %d (counted)", scan.Pred, st.Entries, st.Items, page)
 		}
 		p.Why += fmt.Sprintf("; %s sorted: the lookup finds %d documents of %d in a keyspace, few beside a page of %d (counted)", order, st.Entries, st.Items, page)
@@ -463,6 +546,7 @@ func Choose(in Input) Physical {
 			// Every document of the scope has an entry in a composite
 			// index, whatever its values: no count is needed.
 			p.Access, p.Lookup, p.Desc, p.NeedStats, p.Stats, p.Weigh, p.Intersect = IndexOrdered, o, desc, false, in.Stats, nil, nil
+			p.LeadGathered, p.Gather = false, 0
 			p.Why = "ORDER BY " + orderText(in.Query) + " read in the order of " + o.Target() + why
 		}
 	}
@@ -486,6 +570,7 @@ func Choose(in Input) Physical {
 			}
 			if ok {
 				p.Access, p.Lookup, p.Desc, p.NeedStats, p.Stats, p.Why, p.Intersect = IndexOrdered, o, desc, false, in.Stats, why, nil
+				p.LeadGathered, p.Gather = false, 0
 			}
 		}
 	}
@@ -581,6 +666,11 @@ func noLookupWhy(in Input, usable bool) string {
 // "Choosing between merge, gather and scan").
 func lookupAccess(scan *IndexScan, st *Stats, page int, needStats *bool) (Access, string) {
 	switch {
+	case scan.Kind == "match" && st != nil:
+		if limit := MatchLimit(st.Items, page); st.Entries > limit {
+			return OrderScan, fmt.Sprintf("%s: over %d of %d items' strings in a keyspace match, for pages of %d: creation order, filter on every document", scan.Pred, limit, st.Items, page)
+		}
+		return IndexGather, fmt.Sprintf("%d of %d items' strings in a keyspace match (at most %d for pages of %d): the path's strings read, the matching ones' entries gathered and sorted", st.Entries, st.Items, MatchLimit(st.Items, page), page)
 	case scan.Point():
 		return IndexPoint, "one term: its entries are in creation order"
 	case !needsStats(scan):
@@ -603,8 +693,8 @@ func lookupAccess(scan *IndexScan, st *Stats, page int, needStats *bool) (Access
 const maxIntersect = 3
 
 // intersecting returns the lookups of hits that an index-intersect access
-// can intersect with scan (an equality or IN read by merging its terms):
-// equalities and INs of at most MaxMergeTerms values, then ranges and
+// can intersect with scan (an equality or IN read by merging its terms,
+// or a measured range or prefix merged or gathered): equalities and INs of at most MaxMergeTerms values, then ranges and
 // prefixes, on other indexed paths, one per path, at most maxIntersect.
 // Any document the filter matches has an entry in each. A range's or a
 // prefix's terms are unknown here: the engine merges them where a
@@ -612,9 +702,6 @@ const maxIntersect = 3
 // intersection where it holds more (engine.intersectStream); wide (Input.
 // Wide) leaves them all out.
 func intersecting(scan *IndexScan, hits []*IndexScan, pol *index.Policy, wide bool) []*IndexScan {
-	if scan.Kind != "equality" && scan.Kind != "contains" && scan.Kind != "in" || needsStats(scan) {
-		return nil
-	}
 	kinds := []string{"equality", "contains", "in", "range", "prefix"}
 	if wide {
 		kinds = kinds[:3]
@@ -634,11 +721,53 @@ func intersecting(scan *IndexScan, hits []*IndexScan, pol *index.Policy, wide bo
 	return out
 }
 
+// rangeLeads returns, when scan (the best lookup) is a range or a prefix,
+// it and the ranges and prefixes of hits on other indexed paths, one per
+// path, at most 1+maxIntersect: the lookups a query with no equality or
+// IN could lead an intersection with (Physical.Leads).
+func rangeLeads(scan *IndexScan, hits []*IndexScan, pol *index.Policy) []*IndexScan {
+	if scan == nil || scan.Kind != "range" && scan.Kind != "prefix" {
+		return nil
+	}
+	return append([]*IndexScan{scan}, intersecting(scan, hits, pol, false)...)
+}
+
+// fewest returns the index of the measurements with the fewest entries
+// (the first of equals): the range or prefix whose documents are fewest
+// leads, so the intersection's work follows the smallest.
+func fewest(leads []Stats) int {
+	best := 0
+	for i, st := range leads {
+		if st.Entries < leads[best].Entries {
+			best = i
+		}
+	}
+	return best
+}
+
+// IntersectGather is the most index entries of a keyspace that an
+// intersection led by an equality or IN gathers of a range or prefix
+// (Physical.Gather): without measurements, a bound small beside the
+// documents it may save loading.
+const IntersectGather = 256
+
+// intersectGather is Physical.Gather for an intersection led by a range
+// or prefix measured as st: gathering another range's E entries costs E
+// and saves loading the documents the lead finds that it does not hold.
+// If the two are independent, in a keyspace of n items, a page of p rows
+// loads p·n/E documents without it, p with it: worth gathering while E² +
+// loadCost·p·E ≤ loadCost·p·n (GatherLimit), and never more than the
+// lead's own loads could save (loadCost per entry of the lead's).
+func intersectGather(st *Stats, page int) int {
+	page = min(page, max(st.Entries, 1))
+	return max(IntersectGather, min(GatherLimit(st.Items, page), loadCost*st.Entries))
+}
+
 // needsStats reports whether choosing how to read scan's entries needs
 // Stats: a range or a prefix (its terms are unknown), or more terms than
 // MaxMergeTerms.
 func needsStats(scan *IndexScan) bool {
-	return !scan.Point() && (scan.Kind == "range" || scan.Kind == "prefix" || len(scan.Spans) > MaxMergeTerms)
+	return !scan.Point() && (scan.Kind == "range" || scan.Kind == "prefix" || scan.Kind == "match" || len(scan.Spans) > MaxMergeTerms)
 }
 
 // bestLookup returns the best lookup among the conjuncts' on an indexed
@@ -928,8 +1057,14 @@ func (p Physical) String() string {
 		}
 		b.WriteString(")")
 	}
+	if p.LeadGathered {
+		b.WriteString("\nlead: gathered and sorted")
+	}
 	for _, o := range p.Intersect {
 		fmt.Fprintf(&b, "\nintersected with: %s %s on %s", o.Kind, o.Pred, o.Target())
+	}
+	if p.Gather != IntersectGather && len(p.Intersect) > 0 {
+		fmt.Fprintf(&b, "\nintersected ranges and prefixes gathered up to %d entries per keyspace", p.Gather)
 	}
 	if p.Stats != nil {
 		fmt.Fprintf(&b, "\nstats: terms=%d entries=%d items=%d", p.Stats.Terms, p.Stats.Entries, p.Stats.Items)
@@ -942,6 +1077,13 @@ func (p Physical) String() string {
 	}
 	if p.Cover != nil {
 		fmt.Fprintf(&b, "\nneeds a count of /%s", strings.Join(p.Cover.Path, "/"))
+	}
+	if len(p.Leads) > 0 {
+		preds := make([]string, len(p.Leads))
+		for i, l := range p.Leads {
+			preds[i] = l.Pred
+		}
+		fmt.Fprintf(&b, "\nneeds counts of the lookups %s, to lead with the fewest", strings.Join(preds, ", "))
 	}
 	if p.Weigh != nil {
 		fmt.Fprintf(&b, "\nneeds counts of the lookup %s, to weigh it against the ORDER BY's order", p.Weigh.Pred)
@@ -1014,6 +1156,9 @@ func (p Physical) MarshalJSON() ([]byte, error) {
 		}
 		b = append(b, ']')
 	}
+	if p.LeadGathered {
+		b = append(b, `,"leadGathered":true`...)
+	}
 	b = append(b, `,"why":`...)
 	b = appendJSONString(b, p.Why)
 	if p.Stats != nil {
@@ -1023,6 +1168,13 @@ func (p Physical) MarshalJSON() ([]byte, error) {
 		b = strconv.AppendInt(b, int64(p.Stats.Entries), 10)
 		b = append(b, `,"n":`...)
 		b = strconv.AppendInt(b, p.Stats.Items, 10)
+		if p.Stats.Counted {
+			b = append(b, `,"c":true`...)
+		}
+		if p.Stats.Lead != 0 {
+			b = append(b, `,"l":`...)
+			b = strconv.AppendInt(b, int64(p.Stats.Lead), 10)
+		}
 		b = append(b, '}')
 	}
 	if p.Blind {

@@ -23,7 +23,7 @@ import (
 //	<indexing policy JSON; empty: the default, index everything>
 //	----
 //
-//	explain [logical] [key=<partition key header JSON>] [paths=(/a,/b)] [ranges=N] [units=N] [page=N] [stale] [params=<JSON object>] [stats=(terms,entries,items)] [counts=(entries,items)] [covered=<bool>] [dense=<bool>] [ordered] [json]
+//	explain [logical] [key=<partition key header JSON>] [paths=(/a,/b)] [ranges=N] [units=N] [page=N] [stale] [params=<JSON object>] [stats=(terms,entries,items[,lead])] [leads=(terms/entries/items,...)] [counts=(entries,items)] [covered=<bool>] [dense=<bool>] [ordered] [json]
 //	<query>
 //	----
 //	<the plan, as Physical.String prints it, or its JSON with json>
@@ -33,7 +33,8 @@ import (
 // unless logical (one logical partition, whose key is key when given), of
 // a container whose partition key path is /pk (or paths). stale marks the index as being
 // rebuilt. page is the page size (100 by default). stats are the
-// measurements of the lookup (Plan.NeedStats), counts those that weigh it
+// measurements of the lookup (Plan.NeedStats), leads those of each range
+// or prefix a query could lead an intersection with (Plan.Leads), counts those that weigh it
 // against an ordered read (Plan.Weigh; ordered: the continuation is an
 // index-ordered position); covered says whether every
 // document has a scalar on the ORDER BY's path (Plan.Cover); dense whether
@@ -89,6 +90,8 @@ func explain(t *testing.T, d *datadriven.TestData, pol *index.Policy) string {
 			in.Scope.Ranges = atoi(t, d, val)
 		case "units":
 			units = atoi(t, d, val)
+		case "wide":
+			in.Wide = true
 		case "stale":
 			in.Scope.IndexCurrent = false
 		case "hides":
@@ -117,10 +120,21 @@ func explain(t *testing.T, d *datadriven.TestData, pol *index.Policy) string {
 			}
 			in.Covered = &b
 		case "stats":
-			if len(arg.Vals) != 3 {
-				d.Fatalf(t, "stats=(terms,entries,items)")
+			if len(arg.Vals) != 3 && len(arg.Vals) != 4 {
+				d.Fatalf(t, "stats=(terms,entries,items[,lead])")
 			}
 			in.Stats = &plan.Stats{Terms: atoi(t, d, arg.Vals[0]), Entries: atoi(t, d, arg.Vals[1]), Items: int64(atoi(t, d, arg.Vals[2]))}
+			if len(arg.Vals) == 4 {
+				in.Stats.Lead = atoi(t, d, arg.Vals[3])
+			}
+		case "leads":
+			for _, v := range arg.Vals {
+				f := strings.Split(v, "/")
+				if len(f) != 3 {
+					d.Fatalf(t, "leads=(terms/entries/items,...)")
+				}
+				in.Leads = append(in.Leads, plan.Stats{Terms: atoi(t, d, f[0]), Entries: atoi(t, d, f[1]), Items: int64(atoi(t, d, f[2]))})
+			}
 		case "counts":
 			if len(arg.Vals) != 2 {
 				d.Fatalf(t, "counts=(entries,items)")

@@ -16,23 +16,33 @@ func reflectJSON(p Physical) ([]byte, error) {
 		Pred  string `json:"predicate"`
 		Spans int    `json:"spans"`
 	}
+	type other struct {
+		Path string `json:"path"`
+		Kind string `json:"kind"`
+		Pred string `json:"predicate"`
+	}
 	out := struct {
-		Access   string   `json:"access"`
-		Path     string   `json:"path,omitempty"`
-		Desc     bool     `json:"descending,omitempty"`
-		Lookup   *lookup  `json:"lookup,omitempty"`
-		Why      string   `json:"why"`
-		Stats    *Stats   `json:"stats,omitempty"`
-		Blind    bool     `json:"blind,omitempty"`
-		Implied  []string `json:"implied,omitempty"`
-		Executor string   `json:"executor"`
-		Token    string   `json:"token"`
-		Cross    bool     `json:"crossPartition"`
-		Ranges   int      `json:"physicalPartitions"`
-	}{Access: p.Access.String(), Desc: p.Desc, Why: p.Why, Stats: p.Stats, Blind: p.Blind, Implied: p.Implied, Executor: p.Executor.String(), Token: p.Token.String(), Cross: p.Cross, Ranges: p.Ranges}
+		Access    string   `json:"access"`
+		Path      string   `json:"path,omitempty"`
+		Desc      bool     `json:"descending,omitempty"`
+		Lookup    *lookup  `json:"lookup,omitempty"`
+		Intersect []other  `json:"intersect,omitempty"`
+		Gathered  bool     `json:"leadGathered,omitempty"`
+		Why       string   `json:"why"`
+		Stats     *Stats   `json:"stats,omitempty"`
+		Blind     bool     `json:"blind,omitempty"`
+		Implied   []string `json:"implied,omitempty"`
+		Executor  string   `json:"executor"`
+		Token     string   `json:"token"`
+		Cross     bool     `json:"crossPartition"`
+		Ranges    int      `json:"physicalPartitions"`
+	}{Access: p.Access.String(), Desc: p.Desc, Gathered: p.LeadGathered, Why: p.Why, Stats: p.Stats, Blind: p.Blind, Implied: p.Implied, Executor: p.Executor.String(), Token: p.Token.String(), Cross: p.Cross, Ranges: p.Ranges}
 	if p.Lookup != nil {
 		out.Path = "/" + strings.Join(p.Lookup.Path, "/")
 		out.Lookup = &lookup{Kind: p.Lookup.Kind, Pred: p.Lookup.Pred, Spans: len(p.Lookup.Spans)}
+	}
+	for _, o := range p.Intersect {
+		out.Intersect = append(out.Intersect, other{Path: o.Target(), Kind: o.Kind, Pred: o.Pred})
 	}
 	return json.Marshal(out)
 }
@@ -51,6 +61,9 @@ func TestMarshalJSONMatchesReflection(t *testing.T) {
 			Why: "ORDER BY _ts read in index order"},
 		{Access: IndexPoint, Executor: Whole, Token: TokenOffset, Lookup: &IndexScan{Path: []string{"cat"}, Spans: make([]index.Span, 1), Kind: "equality", Pred: "cat = \"a\""},
 			Why: "a lookup", Blind: true, Implied: []string{"c.pk = 1"}},
+		{Access: IndexIntersect, LeadGathered: true, Gather: 900, Lookup: &IndexScan{Path: []string{"a"}, Spans: make([]index.Span, 1), Kind: "range", Pred: "a > " + odd},
+			Intersect: []*IndexScan{{Path: []string{"b"}, Kind: "prefix", Pred: "STARTSWITH(b, " + odd + ")"}, {Path: []string{"c", odd}, Kind: "range", Pred: "c < 2"}},
+			Stats:     &Stats{Terms: 65, Entries: 300, Items: 5000, Counted: true, Lead: 2}, Why: "led by " + odd},
 	}
 	for _, p := range plans {
 		want, err := reflectJSON(p)
