@@ -63,7 +63,9 @@ type NodeConfig struct {
 	// (Placement); 0, or as many as the members or more: every member.
 	Replicas int
 	// StartTimeout bounds how long the node waits for its etcd member to
-	// join the cluster (EtcdConfig.StartTimeout); 0 waits until ctx ends.
+	// join the cluster (EtcdConfig.StartTimeout), and again for the steps
+	// after it that need the cluster's quorum (joined); 0 waits until ctx
+	// ends.
 	StartTimeout time.Duration
 	// Consistency is the account's default consistency level
 	// (--consistency), the same on every member: the first member to
@@ -198,20 +200,23 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	if err != nil {
 		return nil, err // naming the members that refused this node's credentials (refusals)
 	}
-	if err := recordPlacement(ctx, n.etcd.Client(), n.placement, members); err != nil {
-		return nil, err
-	}
-	if cfg.Consistency != "" {
-		if err := recordConsistency(ctx, n.etcd.Client(), cfg.Consistency); err != nil {
-			return nil, err
+	if err := joined(ctx, cfg.StartTimeout, func(ctx context.Context) error {
+		if err := recordPlacement(ctx, n.etcd.Client(), n.placement, members); err != nil {
+			return err
 		}
-	}
-	if cfg.KeysFingerprint != "" {
-		if err := checkKeys(ctx, n.etcd.Client(), self.ID, cfg.KeysFingerprint, lg); err != nil {
-			return nil, fmt.Errorf("cluster: record the account keys' fingerprint: %w", err)
+		if cfg.Consistency != "" {
+			if err := recordConsistency(ctx, n.etcd.Client(), cfg.Consistency); err != nil {
+				return err
+			}
 		}
-	}
-	if n.shared, err = NewSharedCatalog(ctx, n.etcd.Client(), SharedConfig{Log: lg, Self: self.ID, Members: memberIDs(members)}); err != nil {
+		if cfg.KeysFingerprint != "" {
+			if err := checkKeys(ctx, n.etcd.Client(), self.ID, cfg.KeysFingerprint, lg); err != nil {
+				return fmt.Errorf("cluster: record the account keys' fingerprint: %w", err)
+			}
+		}
+		n.shared, err = NewSharedCatalog(ctx, n.etcd.Client(), SharedConfig{Log: lg, Self: self.ID, Members: memberIDs(members)})
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	inbox := make(chan replication.Message, 4096)
@@ -278,6 +283,25 @@ func StartNode(ctx context.Context, cfg NodeConfig) (n *Node, err error) {
 	n.wg.Go(func() { n.watchEtcd(runCtx) })
 	lg.Info("cluster node started", "node", fmt.Sprintf("%016x", self.ID), "addr", self.Addr, "members", len(members))
 	return n, nil
+}
+
+// joined runs the steps of a start that follow the etcd member's joining
+// (each needs the etcd cluster's quorum) under timeout (0: until ctx
+// ends), so that --cluster-start-timeout bounds them too: a majority lost
+// just after the member joined left the node waiting, silent, until it was
+// stopped. Past the timeout the error says so.
+func joined(ctx context.Context, timeout time.Duration, steps func(context.Context) error) error {
+	if timeout <= 0 {
+		return steps(ctx)
+	}
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := steps(sctx)
+	if err != nil && sctx.Err() != nil && ctx.Err() == nil {
+		return fmt.Errorf("cluster: the etcd cluster did not answer within --cluster-start-timeout %v after this member "+
+			"joined it (a majority of the members must be up): %w", timeout, err)
+	}
+	return err
 }
 
 // checkPeerCerts, while this node waits for its etcd member to join the

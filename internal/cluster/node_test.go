@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -317,5 +318,24 @@ func TestCloseBounded(t *testing.T) {
 		}
 	case <-time.After(nodeStopWait + 20*time.Second):
 		t.Fatal("Close waited for the stuck background work")
+	}
+}
+
+// TestJoinedBounded: the start's steps after the etcd member joined end at
+// --cluster-start-timeout with an error naming it, and wait until stopped
+// without one.
+func TestJoinedBounded(t *testing.T) {
+	wait := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+	err := joined(t.Context(), 50*time.Millisecond, wait)
+	if err == nil || !strings.Contains(err.Error(), "--cluster-start-timeout 50ms") || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("steps past the timeout: %v", err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	if err := joined(ctx, 0, wait); !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "timeout") {
+		t.Errorf("steps without a timeout, stopped: %v", err)
+	}
+	if err := joined(t.Context(), time.Minute, func(context.Context) error { return nil }); err != nil {
+		t.Errorf("steps that succeed: %v", err)
 	}
 }

@@ -130,7 +130,15 @@ func NewSharedCatalog(ctx context.Context, cli *clientv3.Client, cfg SharedConfi
 		cfg.Lease = CatalogLease
 	}
 	base := NewBackend(cli, cfg.Backend)
-	sess, err := concurrency.NewSession(cli, concurrency.WithTTL(ttl))
+	// The lease is granted under ctx (NewSession would grant it under the
+	// client's own context, and wait as long as etcd has no quorum,
+	// whatever --cluster-start-timeout says); the session keeps it alive
+	// for as long as the client lives.
+	lease, err := cli.Grant(ctx, int64(ttl))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: catalog session: %w", err)
+	}
+	sess, err := concurrency.NewSession(cli, concurrency.WithLease(lease.ID))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: catalog session: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/partitadb/partita/internal/catalog"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // sharedNode opens one node's catalog on a SharedCatalog over e, logging
@@ -217,6 +219,42 @@ func TestSharedCatalogCloseWithoutQuorum(t *testing.T) {
 	}
 	if err == nil {
 		t.Fatal("Close without a quorum reported the lease revoked")
+	}
+}
+
+// TestSharedCatalogStartBounded: following the catalog needs etcd's
+// quorum, and NewSharedCatalog gives up when its context ends: its session's
+// lease was granted under the client's own context, so a node whose etcd
+// lost its quorum just after the member joined waited, silent, until it
+// was stopped, whatever --cluster-start-timeout said.
+func TestSharedCatalogStartBounded(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close() // accepts, never answers
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ln.Addr().String()}, DialTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		s, err := NewSharedCatalog(ctx, cli, SharedConfig{})
+		if err == nil {
+			s.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("NewSharedCatalog without an etcd that answers: no error")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("NewSharedCatalog still waiting 10 s after its context ended")
 	}
 }
 
