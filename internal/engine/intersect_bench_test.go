@@ -128,7 +128,7 @@ func BenchmarkQueryMatch(b *testing.B) {
 // serves its own next pages only), and kept at its budget, or, with keep
 // false, keeping nothing (every page gathers again).
 func coldMemo(e *Engine, keep bool) func() {
-	budget := e.memo.budget
+	budget := e.cfg.QueryMemoBytes // not e.memo.budget: an unkept run set it to -1
 	return func() {
 		m := &e.memo
 		m.mu.Lock()

@@ -107,7 +107,7 @@ func (m *queryMemo) put(k memoKey, rows [][]byte, keys []exec.RowKey) {
 	for _, r := range rows {
 		size += len(r) + memoRowOverhead
 	}
-	m.keep(&memoEntry{key: k, rows: rows, keys: keys, size: size})
+	m.keepEntry(&memoEntry{key: k, rows: rows, keys: keys, size: size})
 }
 
 // putAhead keeps the rows a sorted page read ahead (see memoEntry.ahead).
@@ -116,7 +116,7 @@ func (m *queryMemo) putAhead(k memoKey, ahead []exec.SortedRow, all bool) {
 	for _, r := range ahead {
 		size += len(r.Row) + len(r.At.Keys) + len(r.At.Tie) + len(r.At.CutSum) + int(unsafe.Sizeof(r))
 	}
-	m.keep(&memoEntry{key: k, ahead: ahead, all: all, size: size})
+	m.keepEntry(&memoEntry{key: k, ahead: ahead, all: all, size: size})
 }
 
 // takeAhead returns and forgets the rows read ahead under k.
@@ -162,13 +162,27 @@ func (m *queryMemo) gathered(ctx context.Context, r replica.Reader, p part, scan
 		return nil, false, err
 	}
 	if keep {
-		size := k.size()
-		for _, h := range hits {
-			size += int(unsafe.Sizeof(h)) + len(h.itemKey)
-		}
-		m.keep(&memoEntry{key: k, hits: hits, n: n, size: size})
+		m.keepHits(k, hits, n)
 	}
 	return hits, true, nil
+}
+
+// keep keeps what a gather of scan's spans in part p of snapshot r finds
+// (hits, sorted, having read n entries), as gathered would, for the pages
+// that gather it: read by another way (docSource.measure). A nil memo
+// keeps nothing.
+func (m *queryMemo) keep(r replica.Reader, p part, scan *plan.IndexScan, hits []seqEntry, n int) {
+	if k, ok := gatherKey(r, p, scan); ok && m != nil {
+		m.keepHits(k, hits, n)
+	}
+}
+
+func (m *queryMemo) keepHits(k memoKey, hits []seqEntry, n int) {
+	size := k.size()
+	for _, h := range hits {
+		size += int(unsafe.Sizeof(h)) + len(h.itemKey)
+	}
+	m.keepEntry(&memoEntry{key: k, hits: hits, n: n, size: size})
 }
 
 // gatherKey names a gather of scan's spans in part p of snapshot r: the
@@ -215,8 +229,8 @@ func gatherKey(r replica.Reader, p part, scan *plan.IndexScan) (memoKey, bool) {
 // size is what k costs an entry: its strings and the entry's overhead.
 func (k memoKey) size() int { return len(k.prog) + len(k.state) + memoEntryOverhead }
 
-// keep adds e (see put).
-func (m *queryMemo) keep(e *memoEntry) {
+// keepEntry adds e (see put).
+func (m *queryMemo) keepEntry(e *memoEntry) {
 	k, size := e.key, e.size
 	if size > m.budget/4 {
 		return

@@ -1143,7 +1143,9 @@ func (m *mergeStream) close() {
 // in *entries (they are charged). Terms and entries of sibling ranges
 // sharing a keyspace are counted too: the estimate is an upper bound. A
 // match lookup (plan.IndexScan.Match) counts the entries whose terms it
-// may match, reading every string entry of its path, not its terms.
+// may match, reading every string entry of its path, not its terms. The
+// entries it finds in a keyspace it reads whole are kept for the page's
+// gathers (queryMemo.keep).
 //
 // With counted set (a scope of one logical partition, which plan.Choose
 // reads through the index only when the lookup's entries are few beside
@@ -1152,6 +1154,7 @@ func (m *mergeStream) close() {
 func (s docSource) measure(ctx context.Context, lookup *plan.IndexScan, page int, counted bool, entries *int) (plan.Stats, error) {
 	var st plan.Stats
 	parts := map[uint64][]replica.Span{}
+	ksParts := map[uint64][]part{}
 	var order []uint64
 	for _, u := range s.units(nil) {
 		for _, p := range u.parts {
@@ -1159,6 +1162,7 @@ func (s docSource) measure(ctx context.Context, lookup *plan.IndexScan, page int
 				order = append(order, p.ks)
 			}
 			parts[p.ks] = append(parts[p.ks], p.spans...)
+			ksParts[p.ks] = append(ksParts[p.ks], p)
 		}
 	}
 	readers := make([]replica.Reader, len(order))
@@ -1200,18 +1204,40 @@ func (s docSource) measure(ctx context.Context, lookup *plan.IndexScan, page int
 		if err != nil {
 			return plan.Stats{}, err
 		}
-		limit, n := plan.EntryLimit(lookup, items, page), 0
+		// What it reads of a keyspace whose entries are few enough is what
+		// a gather of each of its parts reads: kept (queryMemo.keep), so
+		// that a page that gathers them reads none again.
+		limit, n, read := plan.EntryLimit(lookup, items, page), 0, 0
+		found := make([][]seqEntry, len(ksParts[ks]))
+		var failed error
 		for _, ts := range lookup.Spans {
 			if n > limit {
 				break
 			}
-			err := replica.Scan(ctx, readers[i], indexSpan(ts.Lower, ts.Upper), func(k, _ []byte) bool {
+			err := replica.Scan(ctx, readers[i], indexSpan(ts.Lower, ts.Upper), func(k, itemKey []byte) bool {
 				*entries++
-				if matched(lookup, k) {
-					n++
+				read++
+				if !matched(lookup, k) {
+					return true
 				}
-				return n <= limit
+				if n++; n > limit {
+					return false
+				}
+				seq, err := entrySeq(k)
+				if err != nil {
+					failed = err
+					return false
+				}
+				for j, p := range ksParts[ks] {
+					if p.holds(itemKey) {
+						found[j] = append(found[j], seqEntry{seq: seq, itemKey: bytes.Clone(itemKey)})
+					}
+				}
+				return true
 			})
+			if err == nil {
+				err = failed
+			}
 			if err != nil {
 				return plan.Stats{}, err
 			}
@@ -1220,6 +1246,10 @@ func (s docSource) measure(ctx context.Context, lookup *plan.IndexScan, page int
 			// This keyspace is scanned, so the query is.
 			st.Entries, st.Items = n, items
 			return st, nil
+		}
+		for j, p := range ksParts[ks] {
+			slices.SortFunc(found[j], func(a, b seqEntry) int { return cmp.Compare(a.seq, b.seq) })
+			s.memo().keep(readers[i], p, lookup, found[j], read)
 		}
 		if i == 0 || n > st.Entries {
 			st.Entries, st.Items = n, items
