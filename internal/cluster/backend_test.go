@@ -216,16 +216,7 @@ func TestBackendCatalog(t *testing.T) {
 // (a 500: a bug hunt's stored procedures through a node just resumed from
 // SIGSTOP, "etcd get: context deadline exceeded").
 func TestBackendReadUnavailable(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close() // accepts, never answers
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ln.Addr().String()}, DialTimeout: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
+	cli := silentEtcd(t)
 	b := NewBackend(cli, BackendConfig{Timeout: 200 * time.Millisecond})
 	if _, _, err := b.Get("cat/db/a"); !errors.Is(err, catalog.ErrUnavailable) {
 		t.Errorf("Get = %v, want catalog.ErrUnavailable", err)
@@ -233,4 +224,21 @@ func TestBackendReadUnavailable(t *testing.T) {
 	if err := b.Load(t.Context(), "cat/", func(string, []byte) error { return nil }); !errors.Is(err, catalog.ErrUnavailable) {
 		t.Errorf("Load = %v, want catalog.ErrUnavailable", err)
 	}
+}
+
+// silentEtcd returns an etcd client of an endpoint that accepts
+// connections and never answers, closed with the test.
+func silentEtcd(t *testing.T) *clientv3.Client {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ln.Addr().String()}, DialTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
 }

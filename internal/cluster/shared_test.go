@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/partitadb/partita/internal/catalog"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // sharedNode opens one node's catalog on a SharedCatalog over e, logging
@@ -228,16 +226,7 @@ func TestSharedCatalogCloseWithoutQuorum(t *testing.T) {
 // lost its quorum just after the member joined waited, silent, until it
 // was stopped, whatever --cluster-start-timeout said.
 func TestSharedCatalogStartBounded(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close() // accepts, never answers
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ln.Addr().String()}, DialTimeout: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
+	cli := silentEtcd(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
 	done := make(chan error, 1)
