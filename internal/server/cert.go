@@ -15,6 +15,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/partitadb/partita/internal/config"
@@ -23,33 +25,123 @@ import (
 // loadOrCreateCert returns the configured certificate, or the self-signed one
 // kept in dataDir/tls, generating it on first start. The generated
 // certificate covers localhost, 127.0.0.1 and ::1, as the SDKs' emulator
-// settings expect.
-func loadOrCreateCert(c config.Server, dataDir string) (tls.Certificate, []byte, error) {
+// settings expect, and the hosts the API listens on (certNames), so that a
+// client on another machine that trusts it can verify the address it
+// connects to. For a generated certificate made before (by an older
+// release, or before --addr changed), missing reports the names it does
+// not cover; the caller warns, naming the remedy.
+func loadOrCreateCert(c config.Server, dataDir string) (cert tls.Certificate, certPEM []byte, missing []string, err error) {
 	certFile, keyFile := c.TLSCert, c.TLSKey
 	if certFile == "" {
 		dir := filepath.Join(dataDir, "tls")
 		certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+		dns, ips := certNames(c)
 		// An empty file is what a crash during an older release's first
 		// start left (written in place): no client can trust it, so it is
 		// made again. This release writes each file whole or not at all.
 		if fi, err := os.Stat(certFile); errors.Is(err, fs.ErrNotExist) || err == nil && fi.Size() == 0 {
-			if err := generateCert(dir, certFile, keyFile); err != nil {
-				return tls.Certificate{}, nil, fmt.Errorf("generate TLS certificate: %w", err)
+			if err := generateCert(dir, certFile, keyFile, dns, ips); err != nil {
+				return tls.Certificate{}, nil, nil, fmt.Errorf("generate TLS certificate: %w", err)
+			}
+		} else {
+			missing = missingNames(certFile, dns, ips)
+		}
+	}
+	cert, err = tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return tls.Certificate{}, nil, nil, fmt.Errorf("load TLS certificate: %w", err)
+	}
+	certPEM, err = os.ReadFile(certFile)
+	if err != nil {
+		return tls.Certificate{}, nil, nil, err
+	}
+	return cert, certPEM, missing, nil
+}
+
+// certNames returns the names a generated certificate covers: localhost,
+// 127.0.0.1 and ::1, and the host of each API listen address (Addr,
+// ComputeGatewayAddr) — an IP or a name as given, or, for an unspecified
+// one (0.0.0.0, ::, no host), this machine's host name and its interfaces'
+// addresses, any of which a client may connect to.
+func certNames(c config.Server) (dns []string, ips []net.IP) {
+	dns = []string{"localhost"}
+	ips = []net.IP{net.IPv4(127, 0, 0, 1).To4(), net.IPv6loopback}
+	addIP := func(ip net.IP) {
+		if v4 := ip.To4(); v4 != nil {
+			ip = v4
+		}
+		if !slices.ContainsFunc(ips, ip.Equal) {
+			ips = append(ips, ip)
+		}
+	}
+	addName := func(h string) {
+		h = strings.ToLower(strings.TrimSuffix(h, "."))
+		if h != "" && !slices.Contains(dns, h) {
+			dns = append(dns, h)
+		}
+	}
+	for _, addr := range []string{c.Addr, c.ComputeGatewayAddr} {
+		if addr == "" {
+			continue
+		}
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			continue // config validation names it
+		}
+		if ip := net.ParseIP(host); ip != nil && !ip.IsUnspecified() {
+			addIP(ip)
+			continue
+		} else if ip == nil && host != "" {
+			addName(host)
+			continue
+		}
+		if h, err := os.Hostname(); err == nil {
+			addName(h)
+		}
+		if as, err := net.InterfaceAddrs(); err == nil {
+			for _, a := range as {
+				if n, ok := a.(*net.IPNet); ok && !n.IP.IsLinkLocalUnicast() {
+					addIP(n.IP)
+				}
 			}
 		}
 	}
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		return tls.Certificate{}, nil, fmt.Errorf("load TLS certificate: %w", err)
-	}
-	certPEM, err := os.ReadFile(certFile)
-	if err != nil {
-		return tls.Certificate{}, nil, err
-	}
-	return cert, certPEM, nil
+	return dns, ips
 }
 
-func generateCert(dir, certFile, keyFile string) error {
+// missingNames returns the names of dns and ips that the certificate in
+// certFile does not cover. It is not issued again for them: a client that
+// trusts a self-signed certificate trusts exactly that one (OpenSSL's
+// clients, Node's and Python's among them, refused one issued again with
+// the same key and name), so the operator decides (loadOrCreateCert).
+func missingNames(certFile string, dns []string, ips []net.IP) []string {
+	b, err := os.ReadFile(certFile)
+	if err != nil {
+		return nil // loadOrCreateCert reports it
+	}
+	blk, _ := pem.Decode(b)
+	if blk == nil {
+		return nil
+	}
+	c, err := x509.ParseCertificate(blk.Bytes)
+	if err != nil {
+		return nil
+	}
+	var missing []string
+	for _, h := range dns {
+		if !slices.Contains(c.DNSNames, h) {
+			missing = append(missing, h)
+		}
+	}
+	for _, ip := range ips {
+		if !slices.ContainsFunc(c.IPAddresses, ip.Equal) {
+			missing = append(missing, ip.String())
+		}
+	}
+	return missing
+}
+
+func generateCert(dir, certFile, keyFile string, dns []string, ips []net.IP) error {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return err
@@ -68,12 +160,8 @@ func generateCert(dir, certFile, keyFile string) error {
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		BasicConstraintsValid: true,
 		IsCA:                  true, // self-signed: clients trust it directly (SSL_CERT_FILE, NODE_EXTRA_CA_CERTS)
-		DNSNames:              []string{"localhost"},
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return err
+		DNSNames:              dns,
+		IPAddresses:           ips,
 	}
 	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
@@ -85,6 +173,16 @@ func generateCert(dir, certFile, keyFile string) error {
 	// The key first, the certificate last: a certificate in place means
 	// both are whole (writeWhole), whenever the process stops.
 	if err := writeWhole(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		return err
+	}
+	return writeCert(certFile, tmpl, key)
+}
+
+// writeCert signs tmpl with key as a self-signed certificate and writes
+// it to certFile whole (writeWhole).
+func writeCert(certFile string, tmpl *x509.Certificate, key *ecdsa.PrivateKey) error {
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
 		return err
 	}
 	return writeWhole(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)

@@ -22,7 +22,7 @@ import (
 // load: "context deadline exceeded" stopping the server); a request in its
 // handler still finishes before the listener stops.
 func TestShutdownWithPreconnect(t *testing.T) {
-	cert, _, err := loadOrCreateCert(config.Server{}, t.TempDir())
+	cert, _, _, err := loadOrCreateCert(config.Server{}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestShutdownTellsClientsToClose(t *testing.T) {
 }
 
 func shutdownUnderClients(t *testing.T, pace time.Duration) {
-	cert, _, err := loadOrCreateCert(config.Server{}, t.TempDir())
+	cert, _, _, err := loadOrCreateCert(config.Server{}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

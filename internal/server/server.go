@@ -22,6 +22,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -319,9 +320,14 @@ func (s *Server) loadTLS() (*tls.Config, error) {
 		}
 		return nil, nil
 	}
-	cert, pem, err := loadOrCreateCert(s.cfg.Server, s.cfg.Store.Dir)
+	cert, pem, missing, err := loadOrCreateCert(s.cfg.Server, s.cfg.Store.Dir)
 	if err != nil {
 		return nil, err
+	}
+	if len(missing) > 0 && s.log != nil {
+		s.log.Warn("the generated TLS certificate does not cover an address the server listens on, so clients that verify it cannot connect there; "+
+			"remove the data directory's tls/ to have one generated that does (clients must then trust the new one), or give --tls-cert and --tls-key",
+			"missing", missing, "certificate", filepath.Join(s.cfg.Store.Dir, "tls", "cert.pem"))
 	}
 	s.certPEM = pem
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}, nil
