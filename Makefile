@@ -21,7 +21,7 @@ NODE_TEST_CONCURRENCY ?= 2
 # The container image's tag (make image).
 IMAGE     ?= localhost/partita:dev
 
-.PHONY: image run build test test-go test-node test-node-cluster test-python test-python-cluster invariants lint conformance conformance-cluster fuzz crashloop clusterloop bench bench-floor powerloss diskfull sim querydiff model clean
+.PHONY: image run build test test-go test-node test-node-cluster test-python test-python-cluster invariants lint conformance conformance-cluster fuzz crashloop clusterloop clusterloop-netns bench bench-floor powerloss diskfull sim querydiff model clean
 
 run:
 	$(GO) run ./cmd/partita serve
@@ -103,6 +103,13 @@ CLUSTER_CYCLES ?= 30
 CLUSTER_NODES ?= 3
 clusterloop:
 	PARTITA_CLUSTER_CYCLES=$(CLUSTER_CYCLES) PARTITA_CLUSTER_NODES=$(CLUSTER_NODES) $(GO) test -count=1 -timeout 0 -run '^TestClusterKillLoop$$' -v ./cmd/partita
+
+# The same on separate machines' addresses, rehearsed on one: each member
+# in a network namespace of its own (its own address, the same ports as the
+# others), and a third of the cycles cut a member off from its peers while
+# clients still reach it; TestClusterBinary runs so too. Needs root.
+clusterloop-netns:
+	PARTITA_CLUSTER_NETNS=1 PARTITA_CLUSTER_CYCLES=$(CLUSTER_CYCLES) PARTITA_CLUSTER_NODES=$(CLUSTER_NODES) $(GO) test -count=1 -timeout 0 -run '^(TestClusterKillLoop|TestClusterBinary)$$' -v ./cmd/partita
 
 # Long power-loss simulation, opt-in: the engine on Pebble's crash-simulating
 # filesystem, POWERLOSS_CYCLES crash clones; make test runs a few.

@@ -35,6 +35,7 @@ import (
 // clusterNode is one `partita serve` process of a test cluster.
 type clusterNode struct {
 	addr, clusterAddr, data string
+	ns                      string // its network namespace (netnsMode), or "" on loopback
 	endpoint                string
 	cmd                     *exec.Cmd
 	logs                    *syncBuf
@@ -106,6 +107,9 @@ func stablePort() int {
 func newCluster(t *testing.T, n int) []*clusterNode {
 	t.Helper()
 	dir := t.TempDir()
+	if netnsMode() {
+		return netnsNodes(t, n, dir)
+	}
 	// Cluster ports (with their etcd peer ports) first, all held, then
 	// the API ports, so that none collides with another.
 	var held []net.Listener
@@ -156,6 +160,11 @@ func launchNode(t *testing.T, bin string, nodes []*clusterNode, i int, extra ...
 	args := append([]string{"serve", "--addr", n.addr, "--data", n.data, "--rate-limit=off",
 		"--cluster-addr", n.clusterAddr, "--join", strings.Join(join, ",")}, extra...)
 	cmd := exec.Command(bin, args...)
+	if n.ns != "" {
+		// ip netns exec execs the binary in its place: cmd's process is
+		// the member's, for signals.
+		cmd = exec.Command("ip", append([]string{"netns", "exec", n.ns, bin}, args...)...)
+	}
 	// Info: a failing test prints the last lines of each node's log
 	// (transfers, splits, separations, elections explain most failures).
 	cmd.Env = append(os.Environ(), "PARTITA_LOG_LEVEL=info", "PARTITA_CLUSTER_SECRET=test-cluster-secret-0123456789")

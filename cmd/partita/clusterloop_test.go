@@ -99,7 +99,9 @@ var registers = porcupine.Model{
 // real processes under a
 // load of azcosmos upserts and Strong reads through every live node, and
 // each cycle kills a random node with SIGKILL, then restarts it, or pauses
-// it with SIGSTOP for as long, then resumes it (SIGCONT). The
+// it with SIGSTOP for as long, then resumes it (SIGCONT), or, with the
+// members in network namespaces (PARTITA_CLUSTER_NETNS=1), cuts it off
+// from the others for a while, its clients still sending to it. The
 // history (every operation's call and return times; a write whose outcome
 // the client cannot know counts as pending) must be linearizable per key
 // (porcupine), and at the end every node must serve the last value of every
@@ -291,6 +293,19 @@ func TestClusterKillLoop(t *testing.T) {
 	for cycle := range cycles {
 		load(time.Now().Add(1500 * time.Millisecond))
 		victim := rng.IntN(len(nodes))
+		if netnsMode() && rng.IntN(3) == 0 {
+			// Cut off from its peers, not from its clients: whatever it
+			// acknowledges, its peers must have (no split brain).
+			if err := cutOff(nodes, victim); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("cycle %d: cut node %d off from the others", cycle+1, victim+1)
+			load(time.Now().Add(3 * time.Second))
+			if err := heal(nodes); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
 		mu.Lock()
 		live[victim] = nil
 		mu.Unlock()
