@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -338,6 +340,27 @@ type endingStream struct {
 
 func (s endingStream) Context() context.Context { return s.ctx }
 
+// bindURL returns u with its host resolved to an IP address, the first
+// that net.Listen would bind for it: etcd binds only IP addresses ("expected
+// IP in URL for binding"), where a member's cluster address may be a host
+// name (on three machines, names are what an operator gives), which the
+// member's name and advertised URL keep.
+func bindURL(u url.URL) (url.URL, error) {
+	host, port, err := net.SplitHostPort(u.Host)
+	if err != nil {
+		return url.URL{}, fmt.Errorf("cluster: etcd: peer URL %s: %w", u.String(), err)
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return u, nil
+	}
+	a, err := net.ResolveTCPAddr("tcp", u.Host)
+	if err != nil {
+		return url.URL{}, fmt.Errorf("cluster: etcd: the host of this member's cluster address: %w", err)
+	}
+	u.Host = net.JoinHostPort(a.IP.String(), port)
+	return u, nil
+}
+
 // embedConfig returns the embedded member's configuration; its calls end
 // when calls does (callsUntil).
 func embedConfig(cfg EtcdConfig, data, sock string, files CertFiles, log *zap.Logger, calls context.Context) (*embed.Config, error) {
@@ -348,7 +371,11 @@ func embedConfig(cfg EtcdConfig, data, sock string, files CertFiles, log *zap.Lo
 	if err != nil {
 		return nil, fmt.Errorf("cluster: etcd: peer URL: %w", err)
 	}
-	ec.ListenPeerUrls = []url.URL{*peer}
+	listen, err := bindURL(*peer)
+	if err != nil {
+		return nil, err
+	}
+	ec.ListenPeerUrls = []url.URL{listen}
 	ec.AdvertisePeerUrls = []url.URL{*peer}
 	client := url.URL{Scheme: "unix", Path: sock}
 	ec.ListenClientUrls = []url.URL{client}

@@ -60,7 +60,7 @@ func loadOrCreateCert(c config.Server, dataDir string) (cert tls.Certificate, ce
 
 // certNames returns the names a generated certificate covers: localhost,
 // 127.0.0.1 and ::1, and the host of each API listen address (Addr,
-// ComputeGatewayAddr) — an IP or a name as given, or, for an unspecified
+// ComputeGatewayAddr) — an IP, or a name and the addresses it resolves to, or, for an unspecified
 // one (0.0.0.0, ::, no host), this machine's host name and its interfaces'
 // addresses, any of which a client may connect to.
 func certNames(c config.Server) (dns []string, ips []net.IP) {
@@ -92,7 +92,14 @@ func certNames(c config.Server) (dns []string, ips []net.IP) {
 			addIP(ip)
 			continue
 		} else if ip == nil && host != "" {
+			// A name, and the addresses it resolves to here: clients
+			// may use either.
 			addName(host)
+			if as, err := net.LookupIP(host); err == nil {
+				for _, a := range as {
+					addIP(a)
+				}
+			}
 			continue
 		}
 		if h, err := os.Hostname(); err == nil {

@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/x509"
 	"encoding/pem"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -75,6 +76,22 @@ func TestCertCoversAddr(t *testing.T) {
 	}
 	if err := parsePEM(t, any).VerifyHostname(host); err != nil {
 		t.Errorf("listening on every address: %v", err)
+	}
+	// A name given: it and the addresses it resolves to.
+	_, named, _, err := loadOrCreateCert(config.Server{Addr: net.JoinHostPort(host, "8081")}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{host}
+	if as, err := net.LookupIP(host); err == nil {
+		for _, a := range as {
+			names = append(names, a.String())
+		}
+	}
+	for _, h := range names {
+		if err := parsePEM(t, named).VerifyHostname(h); err != nil {
+			t.Errorf("the host name: %v", err)
+		}
 	}
 }
 
