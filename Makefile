@@ -107,9 +107,10 @@ clusterloop:
 # The same on separate machines' addresses, rehearsed on one: each member
 # in a network namespace of its own (its own address, the same ports as the
 # others), and a third of the cycles cut a member off from its peers while
-# clients still reach it; TestClusterBinary runs so too. Needs root.
+# clients still reach it; TestClusterBinary runs so too, and
+# TestClusterBrokenLink (one link down: writes relayed). Needs root.
 clusterloop-netns:
-	PARTITA_CLUSTER_NETNS=1 PARTITA_CLUSTER_CYCLES=$(CLUSTER_CYCLES) PARTITA_CLUSTER_NODES=$(CLUSTER_NODES) $(GO) test -count=1 -timeout 0 -run '^(TestClusterKillLoop|TestClusterBinary)$$' -v ./cmd/partita
+	PARTITA_CLUSTER_NETNS=1 PARTITA_CLUSTER_CYCLES=$(CLUSTER_CYCLES) PARTITA_CLUSTER_NODES=$(CLUSTER_NODES) $(GO) test -count=1 -timeout 0 -run '^(TestClusterKillLoop|TestClusterBinary|TestClusterBrokenLink)$$' -v ./cmd/partita
 
 # Long power-loss simulation, opt-in: the engine on Pebble's crash-simulating
 # filesystem, POWERLOSS_CYCLES crash clones; make test runs a few.

@@ -76,6 +76,7 @@ type forwardState struct {
 	declared  int64         // the request's ContentLength: how large body may grow (growBody)
 	whole     bool          // body holds all of src
 	forwarded bool          // the request came from another node: never forward again
+	relayed   bool          // … unless that node relayed it (MarkRelayed): forward it once
 	local     time.Time     // when a Forwarder first found this node leading (ForwardLocal)
 	moved     time.Time     // when it first met a moved partition (engine.RangeMoved)
 	dropped   time.Time     // when its write was first not applied (engine.NotApplied)
@@ -112,6 +113,14 @@ const NotLeaderHeader = "X-Partita-Not-Leader"
 // the cluster's mutual-TLS listener calls it.
 func MarkForwarded(r *http.Request) *http.Request {
 	return r.WithContext(context.WithValue(r.Context(), forwardKey{}, &forwardState{forwarded: true}))
+}
+
+// MarkRelayed returns r marked as relayed by another node of the cluster,
+// which could not reach the partition's leader itself: forwarded, except
+// that a NotLeaderError hands it to the Forwarder once (which must not
+// relay it again). Only the cluster's mutual-TLS listener calls it.
+func MarkRelayed(r *http.Request) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), forwardKey{}, &forwardState{forwarded: true, relayed: true}))
 }
 
 // forwardedHere reports whether another node of the cluster forwarded r
@@ -283,7 +292,7 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, err error) (bo
 	if st == nil {
 		return false, err
 	}
-	if st.forwarded {
+	if st.forwarded && !st.relayed {
 		// The sender believed this node led; tell it whom this node
 		// believes leads, so it can send the request there (nothing was
 		// read or written here).

@@ -15,6 +15,12 @@ import (
 // forwarded). The client's headers go with it, signature included: the
 // member authenticates and authorizes it again.
 func (n *Node) send(ctx context.Context, to Member, r *http.Request, listener string, body []byte) (*http.Response, error) {
+	return n.sendAs(ctx, to, r, listener, body, false)
+}
+
+// sendAs is send, the request marked relayed (RelayHeader) or not: a
+// client's own header of that name is never sent on.
+func (n *Node) sendAs(ctx context.Context, to Member, r *http.Request, listener string, body []byte, relay bool) (*http.Response, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -28,6 +34,10 @@ func (n *Node) send(ctx context.Context, to Member, r *http.Request, listener st
 		return nil, err
 	}
 	req.Header = r.Header.Clone()
+	req.Header.Del(RelayHeader)
+	if relay {
+		req.Header.Set(RelayHeader, "1")
+	}
 	req.Header.Set(forwardHostHeader, r.Host)
 	req.ContentLength = int64(len(body))
 	return n.client.Do(req)

@@ -83,16 +83,20 @@ type NodeConfig struct {
 // Node is a running member of a cluster: its etcd member and shared
 // catalog, its Raft host, driver and transport, and its cluster listener.
 type Node struct {
-	cfg     NodeConfig
-	log     *slog.Logger
-	self    Member
-	members []Member
-	cert    *Cert
-	etcd    *Etcd
-	shared  *SharedCatalog
-	tr      *Transport
-	host    *replication.Host
-	ks      *Keyspaces
+	cfg NodeConfig
+	log *slog.Logger
+	// relaying maps a keyspace whose leader a forward could not reach from
+	// here to a relayedAt: until when its forwards go by relay first
+	// (relayFor).
+	relaying sync.Map
+	self     Member
+	members  []Member
+	cert     *Cert
+	etcd     *Etcd
+	shared   *SharedCatalog
+	tr       *Transport
+	host     *replication.Host
+	ks       *Keyspaces
 	// placement names each keyspace's voters; kv serves the remote reads
 	// of the keyspaces this node holds (kvserve.go).
 	placement Placement
@@ -411,7 +415,7 @@ func newPeerClient(cert *Cert) *http.Client {
 // kept-alive connection does not outlive a network cut, a request left
 // unacknowledged for unackedTimeout ends its connection (unackedControl).
 func dialPeer(ctx context.Context, network, addr string) (net.Conn, error) {
-	d := net.Dialer{Control: unackedControl}
+	d := net.Dialer{Control: unackedControl, Timeout: peerDialTimeout}
 	c, err := d.DialContext(ctx, network, addr)
 	if err != nil {
 		return nil, err
@@ -424,6 +428,13 @@ func dialPeer(ctx context.Context, network, addr string) (net.Conn, error) {
 	}
 	return c, nil
 }
+
+// peerDialTimeout bounds a connection to another member: a member cut off
+// from this one drops the connection's first packets and the kernel goes
+// on retrying them for minutes, where a member's answer takes
+// milliseconds. A forward whose connection was not made was not sent
+// (notSent), so it may go another way (relay).
+const peerDialTimeout = 2 * time.Second
 
 // peerCall sends req to another member with client (the cluster's mutual
 // TLS) and returns the headers and body, at most limit bytes, of its 200
@@ -575,7 +586,22 @@ func (n *Node) serveForwarded(w http.ResponseWriter, r *http.Request) {
 		r2.Host = h
 		r2.Header.Del(forwardHostHeader)
 	}
+	if r2.Header.Get(RelayHeader) != "" {
+		r2.Header.Del(RelayHeader)
+		r2 = r2.WithContext(context.WithValue(r2.Context(), relayKey{}, true))
+	}
 	v.(http.Handler).ServeHTTP(w, r2)
+}
+
+// relayKey marks, in its context, a request another member relayed here.
+type relayKey struct{}
+
+// Relayed reports whether another member relayed r here (RelayHeader,
+// which only the cluster's mutual-TLS listener reads): this node may
+// forward it once to the partition's leader, but not relay it again.
+func Relayed(r *http.Request) bool {
+	v, _ := r.Context().Value(relayKey{}).(bool)
+	return v
 }
 
 // forwardHostHeader carries the client's Host to the leader (the request's
@@ -613,13 +639,29 @@ const leaderWait = 5 * time.Second
 // caller answers 408), nothing was written to w. (A GET is failed instead:
 // it wrote nothing.)
 func (n *Node) Forward(w http.ResponseWriter, r *http.Request, listener string, body []byte, keyspace, leader uint64) (forwarded, local, unknown bool) {
-	deadline := time.Now().Add(leaderWait)
+	start := time.Now()
+	deadline := start.Add(leaderWait)
 	var passed uint64 // a leader that could not take the request
 	var passedAt time.Time
 	pass := func(l uint64) { passed, passedAt = l, time.Now() }
 	tried := 0 // other voters tried while this node's disk is full
+	// A relay is tried once, unless the request came relayed; first, while
+	// a relay of the keyspace's requests worked lately.
+	relayed := Relayed(r)
+	if v, ok := n.relaying.Load(keyspace); ok && !relayed && time.Now().Before(v.(relayedAt).until) {
+		relayed = true
+		if sent, fwd, unk := n.relay(w, r, listener, body, keyspace, v.(relayedAt).unreachable); sent {
+			return fwd, false, unk
+		}
+	}
 	for {
 		for leader == 0 || leader == n.self.ID || passing(leader, passed, time.Since(passedAt)) {
+			if leader == 0 && !relayed && time.Since(start) >= relayAfter {
+				relayed = true
+				if sent, fwd, unk := n.relay(w, r, listener, body, keyspace, 0); sent {
+					return fwd, false, unk
+				}
+			}
 			if leader == n.self.ID {
 				if rep, err := n.ks.Replica(keyspace); err == nil && rep.Lead() == nil {
 					return false, true, false
@@ -653,6 +695,12 @@ func (n *Node) Forward(w http.ResponseWriter, r *http.Request, listener string, 
 			passOver, unknown := sendFailure(err, gaveUp, r.Method)
 			switch {
 			case passOver:
+				if !relayed {
+					relayed = true
+					if sent, fwd, unk := n.relay(w, r, listener, body, keyspace, leader); sent {
+						return fwd, false, unk
+					}
+				}
 				pass(leader)
 				continue
 			case gaveUp:
@@ -686,6 +734,86 @@ func (n *Node) Forward(w http.ResponseWriter, r *http.Request, listener string, 
 		copyResponse(w, resp)
 		return true, false, false
 	}
+}
+
+// RelayHeader marks a request that another member relays (Node.relay):
+// the member receiving it forwards it, once, to the partition's leader it
+// knows, where a request forwarded to it is never sent on (Relayed).
+// Requests carry it only between members: send removes any a client set,
+// and only the cluster listener reads it.
+const RelayHeader = "X-Partita-Relay"
+
+// relayFor is how long, after a relay of a keyspace's request, its next
+// forwards are relayed first rather than wait to learn again that the
+// leader cannot be reached from here (a connection's timeout, or a second
+// without a leader, each request). A forward after it tries the leader
+// again.
+const relayFor = 10 * time.Second
+
+// relayedAt is what Node.relaying keeps of a keyspace: until when its
+// forwards are relayed first, and the leader they could not reach (0: none
+// was known), whom the relay passes over.
+type relayedAt struct {
+	until       time.Time
+	unreachable uint64
+}
+
+// relayAfter is how long a forward waits for this node to learn of a
+// leader before it relays the request (an election takes 1–2 s; a member
+// cut off from the leader alone learns of none, as its campaigns fail).
+const relayAfter = time.Second
+
+// relay sends r to another member to be forwarded from there to the
+// partition's leader (RelayHeader), when this node could not reach the
+// leader it knows (unreachable: the connection was not made, so nothing
+// was sent) or knows none: a member cut off from the leader by a broken
+// link, while the others reach it, sent its writes nowhere and answered
+// 503 for as long as the link was down (a bug hunt, network namespaces:
+// 24 writes of a member in 46 s, each 503 after 5 s). The voters of
+// keyspace come first (they know the leader), then the other members;
+// a member that cannot be reached either is passed over. It reports
+// whether a member took the request (sent), and then whether its answer
+// was written to w (forwarded) or the request's outcome is unknown (the
+// relay stopped answering after it was sent); not sent, nothing was sent
+// and Forward goes on as before.
+func (n *Node) relay(w http.ResponseWriter, r *http.Request, listener string, body []byte, keyspace, unreachable uint64) (sent, forwarded, unknown bool) {
+	var via []Member
+	add := func(id uint64) {
+		if id == n.self.ID || id == unreachable || slices.ContainsFunc(via, func(m Member) bool { return m.ID == id }) {
+			return
+		}
+		if m, ok := n.member(id); ok {
+			via = append(via, m)
+		}
+	}
+	for _, v := range n.placement.Voters(keyspace) {
+		add(v)
+	}
+	for _, m := range n.members {
+		add(m.ID)
+	}
+	for _, m := range via {
+		ctx, cancel := context.WithTimeout(r.Context(), forwardAnswerWait)
+		resp, err := n.sendAs(ctx, m, r, listener, body, true)
+		if err != nil {
+			cancel()
+			if notSent(err) {
+				if unreachable == 0 {
+					unreachable = m.ID // passed over first next time
+				}
+				continue
+			}
+			n.log.Warn("a request relayed to reach its partition's leader: the relaying member stopped answering", "via", m.Addr, "keyspace", keyspace, "err", err)
+			return true, false, r.Method != http.MethodGet && r.Method != http.MethodHead
+		}
+		n.log.Debug("relayed a request to reach its partition's leader", "via", m.Addr, "keyspace", keyspace, "unreachable", unreachable)
+		n.relaying.Store(keyspace, relayedAt{until: time.Now().Add(relayFor), unreachable: unreachable})
+		copyResponse(w, resp)
+		resp.Body.Close()
+		cancel()
+		return true, true, false
+	}
+	return false, false, false
 }
 
 // otherVoter returns, while this node's disk is full, the voter of

@@ -228,7 +228,7 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 	handler := api.New(acfg, eng, verifier, now, log)
 	if s.node != nil {
 		s.node.SetForwarded("api", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			handler.ServeHTTP(w, api.MarkForwarded(r))
+			handler.ServeHTTP(w, markForwarded(r))
 		}))
 		s.node.SetReconcile(eng.Reconcile)
 		s.node.SetPinned(eng.Moving)
@@ -251,7 +251,7 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, hooks Ho
 		compute = api.New(ccfg, eng, verifier, now, log)
 		if s.node != nil {
 			s.node.SetForwarded("compute", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				compute.ServeHTTP(w, api.MarkForwarded(r))
+				compute.ServeHTTP(w, markForwarded(r))
 			}))
 		}
 	}
@@ -717,6 +717,16 @@ func readForwarder(node *cluster.Node, listener string) api.ReadForwarder {
 	return func(w http.ResponseWriter, r *http.Request, body []byte, keyspace, to uint64) bool {
 		return node.ForwardRead(w, r, listener, body, keyspace, to)
 	}
+}
+
+// markForwarded marks a request another member sent to this node's
+// cluster listener for the API: forwarded (served here, never sent on), or
+// relayed (sent on once, to the partition's leader: cluster.Relayed).
+func markForwarded(r *http.Request) *http.Request {
+	if cluster.Relayed(r) {
+		return api.MarkRelayed(r)
+	}
+	return api.MarkForwarded(r)
 }
 
 func forwarder(node *cluster.Node, listener string) api.Forwarder {
