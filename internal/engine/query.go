@@ -514,6 +514,13 @@ func (e *Engine) prepareQuery(ctx context.Context, c *catalog.Container, ast *pa
 		// lookup is weighed against a scan for all it finds (a count of
 		// 2,000 documents in pages of 10 scanned all 20,000).
 		in.PageSize = e.pageLimit(-1)
+	} else if tok.Stats != nil && tok.Stats.Page > 0 {
+		// Later pages plan with the first page's size: with their own, a
+		// client asking for another x-ms-max-item-count could flip a
+		// logical partition's range from its items by key to its index
+		// entries, and its continuation was refused (a bug hunt: 400
+		// "its position is in another order").
+		in.PageSize = tok.Stats.Page
 	}
 	// Whether an ORDER BY's path covers the scope (plan.Physical.Cover) is
 	// counted on the first page; the others know it from their position.
@@ -591,6 +598,11 @@ measure:
 		return nil, queryToken{}, invalidContinuation("it belongs to the query with another filter, and resumes only a position in the ORDER BY order, not a row count")
 	}
 	tok.Stats = pp.Stats // every page of the query runs this plan
+	if tok.Stats != nil && tok.Stats.Page == 0 {
+		st := *tok.Stats // a copy: pp.Stats may be the input's
+		st.Page = in.PageSize
+		tok.Stats = &st
+	}
 	src.access, src.byID, src.desc = pp.Access, pp.Access == plan.KeyRange, pp.KeyOrder && pp.Desc
 	if (tok.Key != nil || tok.Sort != nil) && tok.ByKey != src.byID {
 		src.v.close()
@@ -762,21 +774,51 @@ func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error)
 	// of rows, which it would evaluate again.
 	var at exec.RowPos
 	positions := run.prog.Positions() > 0
-	here := func(rows int, after bool) *queryToken {
-		t := &queryToken{Hash: tok.Hash, Order: tok.Order, ScopeLo: tok.ScopeLo, ScopeHi: tok.ScopeHi, Lo: bytes.Clone(lo), Hi: bytes.Clone(hi), Key: bytes.Clone(key), Rows: rows, Done: done,
+	// tokenAt is where a page may end: a document's position (lo, hi,
+	// key), its order value (ordered reads), and a row's position in it.
+	type tokenAt struct {
+		lo, hi, key []byte
+		val, valSum []byte // nil: no order value
+		at          exec.RowPos
+	}
+	makeToken := func(p *tokenAt, rows int, after bool) *queryToken {
+		t := &queryToken{Hash: tok.Hash, Order: tok.Order, ScopeLo: tok.ScopeLo, ScopeHi: tok.ScopeHi, Lo: bytes.Clone(p.lo), Hi: bytes.Clone(p.hi), Key: bytes.Clone(p.key), Rows: rows, Done: done,
 			Ordered: run.ordered != nil, ByKey: run.src.byID, Stats: tok.Stats, Wide: tok.Wide || run.src.isWide()}
 		if positions && (rows > 0 || after) {
-			t.Rows, t.At, t.AtAfter = 0, slices.Clone(at), after
+			t.Rows, t.At, t.AtAfter = 0, slices.Clone(p.at), after
 		}
 		if run.ordered != nil {
 			t.Index = indexPrint(run.ordered)
-			if runOf(run.ordered, key) != nil {
-				v := run.src.orderValue(run.ordered, cur)
-				t.Val, t.ValSum = bytes.Clone(v[:min(len(v), maxTokenValue)]), valueSum(v)
+			if p.val != nil {
+				t.Val, t.ValSum = bytes.Clone(p.val), bytes.Clone(p.valSum)
 			}
 		}
 		return t
 	}
+	// fill sets p to the document being evaluated, and the row at.
+	fill := func(p *tokenAt) {
+		p.lo, p.hi, p.key = append(p.lo[:0], lo...), append(p.hi[:0], hi...), append(p.key[:0], key...)
+		p.val, p.valSum = nil, nil
+		if run.ordered != nil && runOf(run.ordered, key) != nil {
+			v := run.src.orderValue(run.ordered, cur)
+			p.val, p.valSum = append(p.val[:0], v[:min(len(v), maxTokenValue)]...), valueSum(v)
+		}
+		p.at = append(p.at[:0], at...)
+	}
+	var here0 tokenAt
+	here := func(rows int, after bool) *queryToken {
+		fill(&here0)
+		return makeToken(&here0, rows, after)
+	}
+	// last is the position of the page's last row, and lastRows how many
+	// rows of its document had been evaluated up to it: a page that ends
+	// on a new document's first row resumes just after last, so that a
+	// document written between pages between the two is read (it resumed
+	// at the new document, and a row written there was never returned: a
+	// bug hunt, ORDER BY and creation order over several physical
+	// partitions).
+	var last tokenAt
+	lastRows := 0
 	feed := func(yield func([]byte, exec.RowPos, bool) bool) error {
 		return run.read(ctx, tok, func(l, h, k, doc []byte) bool {
 			if docs > 0 && time.Since(run.start) > run.e.cfg.QueryPageTime {
@@ -816,7 +858,13 @@ func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error)
 				return true
 			}
 			if len(p.Items) >= limit || (len(p.Items) > 0 && size+len(row) > maxBytes) {
-				next = here(rowIdx-1, false) // the look-ahead row
+				if rowIdx == 1 && len(p.Items) > 0 {
+					// The look-ahead row opens a document: resume after
+					// the last row returned, in its document.
+					next = makeToken(&last, lastRows, true)
+				} else {
+					next = here(rowIdx-1, false) // the look-ahead row, in the last row's document
+				}
 				return false
 			}
 			done++
@@ -828,6 +876,8 @@ func (run *queryRun) streamed(ctx context.Context, tok queryToken) (Page, error)
 				p.Items = append(p.Items, bytes.Clone(row))
 			}
 			size += len(row)
+			fill(&last)
+			lastRows = rowIdx
 			if take >= 0 && done >= skip+take {
 				finished = true
 				return false

@@ -154,6 +154,11 @@ type Stats struct {
 	// (Physical.Leads, in their order) the plan leads with: the one of
 	// fewest entries, chosen from Input.Leads. These are its measurements.
 	Lead int `json:"l,omitempty"`
+	// Page is the page size the first page planned with (Input.PageSize):
+	// later pages plan with it, whatever x-ms-max-item-count they ask,
+	// so that they choose as the first did (0: a continuation of an
+	// earlier release, planned with each page's own).
+	Page int `json:"pg,omitempty"`
 }
 
 // orderedCheaper reports whether reading the scope in the ORDER BY's order,
