@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -153,5 +154,90 @@ func TestGatherKept(t *testing.T) {
 	// none again.
 	if len(entries) < 6 || entries[0] < 2000 || entries[0] > 2000+32 || entries[1] != 0 || entries[2] != 0 || entries[3] == 0 || entries[4] != 0 {
 		t.Errorf("index entries read per page: %v, want the strings once on the first, none on the next two, some after the write, then none", entries)
+	}
+}
+
+// TestMatchIntersected: a match lookup beside another lookup is intersected
+// with it, its strings gathered as the lead's documents pay for them
+// (intersectStream.payMatches), so that a query whose lead finds many
+// documents and whose match few loads about the rows, not every document
+// of the lead's (it loaded them all: the match was not used beside another
+// lookup). A lead that finds few documents does not read the path's every
+// string for them.
+func TestMatchIntersected(t *testing.T) {
+	e, write := twinEngine(t)
+	const items = 2000
+	withS := 0
+	for i := range items {
+		t := "a"
+		if i%4 == 3 {
+			t = "b"
+		}
+		s := ""
+		if i%4 == 1 {
+			withS++
+			s = fmt.Sprintf(`,"s":"w%04d"`, i)
+			if i%61 == 0 {
+				s = fmt.Sprintf(`,"s":"w%04d needle w"`, i)
+			}
+		}
+		write(document.PartitionKey{{Kind: document.String, String: fmt.Sprintf("p%d", i%16)}},
+			fmt.Sprintf(`{"id":"i%04d","pk":"p%d","t":%q,"n":%d%s}`, i, i%16, t, i, s))
+	}
+	for _, tc := range []struct {
+		text string
+		// lead: the documents the lead alone finds.
+		lead int
+	}{
+		{`SELECT VALUE c.id FROM c WHERE c.t = "a" AND CONTAINS(c.s, "needle")`, items * 3 / 4},
+		{`SELECT VALUE c.id FROM c WHERE c.t = "a" AND ENDSWITH(c.s, "NEEDLE W", true)`, items * 3 / 4},
+		{`SELECT VALUE c.id FROM c WHERE c.n >= 100 AND CONTAINS(c.s, "needle")`, items - 100},
+		{`SELECT VALUE c.id FROM c WHERE c.n >= 1900 AND CONTAINS(c.s, "w")`, 100},
+		{`SELECT VALUE COUNT(1) FROM c WHERE c.t = "a" AND CONTAINS(c.s, "needle")`, items * 3 / 4},
+	} {
+		for _, page := range []int{100, 7} {
+			q := Query{Text: tc.text, EnableCrossPartition: true, MaxItems: page}
+			want := queryAllIn(t, e, "noix", q)
+			got, loaded, plans := drainPlans(t, e, "ix", q)
+			if diff := cmp.Diff(want, got, cmpEmpty); diff != "" {
+				t.Errorf("%s in pages of %d: differs from a scan (-scan +indexed):\n%s", tc.text, page, diff)
+			}
+			// Intersected, or (a range beside it, both counted) leading.
+			pl := plans[len(plans)-1]
+			intersected := pl.Access == plan.IndexIntersect && slices.ContainsFunc(pl.Intersect, func(s *plan.IndexScan) bool { return s.Kind == "match" })
+			if led := pl.Access == plan.IndexGather && pl.Lookup.Kind == "match"; !intersected && !led {
+				t.Errorf("%s: plan %s, want the match intersected or leading", tc.text, pl)
+			}
+			rows := len(want)
+			if strings.Contains(tc.text, "COUNT") {
+				if _, err := fmt.Sscan(want[0], &rows); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Before a part's gather is done the lead's documents are
+			// loaded: one per LoadCost strings of the part, and a step more
+			// (in pages of 7, whose pages stop before their credit makes a
+			// step, up to a step's entries each); each page may load its
+			// last row's document again.
+			rs, _, _, err := e.PKRanges("db", "ix")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ranges := len(rs)
+			bound := rows + withS/plan.LoadCost + ranges*matchStep + 2*len(plans)
+			if loaded > bound || loaded >= tc.lead/2 {
+				t.Errorf("%s in pages of %d: loaded %d documents for %d rows (at most %d; the lead alone finds %d)", tc.text, page, loaded, rows, bound, tc.lead)
+			}
+		}
+	}
+	// A lead that finds few documents: the match's gather never runs, and
+	// it costs nothing.
+	q := Query{Text: `SELECT VALUE c.id FROM c WHERE c.id = "i0061" AND CONTAINS(c.s, "needle")`, EnableCrossPartition: true, MaxItems: 100}
+	p, err := e.QueryItems(t.Context(), "db", "ix", Scope{}, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Items) != 1 || p.Metrics.Entries > 8 {
+		t.Errorf("%s: %d rows, %d index entries read; want 1 row and the id's entry (no string gathered)", q.Text, len(p.Items), p.Metrics.Entries)
 	}
 }

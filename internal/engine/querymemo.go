@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"cmp"
 	"container/list"
 	"context"
 	"encoding/binary"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -78,7 +80,10 @@ type memoEntry struct {
 	// and n how many it read.
 	hits []seqEntry
 	n    int
-	size int
+	// partial, for a gather under way (queryMemo.gatherPart), is where it
+	// stands; hits and n are then unset.
+	partial *gathering
+	size    int
 }
 
 // memoRowOverhead is what a kept row costs beyond its bytes: its slice
@@ -151,6 +156,7 @@ func (m *queryMemo) gathered(ctx context.Context, r replica.Reader, p part, scan
 			m.lru.MoveToFront(el)
 			e := el.Value.(*memoEntry)
 			hits, ok = e.hits, most <= 0 || e.n <= most
+			found = e.partial == nil // a gather under way: gathered whole here
 		}
 		m.mu.Unlock()
 		if found {
@@ -165,6 +171,62 @@ func (m *queryMemo) gathered(ctx context.Context, r replica.Reader, p part, scan
 		m.keepHits(k, hits, n)
 	}
 	return hits, true, nil
+}
+
+// gatherPart is gathered a step at a time, for a match lookup that an
+// intersection gathers as its lead's documents pay for it
+// (intersectStream.payMatches): it returns the entries of a gather that is
+// done (kept, or completed by this step), else reads at most budget more
+// entries, going on from where the last step stopped — g, or the query's
+// previous page's gather, kept in the memo while the keyspace is
+// unchanged — and keeps where it stands (the memo takes g's state, and g
+// is reset: one gather has one owner). A budget of zero only looks. over
+// reports a gather that can never be done (more than maxGather of the
+// part's entries pass). read and passed are how many entries the gather
+// under way has read, and kept (its hits), so far.
+func (m *queryMemo) gatherPart(ctx context.Context, r replica.Reader, p part, scan *plan.IndexScan, g *gathering, budget int, entries *int) (hits []seqEntry, done, over bool, read, passed int, err error) {
+	k, keep := gatherKey(r, p, scan)
+	keep = keep && m != nil
+	if keep {
+		m.mu.Lock()
+		if el, ok := m.byKey[k]; ok {
+			e := el.Value.(*memoEntry)
+			if e.partial == nil {
+				m.lru.MoveToFront(el)
+				m.mu.Unlock()
+				return e.hits, true, false, e.n, len(e.hits), nil
+			}
+			read, passed = e.partial.n, len(e.partial.hits)
+			if budget > 0 && e.partial.n > g.n {
+				*g = *e.partial // taken: a concurrent page starts its own
+				m.lru.Remove(el)
+				delete(m.byKey, k)
+				m.used -= e.size
+			}
+		}
+		m.mu.Unlock()
+	}
+	if budget <= 0 {
+		return nil, false, false, max(read, g.n), max(passed, len(g.hits)), nil
+	}
+	done, over, err = g.step(ctx, r, p, scan, g.n+budget, entries)
+	read, passed = g.n, len(g.hits)
+	if err != nil || over {
+		return nil, false, over, read, passed, err
+	}
+	if !done {
+		if keep {
+			kept := *g
+			*g = gathering{}
+			m.keepEntry(&memoEntry{key: k, partial: &kept, size: k.size() + kept.size + len(kept.after)})
+		}
+		return nil, false, false, read, passed, nil
+	}
+	slices.SortFunc(g.hits, func(a, b seqEntry) int { return cmp.Compare(a.seq, b.seq) })
+	if keep {
+		m.keepHits(k, g.hits, g.n)
+	}
+	return g.hits, true, false, read, passed, nil
 }
 
 // keep keeps what a gather of scan's spans in part p of snapshot r finds
@@ -241,8 +303,14 @@ func (m *queryMemo) keepEntry(e *memoEntry) {
 		m.byKey = map[memoKey]*list.Element{}
 	}
 	if el, ok := m.byKey[k]; ok { // a concurrent page evaluated it too
-		m.lru.MoveToFront(el)
-		return
+		old := el.Value.(*memoEntry)
+		if old.partial == nil || e.partial != nil && e.partial.n <= old.partial.n {
+			m.lru.MoveToFront(el)
+			return
+		}
+		m.lru.Remove(el) // a gather under way, overtaken
+		delete(m.byKey, k)
+		m.used -= old.size
 	}
 	for m.used+size > m.budget {
 		last := m.lru.Back()

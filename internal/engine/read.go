@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/partitadb/partita/internal/catalog"
 	"github.com/partitadb/partita/internal/index"
@@ -628,15 +629,50 @@ func (s docSource) lookupStream(ctx context.Context, r replica.Reader, p part, s
 // (complete false) once it has read more than most entries; it stops too
 // once the part's exceed maxGather.
 func gather(ctx context.Context, r replica.Reader, p part, scan *plan.IndexScan, most int, entries *int) (hits []seqEntry, n int, complete bool, err error) {
-	var failed error
-	for _, ts := range scan.Spans {
+	var g gathering
+	limit := 0
+	if most > 0 {
+		limit = most + 1 // read one past most to tell "exactly most" from "more"
+	}
+	done, _, err := g.step(ctx, r, p, scan, limit, entries)
+	if err != nil || !done || most > 0 && g.n > most {
+		return nil, g.n, false, err
+	}
+	slices.SortFunc(g.hits, func(a, b seqEntry) int { return cmp.Compare(a.seq, b.seq) })
+	return g.hits, g.n, true, nil
+}
+
+// gathering is a gather (gather) that can stop and go on: the entries it
+// kept so far, unsorted, how many it read, and where it stands (the span
+// of scan.Spans it reads, and the last key it read there).
+type gathering struct {
+	hits  []seqEntry
+	n     int
+	span  int
+	after []byte
+	size  int // the bytes of hits, for the query memo
+}
+
+// step reads on from where g stands until it has read limit entries in
+// all (limit above zero) or every span (done). over reports that the
+// part's entries exceed maxGather: the gather can never be done.
+func (g *gathering) step(ctx context.Context, r replica.Reader, p part, scan *plan.IndexScan, limit int, entries *int) (done, over bool, err error) {
+	for ; g.span < len(scan.Spans); g.span, g.after = g.span+1, nil {
+		ts := scan.Spans[g.span]
+		sp := indexSpan(ts.Lower, ts.Upper)
+		if g.after != nil {
+			sp.Lower = append(slices.Clip(g.after), 0) // the next key after it
+		}
 		stopped := false
-		err := replica.Scan(ctx, r, indexSpan(ts.Lower, ts.Upper), func(k, itemKey []byte) bool {
-			*entries++
-			if n++; most > 0 && n > most {
+		var failed error
+		err := replica.Scan(ctx, r, sp, func(k, itemKey []byte) bool {
+			if limit > 0 && g.n >= limit {
 				stopped = true
 				return false
 			}
+			*entries++
+			g.n++
+			g.after = append(g.after[:0], k...)
 			seq, err := entrySeq(k)
 			if err != nil {
 				failed = err
@@ -645,22 +681,22 @@ func gather(ctx context.Context, r replica.Reader, p part, scan *plan.IndexScan,
 			if !p.holds(itemKey) || !matched(scan, k) {
 				return true
 			}
-			if len(hits) == maxGather {
-				stopped = true
+			if len(g.hits) == maxGather {
+				over = true
 				return false
 			}
-			hits = append(hits, seqEntry{seq: seq, itemKey: bytes.Clone(itemKey)})
+			g.hits = append(g.hits, seqEntry{seq: seq, itemKey: bytes.Clone(itemKey)})
+			g.size += int(unsafe.Sizeof(seqEntry{})) + len(itemKey)
 			return true
 		})
 		if err == nil {
 			err = failed
 		}
-		if err != nil || stopped {
-			return nil, n, false, err
+		if err != nil || over || stopped {
+			return false, over, err
 		}
 	}
-	slices.SortFunc(hits, func(a, b seqEntry) int { return cmp.Compare(a.seq, b.seq) })
-	return hits, n, true, nil
+	return true, false, nil
 }
 
 // matched reports whether index entry key's term may satisfy scan's test
@@ -836,7 +872,35 @@ type intersectStream struct {
 	gather  int          // the most entries of a pending lookup gathered
 	wide    *atomic.Bool // told of a range or prefix left out, unless nil
 	memo    *queryMemo   // keeps what it gathers, unless nil
+	// matches are the match lookups not opened yet (payMatches).
+	matches []*pendingMatch
 }
+
+// pendingMatch is a match lookup of an intersection whose gather is under
+// way: credit is the entries the lead's documents have paid for and the
+// gather has not read yet.
+type pendingMatch struct {
+	scan   *plan.IndexScan
+	g      gathering
+	credit int
+	// read and passed are the entries the gather has read, and kept, so
+	// far (this page's or an earlier one's): σ is passed/read.
+	read, passed int
+}
+
+// A match reads every string of its path in the keyspace, however few
+// documents the other lookups find (an equality on an id finds one), and
+// saves loading the documents it refuses. So it is gathered a step at a
+// time as the intersection finds documents, each paying for
+// plan.LoadCost·(1−σ) of its entries, σ the share of the strings read so
+// far that passed its test (the most a completed gather could save per
+// document, were the lead's documents like the path's strings), and joins
+// the intersection once done. A selective match is gathered after the
+// lead has found 1/LoadCost of the path's strings' worth of documents;
+// an unselective one is paid little; and a match that is never done costs
+// at most what its lead's documents cost again (LoadCost entries per
+// document). matchStep is the fewest entries a step reads.
+const matchStep = 64
 
 // intersectSteps is how many entries a lookup behind the others steps
 // through before it seeks instead.
@@ -851,6 +915,22 @@ func newIntersectStream(ctx context.Context, r replica.Reader, p part, lead seqS
 	for _, scan := range others {
 		if scan.Kind == "range" || scan.Kind == "prefix" {
 			st.pending = append(st.pending, scan)
+			continue
+		}
+		if scan.Match != nil {
+			// Opened at once if a page gathered it whole already.
+			m := &pendingMatch{scan: scan}
+			hits, done, _, read, passed, err := memo.gatherPart(ctx, r, p, scan, &m.g, 0, entries)
+			m.read, m.passed = read, passed
+			if err != nil {
+				st.close()
+				return nil, err
+			}
+			if done {
+				st.subs = append(st.subs, newSliceStream(hits, r, from))
+			} else {
+				st.matches = append(st.matches, m)
+			}
 			continue
 		}
 		sub, fits, err := mergeTerms(ctx, r, p, scan, true, from, 0, entries)
@@ -914,7 +994,7 @@ func (st *intersectStream) openPending(from uint64) error {
 // lookups do not all hold: a lookup not opened yet (pending) or left out
 // (loose), or the part read in order instead.
 func (st *intersectStream) inexact() bool {
-	if st.loose || len(st.pending) > 0 {
+	if st.loose || len(st.pending) > 0 || len(st.matches) > 0 {
 		return true
 	}
 	o, ok := st.subs[0].(*orderStream)
@@ -994,7 +1074,44 @@ func (st *intersectStream) advance() {
 			return
 		}
 	}
+	if err := st.payMatches(at + 1); err != nil {
+		st.ok, st.failed = false, err
+		return
+	}
 	st.settle()
+}
+
+// payMatches credits each pending match with the document just found
+// (see pendingMatch) and, once its credit makes a step (matchStep), gathers
+// that many more of its entries; a match whose gather is done joins the
+// intersection at sequence number from, one that can never be done
+// (more than maxGather entries pass its test) is left out.
+func (st *intersectStream) payMatches(from uint64) error {
+	kept := st.matches[:0]
+	for _, m := range st.matches {
+		pay := plan.LoadCost
+		if m.read > 0 {
+			pay -= plan.LoadCost * m.passed / m.read
+		}
+		if m.credit += pay; m.credit < matchStep {
+			kept = append(kept, m)
+			continue
+		}
+		hits, done, over, read, passed, err := st.memo.gatherPart(st.ctx, st.r, st.p, m.scan, &m.g, m.credit, st.entries)
+		m.credit, m.read, m.passed = 0, read, passed
+		switch {
+		case err != nil:
+			return err
+		case done:
+			st.subs = append(st.subs, newSliceStream(hits, st.r, from))
+		case over:
+			st.loose = true
+		default:
+			kept = append(kept, m)
+		}
+	}
+	st.matches = kept
+	return nil
 }
 func (st *intersectStream) err() error {
 	if st.failed != nil {

@@ -186,6 +186,10 @@ const MaxMergeTerms = 64
 // docs/query-plan.md).
 const loadCost = 16
 
+// LoadCost is loadCost, for the engine's own choices as it reads (a match
+// lookup's gather paid for by the documents an intersection finds).
+const LoadCost = loadCost
+
 // maxGather is the most entries a keyspace gathers for a page (the
 // engine's bound too).
 const maxGather = 1 << 16
@@ -700,16 +704,17 @@ const maxIntersect = 3
 // intersecting returns the lookups of hits that an index-intersect access
 // can intersect with scan (an equality or IN read by merging its terms,
 // or a measured range or prefix merged or gathered): equalities and INs of at most MaxMergeTerms values, then ranges and
-// prefixes, on other indexed paths, one per path, at most maxIntersect.
-// Any document the filter matches has an entry in each. A range's or a
-// prefix's terms are unknown here: the engine merges them where a
-// keyspace holds at most MaxMergeTerms, and leaves the lookup out of the
-// intersection where it holds more (engine.intersectStream); wide (Input.
-// Wide) leaves them all out.
+// prefixes, then matches, on other indexed paths, one per path, at most
+// maxIntersect. Any document the filter matches has an entry in each. A
+// range's or a prefix's terms are unknown here: the engine merges them
+// where a keyspace holds at most MaxMergeTerms, and leaves the lookup out
+// of the intersection where it holds more (engine.intersectStream); wide
+// (Input.Wide) leaves them all out. A match's entries are gathered as the
+// lead's documents pay for it (engine.intersectStream), never merged.
 func intersecting(scan *IndexScan, hits []*IndexScan, pol *index.Policy, wide bool) []*IndexScan {
-	kinds := []string{"equality", "contains", "in", "range", "prefix"}
+	kinds := []string{"equality", "contains", "in", "range", "prefix", "match"}
 	if wide {
-		kinds = kinds[:3]
+		kinds = slices.DeleteFunc(kinds, func(k string) bool { return k == "range" || k == "prefix" })
 	}
 	var out []*IndexScan
 	for _, kind := range kinds {
@@ -727,9 +732,11 @@ func intersecting(scan *IndexScan, hits []*IndexScan, pol *index.Policy, wide bo
 }
 
 // rangeLeads returns, when scan (the best lookup) is a range or a prefix,
-// it and the ranges and prefixes of hits on other indexed paths, one per
-// path, at most 1+maxIntersect: the lookups a query with no equality or
-// IN could lead an intersection with (Physical.Leads).
+// it and the ranges, prefixes and matches of hits on other indexed paths,
+// one per path, at most 1+maxIntersect: the lookups a query with no
+// equality or IN could lead an intersection with (Physical.Leads). A match
+// that leads is gathered, not intersected (its strings are read whole
+// when it is counted; the filter tests the rest).
 func rangeLeads(scan *IndexScan, hits []*IndexScan, pol *index.Policy) []*IndexScan {
 	if scan == nil || scan.Kind != "range" && scan.Kind != "prefix" {
 		return nil
@@ -1068,7 +1075,7 @@ func (p Physical) String() string {
 	for _, o := range p.Intersect {
 		fmt.Fprintf(&b, "\nintersected with: %s %s on %s", o.Kind, o.Pred, o.Target())
 	}
-	if p.Gather != IntersectGather && len(p.Intersect) > 0 {
+	if p.Gather != IntersectGather && slices.ContainsFunc(p.Intersect, func(o *IndexScan) bool { return o.Kind == "range" || o.Kind == "prefix" }) {
 		fmt.Fprintf(&b, "\nintersected ranges and prefixes gathered up to %d entries per keyspace", p.Gather)
 	}
 	if p.Stats != nil {
