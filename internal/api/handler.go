@@ -124,11 +124,28 @@ type Handler struct {
 }
 
 // Budgets count what a node's requests hold at once, against the limits of
-// Config.MaxInFlight and Config.MaxBodyBuffer: one value is shared by the
-// handlers of a node's listeners (Config.Shared). The zero value is ready.
+// Config.MaxInFlight and Config.MaxBodyBuffer, and the error responses they
+// got: one value is shared by the handlers of a node's listeners
+// (Config.Shared). The zero value is ready.
 type Budgets struct {
 	inFlight atomic.Int64 // requests being served (MaxInFlight)
 	held     bodyBudget   // bytes of request bodies held (MaxBodyBuffer)
+	// errors counts the error responses answered here, by status code
+	// (400 to 599), for the node's metrics.
+	errors [200]atomic.Int64
+}
+
+// ErrorResponses returns how many error responses the node's handlers
+// answered, by status code (those answered at least once): what it
+// forwarded to another node counts there.
+func (b *Budgets) ErrorResponses() map[int]int64 {
+	out := map[int]int64{}
+	for i := range b.errors {
+		if n := b.errors[i].Load(); n > 0 {
+			out[400+i] = n
+		}
+	}
+	return out
 }
 
 // New returns the API handler over eng, authenticating with v.
@@ -750,6 +767,9 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	body := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	w.WriteHeader(se.Code)
 	_, _ = w.Write(body)
+	if se.Code >= 400 && se.Code < 600 && h.budgets != nil { // nil: a bare handler of a test
+		h.budgets.errors[se.Code-400].Add(1)
+	}
 	switch {
 	case se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden:
 		// Refused before the request log (which wraps the routes) sees

@@ -64,7 +64,7 @@ func TestDiskFull(t *testing.T) {
 	}
 	insufficient := func(err error) bool {
 		se, ok := err.(*status.Error)
-		return ok && se.Code == http.StatusInsufficientStorage && strings.Contains(se.Message, "disk is full")
+		return ok && se.Code == http.StatusInsufficientStorage && strings.Contains(se.Message, "disk is short of space")
 	}
 	acked := map[string]bool{}
 	var refused []string

@@ -1,10 +1,11 @@
 // Package metrics owns Partita's Prometheus metrics: a collector that reads
 // the engine's per-partition reports at scrape time (request units charged,
 // 429s, storage, items, logical partitions and provisioned share, labelled by
-// database, container and range) and, in a cluster, this node's replicas'
-// Raft state (leading, term, applied index, labelled by keyspace; where it
-// leads, each replica's lag and activity, labelled by keyspace and replica),
-// and the handler that serves them. It exports no partition key values:
+// database, container and range), this node's store (free space, its floor,
+// writes refused) and error responses by status, and, in a cluster, this
+// node's replicas' Raft state (leading, term, applied index, labelled by
+// keyspace; where it leads, each replica's lag and activity, labelled by
+// keyspace and replica), and the handler that serves them. It exports no partition key values:
 // those stay in the authenticated /_partita reports.
 package metrics
 
@@ -49,9 +50,32 @@ type Follower struct {
 // Replicas lists this node's replicas (nil on a single node).
 type Replicas func() []Replica
 
+// Process is this node's own state, read at scrape time: its store's
+// free space and whether it refuses writes for want of it, and the error
+// responses its API answered.
+type Process struct {
+	// FreeBytes is the data directory's filesystem's free space as the
+	// store last measured it; FloorBytes the free space below which it
+	// refuses writes (0: no floor); WritesRefused whether it refuses them
+	// now (507).
+	FreeBytes, FloorBytes int64
+	WritesRefused         bool
+	// Errors counts the error responses (status 400 and above) since the
+	// process started, by status code.
+	Errors []StatusCount
+}
+
+// StatusCount is how many responses had status Status.
+type StatusCount struct {
+	Status int
+	Count  int64
+}
+
 type collector struct {
 	src                                     Source
 	replicas                                Replicas
+	process                                 func() Process
+	free, floor, refusing, errors           *prometheus.Desc
 	charged, throttled                      *prometheus.Desc
 	storage, items, logical, share, ranges_ *prometheus.Desc
 	leading, leaderless, term, applied, led *prometheus.Desc
@@ -60,16 +84,22 @@ type collector struct {
 
 // NewHandler returns the /metrics handler: partition metrics from src,
 // replication metrics from replicas in a cluster (nil on a single node),
-// plus Go runtime and process metrics, on a registry of its own. In a
-// cluster each node exports what it counts itself (request units charged
-// on it, its 429s) and its replicas' state: sum the counters over the
-// nodes for the cluster's totals.
-func NewHandler(src Source, replicas Replicas) http.Handler {
+// this node's store and error responses from process (nil: none), plus Go
+// runtime and process metrics, on a registry of its own. In a cluster each
+// node exports what it counts itself (request units charged on it, its
+// 429s, its error responses) and its replicas' state: sum the counters
+// over the nodes for the cluster's totals.
+func NewHandler(src Source, replicas Replicas, process func() Process) http.Handler {
 	labels := []string{"db", "container", "range"}
 	ks := []string{"keyspace"}
 	c := &collector{
 		src:        src,
 		replicas:   replicas,
+		process:    process,
+		free:       prometheus.NewDesc("partita_store_free_bytes", "Free bytes on the data directory's filesystem, as the store last measured them.", nil, nil),
+		floor:      prometheus.NewDesc("partita_store_free_floor_bytes", "Free bytes below which the store refuses writes with 507 (--min-free-bytes, plus the ballast to restore once released); 0: no floor.", nil, nil),
+		refusing:   prometheus.NewDesc("partita_store_writes_refused", "1 while the store refuses writes for want of space (507 Insufficient Storage), else 0.", nil, nil),
+		errors:     prometheus.NewDesc("partita_error_responses_total", "Error responses (status 400 and above) this node answered since it started, by status code: 429s of every cause (a partition's throughput, the server's request and memory limits), 507s, …", []string{"status"}, nil),
 		leading:    prometheus.NewDesc("partita_keyspace_leading", "1 if this node is the settled leader of the keyspace's Raft group, else 0.", ks, nil),
 		leaderless: prometheus.NewDesc("partita_keyspace_leader_unknown", "1 if this node knows no leader of the keyspace's Raft group, else 0.", ks, nil),
 		term:       prometheus.NewDesc("partita_keyspace_raft_term", "The Raft term of this node's replica of the keyspace.", ks, nil),
@@ -101,6 +131,26 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		for _, d := range []*prometheus.Desc{c.leading, c.leaderless, c.term, c.applied, c.led, c.lag, c.active} {
 			ch <- d
 		}
+	}
+	if c.process != nil {
+		for _, d := range []*prometheus.Desc{c.free, c.floor, c.refusing, c.errors} {
+			ch <- d
+		}
+	}
+}
+
+// collectProcess sends this node's store and error-response metrics.
+func (c *collector) collectProcess(ch chan<- prometheus.Metric) {
+	p := c.process()
+	refusing := 0.0
+	if p.WritesRefused {
+		refusing = 1
+	}
+	ch <- prometheus.MustNewConstMetric(c.free, prometheus.GaugeValue, float64(p.FreeBytes))
+	ch <- prometheus.MustNewConstMetric(c.floor, prometheus.GaugeValue, float64(p.FloorBytes))
+	ch <- prometheus.MustNewConstMetric(c.refusing, prometheus.GaugeValue, refusing)
+	for _, e := range p.Errors {
+		ch <- prometheus.MustNewConstMetric(c.errors, prometheus.CounterValue, float64(e.Count), strconv.Itoa(e.Status))
 	}
 }
 
@@ -140,6 +190,9 @@ func (c *collector) collectReplicas(ch chan<- prometheus.Metric) {
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	if c.replicas != nil {
 		c.collectReplicas(ch)
+	}
+	if c.process != nil {
+		c.collectProcess(ch)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

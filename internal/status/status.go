@@ -160,7 +160,7 @@ func Throttled(d time.Duration) *Error {
 // directory's disk is short of space: free is the space available then, and
 // writes resume once more than resumeAt bytes are free. Reads go on.
 func InsufficientStorage(free, resumeAt int64) *Error {
-	return Newf(http.StatusInsufficientStorage, "the data directory's disk is full: %d bytes free, writes resume above %d bytes free", max(free, 0), resumeAt)
+	return Newf(http.StatusInsufficientStorage, "the data directory's disk is short of space (full, or under the --min-free-bytes floor): %d bytes free, writes resume above %d bytes free", max(free, 0), resumeAt)
 }
 
 // Unavailable returns a 503 for a node that cannot serve now but expects to

@@ -56,11 +56,11 @@ func TestInsufficientStorage(t *testing.T) {
 	if e.Code != http.StatusInsufficientStorage || e.Sub != SubNone {
 		t.Fatalf("InsufficientStorage = %d/%d, want 507", e.Code, e.Sub)
 	}
-	want := "the data directory's disk is full: 4096 bytes free, writes resume above 1048576 bytes free"
+	want := "the data directory's disk is short of space (full, or under the --min-free-bytes floor): 4096 bytes free, writes resume above 1048576 bytes free"
 	if e.Message != want {
 		t.Errorf("InsufficientStorage message = %q, want %q", e.Message, want)
 	}
-	if got := InsufficientStorage(-5, 10).Message; got != "the data directory's disk is full: 0 bytes free, writes resume above 10 bytes free" {
+	if got := InsufficientStorage(-5, 10).Message; got != "the data directory's disk is short of space (full, or under the --min-free-bytes floor): 0 bytes free, writes resume above 10 bytes free" {
 		t.Errorf("InsufficientStorage(-5, 10) message = %q, want 0 bytes free", got)
 	}
 }

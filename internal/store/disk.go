@@ -383,6 +383,21 @@ func (s *Store) Room(n int64) error {
 // it last found room (a write refused, and no check since found enough).
 func (s *Store) Full() bool { return s.full.Load() }
 
+// Space reports the data directory's filesystem's free bytes (as last
+// measured, an estimate between checks; read now from a store that checks
+// no floor, -1 if the filesystem does not say) and the floor below which
+// writes are refused (0 when the store checks none).
+func (s *Store) Space() (free, floor int64) {
+	if !s.checks {
+		free, err := s.disk.refresh()
+		if err != nil {
+			return -1, 0
+		}
+		return free, 0
+	}
+	return s.disk.free(), s.resumeAt(false)
+}
+
 // noteFull logs, once, that writes are refused.
 func (s *Store) noteFull(free, resumeAt int64) {
 	if s.full.CompareAndSwap(false, true) {

@@ -35,7 +35,10 @@ func TestDiskFullSDK(t *testing.T) {
 			o.MinFreeBytes = 8 << 20
 			o.DiskCheckInterval = time.Hour // free space is read again before any refusal
 		},
-		Configure: func(c *config.Config) { c.Server.ShutdownTimeout = 3 * time.Second },
+		Configure: func(c *config.Config) {
+			c.Server.ShutdownTimeout = 3 * time.Second
+			c.Server.MetricsAddr = "127.0.0.1:0"
+		},
 	}
 	srv := Start(t, opts)
 	client := srv.Client(t)
@@ -56,7 +59,7 @@ func TestDiskFullSDK(t *testing.T) {
 	}
 	insufficient := func(err error) bool {
 		var re *azcore.ResponseError
-		return errors.As(err, &re) && re.StatusCode == http.StatusInsufficientStorage && strings.Contains(err.Error(), "disk is full")
+		return errors.As(err, &re) && re.StatusCode == http.StatusInsufficientStorage && strings.Contains(err.Error(), "disk is short of space")
 	}
 	var acked []string
 	refused := ""
@@ -76,6 +79,17 @@ func TestDiskFullSDK(t *testing.T) {
 	}
 	if len(acked) < 10 {
 		t.Fatalf("only %d items before the floor", len(acked))
+	}
+	// An operator's alert: the metrics say writes are refused, and count
+	// the 507 (a bug hunt found nothing there to alert on).
+	if _, body, err := srv.Scrape(ctx); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, want := range []string{"\npartita_store_writes_refused 1\n", "\npartita_store_free_floor_bytes 8.388608e+06\n", "\npartita_error_responses_total{status=\"507\"} 1\n"} {
+			if !strings.Contains(string(body), want) {
+				t.Errorf("/metrics lacks %q:\n%.3000s", strings.TrimSpace(want), body)
+			}
+		}
 	}
 	reads := func(k *azcosmos.ContainerClient, when string) {
 		t.Helper()

@@ -143,6 +143,12 @@ func TestHotKeyIsThrottled(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || m == nil || string(m[1]) == "0" || strings.Contains(string(body), "the-hot-key") {
 		t.Errorf("/metrics: status %d, throttled %q; the hot container's 429s must show and its key must not:\n%.2000s", resp.StatusCode, m, body)
 	}
+	// Every 429 the node answered, whatever refused it.
+	if m := regexp.MustCompile(`(?m)^partita_error_responses_total\{status="429"\} ([0-9.e+]+)$`).FindSubmatch(body); m == nil {
+		t.Errorf("/metrics counts no 429 responses:\n%.3000s", body)
+	} else if n, _ := strconv.ParseFloat(string(m[1]), 64); int64(n) < p.Throttled {
+		t.Errorf("/metrics counts %v 429 responses, the hot partition %d", n, p.Throttled)
+	}
 	if !strings.Contains(string(body), `partita_container_physical_partitions{container="spread",db="db"} 4`) {
 		t.Errorf("/metrics does not count the spread container's 4 partitions")
 	}
