@@ -46,7 +46,7 @@ func (h *Handler) checkRead(r *http.Request) (*http.Request, error) {
 			return r, err
 		}
 		if !h.sessionAvailable(r, toks) {
-			return r, status.Newf(http.StatusNotFound, "The read session is not available for the input session token %.100q: this server has not reached it (the token comes from another server or an older data directory)", v).
+			return r, status.Newf(http.StatusNotFound, "The read session is not available for the input session token %.100q: this server has not reached it (the token comes from another server, an older data directory, or a container deleted and created again under the same name: drop the token)", v).
 				WithSub(status.SubNotFoundReadSessionNotAvailable)
 		}
 	}
