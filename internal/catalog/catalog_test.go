@@ -75,6 +75,15 @@ func TestDefinitionNormalised(t *testing.T) {
 	if got["_rid"] == "forged" || got["vectorEmbeddingPolicy"] == nil || got["indexingPolicy"] == nil {
 		t.Errorf("container JSON = %s", k.JSON())
 	}
+	// A null defaultTtl is time to live off, returned without the member
+	// as Cosmos DB returns it (a bug hunt saw "defaultTtl": null echoed).
+	off, err := c.CreateContainer("db", []byte(`{"id":"off","partitionKey":{"paths":["/a"]},"defaultTtl":null}`), Throughput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, on := off.DefaultTTL(); on || strings.Contains(string(off.JSON()), "defaultTtl") {
+		t.Errorf("defaultTtl null: %s, want time to live off and no defaultTtl", off.JSON())
+	}
 	for _, bad := range []string{`{"id":"x"}`, `{"id":"x","partitionKey":{"paths":[]}}`, `{"id":"x","partitionKey":{"paths":["/a"],"version":3}}`, `[]`, `{"id":1}`, `{"id":"x","partitionKey":{"paths":["/a"]},"defaultTtl":0}`} {
 		if _, err := c.CreateContainer("db", []byte(bad), Throughput{}); !errors.As(err, new(*InvalidError)) {
 			t.Errorf("CreateContainer(%s) = %v, want *InvalidError", bad, err)

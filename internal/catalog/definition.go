@@ -144,7 +144,10 @@ func parseDefinition(body []byte, current *partition.Definition) (definition, er
 		return definition{}, err
 	}
 	normalizePolicy(&a, obj.Get("indexingPolicy"))
-	if ttl := obj.Get("defaultTtl"); ttl != nil && ttl.Type() != fastjson.TypeNull {
+	if ttl := obj.Get("defaultTtl"); ttl != nil && ttl.Type() == fastjson.TypeNull {
+		obj.Del("defaultTtl") // null is off, the default: returned without it, as Cosmos DB does
+	}
+	if ttl := obj.Get("defaultTtl"); ttl != nil {
 		n, err := ttl.Int()
 		if err != nil || n == 0 || n < -1 || n > math.MaxInt32 {
 			return definition{}, invalid("defaultTtl must be -1 or a positive number of seconds")

@@ -281,30 +281,34 @@ func (t *lpTxn) apply(ctx context.Context, op BatchOp) (BatchResult, error) {
 		code  int
 		write = true
 	)
-	switch strings.ToLower(op.Type) {
-	case "create":
+	switch typ := strings.ToLower(op.Type); {
+	case op.ID == "" && (typ == "replace" || typ == "delete" || typ == "read" || typ == "patch"):
+		// Found nothing by the empty id: 404 said the item did not exist
+		// (a bug hunt).
+		err = status.BadRequest("the batch's %s operation names no item: it needs an id", op.Type)
+	case typ == "create":
 		res, err = t.write(Create, "", op.Body, op.IfMatch)
 		code = http.StatusCreated
-	case "upsert":
+	case typ == "upsert":
 		res, err = t.write(Upsert, "", op.Body, op.IfMatch)
 		code = http.StatusOK
 		if res.Created {
 			code = http.StatusCreated
 		}
-	case "replace":
+	case typ == "replace":
 		res, err = t.write(Replace, op.ID, op.Body, op.IfMatch)
 		code = http.StatusOK
-	case "delete":
+	case typ == "delete":
 		res, err = t.remove(op.ID, op.IfMatch)
 		code = http.StatusNoContent
-	case "read":
+	case typ == "read":
 		write = false
 		res, err = t.read(op.ID)
 		code = http.StatusOK
 		if err == nil && op.IfNoneMatch != "" && (op.IfNoneMatch == "*" || op.IfNoneMatch == res.ETag) {
 			code, res.Body = http.StatusNotModified, nil
 		}
-	case "patch":
+	case typ == "patch":
 		var req document.PatchRequest
 		if req, err = document.ParsePatchRequest(op.Body); err != nil {
 			err = translate(err)

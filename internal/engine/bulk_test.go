@@ -392,3 +392,36 @@ func TestBatchContainerDeletedMeanwhile(t *testing.T) {
 		t.Errorf("the recreated container holds %s, %v; want nothing", p.Items, err)
 	}
 }
+
+// TestBatchOpWithoutID: a batch's Read, Replace, Delete or Patch naming no
+// id is refused 400 saying so (it found nothing by the empty id: 404,
+// "Entity with the specified id does not exist", a bug hunt), in a
+// transactional batch (which fails whole, 424 for the others) and in bulk.
+func TestBatchOpWithoutID(t *testing.T) {
+	e := engineOnHost(t, func(l *replica.Local) replica.Host { return l }, Throughput{})
+	pk := document.PartitionKey{{Kind: document.String, String: "p"}}
+	for _, typ := range []string{"Read", "Delete", "Patch", "Replace"} {
+		body := []byte(`{"operations":[{"op":"set","path":"/a","value":1}]}`)
+		if typ == "Replace" {
+			body = nil
+		}
+		ops := []BatchOp{{Type: "Create", Body: []byte(`{"id":"x","pk":"p"}`)}, {Type: typ, Body: body}}
+		resp, err := e.ExecuteBatch(t.Context(), "db", "k", pk, ops)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := resp.Results[1]; resp.OK || r.Status != http.StatusBadRequest || !strings.Contains(r.Message, "needs an id") || resp.Results[0].Status != http.StatusFailedDependency {
+			t.Errorf("batch %s without an id: %+v / %+v, want 400 naming the missing id and 424", typ, r, resp.Results[0])
+		}
+		for i := range ops {
+			ops[i].PK = pk
+		}
+		resp, err = e.ExecuteBulk(t.Context(), "db", "k", ops[1:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := resp.Results[0]; r.Status != http.StatusBadRequest || !strings.Contains(r.Message, "needs an id") {
+			t.Errorf("bulk %s without an id: %+v, want 400 naming the missing id", typ, r)
+		}
+	}
+}
