@@ -180,7 +180,8 @@ func (m *queryMemo) gathered(ctx context.Context, r replica.Reader, p part, scan
 // entries, going on from where the last step stopped — g, or the query's
 // previous page's gather, kept in the memo while the keyspace is
 // unchanged — and keeps where it stands (the memo takes g's state, and g
-// is reset: one gather has one owner). A budget of zero only looks. over
+// is reset: one gather has one owner; when the memo does not take it, g
+// keeps it for the next step). A budget of zero only looks. over
 // reports a gather that can never be done (more than maxGather of the
 // part's entries pass). read and passed are how many entries the gather
 // under way has read, and kept (its hits), so far.
@@ -217,8 +218,9 @@ func (m *queryMemo) gatherPart(ctx context.Context, r replica.Reader, p part, sc
 	if !done {
 		if keep {
 			kept := *g
-			*g = gathering{}
-			m.keepEntry(&memoEntry{key: k, partial: &kept, size: k.size() + kept.size + len(kept.after)})
+			if m.keepEntry(&memoEntry{key: k, partial: &kept, size: k.size() + kept.size + len(kept.after)}) {
+				*g = gathering{}
+			} // else g goes on keeping it (the memo is off, or it is too big)
 		}
 		return nil, false, false, read, passed, nil
 	}
@@ -291,11 +293,12 @@ func gatherKey(r replica.Reader, p part, scan *plan.IndexScan) (memoKey, bool) {
 // size is what k costs an entry: its strings and the entry's overhead.
 func (k memoKey) size() int { return len(k.prog) + len(k.state) + memoEntryOverhead }
 
-// keepEntry adds e (see put).
-func (m *queryMemo) keepEntry(e *memoEntry) {
+// keepEntry adds e (see put), and reports whether it did: not when e is
+// too big, or a concurrent page keeps the same evaluation, as far along.
+func (m *queryMemo) keepEntry(e *memoEntry) bool {
 	k, size := e.key, e.size
 	if size > m.budget/4 {
-		return
+		return false
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -306,7 +309,7 @@ func (m *queryMemo) keepEntry(e *memoEntry) {
 		old := el.Value.(*memoEntry)
 		if old.partial == nil || e.partial != nil && e.partial.n <= old.partial.n {
 			m.lru.MoveToFront(el)
-			return
+			return false
 		}
 		m.lru.Remove(el) // a gather under way, overtaken
 		delete(m.byKey, k)
@@ -320,6 +323,7 @@ func (m *queryMemo) keepEntry(e *memoEntry) {
 	}
 	m.byKey[k] = m.lru.PushFront(e)
 	m.used += size
+	return true
 }
 
 // memoKey returns the key of the evaluation this page would make, and

@@ -1268,8 +1268,13 @@ func (m *mergeStream) close() {
 // reads through the index only when the lookup's entries are few beside
 // the partition's items) it counts the entries and the scope's items
 // whatever the terms.
-func (s docSource) measure(ctx context.Context, lookup *plan.IndexScan, page int, counted bool, entries *int) (plan.Stats, error) {
+//
+// most, unless zero, bounds the entries it reads counting them, in all:
+// one cut short reports at least most/plan.LoadCost+1 entries (reading
+// them costs more than loading that many documents) and keeps nothing.
+func (s docSource) measure(ctx context.Context, lookup *plan.IndexScan, page int, counted bool, most int, entries *int) (plan.Stats, error) {
 	var st plan.Stats
+	total := 0 // entries read counting, in all keyspaces
 	parts := map[uint64][]replica.Span{}
 	ksParts := map[uint64][]part{}
 	var order []uint64
@@ -1327,13 +1332,18 @@ func (s docSource) measure(ctx context.Context, lookup *plan.IndexScan, page int
 		limit, n, read := plan.EntryLimit(lookup, items, page), 0, 0
 		found := make([][]seqEntry, len(ksParts[ks]))
 		var failed error
+		cut := false
 		for _, ts := range lookup.Spans {
-			if n > limit {
+			if n > limit || cut {
 				break
 			}
 			err := replica.Scan(ctx, readers[i], indexSpan(ts.Lower, ts.Upper), func(k, itemKey []byte) bool {
 				*entries++
 				read++
+				if total++; most > 0 && total > most {
+					cut = true
+					return false
+				}
 				if !matched(lookup, k) {
 					return true
 				}
@@ -1362,6 +1372,10 @@ func (s docSource) measure(ctx context.Context, lookup *plan.IndexScan, page int
 		if n > limit {
 			// This keyspace is scanned, so the query is.
 			st.Entries, st.Items = n, items
+			return st, nil
+		}
+		if cut {
+			st.Entries, st.Items = max(st.Entries, n, most/plan.LoadCost+1), items
 			return st, nil
 		}
 		for j, p := range ksParts[ks] {

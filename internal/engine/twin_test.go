@@ -14,7 +14,13 @@ import (
 // against the same query's scan of the other.
 func twinEngine(t *testing.T) (*Engine, func(pk document.PartitionKey, body string)) {
 	t.Helper()
-	e := testEngineWith(t, Config{GatewayQueryFull: true})
+	return twinEngineWith(t, Config{GatewayQueryFull: true})
+}
+
+// twinEngineWith is twinEngine with configuration cfg.
+func twinEngineWith(t *testing.T, cfg Config) (*Engine, func(pk document.PartitionKey, body string)) {
+	t.Helper()
+	e := testEngineWith(t, cfg)
 	for _, id := range []string{"ix", "noix"} {
 		policy := ""
 		if id == "noix" {
