@@ -108,16 +108,18 @@ func (h *Handler) executeSproc(w http.ResponseWriter, r *http.Request) error {
 		args = []byte("[]")
 	}
 	res, err := h.eng.ExecuteStoredProcedure(r.Context(), r.PathValue("db"), r.PathValue("coll"), r.PathValue("id"), pk, args, isTrue(r, hdrScriptLog))
+	if isTrue(r, hdrScriptLog) && (err == nil || res.Log != "") {
+		// Percent-encoded (the SDKs decode with decodeURIComponent /
+		// Uri.UnescapeDataString), without the last line's newline; on
+		// a failed run too, as Cosmos DB does (what it logged before
+		// failing is how its author finds why).
+		setHeader(w, hdrScriptResult, scriptLogHeader(strings.TrimSuffix(res.Log, "\n")))
+	}
 	if err != nil {
 		return err
 	}
 	setHeader(w, "x-ms-session-token", res.Session)
 	h.setContentPath(w, r.PathValue("db"), r.PathValue("coll"))
-	if isTrue(r, hdrScriptLog) {
-		// Percent-encoded (the SDKs decode with decodeURIComponent /
-		// Uri.UnescapeDataString), without the last line's newline.
-		setHeader(w, hdrScriptResult, scriptLogHeader(strings.TrimSuffix(res.Log, "\n")))
-	}
 	setCharge(w, res.RU)
 	body := res.Body
 	if len(body) == 0 {

@@ -210,7 +210,8 @@ type SprocResult struct {
 // ExecuteStoredProcedure runs stored procedure id on logical partition pk
 // with args (a JSON array), in one transaction: all its writes commit
 // together when it returns, and none does when it throws, times out or
-// exceeds its limits. It may not write outside pk.
+// exceeds its limits. It may not write outside pk. A run that fails
+// returns what the script logged (SprocResult.Log) beside the error.
 func (e *Engine) ExecuteStoredProcedure(ctx context.Context, db, coll, id string, pk document.PartitionKey, args []byte, logging bool) (SprocResult, error) {
 	c, err := e.owner(db, coll)
 	if err != nil {
@@ -246,15 +247,18 @@ func (e *Engine) ExecuteStoredProcedure(ctx context.Context, db, coll, id string
 	lim.MaxResponseBytes = MaxBatchResponseBytes // what the check below holds it to
 	res, err := prog.Execute(ctx, &scriptHost{ctx: ctx, t: t}, args, lim, logging)
 	if err != nil {
-		return SprocResult{}, translateScript(err)
+		return SprocResult{Log: res.Log}, translateScript(err)
 	}
 	if len(res.Body) > MaxBatchResponseBytes {
 		// Cosmos DB's 4 MB response limit; t.close rolls the writes back.
-		return SprocResult{}, status.Newf(http.StatusRequestEntityTooLarge,
+		return SprocResult{Log: res.Log}, status.Newf(http.StatusRequestEntityTooLarge,
 			"the stored procedure's response body is %d bytes; at most %d are allowed (nothing it wrote was kept)", len(res.Body), MaxBatchResponseBytes)
 	}
 	out := SprocResult{Body: res.Body, Log: res.Log, RU: t.ru + throughput.MinimumCost(), Session: t.session()}
-	return out, t.commit()
+	if err := t.commit(); err != nil {
+		return SprocResult{Log: res.Log}, err
+	}
+	return out, nil
 }
 
 // TriggerSet names the triggers a request includes

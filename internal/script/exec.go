@@ -19,7 +19,8 @@ import (
 // Execute runs a stored procedure with args, a JSON array whose elements are the arguments
 // (nil or empty means none; a JSON value that is not an array is passed as the only argument).
 // Writes go to host (non-nil), which the caller commits when Execute returns a nil error and
-// rolls back otherwise. logging turns on console.log capture into Result.Log.
+// rolls back otherwise. logging turns on console.log capture into Result.Log, which a
+// failed run returns too (what the script logged before it failed).
 //
 // It returns an *Error on failure: KindArgs for malformed args, KindException, KindHost,
 // KindStackOverflow, KindTimeout, KindMemory, KindCanceled or KindInternal (see ErrorKind).
@@ -40,12 +41,12 @@ func (p *Program) Execute(ctx context.Context, host Host, args []byte, lim Limit
 		res.Body, err = x.stringifyBody(x.respBody)
 		return err
 	})
+	res.Log = x.log.String()
 	if err != nil {
 		x = nil
 		releaseAfterMemoryLimit(err)
-		return Result{}, err
+		return Result{Log: res.Log}, err
 	}
-	res.Log = x.log.String()
 	return res, nil
 }
 

@@ -137,6 +137,19 @@ func TestSyntaxErrorMessage(t *testing.T) {
 	if se.Kind != KindCompile || se.Status != http.StatusBadRequest || !strings.Contains(se.Msg, "SyntaxError") || !strings.Contains(se.Msg, "2:") {
 		t.Errorf("CompileStoredProcedure(bad) = %v, want KindCompile 400 with SyntaxError and line 2", err)
 	}
+	// An anonymous function's error is its own, where it is (it was the
+	// other parse's: "Line 1:10 Unexpected token (", at the function's
+	// parenthesis), and columns of its first line count from the body.
+	for body, want := range map[string]string{
+		"function () {\n  var x = ;\n}":    "Line 2:11 Unexpected token ;",
+		"function (a) { return a +; }":     "Line 1:26 Unexpected token ;",
+		"function named() { return a +; }": "Line 1:30 Unexpected token ;",
+	} {
+		_, err := CompileStoredProcedure(body)
+		if se := asError(t, err); se.Kind != KindCompile || !strings.Contains(se.Msg, want) {
+			t.Errorf("CompileStoredProcedure(%q) = %v, want KindCompile saying %q", body, err, want)
+		}
+	}
 }
 
 // TestTimeoutBound checks the default-free path: a loop with a short timeout stops in time

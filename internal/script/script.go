@@ -2,6 +2,7 @@ package script
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -257,7 +258,8 @@ func compile(kind programKind, body string) (p *Program, err error) {
 	}
 	// The usual body is a single function: compile it as a parenthesised expression whose value
 	// is the function, which also accepts the anonymous `function (...) {...}` form.
-	if prg, perr := parser.ParseFile(nil, "", "("+body+"\n)", 0); perr == nil && isFunctionExpr(prg) {
+	prg, exprErr := parser.ParseFile(nil, "", "("+body+"\n)", 0)
+	if exprErr == nil && isFunctionExpr(prg) {
 		if msg := checkFolds(prg); msg != "" {
 			return nil, newError(KindCompile, "Encountered exception while compiling Javascript. Exception = "+msg, nil)
 		}
@@ -269,7 +271,7 @@ func compile(kind programKind, body string) (p *Program, err error) {
 	}
 	prg, perr := parser.ParseFile(nil, "", body, 0)
 	if perr != nil {
-		return nil, compileError(perr)
+		return nil, compileError(fartherError(exprErr, perr))
 	}
 	entry := firstFunction(prg)
 	if entry == "" {
@@ -283,6 +285,31 @@ func compile(kind programKind, body string) (p *Program, err error) {
 		return nil, compileError(cerr)
 	}
 	return &Program{kind: kind, prg: cp, entry: entry}, nil
+}
+
+// fartherError returns the syntax error of the parse that got further
+// into the body: the one of the form its author meant. exprErr is that of
+// the body parsed as a parenthesised expression (an anonymous
+// `function () {…}` fails the other parse at its "("), its first line's
+// columns moved back over the "(" added; declErr that of the body as it
+// is. Equals go to declErr.
+func fartherError(exprErr, declErr error) error {
+	var el parser.ErrorList
+	if !errors.As(exprErr, &el) || len(el) == 0 {
+		return declErr
+	}
+	e := *el[0]
+	if e.Position.Line == 1 {
+		e.Position.Column--
+	}
+	var dl parser.ErrorList
+	if errors.As(declErr, &dl) && len(dl) > 0 {
+		d := dl[0].Position
+		if e.Position.Line < d.Line || e.Position.Line == d.Line && e.Position.Column <= d.Column {
+			return declErr
+		}
+	}
+	return e
 }
 
 func compileError(err error) *Error {

@@ -175,6 +175,26 @@ describe("partita scripts, batch and bulk with @azure/cosmos", () => {
       assert.equal(decodeURIComponent(raw), "log me: a,b");
     });
 
+    it("execute: a script that fails still returns what it logged", async () => {
+      // Cosmos DB sends the log header with the error (the .NET SDK reads it
+      // from CosmosException.Headers); it was dropped (a scripts hunt).
+      await container.scripts.storedProcedures.create({
+        id: "logThenThrow",
+        body: function () {
+          console.log("got this far");
+          throw new Error("and no further");
+        },
+      });
+      const err = await container.scripts
+        .storedProcedure("logThenThrow")
+        .execute("sp", [], { enableScriptLogging: true })
+        .then(() => undefined, (e) => e);
+      assert.ok(err, "the failing sproc succeeded");
+      assert.equal(err.code, 400);
+      assert.match(err.message, /and no further/);
+      assert.equal(decodeURIComponent(err.headers?.[SCRIPT_LOG_HEADER] ?? ""), "got this far");
+    });
+
     it("execute: a long script log does not break the SDK after the writes commit", async () => {
       // Node refuses a response whose headers pass 16 KiB: a log of 17,000
       // characters (or 2,000 of "€", nine bytes each encoded) failed the
