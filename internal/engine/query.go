@@ -9,6 +9,7 @@ import (
 	"errors"
 	"hash/fnv"
 	"maps"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -568,19 +569,22 @@ measure:
 			// (reading 6,000 strings to lead c.n >= 5998 AND CONTAINS(...)
 			// cost 17 RU, against 5 for the range's two documents).
 			in.Leads = make([]plan.Stats, len(pp.Leads))
-			fewest := -1
+			fewest := math.MaxInt
+		leads:
 			for _, match := range []bool{false, true} {
 				for i, l := range pp.Leads {
-					if (l.Match != nil) != match || err != nil {
+					if (l.Match != nil) != match {
 						continue
 					}
 					most := 0
-					if match && fewest >= 0 {
+					if match && fewest < math.MaxInt {
 						most = max(matchStep, plan.LoadCost*fewest)
 					}
-					in.Leads[i], err = src.measure(ctx, l, in.PageSize, true, most, &run.entries)
-					if !match && (fewest < 0 || in.Leads[i].Entries < fewest) {
-						fewest = in.Leads[i].Entries
+					if in.Leads[i], err = src.measure(ctx, l, in.PageSize, true, most, &run.entries); err != nil {
+						break leads
+					}
+					if !match {
+						fewest = min(fewest, in.Leads[i].Entries)
 					}
 				}
 			}
