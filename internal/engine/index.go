@@ -246,8 +246,8 @@ func (e *Engine) rebuildTerms(ctx context.Context, c *catalog.Container) error {
 	// indexed out of the items the statistics count.
 	p := &reindexProgress{}
 	for _, r := range c.Map().Ranges() {
-		if rs, err := e.rangeStorage(ctx, c, r); err == nil {
-			p.total += rs.items
+		if _, items, err := e.rangeTotals(ctx, c, r); err == nil {
+			p.total += items
 		}
 	}
 	e.reindex.Store(c.Internal, p)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/partitadb/partita/internal/catalog"
 	"github.com/partitadb/partita/internal/document"
@@ -157,6 +158,63 @@ func TestSplitCheckScansNearLimit(t *testing.T) {
 	}
 	if n := e.mustContainer(t).Map().Len(); n != 2 {
 		t.Fatalf("%d ranges past the limit, want 2", n)
+	}
+}
+
+// TestSplitCheckRescanPacedByCost: a range under its limit is scanned
+// again once its estimate is a minute old, or, when its last scan took
+// long (many logical partitions), only after rescanCost times as long: at
+// 10^7 logical partitions a scan every minute took a core from the requests.
+func TestSplitCheckRescanPacedByCost(t *testing.T) {
+	st, err := store.Open(store.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	clock := time.Unix(1_700_000_000, 0)
+	e, err := openOn(t, t.Context(), st, Config{PartitionMaxBytes: 1 << 30}, func() time.Time { return clock }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateDatabase("db", Throughput{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateContainer("db", []byte(`{"id":"k","partitionKey":{"paths":["/pk"]}}`), Throughput{Manual: 400}); err != nil {
+		t.Fatal(err)
+	}
+	scans, took := 0, time.Duration(0)
+	testHookRangeScan = func(string) { scans++; clock = clock.Add(took) }
+	t.Cleanup(func() { testHookRangeScan = nil })
+	i := 0
+	check := func(after time.Duration) {
+		t.Helper()
+		clock = clock.Add(after)
+		i++
+		if _, err := e.WriteItem(t.Context(), Write{DB: "db", Container: "k", Kind: Upsert, PK: pkN(i),
+			Body: fmt.Appendf(nil, `{"id":"i%d","pk":"p%d"}`, i, i)}); err != nil {
+			t.Fatal(err)
+		}
+		e.checkSplits(t.Context())
+	}
+	check(0) // unknown: scanned; a quick scan
+	check(59 * time.Second)
+	if scans != 1 {
+		t.Fatalf("%d scans within a minute of a quick one, want 1", scans)
+	}
+	took = 5 * time.Second
+	check(2 * time.Second) // a minute old: scanned, taking 5 s
+	if scans != 2 {
+		t.Fatalf("%d scans once the estimate is a minute old, want 2", scans)
+	}
+	for range 4 {
+		check(time.Minute)
+	}
+	if scans != 2 {
+		t.Fatalf("%d scans within 4 minutes of a scan that took 5 s, want 2 (the next after %d × 5 s)", scans, rescanCost)
+	}
+	check(time.Minute + time.Second)
+	if scans != 3 {
+		t.Fatalf("%d scans %d × 5 s after a scan that took 5 s, want 3", scans, rescanCost)
 	}
 }
 

@@ -656,10 +656,20 @@ func (s lpStats) encode() []byte {
 }
 
 func decodeStats(v []byte) (lpStats, error) {
-	if len(v) < 16 {
-		return lpStats{}, fmt.Errorf("engine: logical partition statistics of %d bytes", len(v))
+	bytes, items, err := statsCounts(v)
+	if err != nil {
+		return lpStats{}, err
 	}
-	return lpStats{bytes: int64(binary.BigEndian.Uint64(v)), items: int64(binary.BigEndian.Uint64(v[8:])), key: string(v[16:])}, nil
+	return lpStats{bytes: bytes, items: items, key: string(v[16:])}, nil
+}
+
+// statsCounts decodes the item bytes and items of encoded statistics,
+// without the key (decodeStats).
+func statsCounts(v []byte) (bytes, items int64, err error) {
+	if len(v) < 16 {
+		return 0, 0, fmt.Errorf("engine: logical partition statistics of %d bytes", len(v))
+	}
+	return int64(binary.BigEndian.Uint64(v)), int64(binary.BigEndian.Uint64(v[8:])), nil
 }
 
 // grow records that the logical partition's items change by bytes and
