@@ -157,6 +157,36 @@ func TestCloseFlushes(t *testing.T) {
 	}
 }
 
+// TestPointReadsUseFilters: a point read of a key a table does not hold
+// is answered by the table's bloom filter, not by reading its data block.
+func TestPointReadsUseFilters(t *testing.T) {
+	s := openMem(t, vfs.NewMem())
+	defer s.Close()
+	b := s.NewBatch()
+	for i := range 1000 {
+		b.Set(mk(fmt.Sprintf("k%04d", 2*i)), []byte("v"))
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	g, err := s.acquire(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.release(g)
+	if err := g.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1000 {
+		if _, err := s.Get(mk(fmt.Sprintf("k%04d", 2*i+1))); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("Get of an absent key: %v, want ErrNotFound", err)
+		}
+	}
+	if m := g.db.Metrics().Filter; m.Hits < 900 {
+		t.Errorf("filter hits %d for 1,000 reads of absent keys (misses %d), want most", m.Hits, m.Misses)
+	}
+}
+
 // TestRelaxedSyncsInBackground: a store without Sync syncs its log within
 // RelaxedSyncInterval of a commit, so a crash keeps a write made before an
 // idle moment. (Pebble keeps an unsynced batch in its log's block in
