@@ -174,6 +174,37 @@ func TestPostTriggerResponseBody(t *testing.T) {
 	}
 }
 
+// TestTriggersShareTimeLimit: the triggers named on one operation run
+// within one script time limit together, not one each: a header naming a
+// trigger many times held the logical partition for as many limits (a
+// review: 100 names of a 20 ms trigger, 2 s).
+func TestTriggersShareTimeLimit(t *testing.T) {
+	e := testEngineWith(t, Config{ScriptLimits: script.Limits{Timeout: 300 * time.Millisecond}})
+	ctx := t.Context()
+	pk := pkOf(0)
+	def, _ := json.Marshal(map[string]string{"id": "slow", "triggerType": "Pre", "triggerOperation": "All", "body": `function () {
+		var end = Date.now() + 60;
+		while (Date.now() < end) {}
+	}`})
+	if _, err := e.CreateScript("db", "k", Triggers, def); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Create, PK: pk, Body: []byte(`{"id":"one","pk":"p0"}`), Triggers: TriggerSet{Pre: []string{"slow", "slow"}}}); err != nil {
+		t.Fatalf("two 60 ms triggers within 300 ms: %v", err)
+	}
+	names := make([]string, 20) // 1.2 s of triggers
+	for i := range names {
+		names[i] = "slow"
+	}
+	_, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Create, PK: pk, Body: []byte(`{"id":"many","pk":"p0"}`), Triggers: TriggerSet{Pre: names}})
+	if status.From(err).Code != http.StatusRequestTimeout {
+		t.Fatalf("twenty 60 ms triggers under a 300 ms limit: %v, want 408", err)
+	}
+	if _, err := e.ReadItem(ctx, ItemRef{DB: "db", Container: "k", ID: "many"}, pk, ""); status.From(err).Code != http.StatusNotFound {
+		t.Fatalf("the item of the refused write: %v, want 404", err)
+	}
+}
+
 // TestUpsertTrigger: a trigger of operation Upsert (the .NET SDK's
 // TriggerOperation.Upsert) is created and runs on upserts only.
 func TestUpsertTrigger(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/partitadb/partita/internal/catalog"
 	"github.com/partitadb/partita/internal/document"
@@ -310,8 +311,29 @@ func (e *Engine) withTriggers(ctx context.Context, t *lpTxn, trig TriggerSet, op
 		return Result{}, err
 	}
 	host := &scriptHost{ctx: ctx, t: t}
+	// The triggers of one operation share one script time limit: each
+	// runs with what the ones before it left, so that a header naming a
+	// trigger thousands of times (64 KiB of names) cannot hold the
+	// logical partition for thousands of time limits (a review).
+	limits := e.cfg.ScriptLimits
+	budget := limits.Timeout
+	if budget <= 0 || budget > script.MaxTimeout {
+		budget = script.MaxTimeout
+	}
+	deadline := time.Now().Add(budget)
+	left := func() (script.Limits, error) {
+		l := limits
+		if l.Timeout = time.Until(deadline); l.Timeout <= 0 {
+			return l, status.Newf(http.StatusRequestTimeout, "the operation's triggers exceeded their time limit of %v (together)", budget)
+		}
+		return l, nil
+	}
 	for _, p := range pre {
-		if body, err = p.RunPreTrigger(ctx, host, opName, body, e.cfg.ScriptLimits); err != nil {
+		l, err := left()
+		if err != nil {
+			return Result{}, err
+		}
+		if body, err = p.RunPreTrigger(ctx, host, opName, body, l); err != nil {
 			return Result{}, translateScript(err)
 		}
 	}
@@ -320,7 +342,11 @@ func (e *Engine) withTriggers(ctx context.Context, t *lpTxn, trig TriggerSet, op
 		return Result{}, err
 	}
 	for _, p := range post {
-		out, err := p.RunPostTrigger(ctx, host, opName, body, res.Body, e.cfg.ScriptLimits)
+		l, err := left()
+		if err != nil {
+			return Result{}, err
+		}
+		out, err := p.RunPostTrigger(ctx, host, opName, body, res.Body, l)
 		if err != nil {
 			return Result{}, translateScript(err)
 		}

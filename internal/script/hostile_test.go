@@ -144,6 +144,12 @@ func TestSyntaxErrorMessage(t *testing.T) {
 		"function () {\n  var x = ;\n}":    "Line 2:11 Unexpected token ;",
 		"function (a) { return a +; }":     "Line 1:26 Unexpected token ;",
 		"function named() { return a +; }": "Line 1:30 Unexpected token ;",
+		// A function missing its "}" fails where the body ends, not at
+		// the ")" the expression parse adds after it (a review: "Line
+		// 2:1 Unexpected token )", a line the body does not have).
+		"function f() { return 1; ":     "Line 1:26 Unexpected end of input",
+		"function () { return 1; ":      "Line 1:25 Unexpected end of input",
+		"function (a) {\n  return a;\n": "Line 3:1 Unexpected end of input",
 	} {
 		_, err := CompileStoredProcedure(body)
 		if se := asError(t, err); se.Kind != KindCompile || !strings.Contains(se.Msg, want) {

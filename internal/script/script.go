@@ -271,6 +271,12 @@ func compile(kind programKind, body string) (p *Program, err error) {
 	}
 	prg, perr := parser.ParseFile(nil, "", body, 0)
 	if perr != nil {
+		var el parser.ErrorList
+		if errors.As(exprErr, &el) && len(el) > 0 && el[0].Position.Line > strings.Count(body, "\n")+1 {
+			// It failed at the ")" added after the body (a function
+			// missing its "}"): what the body lacks is told without it.
+			_, exprErr = parser.ParseFile(nil, "", "("+body, 0)
+		}
 		return nil, compileError(fartherError(exprErr, perr))
 	}
 	entry := firstFunction(prg)
