@@ -1,11 +1,13 @@
 package engine
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
 
+	"github.com/partitadb/partita/internal/catalog"
+	"github.com/partitadb/partita/internal/partition"
+	"github.com/partitadb/partita/internal/replica"
 	"github.com/partitadb/partita/internal/throughput"
 )
 
@@ -75,13 +77,13 @@ func (e *Engine) Partitions(ctx context.Context, db, coll string) ([]PartitionRe
 	}
 	var out []PartitionReport
 	for _, r := range c.Map().Ranges() {
-		rs, err := e.rangeStorage(ctx, c, r)
+		rs, err := e.rangeTop(ctx, c, r, reportTop)
 		if err != nil {
 			return nil, translate(err)
 		}
 		rep := PartitionReport{ID: r.ID, MinInclusive: r.Min.String(), MaxExclusive: r.Max.String(),
 			Parents: append([]string{}, r.Parents...), StorageBytes: rs.total, Items: rs.items,
-			LogicalPartitions: len(rs.lps), TopKeysByStorage: []LogicalPartitionUsage{}}
+			LogicalPartitions: rs.n, TopKeysByStorage: []LogicalPartitionUsage{}}
 		key := rangeKey(c, r)
 		if e.limit != nil {
 			b := e.budgetOf(c, r)
@@ -107,14 +109,63 @@ func (e *Engine) Partitions(ctx context.Context, db, coll string) ([]PartitionRe
 		}
 		rep.TopKeysByThrottles, _ = e.hot.refusedSketch(key).Top(reportTop)
 		rep.ChargedRU = e.hot.chargedTo(key)
-		lps := slices.Clone(rs.lps)
-		slices.SortFunc(lps, func(a, b lpStats) int { return cmp.Or(cmp.Compare(b.bytes, a.bytes), cmp.Compare(a.key, b.key)) })
-		for _, lp := range lps[:min(reportTop, len(lps))] {
+		for _, lp := range rs.top {
 			rep.TopKeysByStorage = append(rep.TopKeysByStorage, LogicalPartitionUsage{Key: lp.key, Bytes: lp.bytes, Items: lp.items})
 		}
 		out = append(out, rep)
 	}
 	return out, nil
+}
+
+// rangeSummary is what a partition report reads of a range's logical
+// partitions' statistics: their totals and count, and the k largest by
+// bytes (ties by key), largest first.
+type rangeSummary struct {
+	total, items int64
+	n            int
+	top          []lpStats
+}
+
+// rangeTop reads range r's statistics for a report, keeping only the k
+// largest logical partitions: /metrics reports every range at every
+// scrape, and keeping them all (rangeStorage) took 10 s of CPU and 900 MB
+// at 10^7 logical partitions.
+func (e *Engine) rangeTop(ctx context.Context, c *catalog.Container, r partition.Range, k int) (rangeSummary, error) {
+	var rs rangeSummary
+	rep, err := e.replicaOf(c, r)
+	if err != nil {
+		return rs, err
+	}
+	before := func(b int64, key []byte, x lpStats) bool { // b, key sort before x
+		return b > x.bytes || b == x.bytes && string(key) < x.key
+	}
+	var failed error
+	err = replica.Scan(ctx, rep, statsEPKSpan(r.Min, r.Max), func(_, v []byte) bool {
+		b, n, err := statsCounts(v)
+		if err != nil {
+			failed = err
+			return false
+		}
+		rs.total, rs.items, rs.n = rs.total+b, rs.items+n, rs.n+1
+		if len(rs.top) == k && !before(b, v[16:], rs.top[k-1]) {
+			return true
+		}
+		i, _ := slices.BinarySearchFunc(rs.top, lpStats{}, func(x, _ lpStats) int {
+			if before(b, v[16:], x) {
+				return 1
+			}
+			return -1
+		})
+		if len(rs.top) == k {
+			rs.top = rs.top[:k-1]
+		}
+		rs.top = slices.Insert(rs.top, i, lpStats{bytes: b, items: n, key: string(v[16:])})
+		return true
+	})
+	if err == nil {
+		err = failed
+	}
+	return rs, err
 }
 
 // ContainerPartitions are one container's partition reports.
@@ -167,12 +218,12 @@ func (e *Engine) ContainerUsage(ctx context.Context, db, coll string) (Container
 	}
 	u := ContainerUsage{IndexProgress: e.indexProgress(c)}
 	for _, r := range c.Map().Ranges() {
-		rs, err := e.rangeStorage(ctx, c, r)
+		bytes, items, err := e.rangeTotals(ctx, c, r)
 		if err != nil {
 			return ContainerUsage{}, translate(err)
 		}
-		u.Items += rs.items
-		u.ItemBytes += rs.total
+		u.Items += items
+		u.ItemBytes += bytes
 	}
 	for kind, n := range map[ScriptKind]*int{StoredProcedures: &u.StoredProcedures, Triggers: &u.Triggers, UDFs: &u.UDFs} {
 		scs, err := e.cat.Scripts(ctx, db, coll, kind)

@@ -1,11 +1,16 @@
 package engine
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/partitadb/partita/internal/catalog"
 	"github.com/partitadb/partita/internal/document"
+	"github.com/partitadb/partita/internal/partition"
 )
 
 func pkS(s string) document.PartitionKey {
@@ -110,4 +115,59 @@ func TestReportShareOfEverything(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestReportTopByStorage: each partition's report counts its logical
+// partitions and lists the largest by bytes (ties by key), as sorting all
+// of them would, while keeping only those it lists (rangeTop: /metrics
+// reports every range at every scrape).
+func TestReportTopByStorage(t *testing.T) {
+	e := testEngine(t)
+	ctx := t.Context()
+	c, _ := e.cat.Container("db", "k")
+	want := map[string][]LogicalPartitionUsage{} // range id → every logical partition
+	for i := range 60 {
+		pk := fmt.Sprintf("k%02d", i)
+		items, pad := 1+i%3, i%7 // sizes repeat: ties by key
+		for j := range items {
+			if _, err := e.WriteItem(ctx, Write{DB: "db", Container: "k", Kind: Create, PK: pkS(pk),
+				Body: fmt.Appendf(nil, `{"id":"i%d","pk":%q,"pad":"%s"}`, j, pk, strings.Repeat("x", 50*pad))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l, _ := locate(c, pkS(pk), "")
+		want[l.rng.ID] = append(want[l.rng.ID], LogicalPartitionUsage{Key: fmt.Sprintf(`[%q]`, pk), Items: int64(items)})
+	}
+	reps, err := e.Partitions(ctx, "db", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rep := range reps {
+		all := want[rep.ID]
+		if rep.LogicalPartitions != len(all) {
+			t.Errorf("range %s: %d logical partitions, want %d", rep.ID, rep.LogicalPartitions, len(all))
+		}
+		rs, err := e.rangeStorage(ctx, c, mustRange(t, c, rep.ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lps := slices.Clone(rs.lps)
+		slices.SortFunc(lps, func(a, b lpStats) int { return cmp.Or(cmp.Compare(b.bytes, a.bytes), cmp.Compare(a.key, b.key)) })
+		var top []LogicalPartitionUsage
+		for _, lp := range lps[:min(reportTop, len(lps))] {
+			top = append(top, LogicalPartitionUsage{Key: lp.key, Bytes: lp.bytes, Items: lp.items})
+		}
+		if !slices.Equal(rep.TopKeysByStorage, top) || rep.StorageBytes != rs.total || rep.Items != rs.items {
+			t.Errorf("range %s: top %v, bytes %d, items %d; want %v, %d, %d", rep.ID, rep.TopKeysByStorage, rep.StorageBytes, rep.Items, top, rs.total, rs.items)
+		}
+	}
+}
+
+func mustRange(t *testing.T, c *catalog.Container, id string) partition.Range {
+	t.Helper()
+	r, ok := c.Map().ByID(id)
+	if !ok {
+		t.Fatalf("no range %s", id)
+	}
+	return r
 }
