@@ -71,24 +71,8 @@ func (e *Engine) rangeStorage(ctx context.Context, c *catalog.Container, r parti
 // entries and 900 MB of memory, for about twice the CPU of the sums); it
 // is read only to split.
 func (e *Engine) rangeTotals(ctx context.Context, c *catalog.Container, r partition.Range) (bytes, items int64, err error) {
-	rep, err := e.replicaOf(c, r)
-	if err != nil {
-		return 0, 0, err
-	}
-	var failed error
-	err = replica.Scan(ctx, rep, statsEPKSpan(r.Min, r.Max), func(_, v []byte) bool {
-		b, n, err := statsCounts(v)
-		if err != nil {
-			failed = err
-			return false
-		}
-		bytes, items = bytes+b, items+n
-		return true
-	})
-	if err == nil {
-		err = failed
-	}
-	return bytes, items, err
+	rs, err := e.rangeTop(ctx, c, r, 0)
+	return rs.total, rs.items, err
 }
 
 // midpoint returns the EPK before which about half of the range's bytes
