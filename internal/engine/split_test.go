@@ -13,16 +13,16 @@ import (
 	"github.com/partitadb/partita/internal/store"
 )
 
-// loadEngine is a 400 RU/s, one-partition container with rate limiting and
-// load splits on, holding 2 items in each of 12 logical partitions.
-func loadEngine(t *testing.T) *Engine {
+// splitEngine is an engine on a fresh store, configured by cfg with clock
+// now (nil: time.Now), holding an empty 400 RU/s container db/k.
+func splitEngine(t *testing.T, cfg Config, now func() time.Time) *Engine {
 	t.Helper()
 	st, err := store.Open(store.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	e, err := openOn(t, t.Context(), st, Config{RateLimit: true, LoadSplits: true}, nil, nil)
+	e, err := openOn(t, t.Context(), st, cfg, now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,6 +32,14 @@ func loadEngine(t *testing.T) *Engine {
 	if _, err := e.CreateContainer("db", []byte(`{"id":"k","partitionKey":{"paths":["/pk"]}}`), Throughput{Manual: 400}); err != nil {
 		t.Fatal(err)
 	}
+	return e
+}
+
+// loadEngine is a 400 RU/s, one-partition container with rate limiting and
+// load splits on, holding 2 items in each of 12 logical partitions.
+func loadEngine(t *testing.T) *Engine {
+	t.Helper()
+	e := splitEngine(t, Config{RateLimit: true, LoadSplits: true}, nil)
 	return e
 }
 
@@ -108,21 +116,7 @@ func (e *Engine) mustContainer(t *testing.T) *catalog.Container {
 // the range, and then only once writes have brought the range's estimated
 // size past the limit, where it splits it; not on every check.
 func TestSplitCheckScansNearLimit(t *testing.T) {
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	e, err := openOn(t, t.Context(), st, Config{PartitionMaxBytes: 40_000}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.CreateDatabase("db", Throughput{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.CreateContainer("db", []byte(`{"id":"k","partitionKey":{"paths":["/pk"]}}`), Throughput{Manual: 400}); err != nil {
-		t.Fatal(err)
-	}
+	e := splitEngine(t, Config{PartitionMaxBytes: 40_000}, nil)
 	scans := 0
 	testHookRangeScan = func(string) { scans++ }
 	t.Cleanup(func() { testHookRangeScan = nil })
@@ -166,22 +160,8 @@ func TestSplitCheckScansNearLimit(t *testing.T) {
 // long (many logical partitions), only after rescanCost times as long: at
 // 10^7 logical partitions a scan every minute took a core from the requests.
 func TestSplitCheckRescanPacedByCost(t *testing.T) {
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
 	clock := time.Unix(1_700_000_000, 0)
-	e, err := openOn(t, t.Context(), st, Config{PartitionMaxBytes: 1 << 30}, func() time.Time { return clock }, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.CreateDatabase("db", Throughput{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.CreateContainer("db", []byte(`{"id":"k","partitionKey":{"paths":["/pk"]}}`), Throughput{Manual: 400}); err != nil {
-		t.Fatal(err)
-	}
+	e := splitEngine(t, Config{PartitionMaxBytes: 1 << 30}, func() time.Time { return clock })
 	scans, took := 0, time.Duration(0)
 	testHookRangeScan = func(string) { scans++; clock = clock.Add(took) }
 	t.Cleanup(func() { testHookRangeScan = nil })
